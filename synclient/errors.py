@@ -1,10 +1,86 @@
 """One exception hierarchy for the whole package, rooted at :class:`SynclientError`.
 
 Errors also inherit Python's own categories where one fits (``FileNotFoundError``,
-``PermissionError``, ``ValueError``), so callers can catch them naturally.
+``PermissionError``, ``ValueError``, ``OSError``), so callers can catch them naturally.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synclient.sync.results import FileResult
 
 
 class SynclientError(Exception):
     """Root of every error synclient raises on purpose."""
+
+
+class ConfigError(SynclientError, ValueError):
+    """Bad configuration or arguments (endpoint, token source, option values)."""
+
+
+class PlatformError(SynclientError):
+    """A control-plane (REST) call failed; carries the HTTP status and the server's ``reason``."""
+
+    def __init__(self, message: str, *, status: Optional[int] = None, reason: Optional[str] = None,
+                 method: Optional[str] = None, url: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.method = method
+        self.url = url
+
+
+class AuthenticationError(PlatformError, PermissionError):
+    """401: the token is missing, unknown or expired."""
+
+
+class AccessDeniedError(PlatformError, PermissionError):
+    """403: the user may not read or download this entity."""
+
+
+class NotFoundError(PlatformError, FileNotFoundError):
+    """404: no such entity, version or file handle."""
+
+
+class ThrottledError(PlatformError):
+    """429 after every retry: the server kept asking us to slow down."""
+
+
+class ServerError(PlatformError):
+    """5xx after every retry, or a connection that kept failing."""
+
+
+class BadRequestError(PlatformError, ValueError):
+    """Another 4xx: the request itself was refused (never retried)."""
+
+
+class TransferError(SynclientError):
+    """A data-plane (storage GET) problem: cut body, bad status, stall, expired URL after refreshes."""
+
+
+class RangeNotHonouredError(TransferError):
+    """The storage host ignored ``Range`` or answered with the wrong ``Content-Range``."""
+
+
+class IntegrityError(SynclientError, ValueError):
+    """Downloaded bytes do not match the size or MD5 the platform recorded."""
+
+
+class UnsafePathError(SynclientError, ValueError):
+    """A name from the server would not stay a plain name inside the target directory."""
+
+
+class LocalIOError(SynclientError, OSError):
+    """Writing to the local disk failed (disk full, read-only, path is a file, ...)."""
+
+
+class SyncError(SynclientError):
+    """Some files of a sync failed. ``failures`` lists them; ``results`` holds every file's outcome."""
+
+    def __init__(self, failures: Sequence["FileResult"], results: Sequence["FileResult"]) -> None:
+        self.failures: List["FileResult"] = list(failures)
+        self.results: List["FileResult"] = list(results)
+        shown = "; ".join(f"{f.entity_id} ({f.path}): {f.error}" for f in self.failures[:5])
+        more = f" and {len(self.failures) - 5} more" if len(self.failures) > 5 else ""
+        super().__init__(f"{len(self.failures)} of {len(self.results)} files failed: {shown}{more}")

@@ -1,0 +1,88 @@
+"""What a sync returns: one :class:`FileResult` per file and a :class:`SyncReport` of the whole run."""
+from __future__ import annotations
+
+import enum
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from synclient.errors import SynclientError
+
+
+class SyncStatus(enum.Enum):
+    DOWNLOADED = "downloaded"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class FileResult:
+    entity_id: str
+    version: Optional[int]
+    path: Optional[Path]
+    size: Optional[int]
+    md5: Optional[str]
+    status: SyncStatus
+    error: Optional[SynclientError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not SyncStatus.FAILED
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"entity_id": self.entity_id, "version": self.version,
+                "path": str(self.path) if self.path is not None else None, "size": self.size, "md5": self.md5,
+                "status": self.status.value, "error": str(self.error) if self.error else None}
+
+
+@dataclass
+class SyncReport:
+    """Totals of one run, for the summary line and ``--json``."""
+
+    downloaded: int = 0
+    skipped: int = 0
+    failed: int = 0
+    bytes_downloaded: int = 0
+    wall_seconds: float = 0.0
+    rest_calls: int = 0
+    retries: int = 0
+    throttled: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def record(self, result: FileResult) -> None:
+        with self._lock:
+            if result.status is SyncStatus.DOWNLOADED:
+                self.downloaded += 1
+                self.bytes_downloaded += result.size or 0
+            elif result.status is SyncStatus.SKIPPED:
+                self.skipped += 1
+            else:
+                self.failed += 1
+
+    @property
+    def mb_per_second(self) -> float:
+        return self.bytes_downloaded / 1e6 / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+    def to_json(self) -> Dict[str, Any]:
+        data = {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+        data["mb_per_second"] = round(self.mb_per_second, 2)
+        return data
+
+    def summary(self) -> str:
+        return (f"{self.downloaded} downloaded, {self.skipped} skipped, {self.failed} failed; "
+                f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
+                f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
+                f"{self.throttled} throttled")
+
+
+class SyncResults(List[FileResult]):
+    """The list of per-file results, with the run's :class:`SyncReport` as ``.report``."""
+
+    def __init__(self, results: List[FileResult], report: SyncReport) -> None:
+        super().__init__(results)
+        self.report = report
+
+    @property
+    def failures(self) -> List[FileResult]:
+        return [r for r in self if r.status is SyncStatus.FAILED]

@@ -1,0 +1,45 @@
+"""Every transfer knob in one validated object (s3transfer's TransferConfig habit)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from synclient.errors import ConfigError
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TransferConfig:
+    """Knobs of the data plane. Defaults are chosen by the benchmark suite (see docs/benchmarks.md).
+
+    - ``max_workers``: threads of the one shared pool (listings, bundles, downloads and parts all share it).
+    - ``multipart_threshold``: files of at least this size are fetched as parallel ranged parts.
+    - ``part_size``: size of one ranged part.
+    - ``chunk_size``: bytes read per ``readinto``; also how often the cancel event is checked.
+    - ``stall_timeout``: a body that delivers no byte for this long is cut and resumed from its offset.
+    - ``max_attempts``: tries per stream (part or small file) before the file is reported failed.
+    - ``url_batch_size``: file handles per ``/fileHandle/batch`` call (the server allows 100).
+    """
+
+    max_workers: int = 16
+    multipart_threshold: int = 32 * MiB
+    part_size: int = 16 * MiB
+    chunk_size: int = 1 * MiB
+    stall_timeout: float = 30.0
+    connect_timeout: float = 10.0
+    max_attempts: int = 6
+    url_batch_size: int = 100
+
+    def __post_init__(self) -> None:
+        checks = [
+            (1 <= self.max_workers <= 512, "max_workers must be between 1 and 512"),
+            (self.part_size >= 64 * 1024, "part_size must be at least 64 KiB"),
+            (self.multipart_threshold >= self.part_size, "multipart_threshold must be >= part_size"),
+            (4096 <= self.chunk_size <= 64 * MiB, "chunk_size must be between 4 KiB and 64 MiB"),
+            (self.stall_timeout > 0, "stall_timeout must be positive"),
+            (self.max_attempts >= 1, "max_attempts must be >= 1"),
+            (1 <= self.url_batch_size <= 100, "url_batch_size must be between 1 and 100"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)

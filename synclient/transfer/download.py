@@ -1,0 +1,367 @@
+"""Download strategies: one streaming GET for small files, parallel ranged parts for large ones.
+
+Both write to a hidden partial file beside the destination and put the file at its final path only after its size
+and MD5 were checked (``os.replace``: atomic on one filesystem). A multipart download is a set of PART tasks on the
+shared pool; none waits for another: each part writes at its offset with ``os.pwrite`` and counts down, and the
+part that finishes last finalizes the file. The MD5 is computed while parts arrive, over the finished prefix of
+the file (:class:`PrefixHasher`), so finalizing a large file does not re-read it all at the end.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, List, Optional, Set
+
+import requests
+import tenacity
+
+from synclient.errors import (IntegrityError, LocalIOError, RangeNotHonouredError, SynclientError,
+                              TransferError)
+from synclient.events import SyncObserver
+from synclient.models import FileHandle, FileHandleRequest
+from synclient.transfer.config import TransferConfig
+from synclient.transfer.http import ByteRange, UrlRejectedError, fetch_range
+from synclient.transfer.partial import (JournalHeader, ResumeJournal, journal_path, open_temp, preallocate,
+                                        temp_path)
+from synclient.transfer.pool import Cancelled, Priority, TaskPool
+from synclient.transfer.urls import SignedUrl, UrlBroker
+
+log = logging.getLogger("synclient.transfer")
+EMPTY_MD5 = hashlib.md5(b"").hexdigest()
+_HASH_READ = 4 * 1024 * 1024
+
+
+@dataclass
+class FileJob:
+    """One file version to bring to ``destination``."""
+
+    entity_id: str
+    version: Optional[int]
+    handle: FileHandle
+    destination: Path
+    url: Optional[SignedUrl] = field(default=None, repr=False)
+    rejected_url: Optional[SignedUrl] = field(default=None, repr=False)
+
+    @property
+    def request(self) -> FileHandleRequest:
+        return FileHandleRequest(file_handle_id=self.handle.id, entity_id=self.entity_id)
+
+    @property
+    def size(self) -> int:
+        return self.handle.content_size or 0
+
+
+DoneCallback = Callable[[FileJob, Optional[SynclientError]], None]
+
+
+def local_error(path: Path, exc: OSError) -> LocalIOError:
+    reason = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else (exc.strerror or str(exc))
+    error = LocalIOError(f"cannot write {path}: {reason}")
+    error.errno = exc.errno
+    return error
+
+
+def hash_file_range(fd: int, start: int, end: int, md5) -> None:
+    offset = start
+    while offset < end:
+        data = os.pread(fd, min(_HASH_READ, end - offset), offset)
+        if not data:
+            raise LocalIOError("partial file shrank while it was being verified")
+        md5.update(data)
+        offset += len(data)
+
+
+class PrefixHasher:
+    """MD5 of a file whose parts finish out of order: whoever extends the finished prefix hashes it.
+
+    Only bookkeeping happens under the lock; the hashing (disk reads) happens outside it, by one thread at a time.
+    """
+
+    def __init__(self, fd: int, parts: List[ByteRange]) -> None:
+        self._fd = fd
+        self._parts = parts
+        self._done = [False] * len(parts)
+        self._next = 0
+        self._busy = False
+        self._lock = threading.Lock()
+        self._md5 = hashlib.md5()
+
+    def part_done(self, index: int) -> None:
+        with self._lock:
+            self._done[index] = True
+            if self._busy:
+                return  # the thread hashing now will pick this part up
+            self._busy = True
+        while True:
+            with self._lock:
+                first = self._next
+                last = first
+                while last < len(self._parts) and self._done[last]:
+                    last += 1
+                if last == first:
+                    self._busy = False
+                    return
+            hash_file_range(self._fd, self._parts[first].start, self._parts[last - 1].end, self._md5)
+            with self._lock:
+                self._next = last
+
+    def hexdigest(self) -> str:
+        with self._lock:
+            if self._next != len(self._parts):
+                raise IntegrityError("MD5 requested before every part was hashed")
+            return self._md5.hexdigest()
+
+
+@dataclass
+class _Multipart:
+    job: FileJob
+    temp: Path
+    fd: int
+    journal: ResumeJournal
+    parts: List[ByteRange]
+    hasher: PrefixHasher
+    resumed: bool
+    remaining: int = 0
+    error: Optional[SynclientError] = None
+    cancelled: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count_down(self) -> bool:
+        """True for the one caller that finished the last part."""
+        with self.lock:
+            self.remaining -= 1
+            return self.remaining == 0
+
+    def fail(self, error: SynclientError) -> None:
+        with self.lock:
+            if self.error is None:
+                self.error = error
+
+
+class Downloader:
+    """Runs file jobs on the shared pool with the strategy their size calls for."""
+
+    def __init__(self, *, pool: TaskPool, broker: UrlBroker, session: requests.Session,
+                 config: TransferConfig, observer: SyncObserver, on_done: DoneCallback) -> None:
+        self._pool = pool
+        self._broker = broker
+        self._session = session
+        self._config = config
+        self._observer = observer
+        self._on_done = on_done
+
+    def start(self, job: FileJob) -> None:
+        """Begin a job whose URL is set (runs as a pool task)."""
+        try:
+            if job.size >= self._config.multipart_threshold:
+                self._start_multipart(job)
+            else:
+                self._download_single(job)
+        except Cancelled:
+            raise
+        except SynclientError as exc:
+            self._on_done(job, exc)
+        except OSError as exc:
+            self._on_done(job, local_error(job.destination, exc))
+
+    # -- shared pieces -----------------------------------------------------------------------------------------
+
+    def _retrying(self) -> tenacity.Retrying:
+        retryable = (tenacity.retry_if_exception_type((TransferError, IntegrityError))
+                     & tenacity.retry_if_not_exception_type(RangeNotHonouredError))
+        return tenacity.Retrying(retry=retryable, reraise=True,
+                                 stop=tenacity.stop_after_attempt(self._config.max_attempts),
+                                 wait=tenacity.wait_random_exponential(multiplier=0.25, max=8.0),
+                                 sleep=self._pool.cancel_event.wait)
+
+    def _url(self, job: FileJob) -> SignedUrl:
+        """The job's URL, refreshed first when it expires soon or storage has rejected it."""
+        url = job.url
+        if url is None or url is job.rejected_url or not url.fresh():
+            url = self._broker.fetch_one(job.request)
+            job.url = url
+        return url
+
+    def _fetch(self, job: FileJob, byte_range: ByteRange, sink: Callable[[int, bytes], None]) -> None:
+        url = self._url(job)
+        try:
+            fetch_range(self._session, url, byte_range, sink=sink, chunk_size=self._config.chunk_size,
+                        connect_timeout=self._config.connect_timeout, stall_timeout=self._config.stall_timeout,
+                        cancelled=self._pool.cancel_event.is_set)
+        except UrlRejectedError:
+            job.rejected_url = url
+            raise
+
+    def _verify(self, job: FileJob, md5_hex: str) -> None:
+        expected = job.handle.content_md5
+        if expected and md5_hex != expected.lower():
+            raise IntegrityError(f"MD5 mismatch for {job.entity_id}: got {md5_hex}, platform says {expected}")
+
+    def _install(self, job: FileJob, temp: Path) -> None:
+        try:
+            os.replace(temp, job.destination)
+        except OSError as exc:
+            raise local_error(job.destination, exc) from None
+
+    # -- one streaming GET ---------------------------------------------------------------------------------------
+
+    def _download_single(self, job: FileJob, *, fresh: bool = False) -> None:
+        temp = temp_path(job.destination, job.handle.id)
+        if job.size == 0:
+            open_fd = open_temp(temp, truncate=True)
+            os.close(open_fd)
+            self._verify(job, EMPTY_MD5)
+        else:
+            self._retrying()(self._stream_single, job, temp, fresh)
+        self._install(job, temp)
+        self._on_done(job, None)
+
+    def _stream_single(self, job: FileJob, temp: Path, fresh: bool) -> None:
+        size = job.size
+        fd = open_temp(temp, truncate=fresh)
+        try:
+            have = os.fstat(fd).st_size
+            if have >= size:  # longer is foreign data; exactly full was never verified: start over cheaply
+                have = 0 if have > size else have
+                os.ftruncate(fd, have)
+            md5 = hashlib.md5()
+            hash_file_range(fd, 0, have, md5)
+
+            def sink(offset: int, data: bytes) -> None:
+                os.pwrite(fd, data, offset)
+                md5.update(data)
+                self._observer.bytes_transferred(len(data))
+
+            if have < size:
+                try:
+                    self._fetch(job, ByteRange(have, size, size), sink)
+                except RangeNotHonouredError:
+                    if have == 0:
+                        raise
+                    os.ftruncate(fd, 0)  # the server cannot resume: take the whole body
+                    md5 = hashlib.md5()
+                    self._fetch(job, ByteRange(0, size, size), sink)
+            try:
+                self._verify(job, md5.hexdigest())
+            except IntegrityError:
+                os.ftruncate(fd, 0)  # the next try starts clean
+                raise
+        finally:
+            os.close(fd)
+
+    # -- parallel ranged parts -----------------------------------------------------------------------------------
+
+    def _start_multipart(self, job: FileJob) -> None:
+        size, part_size = job.size, self._config.part_size
+        temp = temp_path(job.destination, job.handle.id)
+        journal = ResumeJournal(journal_path(temp), JournalHeader(file_handle_id=job.handle.id, size=size,
+                                                                  md5=job.handle.content_md5 or "",
+                                                                  part_size=part_size))
+        finished: Set[int] = set()
+        if temp.is_file() and temp.stat().st_size == size:
+            finished = journal.load_finished()
+        fd = open_temp(temp, truncate=not finished)
+        try:
+            if not finished:
+                preallocate(fd, size)
+            journal.open(fresh=not finished)
+        except OSError:
+            os.close(fd)
+            journal.close()
+            raise
+        parts = [ByteRange(start, min(start + part_size, size), size) for start in range(0, size, part_size)]
+        finished &= set(range(len(parts)))
+        state = _Multipart(job=job, temp=temp, fd=fd, journal=journal, parts=parts,
+                           hasher=PrefixHasher(fd, parts), resumed=bool(finished))
+        todo = [i for i in range(len(parts)) if i not in finished]
+        state.remaining = len(todo) + 1  # +1: this task's own count, so parts finishing early cannot finalize
+        if finished:
+            log.info("resuming %s: %d of %d parts already on disk", job.entity_id, len(finished), len(parts))
+        for index in todo:
+            self._pool.submit(Priority.PART, self._run_part, state, index)
+        for index in sorted(finished):
+            state.hasher.part_done(index)
+        if state.count_down():
+            self._finish_multipart(state)
+
+    def _run_part(self, state: _Multipart, index: int) -> None:
+        try:
+            if state.error is None and not self._pool.cancel_event.is_set():
+                self._retrying()(self._fetch_part, state, index)
+                state.journal.mark_finished(index)
+                state.hasher.part_done(index)
+        except Cancelled:
+            state.cancelled = True
+        except SynclientError as exc:
+            state.fail(exc)
+        except OSError as exc:
+            state.fail(local_error(state.job.destination, exc))
+        finally:
+            if self._pool.cancel_event.is_set():
+                state.cancelled = True
+            if state.count_down():
+                self._finish_multipart(state)
+
+    def _fetch_part(self, state: _Multipart, index: int) -> None:
+        fd = state.fd
+
+        def sink(offset: int, data: bytes) -> None:
+            os.pwrite(fd, data, offset)
+            self._observer.bytes_transferred(len(data))
+
+        self._fetch(state.job, state.parts[index], sink)
+
+    def _finish_multipart(self, state: _Multipart) -> None:
+        job = state.job
+        try:
+            if state.cancelled:
+                return  # partial file and journal stay for the next run
+            if isinstance(state.error, RangeNotHonouredError):
+                log.info("%s: storage does not honour Range; fetching in one stream", job.entity_id)
+                self._discard(state)
+                self._download_single(job, fresh=True)
+                return
+            if state.error is not None:
+                if isinstance(state.error, IntegrityError):
+                    self._discard(state)
+                self._on_done(job, state.error)
+                return
+            try:
+                self._verify(job, state.hasher.hexdigest())
+            except IntegrityError as exc:
+                self._discard(state)
+                if state.resumed:  # the earlier run's parts were not what we thought: start over once
+                    log.warning("%s: resumed parts failed verification; downloading again", job.entity_id)
+                    self._start_multipart(job)
+                else:
+                    self._on_done(job, exc)
+                return
+            os.close(state.fd)
+            state.fd = -1
+            self._install(job, state.temp)
+            state.journal.remove()
+            self._on_done(job, None)
+        except SynclientError as exc:
+            self._on_done(job, exc)
+        except OSError as exc:
+            self._on_done(job, local_error(job.destination, exc))
+        finally:
+            if state.fd >= 0:
+                os.close(state.fd)
+                state.fd = -1
+            state.journal.close()
+
+    def _discard(self, state: _Multipart) -> None:
+        if state.fd >= 0:
+            os.close(state.fd)
+            state.fd = -1
+        state.journal.remove()
+        try:
+            state.temp.unlink()
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,160 @@
+"""The one shared ``ThreadPoolExecutor`` of a sync, with priorities, bounded submission and a cancel event.
+
+Tasks never wait for other tasks: work continues by submitting the next task (a listing page submits its
+children, the last part of a file finalizes it). Submitting never blocks — it only appends a small descriptor to
+a priority queue — so a pool thread can always submit, even at ``max_workers=1``. One dispatcher, running in the
+calling (non-pool) thread, hands queued tasks to the executor while fewer than ``max_workers`` are in flight, in
+priority order: parts of files already started first, tree listings last, and listings only while the backlog of
+files is below a high-water mark. That keeps memory flat on a million-file tree: the walk runs ahead of the
+downloads by a bounded amount.
+"""
+from __future__ import annotations
+
+import collections
+import enum
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Deque, Dict, List, Optional
+
+log = logging.getLogger("synclient.transfer")
+
+
+class Priority(enum.IntEnum):
+    """Lower runs first."""
+
+    PART = 0        # ranged part / stream of a file already started: finish what is open
+    URL_BATCH = 1   # pre-signed URLs for files waiting to start
+    DOWNLOAD = 2    # start a file whose URL is known
+    BUNDLE = 3      # learn a file's handle (size, MD5)
+    LISTING = 4     # one children page of a folder
+
+
+CONTROL_PLANE = frozenset({Priority.URL_BATCH, Priority.BUNDLE, Priority.LISTING})
+
+
+class Cancelled(Exception):
+    """Raised inside a task when the run was cancelled (checked per chunk)."""
+
+
+class TaskPool:
+    """Priority dispatcher over one ``ThreadPoolExecutor``. Call :meth:`run` from the thread that owns the sync."""
+
+    def __init__(self, max_workers: int, *, backlog_high_water: Optional[int] = None,
+                 control_plane_limit: Callable[[], int] = lambda: 1 << 30) -> None:
+        if max_workers < 1:
+            raise ValueError("max_workers must be >= 1")
+        self.max_workers = max_workers
+        self.cancel_event = threading.Event()
+        self._backlog_high_water = backlog_high_water or max(1000, 8 * max_workers)
+        self._control_plane_limit = control_plane_limit
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="synclient")
+        self._cond = threading.Condition(threading.Lock())
+        self._queues: Dict[Priority, Deque[Callable[[], None]]] = {p: collections.deque() for p in Priority}
+        self._running: Dict[Priority, int] = {p: 0 for p in Priority}
+        self._in_flight = 0
+        self._idle_checks: List[Callable[[], None]] = []
+        self.unexpected_errors: List[BaseException] = []
+
+    # -- called from anywhere, never blocks --------------------------------------------------------------------
+
+    def submit(self, priority: Priority, fn: Callable[..., None], *args, **kwargs) -> None:
+        task = (lambda: fn(*args, **kwargs)) if (args or kwargs) else fn
+        with self._cond:
+            self._queues[priority].append(task)
+            self._cond.notify()
+
+    def outstanding(self, *priorities: Priority) -> int:
+        """Queued plus running tasks of these priorities."""
+        with self._cond:
+            return sum(len(self._queues[p]) + self._running[p] for p in priorities)
+
+    def add_idle_check(self, check: Callable[[], None]) -> None:
+        """``check`` runs in the dispatcher thread on every dispatch round; it may submit tasks."""
+        self._idle_checks.append(check)
+
+    def check_cancelled(self) -> None:
+        if self.cancel_event.is_set():
+            raise Cancelled()
+
+    # -- the dispatcher ------------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Dispatch until every queue is empty and nothing runs; Ctrl-C cancels promptly and re-raises."""
+        try:
+            while True:
+                for check in self._idle_checks:
+                    check()
+                with self._cond:
+                    task_priority = self._next_priority()
+                    if task_priority is None:
+                        if self._in_flight == 0 and not any(self._queues.values()):
+                            if not self._pending_after_checks():
+                                break
+                            continue
+                        self._cond.wait(timeout=0.25)
+                        continue
+                    task = self._queues[task_priority].popleft()
+                    self._running[task_priority] += 1
+                    self._in_flight += 1
+                self._executor.submit(self._run_task, task_priority, task)
+        except BaseException:
+            self.cancel()
+            raise
+        finally:
+            self._executor.shutdown(wait=not self.cancel_event.is_set(), cancel_futures=True)
+
+    def cancel(self, *, grace_seconds: float = 2.0) -> None:
+        """Stop handing out work, tell running tasks to stop at their next chunk, wait briefly for them."""
+        self.cancel_event.set()
+        with self._cond:
+            for queue in self._queues.values():
+                queue.clear()
+        deadline = time.monotonic() + grace_seconds
+        with self._cond:
+            while self._in_flight and time.monotonic() < deadline:
+                self._cond.wait(timeout=0.05)
+
+    def _pending_after_checks(self) -> bool:
+        """Give idle checks one more chance (e.g. the URL batcher's tail flush) before declaring the run over."""
+        self._cond.release()
+        try:
+            for check in self._idle_checks:
+                check()
+        finally:
+            self._cond.acquire()
+        return self._in_flight > 0 or any(self._queues.values())
+
+    def _next_priority(self) -> Optional[Priority]:
+        if self._in_flight >= self.max_workers or self.cancel_event.is_set():
+            return None
+        control_running = sum(self._running[p] for p in CONTROL_PLANE)
+        for priority in Priority:
+            if not self._queues[priority]:
+                continue
+            if priority in CONTROL_PLANE and control_running >= max(1, self._control_plane_limit()):
+                continue  # a worker would only sit in the gate; let data tasks have it
+            if priority is Priority.LISTING and self._backlog() >= self._backlog_high_water:
+                continue
+            return priority
+        return None
+
+    def _backlog(self) -> int:
+        return len(self._queues[Priority.BUNDLE]) + len(self._queues[Priority.DOWNLOAD])
+
+    def _run_task(self, priority: Priority, task: Callable[[], None]) -> None:
+        try:
+            if not self.cancel_event.is_set():
+                task()
+        except Cancelled:
+            pass
+        except BaseException as exc:  # a bug in a task: keep it, finish the run, raise it at the end
+            log.exception("unexpected error in a sync task")
+            with self._cond:
+                self.unexpected_errors.append(exc)
+        finally:
+            with self._cond:
+                self._running[priority] -= 1
+                self._in_flight -= 1
+                self._cond.notify_all()
