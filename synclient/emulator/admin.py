@@ -1,0 +1,84 @@
+"""Changing the platform while it serves: the operations behind ``Emulator.add_version`` & co.
+and the ``POST /emulator/...`` admin routes."""
+from __future__ import annotations
+
+import base64
+import re
+from typing import Iterable, Optional, Union
+
+from .knobs import parse_size
+from .seed import resolve_path, seeded_chunks
+from .store import EntityKind, Store
+
+_SYN_ID = re.compile(r"^(?:syn)?(\d+)$", re.IGNORECASE)
+
+EntityRef = Union[str, int]
+
+
+def parse_syn_id(ref: EntityRef) -> int:
+    """``"syn123"``, ``"123"`` or ``123`` -> 123."""
+    if isinstance(ref, int) and not isinstance(ref, bool):
+        return ref
+    match = _SYN_ID.match(str(ref).strip())
+    if not match:
+        raise ValueError(f"not a Synapse id: {ref!r}")
+    return int(match.group(1))
+
+
+def content_from_json(body: dict) -> Optional[Iterable[bytes]]:
+    """Admin route bodies give content as "content" (text), "content_b64", or "size"+"seed"."""
+    if "content" in body:
+        return [str(body["content"]).encode("utf-8")]
+    if "content_b64" in body:
+        return [base64.b64decode(body["content_b64"])]
+    if "size" in body:
+        return seeded_chunks(parse_size(body["size"]), int(body.get("seed", 0)))
+    return None
+
+
+class Admin:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def _store_content(self, content: Union[bytes, str, Iterable[bytes]], file_name: str) -> int:
+        if isinstance(content, str):
+            content = content.encode("utf-8")
+        if isinstance(content, (bytes, bytearray, memoryview)):
+            md5, size = self.store.put_bytes(bytes(content))
+        else:
+            md5, size = self.store.put_blob(content)
+        return self.store.create_file_handle(md5, size, file_name)
+
+    def add_version(self, entity_ref: EntityRef, content: Union[bytes, str, Iterable[bytes]]) -> int:
+        entity_id = parse_syn_id(entity_ref)
+        entity = self.store.entity(entity_id)
+        if entity is None:
+            raise KeyError(f"no entity syn{entity_id}")
+        handle = self._store_content(content, entity.name)
+        return self.store.add_version(entity_id, handle)
+
+    def add_file(self, parent_ref: EntityRef, name: str, content: Union[bytes, str, Iterable[bytes]] = b"") -> str:
+        handle = self._store_content(content, name)
+        return f"syn{self.store.create_entity(EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle)}"
+
+    def add_folder(self, parent_ref: EntityRef, name: str) -> str:
+        return f"syn{self.store.create_entity(EntityKind.FOLDER, name, parse_syn_id(parent_ref))}"
+
+    def add_link(self, parent_ref: EntityRef, name: str, target_ref: EntityRef) -> str:
+        entity_id = self.store.create_entity(EntityKind.LINK, name, parse_syn_id(parent_ref),
+                                             link_target=parse_syn_id(target_ref))
+        return f"syn{entity_id}"
+
+    def delete_entity(self, entity_ref: EntityRef) -> None:
+        self.store.delete(parse_syn_id(entity_ref))
+
+    def rename_entity(self, entity_ref: EntityRef, new_name: str) -> None:
+        if not new_name:
+            raise ValueError("a name must not be empty")
+        self.store.rename(parse_syn_id(entity_ref), new_name)
+
+    def move_entity(self, entity_ref: EntityRef, new_parent_ref: EntityRef) -> None:
+        self.store.move(parse_syn_id(entity_ref), parse_syn_id(new_parent_ref))
+
+    def resolve(self, project_ref: EntityRef, path) -> str:
+        return f"syn{resolve_path(self.store, parse_syn_id(project_ref), path)}"

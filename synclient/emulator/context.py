@@ -1,0 +1,37 @@
+"""The shared runtime state of one running emulator: store, knobs, stats, faults, throttles."""
+from __future__ import annotations
+
+import threading
+
+from .faults import FaultPlan, ThrottleGate
+from .knobs import Knobs
+from .stats import Stats
+from .store import Store
+
+
+class EmulatorContext:
+    """What both listeners' handler threads read; knobs are swapped whole, never mutated in place."""
+
+    def __init__(self, store: Store, knobs: Knobs) -> None:
+        self.store = store
+        self._knobs = knobs
+        self._knobs_lock = threading.Lock()
+        self.stats = Stats()
+        self.faults = FaultPlan(knobs.fault_seed)
+        self.gate = ThrottleGate()
+        #: base URL of the data listener (pre-signed URLs point there); set once it is bound
+        self.data_endpoint = ""
+        #: set while stopping so stalled bodies give up at once
+        self.stopping = threading.Event()
+
+    @property
+    def knobs(self) -> Knobs:
+        return self._knobs
+
+    def set_knobs(self, **changes) -> Knobs:
+        with self._knobs_lock:
+            updated = self._knobs.replace(**changes)
+            if updated.fault_seed != self._knobs.fault_seed:
+                self.faults.reseed(updated.fault_seed)
+            self._knobs = updated
+        return updated

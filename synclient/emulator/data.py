@@ -1,0 +1,219 @@
+"""The data listener: an S3-like origin serving blobs behind pre-signed URLs.
+
+Never looks at the platform token (it only counts requests that carry one). Bodies go out with
+zero-copy ``os.sendfile`` unless a bandwidth cap or a fault needs paced, chunked writes.
+"""
+from __future__ import annotations
+
+import email.utils
+import errno
+import os
+import re
+import select
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Dict, Optional
+from urllib.parse import parse_qs, urlsplit
+
+from .faults import DataFault
+from .httpbase import EmulatorHandler
+from .signing import UrlCheck, check_url
+from .wire import BUCKET
+
+_MD5 = re.compile(r"^[0-9a-f]{32}$")
+_SINGLE_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+PACED_CHUNK = 64 * 1024
+SENDFILE_STEP = 1 << 30
+
+
+@dataclass(frozen=True)
+class ByteRange:
+    start: int
+    end: int  # inclusive, as in HTTP
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start + 1
+
+
+class RangeNotSatisfiable(Exception):
+    """The requested range lies outside the object (answered with 416)."""
+
+
+def parse_range(header: Optional[str], size: int) -> Optional[ByteRange]:
+    """One byte range from a Range header; None means "send the whole object".
+
+    Like S3, multi-range and malformed headers are ignored (whole object, 200).
+    """
+    if not header:
+        return None
+    match = _SINGLE_RANGE.match(header.strip().replace(" ", ""))
+    if not match or (match.group(1) == "" and match.group(2) == ""):
+        return None
+    first, last = match.group(1), match.group(2)
+    if first == "":  # suffix range: the last N bytes
+        count = int(last)
+        if count == 0 or size == 0:
+            raise RangeNotSatisfiable()
+        return ByteRange(max(0, size - count), size - 1)
+    start = int(first)
+    end = size - 1 if last == "" else int(last)
+    if end < start:
+        return None  # syntactically invalid: ignored per RFC 9110
+    if start >= size:
+        raise RangeNotSatisfiable()
+    return ByteRange(start, min(end, size - 1))
+
+
+def s3_error_xml(code: str, message: str) -> bytes:
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
+            f"<RequestId>{uuid.uuid4().hex[:16].upper()}</RequestId></Error>").encode("utf-8")
+
+
+_URL_ERRORS = {
+    UrlCheck.MALFORMED: ("AccessDenied", "Query-string authentication requires the Signature, Expires and "
+                                         "AWSAccessKeyId parameters"),
+    UrlCheck.BAD_SIGNATURE: ("SignatureDoesNotMatch", "The request signature we calculated does not match the "
+                                                      "signature you provided."),
+    UrlCheck.EXPIRED: ("AccessDenied", "Request has expired"),
+}
+
+
+class DataHandler(EmulatorHandler):
+    def do_GET(self) -> None:
+        self._serve(head_only=False)
+
+    def do_HEAD(self) -> None:
+        self._serve(head_only=True)
+
+    def _error(self, status: int, code: str, message: str, head_only: bool, extra: Optional[Dict] = None) -> None:
+        self.server.context.stats.data_answered(status)
+        headers = {"Content-Type": "application/xml"}
+        headers.update(extra or {})
+        self.send_whole(status, headers, s3_error_xml(code, message), head_only)
+
+    def _serve(self, head_only: bool) -> None:
+        context = self.server.context
+        knobs = context.knobs
+        context.stats.data_started("Authorization" in self.headers)
+        self.read_body()
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        verdict = check_url(context.store.secret, parts.path, query)
+        if verdict is not UrlCheck.VALID:
+            self._error(403, *_URL_ERRORS[verdict], head_only)
+            return
+        segments = parts.path.split("/")
+        md5 = segments[-1]
+        blob = context.store.blob_path(md5) if _MD5.match(md5) else None
+        if len(segments) < 3 or segments[1] != BUCKET or blob is None or not os.path.exists(blob):
+            self._error(404, "NoSuchKey", "The specified key does not exist.", head_only)
+            return
+        with open(blob, "rb") as source:
+            size = os.fstat(source.fileno()).st_size
+            self._send_object(source, size, md5, head_only, knobs)
+
+    def _send_object(self, source, size: int, md5: str, head_only: bool, knobs) -> None:
+        context = self.server.context
+        try:
+            wanted = None if knobs.data_ignore_range else parse_range(self.headers.get("Range"), size)
+        except RangeNotSatisfiable:
+            self._error(416, "InvalidRange", "The requested range is not satisfiable", head_only,
+                        {"Content-Range": f"bytes */{size}"})
+            return
+        if wanted is not None and knobs.data_wrong_content_range and size > 1:
+            shift = 1 if wanted.end + 1 < size else -1
+            if wanted.start + shift >= 0:
+                wanted = ByteRange(wanted.start + shift, wanted.end + shift)
+        headers = {
+            "Content-Type": "application/octet-stream",
+            "ETag": f'"{md5}"',
+            "Accept-Ranges": "bytes",
+            "Last-Modified": email.utils.formatdate(os.fstat(source.fileno()).st_mtime, usegmt=True),
+            "x-amz-request-id": uuid.uuid4().hex[:16].upper(),
+        }
+        if wanted is None:
+            status, offset, count = 200, 0, size
+        else:
+            status, offset, count = 206, wanted.start, wanted.length
+            headers["Content-Range"] = f"bytes {wanted.start}-{wanted.end}/{size}"
+        if knobs.data_latency_ms > 0:
+            time.sleep(knobs.data_latency_ms / 1000.0)
+        fault = DataFault.NONE if head_only or count == 0 else context.faults.data_fault(knobs)
+        context.stats.data_answered(status)
+        self.wfile.write(self.response_head(status, headers, count))
+        if head_only:
+            return
+        if fault is DataFault.STALL:
+            context.stats.data_stall()
+            context.stopping.wait(knobs.stall_seconds)
+            self._drop_connection()
+            return
+        if fault is DataFault.CUT:
+            context.stats.data_cut()
+            cut_at = int(count * context.faults.cut_fraction())
+            self._paced(source, offset, cut_at, knobs.bandwidth_per_conn)
+            self._drop_connection()
+            return
+        if knobs.bandwidth_per_conn:
+            self._paced(source, offset, count, knobs.bandwidth_per_conn)
+        else:
+            self._sendfile(source, offset, count)
+
+    def _drop_connection(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _sendfile(self, source, offset: int, count: int) -> None:
+        """Zero-copy body; the socket has a timeout (non-blocking at OS level), so wait on EAGAIN."""
+        stats = self.server.context.stats
+        sock = self.connection
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLOUT)
+        timeout_ms = int((sock.gettimeout() or 300) * 1000)
+        remaining = count
+        try:
+            while remaining > 0:
+                try:
+                    sent = os.sendfile(sock.fileno(), source.fileno(), offset, min(remaining, SENDFILE_STEP))
+                except BlockingIOError:
+                    if not poller.poll(timeout_ms):
+                        raise socket.timeout("send timed out")
+                    continue
+                if sent == 0:
+                    break
+                offset += sent
+                remaining -= sent
+                stats.data_sent(sent)
+        except OSError as error:
+            # clients close early on purpose (e.g. synapseclient reads only the headers of a full GET)
+            self.close_connection = True
+            if error.errno not in (errno.EPIPE, errno.ECONNRESET, None) and not isinstance(error, socket.timeout):
+                raise
+
+    def _paced(self, source, offset: int, count: int, bytes_per_second: int) -> None:
+        """Chunked writes, sleeping so the connection never exceeds ``bytes_per_second``."""
+        stats = self.server.context.stats
+        chunk_size = PACED_CHUNK if not bytes_per_second else max(1024, min(PACED_CHUNK, bytes_per_second // 20))
+        started = time.monotonic()
+        sent_total = 0
+        source.seek(offset)
+        try:
+            while sent_total < count:
+                chunk = source.read(min(chunk_size, count - sent_total))
+                if not chunk:
+                    break
+                self.wfile.write(chunk)
+                sent_total += len(chunk)
+                stats.data_sent(len(chunk))
+                if bytes_per_second:
+                    ahead = sent_total / bytes_per_second - (time.monotonic() - started)
+                    if ahead > 0:
+                        time.sleep(ahead)
+        except OSError:
+            self.close_connection = True

@@ -1,0 +1,177 @@
+"""Every tunable of the emulator in one validated dataclass, plus the parsers the CLI needs.
+
+Field names are the snake_case of the CLI flags (``--api-latency-ms`` -> ``api_latency_ms``);
+scripts and other tools rely on both spellings, so keep them stable.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple, Union
+
+#: Route classes that API 5xx faults can target separately.
+ROUTE_CLASSES = ("children", "bundle", "filehandle", "entity", "other")
+
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "m": 1000 ** 2, "mb": 1000 ** 2, "g": 1000 ** 3, "gb": 1000 ** 3,
+    "t": 1000 ** 4, "tb": 1000 ** 4,
+    "ki": 1024, "kib": 1024, "mi": 1024 ** 2, "mib": 1024 ** 2, "gi": 1024 ** 3, "gib": 1024 ** 3,
+    "ti": 1024 ** 4, "tib": 1024 ** 4,
+}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: Union[str, int, float]) -> int:
+    """Parse "32MB" (decimal), "4KiB" (binary) or a plain byte count into bytes."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a size: {text!r}")
+    if isinstance(text, (int, float)):
+        if text < 0:
+            raise ValueError(f"size must not be negative: {text!r}")
+        return int(text)
+    match = _SIZE_RE.match(str(text))
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _SIZE_UNITS:
+        raise ValueError(f"not a size: {text!r} (examples: 50, 4KiB, 32MB)")
+    return int(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+def parse_rate(text: Union[str, float]) -> float:
+    """A probability in [0, 1]."""
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"rate must be between 0 and 1: {text!r}")
+    return value
+
+
+def parse_route_rates(text: Union[str, float, Dict[str, float]]) -> Union[float, Dict[str, float]]:
+    """``0.05`` (all route classes) or ``children=0.1,bundle=0.02`` (per class)."""
+    if isinstance(text, dict):
+        rates = {}
+        for route_class, rate in text.items():
+            if route_class not in ROUTE_CLASSES:
+                raise ValueError(f"unknown route class {route_class!r}; known: {', '.join(ROUTE_CLASSES)}")
+            rates[route_class] = parse_rate(rate)
+        return rates
+    if isinstance(text, (int, float)):
+        return parse_rate(text)
+    if "=" not in text:
+        return parse_rate(text)
+    pairs = {}
+    for item in text.split(","):
+        key, _, value = item.partition("=")
+        pairs[key.strip()] = value.strip()
+    return parse_route_rates(pairs)
+
+
+def parse_window(text: Union[str, Tuple[float, float], None]) -> Optional[Tuple[float, float]]:
+    """``START:SECONDS`` (seconds after startup) -> (start, seconds)."""
+    if text is None:
+        return None
+    if isinstance(text, (tuple, list)):
+        start, seconds = text
+    else:
+        start, sep, seconds = str(text).partition(":")
+        if not sep:
+            raise ValueError(f"maintenance window must be START:SECONDS, got {text!r}")
+    start, seconds = float(start), float(seconds)
+    if start < 0 or seconds <= 0:
+        raise ValueError(f"maintenance window needs START >= 0 and SECONDS > 0, got {text!r}")
+    return (start, seconds)
+
+
+@dataclass
+class Knobs:
+    """Latency, throttling and fault settings. Change them live with ``Emulator.set_knobs``."""
+
+    api_latency_ms: float = 0.0
+    api_latency_jitter_ms: float = 0.0
+    data_latency_ms: float = 0.0
+    #: bytes per second per data connection; 0 = unlimited (zero-copy sendfile)
+    bandwidth_per_conn: int = 0
+    #: per-user concurrent API requests; 0 = unlimited
+    max_concurrent_per_user: int = 0
+    #: per-user API requests per 60 s; 0 = off
+    max_requests_per_minute: int = 0
+    #: pre-signed URL lifetime in seconds
+    url_lifetime: float = 900.0
+    #: probability of a 5xx answer, for all route classes (float) or per class (dict)
+    fault_api_5xx_rate: Union[float, Dict[str, float]] = 0.0
+    #: which statuses injected 5xx faults use (picked at random among them)
+    fault_api_5xx_statuses: Tuple[int, ...] = (500, 502, 503)
+    #: probability of a random 429 with Synapse's concurrency reason (a "429 storm")
+    fault_api_429_rate: float = 0.0
+    #: probability that a data body is cut mid-stream (connection closed early)
+    fault_data_cut_rate: float = 0.0
+    #: probability that a data body stalls (headers sent, then silence for stall_seconds)
+    fault_data_stall_rate: float = 0.0
+    fault_seed: int = 0
+    #: (start, seconds) after startup during which the API answers 503 "down for maintenance"
+    maintenance_window: Optional[Tuple[float, float]] = None
+    #: seconds sent as Retry-After on 429s; None = no header (like real Synapse)
+    throttle_retry_after: Optional[int] = None
+    #: answer ranged GETs with 200 + the full body, like a server that ignores Range
+    data_ignore_range: bool = False
+    #: answer ranged GETs with 206 and a Content-Range that does not match the request
+    data_wrong_content_range: bool = False
+    #: how long a stalled body stays silent before the connection is closed
+    stall_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        for name in ("api_latency_ms", "api_latency_jitter_ms", "data_latency_ms", "url_lifetime",
+                     "stall_seconds"):
+            if float(getattr(self, name)) < 0:
+                raise ValueError(f"{name} must not be negative")
+        self.bandwidth_per_conn = parse_size(self.bandwidth_per_conn)
+        for name in ("max_concurrent_per_user", "max_requests_per_minute"):
+            value = int(getattr(self, name))
+            if value < 0:
+                raise ValueError(f"{name} must not be negative")
+            setattr(self, name, value)
+        if self.url_lifetime <= 0:
+            raise ValueError("url_lifetime must be positive")
+        self.fault_api_5xx_rate = parse_route_rates(self.fault_api_5xx_rate)
+        self.fault_api_5xx_statuses = tuple(int(s) for s in self.fault_api_5xx_statuses)
+        if not self.fault_api_5xx_statuses or any(not 500 <= s <= 599 for s in self.fault_api_5xx_statuses):
+            raise ValueError("fault_api_5xx_statuses must be non-empty 5xx codes")
+        for name in ("fault_api_429_rate", "fault_data_cut_rate", "fault_data_stall_rate"):
+            setattr(self, name, parse_rate(getattr(self, name)))
+        self.maintenance_window = parse_window(self.maintenance_window)
+        if self.throttle_retry_after is not None:
+            self.throttle_retry_after = int(self.throttle_retry_after)
+
+    def api_5xx_rate_for(self, route_class: str) -> float:
+        if isinstance(self.fault_api_5xx_rate, dict):
+            return self.fault_api_5xx_rate.get(route_class, 0.0)
+        return self.fault_api_5xx_rate
+
+    def replace(self, **changes) -> "Knobs":
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"unknown knob(s): {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, **changes)
+
+
+#: ``--profile synapse``: production limits and realistic latencies.
+SYNAPSE_PROFILE = dict(
+    max_concurrent_per_user=3,
+    max_requests_per_minute=600,
+    url_lifetime=30.0,
+    api_latency_ms=50.0,
+    api_latency_jitter_ms=20.0,
+    data_latency_ms=20.0,
+)
+
+PROFILES = {"synapse": SYNAPSE_PROFILE}
+
+
+def profile_knobs(name: str) -> Dict[str, object]:
+    try:
+        return dict(PROFILES[name])
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None

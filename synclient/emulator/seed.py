@@ -1,0 +1,294 @@
+"""Filling the store: from a JSON tree spec, from a local directory, or synthetically.
+
+Spec format (other tools rely on it)::
+
+    {"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": "d", "children": [...]},
+        {"type": "file", "name": "a.txt", "content": "text"},
+        {"type": "file", "name": "big.bin", "size": 134217728, "seed": 7},
+        {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v2"}]},
+        {"type": "link", "name": "l", "target": "d/a.txt"},
+        {"type": "file", "name": "secret", "content": "x", "deny": true},
+        {"type": "file", "name": "n", "content": "x", "annotations": {"k": ["v"]}}]}]}
+
+``size`` + ``seed`` means the bytes ``random.Random(seed).randbytes(size)``, generated in chunks.
+``target`` is a "/"-separated path inside the same project, or a list of names when a name itself
+contains "/".  ``deny`` is ``true``/``"read"`` (no read, no download) or ``"download"``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import random
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+from .knobs import parse_size
+from .store import DenyMode, EntityKind, Store
+
+#: Chunk size for generated content; a multiple of 4 so that chunked randbytes equals one call
+#: (randbytes draws 32-bit words; see tests/emulator/test_seed.py).
+GENERATE_CHUNK = 1 << 20
+
+
+class SpecError(ValueError):
+    """The seed spec is malformed (message names the offending node)."""
+
+
+def seeded_chunks(size: int, seed: int, chunk_size: int = GENERATE_CHUNK) -> Iterator[bytes]:
+    """The bytes of ``random.Random(seed).randbytes(size)``, yielded in chunks of bounded size."""
+    if chunk_size % 4:
+        raise ValueError("chunk_size must be a multiple of 4 to reproduce randbytes exactly")
+    generator = random.Random(seed)
+    remaining = size
+    while remaining > 0:
+        step = min(chunk_size, remaining)
+        yield generator.randbytes(step)
+        remaining -= step
+
+
+def seeded_bytes(size: int, seed: int) -> bytes:
+    return b"".join(seeded_chunks(size, seed))
+
+
+PathLike = Union[str, Sequence[str]]
+
+
+def split_path(path: PathLike) -> List[str]:
+    if isinstance(path, str):
+        return [part for part in path.split("/") if part != ""]
+    return list(path)
+
+
+def resolve_path(store: Store, project_id: int, path: PathLike) -> int:
+    current = project_id
+    for name in split_path(path):
+        child = store.child_by_name(current, name)
+        if child is None:
+            raise KeyError(f"no entity at {path!r} in syn{project_id}")
+        current = child
+    return current
+
+
+@dataclass
+class _PendingLink:
+    parent_id: int
+    name: str
+    project_id: int
+    target: PathLike
+    deny: DenyMode
+    where: str
+
+
+class SpecSeeder:
+    """Creates the entities of a spec; links are created last so targets may come later."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._links: List[_PendingLink] = []
+
+    def seed(self, spec: dict) -> Dict[str, str]:
+        if not isinstance(spec, dict) or not isinstance(spec.get("projects"), list):
+            raise SpecError('spec must be an object with a "projects" list')
+        created: Dict[str, str] = {}
+        with self.store.batch():
+            for index, project in enumerate(spec["projects"]):
+                where = f"projects[{index}]"
+                name = self._name(project, where)
+                project_id = self.store.create_entity(EntityKind.PROJECT, name, None,
+                                                      deny=self._deny(project, where),
+                                                      annotations=self._annotations(project, where))
+                self._children(project, project_id, project_id, where)
+                created[name] = f"syn{project_id}"
+            for link in self._links:
+                try:
+                    target = resolve_path(self.store, link.project_id, link.target)
+                except KeyError:
+                    raise SpecError(f"{link.where}: link target {link.target!r} not found in the project") from None
+                self.store.create_entity(EntityKind.LINK, link.name, link.parent_id, link_target=target,
+                                         deny=link.deny)
+        return created
+
+    def _children(self, node: dict, parent_id: int, project_id: int, where: str) -> None:
+        children = node.get("children", [])
+        if not isinstance(children, list):
+            raise SpecError(f"{where}: children must be a list")
+        for index, child in enumerate(children):
+            self._node(child, parent_id, project_id, f"{where}.children[{index}]")
+
+    def _node(self, node: dict, parent_id: int, project_id: int, where: str) -> None:
+        if not isinstance(node, dict):
+            raise SpecError(f"{where}: must be an object")
+        name = self._name(node, where)
+        kind = node.get("type")
+        deny = self._deny(node, where)
+        annotations = self._annotations(node, where)
+        try:
+            if kind == "folder":
+                folder_id = self.store.create_entity(EntityKind.FOLDER, name, parent_id, deny=deny,
+                                                     annotations=annotations)
+                self._children(node, folder_id, project_id, where)
+            elif kind == "file":
+                versions = node.get("versions") or [node]
+                if not isinstance(versions, list):
+                    raise SpecError(f"{where}: versions must be a list")
+                content_type = node.get("contentType", "application/octet-stream")
+                handles = [self._file_handle(v, name, content_type, f"{where}.versions[{i}]")
+                           for i, v in enumerate(versions)]
+                file_id = self.store.create_entity(EntityKind.FILE, name, parent_id, file_handle_id=handles[0],
+                                                   deny=deny, annotations=annotations)
+                for handle in handles[1:]:
+                    self.store.add_version(file_id, handle)
+            elif kind == "link":
+                if "target" not in node:
+                    raise SpecError(f"{where}: a link needs a target")
+                self._links.append(_PendingLink(parent_id, name, project_id, node["target"], deny, where))
+            else:
+                raise SpecError(f"{where}: type must be folder, file or link, got {kind!r}")
+        except (ValueError, KeyError) as error:
+            if isinstance(error, SpecError):
+                raise
+            raise SpecError(f"{where}: {error}") from None
+
+    def _file_handle(self, node: dict, name: str, content_type: str, where: str) -> int:
+        if "content" in node:
+            content = node["content"]
+            data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+            md5, size = self.store.put_bytes(data)
+        elif "size" in node:
+            try:
+                size = parse_size(node["size"])
+                seed = int(node.get("seed", 0))
+            except (TypeError, ValueError) as error:
+                raise SpecError(f"{where}: {error}") from None
+            md5, size = self.store.put_blob(seeded_chunks(size, seed))
+        else:
+            md5, size = self.store.put_bytes(b"")
+        return self.store.create_file_handle(md5, size, name, node.get("contentType", content_type))
+
+    @staticmethod
+    def _name(node: dict, where: str) -> str:
+        name = node.get("name") if isinstance(node, dict) else None
+        if not isinstance(name, str) or name == "":
+            raise SpecError(f"{where}: needs a non-empty string name")
+        return name
+
+    @staticmethod
+    def _deny(node: dict, where: str) -> DenyMode:
+        deny = node.get("deny", False)
+        if deny is True or deny == "read":
+            return DenyMode.READ
+        if deny == "download":
+            return DenyMode.DOWNLOAD
+        if deny in (False, None, ""):
+            return DenyMode.NONE
+        raise SpecError(f'{where}: deny must be true, "read" or "download"')
+
+    @staticmethod
+    def _annotations(node: dict, where: str) -> Optional[Dict[str, list]]:
+        annotations = node.get("annotations")
+        if annotations is None:
+            return None
+        if not isinstance(annotations, dict):
+            raise SpecError(f"{where}: annotations must be an object")
+        return {str(k): (list(v) if isinstance(v, (list, tuple)) else [v]) for k, v in annotations.items()}
+
+
+def seed_spec(store: Store, spec: dict) -> Dict[str, str]:
+    return SpecSeeder(store).seed(spec)
+
+
+def seed_dir(store: Store, path: str, project_name: str) -> int:
+    """Mirror a local directory tree into a new project (symlinked directories are not followed)."""
+    if not os.path.isdir(path):
+        raise NotADirectoryError(f"not a directory: {path}")
+    with store.batch():
+        project_id = store.create_entity(EntityKind.PROJECT, project_name, None)
+        folder_ids = {os.path.abspath(path): project_id}
+        for here, dirs, files in os.walk(path):
+            parent_id = folder_ids[os.path.abspath(here)]
+            dirs.sort()
+            for name in dirs:
+                folder_ids[os.path.abspath(os.path.join(here, name))] = store.create_entity(
+                    EntityKind.FOLDER, name, parent_id)
+            for name in sorted(files):
+                full = os.path.join(here, name)
+                if not os.path.isfile(full):
+                    continue
+                md5, size = store.put_blob(_file_chunks(full))
+                handle = store.create_file_handle(md5, size, name)
+                store.create_entity(EntityKind.FILE, name, parent_id, file_handle_id=handle)
+    return project_id
+
+
+def _file_chunks(path: str) -> Iterator[bytes]:
+    with open(path, "rb") as source:
+        while True:
+            chunk = source.read(GENERATE_CHUNK)
+            if not chunk:
+                return
+            yield chunk
+
+
+def parse_size_mix(size: Union[str, int]) -> List[Tuple[int, Optional[int]]]:
+    """``"50"`` -> [(50, None)]; ``"4KiB:500,1MiB:200"`` -> [(4096, 500), (1048576, 200)]."""
+    if isinstance(size, int):
+        return [(size, None)]
+    parts = [p.strip() for p in str(size).split(",") if p.strip()]
+    if len(parts) == 1 and ":" not in parts[0]:
+        return [(parse_size(parts[0]), None)]
+    mix = []
+    for part in parts:
+        size_text, sep, count_text = part.partition(":")
+        if not sep:
+            raise ValueError(f"size mix entries must be SIZE:COUNT, got {part!r}")
+        count = int(count_text)
+        if count < 0:
+            raise ValueError(f"negative count in size mix: {part!r}")
+        mix.append((parse_size(size_text), count))
+    return mix
+
+
+def seed_synthetic(store: Store, files: int = 400, depth: int = 3, fanout: int = 10,
+                   size: Union[str, int] = "50", seed: int = 0, project_name: Optional[str] = None) -> int:
+    """A benchmark tree: ``depth`` folder levels, ``fanout`` children per folder, files at the leaves.
+
+    With a size mix (``"4KiB:500,1MiB:200"``) the counts of the mix define the files and
+    ``files`` is ignored. File i holds ``random.Random(seed * 1_000_003 + i).randbytes(size_i)``.
+    """
+    mix = parse_size_mix(size)
+    if len(mix) == 1 and mix[0][1] is None:
+        sizes = [mix[0][0]] * int(files)
+    else:
+        sizes = [entry_size for entry_size, count in mix for _ in range(count)]
+    if depth < 0 or fanout < 1:
+        raise ValueError("depth must be >= 0 and fanout >= 1")
+    total = len(sizes)
+    leaves = fanout ** depth
+    per_leaf = max(fanout, math.ceil(total / leaves)) if depth else max(total, 1)
+    with store.batch():
+        name = project_name or f"synthetic-{total}-d{depth}-f{fanout}-s{seed}"
+        project_id = store.create_entity(EntityKind.PROJECT, name, None)
+        folders: Dict[Tuple[int, ...], int] = {(): project_id}
+        for index, file_size in enumerate(sizes):
+            leaf = index // per_leaf
+            digits = tuple((leaf // fanout ** level) % fanout for level in reversed(range(depth)))
+            parent_id = _folder_for(store, folders, digits)
+            generator_seed = seed * 1_000_003 + index
+            if file_size <= GENERATE_CHUNK:
+                md5, stored = store.put_bytes(random.Random(generator_seed).randbytes(file_size))
+            else:
+                md5, stored = store.put_blob(seeded_chunks(file_size, generator_seed))
+            file_name = f"file{index:07d}.bin"
+            handle = store.create_file_handle(md5, stored, file_name)
+            store.create_entity(EntityKind.FILE, file_name, parent_id, file_handle_id=handle, check_name=False)
+    return project_id
+
+
+def _folder_for(store: Store, folders: Dict[Tuple[int, ...], int], digits: Tuple[int, ...]) -> int:
+    if digits in folders:
+        return folders[digits]
+    parent_id = _folder_for(store, folders, digits[:-1])
+    folder_id = store.create_entity(EntityKind.FOLDER, f"dir{digits[-1]:03d}", parent_id, check_name=False)
+    folders[digits] = folder_id
+    return folder_id

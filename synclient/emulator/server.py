@@ -1,0 +1,195 @@
+"""``Emulator``: the API and data listeners plus the store, as a context manager for tests."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from typing import Dict, Iterable, Optional, Sequence, Union
+
+from . import seed as seeding
+from .admin import Admin, EntityRef, parse_syn_id
+from .api import AdminRoutes, ApiHandler, Routes
+from .context import EmulatorContext
+from .data import DataHandler
+from .httpbase import EmulatorHTTPServer
+from .knobs import Knobs
+from .store import Store
+
+Content = Union[bytes, str, Iterable[bytes]]
+
+
+class Emulator:
+    """A local Synapse-compatible platform.
+
+    ``with Emulator() as emu:`` starts both listeners on free ports of 127.0.0.1; with
+    ``data_dir=None`` the store lives in a temporary directory removed on exit.
+    Knob overrides are ``Knobs`` field names: ``Emulator(api_latency_ms=100)``.
+    """
+
+    def __init__(self, data_dir: Optional[str] = None, knobs: Optional[Knobs] = None, *,
+                 host: str = "127.0.0.1", port: int = 0, data_port: int = 0, **knob_overrides) -> None:
+        knobs = knobs or Knobs()
+        self.knobs = knobs.replace(**knob_overrides) if knob_overrides else knobs
+        self.host = host
+        self._requested_ports = (port, data_port)
+        self._data_dir = data_dir
+        self._owns_data_dir = data_dir is None
+        self._store: Optional[Store] = None
+        self._context: Optional[EmulatorContext] = None
+        self._servers: Dict[str, EmulatorHTTPServer] = {}
+        self._threads: Dict[str, threading.Thread] = {}
+        self.endpoint = ""
+        self.data_endpoint = ""
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def __enter__(self) -> "Emulator":
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    @property
+    def data_dir(self) -> str:
+        if self._data_dir is None:
+            self._data_dir = tempfile.mkdtemp(prefix="synclient-emulator-")
+        return self._data_dir
+
+    def _open_store(self) -> EmulatorContext:
+        if self._context is None:
+            self._store = Store(self.data_dir)
+            self._context = EmulatorContext(self._store, self.knobs)
+            self.admin = Admin(self._store)
+        return self._context
+
+    def start(self) -> "Emulator":
+        if self._servers:
+            return self
+        context = self._open_store()
+        context.stopping.clear()
+        api_port, data_port = self._requested_ports
+        data_server = EmulatorHTTPServer((self.host, data_port), DataHandler, context)
+        api_server = EmulatorHTTPServer((self.host, api_port), ApiHandler, context)
+        api_server.routes = Routes(context)
+        api_server.admin_routes = AdminRoutes(context, self.admin, self.info)
+        self._servers = {"api": api_server, "data": data_server}
+        self.endpoint = f"http://{self.host}:{api_server.server_address[1]}"
+        self.data_endpoint = f"http://{self.host}:{data_server.server_address[1]}"
+        # restart() must come back on the same ports
+        self._requested_ports = (api_server.server_address[1], data_server.server_address[1])
+        context.data_endpoint = self.data_endpoint
+        for name, server in self._servers.items():
+            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                                      name=f"emulator-{name}", daemon=True)
+            thread.start()
+            self._threads[name] = thread
+        return self
+
+    def _stop_listeners(self) -> None:
+        if self._context is not None:
+            self._context.stopping.set()
+        for server in self._servers.values():
+            server.shutdown()
+            server.server_close()
+            server.close_connections()
+        for thread in self._threads.values():
+            thread.join(timeout=5)
+        deadline = time.monotonic() + 5
+        for server in self._servers.values():  # let handler threads notice their sockets are gone
+            while server._connections and time.monotonic() < deadline:
+                time.sleep(0.01)
+        self._servers = {}
+        self._threads = {}
+
+    def stop(self) -> None:
+        self._stop_listeners()
+        if self._store is not None:
+            self._store.close()
+        self._store = None
+        self._context = None
+        if self._owns_data_dir and self._data_dir is not None:
+            shutil.rmtree(self._data_dir, ignore_errors=True)
+            self._data_dir = None
+
+    def restart(self) -> None:
+        """Stop both listeners and start again on the same ports with the same (persisted) store."""
+        knobs = self._context.knobs if self._context else self.knobs
+        self._stop_listeners()
+        if self._store is not None:
+            self._store.close()
+        self._store = None
+        self._context = None
+        self.knobs = knobs
+        self.start()
+
+    # --- identity -----------------------------------------------------------------------------
+    @property
+    def token(self) -> str:
+        return self._open_store().store.user.token
+
+    @property
+    def store(self) -> Store:
+        return self._open_store().store
+
+    def info(self) -> Dict[str, object]:
+        projects = {name: f"syn{entity_id}" for name, entity_id in self.store.projects().items()}
+        return {"endpoint": self.endpoint, "data_endpoint": self.data_endpoint, "token": self.token,
+                "projects": projects}
+
+    # --- seeding ------------------------------------------------------------------------------
+    def seed_spec(self, spec: dict) -> Dict[str, str]:
+        return seeding.seed_spec(self.store, spec)
+
+    def seed_dir(self, path: str, project_name: str = "p") -> str:
+        return f"syn{seeding.seed_dir(self.store, path, project_name)}"
+
+    def seed_synthetic(self, files: int = 400, depth: int = 3, fanout: int = 10, size: Union[str, int] = "50",
+                       seed: int = 0, project_name: Optional[str] = None) -> str:
+        return f"syn{seeding.seed_synthetic(self.store, files, depth, fanout, size, seed, project_name)}"
+
+    # --- observability and knobs -------------------------------------------------------------
+    def stats(self) -> Dict[str, object]:
+        return self._open_store().stats.snapshot()
+
+    def reset_stats(self) -> None:
+        self._open_store().stats.reset()
+
+    def set_knobs(self, **changes) -> Knobs:
+        self.knobs = self._open_store().set_knobs(**changes)
+        return self.knobs
+
+    # --- live mutations -----------------------------------------------------------------------
+    def resolve(self, project_id: EntityRef, path: Union[str, Sequence[str]]) -> str:
+        return self._admin().resolve(project_id, path)
+
+    def add_version(self, entity_id: EntityRef, content: Content = b"") -> int:
+        return self._admin().add_version(entity_id, content)
+
+    def delete_entity(self, entity_id: EntityRef) -> None:
+        self._admin().delete_entity(entity_id)
+
+    def rename_entity(self, entity_id: EntityRef, new_name: str) -> None:
+        self._admin().rename_entity(entity_id, new_name)
+
+    def move_entity(self, entity_id: EntityRef, new_parent_id: EntityRef) -> None:
+        self._admin().move_entity(entity_id, new_parent_id)
+
+    def add_file(self, parent_id: EntityRef, name: str, content: Content = b"") -> str:
+        return self._admin().add_file(parent_id, name, content)
+
+    def add_folder(self, parent_id: EntityRef, name: str) -> str:
+        return self._admin().add_folder(parent_id, name)
+
+    def add_link(self, parent_id: EntityRef, name: str, target_id: EntityRef) -> str:
+        return self._admin().add_link(parent_id, name, target_id)
+
+    def set_deny(self, entity_id: EntityRef, deny: Union[bool, str]) -> None:
+        from .store import DenyMode
+
+        mode = {True: DenyMode.READ, False: DenyMode.NONE}.get(deny) if isinstance(deny, bool) else DenyMode(deny)
+        self.store.set_deny(parse_syn_id(entity_id), mode)
+
+    def _admin(self) -> Admin:
+        self._open_store()
+        return self.admin

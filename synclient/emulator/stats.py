@@ -1,0 +1,102 @@
+"""Counters that tests read through ``GET /emulator/stats`` (or ``Emulator.stats()``)."""
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from typing import Dict
+
+_SYN_ID = re.compile(r"/syn\d+(?=/|$)", re.IGNORECASE)
+_VERSION = re.compile(r"/version/\d+(?=/|$)")
+_NUMBER = re.compile(r"/\d+(?=/|$)")
+
+
+def route_key(method: str, path: str) -> str:
+    """``POST /repo/v1/entity/syn12/version/3/bundle2`` -> ``POST /repo/v1/entity/{id}/version/{v}/bundle2``."""
+    path = path.split("?", 1)[0]
+    path = _SYN_ID.sub("/{id}", path)
+    path = _VERSION.sub("/version/{v}", path)
+    path = _NUMBER.sub("/{id}", path)
+    return f"{method} {path}"
+
+
+class Stats:
+    """Thread-safe counters; one lock, held only for the increment itself."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.api_requests = 0
+            self.api_by_route: Counter = Counter()
+            self.data_requests = 0
+            self.data_bytes = 0
+            self.auth_headers_on_data = 0
+            self.throttled_429 = 0
+            self.peak_api_concurrency = self._in_flight
+            self.api_5xx_injected = 0
+            self.data_cuts_injected = 0
+            self.data_stalls_injected = 0
+            self.data_by_status: Counter = Counter()
+            self.api_by_status: Counter = Counter()
+
+    def api_started(self, method: str, path: str) -> None:
+        with self._lock:
+            self.api_requests += 1
+            self.api_by_route[route_key(method, path)] += 1
+            self._in_flight += 1
+            self.peak_api_concurrency = max(self.peak_api_concurrency, self._in_flight)
+
+    def api_finished(self, status: int) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self.api_by_status[str(status)] += 1
+            if status == 429:
+                self.throttled_429 += 1
+
+    def api_fault(self) -> None:
+        with self._lock:
+            self.api_5xx_injected += 1
+
+    def data_started(self, has_authorization: bool) -> None:
+        with self._lock:
+            self.data_requests += 1
+            if has_authorization:
+                self.auth_headers_on_data += 1
+
+    def data_answered(self, status: int) -> None:
+        with self._lock:
+            self.data_by_status[str(status)] += 1
+
+    def data_sent(self, count: int) -> None:
+        with self._lock:
+            self.data_bytes += count
+
+    def data_cut(self) -> None:
+        with self._lock:
+            self.data_cuts_injected += 1
+
+    def data_stall(self) -> None:
+        with self._lock:
+            self.data_stalls_injected += 1
+
+    def snapshot(self) -> Dict[str, object]:
+        with self._lock:
+            return {
+                "api_requests": self.api_requests,
+                "api_by_route": dict(self.api_by_route),
+                "api_by_status": dict(self.api_by_status),
+                "data_requests": self.data_requests,
+                "data_bytes": self.data_bytes,
+                "data_by_status": dict(self.data_by_status),
+                "auth_headers_on_data": self.auth_headers_on_data,
+                "throttled_429": self.throttled_429,
+                "peak_api_concurrency": self.peak_api_concurrency,
+                "api_in_flight": self._in_flight,
+                "api_5xx_injected": self.api_5xx_injected,
+                "data_cuts_injected": self.data_cuts_injected,
+                "data_stalls_injected": self.data_stalls_injected,
+            }

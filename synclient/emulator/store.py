@@ -1,0 +1,545 @@
+"""Persistent state of the emulated platform: SQLite for metadata, a content-addressed blob dir.
+
+Everything survives a restart: entities, versions, file handles, annotations, read permissions,
+the user's token and the URL-signing secret. Blobs live under ``blobs/<md5[:2]>/<md5>`` and are
+stored once however many file handles point at them.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import enum
+import hashlib
+import json
+import os
+import secrets
+import sqlite3
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS users (
+    id INTEGER PRIMARY KEY, user_name TEXT NOT NULL, token TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS entities (
+    id INTEGER PRIMARY KEY,
+    parent_id INTEGER,            -- NULL for projects
+    project_id INTEGER NOT NULL,  -- the project at the root of the tree (itself for projects)
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,           -- EntityKind value
+    created_on TEXT NOT NULL,
+    modified_on TEXT NOT NULL,
+    created_by INTEGER NOT NULL,
+    modified_by INTEGER NOT NULL,
+    etag TEXT NOT NULL,
+    current_version INTEGER NOT NULL DEFAULT 1,
+    link_target INTEGER,
+    link_target_version INTEGER,
+    deny TEXT NOT NULL DEFAULT ''  -- DenyMode value
+);
+CREATE INDEX IF NOT EXISTS entities_by_parent_name ON entities (parent_id, name);
+CREATE TABLE IF NOT EXISTS versions (
+    entity_id INTEGER NOT NULL,
+    version_number INTEGER NOT NULL,
+    file_handle_id INTEGER NOT NULL,
+    created_on TEXT NOT NULL,
+    modified_on TEXT NOT NULL,
+    etag TEXT NOT NULL,
+    PRIMARY KEY (entity_id, version_number)
+);
+CREATE TABLE IF NOT EXISTS file_handles (
+    id INTEGER PRIMARY KEY,
+    md5 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    file_name TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    created_on TEXT NOT NULL,
+    created_by INTEGER NOT NULL,
+    etag TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS annotations (entity_id INTEGER PRIMARY KEY, json TEXT NOT NULL);
+"""
+
+FIRST_ENTITY_ID = 1000001
+FIRST_FILE_HANDLE_ID = 5000001
+FIRST_USER_ID = 3400001
+
+
+class EntityKind(enum.Enum):
+    PROJECT = "project"
+    FOLDER = "folder"
+    FILE = "file"
+    LINK = "link"
+
+    @property
+    def concrete_type(self) -> str:
+        return {
+            EntityKind.PROJECT: "org.sagebionetworks.repo.model.Project",
+            EntityKind.FOLDER: "org.sagebionetworks.repo.model.Folder",
+            EntityKind.FILE: "org.sagebionetworks.repo.model.FileEntity",
+            EntityKind.LINK: "org.sagebionetworks.repo.model.Link",
+        }[self]
+
+
+class DenyMode(enum.Enum):
+    """What the seeded user may not do with an entity (its whole subtree inherits it)."""
+
+    NONE = ""
+    #: no read: GET entity / bundle2 answer 403, no download (listed in children so clients meet it)
+    READ = "read"
+    #: metadata readable, download refused (fileHandle/batch failureCode UNAUTHORIZED)
+    DOWNLOAD = "download"
+
+
+@dataclass(frozen=True)
+class User:
+    id: int
+    user_name: str
+    token: str
+
+
+@dataclass(frozen=True)
+class FileHandle:
+    id: int
+    md5: str
+    size: int
+    file_name: str
+    content_type: str
+    created_on: str
+    created_by: int
+    etag: str
+
+
+@dataclass(frozen=True)
+class Version:
+    entity_id: int
+    version_number: int
+    file_handle_id: int
+    created_on: str
+    modified_on: str
+    etag: str
+
+
+@dataclass(frozen=True)
+class Entity:
+    id: int
+    parent_id: Optional[int]
+    project_id: int
+    name: str
+    kind: EntityKind
+    created_on: str
+    modified_on: str
+    created_by: int
+    modified_by: int
+    etag: str
+    current_version: int
+    link_target: Optional[int]
+    link_target_version: Optional[int]
+    deny: DenyMode
+    #: current version's file handle and size (files only; filled by listing queries)
+    file_handle_id: Optional[int] = None
+    size: Optional[int] = None
+
+
+_ENTITY_COLUMNS = ("e.id, e.parent_id, e.project_id, e.name, e.kind, e.created_on, e.modified_on, "
+                   "e.created_by, e.modified_by, e.etag, e.current_version, e.link_target, "
+                   "e.link_target_version, e.deny, v.file_handle_id, fh.size")
+_ENTITY_FROM = ("entities e LEFT JOIN versions v ON v.entity_id = e.id AND v.version_number = e.current_version "
+                "LEFT JOIN file_handles fh ON fh.id = v.file_handle_id")
+
+
+def _entity_from_row(row: Sequence) -> Entity:
+    return Entity(row[0], row[1], row[2], row[3], EntityKind(row[4]), row[5], row[6], row[7], row[8], row[9],
+                  row[10], row[11], row[12], DenyMode(row[13]), row[14], row[15])
+
+
+class SortBy(enum.Enum):
+    NAME = "name"
+    CREATED_ON = "created_on"
+    MODIFIED_ON = "modified_on"
+
+
+def now_iso() -> str:
+    """Synapse's timestamp format: ISO 8601, milliseconds, UTC 'Z'."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def new_etag() -> str:
+    return str(uuid.uuid4())
+
+
+class NameConflict(ValueError):
+    """An entity with the same name already exists in that parent (Synapse answers 409)."""
+
+
+class Store:
+    """Thread-safe access to the SQLite database and the blob directory of one data dir."""
+
+    def __init__(self, data_dir: str) -> None:
+        self.data_dir = data_dir
+        self.blob_dir = os.path.join(data_dir, "blobs")
+        os.makedirs(os.path.join(self.blob_dir, "tmp"), exist_ok=True)
+        # One connection shared by all handler threads, serialized by a lock: statements are
+        # tiny, and it keeps batch seeding inside one transaction trivially.
+        self._db = sqlite3.connect(os.path.join(data_dir, "emulator.sqlite3"), check_same_thread=False,
+                                   isolation_level=None)
+        self._lock = threading.RLock()
+        self._batch_depth = 0
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+            self._next_entity_id = self._next_id("entities", FIRST_ENTITY_ID)
+            self._next_file_handle_id = self._next_id("file_handles", FIRST_FILE_HANDLE_ID)
+            self.secret = self._meta_value("signing_secret", lambda: secrets.token_hex(32))
+            self.user = self._ensure_user()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # --- transactions -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group many writes into one transaction (seeding 100k files in seconds)."""
+        with self._lock:
+            outer = self._batch_depth == 0
+            if outer:
+                self._db.execute("BEGIN")
+            self._batch_depth += 1
+            try:
+                yield
+            except BaseException:
+                self._batch_depth -= 1
+                if outer:
+                    self._db.execute("ROLLBACK")
+                raise
+            self._batch_depth -= 1
+            if outer:
+                self._db.execute("COMMIT")
+
+    def _next_id(self, table: str, first: int) -> int:
+        (highest,) = self._db.execute(f"SELECT max(id) FROM {table}").fetchone()
+        return first if highest is None else highest + 1
+
+    def _meta_value(self, key: str, make) -> str:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row:
+            return row[0]
+        value = make()
+        self._db.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (key, value))
+        return value
+
+    def _ensure_user(self) -> User:
+        row = self._db.execute("SELECT id, user_name, token FROM users ORDER BY id LIMIT 1").fetchone()
+        if row is None:
+            row = (FIRST_USER_ID, "emulator-user", "emu-" + secrets.token_urlsafe(32))
+            self._db.execute("INSERT INTO users (id, user_name, token) VALUES (?, ?, ?)", row)
+        return User(*row)
+
+    def user_for_token(self, token: str) -> Optional[User]:
+        with self._lock:
+            row = self._db.execute("SELECT id, user_name, token FROM users WHERE token = ?", (token,)).fetchone()
+        return User(*row) if row else None
+
+    # --- blobs --------------------------------------------------------------------------------
+    def blob_path(self, md5: str) -> str:
+        return os.path.join(self.blob_dir, md5[:2], md5)
+
+    def put_blob(self, chunks: Iterable[bytes]) -> Tuple[str, int]:
+        """Store bytes given as chunks; returns (md5 hex, size). Identical content is kept once."""
+        digest = hashlib.md5()
+        size = 0
+        fd, tmp_path = tempfile.mkstemp(dir=os.path.join(self.blob_dir, "tmp"))
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for chunk in chunks:
+                    digest.update(chunk)
+                    size += len(chunk)
+                    out.write(chunk)
+            md5 = digest.hexdigest()
+            final = self.blob_path(md5)
+            if os.path.exists(final):
+                os.unlink(tmp_path)
+            else:
+                os.makedirs(os.path.dirname(final), exist_ok=True)
+                os.replace(tmp_path, final)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_path)
+            raise
+        return md5, size
+
+    def put_bytes(self, data: bytes) -> Tuple[str, int]:
+        md5 = hashlib.md5(data).hexdigest()
+        final = self.blob_path(md5)
+        if not os.path.exists(final):
+            return self.put_blob([data])
+        return md5, len(data)
+
+    # --- writes -------------------------------------------------------------------------------
+    def create_file_handle(self, md5: str, size: int, file_name: str,
+                           content_type: str = "application/octet-stream") -> int:
+        with self._lock:
+            handle_id = self._next_file_handle_id
+            self._next_file_handle_id += 1
+            self._db.execute(
+                "INSERT INTO file_handles (id, md5, size, file_name, content_type, created_on, created_by, etag)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (handle_id, md5, size, file_name, content_type, now_iso(), self.user.id, new_etag()))
+            return handle_id
+
+    def create_entity(self, kind: EntityKind, name: str, parent_id: Optional[int], *,
+                      file_handle_id: Optional[int] = None, link_target: Optional[int] = None,
+                      link_target_version: Optional[int] = None, deny: DenyMode = DenyMode.NONE,
+                      annotations: Optional[Dict[str, object]] = None, check_name: bool = True) -> int:
+        if kind is EntityKind.PROJECT:
+            if parent_id is not None:
+                raise ValueError("projects have no parent")
+        elif parent_id is None:
+            raise ValueError(f"a {kind.value} needs a parent")
+        if kind is EntityKind.FILE and file_handle_id is None:
+            raise ValueError("a file needs a file handle")
+        if kind is EntityKind.LINK and link_target is None:
+            raise ValueError("a link needs a target")
+        with self._lock:
+            if parent_id is not None:
+                parent = self._db.execute("SELECT project_id, kind FROM entities WHERE id = ?",
+                                          (parent_id,)).fetchone()
+                if parent is None:
+                    raise KeyError(f"no parent syn{parent_id}")
+                if parent[1] not in (EntityKind.PROJECT.value, EntityKind.FOLDER.value):
+                    raise ValueError(f"syn{parent_id} is a {parent[1]}, not a container")
+                project_id = parent[0]
+            if check_name:
+                self._check_free_name(parent_id, name)
+            entity_id = self._next_entity_id
+            self._next_entity_id += 1
+            if kind is EntityKind.PROJECT:
+                project_id = entity_id
+            stamp = now_iso()
+            self._db.execute(
+                "INSERT INTO entities (id, parent_id, project_id, name, kind, created_on, modified_on, created_by,"
+                " modified_by, etag, current_version, link_target, link_target_version, deny)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+                (entity_id, parent_id, project_id, name, kind.value, stamp, stamp, self.user.id, self.user.id,
+                 new_etag(), link_target, link_target_version, deny.value))
+            if kind is EntityKind.FILE:
+                self._db.execute(
+                    "INSERT INTO versions (entity_id, version_number, file_handle_id, created_on, modified_on, etag)"
+                    " VALUES (?, 1, ?, ?, ?, ?)", (entity_id, file_handle_id, stamp, stamp, new_etag()))
+            if annotations:
+                self._db.execute("INSERT INTO annotations (entity_id, json) VALUES (?, ?)",
+                                 (entity_id, json.dumps(annotations)))
+            return entity_id
+
+    def _check_free_name(self, parent_id: Optional[int], name: str) -> None:
+        if parent_id is None:
+            row = self._db.execute("SELECT id FROM entities WHERE parent_id IS NULL AND name = ?", (name,)).fetchone()
+        else:
+            row = self._db.execute("SELECT id FROM entities WHERE parent_id = ? AND name = ?",
+                                   (parent_id, name)).fetchone()
+        if row:
+            raise NameConflict(f"an entity named {name!r} already exists in that parent (syn{row[0]})")
+
+    def add_version(self, entity_id: int, file_handle_id: int) -> int:
+        with self._lock:
+            entity = self.entity(entity_id)
+            if entity is None:
+                raise KeyError(f"no entity syn{entity_id}")
+            if entity.kind is not EntityKind.FILE:
+                raise ValueError(f"syn{entity_id} is a {entity.kind.value}; only files have versions")
+            version = entity.current_version + 1
+            stamp = now_iso()
+            with self.batch():
+                self._db.execute(
+                    "INSERT INTO versions (entity_id, version_number, file_handle_id, created_on, modified_on, etag)"
+                    " VALUES (?, ?, ?, ?, ?, ?)", (entity_id, version, file_handle_id, stamp, stamp, new_etag()))
+                self._db.execute("UPDATE entities SET current_version = ?, modified_on = ?, etag = ? WHERE id = ?",
+                                 (version, stamp, new_etag(), entity_id))
+            return version
+
+    def rename(self, entity_id: int, new_name: str) -> None:
+        with self._lock:
+            entity = self._require(entity_id)
+            self._check_free_name(entity.parent_id, new_name)
+            self._touch(entity_id, "name = ?", (new_name,))
+
+    def move(self, entity_id: int, new_parent_id: int) -> None:
+        with self._lock:
+            entity = self._require(entity_id)
+            parent = self._require(new_parent_id)
+            if entity.kind is EntityKind.PROJECT:
+                raise ValueError("projects cannot be moved")
+            if parent.kind not in (EntityKind.PROJECT, EntityKind.FOLDER):
+                raise ValueError(f"syn{new_parent_id} is not a container")
+            if entity_id in self.ancestor_ids(new_parent_id) or entity_id == new_parent_id:
+                raise ValueError("cannot move an entity into its own subtree")
+            self._check_free_name(new_parent_id, entity.name)
+            with self.batch():
+                self._touch(entity_id, "parent_id = ?", (new_parent_id,))
+                if parent.project_id != entity.project_id:
+                    ids = self.subtree_ids(entity_id)
+                    self._db.executemany("UPDATE entities SET project_id = ? WHERE id = ?",
+                                         [(parent.project_id, i) for i in ids])
+
+    def delete(self, entity_id: int) -> None:
+        """Remove an entity and its whole subtree (file handles and blobs stay, as in Synapse)."""
+        with self._lock:
+            self._require(entity_id)
+            ids = [(i,) for i in self.subtree_ids(entity_id)]
+            with self.batch():
+                self._db.executemany("DELETE FROM versions WHERE entity_id = ?", ids)
+                self._db.executemany("DELETE FROM annotations WHERE entity_id = ?", ids)
+                self._db.executemany("DELETE FROM entities WHERE id = ?", ids)
+
+    def set_deny(self, entity_id: int, deny: DenyMode) -> None:
+        with self._lock:
+            self._require(entity_id)
+            self._db.execute("UPDATE entities SET deny = ? WHERE id = ?", (deny.value, entity_id))
+
+    def _touch(self, entity_id: int, assignment: str, values: tuple) -> None:
+        self._db.execute(f"UPDATE entities SET {assignment}, modified_on = ?, etag = ? WHERE id = ?",
+                         values + (now_iso(), new_etag(), entity_id))
+
+    def _require(self, entity_id: int) -> Entity:
+        entity = self.entity(entity_id)
+        if entity is None:
+            raise KeyError(f"no entity syn{entity_id}")
+        return entity
+
+    # --- reads --------------------------------------------------------------------------------
+    def entity(self, entity_id: int) -> Optional[Entity]:
+        with self._lock:
+            row = self._db.execute(f"SELECT {_ENTITY_COLUMNS} FROM {_ENTITY_FROM} WHERE e.id = ?",
+                                   (entity_id,)).fetchone()
+        return _entity_from_row(row) if row else None
+
+    def entities(self, entity_ids: Sequence[int]) -> Dict[int, Entity]:
+        found: Dict[int, Entity] = {}
+        with self._lock:
+            for start in range(0, len(entity_ids), 500):
+                chunk = list(entity_ids[start:start + 500])
+                marks = ",".join("?" * len(chunk))
+                for row in self._db.execute(f"SELECT {_ENTITY_COLUMNS} FROM {_ENTITY_FROM} WHERE e.id IN ({marks})",
+                                            chunk):
+                    found[row[0]] = _entity_from_row(row)
+        return found
+
+    def version(self, entity_id: int, version_number: int) -> Optional[Version]:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT entity_id, version_number, file_handle_id, created_on, modified_on, etag FROM versions"
+                " WHERE entity_id = ? AND version_number = ?", (entity_id, version_number)).fetchone()
+        return Version(*row) if row else None
+
+    def versions(self, entity_id: int) -> List[Version]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT entity_id, version_number, file_handle_id, created_on, modified_on, etag FROM versions"
+                " WHERE entity_id = ? ORDER BY version_number DESC", (entity_id,)).fetchall()
+        return [Version(*row) for row in rows]
+
+    def file_handle(self, handle_id: int) -> Optional[FileHandle]:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id, md5, size, file_name, content_type, created_on, created_by, etag FROM file_handles"
+                " WHERE id = ?", (handle_id,)).fetchone()
+        return FileHandle(*row) if row else None
+
+    def annotations(self, entity_id: int) -> Dict[str, object]:
+        with self._lock:
+            row = self._db.execute("SELECT json FROM annotations WHERE entity_id = ?", (entity_id,)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def handle_is_used_by(self, handle_id: int, entity_id: int) -> bool:
+        with self._lock:
+            row = self._db.execute("SELECT 1 FROM versions WHERE entity_id = ? AND file_handle_id = ? LIMIT 1",
+                                   (entity_id, handle_id)).fetchone()
+        return row is not None
+
+    def children(self, parent_id: Optional[int], kinds: Sequence[EntityKind], sort_by: SortBy,
+                 ascending: bool, limit: int, offset: int) -> List[Entity]:
+        where, args = self._children_filter(parent_id, kinds)
+        direction = "ASC" if ascending else "DESC"
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_ENTITY_COLUMNS} FROM {_ENTITY_FROM} WHERE {where}"
+                f" ORDER BY e.{sort_by.value} {direction}, e.id {direction} LIMIT ? OFFSET ?",
+                args + [limit, offset]).fetchall()
+        return [_entity_from_row(row) for row in rows]
+
+    def count_children(self, parent_id: Optional[int], kinds: Sequence[EntityKind]) -> Tuple[int, int]:
+        """(number of children, sum of current file sizes) for the given kinds."""
+        where, args = self._children_filter(parent_id, kinds)
+        with self._lock:
+            count, total = self._db.execute(
+                f"SELECT count(*), coalesce(sum(fh.size), 0) FROM {_ENTITY_FROM} WHERE {where}", args).fetchone()
+        return count, total
+
+    @staticmethod
+    def _children_filter(parent_id: Optional[int], kinds: Sequence[EntityKind]) -> Tuple[str, list]:
+        marks = ",".join("?" * len(kinds)) or "NULL"
+        args: list = [k.value for k in kinds]
+        if parent_id is None:
+            return f"e.parent_id IS NULL AND e.kind IN ({marks})", args
+        return f"e.parent_id = ? AND e.kind IN ({marks})", [parent_id] + args
+
+    def ancestor_ids(self, entity_id: int) -> List[int]:
+        """Parent, grandparent, ... up to the project."""
+        ids = []
+        with self._lock:
+            current: Optional[int] = entity_id
+            while current is not None:
+                row = self._db.execute("SELECT parent_id FROM entities WHERE id = ?", (current,)).fetchone()
+                current = row[0] if row else None
+                if current is not None:
+                    ids.append(current)
+        return ids
+
+    def effective_deny(self, entity: Entity) -> DenyMode:
+        """The strongest deny on the entity or any ancestor (permissions are inherited)."""
+        modes = {entity.deny}
+        with self._lock:
+            for ancestor in self.ancestor_ids(entity.id):
+                row = self._db.execute("SELECT deny FROM entities WHERE id = ?", (ancestor,)).fetchone()
+                modes.add(DenyMode(row[0]))
+        if DenyMode.READ in modes:
+            return DenyMode.READ
+        return DenyMode.DOWNLOAD if DenyMode.DOWNLOAD in modes else DenyMode.NONE
+
+    def benefactor_id(self, entity: Entity) -> int:
+        """Entities with their own deny carry their own ACL; everything else inherits the project's."""
+        if entity.deny is not DenyMode.NONE:
+            return entity.id
+        for ancestor in self.ancestor_ids(entity.id):
+            ancestor_entity = self.entity(ancestor)
+            if ancestor_entity is not None and ancestor_entity.deny is not DenyMode.NONE:
+                return ancestor
+        return entity.project_id
+
+    def subtree_ids(self, entity_id: int) -> List[int]:
+        with self._lock:
+            rows = self._db.execute(
+                "WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT e.id FROM entities e JOIN sub ON e.parent_id = sub.id)"
+                " SELECT id FROM sub", (entity_id,)).fetchall()
+        return [row[0] for row in rows]
+
+    def child_by_name(self, parent_id: Optional[int], name: str) -> Optional[int]:
+        with self._lock:
+            if parent_id is None:
+                row = self._db.execute("SELECT id FROM entities WHERE parent_id IS NULL AND name = ?",
+                                       (name,)).fetchone()
+            else:
+                row = self._db.execute("SELECT id FROM entities WHERE parent_id = ? AND name = ?",
+                                       (parent_id, name)).fetchone()
+        return row[0] if row else None
+
+    def projects(self) -> Dict[str, int]:
+        with self._lock:
+            rows = self._db.execute("SELECT name, id FROM entities WHERE parent_id IS NULL ORDER BY id").fetchall()
+        return dict(rows)
