@@ -80,8 +80,10 @@ class AdaptiveGate:
             else:
                 self.throttled += 1
                 self._successes_at_limit = 0
-                self._limit = max(self._min_limit, min(self._limit, self._in_flight + 1) // 2 or 1)
-                if throttled == ThrottleKind.FREQUENCY:
+                if throttled == ThrottleKind.CONCURRENCY:
+                    observed = min(self._limit, self._in_flight + 1)  # in flight when the 429 was answered
+                    self._limit = max(self._min_limit, observed // 2)
+                else:
                     # Pace at 90% of what the server just refused, over its 60 s window.
                     recent = max(len(self._starts), 1)
                     self._min_interval = max(self._min_interval * 1.5, 60.0 / recent / 0.9)

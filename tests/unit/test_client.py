@@ -1,0 +1,129 @@
+import json
+import time
+
+import pytest
+import responses
+
+from synclient.client import Platform, RetryPolicy
+from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, NotFoundError,
+                              ServerError, SynclientError)
+from synclient.models import EntityType, FileHandleRequest
+
+ROOT = "http://platform.test"
+REPO = ROOT + "/repo/v1"
+FILE = ROOT + "/file/v1"
+TOKEN = "tok-secret-123"
+FAST = RetryPolicy(max_attempts=4, initial_backoff=0.001, max_backoff=0.01)
+
+
+@pytest.fixture
+def platform():
+    with Platform(endpoint=ROOT, token=TOKEN, retry=FAST) as p:
+        yield p
+
+
+def error(status, reason):
+    return {"status": status, "json": {"concreteType": "org.sagebionetworks.repo.model.ErrorResponse",
+                                       "reason": reason}}
+
+
+@responses.activate
+def test_not_found_is_typed_and_a_file_not_found_error(platform):
+    responses.add(responses.GET, REPO + "/entity/syn9/type", **error(404, "The resource you are attempting to "
+                                                                          "access cannot be found"))
+    with pytest.raises(NotFoundError) as info:
+        platform.get_entity_header("syn9")
+    assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, SynclientError)
+    assert info.value.status == 404 and "cannot be found" in info.value.reason
+    assert len(responses.calls) == 1  # 4xx are never retried
+
+
+@responses.activate
+@pytest.mark.parametrize("status,kind", [(401, AuthenticationError), (403, AccessDeniedError),
+                                         (400, BadRequestError)])
+def test_other_4xx_map_to_their_types_without_retry(platform, status, kind):
+    responses.add(responses.GET, REPO + "/userProfile", **error(status, "nope"))
+    with pytest.raises(kind):
+        platform.get_user_profile()
+    assert len(responses.calls) == 1
+
+
+@responses.activate
+def test_5xx_is_retried_then_succeeds(platform):
+    responses.add(responses.GET, REPO + "/userProfile", **error(503, "Synapse is down for maintenance."))
+    responses.add(responses.GET, REPO + "/userProfile", **error(502, "bad gateway"))
+    responses.add(responses.GET, REPO + "/userProfile", json={"ownerId": "1", "userName": "u"})
+    assert platform.get_user_profile()["userName"] == "u"
+    assert platform.stats.calls == 3 and platform.stats.retries == 2
+
+
+@responses.activate
+def test_5xx_gives_up_after_max_attempts_with_the_servers_reason(platform):
+    responses.add(responses.GET, REPO + "/userProfile", **error(500, "boom"))
+    with pytest.raises(ServerError, match="boom"):
+        platform.get_user_profile()
+    assert len(responses.calls) == FAST.max_attempts
+
+
+@responses.activate
+def test_429_honours_retry_after_and_informs_the_shared_gate(platform):
+    responses.add(responses.GET, REPO + "/userProfile", status=429, headers={"Retry-After": "0.3"},
+                  json={"reason": "Too many concurrent requests. Allowed 3 concurrent connections at any time."})
+    responses.add(responses.GET, REPO + "/userProfile", json={"ownerId": "1"})
+    started = time.monotonic()
+    platform.get_user_profile()
+    assert time.monotonic() - started >= 0.3
+    assert platform.gate.throttled == 1 and platform.stats.throttled == 1
+
+
+@responses.activate
+def test_truncated_json_body_is_retried(platform):
+    responses.add(responses.GET, REPO + "/userProfile", body='{"ownerId": "1", "userN', status=200)
+    responses.add(responses.GET, REPO + "/userProfile", json={"ownerId": "1"})
+    assert platform.get_user_profile() == {"ownerId": "1"}
+
+
+@responses.activate
+def test_token_goes_in_the_bearer_header_and_never_in_repr(platform):
+    responses.add(responses.GET, REPO + "/userProfile", json={"ownerId": "1"})
+    platform.get_user_profile()
+    assert responses.calls[0].request.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert TOKEN not in repr(platform)
+
+
+@responses.activate
+def test_children_page_is_parsed_and_paging_token_forwarded(platform):
+    page = {"page": [{"id": "syn2", "name": "a.txt", "type": "org.sagebionetworks.repo.model.FileEntity",
+                      "versionNumber": 3},
+                     {"id": "syn3", "name": "d", "type": "org.sagebionetworks.repo.model.Folder"}],
+            "nextPageToken": "50a50"}
+    responses.add(responses.POST, REPO + "/entity/children", json=page)
+    result = platform.list_children("syn1", include_types=[EntityType.FOLDER, EntityType.FILE],
+                                    page_token="50a0")
+    body = json.loads(responses.calls[0].request.body)
+    assert body["parentId"] == "syn1" and body["includeTypes"] == ["folder", "file"]
+    assert body["nextPageToken"] == "50a0"
+    assert [h.type for h in result.headers] == [EntityType.FILE, EntityType.FOLDER]
+    assert result.headers[0].version_number == 3 and result.next_page_token == "50a50"
+
+
+@responses.activate
+def test_url_batch_maps_answers_and_failures(platform):
+    responses.add(responses.POST, FILE + "/fileHandle/batch", status=201, json={"requestedFiles": [
+        {"fileHandleId": "10", "preSignedURL": "http://data.test/b/10?X-Amz-Signature=abc"},
+        {"fileHandleId": "11", "failureCode": "UNAUTHORIZED"}]})
+    answers = platform.get_presigned_urls([FileHandleRequest("10", "syn2"), FileHandleRequest("11", "syn3")])
+    assert answers["10"].url.startswith("http://data.test/") and answers["11"].failure_code == "UNAUTHORIZED"
+    assert "Signature" not in repr(answers["10"])
+    with pytest.raises(ValueError):
+        platform.get_presigned_urls([FileHandleRequest(str(i), "syn1") for i in range(101)])
+
+
+@responses.activate
+def test_bundle_picks_the_data_file_handle(platform):
+    responses.add(responses.POST, REPO + "/entity/syn2/version/3/bundle2", json={
+        "entity": {"id": "syn2", "name": "a.txt", "concreteType": "org.sagebionetworks.repo.model.FileEntity",
+                   "versionNumber": 3, "dataFileHandleId": "10"},
+        "fileHandles": [{"id": "9", "contentSize": 1}, {"id": "10", "contentSize": 42, "contentMd5": "ab"}]})
+    bundle = platform.get_file_bundle("syn2", version=3)
+    assert bundle.file_handle.id == "10" and bundle.file_handle.content_size == 42

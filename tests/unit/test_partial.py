@@ -1,0 +1,59 @@
+import hashlib
+import os
+import random
+
+from hypothesis import given, settings, strategies as st
+
+from synclient.transfer.download import PrefixHasher
+from synclient.transfer.http import ByteRange
+from synclient.transfer.partial import JournalHeader, ResumeJournal, journal_path, temp_path
+
+
+def plan_parts(size, part_size):
+    return [ByteRange(s, min(s + part_size, size), size) for s in range(0, size, part_size)]
+
+
+@given(size=st.integers(1, 5000), part_size=st.integers(1, 700))
+def test_parts_cover_the_file_exactly_once(size, part_size):
+    parts = plan_parts(size, part_size)
+    assert parts[0].start == 0 and parts[-1].end == size
+    assert all(a.end == b.start for a, b in zip(parts, parts[1:]))
+    assert sum(p.length for p in parts) == size
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), size=st.integers(1, 20000), part_size=st.integers(100, 3000))
+def test_prefix_hasher_matches_md5_whatever_the_completion_order(tmp_path_factory, seed, size, part_size):
+    data = random.Random(seed).randbytes(size)
+    path = tmp_path_factory.mktemp("h") / "f"
+    path.write_bytes(data)
+    parts = plan_parts(size, part_size)
+    order = list(range(len(parts)))
+    random.Random(seed + 1).shuffle(order)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        hasher = PrefixHasher(fd, parts)
+        for index in order:
+            hasher.part_done(index)
+        assert hasher.hexdigest() == hashlib.md5(data).hexdigest()
+    finally:
+        os.close(fd)
+
+
+def test_journal_round_trip_and_foreign_header_is_ignored(tmp_path):
+    temp = temp_path(tmp_path / "big.bin", "77")
+    assert temp.parent == tmp_path and temp.name.startswith(".big.bin.77")
+    header = JournalHeader(file_handle_id="77", size=100, md5="m", part_size=10)
+    journal = ResumeJournal(journal_path(temp), header)
+    journal.open(fresh=True)
+    for index in (3, 0, 7):
+        journal.mark_finished(index)
+    journal.close()
+    assert ResumeJournal(journal_path(temp), header).load_finished() == {0, 3, 7}
+    other = JournalHeader(file_handle_id="78", size=100, md5="m", part_size=10)
+    assert ResumeJournal(journal_path(temp), other).load_finished() == set()
+
+
+def test_temp_name_of_a_very_long_name_stays_short(tmp_path):
+    temp = temp_path(tmp_path / ("n" * 250), "123456")
+    assert len(temp.name) <= 200 and temp.parent == tmp_path
