@@ -2,8 +2,11 @@
 
 Synapse answers 429 above a few concurrent requests per user and above a request rate per minute, without
 ``Retry-After``. A client whose threads each back off on their own keeps hammering; this gate makes one 429 slow
-every thread: an adaptive concurrency limit (AIMD: halve on 429, grow back by one after a long run of successes)
-plus a shared cool-down and, once the server has complained about frequency, a pace between request starts.
+every thread: an adaptive concurrency limit plus a shared cool-down and, once the server has complained about
+frequency, a pace between request starts. The limit works like TCP congestion control: it starts at the platform's
+documented 3 concurrent requests, probes one more, and while the server has never throttled it doubles (slow
+start); after a 429 it halves and from then on grows by one only after a long run of successes (AIMD), so a
+throttled server sees well under 1% of requests refused.
 The lock is only ever held for bookkeeping, never across network I/O.
 """
 from __future__ import annotations
@@ -22,7 +25,7 @@ class ThrottleKind:
 class AdaptiveGate:
     """Adaptive concurrency limit + shared cool-down + learned pacing for control-plane requests."""
 
-    def __init__(self, *, initial_limit: int = 8, max_limit: int = 32, min_limit: int = 1,
+    def __init__(self, *, initial_limit: int = 3, max_limit: int = 32, min_limit: int = 1,
                  growth_successes: int = 50, clock=time.monotonic) -> None:
         if not 1 <= min_limit <= initial_limit <= max_limit:
             raise ValueError("gate limits must satisfy 1 <= min <= initial <= max")
@@ -33,6 +36,7 @@ class AdaptiveGate:
         self._growth_successes = growth_successes
         self._in_flight = 0
         self._successes_at_limit = 0
+        self._slow_start = True           # until the first 429: grow fast
         self._cool_until = 0.0
         self._min_interval = 0.0          # seconds between request starts, learned from "too frequent" 429s
         self._next_start = 0.0
@@ -71,15 +75,19 @@ class AdaptiveGate:
             now = self._clock()
             if throttled is None:
                 self._successes_at_limit += 1
-                if self._successes_at_limit >= self._growth_successes * self._limit:
+                needed = self._limit if self._slow_start else self._growth_successes * self._limit
+                if self._successes_at_limit >= needed:
                     self._successes_at_limit = 0
                     if self._limit < self._max_limit:
-                        self._limit += 1
+                        # slow start: one careful probe past the documented limit, then doubling
+                        step = self._limit if self._slow_start and self._limit > 3 else 1
+                        self._limit = min(self._max_limit, self._limit + step)
                     elif self._min_interval:
                         self._min_interval *= 0.9  # probe for a faster pace, slowly
             else:
                 self.throttled += 1
                 self._successes_at_limit = 0
+                self._slow_start = False
                 if throttled == ThrottleKind.CONCURRENCY:
                     observed = min(self._limit, self._in_flight + 1)  # in flight when the 429 was answered
                     self._limit = max(self._min_limit, observed // 2)

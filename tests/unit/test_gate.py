@@ -24,8 +24,28 @@ def test_concurrency_429_halves_limit_and_sets_cool_down():
     assert gate.limit == 2
 
 
+def test_slow_start_probes_one_past_three_then_doubles_until_the_first_429():
+    gate = AdaptiveGate(max_limit=32)
+    assert gate.limit == 3
+    seen = []
+    for _ in range(40):
+        gate.acquire()
+        gate.release()
+        seen.append(gate.limit)
+    assert sorted(set(seen)) == [3, 4, 8, 16, 32]
+
+
 def test_limit_grows_back_by_one_only_after_a_long_run_of_successes():
     gate = AdaptiveGate(initial_limit=2, max_limit=4, growth_successes=5)
+    gate.acquire()
+    gate.acquire()
+    gate.release(throttled=ThrottleKind.CONCURRENCY, retry_after=0)  # leave slow start
+    gate.release()
+    assert gate.limit == 1
+    for _ in range(4):
+        gate.acquire()
+        gate.release()
+    assert gate.limit == 2
     for _ in range(9):
         gate.acquire()
         gate.release()
