@@ -1,0 +1,116 @@
+"""Seed specs with known expected bytes, and a byte-for-byte checker of a synced folder."""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import random
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+MiB = 1024 * 1024
+
+
+def seeded_md5(size: int, seed: int) -> str:
+    """MD5 of the emulator's seeded content: ``random.Random(seed).randbytes(size)``.
+
+    Drawn in 1 MiB steps (randbytes draws 32-bit words, so steps of a multiple of 4 give the same bytes as one
+    call); one call cannot produce more than 256 MiB."""
+    generator, md5, remaining = random.Random(seed), hashlib.md5(), size
+    while remaining:
+        step = min(MiB, remaining)
+        md5.update(generator.randbytes(step))
+        remaining -= step
+    return md5.hexdigest()
+
+
+class Tree:
+    """A spec under construction plus what each file must contain (relative path -> MD5)."""
+
+    def __init__(self, name: str = "p") -> None:
+        self.name = name
+        self.children: List[dict] = []
+        self.expected: Dict[str, str] = {}
+        self.containers: List[int] = []  # child count per container, for the listing-page bound
+        self._seed = 1000
+
+    def text_file(self, parent: List[dict], prefix: str, name: str, content: str) -> None:
+        parent.append({"type": "file", "name": name, "content": content})
+        self.expected[prefix + name] = hashlib.md5(content.encode()).hexdigest()
+
+    def seeded_file(self, parent: List[dict], prefix: str, name: str, size: int) -> None:
+        self._seed += 1
+        parent.append({"type": "file", "name": name, "size": size, "seed": self._seed})
+        self.expected[prefix + name] = seeded_md5(size, self._seed)
+
+    def folder(self, parent: List[dict], name: str) -> List[dict]:
+        children: List[dict] = []
+        parent.append({"type": "folder", "name": name, "children": children})
+        return children
+
+    def spec(self) -> dict:
+        return {"projects": [{"name": self.name, "children": self.children}]}
+
+    @property
+    def file_count(self) -> int:
+        return len(self.expected)
+
+    def listing_pages(self) -> int:
+        """Children pages a full walk needs (50 per page, one page for an empty container)."""
+        return sum(max(1, math.ceil(n / 50)) for n in self._child_counts(self.children))
+
+    def _child_counts(self, children: List[dict]) -> List[int]:
+        counts = [len(children)]
+        for child in children:
+            if child["type"] == "folder":
+                counts += self._child_counts(child["children"])
+        return counts
+
+
+def mixed_tree(*, tiny_per_leaf: int = 30, mib_files: int = 20, big_size: int = 64 * MiB + 4321) -> Tree:
+    """>= 3 levels, > 500 files: one folder of 120 tiny files (3 pages), 4x3 leaf folders of tiny files,
+    ~1 MiB files, and one large file of odd size (its last part is short)."""
+    tree = Tree()
+    many = tree.folder(tree.children, "many")
+    for i in range(120):
+        tree.text_file(many, "many/", f"f{i:03d}.txt", f"tiny file {i}\n" * (i % 7))
+    for a in range(4):
+        top = tree.folder(tree.children, f"top{a}")
+        for b in range(3):
+            leaf = tree.folder(top, f"mid{b}")
+            for c in range(tiny_per_leaf):
+                tree.text_file(leaf, f"top{a}/mid{b}/", f"t{c}.csv", f"{a},{b},{c}\n")
+    mb = tree.folder(tree.children, "mb")
+    for i in range(mib_files):
+        tree.seeded_file(mb, "mb/", f"m{i}.bin", MiB + 997 * i)
+    tree.seeded_file(tree.children, "", "big.bin", big_size)
+    return tree
+
+
+def local_tree(root: Path) -> Dict[str, str]:
+    """Relative path -> MD5 of every file under ``root``, hidden partials included (they must not remain)."""
+    found: Dict[str, str] = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = Path(folder) / name
+            md5 = hashlib.md5()
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(4 * MiB), b""):
+                    md5.update(block)
+            found[path.relative_to(root).as_posix()] = md5.hexdigest()
+    return found
+
+
+def assert_tree_matches(root: Path, expected: Dict[str, str]) -> None:
+    found = local_tree(root)
+    missing = sorted(set(expected) - set(found))
+    extra = sorted(set(found) - set(expected))
+    wrong = sorted(p for p in set(found) & set(expected) if found[p] != expected[p])
+    assert not missing and not extra and not wrong, (
+        f"missing {missing[:5]} ({len(missing)}), extra {extra[:5]} ({len(extra)}), wrong {wrong[:5]}")
+
+
+def rest_bound(tree: Tree, *, constant: int = 3) -> Tuple[int, int]:
+    """(bound on REST calls of a first sync, number of listing pages) for issue 3 item 3."""
+    pages = tree.listing_pages()
+    return tree.file_count + math.ceil(tree.file_count / 100) + pages + constant, pages

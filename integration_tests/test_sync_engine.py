@@ -1,0 +1,243 @@
+"""Issue 3 acceptance: the sync engine against the emulator (real HTTP on loopback, real files)."""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
+from synclient.errors import AccessDeniedError, SyncError, UnsafePathError
+from synclient.emulator import Emulator
+from synclient.transfer.partial import temp_path
+from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree, rest_bound, seeded_md5
+
+SMALL_PARTS = dict(multipart_threshold=8 * MiB, part_size=8 * MiB)
+
+
+@pytest.fixture(scope="module")
+def tree():
+    return mixed_tree()
+
+
+@pytest.fixture(scope="module")
+def emulator(tree, tmp_path_factory):
+    with Emulator(data_dir=str(tmp_path_factory.mktemp("emu"))) as emu:
+        emu.project_id = emu.seed_spec(tree.spec())[tree.name]
+        yield emu
+
+
+@pytest.fixture
+def emu(emulator):
+    emulator.set_knobs(**{name: value for name, value in _CLEAN_KNOBS.items()})
+    emulator.reset_stats()
+    return emulator
+
+
+_CLEAN_KNOBS = dict(api_latency_ms=0, fault_api_5xx_rate=0.0, fault_api_429_rate=0.0, fault_data_cut_rate=0.0,
+                    fault_data_stall_rate=0.0, url_lifetime=900.0, data_ignore_range=False,
+                    data_wrong_content_range=False, max_concurrent_per_user=0, max_requests_per_minute=0,
+                    bandwidth_per_conn=0)
+
+
+def platform_for(emu: Emulator) -> Platform:
+    return Platform(endpoint=emu.endpoint, token=emu.token)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 32])
+def test_mixed_tree_is_byte_exact_at_any_pool_size(emu, tree, tmp_path, workers):
+    results = sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu),
+                                 config=TransferConfig(max_workers=workers, **SMALL_PARTS))
+    assert len(results) == tree.file_count
+    assert all(r.status is SyncStatus.DOWNLOADED for r in results)
+    assert_tree_matches(tmp_path, tree.expected)
+    stats = emu.stats()
+    bound, pages = rest_bound(tree)
+    by_route = stats["api_by_route"]
+    assert by_route["POST /repo/v1/entity/children"] == pages
+    assert by_route["POST /repo/v1/entity/{id}/version/{v}/bundle2"] == tree.file_count
+    assert by_route["POST /file/v1/fileHandle/batch"] == -(-tree.file_count // 100)
+    assert stats["api_requests"] <= bound
+    assert stats["auth_headers_on_data"] == 0
+    assert results.report.rest_calls == stats["api_requests"]
+
+
+def test_second_run_skips_verified_files_and_fetches_no_data(emu, tree, tmp_path):
+    sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu))
+    emu.reset_stats()
+    again = sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu))
+    assert {r.status for r in again} == {SyncStatus.SKIPPED}
+    assert emu.stats()["data_requests"] == 0
+
+
+def test_faults_end_byte_exact(emu, tree, tmp_path):
+    emu.set_knobs(fault_api_5xx_rate=0.05, fault_api_429_rate=0.02, fault_data_cut_rate=0.02,
+                  fault_data_stall_rate=0.01, stall_seconds=3, url_lifetime=5, fault_seed=7)
+    config = TransferConfig(max_workers=16, stall_timeout=1.0, max_attempts=8, **SMALL_PARTS)
+    results = sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu), config=config)
+    assert all(r.status is SyncStatus.DOWNLOADED for r in results)
+    assert_tree_matches(tmp_path, tree.expected)
+    stats = emu.stats()
+    assert stats["api_5xx_injected"] > 0 and stats["data_cuts_injected"] > 0
+    assert stats["auth_headers_on_data"] == 0
+
+
+@pytest.mark.parametrize("knob", ["data_ignore_range", "data_wrong_content_range"])
+def test_storage_that_mishandles_range_is_detected_not_trusted(emu, tree, tmp_path, knob):
+    emu.set_knobs(**{knob: True})
+    results = sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu),
+                                 config=TransferConfig(max_workers=8, **SMALL_PARTS))
+    assert all(r.ok for r in results)
+    assert_tree_matches(tmp_path, tree.expected)
+
+
+def test_synapse_profile_throttles_see_under_one_percent_429(tmp_path):
+    tree = Tree()
+    for f in range(3):
+        folder = tree.folder(tree.children, f"d{f}")
+        for i in range(80):
+            tree.text_file(folder, f"d{f}/", f"x{i}.txt", f"{f}-{i}")
+    with Emulator(profile="synapse") if _has_profile_arg() else Emulator(**_synapse_knobs()) as emu:
+        project = emu.seed_spec(tree.spec())["p"]
+        results = sync_from_platform(project, tmp_path, platform=platform_for(emu), max_workers=16)
+        stats = emu.stats()
+    assert len(results) == tree.file_count
+    assert_tree_matches(tmp_path, tree.expected)
+    assert stats["throttled_429"] < 0.01 * stats["api_requests"], stats
+
+
+def _has_profile_arg() -> bool:
+    import inspect
+    return "profile" in inspect.signature(Emulator.__init__).parameters
+
+
+def _synapse_knobs() -> dict:
+    from synclient.emulator.knobs import profile_knobs
+    return profile_knobs("synapse")
+
+
+def test_access_denied_file_fails_alone_and_is_reported(tmp_path):
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "file", "name": "ok.txt", "content": "fine"},
+        {"type": "file", "name": "secret.txt", "content": "x", "deny": True}]}]}
+    with Emulator() as emu:
+        project = emu.seed_spec(spec)["p"]
+        with pytest.raises(SyncError) as info:
+            sync_from_platform(project, tmp_path, platform=platform_for(emu))
+        assert [f.path.name for f in info.value.failures] == ["secret.txt"]
+        assert isinstance(info.value.failures[0].error, PermissionError)
+        assert (tmp_path / "ok.txt").read_text() == "fine" and not (tmp_path / "secret.txt").exists()
+        results = sync_from_platform(project, tmp_path, platform=platform_for(emu), on_error="continue")
+        assert sorted(r.status.value for r in results) == ["failed", "skipped"]
+
+
+def test_hostile_names_never_write_outside_the_target(tmp_path):
+    names = ["a/b", "/abs", "nul\x00x", "back\\slash", "Case.txt", "case.txt", "ok.txt"]
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": "..", "children": [{"type": "file", "name": "escape.txt", "content": "x"}]},
+        {"type": "folder", "name": "sub", "children": [{"type": "file", "name": "..", "content": "x"}]},
+        *({"type": "file", "name": n, "content": n} for n in names)]}]}
+    outside_before = sorted(os.listdir(tmp_path))
+    target = tmp_path / "target"
+    with Emulator() as emu:
+        project = emu.seed_spec(spec)["p"]
+        results = sync_from_platform(project, target, platform=platform_for(emu), on_error="continue")
+    assert sorted(os.listdir(tmp_path)) == sorted(outside_before + ["target"])
+    assert sorted(local_tree(target)) == ["Case.txt", "case.txt", "ok.txt"]
+    failed = [r for r in results if r.status is SyncStatus.FAILED]
+    assert len(failed) == 6  # 5 unsafe file names + the ".." folder
+    assert (target / "sub").is_dir()
+    assert all(isinstance(r.error, UnsafePathError) for r in failed)
+
+
+def test_small_file_resumes_with_a_range_request(emu, tree, tmp_path):
+    entity = emu.resolve(emu.project_id, "mb/m3.bin")
+    platform = platform_for(emu)
+    handle = platform.get_file_bundle(entity).file_handle
+    destination = tmp_path / "m3.bin"
+    seed = _seed_of(tree, "mb/m3.bin")
+    full = random.Random(seed).randbytes(handle.content_size)
+    have = 400_000
+    temp_path(destination, handle.id).write_bytes(full[:have])
+    emu.reset_stats()
+    sync_from_platform(f"{entity}", tmp_path, platform=platform)
+    assert destination.read_bytes() == full
+    assert emu.stats()["data_bytes"] == handle.content_size - have
+
+
+def _seed_of(tree: Tree, relpath: str) -> int:
+    def find(children, prefix):
+        for child in children:
+            path = prefix + child["name"]
+            if path == relpath:
+                return child["seed"]
+            if child["type"] == "folder":
+                found = find(child["children"], path + "/")
+                if found is not None:
+                    return found
+        return None
+    return find(tree.children, "")
+
+
+_KILLED_SYNC = textwrap.dedent("""
+    import sys
+    from synclient import Platform, TransferConfig, sync_from_platform
+    endpoint, token, entity, target = sys.argv[1:5]
+    config = TransferConfig(max_workers=4, multipart_threshold=16 * 2**20, part_size=16 * 2**20)
+    sync_from_platform(entity, target, platform=Platform(endpoint=endpoint, token=token), config=config)
+""")
+
+
+def test_sigkill_mid_file_then_rerun_refetches_only_parts_in_flight(tmp_path):
+    size, part, workers = 256 * MiB, 16 * MiB, 4
+    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
+                                                      "seed": 99}]}]}
+    with Emulator(bandwidth_per_conn=40 * 10 ** 6) as emu:
+        project = emu.seed_spec(spec)["p"]
+        child = subprocess.Popen([sys.executable, "-c", _KILLED_SYNC, emu.endpoint, emu.token, project,
+                                  str(tmp_path)])
+        deadline = time.monotonic() + 60
+        while emu.stats()["data_bytes"] < size // 3 and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.05)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        first = emu.stats()["data_bytes"]
+        assert size // 3 <= first < size, "the kill must land mid-file"
+        assert not (tmp_path / "big.bin").exists(), "nothing may appear at the final path before it is verified"
+        emu.reset_stats()
+        emu.set_knobs(bandwidth_per_conn=0)
+        sync_from_platform(project, tmp_path, platform=platform_for(emu),
+                           config=TransferConfig(max_workers=workers, multipart_threshold=part, part_size=part))
+        second = emu.stats()["data_bytes"]
+    md5 = hashlib.md5((tmp_path / "big.bin").read_bytes()).hexdigest()
+    assert md5 == seeded_md5(size, 99)
+    refetched = first + second - size
+    assert refetched <= workers * part, (first, second)
+    assert sorted(os.listdir(tmp_path)) == ["big.bin"]  # partial and journal cleaned up
+
+
+def test_sigint_stops_promptly_and_keeps_partial_data(tmp_path):
+    size = 128 * MiB
+    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
+                                                      "seed": 5}]}]}
+    with Emulator(bandwidth_per_conn=20 * 10 ** 6) as emu:
+        project = emu.seed_spec(spec)["p"]
+        child = subprocess.Popen([sys.executable, "-c", _KILLED_SYNC, emu.endpoint, emu.token, project,
+                                  str(tmp_path)], stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while emu.stats()["data_bytes"] < 20 * MiB and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        child.wait(timeout=10)
+        assert time.monotonic() - started < 2.0
+    assert child.returncode != 0
+    assert not (tmp_path / "big.bin").exists()
+    assert any(name.endswith(".synclient-partial") for name in os.listdir(tmp_path))
