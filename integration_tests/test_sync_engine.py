@@ -241,3 +241,45 @@ def test_sigint_stops_promptly_and_keeps_partial_data(tmp_path):
     assert child.returncode != 0
     assert not (tmp_path / "big.bin").exists()
     assert any(name.endswith(".synclient-partial") for name in os.listdir(tmp_path))
+
+
+class RecordingObserver:
+    def __init__(self):
+        import threading
+        self.lock = threading.Lock()
+        self.planned = self.bytes = 0
+        self.finished = []
+
+    def file_planned(self, *, size):
+        with self.lock:
+            self.planned += 1
+
+    def bytes_transferred(self, count):
+        with self.lock:
+            self.bytes += count
+
+    def file_finished(self, result):
+        with self.lock:
+            self.finished.append(result)
+
+
+def test_secrets_stay_out_of_logs_reprs_and_reports_and_pool_never_overflows(emu, tree, tmp_path, caplog):
+    import json
+    import logging
+    caplog.set_level(logging.DEBUG)
+    emu.set_knobs(fault_api_5xx_rate=0.05, fault_data_cut_rate=0.05, url_lifetime=4, fault_seed=3)
+    observer = RecordingObserver()
+    platform = platform_for(emu)
+    results = sync_from_platform(emu.project_id, tmp_path, platform=platform, observer=observer,
+                                 config=TransferConfig(max_workers=32, max_attempts=8, **SMALL_PARTS))
+    # the client's logs (the emulator, in-process here, is the server and logs its own access lines)
+    client_log = "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith("synclient.emulator"))
+    text = "\n".join([client_log, repr(platform), repr(results), repr(results.report),
+                      json.dumps([r.to_json() for r in results]), json.dumps(results.report.to_json())])
+    assert emu.token not in text
+    assert "Signature=" not in text and "X-Amz-Signature" not in text
+    assert "Connection pool is full" not in caplog.text
+    assert any("GET" in r.getMessage() and "?<redacted>" in r.getMessage() for r in caplog.records
+               if r.name.startswith("urllib3"))
+    assert len(observer.finished) == tree.file_count == observer.planned
+    assert observer.bytes >= sum(r.size for r in results)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -65,7 +65,7 @@ class SyncReport:
         return self.bytes_downloaded / 1e6 / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
     def to_json(self) -> Dict[str, Any]:
-        data = {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
         data["mb_per_second"] = round(self.mb_per_second, 2)
         return data
 

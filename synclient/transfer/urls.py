@@ -8,6 +8,7 @@ a 403 from storage also triggers a refresh.
 from __future__ import annotations
 
 import calendar
+import logging
 import threading
 import time
 from typing import Callable, List, Optional, Tuple
@@ -20,6 +21,23 @@ from synclient.transfer.pool import Priority, TaskPool
 
 UrlCallback = Callable[[Optional["SignedUrl"], Optional[SynclientError]], None]
 EXPIRY_MARGIN_SECONDS = 3.0
+
+
+class RedactQueryStrings(logging.Filter):
+    """Installed on urllib3's logger: its DEBUG lines carry request URLs, and a signed URL's query is a secret."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args and isinstance(record.args, tuple):
+            record.args = tuple(_redact_text(a) if isinstance(a, str) and "?" in a else a for a in record.args)
+        return True
+
+
+def _redact_text(text: str) -> str:
+    path, _, query = text.partition("?")
+    return path + "?<redacted>" if query else text
+
+
+logging.getLogger("urllib3.connectionpool").addFilter(RedactQueryStrings())
 
 
 def redact_url(url: str) -> str:
