@@ -30,8 +30,8 @@ FILE_ENTITY_ASSOCIATION = "FileEntity"
 INCLUDE_TYPES = {"project": EntityKind.PROJECT, "folder": EntityKind.FOLDER, "file": EntityKind.FILE,
                  "link": EntityKind.LINK}
 # Types Synapse knows but the emulator never stores: accepted in includeTypes, never matched.
-OTHER_TYPES = {"table", "entityview", "dockerrepo", "submissionview", "dataset", "datasetcollection",
-               "materializedview", "virtualtable", "recordset"}
+# Newer clients send types added after this list was written, so any other lowercase word is accepted.
+OTHER_TYPES = re.compile(r"^[a-z]+$")
 EMULATOR_VERSION = "emulator-1"
 
 
@@ -242,7 +242,7 @@ class Routes:
             key = str(name).lower()
             if key in INCLUDE_TYPES:
                 kinds.append(INCLUDE_TYPES[key])
-            elif key not in OTHER_TYPES:
+            elif not OTHER_TYPES.match(key):
                 raise ApiError(400, f"Unknown EntityType: {name}")
         if not types:
             raise ApiError(400, "includeTypes must include at least one type.")
@@ -440,13 +440,14 @@ class ApiHandler(EmulatorHandler):
         if reason is not None:
             raise ApiError(429, reason, self._retry_after(knobs))
         try:
-            if context.faults.api_429(knobs):
+            request_key = f"{method} {path}?{sorted(query.items())} {body!r}"
+            if context.faults.api_429(knobs, request_key):
                 limit = knobs.max_concurrent_per_user or 3
                 raise ApiError(429, CONCURRENCY_REASON.format(limit=limit), self._retry_after(knobs))
             delay_ms = knobs.api_latency_ms + context.faults.jitter(knobs.api_latency_jitter_ms)
             if delay_ms > 0:
                 time.sleep(delay_ms / 1000.0)
-            status = context.faults.api_5xx(knobs, route.route_class)
+            status = context.faults.api_5xx(knobs, route.route_class, request_key)
             if status is not None:
                 context.stats.api_fault()
                 raise ApiError(status, "Injected fault: the server had a temporary problem.")

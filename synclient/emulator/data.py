@@ -141,7 +141,10 @@ class DataHandler(EmulatorHandler):
             headers["Content-Range"] = f"bytes {wanted.start}-{wanted.end}/{size}"
         if knobs.data_latency_ms > 0:
             time.sleep(knobs.data_latency_ms / 1000.0)
-        fault = DataFault.NONE if head_only or count == 0 else context.faults.data_fault(knobs)
+        fault, cut_fraction = DataFault.NONE, 1.0
+        if not head_only and count:
+            request_key = f"{urlsplit(self.path).path} {self.headers.get('Range')}"
+            fault, cut_fraction = context.faults.data_fault(knobs, request_key)
         context.stats.data_answered(status)
         self.wfile.write(self.response_head(status, headers, count))
         if head_only:
@@ -153,7 +156,7 @@ class DataHandler(EmulatorHandler):
             return
         if fault is DataFault.CUT:
             context.stats.data_cut()
-            cut_at = int(count * context.faults.cut_fraction())
+            cut_at = int(count * cut_fraction)
             self._paced(source, offset, cut_at, knobs.bandwidth_per_conn)
             self._drop_connection()
             return

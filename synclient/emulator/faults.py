@@ -6,11 +6,12 @@ request order injects the same faults.
 from __future__ import annotations
 
 import enum
+import hashlib
 import random
 import threading
 import time
 from collections import defaultdict, deque
-from typing import Deque, Dict, Optional
+from typing import Deque, Dict, Optional, Tuple
 
 from .knobs import Knobs
 
@@ -26,6 +27,12 @@ class DataFault(enum.Enum):
 
 
 class FaultPlan:
+    """Fault decisions that depend only on (fault_seed, request identity, how often it was seen).
+
+    Hashing instead of drawing from one shared random stream keeps a run reproducible even
+    though concurrent clients reach the server in a different order every time.
+    """
+
     def __init__(self, seed: int) -> None:
         self._lock = threading.Lock()
         self.reseed(seed)
@@ -33,34 +40,42 @@ class FaultPlan:
 
     def reseed(self, seed: int) -> None:
         with self._lock:
+            self._seed = seed
+            self._seen: Dict[Tuple[str, str], int] = defaultdict(int)
             self._random = random.Random(seed)
 
-    def _chance(self, rate: float) -> bool:
+    def _draw(self, kind: str, key: str) -> Tuple[float, float]:
+        """Two independent uniforms in [0, 1) for this occurrence of (kind, key)."""
+        with self._lock:
+            occurrence = self._seen[(kind, key)]
+            self._seen[(kind, key)] = occurrence + 1
+            seed = self._seed
+        digest = hashlib.sha256(f"{seed}|{kind}|{key}|{occurrence}".encode("utf-8", "replace")).digest()
+        return (int.from_bytes(digest[:8], "big") / 2.0 ** 64, int.from_bytes(digest[8:16], "big") / 2.0 ** 64)
+
+    def api_5xx(self, knobs: Knobs, route_class: str, request_key: str) -> Optional[int]:
+        rate = knobs.api_5xx_rate_for(route_class)
         if rate <= 0:
-            return False
-        with self._lock:
-            return self._random.random() < rate
-
-    def api_5xx(self, knobs: Knobs, route_class: str) -> Optional[int]:
-        if not self._chance(knobs.api_5xx_rate_for(route_class)):
             return None
-        with self._lock:
-            return self._random.choice(knobs.fault_api_5xx_statuses)
+        chance, pick = self._draw("5xx", request_key)
+        if chance >= rate:
+            return None
+        statuses = knobs.fault_api_5xx_statuses
+        return statuses[int(pick * len(statuses))]
 
-    def api_429(self, knobs: Knobs) -> bool:
-        return self._chance(knobs.fault_api_429_rate)
+    def api_429(self, knobs: Knobs, request_key: str) -> bool:
+        return knobs.fault_api_429_rate > 0 and self._draw("429", request_key)[0] < knobs.fault_api_429_rate
 
-    def data_fault(self, knobs: Knobs) -> DataFault:
-        if self._chance(knobs.fault_data_cut_rate):
-            return DataFault.CUT
-        if self._chance(knobs.fault_data_stall_rate):
-            return DataFault.STALL
-        return DataFault.NONE
-
-    def cut_fraction(self) -> float:
-        """How far into the body a cut happens (somewhere in the first 90%)."""
-        with self._lock:
-            return self._random.uniform(0.0, 0.9)
+    def data_fault(self, knobs: Knobs, request_key: str) -> Tuple[DataFault, float]:
+        """The fault for this data request and, for a cut, the fraction of the body sent first."""
+        if knobs.fault_data_cut_rate <= 0 and knobs.fault_data_stall_rate <= 0:
+            return DataFault.NONE, 1.0
+        chance, fraction = self._draw("data", request_key)
+        if chance < knobs.fault_data_cut_rate:
+            return DataFault.CUT, fraction * 0.9  # somewhere in the first 90% of the body
+        if chance < knobs.fault_data_cut_rate + knobs.fault_data_stall_rate:
+            return DataFault.STALL, 0.0
+        return DataFault.NONE, 1.0
 
     def jitter(self, spread_ms: float) -> float:
         if spread_ms <= 0:
