@@ -13,7 +13,7 @@ from .api import AdminRoutes, ApiHandler, Routes
 from .context import EmulatorContext
 from .data import DataHandler
 from .httpbase import EmulatorHTTPServer
-from .knobs import Knobs
+from .knobs import Knobs, profile_knobs
 from .store import Store
 
 Content = Union[bytes, str, Iterable[bytes]]
@@ -24,12 +24,16 @@ class Emulator:
 
     ``with Emulator() as emu:`` starts both listeners on free ports of 127.0.0.1; with
     ``data_dir=None`` the store lives in a temporary directory removed on exit.
-    Knob overrides are ``Knobs`` field names: ``Emulator(api_latency_ms=100)``.
+    Knob overrides are ``Knobs`` field names: ``Emulator(api_latency_ms=100)``;
+    ``profile="synapse"`` applies the production limits first.
     """
 
     def __init__(self, data_dir: Optional[str] = None, knobs: Optional[Knobs] = None, *,
-                 host: str = "127.0.0.1", port: int = 0, data_port: int = 0, **knob_overrides) -> None:
+                 host: str = "127.0.0.1", port: int = 0, data_port: int = 0, profile: Optional[str] = None,
+                 **knob_overrides) -> None:
         knobs = knobs or Knobs()
+        if profile is not None:  # the profile's values, then explicit overrides on top
+            knob_overrides = {**profile_knobs(profile), **knob_overrides}
         self.knobs = knobs.replace(**knob_overrides) if knob_overrides else knobs
         self.host = host
         self._requested_ports = (port, data_port)

@@ -1,0 +1,206 @@
+"""``python -m synclient.emulator serve|seed``: run or fill an emulator from the shell.
+
+Bad input gives one line on stderr and exit code 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import signal
+import sys
+import threading
+from typing import Dict, List, Optional
+
+from .knobs import Knobs, PROFILES, parse_rate, parse_route_rates, parse_size, parse_window, profile_knobs
+from .seed import SpecError
+from .server import Emulator
+
+PROG = "python -m synclient.emulator"
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported on one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line instead of usage + message
+        raise UsageError(message)
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise ValueError("must not be negative")
+    return value
+
+
+def _statuses(text: str) -> tuple:
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+# knob field -> (argparse type, help)
+_KNOB_FLAGS = {
+    "api_latency_ms": (_positive_float, "added to every API answer (ms)"),
+    "api_latency_jitter_ms": (_positive_float, "uniform +/- jitter on the API latency (ms)"),
+    "data_latency_ms": (_positive_float, "first-byte latency of the data host (ms)"),
+    "bandwidth_per_conn": (parse_size, "bytes/s per data connection, e.g. 32MB; 0 = unlimited"),
+    "max_concurrent_per_user": (int, "concurrent API requests per user before 429; 0 = off"),
+    "max_requests_per_minute": (int, "API requests per user per 60 s before 429; 0 = off"),
+    "url_lifetime": (_positive_float, "pre-signed URL lifetime (s)"),
+    "fault_api_5xx_rate": (parse_route_rates, "5xx probability: 0.05, or per class children=0.1,bundle=0.02"),
+    "fault_api_5xx_statuses": (_statuses, "statuses used for injected 5xx, e.g. 503 or 500,502,503"),
+    "fault_api_429_rate": (parse_rate, "probability of a random 429 (concurrency reason)"),
+    "fault_data_cut_rate": (parse_rate, "probability that a data body is cut mid-stream"),
+    "fault_data_stall_rate": (parse_rate, "probability that a data body stalls after the headers"),
+    "fault_seed": (int, "seed of the fault decisions"),
+    "maintenance_window": (parse_window, "START:SECONDS after startup answering 503 maintenance"),
+    "throttle_retry_after": (int, "send Retry-After: N on 429s (real Synapse sends none)"),
+    "stall_seconds": (_positive_float, "how long a stalled body stays silent"),
+}
+_KNOB_SWITCHES = {
+    "data_ignore_range": "answer ranged GETs with 200 and the whole body",
+    "data_wrong_content_range": "answer ranged GETs with a mismatching Content-Range",
+}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _checked(kind):
+    """argparse swallows the message of a ValueError; keep it for the one-line error."""
+    def convert(text: str):
+        try:
+            return kind(text)
+        except (TypeError, ValueError) as error:
+            raise argparse.ArgumentTypeError(str(error) or f"invalid value {text!r}") from None
+    convert.__name__ = getattr(kind, "__name__", "value")
+    return convert
+
+
+def _add_seed_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--seed-spec", metavar="FILE", help="JSON tree spec to seed")
+    group.add_argument("--seed-dir", metavar="DIR", help="local directory tree to seed as a project")
+    group.add_argument("--synthetic", metavar="SPEC",
+                       help="files=400,depth=3,fanout=10,size=50 (size may be a mix: size=4KiB:500,1MiB:200)")
+    parser.add_argument("--project-name", default=None, help="project name for --seed-dir / --synthetic")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="A local Synapse-compatible platform emulator.")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+    commands.required = True
+
+    serve = commands.add_parser("serve", help="run the API and data listeners until SIGINT/SIGTERM")
+    serve.add_argument("--data-dir", help="store directory (default: a temporary one, removed at exit)")
+    serve.add_argument("--port", type=_checked(int), default=0, help="API port (0 = any free port)")
+    serve.add_argument("--data-port", type=_checked(int), default=0, help="data port (0 = any free port)")
+    serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    serve.add_argument("--profile", choices=sorted(PROFILES), help="preset knobs; explicit flags win")
+    _add_seed_options(serve)
+    for name, (kind, text) in _KNOB_FLAGS.items():
+        serve.add_argument(_flag(name), dest=name, type=_checked(kind), default=None, help=text)
+    for name, text in _KNOB_SWITCHES.items():
+        serve.add_argument(_flag(name), dest=name, action="store_true", default=None, help=text)
+
+    seed = commands.add_parser("seed", help="seed a data dir and print the created project ids")
+    seed.add_argument("--data-dir", required=True, help="store directory to fill")
+    _add_seed_options(seed)
+    return parser
+
+
+def parse_synthetic(text: str) -> Dict[str, object]:
+    """``files=400,depth=3,fanout=10,size=4KiB:500,1MiB:200`` -> keyword arguments."""
+    options: Dict[str, str] = {}
+    last_key: Optional[str] = None
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if sep:
+            last_key = key.strip()
+            options[last_key] = value.strip()
+        elif last_key == "size":  # the mix continues: size=4KiB:500,1MiB:200
+            options["size"] += "," + item.strip()
+        else:
+            raise UsageError(f"--synthetic: expected KEY=VALUE, got {item!r}")
+    known = {"files": int, "depth": int, "fanout": int, "seed": int, "size": str}
+    parsed: Dict[str, object] = {}
+    for key, value in options.items():
+        if key not in known:
+            raise UsageError(f"--synthetic: unknown key {key!r} (known: {', '.join(known)})")
+        try:
+            parsed[key] = known[key](value)
+        except ValueError:
+            raise UsageError(f"--synthetic: {key} must be a number, got {value!r}") from None
+    return parsed
+
+
+def knobs_from_args(args: argparse.Namespace) -> Knobs:
+    values: Dict[str, object] = profile_knobs(args.profile) if args.profile else {}
+    for field in dataclasses.fields(Knobs):
+        given = getattr(args, field.name, None)
+        if given is not None:
+            values[field.name] = given
+    return Knobs(**values)
+
+
+def _seed(emu: Emulator, args: argparse.Namespace) -> Dict[str, str]:
+    if args.seed_spec:
+        with open(args.seed_spec, encoding="utf-8") as handle:
+            try:
+                spec = json.load(handle)
+            except ValueError as error:
+                raise UsageError(f"{args.seed_spec}: not valid JSON: {error}") from None
+        return emu.seed_spec(spec)
+    if args.seed_dir:
+        name = args.project_name or "p"
+        return {name: emu.seed_dir(args.seed_dir, project_name=name)}
+    if args.synthetic:
+        options = parse_synthetic(args.synthetic)
+        project_id = emu.seed_synthetic(project_name=args.project_name, **options)
+        name = next(n for n, i in emu.info()["projects"].items() if i == project_id)
+        return {name: project_id}
+    return {}
+
+
+def serve(args: argparse.Namespace) -> int:
+    knobs = knobs_from_args(args)
+    emu = Emulator(data_dir=args.data_dir, knobs=knobs, host=args.host, port=args.port, data_port=args.data_port)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        _seed(emu, args)
+        emu.start()
+        info = emu.info()
+        print(json.dumps(info), flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        emu.stop()
+    return 0
+
+
+def seed(args: argparse.Namespace) -> int:
+    emu = Emulator(data_dir=args.data_dir)
+    try:
+        created = _seed(emu, args)
+        if not created:
+            raise UsageError("nothing to seed: give --seed-spec, --seed-dir or --synthetic")
+        print(json.dumps({"projects": created}), flush=True)
+    finally:
+        emu.stop()
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return serve(args) if args.command == "serve" else seed(args)
+    except (UsageError, SpecError, ValueError, TypeError, KeyError, OSError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
