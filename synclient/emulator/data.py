@@ -59,11 +59,11 @@ def parse_range(header: Optional[str], size: int) -> Optional[ByteRange]:
             raise RangeNotSatisfiable()
         return ByteRange(max(0, size - count), size - 1)
     start = int(first)
-    end = size - 1 if last == "" else int(last)
-    if end < start:
+    if last != "" and int(last) < start:
         return None  # syntactically invalid: ignored per RFC 9110
     if start >= size:
         raise RangeNotSatisfiable()
+    end = size - 1 if last == "" else int(last)
     return ByteRange(start, min(end, size - 1))
 
 
