@@ -1,6 +1,8 @@
 """Where the platform is and who we are: endpoint and token resolution in one place.
 
 Token: argument > ``SYNCLIENT_AUTH_TOKEN`` > ``SYNAPSE_AUTH_TOKEN`` > ``~/.synapseConfig`` > keyring.
+Profile: argument > ``SYNCLIENT_PROFILE`` > ``SYNAPSE_PROFILE`` > "default"; it picks the ``[profile NAME]``
+section of the config file and the keyring entry (service "synclient", user = profile name).
 Endpoint: argument > ``SYNCLIENT_ENDPOINT`` > ``~/.synapseConfig`` ``[endpoints]`` > Synapse production.
 ``~/.synapseConfig`` is the file users of the platform already have (``[authentication] authtoken``,
 ``[profile NAME]`` sections, ``[endpoints] repoEndpoint/fileHandleEndpoint/authEndpoint``).
@@ -8,6 +10,7 @@ Endpoint: argument > ``SYNCLIENT_ENDPOINT`` > ``~/.synapseConfig`` ``[endpoints]
 from __future__ import annotations
 
 import configparser
+import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,33 +61,151 @@ def _profile_section(profile: Optional[str]) -> str:
     return "authentication" if profile in (None, DEFAULT_PROFILE) else f"profile {profile}"
 
 
+def resolve_profile(profile: Optional[str] = None) -> str:
+    """The profile name: argument > ``SYNCLIENT_PROFILE`` > ``SYNAPSE_PROFILE`` (synapseclient's) > "default"."""
+    return (profile or os.environ.get("SYNCLIENT_PROFILE") or os.environ.get("SYNAPSE_PROFILE")
+            or DEFAULT_PROFILE)
+
+
+class TokenSource(enum.Enum):
+    """Where a token came from (``synclient whoami`` shows it; error messages use it to say what to fix)."""
+
+    ARGUMENT = "the --token option / token= argument"
+    SYNCLIENT_ENV = "the SYNCLIENT_AUTH_TOKEN environment variable"
+    SYNAPSE_ENV = "the SYNAPSE_AUTH_TOKEN environment variable"
+    CONFIG_FILE = "the config file"
+    KEYRING = "the keyring (synclient login)"
+
+
+@dataclass(frozen=True)
+class ResolvedToken:
+    token: str
+    source: TokenSource
+    detail: str = ""  # e.g. which config file and section
+
+    def __repr__(self) -> str:  # never shows the token
+        return f"ResolvedToken(source={self.source.name}, detail={self.detail!r})"
+
+    def describe(self) -> str:
+        return f"{self.source.value} ({self.detail})" if self.detail else self.source.value
+
+
+def find_token(token: Optional[str] = None, *, profile: Optional[str] = None) -> Optional[ResolvedToken]:
+    """The token and its source, from the first source that has one, or None.
+
+    A profile named explicitly (argument or environment) that no source knows is a :class:`ConfigError`:
+    a typo must not silently fall back to another identity.
+    """
+    if token:
+        return ResolvedToken(token, TokenSource.ARGUMENT)
+    for variable, source in (("SYNCLIENT_AUTH_TOKEN", TokenSource.SYNCLIENT_ENV),
+                             ("SYNAPSE_AUTH_TOKEN", TokenSource.SYNAPSE_ENV)):
+        if os.environ.get(variable):
+            return ResolvedToken(os.environ[variable], source)
+    name = resolve_profile(profile)
+    path = config_path()
+    parser = _read_config(path)
+    section = _profile_section(name)
+    if parser.has_option(section, "authtoken") and parser.get(section, "authtoken").strip():
+        return ResolvedToken(parser.get(section, "authtoken").strip(), TokenSource.CONFIG_FILE,
+                             f"{path} [{section}]")
+    stored = keyring_token(name)
+    if stored:
+        return ResolvedToken(stored, TokenSource.KEYRING, f"profile {name!r}")
+    if name != DEFAULT_PROFILE and not parser.has_section(section):
+        raise ConfigError(f"unknown profile {name!r}: no [{section}] section in {path} and no token stored "
+                          f"for it by 'synclient login --profile {name}'")
+    return None
+
+
 def resolve_token(token: Optional[str] = None, *, profile: Optional[str] = None) -> Optional[str]:
     """The personal access token from the first source that has one, or None."""
-    if token:
-        return token
-    for variable in ("SYNCLIENT_AUTH_TOKEN", "SYNAPSE_AUTH_TOKEN"):
-        if os.environ.get(variable):
-            return os.environ[variable]
-    parser = _read_config(config_path())
-    section = _profile_section(profile)
-    if parser.has_option(section, "authtoken"):
-        return parser.get(section, "authtoken").strip() or None
-    if profile not in (None, DEFAULT_PROFILE) and not parser.has_section(section):
-        raise ConfigError(f"no [{section}] section in {config_path()}")
-    return keyring_token(profile or DEFAULT_PROFILE)
+    found = find_token(token, profile=profile)
+    return found.token if found else None
+
+
+# -- keyring: where 'synclient login' keeps the token ---------------------------------------------------------
+
+NO_KEYRING_HELP = (
+    "no keyring backend is available on this machine (common on headless Linux and in containers), so the "
+    "token cannot be stored there. Instead either set SYNCLIENT_AUTH_TOKEN=<token> in your environment, or "
+    "put 'authtoken = <token>' under [authentication] in ~/.synapseConfig (and chmod 600 it), or install a "
+    "keyring backend (for example: pip install keyrings.alt) and run 'synclient login' again")
+
+
+class KeyringUnavailableError(ConfigError):
+    """No usable keyring backend: the message explains the alternatives."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(NO_KEYRING_HELP + (f" [{detail}]" if detail else ""))
+
+
+def _usable_keyring():
+    """The active keyring backend, or raise :class:`KeyringUnavailableError` when it cannot store anything."""
+    try:
+        import keyring
+        from keyring.backends import fail, null
+    except ImportError:  # pragma: no cover - keyring is a dependency
+        raise KeyringUnavailableError("the keyring package is not installed") from None
+    try:
+        backend = keyring.get_keyring()
+    except Exception as exc:  # a broken backend configuration must not crash login
+        raise KeyringUnavailableError(f"{exc.__class__.__name__}: {exc}") from None
+    if isinstance(backend, (fail.Keyring, null.Keyring)):
+        raise KeyringUnavailableError(f"active backend: {backend.__class__.__module__}")
+    return backend
+
+
+def keyring_backend_name() -> str:
+    backend = _usable_keyring()
+    return f"{backend.__class__.__module__}.{backend.__class__.__name__}"
+
+
+def keyring_available() -> bool:
+    try:
+        _usable_keyring()
+    except KeyringUnavailableError:
+        return False
+    return True
 
 
 def keyring_token(profile: str = DEFAULT_PROFILE) -> Optional[str]:
     """The token stored by ``synclient login``, or None when keyring has none or no usable backend."""
     try:
-        import keyring
         from keyring.errors import KeyringError
-    except ImportError:  # pragma: no cover - keyring is a dependency
+        backend = _usable_keyring()
+        return backend.get_password(KEYRING_SERVICE, profile)
+    except (KeyringUnavailableError, KeyringError, RuntimeError):
         return None
+
+
+def store_token(token: str, profile: Optional[str] = None) -> str:
+    """Save ``token`` in the keyring for ``profile``; returns the backend name. Raises KeyringUnavailableError."""
+    from keyring.errors import KeyringError
+
+    backend = _usable_keyring()
     try:
-        return keyring.get_password(KEYRING_SERVICE, profile)
-    except (KeyringError, RuntimeError):
-        return None
+        backend.set_password(KEYRING_SERVICE, resolve_profile(profile), token)
+    except (KeyringError, RuntimeError) as exc:
+        raise KeyringUnavailableError(f"{exc.__class__.__name__}: {exc}") from None
+    return f"{backend.__class__.__module__}.{backend.__class__.__name__}"
+
+
+def delete_token(profile: Optional[str] = None) -> bool:
+    """Remove the stored token of ``profile``; False when there was none. Raises KeyringUnavailableError."""
+    from keyring.errors import KeyringError, PasswordDeleteError
+
+    backend = _usable_keyring()
+    name = resolve_profile(profile)
+    try:
+        if backend.get_password(KEYRING_SERVICE, name) is None:
+            return False
+        backend.delete_password(KEYRING_SERVICE, name)
+    except PasswordDeleteError:
+        return False
+    except (KeyringError, RuntimeError) as exc:
+        raise KeyringUnavailableError(f"{exc.__class__.__name__}: {exc}") from None
+    return True
 
 
 def resolve_endpoints(endpoint: Optional[str] = None, *, repo_endpoint: Optional[str] = None,

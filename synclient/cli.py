@@ -1,0 +1,592 @@
+"""The ``synclient`` command line: a thin layer over the library that maps outcomes to exit codes.
+
+Exit codes: 0 all good, 1 some files failed (or the platform kept failing), 2 usage / configuration /
+authentication / unknown id, 130 interrupted. Errors are one line on stderr; ``-v`` adds the traceback.
+With ``--json``, stdout carries exactly one JSON object (also on errors), and nothing else.
+"""
+from __future__ import annotations
+
+import argparse
+import enum
+import getpass
+import inspect
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+
+from synclient import __version__
+from synclient.client import Platform
+from synclient.config import (DEFAULT_PROFILE, KeyringUnavailableError, ResolvedToken, TokenSource, delete_token,
+                              find_token, resolve_endpoints, resolve_profile, store_token)
+from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, NotFoundError, SyncError,
+                              SynclientError, UnsafePathError)
+from synclient.models import EntityHeader, EntityType
+from synclient.progress import progress_observer
+from synclient.sync.results import FileResult, SyncReport, SyncResults
+
+log = logging.getLogger("synclient.cli")
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    FILES_FAILED = 1       # the run happened, but some files (or the platform) failed
+    USAGE = 2              # the user must fix something: arguments, configuration, token, id, access
+    INTERRUPTED = 130      # Ctrl-C (128 + SIGINT)
+
+
+class CliError(Exception):
+    """An outcome the CLI reports as one line with a chosen exit code."""
+
+    def __init__(self, message: str, code: ExitCode = ExitCode.USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- output ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Output:
+    """Where each kind of output goes: results to stdout (or one JSON object), everything else to stderr."""
+
+    json_mode: bool = False
+    quiet: bool = False
+    verbose: int = 0
+    json_document: Dict[str, Any] = field(default_factory=dict)
+
+    def result(self, line: str = "") -> None:
+        """A line of the command's result (suppressed in JSON mode, where the document carries it)."""
+        if not self.json_mode:
+            print(line, flush=True)
+
+    def info(self, line: str) -> None:
+        """Narration for humans, on stderr; silenced by -q."""
+        if not self.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    def error(self, message: str) -> None:
+        print(f"synclient: error: {_one_line(message)}", file=sys.stderr, flush=True)
+
+    def emit_json(self, exit_code: ExitCode) -> None:
+        if self.json_mode:
+            self.json_document["exit_code"] = int(exit_code)
+            sys.stdout.write(json.dumps(self.json_document, indent=2, default=str) + "\n")
+            sys.stdout.flush()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _human_size(size: Optional[int]) -> str:
+    if size is None:
+        return "-"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover
+
+
+# -- the parser -----------------------------------------------------------------------------------------------------
+
+COLLISION_MODES = ("overwrite.local", "keep.local", "keep.both")
+MANIFEST_MODES = ("all", "root", "suppress")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool) -> None:
+    """Global options work before or after the command; in a subcommand they only override what was given."""
+    unset: Any = argparse.SUPPRESS if in_subcommand else None
+    group = parser.add_argument_group("global options")
+    group.add_argument("--endpoint", metavar="URL", default=unset,
+                       help="platform service root, e.g. http://127.0.0.1:8080 (default: SYNCLIENT_ENDPOINT, "
+                            "~/.synapseConfig [endpoints], else Synapse production)")
+    group.add_argument("--token", metavar="TOKEN", default=unset,
+                       help="personal access token (default: SYNCLIENT_AUTH_TOKEN, SYNAPSE_AUTH_TOKEN, "
+                            "~/.synapseConfig, then the keyring entry saved by 'synclient login')")
+    group.add_argument("--profile", metavar="NAME", default=unset,
+                       help="profile: the [profile NAME] section of ~/.synapseConfig and the keyring entry NAME "
+                            "(default: SYNCLIENT_PROFILE, SYNAPSE_PROFILE, else 'default')")
+    group.add_argument("-q", "--quiet", action="store_true", default=unset if in_subcommand else False,
+                       help="no progress and no narration; only results and errors")
+    group.add_argument("-v", "--verbose", action="count", default=unset if in_subcommand else 0,
+                       help="log what happens (-vv: debug) and show tracebacks of errors")
+    group.add_argument("--json", action="store_true", default=unset if in_subcommand else False,
+                       help="print exactly one JSON object on stdout (report and per-file results)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="synclient",
+        description="Mirror projects of a Synapse-compatible data platform to local disk, fast and safely.",
+        epilog="exit codes: 0 ok, 1 some files failed, 2 usage/config/auth error, 130 interrupted")
+    parser.add_argument("--version", action="version", version=f"synclient {__version__}")
+    _add_global_options(parser, in_subcommand=False)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    def command(name: str, help_text: str, handler: Callable[["CommandContext"], ExitCode]):
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        _add_global_options(sub, in_subcommand=True)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    get = command("get", "download a project, folder or file (a folder or project needs -r)", cmd_get)
+    get.add_argument("id", metavar="ID", help="entity id, e.g. syn123, or syn123.4 for version 4 of a file")
+    get.add_argument("-r", "--recursive", action="store_true", help="download a project or folder recursively")
+    get.add_argument("--path", metavar="DIR", default=".", help="local directory to sync into (default: .)")
+    get.add_argument("--max-workers", metavar="N", type=_positive_int,
+                     help="threads of the shared transfer pool (default: 16)")
+    get.add_argument("--if-collision", metavar="MODE", choices=COLLISION_MODES,
+                     help="when a local file differs: " + ", ".join(COLLISION_MODES) + " (default: overwrite.local)")
+    get.add_argument("--include", metavar="GLOB", action="append",
+                     help="only remote paths matching GLOB (repeatable)")
+    get.add_argument("--exclude", metavar="GLOB", action="append", help="skip remote paths matching GLOB (repeatable)")
+    get.add_argument("--dry-run", action="store_true", help="print the plan (what would be downloaded, skipped, "
+                                                            "deleted) and change nothing")
+    get.add_argument("--delete", action="store_true",
+                     help="remove local files that synclient wrote and that are gone remotely")
+    get.add_argument("--manifest", choices=MANIFEST_MODES,
+                     help="where to write SYNAPSE_METADATA_MANIFEST.tsv: all folders, the root only, or nowhere")
+    get.add_argument("--follow-links", action="store_true", help="follow Link entities to their targets")
+    get.add_argument("--no-progress", action="store_true", help="no progress bar (also: SYNCLIENT_DISABLE_PROGRESS=1)")
+
+    ls = command("ls", "list a project or folder (a tree with -r, sizes with -l)", cmd_ls)
+    ls.add_argument("id", metavar="ID", help="entity id, e.g. syn123")
+    ls.add_argument("-r", "--recursive", action="store_true", help="list sub-folders too, as a tree")
+    ls.add_argument("-l", "--long", action="store_true", help="show sizes and versions (one call per file)")
+
+    command("login", "validate a personal access token and store it in the keyring", cmd_login)
+    command("logout", "remove the token stored by 'synclient login'", cmd_logout)
+    command("whoami", "show the user the current token belongs to, and where the token came from", cmd_whoami)
+
+    demo = command("demo", "run a local platform emulator and sync a demo project twice (no network)", cmd_demo)
+    demo.add_argument("--path", metavar="DIR", default="synclient-demo",
+                      help="where to put the demo files (default: ./synclient-demo)")
+    demo.add_argument("--small", action="store_true", help="a tiny demo project (a few dozen small files)")
+    demo.add_argument("--max-workers", metavar="N", type=_positive_int, help="threads of the shared transfer pool")
+    demo.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+# -- shared command plumbing -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class CommandContext:
+    args: argparse.Namespace
+    out: Output
+    _token: Optional[ResolvedToken] = None
+    _token_resolved: bool = False
+
+    @property
+    def profile(self) -> str:
+        return resolve_profile(self.args.profile)
+
+    @property
+    def token(self) -> Optional[ResolvedToken]:
+        if not self._token_resolved:
+            self._token = find_token(self.args.token, profile=self.args.profile)
+            self._token_resolved = True
+        return self._token
+
+    def platform(self, *, max_connections: int = 32, token: Optional[str] = None) -> Platform:
+        # The token is resolved here (not inside Platform) so error messages can say where it came from.
+        resolved = token or (self.token.token if self.token else None)
+        endpoints = resolve_endpoints(self.args.endpoint)
+        return Platform(repo_endpoint=endpoints.repo, file_endpoint=endpoints.file, auth_endpoint=endpoints.auth,
+                        token=resolved or None, profile=self.args.profile, max_connections=max_connections)
+
+    def want_progress(self) -> bool:
+        return not (self.out.quiet or getattr(self.args, "no_progress", False))
+
+
+def _explain(exc: BaseException, ctx: Optional[CommandContext]) -> CliError:
+    """Turn a library error into the one line a user needs, with the exit code it deserves."""
+    if isinstance(exc, CliError):
+        return exc
+    if isinstance(exc, AuthenticationError):
+        token = ctx.token if ctx else None
+        if token is None:
+            return CliError("the platform requires a login and no access token was found: run 'synclient login', "
+                            "or set SYNCLIENT_AUTH_TOKEN to a personal access token")
+        return CliError(f"the access token from {token.describe()} was rejected (invalid or expired): create a new "
+                        f"personal access token, then run 'synclient login' or set SYNCLIENT_AUTH_TOKEN to it")
+    if isinstance(exc, NotFoundError):
+        return CliError(f"not found: {_reason_or(exc)} (check the id; it may not exist or may have been deleted)")
+    if isinstance(exc, AccessDeniedError):
+        return CliError(f"access denied: {_reason_or(exc)} (this user may not read it; see 'synclient whoami')")
+    if isinstance(exc, (ConfigError, UnsafePathError)):
+        return CliError(str(exc))
+    if isinstance(exc, SynclientError):
+        return CliError(str(exc), ExitCode.FILES_FAILED)
+    if isinstance(exc, OSError):
+        return CliError(f"{exc.__class__.__name__}: {exc}", ExitCode.FILES_FAILED)
+    return CliError(f"internal error: {exc.__class__.__name__}: {exc} (run with -v for the traceback)",
+                    ExitCode.FILES_FAILED)
+
+
+def _reason_or(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    url = getattr(exc, "url", None)
+    return f"{reason} ({url})" if reason and url else reason or str(exc)
+
+
+def _entity_id(text: str) -> str:
+    """Validate an id early so a typo is a usage error, not a network round trip."""
+    from synclient.sync.runner import parse_entity_id
+
+    entity_id, _version = parse_entity_id(text)
+    return entity_id
+
+
+def _require_token(ctx: CommandContext) -> ResolvedToken:
+    if ctx.token is None:
+        raise CliError("not logged in: run 'synclient login', set SYNCLIENT_AUTH_TOKEN, or add authtoken to "
+                       "~/.synapseConfig")
+    return ctx.token
+
+
+# -- get ------------------------------------------------------------------------------------------------------------
+
+#: CLI option -> keyword of sync_from_platform; only options the user gave are passed, so a library that does not
+#: support one yet fails with a clear message instead of ignoring it.
+SYNC_OPTIONS: Dict[str, str] = {"if_collision": "--if-collision", "delete": "--delete", "manifest": "--manifest",
+                                "include": "--include", "exclude": "--exclude", "dry_run": "--dry-run",
+                                "follow_links": "--follow-links"}
+
+
+def _sync_options(args: argparse.Namespace) -> Dict[str, Any]:
+    from synclient.sync.runner import sync_from_platform
+
+    given = {name: getattr(args, name) for name in SYNC_OPTIONS if getattr(args, name) not in (None, False)}
+    supported = inspect.signature(sync_from_platform).parameters
+    missing = [SYNC_OPTIONS[name] for name in given if name not in supported]
+    if missing:
+        raise CliError(f"{', '.join(missing)} not supported by this version of the sync engine")
+    return given
+
+
+def cmd_get(ctx: CommandContext) -> ExitCode:
+    from synclient.sync.runner import sync_from_platform
+
+    args = ctx.args
+    entity_id = _entity_id(args.id)
+    options = _sync_options(args)
+    path = Path(args.path)
+    ctx.out.json_document.update({"command": "get", "entity": args.id, "path": str(path.resolve())})
+    workers = args.max_workers or 16
+    with ctx.platform(max_connections=workers) as platform:
+        root = platform.get_entity_header(entity_id)
+        if root.type.is_container and not args.recursive:
+            raise CliError(f"{entity_id} is a {root.type.name.lower()}; pass -r to download it recursively")
+        observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=root.name)
+        try:
+            outcome = sync_from_platform(args.id, path, platform=platform, max_workers=args.max_workers,
+                                         on_error="continue", observer=observer, **options)
+        finally:
+            observer.close()
+    if args.dry_run:
+        return _report_plan(ctx, outcome)
+    return _report_sync(ctx, outcome)
+
+
+def _report_plan(ctx: CommandContext, plan: Any) -> ExitCode:
+    ctx.out.json_document.update({"dry_run": True, "plan": plan.to_json()})
+    ctx.out.result(plan.summary())
+    return ExitCode.OK
+
+
+def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
+    report: SyncReport = results.report
+    ctx.out.json_document.update({"report": report.to_json(), "files": [r.to_json() for r in results]})
+    _print_failures(ctx, results.failures)
+    ctx.out.result(report.summary())
+    return ExitCode.FILES_FAILED if results.failures else ExitCode.OK
+
+
+def _print_failures(ctx: CommandContext, failures: Sequence[FileResult], *, shown: int = 20) -> None:
+    for failure in failures[:shown]:
+        print(f"synclient: failed: {failure.entity_id} {failure.path or ''}: {_one_line(str(failure.error))}",
+              file=sys.stderr)
+    if len(failures) > shown:
+        print(f"synclient: ... and {len(failures) - shown} more failures (see --json for all)", file=sys.stderr)
+
+
+# -- ls -------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TreeEntry:
+    header: EntityHeader
+    depth: int
+    path: str
+    size: Optional[int] = None        # files: content size (with -l); folders: total of what was listed below
+    version: Optional[int] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"id": self.header.id, "name": self.header.name, "type": self.header.type.name.lower(),
+                "path": self.path, "depth": self.depth, "size": self.size,
+                "version": self.version if self.version is not None else self.header.version_number}
+
+
+LISTED_TYPES = (EntityType.FOLDER, EntityType.FILE, EntityType.LINK)
+
+
+def _children(platform: Platform, parent_id: str) -> Iterator[EntityHeader]:
+    page_token: Optional[str] = None
+    while True:
+        page = platform.list_children(parent_id, include_types=LISTED_TYPES, page_token=page_token)
+        yield from page.headers
+        page_token = page.next_page_token
+        if not page_token:
+            return
+
+
+def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool) -> List[TreeEntry]:
+    """Depth-first listing (folders before their contents, in the platform's name order)."""
+    entries = [TreeEntry(root, 0, root.name)]
+    if not root.type.is_container:
+        return entries
+
+    def visit(parent: EntityHeader, depth: int, prefix: str) -> None:
+        for header in _children(platform, parent.id):
+            entries.append(TreeEntry(header, depth, f"{prefix}{header.name}"))
+            if recursive and header.type.is_container:
+                visit(header, depth + 1, f"{prefix}{header.name}/")
+
+    visit(root, 1, "")
+    return entries
+
+
+def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> None:
+    """One bundle call per file (the listing has no sizes), a few at a time; folders get their totals."""
+    files = [e for e in entries if e.header.type is EntityType.FILE]
+
+    def size_of(entry: TreeEntry) -> None:
+        bundle = platform.get_file_bundle(entry.header.id)
+        entry.version = bundle.entity.version_number
+        entry.size = bundle.file_handle.content_size if bundle.file_handle else None
+
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="synclient-ls") as pool:
+        list(pool.map(size_of, files))
+    totals: Dict[int, int] = {}
+    for entry in reversed(entries):  # children come after their folder: add up from the bottom
+        if entry.header.type.is_container:
+            entry.size = totals.pop(entry.depth + 1, 0)
+        for depth in range(entry.depth):
+            totals[depth + 1] = totals.get(depth + 1, 0)
+        if entry.size is not None and entry.depth > 0:
+            totals[entry.depth] = totals.get(entry.depth, 0) + entry.size
+
+
+def _entry_line(entry: TreeEntry, *, long: bool) -> str:
+    suffix = "/" if entry.header.type.is_container else "@" if entry.header.type is EntityType.LINK else ""
+    name = "  " * entry.depth + entry.header.name + suffix
+    if not long:
+        return f"{entry.header.id:<14} {name}"
+    version = entry.version if entry.version is not None else entry.header.version_number
+    version_text = f"v{version}" if version is not None else ""
+    return f"{entry.header.id:<14} {version_text:>4} {_human_size(entry.size):>10}  {name}"
+
+
+def cmd_ls(ctx: CommandContext) -> ExitCode:
+    entity_id = _entity_id(ctx.args.id)
+    with ctx.platform(max_connections=8) as platform:
+        root = platform.get_entity_header(entity_id)
+        entries = _walk_tree(platform, root, recursive=ctx.args.recursive)
+        if ctx.args.long:
+            _fill_sizes(platform, entries)
+    ctx.out.json_document.update({"command": "ls", "entity": entity_id, "entries": [e.to_json() for e in entries]})
+    for entry in entries:
+        ctx.out.result(_entry_line(entry, long=ctx.args.long))
+    return ExitCode.OK
+
+
+# -- whoami / login / logout ----------------------------------------------------------------------------------------
+
+
+def _user_line(profile: Dict[str, Any]) -> str:
+    return f"{profile.get('userName', '?')} (user id {profile.get('ownerId', '?')})"
+
+
+def cmd_whoami(ctx: CommandContext) -> ExitCode:
+    token = _require_token(ctx)
+    with ctx.platform() as platform:
+        profile = platform.get_user_profile()
+        endpoint = platform.endpoints.repo
+    ctx.out.json_document.update({"command": "whoami", "user_name": profile.get("userName"),
+                                  "owner_id": profile.get("ownerId"), "endpoint": endpoint,
+                                  "token_source": token.source.name.lower(), "profile": ctx.profile})
+    ctx.out.result(f"{_user_line(profile)} at {endpoint}")
+    ctx.out.info(f"token from {token.describe()}")
+    return ExitCode.OK
+
+
+def _read_token_interactively() -> str:
+    """The token is typed (hidden) at a terminal, or read from the first line of piped stdin; never echoed."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        return getpass.getpass("Personal access token (input hidden): ", stream=sys.stderr).strip()
+    return (sys.stdin.readline() if sys.stdin is not None else "").strip()
+
+
+def cmd_login(ctx: CommandContext) -> ExitCode:
+    from synclient.config import keyring_backend_name
+
+    keyring_backend_name()  # fail first, before asking for anything, when the token could not be stored
+    token = ctx.args.token or _read_token_interactively()
+    if not token:
+        raise CliError("no token given: create a personal access token in the platform's web site "
+                       "(Account Settings > Personal Access Tokens) and paste it at the prompt")
+    try:
+        with ctx.platform(token=token) as platform:
+            profile = platform.get_user_profile()
+            endpoint = platform.endpoints.repo
+    except AuthenticationError:
+        raise CliError("that token was rejected by the platform (invalid or expired): create a new personal "
+                       "access token and run 'synclient login' again") from None
+    backend = store_token(token, ctx.profile)
+    ctx.out.json_document.update({"command": "login", "user_name": profile.get("userName"),
+                                  "owner_id": profile.get("ownerId"), "endpoint": endpoint,
+                                  "profile": ctx.profile, "keyring_backend": backend})
+    ctx.out.result(f"logged in as {_user_line(profile)} at {endpoint}; token stored in the keyring "
+                   f"({backend}) for profile {ctx.profile!r}")
+    _warn_about_overrides(ctx)
+    return ExitCode.OK
+
+
+def _warn_about_overrides(ctx: CommandContext) -> None:
+    """Sources earlier in the resolution order win over the keyring: say so, or the user will be confused."""
+    for variable in ("SYNCLIENT_AUTH_TOKEN", "SYNAPSE_AUTH_TOKEN"):
+        if os.environ.get(variable):
+            ctx.out.info(f"note: {variable} is set and takes precedence over the keyring")
+
+
+def cmd_logout(ctx: CommandContext) -> ExitCode:
+    try:
+        removed = delete_token(ctx.profile)
+    except KeyringUnavailableError:
+        removed = False
+        ctx.out.info("no keyring backend on this machine, so no token was stored there")
+    ctx.out.json_document.update({"command": "logout", "profile": ctx.profile, "removed": removed})
+    ctx.out.result(f"removed the stored token of profile {ctx.profile!r}" if removed
+                   else f"no token stored in the keyring for profile {ctx.profile!r}")
+    _warn_about_overrides(ctx)
+    return ExitCode.OK
+
+
+# -- demo -----------------------------------------------------------------------------------------------------------
+
+
+def cmd_demo(ctx: CommandContext) -> ExitCode:
+    from synclient.demo import FULL, SMALL, run_demo
+
+    args = ctx.args
+    path = Path(args.path)
+    outcome = run_demo(path, shape=SMALL if args.small else FULL, max_workers=args.max_workers,
+                       make_observer=lambda description: progress_observer(enabled=ctx.want_progress(),
+                                                                            description=description),
+                       narrate=ctx.out.info)
+    first, second = outcome.first.report, outcome.second.report
+    ctx.out.json_document.update({"command": "demo", "path": str(path.resolve()), "project": outcome.project_id,
+                                  "first": first.to_json(), "second": second.to_json()})
+    ctx.out.result(f"first sync:  {first.summary()}")
+    ctx.out.result(f"second sync: {second.summary()}")
+    failures = outcome.first.failures + outcome.second.failures
+    _print_failures(ctx, failures)
+    if failures:
+        return ExitCode.FILES_FAILED
+    if second.downloaded:
+        raise CliError(f"the second sync downloaded {second.downloaded} files; an unchanged tree should download "
+                       f"none", ExitCode.FILES_FAILED)
+    ctx.out.result(f"the second sync downloaded nothing: the files in {path} are up to date")
+    return ExitCode.OK
+
+
+# -- main -----------------------------------------------------------------------------------------------------------
+
+
+def _configure_logging(verbose: int) -> None:
+    # The CLI reports failures itself; library log lines would only repeat them unless asked for with -v.
+    logger = logging.getLogger("synclient")
+    if verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+    else:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+        logger.setLevel(logging.CRITICAL + 1)
+
+
+def _exit_promptly(code: ExitCode) -> None:
+    """After Ctrl-C, give cancelled worker threads a moment, then leave even if one is stuck in a socket read."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    deadline = time.monotonic() + 3.0
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    os._exit(int(code))
+
+
+def run(argv: Optional[Sequence[str]] = None) -> ExitCode:
+    args = build_parser().parse_args(argv)
+    out = Output(json_mode=args.json, quiet=args.quiet, verbose=args.verbose)
+    _configure_logging(args.verbose)
+    ctx = CommandContext(args=args, out=out)
+    try:
+        code = args.handler(ctx)
+    except KeyboardInterrupt:
+        out.error("interrupted; finished files and partial downloads are kept, run the same command to resume")
+        out.json_document["error"] = {"type": "interrupted", "message": "interrupted"}
+        out.emit_json(ExitCode.INTERRUPTED)
+        return ExitCode.INTERRUPTED
+    except (SynclientError, CliError, OSError, Exception) as exc:  # noqa: B014 - one place maps errors
+        failure = _explain(exc, ctx)
+        if args.verbose:
+            log.error("traceback of the error below", exc_info=exc)
+        if isinstance(exc, SyncError):
+            _print_failures(ctx, exc.failures)
+        out.error(str(failure))
+        out.json_document["error"] = {"type": exc.__class__.__name__, "message": _one_line(str(failure))}
+        out.emit_json(failure.code)
+        return failure.code
+    out.emit_json(code)
+    return code
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        code = run(argv)
+    except KeyboardInterrupt:  # a second Ctrl-C while reporting the first
+        code = ExitCode.INTERRUPTED
+    except BrokenPipeError:  # `synclient ls -r syn1 | head`: the reader left; that is not our error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.FILES_FAILED)
+    if code is ExitCode.INTERRUPTED:
+        _exit_promptly(code)
+    return int(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Progress display for a sync: one tqdm.auto bar for bytes, with the count of files finished, rate and ETA.
+
+``tqdm.auto`` renders a widget in Jupyter and a text bar in a terminal. When stderr is not a terminal (a log file,
+CI, a pipe) no bar is drawn -- carriage-return animations would only garble the log -- and at most one plain line
+is written every ``interval`` seconds instead. ``SYNCLIENT_DISABLE_PROGRESS=1`` switches everything off.
+
+Observer methods are called from pool threads concurrently; every method takes one small lock and returns quickly
+(tqdm itself throttles redraws to ``mininterval``).
+
+    from synclient import syncFromPlatform
+    from synclient.progress import progress_observer
+    syncFromPlatform("syn123", "data", observer=progress_observer())
+"""
+from __future__ import annotations
+
+import enum
+import os
+import sys
+import threading
+import time
+from typing import IO, TYPE_CHECKING, Optional
+
+from synclient.events import SyncObserver
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synclient.sync.results import FileResult
+
+DISABLE_VARIABLE = "SYNCLIENT_DISABLE_PROGRESS"
+
+
+class ProgressMode(enum.Enum):
+    BAR = "bar"          # tqdm.auto bar (terminal or notebook widget)
+    LOG_LINES = "lines"  # a plain status line now and then, no carriage returns
+    OFF = "off"
+
+
+def _in_notebook() -> bool:
+    """True inside a Jupyter kernel, where stderr is not a TTY but tqdm.auto draws a widget."""
+    shell = sys.modules.get("IPython")
+    if shell is None or "ipykernel" not in sys.modules:
+        return False
+    try:
+        return shell.get_ipython() is not None
+    except AttributeError:
+        return False
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def choose_mode(*, enabled: bool = True, stream: Optional[IO[str]] = None) -> ProgressMode:
+    """Decide how to show progress: asked off or disabled by environment -> OFF; TTY/notebook -> BAR; else lines."""
+    if not enabled or os.environ.get(DISABLE_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on"):
+        return ProgressMode.OFF
+    if _in_notebook() or _isatty(stream if stream is not None else sys.stderr):
+        return ProgressMode.BAR
+    return ProgressMode.LOG_LINES
+
+
+class _Counts:
+    """Totals shared by both displays (guarded by the observer's lock)."""
+
+    def __init__(self) -> None:
+        self.files_finished = 0
+        self.files_failed = 0
+        self.files_planned = 0
+        self.bytes_planned = 0
+        self.bytes_done = 0
+
+    def files_text(self) -> str:
+        failed = f", {self.files_failed} failed" if self.files_failed else ""
+        return f"{self.files_finished} files done{failed}"
+
+
+class ProgressBar(SyncObserver):
+    """One bytes bar; the total grows as files are planned, files are counted when they finish."""
+
+    def __init__(self, *, stream: Optional[IO[str]] = None, description: str = "sync") -> None:
+        from tqdm.auto import tqdm  # imported here: importing synclient must stay cheap
+
+        self._lock = threading.Lock()
+        self._counts = _Counts()
+        self._bar = tqdm(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
+                         file=stream if stream is not None else sys.stderr, dynamic_ncols=True, mininterval=0.2,
+                         leave=True, postfix=self._counts.files_text())
+
+    def file_planned(self, *, size: int) -> None:
+        with self._lock:
+            self._counts.files_planned += 1
+            self._counts.bytes_planned += size
+            self._bar.total = self._counts.bytes_planned
+
+    def bytes_transferred(self, count: int) -> None:
+        with self._lock:
+            self._counts.bytes_done += count
+            self._bar.update(count)
+
+    def file_finished(self, result: "FileResult") -> None:
+        with self._lock:
+            self._counts.files_finished += 1
+            self._counts.files_failed += not result.ok
+            self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
+
+    def close(self) -> None:
+        with self._lock:
+            self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
+            self._bar.close()
+
+
+class ProgressLines(SyncObserver):
+    """For logs and pipes: at most one plain line every ``interval`` seconds, and one at the end."""
+
+    def __init__(self, *, stream: Optional[IO[str]] = None, interval: float = 10.0, description: str = "sync"):
+        self._stream = stream if stream is not None else sys.stderr
+        self._interval = interval
+        self._description = description
+        self._lock = threading.Lock()
+        self._counts = _Counts()
+        self._started = time.monotonic()
+        self._last_line = self._started
+        self._wrote_any = False
+
+    def file_planned(self, *, size: int) -> None:
+        with self._lock:
+            self._counts.files_planned += 1
+            self._counts.bytes_planned += size
+
+    def bytes_transferred(self, count: int) -> None:
+        with self._lock:
+            self._counts.bytes_done += count
+            line = self._line_if_due()
+        self._write(line)
+
+    def file_finished(self, result: "FileResult") -> None:
+        with self._lock:
+            self._counts.files_finished += 1
+            self._counts.files_failed += not result.ok
+            line = self._line_if_due()
+        self._write(line)
+
+    def close(self) -> None:
+        with self._lock:
+            line = self._line() if self._wrote_any else None  # short runs: the summary says it all
+        self._write(line)
+
+    def _line_if_due(self) -> Optional[str]:
+        now = time.monotonic()
+        if now - self._last_line < self._interval:
+            return None
+        self._last_line = now
+        self._wrote_any = True
+        return self._line()
+
+    def _line(self) -> str:
+        counts = self._counts
+        elapsed = max(time.monotonic() - self._started, 1e-6)
+        return (f"{self._description}: {counts.files_text()}, {counts.bytes_done / 1e6:.1f} of "
+                f"{counts.bytes_planned / 1e6:.1f} MB, {counts.bytes_done / 1e6 / elapsed:.1f} MB/s")
+
+    def _write(self, line: Optional[str]) -> None:
+        if line is None:
+            return
+        try:
+            self._stream.write(line + "\n")
+            self._stream.flush()
+        except (OSError, ValueError):  # a closed pipe must never fail the sync
+            pass
+
+
+class NoProgress(SyncObserver):
+    def close(self) -> None:
+        pass
+
+
+def progress_observer(*, enabled: bool = True, stream: Optional[IO[str]] = None, description: str = "sync",
+                      interval: float = 10.0) -> SyncObserver:
+    """The right display for where output goes; call ``.close()`` on it when the sync returns."""
+    mode = choose_mode(enabled=enabled, stream=stream)
+    if mode is ProgressMode.BAR:
+        return ProgressBar(stream=stream, description=description)
+    if mode is ProgressMode.LOG_LINES:
+        return ProgressLines(stream=stream, interval=interval, description=description)
+    return NoProgress()
