@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import threading
+
+from emuhelpers import Api
+
+CONCURRENCY = "Too many concurrent requests. Allowed 3 concurrent connections at any time."
+
+
+def test_concurrency_limit_answers_429_with_synapse_reason(emulator_factory):
+    emu = emulator_factory(max_concurrent_per_user=3, api_latency_ms=400)
+    statuses, reasons, lock = [], [], threading.Lock()
+
+    def call():
+        answer = Api(emu).get("/repo/v1/userProfile")
+        with lock:
+            statuses.append(answer.status_code)
+            if answer.status_code == 429:
+                reasons.append(answer.json()["reason"])
+                assert "Retry-After" not in answer.headers  # like real Synapse
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert statuses.count(200) >= 1 and statuses.count(200) <= 3
+    assert statuses.count(429) >= 5
+    assert set(reasons) == {CONCURRENCY}
+    stats = emu.stats()
+    assert stats["throttled_429"] == statuses.count(429)
+    assert 1 <= stats["peak_api_concurrency"] <= 8
+
+
+def test_frequency_limit_and_retry_after(emulator_factory):
+    emu = emulator_factory(max_requests_per_minute=5, throttle_retry_after=7)
+    api = Api(emu)
+    statuses = [api.get("/repo/v1/userProfile").status_code for _ in range(5)]
+    assert statuses == [200] * 5
+    answer = api.get("/repo/v1/userProfile")
+    assert answer.status_code == 429
+    assert answer.json()["reason"] == "Requests are too frequent. Allowed 5 requests every 60 seconds."
+    assert answer.headers["Retry-After"] == "7"
+    emu.set_knobs(max_requests_per_minute=0)
+    assert api.get("/repo/v1/userProfile").status_code == 200
+
+
+def test_admin_routes_are_not_throttled_or_counted(emulator_factory):
+    emu = emulator_factory(max_requests_per_minute=1)
+    api = Api(emu, token=False)
+    for _ in range(3):
+        assert api.get("/emulator/stats").status_code == 200
+    assert emu.stats()["api_requests"] == 0
