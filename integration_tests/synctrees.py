@@ -87,10 +87,17 @@ def mixed_tree(*, tiny_per_leaf: int = 30, mib_files: int = 20, big_size: int = 
     return tree
 
 
-def local_tree(root: Path) -> Dict[str, str]:
-    """Relative path -> MD5 of every file under ``root``, hidden partials included (they must not remain)."""
+MANIFEST = "SYNAPSE_METADATA_MANIFEST.tsv"
+
+
+def local_tree(root: Path, *, metadata: bool = False) -> Dict[str, str]:
+    """Relative path -> MD5 of every file under ``root``, hidden partials included (they must not remain).
+    synclient's own metadata (the ``.synclient`` index folder and manifests) only with ``metadata=True``."""
     found: Dict[str, str] = {}
-    for folder, _, files in os.walk(root):
+    for folder, dirs, files in os.walk(root):
+        if not metadata:
+            dirs[:] = [d for d in dirs if not (Path(folder) == Path(root) and d == ".synclient")]
+            files = [f for f in files if f != MANIFEST]
         for name in files:
             path = Path(folder) / name
             md5 = hashlib.md5()

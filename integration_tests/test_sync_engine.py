@@ -220,7 +220,7 @@ def test_sigkill_mid_file_then_rerun_refetches_only_parts_in_flight(tmp_path):
     assert md5 == seeded_md5(size, 99)
     refetched = first + second - size
     assert refetched <= workers * part, (first, second)
-    assert sorted(os.listdir(tmp_path)) == ["big.bin"]  # partial and journal cleaned up
+    assert sorted(local_tree(tmp_path)) == ["big.bin"]  # partial and journal cleaned up
 
 
 def test_sigint_stops_promptly_and_keeps_partial_data(tmp_path):

@@ -241,6 +241,14 @@ class Platform:
         data_handle = next((h for h in handles if h.id == entity.data_file_handle_id), None)
         return FileBundle(entity=entity, file_handle=data_handle, annotations=answer.get("annotations") or {})
 
+    def get_activity(self, entity_id: str, *, version: Optional[int] = None) -> Optional[Dict[str, Any]]:
+        """The provenance record (Activity) of an entity version, or None when it has none."""
+        path = f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "") + "/generatedBy"
+        try:
+            return self._request("GET", "repo", path, route="GET /entity/{id}/generatedBy")
+        except NotFoundError:
+            return None
+
     def get_presigned_urls(self, requests_: Sequence[FileHandleRequest]) -> Dict[str, PresignedUrlAnswer]:
         """Pre-signed URLs for up to 100 file handles in one call, keyed by file handle id."""
         if not 0 < len(requests_) <= URL_BATCH_MAX:

@@ -8,6 +8,7 @@ from pathlib import Path
 from synclient.errors import LocalIOError, UnsafePathError
 
 NAME_MAX_BYTES = 255
+RESERVED_NAME = ".synclient"  # the index folder at the target's top
 _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
                      *(f"LPT{i}" for i in range(1, 10))}
 
@@ -33,7 +34,13 @@ def validate_name(name: str) -> str:
 class TargetDirectory:
     """The local root of a sync; hands out child paths that provably stay inside it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        self.create = create
+        if not create:  # dry run: nothing is written, not even the target folder
+            if path.exists() and not path.is_dir():
+                raise LocalIOError(f"target {path} exists and is not a directory")
+            self.root = Path(os.path.realpath(path))
+            return
         try:
             path.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
@@ -50,7 +57,10 @@ class TargetDirectory:
 
     def child(self, parent: Path, name: str) -> Path:
         """``parent / name`` for a validated ``name`` under a ``parent`` inside the target."""
-        return parent / validate_name(name)
+        validate_name(name)
+        if parent == self.root and name == RESERVED_NAME:
+            raise UnsafePathError(f"{name!r} is reserved for synclient's index in the target")
+        return parent / name
 
     def make_folder(self, parent: Path, name: str) -> Path:
         """Create (or reuse) a sub-folder; an existing symlink that leads outside the target is refused."""
@@ -58,6 +68,8 @@ class TargetDirectory:
         try:
             mode = os.lstat(path).st_mode
         except FileNotFoundError:
+            if not self.create:
+                return path
             try:
                 os.mkdir(path)
             except FileExistsError:

@@ -1,21 +1,70 @@
-"""The planner: remote file x local state -> one action per file, decided before any byte moves."""
+"""The planner: remote file x index row x local file -> one action, decided before any byte moves.
+
+Like rclone's src-only / dst-only / match, every remote file falls in exactly one row of this table:
+
+| local file                         | index row for the path            | remote vs local        | action           |
+|------------------------------------|-----------------------------------|------------------------|------------------|
+| any                                | same id + version, stat unchanged | (not even asked)       | SKIP (no call)   |
+| absent                             | any                               | -                      | DOWNLOAD         |
+| ours: stat as synclient left it    | yes                               | same MD5               | SKIP (refresh)   |
+| ours: stat as synclient left it    | yes                               | other MD5 (new version)| DOWNLOAD         |
+| changed since, or never indexed    | any                               | same MD5 (hash once)   | ADOPT            |
+| changed since, or never indexed    | any                               | other MD5              | if_collision     |
+| not a regular file (dir, symlink)  | any                               | -                      | if_collision     |
+
+``if_collision`` (synapseclient's names): ``overwrite.local`` replaces the local file, ``keep.local`` keeps it and
+skips the remote one, ``keep.both`` saves the remote file beside it as ``name(1).ext``.
+"""
 from __future__ import annotations
 
 import enum
 import hashlib
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from synclient.models import FileHandle
+from synclient.errors import ConfigError
+from synclient.models import EntityHeader, FileHandle
+from synclient.sync.index import IndexRow
 
 _READ = 4 * 1024 * 1024
 
 
 class Action(enum.Enum):
-    DOWNLOAD = "download"
-    SKIP = "skip"
+    DOWNLOAD = "download"        # absent locally, or our own unmodified copy of an older version
+    SKIP = "skip"                # up to date
+    ADOPT = "adopt"              # a local file already holding the remote bytes (hashed once, now indexed)
+    OVERWRITE = "overwrite"      # conflict: local changes replaced (overwrite.local)
+    KEEP_LOCAL = "keep-local"    # conflict: local changes kept, remote not fetched (keep.local)
+    KEEP_BOTH = "keep-both"      # conflict: remote saved beside the local file as name(1).ext (keep.both)
+    DELETE = "delete"            # gone remotely, a file synclient wrote and nobody changed (delete=True)
+
+    @property
+    def fetches(self) -> bool:
+        return self in (Action.DOWNLOAD, Action.OVERWRITE, Action.KEEP_BOTH)
+
+
+class Collision(enum.Enum):
+    OVERWRITE_LOCAL = "overwrite.local"
+    KEEP_LOCAL = "keep.local"
+    KEEP_BOTH = "keep.both"
+
+    @classmethod
+    def parse(cls, value) -> "Collision":
+        if isinstance(value, Collision):
+            return value
+        for member in cls:
+            if member.value == value:
+                return member
+        raise ConfigError(f"if_collision must be one of {', '.join(m.value for m in cls)}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    destination: Path  # where the bytes go (or already are)
 
 
 def file_md5(path: Path) -> str:
@@ -26,16 +75,52 @@ def file_md5(path: Path) -> str:
     return md5.hexdigest()
 
 
-def decide(destination: Path, handle: FileHandle) -> Action:
-    """Skip a file already present with the remote size and MD5; anything else (absent, different, a symlink
-    or a folder in the way) is downloaded and replaces what is there."""
+def is_up_to_date(row: Optional[IndexRow], header: EntityHeader, target_root: Path) -> bool:
+    """The zero-call fast path: same entity and version as indexed, local stat untouched."""
+    return (row is not None and row.entity_id == header.id and header.version_number is not None
+            and row.version == header.version_number and row.local_stat_matches(target_root))
+
+
+def copy_name(destination: Path) -> Path:
+    """``name(1).ext``, ``name(2).ext``, ...: the first that does not exist yet."""
+    stem, suffix = os.path.splitext(destination.name)
+    n = 1
+    while True:
+        candidate = destination.with_name(f"{stem}({n}){suffix}")
+        if not os.path.lexists(candidate):
+            return candidate
+        n += 1
+
+
+def decide(*, destination: Path, handle: FileHandle, row: Optional[IndexRow], target_root: Path,
+           collision: Collision) -> Decision:
+    remote_md5 = (handle.content_md5 or "").lower()
+    if row is not None and row.local_path != _relative(destination, target_root):
+        # an earlier keep.both put our copy elsewhere: it still counts if untouched and the same bytes
+        if row.local_stat_matches(target_root) and row.md5 == remote_md5:
+            return Decision(Action.SKIP, target_root / row.local_path)
+        row = None
     try:
         info = os.lstat(destination)
     except FileNotFoundError:
-        return Action.DOWNLOAD
-    if not stat.S_ISREG(info.st_mode) or handle.content_size is None or info.st_size != handle.content_size:
-        return Action.DOWNLOAD
-    expected: Optional[str] = handle.content_md5
-    if expected and file_md5(destination) == expected.lower():
-        return Action.SKIP
-    return Action.DOWNLOAD
+        return Decision(Action.DOWNLOAD, destination)
+    if stat.S_ISREG(info.st_mode):
+        ours_untouched = row is not None and row.local_stat_matches(target_root)
+        if ours_untouched:
+            same = row.md5 == remote_md5 and row.size == handle.content_size
+            return Decision(Action.SKIP if same else Action.DOWNLOAD, destination)
+        if info.st_size == handle.content_size and remote_md5 and file_md5(destination) == remote_md5:
+            return Decision(Action.ADOPT, destination)
+    return _collide(destination, collision)
+
+
+def _collide(destination: Path, collision: Collision) -> Decision:
+    if collision is Collision.KEEP_LOCAL:
+        return Decision(Action.KEEP_LOCAL, destination)
+    if collision is Collision.KEEP_BOTH:
+        return Decision(Action.KEEP_BOTH, copy_name(destination))
+    return Decision(Action.OVERWRITE, destination)
+
+
+def _relative(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()

@@ -13,6 +13,7 @@ from synclient.errors import SynclientError
 class SyncStatus(enum.Enum):
     DOWNLOADED = "downloaded"
     SKIPPED = "skipped"
+    DELETED = "deleted"
     FAILED = "failed"
 
 
@@ -25,6 +26,7 @@ class FileResult:
     md5: Optional[str]
     status: SyncStatus
     error: Optional[SynclientError] = None
+    action: Optional[str] = None  # the planner's Action value: download, skip, adopt, keep-both, ...
 
     @property
     def ok(self) -> bool:
@@ -33,7 +35,8 @@ class FileResult:
     def to_json(self) -> Dict[str, Any]:
         return {"entity_id": self.entity_id, "version": self.version,
                 "path": str(self.path) if self.path is not None else None, "size": self.size, "md5": self.md5,
-                "status": self.status.value, "error": str(self.error) if self.error else None}
+                "status": self.status.value, "action": self.action,
+                "error": str(self.error) if self.error else None}
 
 
 @dataclass
@@ -42,6 +45,7 @@ class SyncReport:
 
     downloaded: int = 0
     skipped: int = 0
+    deleted: int = 0
     failed: int = 0
     bytes_downloaded: int = 0
     wall_seconds: float = 0.0
@@ -57,6 +61,8 @@ class SyncReport:
                 self.bytes_downloaded += result.size or 0
             elif result.status is SyncStatus.SKIPPED:
                 self.skipped += 1
+            elif result.status is SyncStatus.DELETED:
+                self.deleted += 1
             else:
                 self.failed += 1
 
@@ -70,7 +76,8 @@ class SyncReport:
         return data
 
     def summary(self) -> str:
-        return (f"{self.downloaded} downloaded, {self.skipped} skipped, {self.failed} failed; "
+        deleted = f"{self.deleted} deleted, " if self.deleted else ""
+        return (f"{self.downloaded} downloaded, {self.skipped} skipped, {deleted}{self.failed} failed; "
                 f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
                 f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
                 f"{self.throttled} throttled")

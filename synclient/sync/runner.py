@@ -1,23 +1,31 @@
-"""Orchestration of one sync: walk -> plan -> fetch, all on one shared pool; results and report at the end.
+"""Orchestration of one sync: walk -> plan -> fetch, all on one shared pool; index, manifest and report at the end.
 
-Per file: one bundle call (entity + file handle: size, MD5) -> the planner decides -> the file joins a URL batch
--> the download strategy for its size runs -> a :class:`FileResult` is recorded. Failures are per file: one file
-failing never stops the others.
+Per remote file: the index fast path (same id + version, local stat untouched: no call at all) -> otherwise one
+bundle call (entity + file handle + annotations) -> the planner's decision -> a URL batch -> the download strategy
+for its size -> an index row and a :class:`FileResult`. Failures are per file: one file failing never stops the
+others. A dry run walks and plans the same way, then returns the :class:`SyncPlan` without writing anything.
 """
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import Iterable, List, Optional, Set, Tuple, Union
 
 from synclient.client import Platform
-from synclient.errors import ConfigError, NotFoundError, PlatformError, SyncError, SynclientError
+from synclient.errors import ConfigError, LocalIOError, NotFoundError, PlatformError, SyncError, SynclientError
 from synclient.events import ObserverGroup, SyncObserver
-from synclient.models import EntityHeader, EntityType
+from synclient.models import EntityHeader, EntityType, FileHandle
+from synclient.sync.filters import PathFilter
+from synclient.sync.index import IndexRow, LocalIndex
+from synclient.sync.manifest import (ManifestMode, ManifestRow, Provenance, provenance_from_activity,
+                                     write_manifests)
 from synclient.sync.paths import TargetDirectory
-from synclient.sync.planner import Action, decide
+from synclient.sync.plan import PlanEntry, SyncPlan
+from synclient.sync.planner import Action, Collision, Decision, decide, is_up_to_date
 from synclient.sync.results import FileResult, SyncReport, SyncResults, SyncStatus
 from synclient.sync.walker import TreeWalker
 from synclient.transfer.config import TransferConfig
@@ -43,16 +51,43 @@ def parse_entity_id(entity: str) -> Tuple[str, Optional[int]]:
     return "syn" + base[3:], int(version) if version else None
 
 
+@dataclass(frozen=True)
+class SyncOptions:
+    if_collision: Collision = Collision.OVERWRITE_LOCAL
+    delete: bool = False
+    manifest: ManifestMode = ManifestMode.ALL
+    path_filter: PathFilter = PathFilter()
+    dry_run: bool = False
+    follow_links: bool = False
+    provenance: bool = False
+
+
+@dataclass
+class _FileContext:
+    """What the runner keeps about a file while its bytes are in flight."""
+
+    rel_path: str
+    action: Action
+    parent_id: Optional[str]
+    annotations: dict = field(default_factory=dict)
+
+
 class _Run:
     """State of one sync run, shared by its tasks."""
 
     def __init__(self, *, platform: Platform, config: TransferConfig, target: TargetDirectory,
-                 observer: SyncObserver) -> None:
+                 index: LocalIndex, root_id: str, options: SyncOptions, observer: SyncObserver) -> None:
         self.platform = platform
         self.config = config
         self.target = target
+        self.index = index
+        self.root_id = root_id
+        self.options = options
         self.observer = observer
         self.report = SyncReport()
+        self.plan = SyncPlan()
+        self.seen: Set[str] = set()
+        self.manifest_rows: List[ManifestRow] = []
         self._results: List[FileResult] = []
         self._lock = threading.Lock()
         self.pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
@@ -61,16 +96,19 @@ class _Run:
         self.downloader = Downloader(pool=self.pool, broker=self.broker, session=self.session, config=config,
                                      observer=observer, on_done=self._downloaded)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_file=self.file_found,
-                                 on_failure=self.entity_failed)
+                                 on_failure=self.entity_failed, path_filter=options.path_filter,
+                                 follow_links=options.follow_links)
 
     @property
     def results(self) -> List[FileResult]:
         with self._lock:
             return list(self._results)
 
-    def record(self, result: FileResult) -> None:
+    def record(self, result: FileResult, manifest_row: Optional[ManifestRow] = None) -> None:
         with self._lock:
             self._results.append(result)
+            if manifest_row is not None:
+                self.manifest_rows.append(manifest_row)
         self.report.record(result)
         self.observer.file_finished(result)
         if result.status is SyncStatus.FAILED:
@@ -78,32 +116,74 @@ class _Run:
 
     # -- per-file pipeline -----------------------------------------------------------------------------------
 
-    def file_found(self, header: EntityHeader, destination: Path) -> None:
-        self.pool.submit(Priority.BUNDLE, self._bundle, header, destination)
+    def file_found(self, header: EntityHeader, destination: Path, rel_path: str) -> None:
+        if self.options.delete:
+            with self._lock:
+                self.seen.add(rel_path)
+        row = self.index.get(rel_path)
+        if is_up_to_date(row, header, self.target.root) and not self.options.provenance:
+            self._up_to_date(row)
+        else:
+            self.pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path)
 
-    def _bundle(self, header: EntityHeader, destination: Path) -> None:
+    def _up_to_date(self, row: IndexRow, provenance: Provenance = Provenance()) -> None:
+        path = self.target.root / row.local_path
+        if self.options.dry_run:
+            self.plan.add(PlanEntry(row.rel_path, row.entity_id, row.version, row.size, Action.SKIP, path))
+            return
+        self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.SKIPPED,
+                               action=Action.SKIP.value),
+                    ManifestRow(path, row.parent_id, path.name, row.entity_id, row.content_type, row.annotations,
+                                provenance))
+
+    def _bundle(self, header: EntityHeader, destination: Path, rel_path: str) -> None:
         try:
-            bundle = self.platform.get_file_bundle(header.id, version=header.version_number)
+            bundle = self.platform.get_file_bundle(
+                header.id, version=header.version_number,
+                include_annotations=self.options.manifest is not ManifestMode.SUPPRESS)
             handle = bundle.file_handle
             if handle is None:
                 raise NotFoundError(f"{header.id} has no data file handle in its bundle")
             if handle.content_size is None:
                 raise PlatformError(f"{header.id}: file handle {handle.id} has no contentSize; not supported")
             self.target.check_file_destination(destination)
-            job = FileJob(entity_id=header.id, version=bundle.entity.version_number, handle=handle,
-                          destination=destination)
-            if decide(destination, handle) is Action.SKIP:
-                self.record(FileResult(header.id, job.version, destination, handle.content_size,
-                                       handle.content_md5, SyncStatus.SKIPPED))
-                return
+            provenance = Provenance()
+            if self.options.provenance:
+                provenance = provenance_from_activity(
+                    self.platform.get_activity(header.id, version=bundle.entity.version_number))
+            row = self.index.get(rel_path)
+            decision = decide(destination=destination, handle=handle, row=row, target_root=self.target.root,
+                              collision=self.options.if_collision)
         except SynclientError as exc:
             self.entity_failed(header, destination, exc)
             return
         except OSError as exc:
-            self.entity_failed(header, destination, SynclientError(f"cannot read {destination}: {exc}"))
+            self.entity_failed(header, destination, LocalIOError(f"cannot read {destination}: {exc.strerror}"))
             return
+        annotations = (bundle.annotations or {}).get("annotations") or {}
+        version = bundle.entity.version_number
+        context = _FileContext(rel_path, decision.action, bundle.entity.parent_id, annotations)
+        manifest_row = ManifestRow(decision.destination, bundle.entity.parent_id, decision.destination.name,
+                                   header.id, handle.content_type, annotations, provenance)
+        if self.options.dry_run:
+            self.plan.add(PlanEntry(rel_path, header.id, version, handle.content_size, decision.action,
+                                    decision.destination))
+            return
+        if not decision.action.fetches:
+            self._kept(header.id, version, handle, decision, context, manifest_row)
+            return
+        job = FileJob(entity_id=header.id, version=version, handle=handle, destination=decision.destination,
+                      tag=(context, manifest_row))
         self.observer.file_planned(size=job.size)
         self.broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
+
+    def _kept(self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision,
+              context: _FileContext, manifest_row: ManifestRow) -> None:
+        """SKIP / ADOPT: the local bytes are the remote bytes (index it); KEEP_LOCAL: a conflict left alone."""
+        if decision.action in (Action.SKIP, Action.ADOPT):
+            self._index_file(entity_id, version, handle, decision.destination, context)
+        self.record(FileResult(entity_id, version, decision.destination, handle.content_size, handle.content_md5,
+                               SyncStatus.SKIPPED, action=decision.action.value), manifest_row)
 
     def _url_ready(self, job: FileJob, url: Optional[SignedUrl], error: Optional[SynclientError]) -> None:
         if error is not None:
@@ -113,65 +193,174 @@ class _Run:
         self.pool.submit(Priority.DOWNLOAD, self.downloader.start, job)
 
     def _downloaded(self, job: FileJob, error: Optional[SynclientError]) -> None:
+        context, manifest_row = job.tag
+        if error is None:
+            try:
+                self._index_file(job.entity_id, job.version, job.handle, job.destination, context)
+            except OSError as exc:
+                error = LocalIOError(f"cannot stat {job.destination} after writing it: {exc.strerror}")
         status = SyncStatus.FAILED if error else SyncStatus.DOWNLOADED
         self.record(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
-                               job.handle.content_md5, status, error))
+                               job.handle.content_md5, status, error, action=context.action.value),
+                    manifest_row if error is None else None)
+
+    def _index_file(self, entity_id: str, version: Optional[int], handle: FileHandle, local: Path,
+                    context: _FileContext) -> None:
+        info = os.lstat(local)
+        self.index.record(IndexRow(
+            rel_path=context.rel_path, local_path=local.relative_to(self.target.root).as_posix(),
+            root_id=self.root_id, entity_id=entity_id, version=version, file_handle_id=handle.id,
+            md5=(handle.content_md5 or "").lower() or None, size=handle.content_size or 0,
+            content_type=handle.content_type, parent_id=context.parent_id, annotations=context.annotations,
+            local_size=info.st_size, mtime_ns=info.st_mtime_ns))
 
     def entity_failed(self, header: EntityHeader, path: Optional[Path], error: SynclientError) -> None:
-        self.record(FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED, error))
+        result = FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED, error)
+        if self.options.dry_run:
+            with self._lock:
+                self.plan.failures.append(result)
+            return
+        self.record(result)
+
+    # -- after the walk ----------------------------------------------------------------------------------------
+
+    def delete_vanished(self) -> None:
+        """``delete=True``: remove files synclient wrote (and nobody changed since) that are gone remotely."""
+        if self.walker.listing_failed:
+            log.warning("some folders could not be listed; no local file is deleted in this run")
+            return
+        for row in self.index.rows():
+            if (row.root_id != self.root_id or row.rel_path in self.seen
+                    or not self.options.path_filter.wants_file(row.rel_path)):
+                continue
+            path = self.target.root / row.local_path
+            if not os.path.lexists(path):
+                if not self.options.dry_run:
+                    self.index.forget(row.rel_path)
+                continue
+            untouched = row.local_stat_matches(self.target.root)
+            action = Action.DELETE if untouched else Action.KEEP_LOCAL
+            if self.options.dry_run:
+                self.plan.add(PlanEntry(row.rel_path, row.entity_id, row.version, row.size, action, path))
+                continue
+            if untouched:
+                try:
+                    os.unlink(path)
+                except OSError as exc:
+                    self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.FAILED,
+                                           LocalIOError(f"cannot delete {path}: {exc.strerror}"),
+                                           action=action.value))
+                    continue
+                self.index.forget(row.rel_path)
+                self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.DELETED,
+                                       action=action.value))
+            else:
+                log.info("%s is gone remotely but was changed locally; kept", path)
+                self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.SKIPPED,
+                                       action=action.value))
+
+
+def _options(*, if_collision, delete, manifest, include, exclude, dry_run, follow_links,
+             provenance) -> SyncOptions:
+    return SyncOptions(if_collision=Collision.parse(if_collision), delete=bool(delete),
+                       manifest=ManifestMode.parse(manifest), path_filter=PathFilter.build(include, exclude),
+                       dry_run=bool(dry_run), follow_links=bool(follow_links), provenance=bool(provenance))
 
 
 def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: Optional[Platform] = None,
                        max_workers: Optional[int] = None, config: Optional[TransferConfig] = None,
-                       on_error: str = OnError.RAISE, observer: Optional[SyncObserver] = None) -> SyncResults:
-    """Mirror a project, folder or single file to ``path`` and return one :class:`FileResult` per file.
+                       on_error: str = OnError.RAISE, observer: Optional[SyncObserver] = None,
+                       if_collision: str = "overwrite.local", delete: bool = False, manifest: str = "all",
+                       include: Iterable[str] = (), exclude: Iterable[str] = (), dry_run: bool = False,
+                       follow_links: bool = False, provenance: bool = False) -> Union[SyncResults, SyncPlan]:
+    """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
-    Raises :class:`~synclient.errors.SyncError` (with every result attached) when any file failed, unless
-    ``on_error="continue"``; ``KeyboardInterrupt`` cancels promptly, keeping partial data for the next run.
+    Returns one :class:`FileResult` per file (``SyncResults``, with ``.report``), or with ``dry_run=True`` the
+    :class:`SyncPlan` of what would happen, writing nothing. Raises :class:`~synclient.errors.SyncError` (with
+    every result attached) when any file failed, unless ``on_error="continue"``. ``KeyboardInterrupt`` cancels
+    promptly; finished files stay indexed and partial data stays for the next run.
+
+    - ``if_collision``: ``overwrite.local`` | ``keep.local`` | ``keep.both`` for local files changed since synclient
+      wrote them (or never written by it) that differ from the remote file.
+    - ``delete``: remove local files synclient wrote that are gone remotely (never other files).
+    - ``manifest``: ``all`` | ``root`` | ``suppress`` (``SYNAPSE_METADATA_MANIFEST.tsv``).
+    - ``include`` / ``exclude``: glob patterns on the remote path relative to the root (see
+      :mod:`synclient.sync.filters`), applied before any per-file call.
+    - ``follow_links``: follow Link entities (cycles are refused); ``provenance``: fill the manifest's provenance
+      columns (one extra call per file).
     """
     if on_error not in (OnError.RAISE, OnError.CONTINUE):
         raise ConfigError(f"on_error must be 'raise' or 'continue', not {on_error!r}")
+    options = _options(if_collision=if_collision, delete=delete, manifest=manifest, include=include,
+                       exclude=exclude, dry_run=dry_run, follow_links=follow_links, provenance=provenance)
     config = config or TransferConfig()
     if max_workers is not None:
-        config = TransferConfig(**{**config.__dict__, "max_workers": max_workers})
+        config = replace(config, max_workers=max_workers)
+    entity_id, version = parse_entity_id(entity)
     own_platform = platform is None
     platform = platform or Platform(max_connections=config.max_workers)
     if not own_platform:
         platform.resize_pool(config.max_workers)
-    entity_id, version = parse_entity_id(entity)
     started = time.monotonic()
     calls_before, retries_before, throttled_before = (platform.stats.calls, platform.stats.retries,
                                                       platform.stats.throttled)
     try:
-        target = TargetDirectory(Path(path))
-        run = _Run(platform=platform, config=config, target=target, observer=ObserverGroup([observer]))
         root = platform.get_entity_header(entity_id)
-        if root.type.is_container:
-            run.walker.walk(root, target.root)
-        elif root.type is EntityType.FILE:
-            if version is not None:
-                root = EntityHeader(id=root.id, name=root.name, type=root.type, version_number=version)
-            run.file_found(root, target.child(target.root, root.name))
-        else:
+        if not (root.type.is_container or root.type is EntityType.FILE):
             raise ConfigError(f"{entity_id} is a {root.type.name.lower()}; sync takes a project, folder or file")
-        try:
-            run.pool.run()
-        finally:
-            run.session.close()
+        target = TargetDirectory(Path(path), create=not options.dry_run)
+        with LocalIndex(target.root, read_only=options.dry_run) as index:
+            run = _Run(platform=platform, config=config, target=target, index=index, root_id=entity_id,
+                       options=options, observer=ObserverGroup([observer]))
+            _start(run, root, version)
+            try:
+                run.pool.run()
+            finally:
+                run.session.close()
+            if run.pool.unexpected_errors:
+                raise run.pool.unexpected_errors[0]
+            if options.delete and root.type.is_container:
+                run.delete_vanished()
+            _finish_report(run, platform, started, (calls_before, retries_before, throttled_before))
+            if options.dry_run:
+                _estimate_from_history(run.plan, index)
+                return run.plan
+            if root.type.is_container:
+                write_manifests(run.manifest_rows, target.root, options.manifest)
+            if run.report.bytes_downloaded and run.report.wall_seconds > 0:
+                index.set_meta("bytes_per_second", str(run.report.bytes_downloaded / run.report.wall_seconds))
+                index.set_meta("files_per_second", str(max(run.report.downloaded, 1) / run.report.wall_seconds))
     finally:
         if own_platform:
             platform.close()
-    if run.pool.unexpected_errors:
-        raise run.pool.unexpected_errors[0]
-    report = run.report
-    report.wall_seconds = time.monotonic() - started
-    report.rest_calls = platform.stats.calls - calls_before
-    report.retries = platform.stats.retries - retries_before
-    report.throttled = platform.stats.throttled - throttled_before
-    results = SyncResults(run.results, report)
+    results = SyncResults(run.results, run.report)
     if results.failures and on_error == OnError.RAISE:
         raise SyncError(results.failures, results)
     return results
+
+
+def _start(run: _Run, root: EntityHeader, version: Optional[int]) -> None:
+    if root.type.is_container:
+        run.walker.walk(root, run.target.root)
+        return
+    if version is not None:
+        root = replace(root, version_number=version)
+    run.file_found(root, run.target.child(run.target.root, root.name), root.name)
+
+
+def _finish_report(run: _Run, platform: Platform, started: float, before: Tuple[int, int, int]) -> None:
+    report = run.report
+    report.wall_seconds = time.monotonic() - started
+    report.rest_calls = platform.stats.calls - before[0]
+    report.retries = platform.stats.retries - before[1]
+    report.throttled = platform.stats.throttled - before[2]
+
+
+def _estimate_from_history(plan: SyncPlan, index: LocalIndex) -> None:
+    for key, attribute in (("bytes_per_second", "bytes_per_second"), ("files_per_second", "files_per_second")):
+        value = index.meta(key)
+        if value:
+            setattr(plan, attribute, float(value))
 
 
 syncFromPlatform = sync_from_platform  # the name notebook users know from synapseutils.syncFromSynapse

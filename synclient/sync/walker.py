@@ -1,54 +1,118 @@
 """Concurrent traversal of the remote tree on the shared pool.
 
-Each children page is one LISTING task; it creates the local folders it finds, hands every file header to the
-runner, and submits its sub-folders and its own next page as new tasks. Nothing waits inside the pool.
+Each children page is one LISTING task; it creates the local folders it finds, hands every file to the runner
+(with its destination and its '/'-separated path relative to the sync root), and submits its sub-folders and its
+own next page as new tasks. Nothing waits inside the pool. With ``follow_links`` a Link entity is resolved (two
+calls) to the file or folder it points to, which then appears under the link's own name; a link to a folder that
+is already on the path from the root is a cycle and is reported, not followed.
 """
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, FrozenSet, Optional
 
 from synclient.client import Platform
-from synclient.errors import SynclientError
+from synclient.errors import SynclientError, UnsafePathError
 from synclient.models import EntityHeader, EntityType
+from synclient.sync.filters import PathFilter
 from synclient.sync.paths import TargetDirectory
 from synclient.transfer.pool import Priority, TaskPool
 
 log = logging.getLogger("synclient.sync")
 
-FileFound = Callable[[EntityHeader, Path], None]
+FileFound = Callable[[EntityHeader, Path, str], None]
 EntityFailed = Callable[[EntityHeader, Optional[Path], SynclientError], None]
 
 
+@dataclass(frozen=True)
+class Folder:
+    """A container being listed, where it lands locally, and the containers above it (for cycle checks)."""
+
+    header: EntityHeader
+    local_dir: Path
+    rel_dir: str
+    ancestors: FrozenSet[str]
+
+    def rel(self, name: str) -> str:
+        return f"{self.rel_dir}/{name}" if self.rel_dir else name
+
+
 class TreeWalker:
-    def __init__(self, *, platform: Platform, pool: TaskPool, target: TargetDirectory,
-                 on_file: FileFound, on_failure: EntityFailed) -> None:
+    def __init__(self, *, platform: Platform, pool: TaskPool, target: TargetDirectory, on_file: FileFound,
+                 on_failure: EntityFailed, path_filter: PathFilter = PathFilter(),
+                 follow_links: bool = False) -> None:
         self._platform = platform
         self._pool = pool
         self._target = target
         self._on_file = on_file
         self._on_failure = on_failure
-        self._include = (EntityType.FOLDER, EntityType.FILE)
+        self._filter = path_filter
+        self._follow_links = follow_links
+        self._include = (EntityType.FOLDER, EntityType.FILE) + ((EntityType.LINK,) if follow_links else ())
+        self.listing_failed = False
 
     def walk(self, container: EntityHeader, local_dir: Path) -> None:
         """Start listing ``container`` into ``local_dir`` (returns at once; the pool does the work)."""
-        self._pool.submit(Priority.LISTING, self._list_page, container, local_dir, None)
+        root = Folder(container, local_dir, "", frozenset({container.id}))
+        self._pool.submit(Priority.LISTING, self._list_page, root, None)
 
-    def _list_page(self, container: EntityHeader, local_dir: Path, page_token: Optional[str]) -> None:
+    def _list_page(self, folder: Folder, page_token: Optional[str]) -> None:
         try:
-            page = self._platform.list_children(container.id, include_types=self._include, page_token=page_token)
+            page = self._platform.list_children(folder.header.id, include_types=self._include,
+                                                page_token=page_token)
         except SynclientError as exc:
-            self._on_failure(container, local_dir, exc)
+            self.listing_failed = True
+            self._on_failure(folder.header, folder.local_dir, exc)
             return
         if page.next_page_token:  # keep the next page flowing before working through this one
-            self._pool.submit(Priority.LISTING, self._list_page, container, local_dir, page.next_page_token)
+            self._pool.submit(Priority.LISTING, self._list_page, folder, page.next_page_token)
         for header in page.headers:
-            try:
-                if header.type is EntityType.FOLDER:
-                    folder = self._target.make_folder(local_dir, header.name)
-                    self._pool.submit(Priority.LISTING, self._list_page, header, folder, None)
-                elif header.type is EntityType.FILE:
-                    self._on_file(header, self._target.child(local_dir, header.name))
-            except SynclientError as exc:
-                self._on_failure(header, None, exc)
+            self._visit(folder, header)
+
+    def _visit(self, folder: Folder, header: EntityHeader) -> None:
+        try:
+            if header.type is EntityType.FOLDER:
+                self._enter(folder, header, header)
+            elif header.type is EntityType.FILE:
+                rel = folder.rel(header.name)
+                destination = self._target.child(folder.local_dir, header.name)
+                if self._filter.wants_file(rel):
+                    self._on_file(header, destination, rel)
+            elif header.type is EntityType.LINK and self._follow_links:
+                self._target.child(folder.local_dir, header.name)  # refuse a bad name before any call
+                self._pool.submit(Priority.LISTING, self._resolve_link, folder, header)
+        except SynclientError as exc:
+            self._on_failure(header, None, exc)
+
+    def _enter(self, folder: Folder, named: EntityHeader, container: EntityHeader) -> None:
+        """List ``container`` as a sub-folder called ``named.name`` (the same entity unless via a link)."""
+        rel = folder.rel(named.name)
+        if self._filter.prunes_folder(rel):
+            return
+        if container.id in folder.ancestors:
+            raise UnsafePathError(f"link {named.id} ({rel}) leads back to {container.id}, a folder above it; "
+                                  "not followed (cycle)")
+        local = self._target.make_folder(folder.local_dir, named.name)
+        child = Folder(container, local, rel, folder.ancestors | {container.id})
+        self._pool.submit(Priority.LISTING, self._list_page, child, None)
+
+    def _resolve_link(self, folder: Folder, link: EntityHeader) -> None:
+        try:
+            entity = self._platform.get_entity(link.id)
+            if not entity.link_target_id:
+                raise UnsafePathError(f"link {link.id} has no target")
+            target = self._platform.get_entity_header(entity.link_target_id)
+            if target.type.is_container:
+                self._enter(folder, link, target)
+            elif target.type is EntityType.FILE:
+                version = entity.link_target_version or target.version_number
+                as_file = EntityHeader(id=target.id, name=link.name, type=EntityType.FILE, version_number=version)
+                rel = folder.rel(link.name)
+                if self._filter.wants_file(rel):
+                    self._on_file(as_file, self._target.child(folder.local_dir, link.name), rel)
+            else:
+                raise UnsafePathError(f"link {link.id} points to a {target.type.name.lower()}; not followed")
+        except SynclientError as exc:
+            self._on_failure(link, None, exc)

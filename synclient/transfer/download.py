@@ -15,7 +15,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, List, Optional, Set
+from typing import Any, Callable, List, Optional, Set
 
 import requests
 import tenacity
@@ -46,6 +46,7 @@ class FileJob:
     destination: Path
     url: Optional[SignedUrl] = field(default=None, repr=False)
     rejected_url: Optional[SignedUrl] = field(default=None, repr=False)
+    tag: Any = field(default=None, repr=False, compare=False)  # the orchestrator's own context for this file
 
     @property
     def request(self) -> FileHandleRequest:

@@ -1,0 +1,252 @@
+"""The local index: what synclient wrote into a target directory, so a re-sync costs one listing per folder page.
+
+It lives in ``<target>/.synclient/index.sqlite`` (SQLite, WAL). One row per remote file path: the entity id,
+version, file handle id, MD5 and size of what was fetched, where the bytes are locally (usually the same relative
+path; another one after ``keep.both``), and the local file's size and ``mtime_ns`` right after synclient wrote it.
+A listing header with the same id and version plus an unchanged local stat means "up to date" — no API call, no
+hashing. Rows are written by one writer thread (pool tasks only enqueue, never wait on disk or a lock held across
+I/O) and committed as soon as they arrive, so an interrupted sync keeps what it finished.
+
+``<target>/.synclient/lock`` is held (``flock``) for the whole sync: a second sync into the same folder fails fast.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional
+
+from synclient.errors import LocalIOError, SynclientError
+
+META_DIR = ".synclient"
+INDEX_FILE = "index.sqlite"
+LOCK_FILE = "lock"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    rel_path      TEXT PRIMARY KEY,   -- remote path relative to the sync root, '/'-separated
+    local_path    TEXT NOT NULL,      -- where the bytes are, relative to the target
+    root_id       TEXT NOT NULL,      -- the entity the sync started from (deletions stay within it)
+    entity_id     TEXT NOT NULL,
+    version       INTEGER,
+    file_handle_id TEXT NOT NULL,
+    md5           TEXT,
+    size          INTEGER NOT NULL,
+    content_type  TEXT,
+    parent_id     TEXT,
+    annotations   TEXT,               -- JSON of the entity's annotations when fetched (for the manifest)
+    local_size    INTEGER NOT NULL,
+    mtime_ns      INTEGER NOT NULL,
+    synced_at     REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class SyncLockedError(SynclientError, BlockingIOError):
+    """Another sync is writing into the same target directory."""
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    rel_path: str
+    local_path: str
+    root_id: str
+    entity_id: str
+    version: Optional[int]
+    file_handle_id: str
+    md5: Optional[str]
+    size: int
+    content_type: Optional[str]
+    parent_id: Optional[str]
+    annotations: Dict[str, object] = field(default_factory=dict, compare=False)
+    local_size: int = 0
+    mtime_ns: int = 0
+
+    def local_stat_matches(self, target_root: Path) -> bool:
+        """True when the local copy still has the size and mtime synclient left it with."""
+        try:
+            info = os.lstat(target_root / self.local_path)
+        except OSError:
+            return False
+        return info.st_size == self.local_size and info.st_mtime_ns == self.mtime_ns
+
+
+_COLUMNS = ("rel_path", "local_path", "root_id", "entity_id", "version", "file_handle_id", "md5", "size",
+            "content_type", "parent_id", "annotations", "local_size", "mtime_ns", "synced_at")
+
+
+def _row_from_db(values) -> IndexRow:
+    data = dict(zip(_COLUMNS, values))
+    data.pop("synced_at")
+    data["annotations"] = json.loads(data["annotations"] or "{}")
+    return IndexRow(**data)
+
+
+class LocalIndex:
+    """Read side (loaded once into memory at start) and write side (a writer thread) of the index."""
+
+    def __init__(self, target_root: Path, *, read_only: bool = False) -> None:
+        self.target_root = target_root
+        self.meta_dir = target_root / META_DIR
+        self.read_only = read_only
+        self._rows: Dict[str, IndexRow] = {}
+        self._lock_fd = -1
+        self._db: Optional[sqlite3.Connection] = None
+        self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()
+        self._writer: Optional[threading.Thread] = None
+        self._writer_error: Optional[BaseException] = None
+
+    # -- lifecycle ------------------------------------------------------------------------------------------------
+
+    def open(self) -> "LocalIndex":
+        path = self.meta_dir / INDEX_FILE
+        if self.read_only:
+            if path.is_file():
+                self._load(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+            return self
+        try:
+            self.meta_dir.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise LocalIOError(f"cannot create {self.meta_dir}: {exc.strerror}") from None
+        self._take_lock()
+        try:
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.Error as exc:
+            self._release_lock()
+            raise LocalIOError(f"cannot open the index {path}: {exc}") from None
+        self._load(self._db)
+        self._writer = threading.Thread(target=self._write_loop, name="synclient-index", daemon=True)
+        self._writer.start()
+        return self
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join()
+            self._writer = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._release_lock()
+        if self._writer_error is not None:
+            error, self._writer_error = self._writer_error, None
+            raise LocalIOError(f"cannot write the index in {self.meta_dir}: {error}")
+
+    def __enter__(self) -> "LocalIndex":
+        return self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _take_lock(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no advisory lock, documented
+            return
+        self._lock_fd = os.open(self.meta_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            raise SyncLockedError(f"another sync is running into {self.target_root} (lock "
+                                  f"{self.meta_dir / LOCK_FILE}); wait for it to finish") from None
+
+    def _release_lock(self) -> None:
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # closing drops the flock
+            self._lock_fd = -1
+
+    def _load(self, db: sqlite3.Connection) -> None:
+        try:
+            for values in db.execute(f"SELECT {', '.join(_COLUMNS)} FROM files"):
+                row = _row_from_db(values)
+                self._rows[row.rel_path] = row
+        except sqlite3.Error:
+            self._rows = {}  # an unreadable index only costs hashing; it is rebuilt as files are written
+        if self.read_only:
+            db.close()
+
+    # -- reads (from memory) ---------------------------------------------------------------------------------
+
+    def get(self, rel_path: str) -> Optional[IndexRow]:
+        return self._rows.get(rel_path)
+
+    def rows(self) -> List[IndexRow]:
+        return list(self._rows.values())
+
+    def meta(self, key: str) -> Optional[str]:
+        if self._db is None:
+            return None
+        found = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return found[0] if found else None
+
+    # -- writes (queued; the writer thread commits) ----------------------------------------------------------
+
+    def record(self, row: IndexRow) -> None:
+        if self.read_only:
+            return
+        self._rows[row.rel_path] = row
+        self._queue.put(("upsert", row))
+
+    def forget(self, rel_path: str) -> None:
+        if self.read_only:
+            return
+        self._rows.pop(rel_path, None)
+        self._queue.put(("delete", rel_path))
+
+    def set_meta(self, key: str, value: str) -> None:
+        if not self.read_only:
+            self._queue.put(("meta", (key, value)))
+
+    def _write_loop(self) -> None:
+        assert self._db is not None
+        while True:
+            item = self._queue.get()
+            batch = [item]
+            while item is not None:  # drain what is already waiting: one transaction for a burst
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                batch.append(item)
+            try:
+                self._apply([b for b in batch if b is not None])
+            except (sqlite3.Error, OSError) as exc:
+                self._writer_error = exc
+            if batch[-1] is None:
+                return
+
+    def _apply(self, batch: List[tuple]) -> None:
+        if not batch or self._writer_error is not None:
+            return
+        db = self._db
+        db.execute("BEGIN")
+        for kind, payload in batch:
+            if kind == "upsert":
+                row: IndexRow = payload
+                db.execute(f"INSERT OR REPLACE INTO files ({', '.join(_COLUMNS)}) VALUES "
+                           f"({', '.join('?' * len(_COLUMNS))})",
+                           (row.rel_path, row.local_path, row.root_id, row.entity_id, row.version,
+                            row.file_handle_id, row.md5, row.size, row.content_type, row.parent_id,
+                            json.dumps(row.annotations), row.local_size, row.mtime_ns, time.time()))
+            elif kind == "delete":
+                db.execute("DELETE FROM files WHERE rel_path = ?", (payload,))
+            elif kind == "meta":
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", payload)
+        db.execute("COMMIT")
+
+
+def iter_rows_under(rows: List[IndexRow], root_id: str) -> Iterator[IndexRow]:
+    return (row for row in rows if row.root_id == root_id)

@@ -1,0 +1,74 @@
+"""A dry run's answer: what a sync would do, with totals and a time estimate, and nothing written."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from synclient.sync.planner import Action
+
+DEFAULT_BYTES_PER_SECOND = 50e6   # until a real run in this target measured better
+DEFAULT_FILES_PER_SECOND = 20.0
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    rel_path: str
+    entity_id: str
+    version: Optional[int]
+    size: Optional[int]
+    action: Action
+    destination: Optional[Path]
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"path": self.rel_path, "entity_id": self.entity_id, "version": self.version, "size": self.size,
+                "action": self.action.value,
+                "destination": str(self.destination) if self.destination is not None else None}
+
+
+@dataclass
+class SyncPlan:
+    """Every planned action of a dry run. ``estimate_seconds`` uses the throughput measured by the last real run
+    into the same target (kept in its index), or conservative defaults."""
+
+    entries: List[PlanEntry] = field(default_factory=list)
+    failures: List[Any] = field(default_factory=list)  # FileResult of entities that could not be planned
+    bytes_per_second: float = DEFAULT_BYTES_PER_SECOND
+    files_per_second: float = DEFAULT_FILES_PER_SECOND
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, entry: PlanEntry) -> None:
+        with self._lock:
+            self.entries.append(entry)
+
+    def count(self, *actions: Action) -> int:
+        return sum(1 for e in self.entries if e.action in actions)
+
+    @property
+    def fetch_entries(self) -> List[PlanEntry]:
+        return [e for e in self.entries if e.action.fetches]
+
+    @property
+    def bytes_to_fetch(self) -> int:
+        return sum(e.size or 0 for e in self.fetch_entries)
+
+    @property
+    def estimate_seconds(self) -> float:
+        files = len(self.fetch_entries)
+        return self.bytes_to_fetch / self.bytes_per_second + files / self.files_per_second
+
+    def summary(self) -> str:
+        conflicts = self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)
+        return (f"dry run: {len(self.fetch_entries)} files to download ({self.bytes_to_fetch / 1e6:.1f} MB), "
+                f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {conflicts} conflicts, "
+                f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed; "
+                f"estimated {self.estimate_seconds:.1f} s")
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"dry_run": True, "to_download": len(self.fetch_entries), "bytes_to_download": self.bytes_to_fetch,
+                "up_to_date": self.count(Action.SKIP, Action.ADOPT),
+                "conflicts": self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH),
+                "to_delete": self.count(Action.DELETE), "estimate_seconds": round(self.estimate_seconds, 2),
+                "entries": [e.to_json() for e in sorted(self.entries, key=lambda e: e.rel_path)],
+                "failures": [f.to_json() for f in self.failures]}
