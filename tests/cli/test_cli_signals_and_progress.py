@@ -1,0 +1,126 @@
+"""Ctrl-C (SIGINT -> exit 130, partial data kept for resume) and the progress display (TTY vs not)."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import pty
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import isolated_env, run_cli
+from synclient.emulator import Emulator, seeded_bytes
+
+BIG = 24 * 1024 * 1024
+
+
+@pytest.fixture
+def slow_emulator():
+    """A big file served slowly enough that a sync is surely in flight when the test interrupts it."""
+    with Emulator(bandwidth_per_conn="4MiB") as emulator:
+        emulator.ids = emulator.seed_spec({"projects": [{"name": "slow", "children": [
+            {"type": "file", "name": "big.bin", "size": BIG, "seed": 11}]}]})
+        yield emulator
+
+
+def _bytes_on_disk(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def test_sigint_exits_130_and_keeps_partial_data_for_resume(tmp_path, slow_emulator):
+    env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=slow_emulator.endpoint, SYNCLIENT_AUTH_TOKEN=slow_emulator.token)
+    out = tmp_path / "out"
+    project = slow_emulator.ids["slow"]
+    process = subprocess.Popen([sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(out)],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not out.exists() or _bytes_on_disk(out) < 2 * 1024 * 1024):
+        time.sleep(0.05)
+    assert _bytes_on_disk(out) > 0, "the download never started"
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=15)
+    assert process.returncode == 130, stderr
+    assert time.monotonic() - sent < 8, "Ctrl-C must stop the sync promptly"
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert not (out / "big.bin").exists()
+    kept = _bytes_on_disk(out)
+    assert 0 < kept < BIG  # partial data stays beside the destination for the next run
+
+    slow_emulator.set_knobs(bandwidth_per_conn=0)
+    resumed = run_cli("--json", "get", "-r", project, "--path", str(out), env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert hashlib.md5((out / "big.bin").read_bytes()).digest() == hashlib.md5(seeded_bytes(BIG, 11)).digest()
+
+
+def _run_in_pty(args, env, timeout=60):
+    """Run the CLI with stderr (and stdout) on a pseudo-terminal; return (exit code, everything it wrote)."""
+    main_fd, secondary_fd = pty.openpty()
+    # a fresh pty is 0x0; give it a real terminal's size so the bar has room
+    fcntl.ioctl(secondary_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    process = subprocess.Popen([sys.executable, "-m", "synclient", *args], env=env, stdin=subprocess.DEVNULL,
+                               stdout=secondary_fd, stderr=secondary_fd, close_fds=True)
+    os.close(secondary_fd)
+    chunks = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main_fd], [], [], 0.1)
+        if ready:
+            try:
+                data = os.read(main_fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif process.poll() is not None:
+            break
+    os.close(main_fd)
+    return process.wait(timeout=10), b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.fixture
+def progress_emulator():
+    with Emulator(bandwidth_per_conn="8MiB", data_latency_ms=5) as emulator:
+        emulator.ids = emulator.seed_spec({"projects": [{"name": "bar", "children": [
+            {"type": "file", "name": f"f{i}.bin", "size": 1024 * 1024, "seed": i} for i in range(6)] + [
+            {"type": "file", "name": "big.bin", "size": 8 * 1024 * 1024, "seed": 99}]}]})
+        yield emulator
+
+
+def test_progress_bar_under_a_terminal(tmp_path, progress_emulator):
+    env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=progress_emulator.endpoint,
+                       SYNCLIENT_AUTH_TOKEN=progress_emulator.token)
+    code, output = _run_in_pty(["get", "-r", progress_emulator.ids["bar"], "--path", str(tmp_path / "o")], env)
+    assert code == 0, output
+    assert "\r" in output.replace("\r\n", "\n")  # the bar redraws in place
+    assert "files done" in output and "B/s" in output
+    assert "7 files done" in output  # counted on completion, final state shown
+
+
+def test_no_progress_flags_under_a_terminal(tmp_path, progress_emulator):
+    base = dict(SYNCLIENT_ENDPOINT=progress_emulator.endpoint, SYNCLIENT_AUTH_TOKEN=progress_emulator.token)
+    project = progress_emulator.ids["bar"]
+    for extra_args, extra_env in ((["--no-progress"], {}), (["-q"], {}), ([], {"SYNCLIENT_DISABLE_PROGRESS": "1"})):
+        env = isolated_env(tmp_path, **base, **extra_env)
+        code, output = _run_in_pty(["get", "-r", project, "--path", str(tmp_path / "o"), *extra_args], env)
+        assert code == 0, output
+        assert "\r" not in output.replace("\r\n", "\n"), (extra_args, extra_env)
+        assert "files done" not in output
+
+
+def test_without_a_terminal_no_carriage_returns(tmp_path, progress_emulator):
+    env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=progress_emulator.endpoint,
+                       SYNCLIENT_AUTH_TOKEN=progress_emulator.token)
+    result = run_cli("get", "-r", progress_emulator.ids["bar"], "--path", str(tmp_path / "o"), env=env)
+    assert result.returncode == 0
+    assert "\r" not in result.stderr + result.stdout
+    assert "7 downloaded" in result.stdout
