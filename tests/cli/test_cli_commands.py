@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import isolated_env, run_cli
+from cli_support import isolated_env, run_cli
 
 
 def _project(emulator, name="cli-project"):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import isolated_env, run_cli
+from cli_support import isolated_env, run_cli
 from synclient.emulator import Emulator, seeded_bytes
 
 BIG = 24 * 1024 * 1024
