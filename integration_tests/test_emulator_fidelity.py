@@ -120,3 +120,15 @@ def test_synapseclient_with_5s_urls(emulator_factory, synapse_login, tmp_path):
     assert {k: v for k, v in local.items() if k not in big} == {k: v for k, v in expected.items() if k not in big}
     assert not big & set(local)
     assert emu.stats()["api_5xx_injected"] > 0
+
+
+def test_synapseclient_under_the_synapse_profile(emulator_factory, synapse_login, tmp_path):
+    """Production throttles (3 concurrent, 600/min), 30 s URLs, realistic latency: synapseclient's
+    5 connections exceed the concurrency limit, so it meets 429s and retries them -- and still
+    ends byte-exact."""
+    emu = emulator_factory(profile="synapse")
+    syn = synapse_login(emu)
+    _sync_and_compare(emu, syn, tmp_path)
+    stats = emu.stats()
+    assert stats["throttled_429"] > 0
+    assert stats["auth_headers_on_data"] == 0
