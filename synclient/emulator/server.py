@@ -72,6 +72,7 @@ class Emulator:
             return self
         context = self._open_store()
         context.stopping.clear()
+        context.faults.started_at = time.monotonic()  # the maintenance window counts from here
         api_port, data_port = self._requested_ports
         data_server = EmulatorHTTPServer((self.host, data_port), DataHandler, context)
         api_server = EmulatorHTTPServer((self.host, api_port), ApiHandler, context)
@@ -119,12 +120,16 @@ class Emulator:
     def restart(self) -> None:
         """Stop both listeners and start again on the same ports with the same (persisted) store."""
         knobs = self._context.knobs if self._context else self.knobs
+        stats = self._context.stats if self._context else None
         self._stop_listeners()
         if self._store is not None:
             self._store.close()
         self._store = None
         self._context = None
         self.knobs = knobs
+        context = self._open_store()  # a fresh store connection, as after a process restart...
+        if stats is not None:
+            context.stats = stats  # ...but tests keep one set of counters per Emulator object
         self.start()
 
     # --- identity -----------------------------------------------------------------------------
