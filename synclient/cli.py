@@ -167,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     get.add_argument("--manifest", choices=MANIFEST_MODES,
                      help="where to write SYNAPSE_METADATA_MANIFEST.tsv: all folders, the root only, or nowhere")
     get.add_argument("--follow-links", action="store_true", help="follow Link entities to their targets")
+    get.add_argument("--provenance", action="store_true",
+                     help="fetch provenance for the manifest's used/executed columns (one REST call per file)")
     get.add_argument("--no-progress", action="store_true", help="no progress bar (also: SYNCLIENT_DISABLE_PROGRESS=1)")
 
     ls = command("ls", "list a project or folder (a tree with -r, sizes with -l)", cmd_ls)
@@ -271,7 +273,7 @@ def _require_token(ctx: CommandContext) -> ResolvedToken:
 #: support one yet fails with a clear message instead of ignoring it.
 SYNC_OPTIONS: Dict[str, str] = {"if_collision": "--if-collision", "delete": "--delete", "manifest": "--manifest",
                                 "include": "--include", "exclude": "--exclude", "dry_run": "--dry-run",
-                                "follow_links": "--follow-links"}
+                                "follow_links": "--follow-links", "provenance": "--provenance"}
 
 
 def _sync_options(args: argparse.Namespace) -> Dict[str, Any]:
@@ -311,8 +313,10 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
 
 def _report_plan(ctx: CommandContext, plan: Any) -> ExitCode:
     ctx.out.json_document.update({"dry_run": True, "plan": plan.to_json()})
+    failures = list(getattr(plan, "failures", []))  # entities that could not even be planned
+    _print_failures(ctx, failures)
     ctx.out.result(plan.summary())
-    return ExitCode.OK
+    return ExitCode.FILES_FAILED if failures else ExitCode.OK
 
 
 def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:

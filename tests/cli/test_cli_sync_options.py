@@ -1,7 +1,6 @@
 """CLI flags that map to the incremental-sync keywords of ``sync_from_platform`` (issue 4).
 
-Until the sync engine has a keyword, the CLI refuses the flag with a clear one-line message (exit 2); these tests
-describe the behaviour once the keywords exist.
+If the installed sync engine lacks a keyword, the CLI refuses that flag with a clear one-line message (exit 2).
 """
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from cli_support import run_cli
 from synclient.sync.runner import sync_from_platform
 
 ENGINE_KEYWORDS = set(inspect.signature(sync_from_platform).parameters)
-needs_issue_4 = pytest.mark.xfail(strict=False, reason="needs issue 4")
 
 
 def _project(emulator):
@@ -27,7 +25,6 @@ def test_flag_the_engine_lacks_is_a_clear_usage_error(env, tree_emulator, tmp_pa
     assert "--dry-run not supported" in result.stderr
 
 
-@needs_issue_4
 def test_dry_run_json_plan_writes_nothing(env, tree_emulator, tmp_path):
     out = tmp_path / "out"
     result = run_cli("--json", "get", "-r", _project(tree_emulator), "--dry-run", "--path", str(out), env=env)
@@ -39,7 +36,6 @@ def test_dry_run_json_plan_writes_nothing(env, tree_emulator, tmp_path):
     assert text.returncode == 0 and text.stdout.strip()
 
 
-@needs_issue_4
 def test_include_exclude(env, tree_emulator, tmp_path):
     result = run_cli("--json", "get", "-r", _project(tree_emulator), "--path", str(tmp_path), "--include", "data/*",
                      "--include", "data/**", "--exclude", "*.bin", env=env)
@@ -48,7 +44,6 @@ def test_include_exclude(env, tree_emulator, tmp_path):
     assert not (tmp_path / "readme.txt").exists() and not (tmp_path / "data" / "raw" / "b.bin").exists()
 
 
-@needs_issue_4
 @pytest.mark.parametrize("mode, expected", [("keep.local", "edited"), ("overwrite.local", "x,y\n1,2\n")])
 def test_if_collision(env, tree_emulator, tmp_path, mode, expected):
     project = _project(tree_emulator)
@@ -59,13 +54,15 @@ def test_if_collision(env, tree_emulator, tmp_path, mode, expected):
     assert (tmp_path / "data" / "a.csv").read_text() == expected
 
 
-@needs_issue_4
 def test_manifest_delete_follow_links_accepted(env, tree_emulator, tmp_path):
     result = run_cli("get", "-r", _project(tree_emulator), "--path", str(tmp_path), "--manifest", "root",
                      "--delete", "--follow-links", env=env)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "SYNAPSE_METADATA_MANIFEST.tsv").exists()
     assert not (tmp_path / "data" / "SYNAPSE_METADATA_MANIFEST.tsv").exists()
+    provenance = run_cli("--json", "get", "-r", _project(tree_emulator), "--path", str(tmp_path), "--provenance",
+                         env=env)
+    assert provenance.returncode == 0, provenance.stderr
 
 
 def test_versioned_file_id(env, tree_emulator, tmp_path):

@@ -1,0 +1,82 @@
+"""Documentation that must stay true: docs/cli.md against the parser, README's commands against .ci/run."""
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+
+import pytest
+
+from cli_support import REPO_ROOT
+from synclient.cli import build_parser
+
+CLI_DOC = (REPO_ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+CI_RUN = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def _subcommands(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("no subcommands")
+
+
+def _option_strings(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if action.option_strings:
+            yield from action.option_strings
+        elif not isinstance(action, argparse._SubParsersAction):
+            yield action.metavar or action.dest
+
+
+def _doc_section(command: str) -> str:
+    match = re.search(rf"^## synclient {command}\n(.*?)(?=^## |\Z)", CLI_DOC, re.S | re.M)
+    assert match, f"docs/cli.md has no '## synclient {command}' section"
+    return match.group(1)
+
+
+GLOBAL_SECTION = re.search(r"^## Global options\n(.*?)(?=^## )", CLI_DOC, re.S | re.M).group(1)
+GLOBAL_OPTIONS = set(_option_strings(build_parser()))
+
+
+def test_global_options_documented():
+    for option in GLOBAL_OPTIONS:
+        assert f"`{option}" in GLOBAL_SECTION, f"{option} is missing from the global options of docs/cli.md"
+
+
+@pytest.mark.parametrize("command", sorted(_subcommands(build_parser())))
+def test_every_command_and_option_documented(command):
+    section = _doc_section(command)
+    subparser = _subcommands(build_parser())[command]
+    for option in set(_option_strings(subparser)) - GLOBAL_OPTIONS:
+        assert f"`{option}" in section, f"{option} of '{command}' is missing from docs/cli.md"
+
+
+def test_no_documented_command_that_does_not_exist():
+    documented = set(re.findall(r"^## synclient (\w+)", CLI_DOC, re.M))
+    assert documented == set(_subcommands(build_parser()))
+
+
+def _quick_start_commands():
+    section = re.search(r"^## Quick start\n(.*?)(?=^## )", README, re.S | re.M).group(1)
+    blocks = re.findall(r"```(?:sh|bash|console)?\n(.*?)```", section, re.S)
+    return [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_readme_quick_start_has_exactly_two_commands():
+    commands = _quick_start_commands()
+    assert len(commands) == 2, commands
+    install_and_demo, tests = commands
+    assert "pip install ." in install_and_demo and install_and_demo.endswith("synclient demo")
+    assert "'.[test]'" in tests and "pytest" in tests
+    shlex.split(tests)  # well-formed shell
+
+
+def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv():
+    readme_test_command = _quick_start_commands()[1]
+    command_lines = [line.strip() for line in CI_RUN.splitlines() if line.strip() and not line.startswith("#")]
+    expected = f"python3 -m venv .venv && . .venv/bin/activate && {readme_test_command}"
+    assert expected in command_lines, f".ci/run must contain: {expected}"
+    assert command_lines[-1] == expected  # last: its exit code (pytest's) is the script's
+    assert (REPO_ROOT / ".ci" / "run").stat().st_mode & 0o111, ".ci/run must be executable"
