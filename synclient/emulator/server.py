@@ -75,7 +75,11 @@ class Emulator:
         context.faults.started_at = time.monotonic()  # the maintenance window counts from here
         api_port, data_port = self._requested_ports
         data_server = EmulatorHTTPServer((self.host, data_port), DataHandler, context)
-        api_server = EmulatorHTTPServer((self.host, api_port), ApiHandler, context)
+        try:
+            api_server = EmulatorHTTPServer((self.host, api_port), ApiHandler, context)
+        except OSError:
+            data_server.server_close()  # e.g. the API port is taken: leave nothing bound behind
+            raise
         api_server.routes = Routes(context)
         api_server.admin_routes = AdminRoutes(context, self.admin, self.info)
         self._servers = {"api": api_server, "data": data_server}

@@ -43,3 +43,14 @@ def test_stop_cuts_open_keep_alive_connections(tmp_path):
     emu.restart()
     assert session.get(emu.endpoint + "/repo/v1/version").status_code == 200  # reconnects transparently
     emu.stop()
+
+
+def test_port_in_use_fails_cleanly():
+    import pytest
+
+    with Emulator() as running:
+        taken = int(running.endpoint.rsplit(":", 1)[1])
+        clash = Emulator(port=taken)
+        with pytest.raises(OSError):
+            clash.start()
+        clash.stop()
