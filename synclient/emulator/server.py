@@ -9,7 +9,9 @@ from typing import Dict, Iterable, Optional, Sequence, Union
 
 from . import seed as seeding
 from .admin import Admin, EntityRef, parse_syn_id
-from .api import AdminRoutes, ApiHandler, Routes
+from .admin_routes import AdminRoutes
+from .api import ApiHandler
+from .routes import Routes
 from .context import EmulatorContext
 from .data import DataHandler
 from .httpbase import EmulatorHTTPServer

@@ -1,7 +1,6 @@
 """Helpers shared by the emulator unit tests (a unique module name: tests dirs have no __init__)."""
 from __future__ import annotations
 
-import pytest
 import requests
 
 HOSTILE_SPEC = {"projects": [{"name": "p", "children": [

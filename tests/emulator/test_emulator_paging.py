@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from synclient.emulator.api import make_page_token, parse_page_token
+from synclient.emulator.routes import make_page_token, parse_page_token
 
 
 def test_page_token_format():

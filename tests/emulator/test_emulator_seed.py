@@ -10,7 +10,6 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emuhelpers import Api
 from synclient.emulator import SpecError, seeded_bytes, seeded_chunks
 from synclient.emulator.seed import parse_size_mix
 
