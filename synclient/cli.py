@@ -23,8 +23,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from synclient import __version__
 from synclient.client import Platform
-from synclient.config import (DEFAULT_PROFILE, KeyringUnavailableError, ResolvedToken, TokenSource, delete_token,
-                              find_token, resolve_endpoints, resolve_profile, store_token)
+from synclient.config import (KeyringUnavailableError, ResolvedToken, delete_token, find_token, resolve_endpoints,
+                              resolve_profile, store_token)
 from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, NotFoundError, SyncError,
                               SynclientError, UnsafePathError)
 from synclient.models import EntityHeader, EntityType
@@ -565,7 +565,7 @@ def run(argv: Optional[Sequence[str]] = None) -> ExitCode:
         out.json_document["error"] = {"type": "interrupted", "message": "interrupted"}
         out.emit_json(ExitCode.INTERRUPTED)
         return ExitCode.INTERRUPTED
-    except (SynclientError, CliError, OSError, Exception) as exc:  # noqa: B014 - one place maps errors
+    except Exception as exc:  # one place maps every error to a line and an exit code
         failure = _explain(exc, ctx)
         if args.verbose:
             log.error("traceback of the error below", exc_info=exc)

@@ -1,7 +1,6 @@
 """The real ``synclient`` entry point in a subprocess against the emulator: exit codes, output, errors."""
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
