@@ -121,3 +121,51 @@ def rest_bound(tree: Tree, *, constant: int = 3) -> Tuple[int, int]:
     """(bound on REST calls of a first sync, number of listing pages) for issue 3 item 3."""
     pages = tree.listing_pages()
     return tree.file_count + math.ceil(tree.file_count / 100) + pages + constant, pages
+
+
+class EmulatorProcess:
+    """The emulator in its own process (``python -m synclient.emulator serve``): big trees sync faster when the
+    server does not share the test process's interpreter lock. Admin and stats go over its HTTP routes."""
+
+    def __init__(self, *args: str) -> None:
+        import json
+        import subprocess
+        import sys
+        self._process = subprocess.Popen([sys.executable, "-m", "synclient.emulator", "serve", *args],
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self._process.stdout.readline()
+        if not line:
+            self._process.wait(timeout=10)
+            raise RuntimeError(f"emulator did not start (exit {self._process.returncode})")
+        info = json.loads(line)
+        self.endpoint, self.token, self.projects = info["endpoint"], info["token"], info["projects"]
+
+    def _call(self, method: str, route: str, body=None, **query):
+        import requests
+        response = requests.request(method, f"{self.endpoint}/emulator/{route}", json=body, params=query,
+                                    timeout=30)
+        response.raise_for_status()
+        return response.json()
+
+    def stats(self) -> dict:
+        return self._call("GET", "stats")
+
+    def reset_stats(self) -> None:
+        self._call("POST", "stats/reset")
+
+    def resolve(self, project: str, path: str) -> str:
+        return self._call("GET", "resolve", project=project, path=path)["id"]
+
+    def add_version(self, entity_id: str, content: str) -> int:
+        return self._call("POST", f"entity/{entity_id}/version", {"content": content})["versionNumber"]
+
+    def close(self) -> None:
+        self._process.terminate()
+        self._process.wait(timeout=10)
+        self._process.stdout.close()
+
+    def __enter__(self) -> "EmulatorProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -109,7 +109,8 @@ class LocalIndex:
         path = self.meta_dir / INDEX_FILE
         if self.read_only:
             if path.is_file():
-                self._load(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+                # immutable: a dry run must not even create the WAL side files
+                self._load(sqlite3.connect(path.as_uri() + "?mode=ro&immutable=1", uri=True))
             return self
         try:
             self.meta_dir.mkdir(exist_ok=True)
