@@ -283,3 +283,9 @@ def test_secrets_stay_out_of_logs_reprs_and_reports_and_pool_never_overflows(emu
                if r.name.startswith("urllib3"))
     assert len(observer.finished) == tree.file_count == observer.planned
     assert observer.bytes >= sum(r.size for r in results)
+
+
+def test_library_progress_stays_quiet_when_nobody_watches(emu, tmp_path, capfd):
+    sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu))  # progress=True by default
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""

@@ -303,7 +303,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
         observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=root.name)
         try:
             outcome = sync_from_platform(args.id, path, platform=platform, max_workers=args.max_workers,
-                                         on_error="continue", observer=observer, **options)
+                                         on_error="continue", observer=observer, progress=False, **options)
         finally:
             observer.close()
     if args.dry_run:

@@ -121,7 +121,7 @@ def _sync(project_id: str, path: Path, platform: Platform, max_workers: Optional
     observer = make_observer(description)
     try:
         return sync_from_platform(project_id, path, platform=platform, max_workers=max_workers,
-                                  on_error="continue", observer=observer)
+                                  on_error="continue", observer=observer, progress=False)
     finally:
         close = getattr(observer, "close", None)
         if close is not None:

@@ -272,7 +272,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        on_error: str = OnError.RAISE, observer: Optional[SyncObserver] = None,
                        if_collision: str = "overwrite.local", delete: bool = False, manifest: str = "all",
                        include: Iterable[str] = (), exclude: Iterable[str] = (), dry_run: bool = False,
-                       follow_links: bool = False, provenance: bool = False) -> Union[SyncResults, SyncPlan]:
+                       follow_links: bool = False, provenance: bool = False,
+                       progress: bool = True) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
     Returns one :class:`FileResult` per file (``SyncResults``, with ``.report``), or with ``dry_run=True`` the
@@ -288,6 +289,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       :mod:`synclient.sync.filters`), applied before any per-file call.
     - ``follow_links``: follow Link entities (cycles are refused); ``provenance``: fill the manifest's provenance
       columns (one extra call per file).
+    - ``progress``: draw a tqdm bar (a widget in Jupyter) when stderr is a terminal or in a notebook; scripts
+      whose output goes to a log stay quiet. ``observer`` receives the same events for your own display.
     """
     if on_error not in (OnError.RAISE, OnError.CONTINUE):
         raise ConfigError(f"on_error must be 'raise' or 'continue', not {on_error!r}")
@@ -309,14 +312,17 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
         if not (root.type.is_container or root.type is EntityType.FILE):
             raise ConfigError(f"{entity_id} is a {root.type.name.lower()}; sync takes a project, folder or file")
         target = TargetDirectory(Path(path), create=not options.dry_run)
+        bar = _progress_bar(enabled=progress and not options.dry_run, description=root.name)
         with LocalIndex(target.root, read_only=options.dry_run) as index:
             run = _Run(platform=platform, config=config, target=target, index=index, root_id=entity_id,
-                       options=options, observer=ObserverGroup([observer]))
+                       options=options, observer=ObserverGroup([observer, bar]))
             _start(run, root, version)
             try:
                 run.pool.run()
             finally:
                 run.session.close()
+                if bar is not None:
+                    bar.close()
             if run.pool.unexpected_errors:
                 raise run.pool.unexpected_errors[0]
             if options.delete and root.type.is_container:
@@ -337,6 +343,14 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     if results.failures and on_error == OnError.RAISE:
         raise SyncError(results.failures, results)
     return results
+
+
+def _progress_bar(*, enabled: bool, description: str):
+    """A bar only where someone watches (terminal, notebook); the CLI brings its own display."""
+    from synclient.progress import ProgressMode, choose_mode, progress_observer
+    if enabled and choose_mode() is ProgressMode.BAR:
+        return progress_observer(description=description)
+    return None
 
 
 def _start(run: _Run, root: EntityHeader, version: Optional[int]) -> None:
