@@ -1,0 +1,202 @@
+"""``python -m benchmarks run [SCENARIO ...] [--repeat N] [--quick]`` and ``python -m benchmarks sweep``."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform as platform_module
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from benchmarks import harness, report
+from benchmarks.contenders import ORDER
+from benchmarks.scenarios import build
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+DOC = ROOT / "docs" / "benchmarks.md"
+MiB = 1024 * 1024
+
+
+def machine() -> Dict[str, object]:
+    cpu = ""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    versions = {}
+    for tool, flag in (("aria2c", "--version"), ("curl", "--version")):
+        try:
+            versions[tool] = subprocess.run([tool, flag], capture_output=True, text=True).stdout.splitlines()[0]
+        except (OSError, IndexError):
+            versions[tool] = "not installed"
+    try:
+        import synapseclient
+
+        versions["synapseclient"] = synapseclient.__version__
+    except ImportError:
+        versions["synapseclient"] = "not installed"
+    import synclient
+
+    versions["synclient"] = synclient.__version__
+    return {"cpus": os.cpu_count(), "cpu": cpu, "python": platform_module.python_version(),
+            "kernel": platform_module.release(), "load_average_at_start": os.getloadavg(),
+            "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30, 1),
+            "versions": versions}
+
+
+def _knobs_text(knobs: Dict[str, object]) -> str:
+    return " ".join(f"--{k.replace('_', '-')} {v}" for k, v in knobs.items())
+
+
+def cmd_run(args) -> int:
+    scenarios = build(quick=args.quick)
+    names = args.scenarios or list(scenarios)
+    unknown = [n for n in names if n not in scenarios]
+    if unknown:
+        print(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(scenarios)}", file=sys.stderr)
+        return 2
+    contenders = args.contenders.split(",") if args.contenders else None
+    work = Path(args.work or tempfile.mkdtemp(prefix="synclient-bench-work-"))
+    repeat = args.repeat or (1 if args.quick else 3)
+    results = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "quick": args.quick,
+               "repeat": repeat, "machine": machine(), "scenarios": {}}
+    failed = []
+    for name in names:
+        scenario = scenarios[name]
+        chosen = [c for c in scenario.contenders if contenders is None or c in contenders]
+        print(f"{name}: {scenario.title} ({len(scenario.files)} files, {scenario.total_bytes / 1e6:,.1f} MB)",
+              flush=True)
+        runs = harness.run_scenario(scenario, work, chosen, repeat,
+                                    log=lambda text: print(text, flush=True),
+                                    max_slow_repeats=None if args.quick else args.slow_after)
+        dicts = harness.as_dicts(runs)
+        failed += [f"{name}/{r['contender']}: {r['status']}" for r in dicts
+                   if not r["ok"] and not r["status"].startswith("skipped")]
+        results["scenarios"][name] = {
+            "title": scenario.title, "files": len(scenario.files), "bytes": scenario.total_bytes,
+            "knobs": scenario.knobs, "knobs_text": _knobs_text(scenario.knobs),
+            "bound": report.latency_bound(scenario), "runs": dicts, "summary": report.summarize(scenario, dicts)}
+    out = Path(args.out) if args.out else RESULTS / f"{datetime.date.today().isoformat()}{'-quick' if args.quick else ''}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1))
+    table = report.markdown(results)
+    print(table)
+    print(f"results: {out}")
+    if args.write_docs:
+        pngs = report.plots(results, RESULTS)
+        _write_doc_block("results", table + "".join(
+            f"\n![{p.stem}](../benchmarks/results/{p.name})\n" for p in pngs)
+            + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n")
+    if failed:
+        print("NOT byte-exact:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write_doc_block(block: str, text: str) -> None:
+    content = DOC.read_text(encoding="utf-8")
+    start, end = f"<!-- {block}:start -->", f"<!-- {block}:end -->"
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+    if not pattern.search(content):
+        raise SystemExit(f"{DOC} has no {start} ... {end} block")
+    DOC.write_text(pattern.sub(lambda _m: f"{start}\n{text}{end}", content), encoding="utf-8")
+
+
+#: (scenario, knob, values) of the defaults sweep; the other knobs stay at their defaults
+SWEEP = [
+    ("S1", "max_workers", [4, 8, 16, 32, 64]),
+    ("S1", "url_batch_size", [10, 25, 50, 100]),
+    ("S2", "max_workers", [4, 8, 16, 32]),
+    ("S2", "multipart_threshold", [8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB]),
+    ("S3", "max_workers", [4, 8, 16, 32]),
+    ("S3", "part_size", [4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB]),
+    ("S5", "part_size", [8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB]),
+    ("S5", "chunk_size", [256 * 1024, 1 * MiB, 4 * MiB]),
+]
+
+
+def _config_for(knob: str, value: int) -> Dict[str, int]:
+    from synclient import TransferConfig
+
+    config = {knob: value}
+    defaults = TransferConfig()
+    if knob == "part_size" and value > defaults.multipart_threshold:
+        config["multipart_threshold"] = value
+    if knob == "multipart_threshold" and value < defaults.part_size:
+        config["part_size"] = value
+    return config
+
+
+def cmd_sweep(args) -> int:
+    scenarios = build(quick=args.quick)
+    work = Path(args.work or tempfile.mkdtemp(prefix="synclient-bench-sweep-"))
+    groups = []
+    for name, knob, values in SWEEP:
+        if args.scenarios and name not in args.scenarios:
+            continue
+        points = []
+        for value in values:
+            runs = harness.run_scenario(scenarios[name], work, ["synclient"], args.repeat or 3,
+                                        config=_config_for(knob, value), log=lambda text: None,
+                                        max_slow_repeats=None)
+            good = [r.wall for r in runs if r.ok]
+            point = {"value": value, "config": _config_for(knob, value),
+                     "wall": statistics.median(good) if good else None, "walls": [round(w, 3) for w in good],
+                     "rest_calls": statistics.median([r.rest_calls for r in runs]),
+                     "throttled_429": statistics.median([r.throttled_429 for r in runs]),
+                     "cpu_seconds": statistics.median([r.cpu_seconds for r in runs]),
+                     "peak_rss_mb": max(r.peak_rss_mb for r in runs)}
+            print(f"{name} {knob}={value}: {point}", flush=True)
+            points.append(point)
+        groups.append({"scenario": name, "knob": knob, "points": points})
+    sweep = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine(), "groups": groups}
+    out = Path(args.out) if args.out else RESULTS / f"{datetime.date.today().isoformat()}-sweep.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(sweep, indent=1))
+    print(f"sweep: {out}")
+    if args.write_docs:
+        lines = ["| scenario | knob | value | median wall s (runs) | REST calls | CPU s | peak RSS MB |",
+                 "|---|---|---|---|---|---|---|"]
+        for group in groups:
+            for p in group["points"]:
+                value = p["value"]
+                shown = f"{value // MiB} MiB" if group["knob"] != "max_workers" and value >= MiB else (
+                    f"{value // 1024} KiB" if group["knob"] == "chunk_size" else str(value))
+                wall = f"{p['wall']:.3f} ({', '.join(f'{w:.2f}' for w in p['walls'])})" if p["wall"] else "failed"
+                lines.append(f"| {group['scenario']} | {group['knob']} | {shown} | {wall} | {p['rest_calls']:.0f} "
+                             f"| {p['cpu_seconds']:.2f} | {p['peak_rss_mb']:.0f} |")
+        png = report.sweep_plot(sweep, RESULTS)
+        _write_doc_block("sweep", "\n".join(lines) + "\n" + (f"\n![sweep](../benchmarks/results/{png.name})\n"
+                                                             if png else "")
+                         + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, helptext in (("run", "run scenarios with every contender"), ("sweep", "sweep TransferConfig knobs")):
+        sub = commands.add_parser(name, help=helptext)
+        sub.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="S1 S1t S2 S3 S4 S5 (default: all)")
+        sub.add_argument("--repeat", type=int, default=None, help="runs per contender (default 3; 1 with --quick)")
+        sub.add_argument("--quick", action="store_true", help="small sizes (the CI smoke test)")
+        sub.add_argument("--out", help="results JSON path (default benchmarks/results/<date>.json)")
+        sub.add_argument("--work", help="scratch directory for downloads (default: a new temporary one)")
+        sub.add_argument("--write-docs", action="store_true", help="update the tables/plots in docs/benchmarks.md")
+        if name == "run":
+            sub.add_argument("--contenders", help=f"comma-separated subset of {','.join(ORDER)}")
+            sub.add_argument("--slow-after", type=float, default=60.0,
+                             help="a contender whose run takes longer than this many seconds is not repeated")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    return cmd_run(args) if args.command == "run" else cmd_sweep(args)

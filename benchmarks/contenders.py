@@ -1,0 +1,68 @@
+"""How each contender is launched. Every contender is a separate process so that its CPU time and peak RSS
+can be read from ``wait4`` without mixing in the harness or the emulator."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+#: display order
+ORDER = ("synclient", "synclient-cli", "synclient-w1", "synapseclient", "aria2c", "curl")
+DESCRIPTIONS = {
+    "synclient": "synclient library, default TransferConfig",
+    "synclient-cli": "`synclient get -r` (CLI process: includes interpreter start-up and imports)",
+    "synclient-w1": "synclient library, max_workers=1 (serial baseline)",
+    "synapseclient": "synapseclient 4.14.0 synapseutils.syncFromSynapse, fresh cache dir",
+    "aria2c": "aria2c -x16 -s16 (-j 32 for many files) on pre-fetched pre-signed URLs",
+    "curl": "curl, one stream, files in sequence, on pre-fetched pre-signed URLs",
+}
+
+
+@dataclass
+class Launch:
+    argv: List[str]
+    kind: str                 # "worker" (prints a JSON line, times itself) or "process" (timed by the harness)
+
+
+def missing_tool(name: str) -> Optional[str]:
+    tool = {"aria2c": "aria2c", "curl": "curl"}.get(name)
+    if tool and shutil.which(tool) is None:
+        return f"skipped: {tool} not installed"
+    if name == "synapseclient":
+        try:
+            import synapseutils  # noqa: F401
+        except ImportError:
+            return "skipped: synapseclient not installed"
+    return None
+
+
+def launch(name: str, *, endpoint: str, token: str, entity: str, out: Path, cache_dir: Path,
+           urls: Sequence[Tuple[str, str]], config: Optional[Dict[str, object]] = None) -> Launch:
+    """``urls``: (relative path, pre-signed URL) for the data-plane tools."""
+    worker = [sys.executable, "-m", "benchmarks.worker"]
+    common = ["--endpoint", endpoint, "--token", token, "--entity", entity, "--path", str(out)]
+    if name == "synclient":
+        return Launch(worker + ["synclient"] + common + ["--config", json.dumps(config or {})], "worker")
+    if name == "synclient-w1":
+        return Launch(worker + ["synclient"] + common + ["--config", json.dumps({**(config or {}), "max_workers": 1})],
+                      "worker")
+    if name == "synapseclient":
+        return Launch(worker + ["synapseclient"] + common + ["--cache-dir", str(cache_dir)], "worker")
+    if name == "synclient-cli":
+        return Launch([sys.executable, "-m", "synclient", "--endpoint", endpoint, "--token", token, "--json",
+                       "get", "-r", entity, "--path", str(out), "--no-progress"], "process")
+    list_file = out.parent / (out.name + f".{name}.list")
+    out.mkdir(parents=True, exist_ok=True)
+    if name == "aria2c":
+        list_file.write_text("".join(f"{url}\n  out={path}\n" for path, url in urls))
+        argv = ["aria2c", "-x16", "-s16", "-j32", "-d", str(out), "-i", str(list_file), "--file-allocation=falloc",
+                "--allow-overwrite=true", "--auto-file-renaming=false", "--summary-interval=0",
+                "--console-log-level=error", "-q"]
+        return Launch(argv, "process")
+    if name == "curl":
+        list_file.write_text("".join(f'url = "{url}"\noutput = "{out / path}"\n' for path, url in urls))
+        return Launch(["curl", "-sSf", "--create-dirs", "-K", str(list_file)], "process")
+    raise ValueError(f"unknown contender {name!r}")

@@ -1,0 +1,295 @@
+"""Runs the contenders of a scenario against one seeded emulator, in alternation, and verifies every byte."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from benchmarks.contenders import launch, missing_tool
+from benchmarks.emulator import EmulatorProcess, seeded_store
+from benchmarks.scenarios import Scenario
+
+IGNORED_NAMES = {"SYNAPSE_METADATA_MANIFEST.tsv", "manifest.csv"}
+RUN_TIMEOUT = float(os.environ.get("SYNCLIENT_BENCH_TIMEOUT", "1800"))
+
+
+@dataclass
+class Run:
+    contender: str
+    repeat: int
+    ok: bool = False
+    status: str = ""              # "byte-exact", "skipped: ...", or what went wrong
+    wall: float = 0.0             # timed region (library: the sync call; tools/CLI: the whole process)
+    process_wall: float = 0.0
+    cpu_seconds: float = 0.0      # user + system of the contender process
+    peak_rss_mb: float = 0.0
+    rest_calls: int = 0           # API requests the emulator answered during the timed region
+    throttled_429: int = 0
+    data_requests: int = 0
+    data_bytes: int = 0
+    files: int = 0
+    bytes: int = 0
+    client_report: Dict[str, object] = field(default_factory=dict)
+
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5()
+    with open(path, "rb") as handle:
+        while True:
+            block = handle.read(4 * 1024 * 1024)
+            if not block:
+                return digest.hexdigest()
+            digest.update(block)
+
+
+def verify(out: Path, expected: Dict[str, Tuple[int, str]]) -> str:
+    """"byte-exact" or the first difference (missing, extra, wrong size, wrong MD5)."""
+    found = {}
+    for here, dirs, names in os.walk(out):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if name in IGNORED_NAMES or name.startswith(".") or name.endswith(".aria2"):
+                continue
+            full = Path(here) / name
+            found[full.relative_to(out).as_posix()] = full
+    missing = sorted(set(expected) - set(found))
+    extra = sorted(set(found) - set(expected))
+    if missing:
+        return f"{len(missing)} file(s) missing, e.g. {missing[0]}"
+    if extra:
+        return f"{len(extra)} unexpected file(s), e.g. {extra[0]}"
+    for rel, (size, md5) in sorted(expected.items()):
+        path = found[rel]
+        if path.stat().st_size != size:
+            return f"{rel}: size {path.stat().st_size} != {size}"
+        if _md5(path) != md5:
+            return f"{rel}: MD5 differs"
+    return "byte-exact"
+
+
+def expected_for(scenario: Scenario, data_dir: Path) -> Dict[str, Tuple[int, str]]:
+    cached = data_dir / "bench-expected.json"
+    if cached.exists():
+        return {k: tuple(v) for k, v in json.loads(cached.read_text()).items()}
+    expected = scenario.expected()
+    cached.write_text(json.dumps(expected))
+    return expected
+
+
+def presigned_urls(emu: EmulatorProcess, project: str, scenario: Scenario) -> List[Tuple[str, str]]:
+    """(relative path, URL) per file, got through the platform as a client would (outside any timed region)."""
+    from synclient import Platform
+    from synclient.models import FileHandleRequest
+
+    pairs = []
+    with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
+        requests_ = []
+        for rel, _size, _seed in scenario.files:
+            answer = emu._admin("GET", "resolve?project=" + project + "&path=" + rel)
+            entity_id = answer.get("id") or answer.get("entity_id") or answer.get("entityId")
+            handle = platform.get_file_bundle(entity_id).file_handle
+            requests_.append((rel, FileHandleRequest(handle.id, entity_id)))
+        for start in range(0, len(requests_), 100):
+            batch = requests_[start:start + 100]
+            answers = platform.get_presigned_urls([r for _, r in batch])
+            pairs += [(rel, answers[r.file_handle_id].url) for rel, r in batch]
+    return pairs
+
+
+class _Popen(subprocess.Popen):
+    """A Popen that keeps the rusage of its own child (``wait4``), so CPU and peak RSS are per contender."""
+
+    def _try_wait(self, wait_flags):
+        try:
+            pid, status, rusage = os.wait4(self.pid, wait_flags)
+        except ChildProcessError:
+            return (self.pid, 0)
+        if pid == self.pid:
+            self._bench_rusage = rusage
+        return (pid, status)
+
+
+def vm_hwm_mb(pid: str = "self") -> float:
+    """Peak RSS of the process's current image (VmHWM); unlike ru_maxrss it does not include the pages a forked
+    child held before ``exec`` (a copy of the harness itself)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+def spawn(argv: Sequence[str]) -> Tuple[int, float, object, str, str, float]:
+    """Run ``argv``; (exit code, wall, rusage, stdout, stderr, peak RSS MB polled every 10 ms from /proc)."""
+    env = dict(os.environ, SYNCLIENT_DISABLE_PROGRESS="1", PYTHONPATH=str(Path(__file__).resolve().parent.parent)
+               + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    started = time.perf_counter()
+    process = _Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    peak = [0.0]
+    done = threading.Event()
+
+    def poll() -> None:  # Popen returns after exec, so every reading is of the contender's own image
+        while not done.wait(0.01):
+            peak[0] = max(peak[0], vm_hwm_mb(str(process.pid)))
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    try:
+        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        stderr = "timeout\n" + stderr
+    finally:
+        done.set()
+        poller.join()
+    return (process.returncode, time.perf_counter() - started, getattr(process, "_bench_rusage", None), stdout,
+            stderr, peak[0])
+
+
+class ScenarioRunner:
+    def __init__(self, scenario: Scenario, work: Path, contenders: Sequence[str],
+                 config: Optional[Dict[str, object]] = None, log=print) -> None:
+        self.scenario = scenario
+        self.work = work / scenario.name
+        self.contenders = list(contenders)
+        self.config = config or {}
+        self.log = log
+        self.emu: Optional[EmulatorProcess] = None
+        self.project = ""
+        self.urls: List[Tuple[str, str]] = []
+        self.prepared: set = set()
+
+    def __enter__(self) -> "ScenarioRunner":
+        data_dir, self.project = seeded_store(self.scenario.spec)
+        self.expected = expected_for(self.scenario, data_dir)
+        self.emu = EmulatorProcess(data_dir, self.scenario.knobs).start()
+        if any(c in ("aria2c", "curl") for c in self.contenders):
+            self.urls = presigned_urls(self.emu, self.project, self.scenario)
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.work.mkdir(parents=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.emu is not None:
+            self.emu.stop()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def _dirs(self, contender: str) -> Tuple[Path, Path]:
+        family = "synapseclient" if contender == "synapseclient" else ("tools" if contender in ("aria2c", "curl")
+                                                                         else "synclient")
+        if self.scenario.resync:  # one mirror per client family, synced once (unmeasured), re-synced per run
+            return self.work / f"mirror-{family}", self.work / f"cache-{family}"
+        return self.work / f"out-{contender}", self.work / f"cache-{contender}"
+
+    def _launch(self, contender: str, out: Path, cache: Path):
+        return launch(contender, endpoint=self.emu.endpoint, token=self.emu.token, entity=self.project, out=out,
+                      cache_dir=cache, urls=self.urls, config=self.config)
+
+    def _prepare_resync(self, contender: str, out: Path, cache: Path) -> Optional[str]:
+        setup = "synapseclient" if contender == "synapseclient" else "synclient"
+        if out in self.prepared:
+            return None
+        self.log(f"  {self.scenario.name}: first sync for the {setup} mirror (unmeasured)")
+        if self.scenario.setup_knobs:
+            self.emu.set_knobs(**self.scenario.setup_knobs)
+        try:
+            code, wall, _usage, _out, err, _rss = spawn(self._launch(setup, out, cache).argv)
+        finally:
+            if self.scenario.setup_knobs:
+                self.emu.set_knobs(**{k: self.scenario.knobs[k] for k in self.scenario.setup_knobs})
+        self.log(f"    first sync took {wall:.1f} s")
+        if code != 0:
+            return f"first sync failed (exit {code}): {err.strip()[-300:]}"
+        self.prepared.add(out)
+        return None
+
+    def run(self, contender: str, repeat: int) -> Run:
+        result = Run(contender, repeat, files=len(self.expected), bytes=sum(s for s, _ in self.expected.values()))
+        skipped = missing_tool(contender)
+        if skipped:
+            result.status = skipped
+            return result
+        out, cache = self._dirs(contender)
+        if self.scenario.resync:
+            problem = self._prepare_resync(contender, out, cache)
+            if problem:
+                result.status = problem
+                return result
+        else:
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(cache, ignore_errors=True)
+        if self.scenario.fresh_server_per_run:
+            self.emu.restart()  # Synapse's 600-per-minute window must not carry over from the previous contender
+        plan = self._launch(contender, out, cache)
+        self.emu.reset_stats()
+        code, process_wall, usage, stdout, stderr, polled_rss = spawn(plan.argv)
+        stats = self.emu.stats()
+        result.process_wall = process_wall
+        result.wall = process_wall
+        result.peak_rss_mb = polled_rss
+        if usage is not None:
+            result.cpu_seconds = usage.ru_utime + usage.ru_stime
+        if plan.kind == "worker" and code == 0:
+            try:
+                answer = json.loads(stdout.strip().splitlines()[-1])
+                result.wall = answer["wall"]
+                stats = answer["stats"]
+                result.client_report = answer.get("client", {})
+                result.peak_rss_mb = max(polled_rss, answer.get("peak_rss_mb", 0.0))
+            except (ValueError, IndexError, KeyError):
+                result.status = f"unreadable worker output: {stdout[-200:]!r}"
+                return result
+        result.rest_calls = int(stats.get("api_requests", 0))
+        result.throttled_429 = int(stats.get("throttled_429", 0))
+        result.data_requests = int(stats.get("data_requests", 0))
+        result.data_bytes = int(stats.get("data_bytes", 0))
+        if code != 0:
+            result.status = f"exit {code}: {stderr.strip()[-400:]}"
+        else:
+            result.status = verify(out, self.expected)
+            result.ok = result.status == "byte-exact"
+        if not self.scenario.resync:
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(cache, ignore_errors=True)
+        return result
+
+
+def run_scenario(scenario: Scenario, work: Path, contenders: Sequence[str], repeat: int,
+                 config: Optional[Dict[str, object]] = None, log=print,
+                 max_slow_repeats: Optional[float] = 60.0) -> List[Run]:
+    """Every contender ``repeat`` times, in alternation (the starting contender rotates each round).
+
+    A contender whose first run took longer than ``max_slow_repeats`` seconds runs only once (the serial
+    baselines on multi-GiB rows); that is recorded in the results as its number of runs.
+    """
+    runs: List[Run] = []
+    slow: set = set()
+    with ScenarioRunner(scenario, work, contenders, config, log) as runner:
+        for r in range(repeat):
+            order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
+            for contender in order:
+                if contender in slow:
+                    continue
+                result = runner.run(contender, r)
+                runs.append(result)
+                log(f"  {scenario.name} #{r + 1} {contender:14s} {result.wall:8.2f} s  calls={result.rest_calls:<6d}"
+                    f" 429={result.throttled_429:<5d} rss={result.peak_rss_mb:6.0f} MB cpu={result.cpu_seconds:6.2f} s"
+                    f"  {result.status}")
+                if not result.ok or (max_slow_repeats is not None and result.wall > max_slow_repeats):
+                    slow.add(contender)
+    return runs
+
+
+def as_dicts(runs: Sequence[Run]) -> List[dict]:
+    return [asdict(r) for r in runs]

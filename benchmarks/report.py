@@ -1,0 +1,186 @@
+"""Medians, ratios, latency bounds, the Markdown table and the PNG plots."""
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from benchmarks.contenders import ORDER
+from benchmarks.scenarios import Scenario
+
+PEERS = ("synapseclient", "aria2c", "curl")
+DEFAULT_WORKERS = 16
+
+
+def _num(value) -> float:
+    from synclient.emulator.knobs import parse_size
+
+    return float(parse_size(value)) if isinstance(value, str) else float(value or 0)
+
+
+def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optional[Dict[str, float]]:
+    """A lower bound on wall time for a client with ``workers`` connections against these knobs.
+
+    bound = max(critical path, REST calls x API latency / allowed concurrency, bytes / (connections x cap)).
+    REST calls are the minimum a client needs: the root header, one page per 50 children of every container,
+    one bundle per file and one URL batch per 100 files (for a no-op re-sync: the header and the listing pages).
+    """
+    knobs = dict(scenario.knobs)
+    if knobs.get("profile") == "synapse":
+        from synclient.emulator.knobs import SYNAPSE_PROFILE
+
+        knobs = {**SYNAPSE_PROFILE, **{k: v for k, v in knobs.items() if k != "profile"}}
+    api = _num(knobs.get("api_latency_ms", 0)) / 1000.0
+    data_first_byte = _num(knobs.get("data_latency_ms", 0)) / 1000.0
+    cap = _num(knobs.get("bandwidth_per_conn", 0))
+    concurrency = min(workers, int(knobs.get("max_concurrent_per_user") or workers))
+    files = scenario.files
+    pages = _listing_pages(scenario.spec["projects"][0]["children"])
+    depth = max(rel.count("/") for rel, _, _ in files) + 1  # listings on the way down to the deepest file
+    if scenario.resync:
+        calls = 1 + pages
+        critical = (1 + depth) * api
+        data = 0.0
+    else:
+        calls = 1 + pages + len(files) + math.ceil(len(files) / 100)
+        critical = (1 + depth + 2) * api + data_first_byte
+        data = (len(files) * data_first_byte / workers
+                + (scenario.total_bytes / (workers * cap) if cap else 0.0))
+    if api == 0 and cap == 0:
+        return None
+    rest = calls * api / concurrency
+    rate_limit = int(knobs.get("max_requests_per_minute") or 0)
+    if rate_limit and calls > rate_limit:
+        rest = max(rest, 60.0 * ((calls - 1) // rate_limit))
+    bound = max(critical, rest, data)
+    return {"seconds": bound, "calls": calls, "critical_path": critical, "rest": rest, "data": data,
+            "workers": workers}
+
+
+def _listing_pages(children) -> int:
+    pages = max(1, math.ceil(len(children) / 50))
+    for child in children:
+        if child["type"] == "folder":
+            pages += _listing_pages(child["children"])
+    return pages
+
+
+def summarize(scenario: Scenario, runs: List[dict]) -> Dict[str, dict]:
+    """contender -> medians and derived figures over its byte-exact runs (or its status when none)."""
+    rows: Dict[str, dict] = {}
+    for contender in ORDER:
+        mine = [r for r in runs if r["contender"] == contender]
+        if not mine:
+            continue
+        good = [r for r in mine if r["ok"]]
+        if not good:
+            rows[contender] = {"ok": False, "status": mine[0]["status"], "runs": len(mine)}
+            continue
+        med = lambda key: statistics.median(r[key] for r in good)  # noqa: E731
+        wall = med("wall")
+        row = {"ok": True, "status": "byte-exact", "runs": len(good), "wall": wall,
+               "walls": [round(r["wall"], 3) for r in good],
+               "mb_s": (0.0 if scenario.resync else scenario.total_bytes / wall / 1e6),
+               "files_s": len(scenario.files) / wall, "rest_calls": med("rest_calls"),
+               "throttled_429": med("throttled_429"), "peak_rss_mb": max(r["peak_rss_mb"] for r in good),
+               "cpu_seconds": med("cpu_seconds"), "data_requests": med("data_requests"),
+               "process_wall": med("process_wall")}
+        rows[contender] = row
+    for contender, row in rows.items():
+        if row.get("ok"):
+            row["ratios"] = {peer: rows[peer]["wall"] / row["wall"] for peer in PEERS
+                             if peer in rows and rows[peer].get("ok") and peer != contender}
+    return rows
+
+
+def markdown(results: dict) -> str:
+    lines = []
+    for name, entry in results["scenarios"].items():
+        bound = entry.get("bound")
+        lines.append(f"### {name}: {entry['title']}")
+        lines.append("")
+        lines.append(f"{entry['files']} files, {entry['bytes'] / 1e6:,.1f} MB; emulator: `{entry['knobs_text']}`"
+                     + (f"; latency bound at {bound['workers']} workers: **{bound['seconds']:.2f} s** "
+                        f"({bound['calls']} REST calls)" if bound else ""))
+        lines.append("")
+        lines.append("| contender | runs | median wall s | MB/s | files/s | REST calls | 429s | peak RSS MB | CPU s "
+                     "| x synapseclient | x aria2c | x curl | x bound |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for contender, row in entry["summary"].items():
+            if not row.get("ok"):
+                lines.append(f"| {contender} | {row['runs']} | {row['status']} |  |  |  |  |  |  |  |  |  |  |")
+                continue
+            ratio = lambda peer: (f"{row['ratios'][peer]:.2f}" if peer in row["ratios"] else "")  # noqa: E731
+            vs_bound = f"{row['wall'] / bound['seconds']:.2f}" if bound else ""
+            lines.append(f"| {contender} | {row['runs']} | {row['wall']:.3f} | {row['mb_s']:.1f} | "
+                         f"{row['files_s']:.1f} | {row['rest_calls']:.0f} | {row['throttled_429']:.0f} | "
+                         f"{row['peak_rss_mb']:.0f} | {row['cpu_seconds']:.2f} | {ratio('synapseclient')} | "
+                         f"{ratio('aria2c')} | {ratio('curl')} | {vs_bound} |")
+        lines.append("")
+    lines.append("`x peer` = peer's median wall / this contender's median wall (above 1: faster than the peer). "
+                 "`x bound` = wall / latency bound (1.0 would be perfect).")
+    return "\n".join(lines) + "\n"
+
+
+def plots(results: dict, directory: Path) -> List[Path]:
+    """One PNG: median wall time per scenario and contender (log scale), with the latency bound marked."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    names = list(results["scenarios"])
+    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 4.2), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        entry = results["scenarios"][name]
+        labels, values = [], []
+        for contender, row in entry["summary"].items():
+            if row.get("ok"):
+                labels.append(contender)
+                values.append(row["wall"])
+        colors = ["tab:blue" if label.startswith("synclient") else "tab:gray" for label in labels]
+        ax.bar(range(len(values)), values, color=colors)
+        ax.set_xticks(range(len(values)))
+        ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
+        ax.set_yscale("log")
+        ax.set_title(name, fontsize=10)
+        if entry.get("bound"):
+            ax.axhline(entry["bound"]["seconds"], color="tab:red", linestyle="--", linewidth=1, label="bound")
+            ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("median wall time, s (log)")
+    fig.tight_layout()
+    path = directory / "benchmarks-wall.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+    return written
+
+
+def sweep_plot(sweep: dict, directory: Path) -> Optional[Path]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    groups = sweep["groups"]
+    fig, axes = plt.subplots(1, len(groups), figsize=(3.4 * len(groups), 3.6), squeeze=False)
+    for ax, group in zip(axes[0], groups):
+        xs = [str(point["value"]) for point in group["points"]]
+        ys = [point["wall"] if point["wall"] is not None else float("nan") for point in group["points"]]
+        ax.plot(xs, ys, marker="o")
+        ax.set_title(f"{group['scenario']}: {group['knob']}", fontsize=9)
+        ax.set_ylabel("median wall s", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    path = directory / "benchmarks-sweep.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

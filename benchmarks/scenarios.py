@@ -1,0 +1,152 @@
+"""The scenarios of issue 6: a seed spec (built here, so the expected bytes are known independently of the
+emulator), the emulator knobs, and which contenders apply."""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from synclient.emulator import seeded_chunks
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+#: contenders that talk to the platform (REST + data)
+PLATFORM_CONTENDERS = ("synclient", "synclient-cli", "synclient-w1", "synapseclient")
+#: contenders that only fetch pre-signed URLs (the data-plane upper bound)
+DATA_CONTENDERS = ("aria2c", "curl")
+
+
+@dataclass
+class Scenario:
+    name: str
+    title: str
+    spec: dict                        # seed spec (emulator format)
+    knobs: Dict[str, object]          # emulator serve flags (knob field -> value)
+    contenders: Tuple[str, ...]
+    resync: bool = False              # measure a no-op re-sync after an unmeasured first sync
+    fresh_server_per_run: bool = False  # per-user throttle windows must not leak from one run into the next
+    setup_knobs: Dict[str, object] = field(default_factory=dict)  # knobs during the unmeasured first sync
+
+    @property
+    def files(self) -> List[Tuple[str, int, int]]:
+        """(relative path, size, seed) of every file in the spec."""
+        found: List[Tuple[str, int, int]] = []
+
+        def walk(children, prefix):
+            for child in children:
+                if child["type"] == "folder":
+                    walk(child["children"], prefix + child["name"] + "/")
+                else:
+                    found.append((prefix + child["name"], child["size"], child["seed"]))
+
+        walk(self.spec["projects"][0]["children"], "")
+        return found
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(size for _, size, _ in self.files)
+
+    @property
+    def folders(self) -> int:
+        count = 0
+
+        def walk(children):
+            nonlocal count
+            for child in children:
+                if child["type"] == "folder":
+                    count += 1
+                    walk(child["children"])
+
+        walk(self.spec["projects"][0]["children"])
+        return count
+
+    def expected(self) -> Dict[str, Tuple[int, str]]:
+        """{relative path: (size, md5)} computed from the spec's seeds, not asked of the emulator."""
+        result = {}
+        for path, size, seed in self.files:
+            digest = hashlib.md5()
+            for chunk in seeded_chunks(size, seed):
+                digest.update(chunk)
+            result[path] = (size, digest.hexdigest())
+        return result
+
+
+def _file(name: str, size: int, seed: int) -> dict:
+    return {"type": "file", "name": name, "size": size, "seed": seed}
+
+
+def _project(name: str, children: list) -> dict:
+    return {"projects": [{"name": name, "children": children}]}
+
+
+def tiny_tree(files: int, per_folder: int = 10) -> dict:
+    """SYNPY-1074's shape: files under 50 B, three folder levels, ``per_folder`` files per leaf folder."""
+    leaves = math.ceil(files / per_folder)
+    level2 = max(1, math.ceil(leaves / 5))
+    level1 = max(1, math.ceil(level2 / 4))
+    n = 0
+    top = []
+    for a in range(level1):
+        mids = []
+        for b in range(4):
+            lows = []
+            for c in range(5):
+                children = []
+                for _ in range(per_folder):
+                    if n < files:
+                        children.append(_file(f"f{n:05d}.txt", 1 + (n * 7) % 49, 1000 + n))
+                        n += 1
+                if children:
+                    lows.append({"type": "folder", "name": f"c{c}", "children": children})
+            if lows:
+                mids.append({"type": "folder", "name": f"b{b}", "children": lows})
+        if mids:
+            top.append({"type": "folder", "name": f"a{a}", "children": mids})
+    return _project(f"tiny-{files}", top)
+
+
+def mixed(big: int, big_size: int, medium: int, medium_size: int, small: int, small_size: int) -> dict:
+    children = [_file(f"big{i}.bin", big_size, 10 + i) for i in range(big)]
+    children.append({"type": "folder", "name": "medium",
+                     "children": [_file(f"m{i:04d}.bin", medium_size, 100 + i) for i in range(medium)]})
+    children.append({"type": "folder", "name": "small",
+                     "children": [_file(f"s{i:04d}.bin", small_size, 5000 + i) for i in range(small)]})
+    return _project(f"mixed-{big}-{medium}-{small}", children)
+
+
+def one_file(size: int) -> dict:
+    return _project(f"one-{size}", [_file("big.bin", size, 42)])
+
+
+def wide(folders: int, per_folder: int, size: int = 1024) -> dict:
+    children = [{"type": "folder", "name": f"d{f:03d}",
+                 "children": [_file(f"f{i:04d}.bin", size, 20000 + f * per_folder + i) for i in range(per_folder)]}
+                for f in range(folders)]
+    return _project(f"wide-{folders}x{per_folder}", children)
+
+
+ALL = PLATFORM_CONTENDERS
+WITH_DATA = PLATFORM_CONTENDERS + DATA_CONTENDERS
+
+
+def build(quick: bool = False) -> Dict[str, Scenario]:
+    """Full sizes from the issue, or ``quick`` sizes for the CI smoke test (< 3 minutes in all)."""
+    q = quick
+    scenarios = [
+        Scenario("S1", "tiny tree (SYNPY-1074 shape)", tiny_tree(60 if q else 400),
+                 {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30}, ALL),
+        Scenario("S1t", "tiny tree under --profile synapse throttles", tiny_tree(40 if q else 400),
+                 {"profile": "synapse"}, ALL, fresh_server_per_run=True),
+        Scenario("S2", "mixed sizes", mixed(2, (8 if q else 256) * MiB, 20 if q else 200, MiB,
+                                            50 if q else 500, 4096),
+                 {"bandwidth_per_conn": "32MB", "data_latency_ms": 20, "url_lifetime": 3600}, WITH_DATA),
+        Scenario("S3", "one large file, 50 MB/s per connection", one_file((64 * MiB) if q else 2 * GiB),
+                 {"bandwidth_per_conn": "50MB", "url_lifetime": 3600}, WITH_DATA),
+        Scenario("S4", "no-op re-sync", wide(10 if q else 100, 30 if q else 100),
+                 {"api_latency_ms": 20 if q else 100}, ALL, resync=True, setup_knobs={"api_latency_ms": 0}),
+        Scenario("S5", "one large file, raw loopback", one_file((64 * MiB) if q else 2 * GiB),
+                 {"url_lifetime": 3600}, WITH_DATA),
+    ]
+    return {s.name: s for s in scenarios}

@@ -1,0 +1,75 @@
+"""One library contender in its own process: ``python -m benchmarks.worker synclient|synapseclient ...``.
+
+Times only the sync call (imports and, for synapseclient, login are outside the timed region) and reads the
+emulator's counters around it; prints one JSON line. The parent measures CPU and peak RSS of this process.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import urllib.request
+
+
+def _admin(endpoint: str, path: str, method: str = "GET") -> dict:
+    request = urllib.request.Request(endpoint + "/emulator/" + path, data=b"" if method == "POST" else None,
+                                     method=method)
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        text = answer.read()
+    return json.loads(text) if text else {}
+
+
+def run_synclient(args) -> dict:
+    from synclient import Platform, TransferConfig, sync_from_platform
+
+    config = TransferConfig(**json.loads(args.config))
+    with Platform(endpoint=args.endpoint, token=args.token, max_connections=config.max_workers) as platform:
+        _admin(args.endpoint, "stats/reset", "POST")
+        started = time.perf_counter()
+        results = sync_from_platform(args.entity, args.path, platform=platform, config=config, on_error="continue")
+        wall = time.perf_counter() - started
+    report = results.report
+    return {"wall": wall, "failures": len(results.failures),
+            "client": {"rest_calls": report.rest_calls, "retries": report.retries, "throttled": report.throttled,
+                       "bytes_downloaded": report.bytes_downloaded}}
+
+
+def run_synapseclient(args) -> dict:
+    import synapseclient
+    import synapseutils
+
+    logging.disable(logging.WARNING)
+    syn = synapseclient.Synapse(repoEndpoint=args.endpoint + "/repo/v1", authEndpoint=args.endpoint + "/auth/v1",
+                                fileHandleEndpoint=args.endpoint + "/file/v1", portalEndpoint=args.endpoint + "/",
+                                skip_checks=True, cache_root_dir=args.cache_dir, silent=True)
+    syn.login(authToken=args.token)
+    _admin(args.endpoint, "stats/reset", "POST")
+    started = time.perf_counter()
+    synapseutils.syncFromSynapse(syn, args.entity, path=args.path)
+    wall = time.perf_counter() - started
+    return {"wall": wall, "failures": 0, "client": {}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.worker")
+    parser.add_argument("kind", choices=["synclient", "synapseclient"])
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--entity", required=True)
+    parser.add_argument("--path", required=True)
+    parser.add_argument("--config", default="{}", help="TransferConfig fields as JSON")
+    parser.add_argument("--cache-dir", help="synapseclient cache root")
+    args = parser.parse_args()
+    result = run_synclient(args) if args.kind == "synclient" else run_synapseclient(args)
+    result["stats"] = _admin(args.endpoint, "stats")
+    from benchmarks.harness import vm_hwm_mb
+
+    result["peak_rss_mb"] = vm_hwm_mb()
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
