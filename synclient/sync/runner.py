@@ -30,7 +30,7 @@ from synclient.sync.results import FileResult, SyncReport, SyncResults, SyncStat
 from synclient.sync.walker import TreeWalker
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
-from synclient.transfer.http import make_data_session
+from synclient.transfer.http import make_data_client
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -92,8 +92,8 @@ class _Run:
         self._lock = threading.Lock()
         self.pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
         self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
-        self.session = make_data_session(config.max_workers)
-        self.downloader = Downloader(pool=self.pool, broker=self.broker, session=self.session, config=config,
+        self.data_client = make_data_client(config.max_workers)
+        self.downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
                                      observer=observer, on_done=self._downloaded)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_file=self.file_found,
                                  on_failure=self.entity_failed, path_filter=options.path_filter,
@@ -320,7 +320,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
             try:
                 run.pool.run()
             finally:
-                run.session.close()
+                run.data_client.close()
                 if bar is not None:
                     bar.close()
             if run.pool.unexpected_errors:

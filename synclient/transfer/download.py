@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Set
 
-import requests
 import tenacity
 
 from synclient.errors import (IntegrityError, LocalIOError, RangeNotHonouredError, SynclientError,
@@ -25,7 +24,7 @@ from synclient.errors import (IntegrityError, LocalIOError, RangeNotHonouredErro
 from synclient.events import SyncObserver
 from synclient.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
-from synclient.transfer.http import ByteRange, UrlRejectedError, fetch_range
+from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range
 from synclient.transfer.partial import (JournalHeader, ResumeJournal, journal_path, open_temp, preallocate,
                                         temp_path)
 from synclient.transfer.pool import Cancelled, Priority, TaskPool
@@ -147,11 +146,11 @@ class _Multipart:
 class Downloader:
     """Runs file jobs on the shared pool with the strategy their size calls for."""
 
-    def __init__(self, *, pool: TaskPool, broker: UrlBroker, session: requests.Session,
+    def __init__(self, *, pool: TaskPool, broker: UrlBroker, client: DataClient,
                  config: TransferConfig, observer: SyncObserver, on_done: DoneCallback) -> None:
         self._pool = pool
         self._broker = broker
-        self._session = session
+        self._client = client
         self._config = config
         self._observer = observer
         self._on_done = on_done
@@ -191,7 +190,7 @@ class Downloader:
     def _fetch(self, job: FileJob, byte_range: ByteRange, sink: Callable[[int, bytes], None]) -> None:
         url = self._url(job)
         try:
-            fetch_range(self._session, url, byte_range, sink=sink, chunk_size=self._config.chunk_size,
+            fetch_range(self._client, url, byte_range, sink=sink, chunk_size=self._config.chunk_size,
                         connect_timeout=self._config.connect_timeout, stall_timeout=self._config.stall_timeout,
                         cancelled=self._pool.cancel_event.is_set)
         except UrlRejectedError:
