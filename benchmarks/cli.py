@@ -111,13 +111,10 @@ def _write_doc_block(block: str, text: str) -> None:
 
 #: (scenario, knob, values) of the defaults sweep; the other knobs stay at their defaults
 SWEEP = [
-    ("S1", "max_workers", [4, 8, 16, 32, 64]),
-    ("S1", "url_batch_size", [10, 25, 50, 100]),
-    ("S2", "max_workers", [4, 8, 16, 32]),
-    ("S2", "multipart_threshold", [8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB]),
+    ("S1", "max_workers", [4, 8, 16, 32]),
+    ("S2", "multipart_threshold", [8 * MiB, 32 * MiB, 128 * MiB]),
     ("S3", "max_workers", [4, 8, 16, 32]),
-    ("S3", "part_size", [4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB]),
-    ("S5", "part_size", [8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB]),
+    ("S3", "part_size", [8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB]),
     ("S5", "chunk_size", [256 * 1024, 1 * MiB, 4 * MiB]),
 ]
 
