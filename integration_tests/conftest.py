@@ -1,4 +1,4 @@
-"""Fixtures for end-to-end tests against the emulator (and the official synapseclient)."""
+"""Fixtures for end-to-end tests with the official synapseclient (the emulator fixtures are in ../conftest.py)."""
 from __future__ import annotations
 
 import os
@@ -6,27 +6,6 @@ import os
 import pytest
 
 from synclient.emulator import Emulator
-
-
-@pytest.fixture
-def emulator():
-    with Emulator() as emu:
-        yield emu
-
-
-@pytest.fixture
-def emulator_factory():
-    started = []
-
-    def make(data_dir=None, **knobs) -> Emulator:
-        emu = Emulator(data_dir=str(data_dir) if data_dir else None, **knobs)
-        emu.start()
-        started.append(emu)
-        return emu
-
-    yield make
-    for emu in reversed(started):
-        emu.stop()
 
 
 @pytest.fixture

@@ -10,32 +10,22 @@ from __future__ import annotations
 
 import csv
 import datetime
-import enum
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional
 
-from synclient.errors import ConfigError
+from synclient.choices import Choice
 
 MANIFEST_FILENAME = "SYNAPSE_METADATA_MANIFEST.tsv"
 BASE_COLUMNS = ["path", "parent", "name", "id", "synapseStore", "contentType", "used", "executed",
                 "activityName", "activityDescription"]
 
 
-class ManifestMode(enum.Enum):
+class ManifestMode(Choice):
     ALL = "all"
     ROOT = "root"
     SUPPRESS = "suppress"
-
-    @classmethod
-    def parse(cls, value) -> "ManifestMode":
-        if isinstance(value, ManifestMode):
-            return value
-        for member in cls:
-            if member.value == value:
-                return member
-        raise ConfigError(f"manifest must be one of all, root, suppress, not {value!r}")
 
 
 @dataclass(frozen=True)

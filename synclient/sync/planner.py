@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from synclient.errors import ConfigError
+from synclient.choices import Choice
 from synclient.models import EntityHeader, FileHandle
 from synclient.sync.index import IndexRow
 
@@ -46,19 +46,10 @@ class Action(enum.Enum):
         return self in (Action.DOWNLOAD, Action.OVERWRITE, Action.KEEP_BOTH)
 
 
-class Collision(enum.Enum):
+class Collision(Choice):
     OVERWRITE_LOCAL = "overwrite.local"
     KEEP_LOCAL = "keep.local"
     KEEP_BOTH = "keep.both"
-
-    @classmethod
-    def parse(cls, value) -> "Collision":
-        if isinstance(value, Collision):
-            return value
-        for member in cls:
-            if member.value == value:
-                return member
-        raise ConfigError(f"if_collision must be one of {', '.join(m.value for m in cls)}, not {value!r}")
 
 
 @dataclass(frozen=True)

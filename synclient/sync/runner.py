@@ -262,8 +262,9 @@ class _Run:
 
 def _options(*, if_collision, delete, manifest, include, exclude, dry_run, follow_links,
              provenance) -> SyncOptions:
-    return SyncOptions(if_collision=Collision.parse(if_collision), delete=bool(delete),
-                       manifest=ManifestMode.parse(manifest), path_filter=PathFilter.build(include, exclude),
+    return SyncOptions(if_collision=Collision.parse(if_collision, option="if_collision"), delete=bool(delete),
+                       manifest=ManifestMode.parse(manifest, option="manifest"),
+                       path_filter=PathFilter.build(include, exclude),
                        dry_run=bool(dry_run), follow_links=bool(follow_links), provenance=bool(provenance))
 
 
