@@ -15,7 +15,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set
 
 import tenacity
 
@@ -126,6 +126,7 @@ class _Multipart:
     parts: List[ByteRange]
     hasher: PrefixHasher
     resumed: bool
+    written: Dict[int, int] = field(default_factory=dict)  # part -> end of its bytes written so far (this run)
     remaining: int = 0
     error: Optional[SynclientError] = None
     cancelled: bool = False
@@ -308,13 +309,22 @@ class Downloader:
                 self._finish_multipart(state)
 
     def _fetch_part(self, state: _Multipart, index: int) -> None:
-        fd = state.fd
+        """One try at a part; a retry after a cut or stall continues from the part's last written byte."""
+        fd, part = state.fd, state.parts[index]
+        written = state.written.get(index, part.start)
 
         def sink(offset: int, data: bytes) -> None:
             os.pwrite(fd, data, offset)
+            state.written[index] = offset + len(data)
             self._observer.bytes_transferred(len(data))
 
-        self._fetch(state.job, state.parts[index], sink)
+        try:
+            self._fetch(state.job, ByteRange(written, part.end, part.total), sink)
+        except RangeNotHonouredError:
+            if written == part.start:
+                raise
+            state.written[index] = part.start  # a sub-range was refused: the whole part, then
+            self._fetch(state.job, part, sink)
 
     def _finish_multipart(self, state: _Multipart) -> None:
         job = state.job
