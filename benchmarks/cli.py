@@ -45,6 +45,11 @@ def machine() -> Dict[str, object]:
     import synclient
 
     versions["synclient"] = synclient.__version__
+    try:
+        versions["synclient_commit"] = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT,
+                                                      capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
     return {"cpus": os.cpu_count(), "cpu": cpu, "python": platform_module.python_version(),
             "kernel": platform_module.release(), "load_average_at_start": os.getloadavg(),
             "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30, 1),
@@ -68,6 +73,8 @@ def cmd_run(args) -> int:
     results = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "quick": args.quick,
                "repeat": repeat, "machine": machine(), "scenarios": {}}
     failed = []
+    out = Path(args.out) if args.out else RESULTS / f"{datetime.date.today().isoformat()}{'-quick' if args.quick else ''}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     for name in names:
         scenario = scenarios[name]
         chosen = [c for c in scenario.contenders if contenders is None or c in contenders]
@@ -83,20 +90,42 @@ def cmd_run(args) -> int:
             "title": scenario.title, "files": len(scenario.files), "bytes": scenario.total_bytes,
             "knobs": scenario.knobs, "knobs_text": _knobs_text(scenario.knobs),
             "bound": report.latency_bound(scenario), "runs": dicts, "summary": report.summarize(scenario, dicts)}
-    out = Path(args.out) if args.out else RESULTS / f"{datetime.date.today().isoformat()}{'-quick' if args.quick else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1))
-    table = report.markdown(results)
-    print(table)
-    print(f"results: {out}")
-    if args.write_docs:
-        pngs = report.plots(results, RESULTS)
-        _write_doc_block("results", table + "".join(
-            f"\n![{p.stem}](../benchmarks/results/{p.name})\n" for p in pngs)
-            + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n")
+        results["load_average_at_end"] = os.getloadavg()
+        out.write_text(json.dumps(results, indent=1))  # after every scenario: a long run keeps what it measured
+    _publish(results, out, args.write_docs)
     if failed:
         print("NOT byte-exact:\n  " + "\n  ".join(failed), file=sys.stderr)
         return 1
+    return 0
+
+
+def _publish(results: dict, out: Path, write_docs: bool) -> None:
+    table = report.markdown(results)
+    print(table)
+    print(f"results: {out}")
+    if write_docs:
+        pngs = report.plots(results, RESULTS)
+        m = results["machine"]
+        described = (f"Machine: {m['cpus']} vCPU ({m['cpu']}), {m['memory_gib']} GiB RAM, Python {m['python']}, "
+                     f"Linux {m['kernel']}; {', '.join(f'{k} {v}' for k, v in m['versions'].items())}. "
+                     f"1-minute load average {m['load_average_at_start'][0]:.1f} at the start and "
+                     f"{results.get('load_average_at_end', [0])[0]:.1f} at the end (shared machine). "
+                     f"Run of {results['date']}, {results['repeat']} repeats.\n\n")
+        _write_doc_block("results", described + table + "".join(
+            f"\n![{p.stem}](../benchmarks/results/{p.name})\n" for p in pngs)
+            + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n")
+
+
+def cmd_report(args) -> int:
+    """Re-render the table (and with --write-docs the docs block and plots) from a results JSON."""
+    out = Path(args.results)
+    results = json.loads(out.read_text())
+    scenarios = build(quick=results.get("quick", False))
+    for name, entry in results["scenarios"].items():
+        entry["summary"] = report.summarize(scenarios[name], entry["runs"])
+        entry["bound"] = report.latency_bound(scenarios[name])
+    out.write_text(json.dumps(results, indent=1))
+    _publish(results, out, args.write_docs)
     return 0
 
 
@@ -191,9 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--contenders", help=f"comma-separated subset of {','.join(ORDER)}")
             sub.add_argument("--slow-after", type=float, default=60.0,
                              help="a contender whose run takes longer than this many seconds is not repeated")
+    rep = commands.add_parser("report", help="re-render the table/plots from a results JSON")
+    rep.add_argument("results")
+    rep.add_argument("--write-docs", action="store_true")
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    return cmd_run(args) if args.command == "run" else cmd_sweep(args)
+    return {"run": cmd_run, "sweep": cmd_sweep, "report": cmd_report}[args.command](args)

@@ -37,6 +37,7 @@ class Run:
     files: int = 0
     bytes: int = 0
     client_report: Dict[str, object] = field(default_factory=dict)
+    load_average: float = 0.0     # 1-minute load average when the run ended (the machine is shared)
 
 
 def _md5(path: Path) -> str:
@@ -235,6 +236,7 @@ class ScenarioRunner:
         self.emu.reset_stats()
         code, process_wall, usage, stdout, stderr, polled_rss = spawn(plan.argv)
         stats = self.emu.stats()
+        result.load_average = os.getloadavg()[0]
         result.process_wall = process_wall
         result.wall = process_wall
         result.peak_rss_mb = polled_rss

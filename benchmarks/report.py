@@ -85,7 +85,8 @@ def summarize(scenario: Scenario, runs: List[dict]) -> Dict[str, dict]:
                "files_s": len(scenario.files) / wall, "rest_calls": med("rest_calls"),
                "throttled_429": med("throttled_429"), "peak_rss_mb": max(r["peak_rss_mb"] for r in good),
                "cpu_seconds": med("cpu_seconds"), "data_requests": med("data_requests"),
-               "process_wall": med("process_wall")}
+               "process_wall": med("process_wall"),
+               "load_average": max(r.get("load_average", 0.0) for r in good)}
         rows[contender] = row
     for contender, row in rows.items():
         if row.get("ok"):
