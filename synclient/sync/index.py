@@ -15,11 +15,12 @@ import json
 import os
 import queue
 import sqlite3
+import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from synclient.errors import LocalIOError, SynclientError
 
@@ -55,6 +56,11 @@ class SyncLockedError(SynclientError, BlockingIOError):
 
 @dataclass(frozen=True)
 class IndexRow:
+    """One indexed file. Slotted and without annotations (those stay in SQLite until a manifest is written):
+    a re-sync of a large tree holds one of these per file in memory."""
+
+    __slots__ = ("rel_path", "local_path", "root_id", "entity_id", "version", "file_handle_id", "md5", "size",
+                 "content_type", "parent_id", "local_size", "mtime_ns")
     rel_path: str
     local_path: str
     root_id: str
@@ -65,9 +71,8 @@ class IndexRow:
     size: int
     content_type: Optional[str]
     parent_id: Optional[str]
-    annotations: Dict[str, object] = field(default_factory=dict, compare=False)
-    local_size: int = 0
-    mtime_ns: int = 0
+    local_size: int
+    mtime_ns: int
 
     def local_stat_matches(self, target_root: Path) -> bool:
         """True when the local copy still has the size and mtime synclient left it with."""
@@ -78,15 +83,17 @@ class IndexRow:
         return info.st_size == self.local_size and info.st_mtime_ns == self.mtime_ns
 
 
-_COLUMNS = ("rel_path", "local_path", "root_id", "entity_id", "version", "file_handle_id", "md5", "size",
-            "content_type", "parent_id", "annotations", "local_size", "mtime_ns", "synced_at")
+_ROW_COLUMNS = IndexRow.__slots__
+_COLUMNS = _ROW_COLUMNS + ("annotations", "synced_at")
 
 
 def _row_from_db(values) -> IndexRow:
-    data = dict(zip(_COLUMNS, values))
-    data.pop("synced_at")
-    data["annotations"] = json.loads(data["annotations"] or "{}")
-    return IndexRow(**data)
+    rel_path, local_path, root_id, parent_id, content_type = (values[0], values[1], values[2], values[9],
+                                                              values[8])
+    return IndexRow(rel_path, rel_path if local_path == rel_path else local_path,  # one string when equal
+                    sys.intern(root_id), values[3], values[4], values[5], values[6], values[7],
+                    sys.intern(content_type) if content_type else None, sys.intern(parent_id) if parent_id else None,
+                    values[10], values[11])
 
 
 class LocalIndex:
@@ -171,7 +178,7 @@ class LocalIndex:
 
     def _load(self, db: sqlite3.Connection) -> None:
         try:
-            for values in db.execute(f"SELECT {', '.join(_COLUMNS)} FROM files"):
+            for values in db.execute(f"SELECT {', '.join(_ROW_COLUMNS)} FROM files"):
                 row = _row_from_db(values)
                 self._rows[row.rel_path] = row
         except sqlite3.Error:
@@ -195,17 +202,35 @@ class LocalIndex:
 
     # -- writes (queued; the writer thread commits) ----------------------------------------------------------
 
-    def record(self, row: IndexRow) -> None:
-        if self.read_only:
-            return
-        self._rows[row.rel_path] = row
-        self._queue.put(("upsert", row))
+    def record(self, row: IndexRow, *, annotations: Optional[Dict[str, object]] = None) -> None:
+        """Queue a row for the writer. It is not kept in memory: nothing in this run reads a path twice."""
+        if not self.read_only:
+            self._queue.put(("upsert", (row, annotations or {})))
 
     def forget(self, rel_path: str) -> None:
         if self.read_only:
             return
         self._rows.pop(rel_path, None)
         self._queue.put(("delete", rel_path))
+
+    def flush(self) -> None:
+        """Wait until every queued write is committed."""
+        if self._writer is not None:
+            self._queue.join()
+
+    def iter_sorted(self, root_id: str) -> Iterator[Tuple[IndexRow, Dict[str, object]]]:
+        """Committed rows of one sync root with their annotations, ordered by local path (streamed from disk)."""
+        path = self.meta_dir / INDEX_FILE
+        if not path.is_file():
+            return
+        db = sqlite3.connect(path.as_uri() + "?mode=ro", uri=True)
+        try:
+            query = (f"SELECT {', '.join(_ROW_COLUMNS)}, annotations FROM files WHERE root_id = ? "
+                     "ORDER BY local_path")
+            for values in db.execute(query, (root_id,)):
+                yield _row_from_db(values), json.loads(values[-1] or "{}")
+        finally:
+            db.close()
 
     def set_meta(self, key: str, value: str) -> None:
         if not self.read_only:
@@ -226,6 +251,9 @@ class LocalIndex:
                 self._apply([b for b in batch if b is not None])
             except (sqlite3.Error, OSError) as exc:
                 self._writer_error = exc
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
             if batch[-1] is None:
                 return
 
@@ -236,18 +264,12 @@ class LocalIndex:
         db.execute("BEGIN")
         for kind, payload in batch:
             if kind == "upsert":
-                row: IndexRow = payload
+                row, annotations = payload
                 db.execute(f"INSERT OR REPLACE INTO files ({', '.join(_COLUMNS)}) VALUES "
                            f"({', '.join('?' * len(_COLUMNS))})",
-                           (row.rel_path, row.local_path, row.root_id, row.entity_id, row.version,
-                            row.file_handle_id, row.md5, row.size, row.content_type, row.parent_id,
-                            json.dumps(row.annotations), row.local_size, row.mtime_ns, time.time()))
+                           tuple(getattr(row, c) for c in _ROW_COLUMNS) + (json.dumps(annotations), time.time()))
             elif kind == "delete":
                 db.execute("DELETE FROM files WHERE rel_path = ?", (payload,))
             elif kind == "meta":
                 db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", payload)
         db.execute("COMMIT")
-
-
-def iter_rows_under(rows: List[IndexRow], root_id: str) -> Iterator[IndexRow]:
-    return (row for row in rows if row.root_id == root_id)

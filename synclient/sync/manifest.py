@@ -13,7 +13,7 @@ import datetime
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional
+from typing import Callable, Dict, Iterator, List, Mapping, Optional
 
 from synclient.choices import Choice
 
@@ -116,33 +116,69 @@ def _row_dict(row: ManifestRow) -> Dict[str, str]:
     return data
 
 
-def write_manifest(folder: Path, rows: Iterable[ManifestRow]) -> Path:
-    """Write one manifest into ``folder`` (atomically: temp file, then replace)."""
-    dicts = sorted((_row_dict(r) for r in rows), key=lambda d: d["path"])
-    extra = sorted({k for d in dicts for k in d} - set(BASE_COLUMNS))
-    target = folder / MANIFEST_FILENAME
-    temp = folder / f".{MANIFEST_FILENAME}.synclient-partial"
-    with open(temp, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, BASE_COLUMNS + extra, restval="", extrasaction="ignore",
-                                delimiter="\t", quotechar=None, quoting=csv.QUOTE_NONE, escapechar=None,
-                                lineterminator="\r\n")  # csv's default, as synapseclient writes it
-        writer.writeheader()
-        writer.writerows(dicts)
-    os.replace(temp, target)
-    return target
+class _FolderManifest:
+    """One folder's manifest being written: a partial file, replaced into place when complete."""
+
+    def __init__(self, folder: Path, columns: List[str]) -> None:
+        self.target = folder / MANIFEST_FILENAME
+        self.temp = folder / f".{MANIFEST_FILENAME}.synclient-partial"
+        self._handle = open(self.temp, "w", encoding="utf-8", newline="")
+        self._writer = csv.DictWriter(self._handle, columns, restval="", extrasaction="ignore", delimiter="\t",
+                                      quotechar=None, quoting=csv.QUOTE_NONE, escapechar=None,
+                                      lineterminator="\r\n")  # csv's default, as synapseclient writes it
+        self._writer.writeheader()
+
+    def write(self, row: Dict[str, str]) -> None:
+        self._writer.writerow(row)
+
+    def close(self) -> Path:
+        self._handle.close()
+        os.replace(self.temp, self.target)
+        return self.target
 
 
-def write_manifests(rows: List[ManifestRow], target_root: Path, mode: ManifestMode) -> List[Path]:
-    if mode is ManifestMode.SUPPRESS or not rows:
-        return []
+def _folders_listing(row: ManifestRow, target_root: Path, mode: ManifestMode) -> List[Path]:
+    """The folders whose manifest lists this file: its own and every one above it up to the target ("all")."""
     if mode is ManifestMode.ROOT:
-        return [write_manifest(target_root, rows)]
-    by_folder: Dict[Path, List[ManifestRow]] = {}
-    for row in rows:
-        folder = row.path.parent
-        while True:  # every folder from the file's own up to the target lists it
-            by_folder.setdefault(folder, []).append(row)
-            if folder == target_root or target_root not in folder.parents:
-                break
-            folder = folder.parent
-    return [write_manifest(folder, folder_rows) for folder, folder_rows in sorted(by_folder.items())]
+        return [target_root]
+    chain, folder = [], row.path.parent
+    while True:
+        chain.append(folder)
+        if folder == target_root or target_root not in folder.parents:
+            return chain[::-1]
+        folder = folder.parent
+
+
+def write_manifests(rows: Callable[[], Iterator[ManifestRow]], target_root: Path, mode: ManifestMode) -> List[Path]:
+    """Write the manifests of ``mode`` from ``rows()``, an iterator factory yielding rows sorted by path.
+
+    Streaming, in two passes, so a million-file tree never sits in memory: the first pass collects each folder's
+    annotation columns; the second writes every row into the manifests of its folder chain. Sorted input means a
+    folder's rows are contiguous, so only the manifests along the current chain are open at any time.
+    """
+    if mode is ManifestMode.SUPPRESS:
+        return []
+    columns: Dict[Path, set] = {}
+    for row in rows():
+        keys = set(row.annotations)
+        for folder in _folders_listing(row, target_root, mode):
+            columns.setdefault(folder, set()).update(keys)
+    written: List[Path] = []
+    open_manifests: Dict[Path, _FolderManifest] = {}
+    try:
+        for row in rows():
+            chain = _folders_listing(row, target_root, mode)
+            for folder in [f for f in open_manifests if f not in chain]:
+                written.append(open_manifests.pop(folder).close())
+            cells = _row_dict(row)
+            for folder in chain:
+                if folder not in open_manifests:
+                    open_manifests[folder] = _FolderManifest(folder, BASE_COLUMNS + sorted(columns[folder]))
+                open_manifests[folder].write(cells)
+        for folder in list(open_manifests):
+            written.append(open_manifests.pop(folder).close())
+    finally:
+        for manifest in open_manifests.values():  # an error midway: leave no partial manifest behind
+            manifest._handle.close()
+            os.unlink(manifest.temp)
+    return sorted(written)

@@ -17,25 +17,55 @@ class SyncStatus(enum.Enum):
     FAILED = "failed"
 
 
-@dataclass(frozen=True)
 class FileResult:
-    entity_id: str
-    version: Optional[int]
-    path: Optional[Path]
-    size: Optional[int]
-    md5: Optional[str]
-    status: SyncStatus
-    error: Optional[SynclientError] = None
-    action: Optional[str] = None  # the planner's Action value: download, skip, adopt, keep-both, ...
+    """The outcome of one file: entity id, version, local path, size, MD5, status, error, planner action.
+
+    A slotted, read-only class rather than a dataclass: a sync of a million files returns a million of these, so
+    the path is kept as a string and turned into a ``Path`` when asked for.
+    """
+
+    __slots__ = ("entity_id", "version", "_path", "size", "md5", "status", "error", "action")
+
+    def __init__(self, entity_id: str, version: Optional[int], path: Optional[Path], size: Optional[int],
+                 md5: Optional[str], status: SyncStatus, error: Optional[SynclientError] = None,
+                 action: Optional[str] = None) -> None:
+        set_ = object.__setattr__
+        set_(self, "entity_id", entity_id)
+        set_(self, "version", version)
+        set_(self, "_path", str(path) if path is not None else None)
+        set_(self, "size", size)
+        set_(self, "md5", md5)
+        set_(self, "status", status)
+        set_(self, "error", error)
+        set_(self, "action", action)  # the planner's Action value: download, skip, adopt, keep-both, ...
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("FileResult is read-only")
+
+    @property
+    def path(self) -> Optional[Path]:
+        return Path(self._path) if self._path is not None else None
 
     @property
     def ok(self) -> bool:
         return self.status is not SyncStatus.FAILED
 
+    def _key(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FileResult) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key()[:3])
+
+    def __repr__(self) -> str:
+        fields_text = ", ".join(f"{name.lstrip('_')}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"FileResult({fields_text})"
+
     def to_json(self) -> Dict[str, Any]:
-        return {"entity_id": self.entity_id, "version": self.version,
-                "path": str(self.path) if self.path is not None else None, "size": self.size, "md5": self.md5,
-                "status": self.status.value, "action": self.action,
+        return {"entity_id": self.entity_id, "version": self.version, "path": self._path, "size": self.size,
+                "md5": self.md5, "status": self.status.value, "action": self.action,
                 "error": str(self.error) if self.error else None}
 
 

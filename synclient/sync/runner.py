@@ -7,13 +7,14 @@ others. A dry run walks and plans the same way, then returns the :class:`SyncPla
 """
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, List, Optional, Set, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 from synclient.client import Platform
 from synclient.errors import ConfigError, LocalIOError, NotFoundError, PlatformError, SyncError, SynclientError
@@ -87,7 +88,10 @@ class _Run:
         self.report = SyncReport()
         self.plan = SyncPlan()
         self.seen: Set[str] = set()
-        self.manifest_rows: List[ManifestRow] = []
+        # the manifest is written from the index at the end; only paths (and rare extras) are kept meanwhile
+        self.manifest_paths: Set[str] = set()
+        self.manifest_extras: List[ManifestRow] = []
+        self.provenance: Dict[str, Provenance] = {}
         self._results: List[FileResult] = []
         self._lock = threading.Lock()
         self.pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
@@ -104,11 +108,12 @@ class _Run:
         with self._lock:
             return list(self._results)
 
-    def record(self, result: FileResult, manifest_row: Optional[ManifestRow] = None) -> None:
+    def record(self, result: FileResult, *, manifest_path: Optional[str] = None) -> None:
+        """Keep a file's outcome; ``manifest_path``: its indexed path, listed in the manifest."""
         with self._lock:
             self._results.append(result)
-            if manifest_row is not None:
-                self.manifest_rows.append(manifest_row)
+            if manifest_path is not None and self.options.manifest is not ManifestMode.SUPPRESS:
+                self.manifest_paths.add(manifest_path)
         self.report.record(result)
         self.observer.file_finished(result)
         if result.status is SyncStatus.FAILED:
@@ -126,15 +131,13 @@ class _Run:
         else:
             self.pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path)
 
-    def _up_to_date(self, row: IndexRow, provenance: Provenance = Provenance()) -> None:
+    def _up_to_date(self, row: IndexRow) -> None:
         path = self.target.root / row.local_path
         if self.options.dry_run:
             self.plan.add(PlanEntry(row.rel_path, row.entity_id, row.version, row.size, Action.SKIP, path))
             return
         self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.SKIPPED,
-                               action=Action.SKIP.value),
-                    ManifestRow(path, row.parent_id, path.name, row.entity_id, row.content_type, row.annotations,
-                                provenance))
+                               action=Action.SKIP.value), manifest_path=row.rel_path)
 
     def _bundle(self, header: EntityHeader, destination: Path, rel_path: str) -> None:
         try:
@@ -147,9 +150,8 @@ class _Run:
             if handle.content_size is None:
                 raise PlatformError(f"{header.id}: file handle {handle.id} has no contentSize; not supported")
             self.target.check_file_destination(destination)
-            provenance = Provenance()
             if self.options.provenance:
-                provenance = provenance_from_activity(
+                self.provenance[rel_path] = provenance_from_activity(
                     self.platform.get_activity(header.id, version=bundle.entity.version_number))
             row = self.index.get(rel_path)
             decision = decide(destination=destination, handle=handle, row=row, target_root=self.target.root,
@@ -163,27 +165,32 @@ class _Run:
         annotations = (bundle.annotations or {}).get("annotations") or {}
         version = bundle.entity.version_number
         context = _FileContext(rel_path, decision.action, bundle.entity.parent_id, annotations)
-        manifest_row = ManifestRow(decision.destination, bundle.entity.parent_id, decision.destination.name,
-                                   header.id, handle.content_type, annotations, provenance)
         if self.options.dry_run:
             self.plan.add(PlanEntry(rel_path, header.id, version, handle.content_size, decision.action,
                                     decision.destination))
             return
         if not decision.action.fetches:
-            self._kept(header.id, version, handle, decision, context, manifest_row)
+            self._kept(header.id, version, handle, decision, context)
             return
         job = FileJob(entity_id=header.id, version=version, handle=handle, destination=decision.destination,
-                      tag=(context, manifest_row))
+                      tag=context)
         self.observer.file_planned(size=job.size)
         self.broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
 
     def _kept(self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision,
-              context: _FileContext, manifest_row: ManifestRow) -> None:
+              context: _FileContext) -> None:
         """SKIP / ADOPT: the local bytes are the remote bytes (index it); KEEP_LOCAL: a conflict left alone."""
-        if decision.action in (Action.SKIP, Action.ADOPT):
-            self._index_file(entity_id, version, handle, decision.destination, context)
-        self.record(FileResult(entity_id, version, decision.destination, handle.content_size, handle.content_md5,
-                               SyncStatus.SKIPPED, action=decision.action.value), manifest_row)
+        result = FileResult(entity_id, version, decision.destination, handle.content_size, handle.content_md5,
+                            SyncStatus.SKIPPED, action=decision.action.value)
+        if decision.action is Action.KEEP_LOCAL:  # not indexed (the bytes are not the remote's): listed as is
+            with self._lock:
+                self.manifest_extras.append(ManifestRow(
+                    decision.destination, context.parent_id, context.rel_path.rsplit("/", 1)[-1], entity_id,
+                    handle.content_type, context.annotations, self.provenance.get(context.rel_path, Provenance())))
+            self.record(result)
+            return
+        self._index_file(entity_id, version, handle, decision.destination, context)
+        self.record(result, manifest_path=context.rel_path)
 
     def _url_ready(self, job: FileJob, url: Optional[SignedUrl], error: Optional[SynclientError]) -> None:
         if error is not None:
@@ -193,7 +200,7 @@ class _Run:
         self.pool.submit(Priority.DOWNLOAD, self.downloader.start, job)
 
     def _downloaded(self, job: FileJob, error: Optional[SynclientError]) -> None:
-        context, manifest_row = job.tag
+        context: _FileContext = job.tag
         if error is None:
             try:
                 self._index_file(job.entity_id, job.version, job.handle, job.destination, context)
@@ -202,7 +209,7 @@ class _Run:
         status = SyncStatus.FAILED if error else SyncStatus.DOWNLOADED
         self.record(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
                                job.handle.content_md5, status, error, action=context.action.value),
-                    manifest_row if error is None else None)
+                    manifest_path=context.rel_path if error is None else None)
 
     def _index_file(self, entity_id: str, version: Optional[int], handle: FileHandle, local: Path,
                     context: _FileContext) -> None:
@@ -211,8 +218,8 @@ class _Run:
             rel_path=context.rel_path, local_path=local.relative_to(self.target.root).as_posix(),
             root_id=self.root_id, entity_id=entity_id, version=version, file_handle_id=handle.id,
             md5=(handle.content_md5 or "").lower() or None, size=handle.content_size or 0,
-            content_type=handle.content_type, parent_id=context.parent_id, annotations=context.annotations,
-            local_size=info.st_size, mtime_ns=info.st_mtime_ns))
+            content_type=handle.content_type, parent_id=context.parent_id, local_size=info.st_size,
+            mtime_ns=info.st_mtime_ns), annotations=context.annotations)
 
     def entity_failed(self, header: EntityHeader, path: Optional[Path], error: SynclientError) -> None:
         result = FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED, error)
@@ -223,6 +230,17 @@ class _Run:
         self.record(result)
 
     # -- after the walk ----------------------------------------------------------------------------------------
+
+    def manifest_rows(self) -> Iterator[ManifestRow]:
+        """This run's files, sorted by path: indexed ones streamed from the index, plus the few kept conflicts."""
+        root = self.target.root
+        indexed = (ManifestRow(root / row.local_path, row.parent_id, row.rel_path.rsplit("/", 1)[-1],
+                               row.entity_id, row.content_type, annotations,
+                               self.provenance.get(row.rel_path, Provenance()))
+                   for row, annotations in self.index.iter_sorted(self.root_id)
+                   if row.rel_path in self.manifest_paths)
+        extras = sorted(self.manifest_extras, key=lambda r: str(r.path))
+        return heapq.merge(indexed, extras, key=lambda r: str(r.path))
 
     def delete_vanished(self) -> None:
         """``delete=True``: remove files synclient wrote (and nobody changed since) that are gone remotely."""
@@ -332,7 +350,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
             if options.dry_run:
                 _estimate_from_history(run.plan, index)
                 return run.plan
-            if root.type.is_container:
+            if root.type.is_container and options.manifest is not ManifestMode.SUPPRESS:
+                index.flush()
                 write_manifests(run.manifest_rows, target.root, options.manifest)
             if run.report.bytes_downloaded and run.report.wall_seconds > 0:
                 index.set_meta("bytes_per_second", str(run.report.bytes_downloaded / run.report.wall_seconds))
