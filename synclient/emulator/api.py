@@ -10,7 +10,7 @@ import time
 from typing import Callable, Dict, Tuple
 from urllib.parse import parse_qs, urlsplit
 
-from . import wire
+from . import hostile, wire
 from .faults import CONCURRENCY_REASON, MAINTENANCE_REASON
 from .httpbase import EmulatorHandler
 from .routes import ROUTES, ApiError, Request, Response, Route
@@ -84,7 +84,13 @@ class ApiHandler(EmulatorHandler):
                 context.stats.api_fault()
                 raise ApiError(status, "Injected fault: the server had a temporary problem.")
             request = Request(method, path, query, body, user, params)
-            return route.handler(self.server.routes, request)
+            response = route.handler(self.server.routes, request)
+            pick = context.faults.api_malformed(knobs, route.route_class, request_key)
+            if pick is not None and 200 <= response.status < 300:
+                payload = hostile.json_payload(response.body)
+                if payload is not None:  # a 2xx JSON answer, garbled on the way out (hostile.py)
+                    response.body = hostile.malformed_payload(payload, pick)
+            return response
         finally:
             context.gate.leave(gate_user)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Dict, Optional
 from urllib.parse import parse_qs, urlsplit
 
+from . import hostile
 from .faults import DataFault
 from .httpbase import EmulatorHandler
 from .signing import UrlCheck, check_url
@@ -141,10 +142,11 @@ class DataHandler(EmulatorHandler):
             headers["Content-Range"] = f"bytes {wanted.start}-{wanted.end}/{size}"
         if knobs.data_latency_ms > 0:
             time.sleep(knobs.data_latency_ms / 1000.0)
-        fault, cut_fraction = DataFault.NONE, 1.0
+        fault, cut_fraction, corrupt_pick = DataFault.NONE, 1.0, None
         if not head_only and count:
             request_key = f"{urlsplit(self.path).path} {self.headers.get('Range')}"
             fault, cut_fraction = context.faults.data_fault(knobs, request_key)
+            corrupt_pick = context.faults.data_corrupt(knobs, request_key)
         context.stats.data_answered(status)
         self.wfile.write(self.response_head(status, headers, count))
         if head_only:
@@ -160,7 +162,11 @@ class DataHandler(EmulatorHandler):
             self._paced(source, offset, cut_at, knobs.bandwidth_per_conn)
             self._drop_connection()
             return
-        if knobs.bandwidth_per_conn:
+        if corrupt_pick is not None:  # wrong bytes, right length (hostile.py)
+            hostile.count("data_corrupt")
+            self._paced(source, offset, count, knobs.bandwidth_per_conn,
+                        flip_at=hostile.corrupt_offset(count, corrupt_pick))
+        elif knobs.bandwidth_per_conn:
             self._paced(source, offset, count, knobs.bandwidth_per_conn)
         else:
             self._sendfile(source, offset, count)
@@ -199,8 +205,9 @@ class DataHandler(EmulatorHandler):
             if error.errno not in (errno.EPIPE, errno.ECONNRESET, None) and not isinstance(error, socket.timeout):
                 raise
 
-    def _paced(self, source, offset: int, count: int, bytes_per_second: int) -> None:
-        """Chunked writes, sleeping so the connection never exceeds ``bytes_per_second``."""
+    def _paced(self, source, offset: int, count: int, bytes_per_second: int, flip_at: int = -1) -> None:
+        """Chunked writes, sleeping so the connection never exceeds ``bytes_per_second``; the body's byte
+        ``flip_at`` (if >= 0) goes out inverted."""
         stats = self.server.context.stats
         chunk_size = PACED_CHUNK if not bytes_per_second else max(1024, min(PACED_CHUNK, bytes_per_second // 20))
         started = time.monotonic()
@@ -211,6 +218,8 @@ class DataHandler(EmulatorHandler):
                 chunk = source.read(min(chunk_size, count - sent_total))
                 if not chunk:
                     break
+                if sent_total <= flip_at < sent_total + len(chunk):
+                    chunk = hostile.flip(chunk, flip_at - sent_total)
                 self.wfile.write(chunk)
                 sent_total += len(chunk)
                 stats.data_sent(len(chunk))

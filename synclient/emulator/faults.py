@@ -63,6 +63,21 @@ class FaultPlan:
         statuses = knobs.fault_api_5xx_statuses
         return statuses[int(pick * len(statuses))]
 
+    def api_malformed(self, knobs: Knobs, route_class: str, request_key: str) -> Optional[float]:
+        """None, or the pick (in [0, 1)) choosing how a 2xx JSON answer is garbled (see hostile.py)."""
+        rate = knobs.api_malformed_rate_for(route_class)
+        if rate <= 0:
+            return None
+        chance, pick = self._draw("malformed", request_key)
+        return pick if chance < rate else None
+
+    def data_corrupt(self, knobs: Knobs, request_key: str) -> Optional[float]:
+        """None, or the pick (in [0, 1)) choosing which byte of this data body is flipped."""
+        if knobs.fault_data_corrupt_rate <= 0:
+            return None
+        chance, pick = self._draw("corrupt", request_key)
+        return pick if chance < knobs.fault_data_corrupt_rate else None
+
     def api_429(self, knobs: Knobs, request_key: str) -> bool:
         return knobs.fault_api_429_rate > 0 and self._draw("429", request_key)[0] < knobs.fault_api_429_rate
 

@@ -118,6 +118,14 @@ class Knobs:
     data_wrong_content_range: bool = False
     #: how long a stalled body stays silent before the connection is closed
     stall_seconds: float = 30.0
+    #: probability that a 2xx JSON answer is truncated or not JSON at all; float or per route class
+    fault_api_malformed_rate: Union[float, Dict[str, float]] = 0.0
+    #: probability that a data body carries wrong bytes (same length, one byte flipped)
+    fault_data_corrupt_rate: float = 0.0
+    #: stable seeded fraction of file handles whose contentMd5/contentSize do not match their bytes
+    hostile_handle_rate: float = 0.0
+    #: how those handles lie: "md5", "size+1" or "size-1" (see hostile.py)
+    hostile_handle_mode: str = "md5"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -136,10 +144,14 @@ class Knobs:
         if self.url_lifetime <= 0:
             raise ValueError("url_lifetime must be positive")
         self.fault_api_5xx_rate = parse_route_rates(self.fault_api_5xx_rate)
+        self.fault_api_malformed_rate = parse_route_rates(self.fault_api_malformed_rate)
+        if self.hostile_handle_mode not in ("md5", "size+1", "size-1"):
+            raise ValueError("hostile_handle_mode must be md5, size+1 or size-1")
         self.fault_api_5xx_statuses = tuple(int(s) for s in self.fault_api_5xx_statuses)
         if not self.fault_api_5xx_statuses or any(not 500 <= s <= 599 for s in self.fault_api_5xx_statuses):
             raise ValueError("fault_api_5xx_statuses must be non-empty 5xx codes")
-        for name in ("fault_api_429_rate", "fault_data_cut_rate", "fault_data_stall_rate"):
+        for name in ("fault_api_429_rate", "fault_data_cut_rate", "fault_data_stall_rate",
+                     "fault_data_corrupt_rate", "hostile_handle_rate"):
             setattr(self, name, parse_rate(getattr(self, name)))
         self.maintenance_window = parse_window(self.maintenance_window)
         if self.throttle_retry_after is not None:
@@ -149,6 +161,11 @@ class Knobs:
         if isinstance(self.fault_api_5xx_rate, dict):
             return self.fault_api_5xx_rate.get(route_class, 0.0)
         return self.fault_api_5xx_rate
+
+    def api_malformed_rate_for(self, route_class: str) -> float:
+        if isinstance(self.fault_api_malformed_rate, dict):
+            return self.fault_api_malformed_rate.get(route_class, 0.0)
+        return self.fault_api_malformed_rate
 
     def replace(self, **changes) -> "Knobs":
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
