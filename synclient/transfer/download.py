@@ -66,6 +66,19 @@ def local_error(path: Path, exc: OSError) -> LocalIOError:
     return error
 
 
+def pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    """``os.pwrite`` until every byte is written. On a nearly full disk pwrite may write only part of ``data`` and
+    return the count without an error; ignoring that left a hole in a file whose streamed MD5 (of ``data``, not of
+    the disk) still matched, and a corrupt file was installed. The retry of the remainder raises ENOSPC."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, "short write")
+        view = view[written:]
+        offset += written
+
+
 def hash_file_range(fd: int, start: int, end: int, md5) -> None:
     offset = start
     while offset < end:
@@ -234,7 +247,7 @@ class Downloader:
             hash_file_range(fd, 0, have, md5)
 
             def sink(offset: int, data: bytes) -> None:
-                os.pwrite(fd, data, offset)
+                pwrite_all(fd, data, offset)
                 md5.update(data)
                 self._observer.bytes_transferred(len(data))
 
@@ -314,7 +327,7 @@ class Downloader:
         written = state.written.get(index, part.start)
 
         def sink(offset: int, data: bytes) -> None:
-            os.pwrite(fd, data, offset)
+            pwrite_all(fd, data, offset)
             state.written[index] = offset + len(data)
             self._observer.bytes_transferred(len(data))
 
