@@ -33,6 +33,8 @@ from synclient.transfer.urls import SignedUrl, UrlBroker
 log = logging.getLogger("synclient.transfer")
 EMPTY_MD5 = hashlib.md5(b"").hexdigest()
 _HASH_READ = 4 * 1024 * 1024
+#: a fresh multipart download whose MD5 does not match is fetched again this many times before it fails
+MULTIPART_VERIFY_RETRIES = 2
 
 
 @dataclass
@@ -46,6 +48,7 @@ class FileJob:
     url: Optional[SignedUrl] = field(default=None, repr=False)
     rejected_url: Optional[SignedUrl] = field(default=None, repr=False)
     tag: Any = field(default=None, repr=False, compare=False)  # the orchestrator's own context for this file
+    verify_retries: int = field(default=0, repr=False, compare=False)  # whole-file refetches after a bad MD5
 
     @property
     def request(self) -> FileHandleRequest:
@@ -360,6 +363,13 @@ class Downloader:
                 self._discard(state)
                 if state.resumed:  # the earlier run's parts were not what we thought: start over once
                     log.warning("%s: resumed parts failed verification; downloading again", job.entity_id)
+                    self._start_multipart(job)
+                elif job.verify_retries < MULTIPART_VERIFY_RETRIES:
+                    # One bad part (a flipped byte on the way) spoils the whole-file MD5, and nothing says which
+                    # part it was: fetch the file again, a bounded number of times, as a small file's stream is.
+                    job.verify_retries += 1
+                    log.warning("%s: %s; downloading again (%d of %d)", job.entity_id, exc, job.verify_retries,
+                                MULTIPART_VERIFY_RETRIES)
                     self._start_multipart(job)
                 else:
                     self._on_done(job, exc)
