@@ -82,6 +82,11 @@ def pwrite_all(fd: int, data: bytes, offset: int) -> None:
         offset += written
 
 
+def plan_parts(size: int, part_size: int) -> List[ByteRange]:
+    """The ranged parts of a ``size``-byte object: consecutive, ``part_size`` each, the last one shorter."""
+    return [ByteRange(start, min(start + part_size, size), size) for start in range(0, size, part_size)]
+
+
 def hash_file_range(fd: int, start: int, end: int, md5) -> None:
     offset = start
     while offset < end:
@@ -291,7 +296,7 @@ class Downloader:
             os.close(fd)
             journal.close()
             raise
-        parts = [ByteRange(start, min(start + part_size, size), size) for start in range(0, size, part_size)]
+        parts = plan_parts(size, part_size)
         finished &= set(range(len(parts)))
         state = _Multipart(job=job, temp=temp, fd=fd, journal=journal, parts=parts,
                            hasher=PrefixHasher(fd, parts), resumed=bool(finished))
