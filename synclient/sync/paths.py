@@ -6,9 +6,11 @@ import stat
 from pathlib import Path
 
 from synclient.errors import LocalIOError, UnsafePathError
+from synclient.transfer.partial import JOURNAL_SUFFIX, TEMP_SUFFIX
 
 NAME_MAX_BYTES = 255
 RESERVED_NAME = ".synclient"  # the index folder at the target's top
+PARTIAL_SUFFIXES = (TEMP_SUFFIX, TEMP_SUFFIX + JOURNAL_SUFFIX)  # names of in-flight downloads beside their files
 _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
                      *(f"LPT{i}" for i in range(1, 10))}
 
@@ -60,6 +62,10 @@ class TargetDirectory:
         validate_name(name)
         if parent == self.root and name == RESERVED_NAME:
             raise UnsafePathError(f"{name!r} is reserved for synclient's index in the target")
+        if name.endswith(PARTIAL_SUFFIXES):
+            # A remote file named like another file's partial download (".a.bin.<handle>.synclient-partial") would
+            # be taken for that download's bytes, then moved away onto "a.bin": the partial namespace is ours.
+            raise UnsafePathError(f"name {name!r} is reserved for synclient's partial downloads")
         return parent / name
 
     def make_folder(self, parent: Path, name: str) -> Path:
