@@ -116,6 +116,10 @@ def _row_dict(row: ManifestRow) -> Dict[str, str]:
     return data
 
 
+def _one_line(value: object) -> object:
+    return value.replace("\t", " ").replace("\r", " ").replace("\n", " ") if isinstance(value, str) else value
+
+
 class _FolderManifest:
     """One folder's manifest being written: a partial file, replaced into place when complete."""
 
@@ -129,7 +133,12 @@ class _FolderManifest:
         self._writer.writeheader()
 
     def write(self, row: Dict[str, str]) -> None:
-        self._writer.writerow(row)
+        try:
+            self._writer.writerow(row)
+        except csv.Error:
+            # An unquoted TSV cannot hold a tab or line break, and a remote name may contain one: write that row
+            # with them as spaces rather than fail the whole sync after every file was downloaded.
+            self._writer.writerow({key: _one_line(value) for key, value in row.items()})
 
     def close(self) -> Path:
         self._handle.close()
