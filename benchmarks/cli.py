@@ -108,9 +108,11 @@ def _publish(results: dict, out: Path, write_docs: bool) -> None:
         m = results["machine"]
         described = (f"Machine: {m['cpus']} vCPU ({m['cpu']}), {m['memory_gib']} GiB RAM, Python {m['python']}, "
                      f"Linux {m['kernel']}; {', '.join(f'{k} {v}' for k, v in m['versions'].items())}. "
-                     f"1-minute load average {m['load_average_at_start'][0]:.1f} at the start and "
-                     f"{results.get('load_average_at_end', [0])[0]:.1f} at the end (shared machine). "
-                     f"Run of {results['date']}, {results['repeat']} repeats.\n\n")
+                     f"1-minute load average {m['load_average_at_start'][0]:.1f} at the start"
+                     + (f" and {results['load_average_at_end'][0]:.1f} at the end" if "load_average_at_end" in results
+                        else "") + " (shared machine). "
+                     f"Run of {results['date']}, {results['repeat']} repeats."
+                     + (f" {results['notes']}" if results.get("notes") else "") + "\n\n")
         _write_doc_block("results", described + table + "".join(
             f"\n![{p.stem}](../benchmarks/results/{p.name})\n" for p in pngs)
             + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n")
