@@ -10,7 +10,16 @@ MiB = 1024 * 1024
 
 @dataclass(frozen=True)
 class TransferConfig:
-    """Knobs of the data plane. Defaults are chosen by the benchmark suite (see docs/benchmarks.md).
+    """Knobs of the data plane. Defaults are chosen by the benchmark suite's sweep (``python -m benchmarks sweep``,
+    figures in docs/benchmarks.md, 2 cores, 2026-11-23, medians of 3):
+
+    - ``max_workers=32``: S1 (400 tiny files, 100 ms API latency) 16.0 / 8.6 / 5.0 / 3.4 s at 4 / 8 / 16 / 32
+      workers (latency-bound: more requests in flight); S3 (2 GiB, 50 MB/s per connection) 14.4 / 10.6 / 6.9 /
+      5.4 s. Control-plane concurrency stays capped by the adaptive gate whatever this is.
+    - ``multipart_threshold=32 MiB``: S2 (mixed tree) 5.24 / 5.23 / 5.97 s at 8 / 32 / 128 MiB.
+    - ``part_size=32 MiB``: S3 5.88 / 5.67 / 5.51 / 5.54 s at 8 / 16 / 32 / 64 MiB, CPU falling with size.
+    - ``chunk_size=1 MiB``: S5 (2 GiB, raw loopback) 5.66 / 4.62 / 4.41 s at 256 KiB / 1 / 4 MiB, but 4 MiB
+      raised peak RSS from 75 to 166 MB (a chunk per worker in flight).
 
     - ``max_workers``: threads of the one shared pool (listings, bundles, downloads and parts all share it).
     - ``multipart_threshold``: files of at least this size are fetched as parallel ranged parts.
@@ -21,9 +30,9 @@ class TransferConfig:
     - ``url_batch_size``: file handles per ``/fileHandle/batch`` call (the server allows 100).
     """
 
-    max_workers: int = 16
+    max_workers: int = 32
     multipart_threshold: int = 32 * MiB
-    part_size: int = 16 * MiB
+    part_size: int = 32 * MiB
     chunk_size: int = 1 * MiB
     stall_timeout: float = 30.0
     connect_timeout: float = 10.0
