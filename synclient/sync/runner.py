@@ -22,8 +22,8 @@ from synclient.events import ObserverGroup, SyncObserver
 from synclient.models import EntityHeader, EntityType, FileHandle
 from synclient.sync.filters import PathFilter
 from synclient.sync.index import IndexRow, LocalIndex
-from synclient.sync.manifest import (ManifestMode, ManifestRow, Provenance, provenance_from_activity,
-                                     write_manifests)
+from synclient.sync.manifest import (MANIFEST_FILENAME, ManifestMode, ManifestRow, Provenance,
+                                     provenance_from_activity, write_manifests)
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.plan import PlanEntry, SyncPlan
 from synclient.sync.planner import Action, Collision, Decision, decide, is_up_to_date
@@ -352,7 +352,11 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                 return run.plan
             if root.type.is_container and options.manifest is not ManifestMode.SUPPRESS:
                 index.flush()
-                write_manifests(run.manifest_rows, target.root, options.manifest)
+                try:
+                    write_manifests(run.manifest_rows, target.root, options.manifest)
+                except OSError as exc:  # every file is in place and verified; only the manifest could not be
+                    raise LocalIOError(f"cannot write {MANIFEST_FILENAME} under {target.root}: "
+                                       f"{exc.strerror or exc}") from None
             if run.report.bytes_downloaded and run.report.wall_seconds > 0:
                 index.set_meta("bytes_per_second", str(run.report.bytes_downloaded / run.report.wall_seconds))
                 index.set_meta("files_per_second", str(max(run.report.downloaded, 1) / run.report.wall_seconds))
