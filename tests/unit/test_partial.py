@@ -4,13 +4,8 @@ import random
 
 from hypothesis import given, settings, strategies as st
 
-from synclient.transfer.download import PrefixHasher
-from synclient.transfer.http import ByteRange
+from synclient.transfer.download import PrefixHasher, plan_parts
 from synclient.transfer.partial import JournalHeader, ResumeJournal, journal_path, temp_path
-
-
-def plan_parts(size, part_size):
-    return [ByteRange(s, min(s + part_size, size), size) for s in range(0, size, part_size)]
 
 
 @given(size=st.integers(1, 5000), part_size=st.integers(1, 700))
