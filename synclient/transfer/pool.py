@@ -81,29 +81,54 @@ class TaskPool:
     # -- the dispatcher ------------------------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Dispatch until every queue is empty and nothing runs; Ctrl-C cancels promptly and re-raises."""
+        """Dispatch until every queue is empty and nothing runs; Ctrl-C cancels promptly and re-raises.
+
+        The dispatch loop runs in a helper thread, and the calling thread only waits for it. Ctrl-C raises
+        ``KeyboardInterrupt`` in the main thread at an arbitrary bytecode; had the main thread been dispatching, it
+        could land between taking the pool's lock and entering the ``with`` block, leaving the lock held for good
+        and every worker (non-daemon threads, joined at interpreter exit) stuck on it.
+        """
+        finished = threading.Event()
+        failure: List[BaseException] = []
+
+        def dispatch() -> None:
+            try:
+                self._dispatch()
+            except BaseException as exc:  # pragma: no cover - a bug in the dispatcher itself
+                failure.append(exc)
+            finally:
+                finished.set()
+
+        dispatcher = threading.Thread(target=dispatch, name="synclient-dispatch", daemon=True)
         try:
-            while True:
-                for check in self._idle_checks:
-                    check()
-                with self._cond:
-                    task_priority = self._next_priority()
-                    if task_priority is None:
-                        if self._in_flight == 0 and not any(self._queues.values()):
-                            if not self._pending_after_checks():
-                                break
-                            continue
-                        self._cond.wait(timeout=0.25)
-                        continue
-                    task = self._queues[task_priority].popleft()
-                    self._running[task_priority] += 1
-                    self._in_flight += 1
-                self._executor.submit(self._run_task, task_priority, task)
+            dispatcher.start()
+            while not finished.wait(timeout=0.2):
+                pass
         except BaseException:
             self.cancel()
             raise
         finally:
             self._executor.shutdown(wait=not self.cancel_event.is_set(), cancel_futures=True)
+        if failure:
+            raise failure[0]
+
+    def _dispatch(self) -> None:
+        while not self.cancel_event.is_set():
+            for check in self._idle_checks:
+                check()
+            with self._cond:
+                task_priority = self._next_priority()
+                if task_priority is None:
+                    if self._in_flight == 0 and not any(self._queues.values()):
+                        if not self._pending_after_checks():
+                            return
+                        continue
+                    self._cond.wait(timeout=0.25)
+                    continue
+                task = self._queues[task_priority].popleft()
+                self._running[task_priority] += 1
+                self._in_flight += 1
+            self._executor.submit(self._run_task, task_priority, task)
 
     def cancel(self, *, grace_seconds: float = 2.0) -> None:
         """Stop handing out work, tell running tasks to stop at their next chunk, wait briefly for them."""
