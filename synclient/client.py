@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 import requests
 import tenacity
@@ -20,8 +20,8 @@ from requests.adapters import HTTPAdapter
 
 from synclient import __version__
 from synclient.config import Endpoints, resolve_endpoints, resolve_token
-from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, ConfigError,
-                              NotFoundError, PlatformError, ServerError, ThrottledError)
+from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, NotFoundError,
+                              PlatformError, ServerError, ThrottledError)
 from synclient.gate import AdaptiveGate, ThrottleKind
 from synclient.models import (ChildrenPage, Entity, EntityHeader, EntityType, FileBundle, FileHandle,
                               FileHandleRequest, PresignedUrlAnswer)
@@ -297,8 +297,3 @@ def _error_for(status: int, reason: Optional[str], *, method: str, route: str, u
             ServerError if status >= 500 else BadRequestError)
     return kind(text, status=status, reason=reason, method=method, url=url)
 
-
-def require_token(platform: Platform) -> None:
-    if not platform.has_token:
-        raise ConfigError("no access token: pass token=, set SYNCLIENT_AUTH_TOKEN, add authtoken to "
-                          "~/.synapseConfig, or run 'synclient login'")

@@ -31,7 +31,7 @@ from synclient.sync.results import FileResult, SyncReport, SyncResults, SyncStat
 from synclient.sync.walker import TreeWalker
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
-from synclient.transfer.http import make_data_client
+from synclient.transfer.http import DataClient
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -96,7 +96,7 @@ class _Run:
         self._lock = threading.Lock()
         self.pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
         self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
-        self.data_client = make_data_client(config.max_workers)
+        self.data_client = DataClient(config.max_workers)
         self.downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
                                      observer=observer, on_done=self._downloaded)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_file=self.file_found,

@@ -73,10 +73,6 @@ class DataClient:
             manager.clear()
 
 
-def make_data_client(pool_size: int) -> DataClient:
-    return DataClient(pool_size)
-
-
 @dataclass(frozen=True)
 class ByteRange:
     """Bytes ``start`` .. ``end - 1`` of an object of ``total`` bytes (``end`` exclusive)."""
