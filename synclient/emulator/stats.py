@@ -26,6 +26,7 @@ class Stats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._in_flight = 0
+        self._data_in_flight = 0
         self.reset()
 
     def reset(self) -> None:
@@ -37,6 +38,7 @@ class Stats:
             self.auth_headers_on_data = 0
             self.throttled_429 = 0
             self.peak_api_concurrency = self._in_flight
+            self.peak_data_concurrency = self._data_in_flight
             self.api_5xx_injected = 0
             self.data_cuts_injected = 0
             self.data_stalls_injected = 0
@@ -67,6 +69,15 @@ class Stats:
             if has_authorization:
                 self.auth_headers_on_data += 1
 
+    def data_body_started(self) -> None:
+        with self._lock:
+            self._data_in_flight += 1
+            self.peak_data_concurrency = max(self.peak_data_concurrency, self._data_in_flight)
+
+    def data_body_finished(self) -> None:
+        with self._lock:
+            self._data_in_flight -= 1
+
     def data_answered(self, status: int) -> None:
         with self._lock:
             self.data_by_status[str(status)] += 1
@@ -95,6 +106,7 @@ class Stats:
                 "auth_headers_on_data": self.auth_headers_on_data,
                 "throttled_429": self.throttled_429,
                 "peak_api_concurrency": self.peak_api_concurrency,
+                "peak_data_concurrency": self.peak_data_concurrency,
                 "api_in_flight": self._in_flight,
                 "api_5xx_injected": self.api_5xx_injected,
                 "data_cuts_injected": self.data_cuts_injected,
