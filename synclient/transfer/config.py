@@ -24,6 +24,8 @@ class TransferConfig:
     - ``max_workers``: threads of the one shared pool (listings, bundles, downloads and parts all share it).
     - ``multipart_threshold``: files of at least this size are fetched as parallel ranged parts.
     - ``part_size``: size of one ranged part.
+    - ``streams_per_file``: ranged parts of one file in flight at once (aria2c's ``-x``, rclone's
+      ``--multi-thread-streams``); the rest of the pool stays free for other files.
     - ``chunk_size``: bytes read per ``readinto``; also how often the cancel event is checked.
     - ``stall_timeout``: a body that delivers no byte for this long is cut and resumed from its offset.
     - ``max_attempts``: tries per stream (part or small file) before the file is reported failed.
@@ -33,6 +35,7 @@ class TransferConfig:
     max_workers: int = 32
     multipart_threshold: int = 32 * MiB
     part_size: int = 32 * MiB
+    streams_per_file: int = 16
     chunk_size: int = 1 * MiB
     stall_timeout: float = 30.0
     connect_timeout: float = 10.0
@@ -44,6 +47,7 @@ class TransferConfig:
             (1 <= self.max_workers <= 512, "max_workers must be between 1 and 512"),
             (self.part_size >= 64 * 1024, "part_size must be at least 64 KiB"),
             (self.multipart_threshold >= self.part_size, "multipart_threshold must be >= part_size"),
+            (1 <= self.streams_per_file <= 512, "streams_per_file must be between 1 and 512"),
             (4096 <= self.chunk_size <= 64 * MiB, "chunk_size must be between 4 KiB and 64 MiB"),
             (self.stall_timeout > 0, "stall_timeout must be positive"),
             (self.max_attempts >= 1, "max_attempts must be >= 1"),

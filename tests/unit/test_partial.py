@@ -35,6 +35,53 @@ def test_prefix_hasher_matches_md5_whatever_the_completion_order(tmp_path_factor
         os.close(fd)
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), size=st.integers(1, 20000), part_size=st.integers(100, 3000),
+       chunk=st.integers(1, 400))
+def test_prefix_hasher_chunk_by_chunk_in_any_interleaving(tmp_path_factory, seed, size, part_size, chunk):
+    """Writers report progress chunk by chunk, parts interleaved at random: the MD5 is still the file's."""
+    data = random.Random(seed).randbytes(size)
+    path = tmp_path_factory.mktemp("h") / "f"
+    path.write_bytes(data)
+    parts = plan_parts(size, part_size)
+    progress = {i: part.start for i, part in enumerate(parts)}
+    rng = random.Random(seed + 2)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        hasher = PrefixHasher(fd, parts)
+        while progress:
+            index = rng.choice(sorted(progress))
+            progress[index] = min(progress[index] + chunk, parts[index].end)
+            hasher.advance(index, progress[index])
+            if progress[index] == parts[index].end:
+                del progress[index]
+        assert hasher.hexdigest() == hashlib.md5(data).hexdigest()
+    finally:
+        os.close(fd)
+
+
+def test_prefix_hasher_follows_the_frontier_inside_a_part(tmp_path):
+    """Bytes of the first part are hashed as they are written, not when the part completes, so little is left
+    to hash when the last byte arrives; a gap stops the frontier until it is filled."""
+    data = os.urandom(1000)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    parts = plan_parts(1000, 400)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        hasher = PrefixHasher(fd, parts)
+        hasher.advance(0, 150)
+        assert hasher.hashed == 150
+        hasher.advance(1, 800)  # part 1 complete, but part 0 is not: nothing more can be hashed
+        assert hasher.hashed == 150
+        hasher.advance(0, 400)  # the gap closes: the frontier runs through part 1 as well
+        assert hasher.hashed == 800
+        hasher.advance(2, 1000)
+        assert hasher.hexdigest() == hashlib.md5(data).hexdigest()
+    finally:
+        os.close(fd)
+
+
 def test_journal_round_trip_and_foreign_header_is_ignored(tmp_path):
     temp = temp_path(tmp_path / "big.bin", "77")
     assert temp.parent == tmp_path and temp.name.startswith(".big.bin.77")
