@@ -233,8 +233,8 @@ class ScenarioRunner:
         if self.scenario.fresh_server_per_run:
             self.emu.restart()  # Synapse's 600-per-minute window must not carry over from the previous contender
         plan = self._launch(contender, out, cache)
-        # Start every contender with no dirty pages of an earlier run still being written back: without this the
-        # run after a slow 2 GiB write (curl at 50 MB/s) shared the disk with its writeback and lost 40-50%.
+        # Start every contender with no dirty pages of an earlier run still being written back (hygiene, as
+        # hyperfine's --prepare sync): no run shares the disk with its predecessor's writeback.
         os.sync()
         self.emu.reset_stats()
         code, process_wall, usage, stdout, stderr, polled_rss = spawn(plan.argv)

@@ -30,8 +30,10 @@ _buffers = threading.local()
 
 
 def _receive_buffer(size: int) -> memoryview:
+    """This thread's buffer, at least ``size`` bytes. It grows to the largest read the thread has needed, so a
+    thread that only ever fetched small files holds a small buffer, not a full chunk."""
     buffer = getattr(_buffers, "view", None)
-    if buffer is None or len(buffer) != size:
+    if buffer is None or len(buffer) < size:
         buffer = memoryview(bytearray(size))
         _buffers.view = buffer
     return buffer
@@ -129,6 +131,7 @@ def fetch_range(client: DataClient, url: SignedUrl, byte_range: ByteRange, *,
     try:
         _check_status(response.status, response.headers, byte_range, where)
         read_into = _body_reader(response)
+        chunk_size = min(chunk_size, byte_range.length)
         buffer = _receive_buffer(chunk_size)
         offset = byte_range.start
         try:
