@@ -34,6 +34,8 @@ class Run:
     throttled_429: int = 0
     data_requests: int = 0
     data_bytes: int = 0
+    peak_data_connections: int = 0  # most bodies the storage served at once to this contender
+    paced_body_seconds: float = 0.0  # summed first-to-last-byte time of bandwidth-capped bodies
     files: int = 0
     bytes: int = 0
     client_report: Dict[str, object] = field(default_factory=dict)
@@ -259,6 +261,8 @@ class ScenarioRunner:
         result.throttled_429 = int(stats.get("throttled_429", 0))
         result.data_requests = int(stats.get("data_requests", 0))
         result.data_bytes = int(stats.get("data_bytes", 0))
+        result.peak_data_connections = int(stats.get("peak_data_concurrency", 0))
+        result.paced_body_seconds = float(stats.get("paced_body_seconds", 0.0))
         if code != 0:
             result.status = f"exit {code}: {stderr.strip()[-400:]}"
         else:

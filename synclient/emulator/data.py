@@ -174,7 +174,9 @@ class DataHandler(EmulatorHandler):
             self._paced(source, offset, count, knobs.bandwidth_per_conn,
                         flip_at=hostile.corrupt_offset(count, corrupt_pick))
         elif knobs.bandwidth_per_conn:
+            started = time.monotonic()
             self._paced(source, offset, count, knobs.bandwidth_per_conn)
+            context.stats.data_body_sent(time.monotonic() - started)
         else:
             self._sendfile(source, offset, count)
 

@@ -39,6 +39,7 @@ class Stats:
             self.throttled_429 = 0
             self.peak_api_concurrency = self._in_flight
             self.peak_data_concurrency = self._data_in_flight
+            self.paced_body_seconds = 0.0
             self.api_5xx_injected = 0
             self.data_cuts_injected = 0
             self.data_stalls_injected = 0
@@ -78,6 +79,12 @@ class Stats:
         with self._lock:
             self._data_in_flight -= 1
 
+    def data_body_sent(self, seconds: float) -> None:
+        """A bandwidth-capped body took ``seconds`` from its first byte to its last: bytes / (these seconds x cap)
+        says how much of the cap the client's reading used (1.0: the link, not the client, was the limit)."""
+        with self._lock:
+            self.paced_body_seconds += seconds
+
     def data_answered(self, status: int) -> None:
         with self._lock:
             self.data_by_status[str(status)] += 1
@@ -107,6 +114,7 @@ class Stats:
                 "throttled_429": self.throttled_429,
                 "peak_api_concurrency": self.peak_api_concurrency,
                 "peak_data_concurrency": self.peak_data_concurrency,
+                "paced_body_seconds": round(self.paced_body_seconds, 4),
                 "api_in_flight": self._in_flight,
                 "api_5xx_injected": self.api_5xx_injected,
                 "data_cuts_injected": self.data_cuts_injected,
