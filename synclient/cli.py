@@ -30,6 +30,7 @@ from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigErro
 from synclient.models import EntityHeader, EntityType
 from synclient.progress import progress_observer
 from synclient.sync.results import FileResult, SyncReport, SyncResults
+from synclient.transfer.config import TransferConfig
 
 log = logging.getLogger("synclient.cli")
 
@@ -154,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     get.add_argument("-r", "--recursive", action="store_true", help="download a project or folder recursively")
     get.add_argument("--path", metavar="DIR", default=".", help="local directory to sync into (default: .)")
     get.add_argument("--max-workers", metavar="N", type=_positive_int,
-                     help="threads of the shared transfer pool (default: 16)")
+                     help=f"threads of the shared transfer pool (default: {TransferConfig().max_workers})")
     get.add_argument("--if-collision", metavar="MODE", choices=COLLISION_MODES,
                      help="when a local file differs: " + ", ".join(COLLISION_MODES) + " (default: overwrite.local)")
     get.add_argument("--include", metavar="GLOB", action="append",
@@ -210,7 +211,7 @@ class CommandContext:
             self._token_resolved = True
         return self._token
 
-    def platform(self, *, max_connections: int = 32, token: Optional[str] = None) -> Platform:
+    def platform(self, *, max_connections: int = 64, token: Optional[str] = None) -> Platform:
         # The token is resolved here (not inside Platform) so error messages can say where it came from.
         resolved = token or (self.token.token if self.token else None)
         endpoints = resolve_endpoints(self.args.endpoint)
@@ -295,7 +296,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     options = _sync_options(args)
     path = Path(args.path)
     ctx.out.json_document.update({"command": "get", "entity": args.id, "path": str(path.resolve())})
-    workers = args.max_workers or 16
+    workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform:
         root = platform.get_entity_header(entity_id)
         if root.type.is_container and not args.recursive:

@@ -103,14 +103,15 @@ class Platform:
     def __init__(self, endpoint: Optional[str] = None, *, token: Optional[str] = None,
                  repo_endpoint: Optional[str] = None, file_endpoint: Optional[str] = None,
                  auth_endpoint: Optional[str] = None, profile: Optional[str] = None,
-                 max_connections: int = 32, timeout: Tuple[float, float] = (10.0, 60.0),
+                 max_connections: int = 64, timeout: Tuple[float, float] = (10.0, 60.0),
                  retry: RetryPolicy = RetryPolicy(), gate: Optional[AdaptiveGate] = None) -> None:
         self.endpoints: Endpoints = resolve_endpoints(endpoint, repo_endpoint=repo_endpoint,
                                                       file_endpoint=file_endpoint, auth_endpoint=auth_endpoint)
         self._token = resolve_token(token, profile=profile)
         self.timeout = timeout
         self.retry = retry
-        self.gate = gate or AdaptiveGate()
+        # the gate's ceiling is the number of threads that may call at once; it adapts below that on 429s
+        self.gate = gate or AdaptiveGate(max_limit=max(3, max_connections))
         self.stats = CallStats()
         self._session = _platform_session(self.endpoints.repo)
         self.resize_pool(max_connections)

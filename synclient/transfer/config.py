@@ -32,7 +32,7 @@ class TransferConfig:
     - ``url_batch_size``: file handles per ``/fileHandle/batch`` call (the server allows 100).
     """
 
-    max_workers: int = 32
+    max_workers: int = 64
     multipart_threshold: int = 32 * MiB
     part_size: int = 32 * MiB
     streams_per_file: int = 16
