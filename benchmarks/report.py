@@ -101,7 +101,8 @@ def markdown(results: dict) -> str:
         bound = entry.get("bound")
         lines.append(f"### {name}: {entry['title']}")
         lines.append("")
-        lines.append(f"{entry['files']} files, {entry['bytes'] / 1e6:,.1f} MB; emulator: `{entry['knobs_text']}`"
+        knobs = f"`{entry['knobs_text']}`" if entry["knobs_text"] else "no knobs"
+        lines.append(f"{entry['files']} files, {entry['bytes'] / 1e6:,.1f} MB; emulator: {knobs}"
                      + (f"; latency bound at {bound['workers']} workers: **{bound['seconds']:.2f} s** "
                         f"({bound['calls']} REST calls)" if bound else ""))
         lines.append("")

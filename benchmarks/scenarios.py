@@ -134,6 +134,8 @@ WITH_DATA = PLATFORM_CONTENDERS + DATA_CONTENDERS
 def build(quick: bool = False) -> Dict[str, Scenario]:
     """Full sizes from the issue, or ``quick`` sizes for the CI smoke test (< 3 minutes in all)."""
     q = quick
+    folders, per_folder = (20, 100) if q else (100, 1000)  # the memory rows: 2,000 or 100,000 files of 64 B
+    tree = wide(folders, per_folder, size=64)
     scenarios = [
         Scenario("S1", "tiny tree (SYNPY-1074 shape)", tiny_tree(60 if q else 400),
                  {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30}, ALL),
@@ -148,5 +150,10 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
                  {"api_latency_ms": 20 if q else 100}, ALL, resync=True, setup_knobs={"api_latency_ms": 0}),
         Scenario("S5", "one large file, raw loopback", one_file((64 * MiB) if q else 2 * GiB),
                  {"url_lifetime": 3600}, WITH_DATA),
+        # issue 6's memory target (peak RSS <= 150 MB for a 100,000-file tree): tiny files and no latency, so the
+        # run is about the number of entities, not bytes or waiting. One tree (one seeded store) for both rows.
+        Scenario("M1", f"memory: first sync of {folders * per_folder:,} files", tree, {}, ("synclient",)),
+        Scenario("M1r", f"memory: no-op re-sync of {folders * per_folder:,} files", tree,
+                 {"api_latency_ms": 0}, ("synclient",), resync=True, setup_knobs={"api_latency_ms": 0}),
     ]
     return {s.name: s for s in scenarios}

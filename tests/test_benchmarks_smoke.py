@@ -18,7 +18,7 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=170)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     results = json.loads(out.read_text())
-    assert set(results["scenarios"]) == {"S1", "S1t", "S2", "S3", "S4", "S5"}
+    assert set(results["scenarios"]) == {"S1", "S1t", "S2", "S3", "S4", "S5", "M1", "M1r"}
     ran = 0
     for name, entry in results["scenarios"].items():
         for run in entry["runs"]:
@@ -26,4 +26,4 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
                 continue
             ran += 1
             assert run["ok"] and run["status"] == "byte-exact", (name, run["contender"], run["status"])
-    assert ran >= 18  # at least synclient (library, CLI, serial) in every scenario
+    assert ran >= 20  # at least synclient (library, CLI, serial) in S1-S5, the library in M1 and M1r
