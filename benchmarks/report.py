@@ -87,6 +87,16 @@ def summarize(scenario: Scenario, runs: List[dict]) -> Dict[str, dict]:
                "cpu_seconds": med("cpu_seconds"), "data_requests": med("data_requests"),
                "process_wall": med("process_wall"),
                "load_average": max(r.get("load_average", 0.0) for r in good)}
+        cap = _num(scenario.knobs.get("bandwidth_per_conn", 0))
+        row["peak_connections"] = max(r.get("peak_data_connections", 0) for r in good)
+        paced = [r for r in good if r.get("paced_body_seconds")]
+        if cap and paced:
+            # Per-connection cap use: bytes over (seconds the capped bodies took x cap). 1.0: every open connection
+            # ran at its cap, the link and not the client's reading was the limit.
+            row["cap_use"] = statistics.median(r["data_bytes"] / (r["paced_body_seconds"] * cap) for r in paced)
+            # The same against the peak number of connections over the whole wall time (idle gaps count).
+            row["cap_share_of_peak"] = (scenario.total_bytes / wall / (row["peak_connections"] * cap)
+                                        if row["peak_connections"] else 0.0)
         rows[contender] = row
     for contender, row in rows.items():
         if row.get("ok"):
@@ -107,21 +117,26 @@ def markdown(results: dict) -> str:
                         f"({bound['calls']} REST calls)" if bound else ""))
         lines.append("")
         lines.append("| contender | runs | median wall s | MB/s | files/s | REST calls | 429s | peak RSS MB | CPU s "
-                     "| x synapseclient | x aria2c | x curl | x bound |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     "| data conns | cap use | x synapseclient | x aria2c | x curl | x bound |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for contender, row in entry["summary"].items():
             if not row.get("ok"):
-                lines.append(f"| {contender} | {row['runs']} | {row['status']} |  |  |  |  |  |  |  |  |  |  |")
+                lines.append(f"| {contender} | {row['runs']} | {row['status']} |  |  |  |  |  |  |  |  |  |  |  |  |")
                 continue
+            cap_use = (f"{row['cap_use']:.0%} ({row['cap_share_of_peak']:.0%})" if "cap_use" in row else "")
             ratio = lambda peer: (f"{row['ratios'][peer]:.2f}" if peer in row["ratios"] else "")  # noqa: E731
             vs_bound = f"{row['wall'] / bound['seconds']:.2f}" if bound else ""
             lines.append(f"| {contender} | {row['runs']} | {row['wall']:.3f} | {row['mb_s']:.1f} | "
                          f"{row['files_s']:.1f} | {row['rest_calls']:.0f} | {row['throttled_429']:.0f} | "
-                         f"{row['peak_rss_mb']:.0f} | {row['cpu_seconds']:.2f} | {ratio('synapseclient')} | "
+                         f"{row['peak_rss_mb']:.0f} | {row['cpu_seconds']:.2f} | {row.get('peak_connections', 0)} | "
+                         f"{cap_use} | {ratio('synapseclient')} | "
                          f"{ratio('aria2c')} | {ratio('curl')} | {vs_bound} |")
         lines.append("")
     lines.append("`x peer` = peer's median wall / this contender's median wall (above 1: faster than the peer). "
-                 "`x bound` = wall / latency bound (1.0 would be perfect).")
+                 "`x bound` = wall / latency bound (1.0 would be perfect). `data conns` = most bodies the storage "
+                 "served at once. `cap use` (bandwidth-capped scenarios) = bytes / (seconds the capped bodies took "
+                 "x per-connection cap): how much of each open connection's cap the client's reading used; in "
+                 "brackets the same over the whole wall time at the peak connection count (idle gaps count).")
     return "\n".join(lines) + "\n"
 
 
