@@ -188,6 +188,28 @@ def test_dry_run_writes_nothing_and_counts_right(seeded, tmp_path):
     assert "1 to delete" in plan.summary() and plan.to_json()["to_delete"] == 1
 
 
+def test_dry_run_estimate_uses_the_throughput_stored_by_the_last_run(seeded, tmp_path):
+    import sqlite3
+    emu, _ = seeded
+    target = tmp_path / "t"
+    sync_from_platform(emu.project_id, target, platform=platform_for(emu))
+    meta_dir = target / ".synclient"
+    db = sqlite3.connect(meta_dir / "index.sqlite")
+    try:
+        stored = dict(db.execute("SELECT key, value FROM meta WHERE key LIKE '%_per_second'"))
+    finally:
+        db.close()
+    assert set(stored) == {"bytes_per_second", "files_per_second"}
+    edit(target / "top.md", "changed\n")
+    before = local_tree(target, metadata=True), sorted(p.name for p in meta_dir.iterdir())
+    plan = sync_from_platform(emu.project_id, target, platform=platform_for(emu), dry_run=True)
+    assert (local_tree(target, metadata=True), sorted(p.name for p in meta_dir.iterdir())) == before
+    assert plan.bytes_per_second == float(stored["bytes_per_second"])
+    assert plan.files_per_second == float(stored["files_per_second"])
+    assert len(plan.fetch_entries) == 1 and plan.estimate_seconds == pytest.approx(
+        plan.bytes_to_fetch / float(stored["bytes_per_second"]) + 1 / float(stored["files_per_second"]))
+
+
 def test_a_second_sync_into_the_same_folder_fails_fast(seeded, tmp_path):
     emu, _ = seeded
     from synclient.sync.index import LocalIndex

@@ -104,6 +104,7 @@ class LocalIndex:
         self.meta_dir = target_root / META_DIR
         self.read_only = read_only
         self._rows: Dict[str, IndexRow] = {}
+        self._meta: Dict[str, str] = {}  # read-only mode: the meta table, read at open (there is no connection)
         self._lock_fd = -1
         self._db: Optional[sqlite3.Connection] = None
         self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()
@@ -184,6 +185,10 @@ class LocalIndex:
         except sqlite3.Error:
             self._rows = {}  # an unreadable index only costs hashing; it is rebuilt as files are written
         if self.read_only:
+            try:  # a few rows (schema version, measured throughput): kept for meta() once the connection is closed
+                self._meta = {key: value for key, value in db.execute("SELECT key, value FROM meta")}
+            except sqlite3.Error:
+                self._meta = {}
             db.close()
 
     # -- reads (from memory) ---------------------------------------------------------------------------------
@@ -195,6 +200,8 @@ class LocalIndex:
         return list(self._rows.values())
 
     def meta(self, key: str) -> Optional[str]:
+        if self.read_only:
+            return self._meta.get(key)
         if self._db is None:
             return None
         found = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
