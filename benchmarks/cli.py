@@ -142,12 +142,16 @@ def _write_doc_block(block: str, text: str) -> None:
 
 #: (scenario, knob, values) of the defaults sweep; the other knobs stay at their defaults
 SWEEP = [
-    ("S1", "max_workers", [4, 8, 16, 32]),
+    ("S1", "max_workers", [16, 32, 64, 96]),
     ("S2", "multipart_threshold", [8 * MiB, 32 * MiB, 128 * MiB]),
-    ("S3", "max_workers", [4, 8, 16, 32]),
+    ("S3", "streams_per_file", [4, 8, 16, 32]),
     ("S3", "part_size", [8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB]),
-    ("S5", "chunk_size", [256 * 1024, 1 * MiB, 4 * MiB]),
+    ("S5", "streams_per_file", [4, 8, 16, 32]),
 ]
+
+
+#: knobs counted in bytes (shown in KiB/MiB)
+BYTE_KNOBS = ("multipart_threshold", "part_size", "chunk_size")
 
 
 def _config_for(knob: str, value: int) -> Dict[str, int]:
@@ -190,21 +194,26 @@ def cmd_sweep(args) -> int:
     out.write_text(json.dumps(sweep, indent=1))
     print(f"sweep: {out}")
     if args.write_docs:
-        lines = ["| scenario | knob | value | median wall s (runs) | REST calls | CPU s | peak RSS MB |",
-                 "|---|---|---|---|---|---|---|"]
-        for group in groups:
-            for p in group["points"]:
-                value = p["value"]
-                shown = f"{value // MiB} MiB" if group["knob"] != "max_workers" and value >= MiB else (
-                    f"{value // 1024} KiB" if group["knob"] == "chunk_size" else str(value))
-                wall = f"{p['wall']:.3f} ({', '.join(f'{w:.2f}' for w in p['walls'])})" if p["wall"] else "failed"
-                lines.append(f"| {group['scenario']} | {group['knob']} | {shown} | {wall} | {p['rest_calls']:.0f} "
-                             f"| {p['cpu_seconds']:.2f} | {p['peak_rss_mb']:.0f} |")
-        png = report.sweep_plot(sweep, RESULTS)
-        _write_doc_block("sweep", "\n".join(lines) + "\n" + (f"\n![sweep](../benchmarks/results/{png.name})\n"
-                                                             if png else "")
-                         + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n")
+        write_sweep_docs(sweep, out)
     return 0
+
+
+def write_sweep_docs(sweep: dict, out: Path) -> None:
+    """The sweep block of docs/benchmarks.md (table + plot) from a sweep JSON."""
+    lines = ["| scenario | knob | value | median wall s (runs) | REST calls | CPU s | peak RSS MB |",
+             "|---|---|---|---|---|---|---|"]
+    for group in sweep["groups"]:
+        for p in group["points"]:
+            value = p["value"]
+            shown = f"{value // MiB} MiB" if group["knob"] in BYTE_KNOBS and value >= MiB else (
+                f"{value // 1024} KiB" if group["knob"] in BYTE_KNOBS else str(value))
+            wall = f"{p['wall']:.3f} ({', '.join(f'{w:.2f}' for w in p['walls'])})" if p["wall"] else "failed"
+            lines.append(f"| {group['scenario']} | {group['knob']} | {shown} | {wall} | {p['rest_calls']:.0f} "
+                         f"| {p['cpu_seconds']:.2f} | {p['peak_rss_mb']:.0f} |")
+    png = report.sweep_plot(sweep, RESULTS)
+    _write_doc_block("sweep", "\n".join(lines) + "\n" + (f"\n![sweep](../benchmarks/results/{png.name})\n"
+                                                         if png else "")
+                     + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

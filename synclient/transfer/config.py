@@ -13,13 +13,17 @@ class TransferConfig:
     """Knobs of the data plane. Defaults are chosen by the benchmark suite's sweep (``python -m benchmarks sweep``,
     figures in docs/benchmarks.md, 2 cores, 2026-11-23, medians of 3):
 
-    - ``max_workers=32``: S1 (400 tiny files, 100 ms API latency) 16.0 / 8.6 / 5.0 / 3.4 s at 4 / 8 / 16 / 32
-      workers (latency-bound: more requests in flight); S3 (2 GiB, 50 MB/s per connection) 14.4 / 10.6 / 6.9 /
-      5.4 s. Control-plane concurrency stays capped by the adaptive gate whatever this is.
-    - ``multipart_threshold=32 MiB``: S2 (mixed tree) 5.24 / 5.23 / 5.97 s at 8 / 32 / 128 MiB.
-    - ``part_size=32 MiB``: S3 5.88 / 5.67 / 5.51 / 5.54 s at 8 / 16 / 32 / 64 MiB, CPU falling with size.
-    - ``chunk_size=1 MiB``: S5 (2 GiB, raw loopback) 5.66 / 4.62 / 4.41 s at 256 KiB / 1 / 4 MiB, but 4 MiB
-      raised peak RSS from 75 to 166 MB (a chunk per worker in flight).
+    - ``max_workers=64``: S1 (400 tiny files, 100 ms API latency) 4.58 / 3.09 / 2.46 / 2.33 s at 16 / 32 / 64 / 96
+      workers (latency-bound: more requests in flight; the REST gate still adapts below this on 429s). 96 gains
+      5% more for 2 MB more RSS per 32 threads; 64 it is.
+    - ``streams_per_file=32``: S3 (2 GiB, 50 MB/s per connection) 11.70 / 6.71 / 5.34 / 4.38 s at 4 / 8 / 16 / 32
+      streams; S5 (2 GiB, raw loopback) 4.25 / 4.32 / 4.13 / 4.14 s: more streams only help where each
+      connection is capped, and cost nothing measurable where it is not.
+    - ``part_size=32 MiB``: S3 5.07 / 5.13 / 5.10 / 5.59 s at 8 / 16 / 32 / 64 MiB (16 streams), CPU falling with
+      size (7.6 / 7.5 / 6.9 / 6.9 s).
+    - ``multipart_threshold=32 MiB``: S2 (mixed tree) 5.24 / 5.23 / 5.97 s at 8 / 32 / 128 MiB (first sweep).
+    - ``chunk_size=1 MiB``: the unit of reads, writes and cancel checks; buffers are reused per thread, so it
+      costs at most one chunk of memory per thread that reads large bodies.
 
     - ``max_workers``: threads of the one shared pool (listings, bundles, downloads and parts all share it).
     - ``multipart_threshold``: files of at least this size are fetched as parallel ranged parts.
@@ -35,7 +39,7 @@ class TransferConfig:
     max_workers: int = 64
     multipart_threshold: int = 32 * MiB
     part_size: int = 32 * MiB
-    streams_per_file: int = 16
+    streams_per_file: int = 32
     chunk_size: int = 1 * MiB
     stall_timeout: float = 30.0
     connect_timeout: float = 10.0
