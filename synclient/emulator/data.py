@@ -84,6 +84,13 @@ _URL_ERRORS = {
 }
 
 
+def _sleep_to_pace(started: float, sent: int, bytes_per_second: int) -> None:
+    """Sleep until ``sent`` bytes since ``started`` are no more than ``bytes_per_second`` allows."""
+    ahead = sent / bytes_per_second - (time.monotonic() - started)
+    if ahead > 0:
+        time.sleep(ahead)
+
+
 class DataHandler(EmulatorHandler):
     def do_GET(self) -> None:
         stats = self.server.context.stats
@@ -231,9 +238,7 @@ class DataHandler(EmulatorHandler):
                 if not self._sendfile(source, offset + sent_total, size):
                     return
                 sent_total += size
-                ahead = sent_total / bytes_per_second - (time.monotonic() - started)
-                if ahead > 0:
-                    time.sleep(ahead)
+                _sleep_to_pace(started, sent_total, bytes_per_second)
             return
         stats = self.server.context.stats
         chunk_size = PACED_CHUNK if not bytes_per_second else max(1024, min(PACED_CHUNK, bytes_per_second // 20))
@@ -251,8 +256,6 @@ class DataHandler(EmulatorHandler):
                 sent_total += len(chunk)
                 stats.data_sent(len(chunk))
                 if bytes_per_second:
-                    ahead = sent_total / bytes_per_second - (time.monotonic() - started)
-                    if ahead > 0:
-                        time.sleep(ahead)
+                    _sleep_to_pace(started, sent_total, bytes_per_second)
         except OSError:
             self.close_connection = True
