@@ -28,9 +28,21 @@ def _seeded(emulators, tree, **knobs):
     return emu, project
 
 
-def _all_downloaded(results, tree):
-    assert len(results) == tree.file_count
+def _all_downloaded(results, expected):
+    assert len(results) == len(expected)
     assert all(r.status is SyncStatus.DOWNLOADED for r in results), [str(r.error) for r in results if r.error]
+
+
+def _sync_exact(sc, emu, entity, target, expected, **kwargs):
+    """One sync (one try of the scenario) that must download every expected file, byte for byte, into ``target``.
+    Returns the results and the seconds the sync took."""
+    started = time.monotonic()
+    results = sync(emu, entity, target, **kwargs)
+    took = time.monotonic() - started
+    sc.tries += 1
+    _all_downloaded(results, expected)
+    sc.check(target, expected)
+    return results, took
 
 
 def _subset(expected, prefix):
@@ -49,11 +61,7 @@ def test_5xx_on_one_route_class(emulators, tree, tmp_path, route_class):
         for entity, target, expected in ((project, tmp_path / "p", tree.expected),
                                          (folder, tmp_path / "a", _subset(tree.expected, "a/")),
                                          (single, tmp_path / "f", {"big1.bin": tree.expected["big1.bin"]})):
-            results = sync(emu, entity, target, config=config)
-            sc.tries += 1
-            assert len(results) == len(expected)
-            assert all(r.status is SyncStatus.DOWNLOADED for r in results), [str(r.error) for r in results]
-            sc.check(target, expected)
+            _sync_exact(sc, emu, entity, target, expected, config=config)
         injected = emu.stats()["api_5xx_injected"]
         sc.notes.append(f"{injected} 5xx injected")
         if route_class == "other":
@@ -69,12 +77,7 @@ def test_429_storm(emulators, tmp_path, retry_after):
     with FIGURES.scenario(f"429 storm (30% random 429 + 2 concurrent/user) {label}", "faults") as sc:
         emu, project = _seeded(emulators, tree, fault_api_429_rate=0.3, max_concurrent_per_user=2,
                                throttle_retry_after=retry_after, fault_seed=5)
-        started = time.monotonic()
-        results = sync(emu, project, tmp_path)
-        elapsed = time.monotonic() - started
-        sc.tries += 1
-        _all_downloaded(results, tree)
-        sc.check(tmp_path, tree.expected)
+        _, elapsed = _sync_exact(sc, emu, project, tmp_path, tree.expected)
         throttled = emu.stats()["throttled_429"]
         sc.notes.append(f"{throttled} answered 429, {elapsed:.1f} s")
         assert throttled > 0
@@ -88,10 +91,8 @@ def test_data_bodies_cut_or_stalled(emulators, tree, tmp_path, kind):
              else dict(fault_data_stall_rate=0.15, stall_seconds=3))
     with FIGURES.scenario(f"data bodies {kind} ({'30' if kind == 'cut' else '15'}% of GETs)", "faults") as sc:
         emu, project = _seeded(emulators, tree, fault_seed=3, **knobs)
-        results = sync(emu, project, tmp_path, config=TransferConfig(**{**CONFIG, "stall_timeout": 0.5}))
-        sc.tries += 1
-        _all_downloaded(results, tree)
-        sc.check(tmp_path, tree.expected)
+        _sync_exact(sc, emu, project, tmp_path, tree.expected,
+                    config=TransferConfig(**{**CONFIG, "stall_timeout": 0.5}))
         stats = emu.stats()
         assert stats["data_cuts_injected" if kind == "cut" else "data_stalls_injected"] > 0
 
@@ -104,10 +105,7 @@ def test_urls_expire_mid_file(emulators, tmp_path):
     with FIGURES.scenario("pre-signed URLs (4 s) expire mid-file", "faults") as sc:
         emu, project = _seeded(emulators, tree, url_lifetime=4, bandwidth_per_conn=1_500_000, fault_seed=1)
         config = TransferConfig(**{**CONFIG, "max_workers": 2, "part_size": 1 * MiB})
-        results = sync(emu, project, tmp_path, config=config)
-        sc.tries += 1
-        _all_downloaded(results, tree)
-        sc.check(tmp_path, tree.expected)
+        _sync_exact(sc, emu, project, tmp_path, tree.expected, config=config)
         stats = emu.stats()
         url_calls = stats["api_by_route"].get("POST /file/v1/fileHandle/batch", 0)
         expired = stats["data_by_status"].get("403", 0) + stats["data_by_status"].get(403, 0)
@@ -121,12 +119,7 @@ def test_maintenance_window_of_10_seconds(emulators, tree, tmp_path):
         # the window counts from the emulator's start: open it 0.3 s after the sync begins
         elapsed = time.monotonic() - emu._context.faults.started_at  # noqa: SLF001 - test reads the clock base
         emu.set_knobs(maintenance_window=(elapsed + 0.3, 10))
-        started = time.monotonic()
-        results = sync(emu, project, tmp_path)
-        took = time.monotonic() - started
-        sc.tries += 1
-        _all_downloaded(results, tree)
-        sc.check(tmp_path, tree.expected)
+        _, took = _sync_exact(sc, emu, project, tmp_path, tree.expected)
         by_status = emu.stats()["api_by_status"]
         maint = by_status.get("503", by_status.get(503, 0))
         sc.notes.append(f"{maint} answered 503, sync took {took:.1f} s")
@@ -168,7 +161,7 @@ def test_emulator_process_killed_and_restarted_mid_sync(tmp_path):
             sc.tries += 1
             assert not worker.is_alive()
             assert "error" not in outcome, outcome.get("error")
-            _all_downloaded(outcome["results"], tree)
+            _all_downloaded(outcome["results"], tree.expected)
             sc.check(target, tree.expected)
             sc.notes.append(f"{total} files; killed after {3 * MiB} data bytes")
         assert server.total("auth_headers_on_data") == 0
@@ -190,10 +183,7 @@ def test_all_faults_combined(emulators, tree, tmp_path, long):
                           fault_data_cut_rate=0.05, fault_data_stall_rate=0.03, stall_seconds=2,
                           fault_data_corrupt_rate=0.05, url_lifetime=5, fault_seed=seed)
             target = tmp_path / f"seed{seed}"
-            results = sync(emu, project, target, config=TransferConfig(**{**CONFIG, "max_attempts": 10,
-                                                                           "stall_timeout": 0.5}))
-            sc.tries += 1
-            _all_downloaded(results, tree)
-            sc.check(target, tree.expected)
+            _sync_exact(sc, emu, project, target, tree.expected,
+                        config=TransferConfig(**{**CONFIG, "max_attempts": 10, "stall_timeout": 0.5}))
         stats = emu.stats()
         assert stats["api_5xx_injected"] > 0 and stats["data_cuts_injected"] > 0
