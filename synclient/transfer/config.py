@@ -34,6 +34,9 @@ class TransferConfig:
     - ``stall_timeout``: a body that delivers no byte for this long is cut and resumed from its offset.
     - ``max_attempts``: tries per stream (part or small file) before the file is reported failed.
     - ``url_batch_size``: file handles per ``/fileHandle/batch`` call (the server allows 100).
+    - ``direct_io``: write multipart files, and read them back for the MD5, around the page cache (``O_DIRECT``)
+      on local disk filesystems (ext4, xfs, btrfs, ...); never on network, FUSE or memory filesystems, and
+      buffered wherever the filesystem refuses it. See synclient/transfer/direct.py for why.
     """
 
     max_workers: int = 64
@@ -45,6 +48,7 @@ class TransferConfig:
     connect_timeout: float = 10.0
     max_attempts: int = 6
     url_batch_size: int = 100
+    direct_io: bool = True
 
     def __post_init__(self) -> None:
         checks = [

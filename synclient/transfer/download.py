@@ -12,6 +12,7 @@ import errno
 import hashlib
 import logging
 import os
+import queue
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from synclient.errors import (IntegrityError, LocalIOError, RangeNotHonouredErro
 from synclient.events import SyncObserver
 from synclient.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
+from synclient.transfer.direct import DirectFile, aligned_buffer, open_direct
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range
 from synclient.transfer.partial import (JournalHeader, ResumeJournal, journal_path, open_temp, preallocate,
                                         temp_path)
@@ -34,6 +36,8 @@ from synclient.transfer.urls import SignedUrl, UrlBroker
 log = logging.getLogger("synclient.transfer")
 EMPTY_MD5 = hashlib.md5(b"").hexdigest()
 _HASH_READ = 4 * 1024 * 1024
+#: buffers of a read-ahead: one being hashed, one being read, one spare so neither side waits on a single slot
+_READ_AHEAD_BUFFERS = 3
 #: a fresh multipart download whose MD5 does not match is fetched again this many times before it fails
 MULTIPART_VERIFY_RETRIES = 2
 
@@ -88,32 +92,80 @@ def plan_parts(size: int, part_size: int) -> List[ByteRange]:
     return [ByteRange(start, min(start + part_size, size), size) for start in range(0, size, part_size)]
 
 
-def hash_file_range(fd: int, start: int, end: int, md5, buffer: Optional[memoryview] = None) -> None:
-    """Feed bytes ``start .. end - 1`` of ``fd`` to ``md5``, read through ``buffer`` (reused, no allocations)."""
+def hash_file_range(file: DirectFile, start: int, end: int, md5, buffer: Optional[memoryview] = None) -> None:
+    """Feed bytes ``start .. end - 1`` of ``file`` to ``md5``, read through ``buffer`` (an
+    :func:`aligned_buffer`, reused: no allocations)."""
     if start >= end:
         return
-    buffer = buffer if buffer is not None else memoryview(bytearray(min(_HASH_READ, end - start)))
+    buffer = buffer if buffer is not None else aligned_buffer(min(_HASH_READ, end - start))
     offset = start
     while offset < end:
-        received = os.preadv(fd, [buffer[:min(len(buffer), end - offset)]], offset)
+        received = file.read_into(buffer, offset, end)
         if not received:
             raise LocalIOError("partial file shrank while it was being verified")
-        md5.update(buffer[:received])
-        offset += received
+        md5.update(received)
+        offset += len(received)
+
+
+def hash_with_read_ahead(file: DirectFile, start: int, end: int, md5, buffers: List[memoryview]) -> None:
+    """:func:`hash_file_range`, with a helper thread reading the next blocks while this one hashes.
+
+    A file written around the page cache is read back from the disk for its MD5, and each read waits for the
+    device; the MD5 (~700 MB/s) is the critical path of a large file on a fast link. ``preadv`` and ``md5.update``
+    both release the GIL, so the two overlap: S5's 2 GiB hashed in 3.3 s of hashing time instead of 4.6-5.7 s.
+    The helper is the hasher's own I/O, not a task of the sync, so it does not take a worker from the pool.
+    """
+    free: "queue.Queue[memoryview]" = queue.Queue()
+    for buffer in buffers:
+        free.put(buffer)
+    filled: "queue.Queue[Any]" = queue.Queue()
+    stop = threading.Event()
+
+    def read_ahead() -> None:
+        offset = start
+        try:
+            while offset < end:
+                buffer = free.get()
+                if stop.is_set():
+                    return
+                view = file.read_into(buffer, offset, end)
+                if not view:
+                    raise LocalIOError("partial file shrank while it was being verified")
+                filled.put((buffer, view))
+                offset += len(view)
+        except BaseException as exc:  # handed to the hashing thread, which raises it
+            filled.put(exc)
+
+    reader = threading.Thread(target=read_ahead, name="synclient-hash-read-ahead", daemon=True)
+    reader.start()
+    try:
+        hashed = start
+        while hashed < end:
+            item = filled.get()
+            if isinstance(item, BaseException):
+                raise item
+            buffer, view = item
+            md5.update(view)
+            hashed += len(view)
+            free.put(buffer)
+    finally:
+        stop.set()
+        free.put(buffers[0])  # wakes a reader waiting for a buffer, so it sees stop
+        reader.join()
 
 
 class PrefixHasher:
     """MD5 of a file whose parts are written out of order: the written prefix is hashed while it grows.
 
     Every writer reports how far its part is written contiguously (:meth:`advance`, after each chunk). Whoever
-    finds the prefix extended hashes the new bytes (read back from the page cache) while the others go on
+    finds the prefix extended hashes the new bytes (read back from the file) while the others go on
     receiving; only bookkeeping happens under the lock, and one thread at a time hashes. Hashing follows the
     frontier chunk by chunk rather than part by part, so when the last byte arrives little is left to hash: the
     MD5 (~700 MB/s on one core) overlaps the download instead of trailing it.
     """
 
-    def __init__(self, fd: int, parts: List[ByteRange]) -> None:
-        self._fd = fd
+    def __init__(self, file: DirectFile, parts: List[ByteRange]) -> None:
+        self._file = file
         self._parts = parts
         self._written = [part.start for part in parts]  # per part: end of its contiguously written bytes
         self._frontier_part = 0
@@ -121,7 +173,7 @@ class PrefixHasher:
         self._busy = False
         self._lock = threading.Lock()
         self._md5 = hashlib.md5()
-        self._buffer: Optional[memoryview] = None
+        self._buffers: List[memoryview] = []
 
     def advance(self, index: int, written_end: int) -> None:
         """Part ``index`` is written without gaps from its start up to ``written_end``."""
@@ -144,9 +196,13 @@ class PrefixHasher:
                     if end <= start:
                         self._busy = False
                         return
-                if self._buffer is None:
-                    self._buffer = memoryview(bytearray(_HASH_READ))
-                hash_file_range(self._fd, start, end, self._md5, self._buffer)
+                read_ahead = self._file.direct and end - start > 2 * _HASH_READ
+                while len(self._buffers) < (_READ_AHEAD_BUFFERS if read_ahead else 1):
+                    self._buffers.append(aligned_buffer(_HASH_READ))
+                if read_ahead:
+                    hash_with_read_ahead(self._file, start, end, self._md5, self._buffers)
+                else:
+                    hash_file_range(self._file, start, end, self._md5, self._buffers[0])
                 with self._lock:
                     self._hashed, self._frontier_part = end, part
         except BaseException:
@@ -167,7 +223,7 @@ class PrefixHasher:
         with self._lock:
             if self._hashed != (self._parts[-1].end if self._parts else 0):
                 raise IntegrityError("MD5 requested before every part was hashed")
-            self._buffer = None
+            self._buffers = []
             return self._md5.hexdigest()
 
 
@@ -175,7 +231,7 @@ class PrefixHasher:
 class _Multipart:
     job: FileJob
     temp: Path
-    fd: int
+    file: DirectFile
     journal: ResumeJournal
     parts: List[ByteRange]
     hasher: PrefixHasher
@@ -286,7 +342,7 @@ class Downloader:
                 have = 0 if have > size else have
                 os.ftruncate(fd, have)
             md5 = hashlib.md5()
-            hash_file_range(fd, 0, have, md5)
+            hash_file_range(DirectFile(fd), 0, have, md5)
 
             def sink(offset: int, data: memoryview) -> None:
                 pwrite_all(fd, data, offset)
@@ -332,8 +388,9 @@ class Downloader:
             raise
         parts = plan_parts(size, part_size)
         finished &= set(range(len(parts)))
-        state = _Multipart(job=job, temp=temp, fd=fd, journal=journal, parts=parts,
-                           hasher=PrefixHasher(fd, parts), resumed=bool(finished))
+        file = DirectFile(fd, open_direct(temp) if self._config.direct_io else -1)
+        state = _Multipart(job=job, temp=temp, file=file, journal=journal, parts=parts,
+                           hasher=PrefixHasher(file, parts), resumed=bool(finished))
         todo = [i for i in range(len(parts)) if i not in finished]
         state.remaining = len(todo) + 1  # +1: this task's own count, so parts finishing early cannot finalize
         if finished:
@@ -377,11 +434,11 @@ class Downloader:
 
     def _fetch_part(self, state: _Multipart, index: int) -> None:
         """One try at a part; a retry after a cut or stall continues from the part's last written byte."""
-        fd, part = state.fd, state.parts[index]
+        file, part = state.file, state.parts[index]
         written = state.written.get(index, part.start)
 
         def sink(offset: int, data: memoryview) -> None:
-            pwrite_all(fd, data, offset)
+            file.write(data, offset, pwrite_all)
             state.written[index] = offset + len(data)
             state.hasher.advance(index, offset + len(data))
             self._observer.bytes_transferred(len(data))
@@ -426,8 +483,7 @@ class Downloader:
                 else:
                     self._on_done(job, exc)
                 return
-            os.close(state.fd)
-            state.fd = -1
+            state.file.close()
             self._install(job, state.temp)
             state.journal.remove()
             self._on_done(job, None)
@@ -436,15 +492,11 @@ class Downloader:
         except OSError as exc:
             self._on_done(job, local_error(job.destination, exc))
         finally:
-            if state.fd >= 0:
-                os.close(state.fd)
-                state.fd = -1
+            state.file.close()
             state.journal.close()
 
     def _discard(self, state: _Multipart) -> None:
-        if state.fd >= 0:
-            os.close(state.fd)
-            state.fd = -1
+        state.file.close()
         state.journal.remove()
         try:
             state.temp.unlink()

@@ -19,6 +19,7 @@ import urllib3
 
 from synclient import __version__
 from synclient.errors import IntegrityError, RangeNotHonouredError, TransferError
+from synclient.transfer.direct import aligned_buffer
 from synclient.transfer.pool import Cancelled
 from synclient.transfer.urls import SignedUrl, redact_url
 
@@ -34,7 +35,7 @@ def _receive_buffer(size: int) -> memoryview:
     thread that only ever fetched small files holds a small buffer, not a full chunk."""
     buffer = getattr(_buffers, "view", None)
     if buffer is None or len(buffer) < size:
-        buffer = memoryview(bytearray(size))
+        buffer = aligned_buffer(size)  # page-aligned, so large-file writes can bypass the page cache (direct.py)
         _buffers.view = buffer
     return buffer
 

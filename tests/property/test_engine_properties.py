@@ -17,6 +17,7 @@ from synclient.models import FileHandle
 from synclient.sync.index import IndexRow
 from synclient.sync.paths import NAME_MAX_BYTES, TargetDirectory
 from synclient.sync.planner import Action, Collision, decide
+from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import PrefixHasher, plan_parts
 
 _ROOT = Path(tempfile.mkdtemp(prefix="synclient-prop-"))
@@ -62,7 +63,7 @@ def test_md5_of_parts_finishing_in_any_order_is_the_md5_of_the_file(data, part_s
     fd, name = tempfile.mkstemp(dir=_ROOT)
     try:
         os.write(fd, data)
-        hasher = PrefixHasher(fd, parts)
+        hasher = PrefixHasher(DirectFile(fd), parts)
         order = list(range(len(parts)))
         rng.shuffle(order)
         for index in order:

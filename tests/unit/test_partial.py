@@ -4,6 +4,7 @@ import random
 
 from hypothesis import given, settings, strategies as st
 
+from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import PrefixHasher, plan_parts
 from synclient.transfer.partial import JournalHeader, ResumeJournal, journal_path, temp_path
 
@@ -27,7 +28,7 @@ def test_prefix_hasher_matches_md5_whatever_the_completion_order(tmp_path_factor
     random.Random(seed + 1).shuffle(order)
     fd = os.open(path, os.O_RDONLY)
     try:
-        hasher = PrefixHasher(fd, parts)
+        hasher = PrefixHasher(DirectFile(fd), parts)
         for index in order:
             hasher.part_done(index)
         assert hasher.hexdigest() == hashlib.md5(data).hexdigest()
@@ -48,7 +49,7 @@ def test_prefix_hasher_chunk_by_chunk_in_any_interleaving(tmp_path_factory, seed
     rng = random.Random(seed + 2)
     fd = os.open(path, os.O_RDONLY)
     try:
-        hasher = PrefixHasher(fd, parts)
+        hasher = PrefixHasher(DirectFile(fd), parts)
         while progress:
             index = rng.choice(sorted(progress))
             progress[index] = min(progress[index] + chunk, parts[index].end)
@@ -69,7 +70,7 @@ def test_prefix_hasher_follows_the_frontier_inside_a_part(tmp_path):
     parts = plan_parts(1000, 400)
     fd = os.open(path, os.O_RDONLY)
     try:
-        hasher = PrefixHasher(fd, parts)
+        hasher = PrefixHasher(DirectFile(fd), parts)
         hasher.advance(0, 150)
         assert hasher.hashed == 150
         hasher.advance(1, 800)  # part 1 complete, but part 0 is not: nothing more can be hashed
