@@ -147,6 +147,11 @@ SWEEP = [
     ("S3", "streams_per_file", [4, 8, 16, 32]),
     ("S3", "part_size", [8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB]),
     ("S5", "streams_per_file", [4, 8, 16, 32]),
+    ("S1", "url_batch_size", [10, 25, 50, 100]),
+    ("S2", "url_batch_size", [10, 25, 50, 100]),
+    ("S2", "direct_io", [False, True]),
+    ("S3", "direct_io", [False, True]),
+    ("S5", "direct_io", [False, True]),
 ]
 
 
@@ -171,7 +176,7 @@ def cmd_sweep(args) -> int:
     work = Path(args.work or tempfile.mkdtemp(prefix="synclient-bench-sweep-"))
     groups = []
     for name, knob, values in SWEEP:
-        if args.scenarios and name not in args.scenarios:
+        if (args.scenarios and name not in args.scenarios) or (args.knob and knob not in args.knob):
             continue
         points = []
         for value in values:
@@ -228,6 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--out", help="results JSON path (default benchmarks/results/<date>.json)")
         sub.add_argument("--work", help="scratch directory for downloads (default: a new temporary one)")
         sub.add_argument("--write-docs", action="store_true", help="update the tables/plots in docs/benchmarks.md")
+        if name == "sweep":
+            sub.add_argument("--knob", action="append", help="sweep only this knob (repeatable; default: all)")
         if name == "run":
             sub.add_argument("--contenders", help=f"comma-separated subset of {','.join(ORDER)}")
             sub.add_argument("--slow-after", type=float, default=60.0,

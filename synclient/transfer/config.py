@@ -11,17 +11,20 @@ MiB = 1024 * 1024
 @dataclass(frozen=True)
 class TransferConfig:
     """Knobs of the data plane. Defaults are chosen by the benchmark suite's sweep (``python -m benchmarks sweep``,
-    figures in docs/benchmarks.md, 2 cores, 2026-11-23, medians of 3):
+    figures in docs/benchmarks.md, 2 cores, 2026-11-23, medians of 3; third sweep, with direct I/O):
 
-    - ``max_workers=64``: S1 (400 tiny files, 100 ms API latency) 4.58 / 3.09 / 2.46 / 2.33 s at 16 / 32 / 64 / 96
-      workers (latency-bound: more requests in flight; the REST gate still adapts below this on 429s). 96 gains
-      5% more for 2 MB more RSS per 32 threads; 64 it is.
-    - ``streams_per_file=32``: S3 (2 GiB, 50 MB/s per connection) 11.70 / 6.71 / 5.34 / 4.38 s at 4 / 8 / 16 / 32
-      streams; S5 (2 GiB, raw loopback) 4.25 / 4.32 / 4.13 / 4.14 s: more streams only help where each
-      connection is capped, and cost nothing measurable where it is not.
-    - ``part_size=32 MiB``: S3 5.07 / 5.13 / 5.10 / 5.59 s at 8 / 16 / 32 / 64 MiB (16 streams), CPU falling with
-      size (7.6 / 7.5 / 6.9 / 6.9 s).
-    - ``multipart_threshold=32 MiB``: S2 (mixed tree) 5.24 / 5.23 / 5.97 s at 8 / 32 / 128 MiB (first sweep).
+    - ``max_workers=64``: S1 (400 tiny files, 100 ms API latency) 4.62 / 2.98 / 2.39 / 2.56 s at 16 / 32 / 64 / 96
+      workers (latency-bound: more requests in flight; the REST gate still adapts below this on 429s).
+    - ``streams_per_file=16``: S3 (2 GiB, 50 MB/s per connection) 11.67 / 6.23 / 4.15 / 4.26 s at 4 / 8 / 16 / 32
+      streams; S5 (2 GiB, raw loopback) 3.83 / 3.62 / 4.27 / 4.47 s. Capped connections need enough streams; past
+      that, more streams take CPU from the MD5, which is then the critical path. 16 also holds 17 MB less RSS.
+    - ``part_size=32 MiB``: S3 4.35 / 4.53 / 4.47 / 4.23 s at 8 / 16 / 32 / 64 MiB: flat within the noise.
+    - ``multipart_threshold=32 MiB``: S2 (mixed tree) 3.43 / 3.91 / 3.52 s at 8 / 32 / 128 MiB, within the run-to-run
+      spread (S2 at 32 MiB measured 3.0-4.0 s across the sweep); unchanged.
+    - ``url_batch_size=100``: S1 2.35 / 2.29 / 2.33 / 2.38 s and S2 3.35 / 3.33 / 3.34 / 3.17 s at 10 / 25 / 50 / 100
+      handles per call: flat, so the fewest calls (S1 456 against 492), which is what Synapse's rate limit counts.
+    - ``direct_io=True``: S5 6.26 -> 4.12 s and 8.3 -> 4.4 CPU s; S3 4.89 -> 4.91 s but 6.4 -> 4.6 CPU s and no
+      cold-memory outliers (buffered: 4.2-7.8 s); S2 3.11 -> 3.36 s (within the noise; 512 MiB of its 749 MB).
     - ``chunk_size=1 MiB``: the unit of reads, writes and cancel checks; buffers are reused per thread, so it
       costs at most one chunk of memory per thread that reads large bodies.
 
@@ -42,7 +45,7 @@ class TransferConfig:
     max_workers: int = 64
     multipart_threshold: int = 32 * MiB
     part_size: int = 32 * MiB
-    streams_per_file: int = 32
+    streams_per_file: int = 16
     chunk_size: int = 1 * MiB
     stall_timeout: float = 30.0
     connect_timeout: float = 10.0

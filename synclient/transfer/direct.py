@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import re
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -27,6 +28,8 @@ ALIGN = 4096
 #: local block-device filesystems, where O_DIRECT is a plain DMA from our buffer to the disk
 _DIRECT_FILESYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs", "bcachefs"})
 _DIRECT_FLAG = getattr(os, "O_DIRECT", 0)
+#: mountinfo writes space, tab, newline and backslash in paths as octal escapes (\040 ...)
+_MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")
 
 
 def aligned_buffer(size: int) -> memoryview:
@@ -34,10 +37,11 @@ def aligned_buffer(size: int) -> memoryview:
     return memoryview(mmap.mmap(-1, max(ALIGN, -(-size // ALIGN) * ALIGN)))
 
 
-def filesystem_type(path: Path) -> Optional[str]:
-    """The type of the filesystem holding ``path`` (Linux ``/proc/self/mountinfo``), None where unknown."""
+def filesystem_type(path: Path, mountinfo: str = "/proc/self/mountinfo") -> Optional[str]:
+    """The type of the filesystem holding ``path`` (the longest mount point above it in Linux's ``mountinfo``),
+    None where unknown."""
     try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as mounts:
+        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as mounts:
             lines = mounts.read().splitlines()
         resolved = os.path.realpath(path)
     except OSError:
@@ -46,7 +50,7 @@ def filesystem_type(path: Path) -> Optional[str]:
     for line in lines:
         fields = line.split(" ")
         try:
-            mount_point = fields[4].replace("\\040", " ")
+            mount_point = _MOUNTINFO_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4])
             fs_type = fields[fields.index("-", 6) + 1]
         except (IndexError, ValueError):
             continue

@@ -137,3 +137,16 @@ def test_read_ahead_reports_a_file_that_shrank(tmp_path):
         assert [t for t in threading.enumerate() if t.name == "synclient-hash-read-ahead"] == []
     finally:
         file.close()
+
+
+def test_filesystem_type_takes_the_longest_mount_point_and_decodes_escapes(tmp_path):
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+        "30 22 0:40 / /mnt/my\\040data rw shared:9 - nfs4 server:/export rw\n"
+        "31 30 0:41 / /mnt/my\\040data/scratch rw - tmpfs tmpfs rw\n"
+        "garbage line\n")
+    assert filesystem_type(Path("/mnt/my data/project"), str(mountinfo)) == "nfs4"
+    assert filesystem_type(Path("/mnt/my data/scratch/x"), str(mountinfo)) == "tmpfs"
+    assert filesystem_type(Path("/mnt/my datab"), str(mountinfo)) == "ext4"  # a prefix of the name is not inside
+    assert filesystem_type(Path("/home/u"), str(tmp_path / "missing")) is None
