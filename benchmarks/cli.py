@@ -155,10 +155,6 @@ SWEEP = [
 ]
 
 
-#: knobs counted in bytes (shown in KiB/MiB)
-BYTE_KNOBS = ("multipart_threshold", "part_size", "chunk_size")
-
-
 def _config_for(knob: str, value: int) -> Dict[str, int]:
     from synclient import TransferConfig
 
@@ -209,9 +205,7 @@ def write_sweep_docs(sweep: dict, out: Path) -> None:
              "|---|---|---|---|---|---|---|"]
     for group in sweep["groups"]:
         for p in group["points"]:
-            value = p["value"]
-            shown = f"{value // MiB} MiB" if group["knob"] in BYTE_KNOBS and value >= MiB else (
-                f"{value // 1024} KiB" if group["knob"] in BYTE_KNOBS else str(value))
+            shown = report.knob_label(group["knob"], p["value"])
             wall = f"{p['wall']:.3f} ({', '.join(f'{w:.2f}' for w in p['walls'])})" if p["wall"] else "failed"
             lines.append(f"| {group['scenario']} | {group['knob']} | {shown} | {wall} | {p['rest_calls']:.0f} "
                          f"| {p['cpu_seconds']:.2f} | {p['peak_rss_mb']:.0f} |")

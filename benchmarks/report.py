@@ -178,6 +178,17 @@ def plots(results: dict, directory: Path) -> List[Path]:
     return written
 
 
+#: sweep knobs counted in bytes (shown in KiB/MiB)
+BYTE_KNOBS = ("multipart_threshold", "part_size", "chunk_size")
+
+
+def knob_label(knob: str, value: object) -> str:
+    """A sweep value as people read it: byte-sized knobs in MiB or KiB (``33554432`` is unreadable)."""
+    if knob in BYTE_KNOBS and isinstance(value, int):
+        return f"{value >> 20} MiB" if value >= 1 << 20 else f"{value >> 10} KiB"
+    return str(value)
+
+
 def sweep_plot(sweep: dict, directory: Path) -> Optional[Path]:
     try:
         import matplotlib
@@ -187,9 +198,13 @@ def sweep_plot(sweep: dict, directory: Path) -> Optional[Path]:
     except ImportError:
         return None
     groups = sweep["groups"]
-    fig, axes = plt.subplots(1, len(groups), figsize=(3.4 * len(groups), 3.6), squeeze=False)
-    for ax, group in zip(axes[0], groups):
-        xs = [str(point["value"]) for point in group["points"]]
+    columns = min(len(groups), 4)
+    rows = -(-len(groups) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.4 * columns, 3.2 * rows), squeeze=False)
+    for ax in axes.flat[len(groups):]:
+        ax.set_visible(False)
+    for ax, group in zip(axes.flat, groups):
+        xs = [knob_label(group["knob"], point["value"]) for point in group["points"]]
         ys = [point["wall"] if point["wall"] is not None else float("nan") for point in group["points"]]
         ax.plot(xs, ys, marker="o")
         ax.set_title(f"{group['scenario']}: {group['knob']}", fontsize=9)

@@ -322,3 +322,29 @@ def test_a_large_file_keeps_at_most_streams_per_file_parts_in_flight(tmp_path):
     assert stats["data_requests"] == 12
     assert stats["peak_data_concurrency"] == 3, stats
     assert hashlib.md5((tmp_path / "big.bin").read_bytes()).hexdigest() == seeded_md5(size, 12)
+
+
+@pytest.mark.parametrize("direct_io", [True, False])
+def test_a_large_file_is_written_direct_only_when_asked(tmp_path, monkeypatch, direct_io):
+    """With ``direct_io`` the multipart path opens the partial file a second time with O_DIRECT (where the
+    filesystem allows it, as ext4/xfs do) and the file is byte-exact, its odd-sized tail written buffered; without
+    it, no direct descriptor is opened."""
+    import synclient.transfer.download as download
+    from synclient.transfer.direct import filesystem_type, open_direct
+
+    opened = []
+    monkeypatch.setattr(download, "open_direct", lambda path: opened.append(open_direct(path)) or opened[-1])
+    size = 5 * MiB + 1234  # unaligned tail
+    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
+                                                      "seed": 13}]}]}
+    with Emulator() as emu:
+        project = emu.seed_spec(spec)["p"]
+        config = TransferConfig(max_workers=4, multipart_threshold=MiB, part_size=MiB, direct_io=direct_io)
+        sync_from_platform(project, tmp_path, platform=platform_for(emu), config=config)
+    assert hashlib.md5((tmp_path / "big.bin").read_bytes()).hexdigest() == seeded_md5(size, 13)
+    if not direct_io:
+        assert opened == []
+    else:
+        assert len(opened) == 1  # elsewhere (overlay, tmpfs) it may be -1: buffered, and still byte-exact
+        if filesystem_type(tmp_path) in ("ext4", "xfs", "btrfs"):
+            assert opened[0] >= 0
