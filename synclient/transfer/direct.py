@@ -1,4 +1,5 @@
-"""Large downloads written and read back around the page cache (``O_DIRECT``) where the filesystem allows it.
+"""Writing downloads to disk: complete positional writes, and large files written and read back around the page
+cache (``O_DIRECT``) where the filesystem allows it.
 
 Why: a buffered write copies every byte into page-cache pages that the kernel must first find and zero. On a VM
 whose host takes freed guest memory back (free page reporting, as on our benchmark machines), each of those pages
@@ -20,7 +21,7 @@ import mmap
 import os
 import re
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 #: multiple of every common logical block size (512 and 4096); also the page size the buffers are aligned to
 ALIGN = 4096
@@ -35,6 +36,19 @@ _MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")
 def aligned_buffer(size: int) -> memoryview:
     """A writable buffer of at least ``size`` bytes whose address is page-aligned (anonymous ``mmap``)."""
     return memoryview(mmap.mmap(-1, max(ALIGN, -(-size // ALIGN) * ALIGN)))
+
+
+def pwrite_all(fd: int, data: memoryview, offset: int) -> None:
+    """``os.pwrite`` until every byte is written. On a nearly full disk pwrite may write only part of ``data`` and
+    return the count without an error; ignoring that left a hole in a file whose streamed MD5 (of ``data``, not of
+    the disk) still matched, and a corrupt file was installed. The retry of the remainder raises ENOSPC."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, "short write")
+        view = view[written:]
+        offset += written
 
 
 def filesystem_type(path: Path, mountinfo: str = "/proc/self/mountinfo") -> Optional[str]:
@@ -90,20 +104,20 @@ class DirectFile:
     def direct(self) -> bool:
         return self._direct
 
-    def write(self, data: memoryview, offset: int, write_all: Callable[[int, memoryview, int], None]) -> None:
-        """Write ``data`` at ``offset`` with ``write_all(fd, data, offset)`` (which handles short writes)."""
+    def write(self, data: memoryview, offset: int) -> None:
+        """Write all of ``data`` at ``offset``."""
         if self._direct and offset % ALIGN == 0:
             head = len(data) - len(data) % ALIGN
             if head:
                 try:
-                    write_all(self.direct_fd, data[:head], offset)
+                    pwrite_all(self.direct_fd, data[:head], offset)
                     data, offset = data[head:], offset + head
                 except OSError as exc:
                     if exc.errno != errno.EINVAL:
                         raise
                     self._direct = False
         if len(data):
-            write_all(self.fd, data, offset)
+            pwrite_all(self.fd, data, offset)
 
     def read_into(self, buffer: memoryview, offset: int, end: int) -> memoryview:
         """Read from ``offset`` towards ``end`` into ``buffer`` (from :func:`aligned_buffer`) as much as fits; the

@@ -26,7 +26,7 @@ from synclient.errors import (IntegrityError, LocalIOError, RangeNotHonouredErro
 from synclient.events import SyncObserver
 from synclient.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
-from synclient.transfer.direct import DirectFile, aligned_buffer, open_direct
+from synclient.transfer.direct import DirectFile, aligned_buffer, open_direct, pwrite_all
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range
 from synclient.transfer.partial import (JournalHeader, ResumeJournal, journal_path, open_temp, preallocate,
                                         temp_path)
@@ -72,19 +72,6 @@ def local_error(path: Path, exc: OSError) -> LocalIOError:
     error = LocalIOError(f"cannot write {path}: {reason}")
     error.errno = exc.errno
     return error
-
-
-def pwrite_all(fd: int, data: memoryview, offset: int) -> None:
-    """``os.pwrite`` until every byte is written. On a nearly full disk pwrite may write only part of ``data`` and
-    return the count without an error; ignoring that left a hole in a file whose streamed MD5 (of ``data``, not of
-    the disk) still matched, and a corrupt file was installed. The retry of the remainder raises ENOSPC."""
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        if written <= 0:
-            raise OSError(errno.ENOSPC, "short write")
-        view = view[written:]
-        offset += written
 
 
 def plan_parts(size: int, part_size: int) -> List[ByteRange]:
@@ -438,7 +425,7 @@ class Downloader:
         written = state.written.get(index, part.start)
 
         def sink(offset: int, data: memoryview) -> None:
-            file.write(data, offset, pwrite_all)
+            file.write(data, offset)
             state.written[index] = offset + len(data)
             state.hasher.advance(index, offset + len(data))
             self._observer.bytes_transferred(len(data))

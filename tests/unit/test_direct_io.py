@@ -8,11 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from synclient.transfer.direct import ALIGN, DirectFile, aligned_buffer, filesystem_type, open_direct
 from synclient.errors import LocalIOError
-from synclient.transfer.download import (PrefixHasher, hash_file_range, hash_with_read_ahead, plan_parts,
-                                         pwrite_all)
-
+from synclient.transfer.direct import ALIGN, DirectFile, aligned_buffer, filesystem_type, open_direct
+from synclient.transfer.download import PrefixHasher, hash_file_range, hash_with_read_ahead, plan_parts
 
 def _direct_file(path: Path, size: int) -> DirectFile:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -63,7 +61,7 @@ def test_writes_in_any_alignment_and_order_give_the_same_file(tmp_path_factory, 
         for offset in offsets:
             piece = data[offset:offset + chunk]
             buffer[:len(piece)] = piece
-            file.write(buffer[:len(piece)], offset, pwrite_all)
+            file.write(buffer[:len(piece)], offset)
         assert path.read_bytes() == data
         start = random.Random(seed + 2).randrange(size)
         md5 = hashlib.md5()
@@ -80,7 +78,7 @@ def test_an_unaligned_buffer_falls_back_to_buffered_writes(tmp_path):
     path = tmp_path / "f"
     file = _direct_file(path, len(data))
     try:
-        file.write(memoryview(data), 0, pwrite_all)
+        file.write(memoryview(data), 0)
         assert not file.direct
         assert path.read_bytes() == data
     finally:
@@ -99,7 +97,7 @@ def test_prefix_hasher_reads_a_direct_file_back_exactly(tmp_path):
         buffer[:size] = data
         for index in reversed(range(len(parts))):
             part = parts[index]
-            file.write(buffer[part.start:part.end], part.start, pwrite_all)
+            file.write(buffer[part.start:part.end], part.start)
             hasher.part_done(index)
         assert hasher.hexdigest() == hashlib.md5(data).hexdigest()
         assert file.direct
