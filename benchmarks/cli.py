@@ -169,6 +169,11 @@ def _config_for(knob: str, value: int) -> Dict[str, int]:
 
 def cmd_sweep(args) -> int:
     scenarios = build(quick=args.quick)
+    unknown = sorted(set(args.knob or []) - {knob for _name, knob, _values in SWEEP})
+    if unknown:
+        print(f"unknown knob(s): {', '.join(unknown)}; swept: {', '.join(sorted({k for _n, k, _v in SWEEP}))}",
+              file=sys.stderr)
+        return 2
     work = Path(args.work or tempfile.mkdtemp(prefix="synclient-bench-sweep-"))
     groups = []
     for name, knob, values in SWEEP:

@@ -198,6 +198,8 @@ def sweep_plot(sweep: dict, directory: Path) -> Optional[Path]:
     except ImportError:
         return None
     groups = sweep["groups"]
+    if not groups:
+        return None
     columns = min(len(groups), 4)
     rows = -(-len(groups) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(3.4 * columns, 3.2 * rows), squeeze=False)

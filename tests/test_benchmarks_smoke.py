@@ -27,3 +27,20 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
             ran += 1
             assert run["ok"] and run["status"] == "byte-exact", (name, run["contender"], run["status"])
     assert ran >= 20  # at least synclient (library, CLI, serial) in S1-S5, the library in M1 and M1r
+
+
+def test_sweep_refuses_an_unknown_knob_in_one_line(capsys):
+    from benchmarks.cli import main
+
+    assert main(["sweep", "S5", "--knob", "part_sise"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("unknown knob(s): part_sise; swept: ") and "\n" not in err
+
+
+def test_sweep_values_are_labelled_as_people_read_them():
+    from benchmarks.report import knob_label
+
+    assert knob_label("part_size", 32 * 1024 * 1024) == "32 MiB"
+    assert knob_label("chunk_size", 256 * 1024) == "256 KiB"
+    assert knob_label("streams_per_file", 16) == "16"
+    assert knob_label("direct_io", True) == "True"
