@@ -87,11 +87,17 @@ def hash_file_range(file: DirectFile, start: int, end: int, md5, buffer: Optiona
     buffer = buffer if buffer is not None else aligned_buffer(min(_HASH_READ, end - start))
     offset = start
     while offset < end:
-        received = file.read_into(buffer, offset, end)
-        if not received:
-            raise LocalIOError("partial file shrank while it was being verified")
+        received = _read_block(file, buffer, offset, end)
         md5.update(received)
         offset += len(received)
+
+
+def _read_block(file: DirectFile, buffer: memoryview, offset: int, end: int) -> memoryview:
+    """The next bytes of ``file`` from ``offset`` (at most ``end - offset``) read into ``buffer``; never empty."""
+    received = file.read_into(buffer, offset, end)
+    if not received:
+        raise LocalIOError("partial file shrank while it was being verified")
+    return received
 
 
 def hash_with_read_ahead(file: DirectFile, start: int, end: int, md5, buffers: List[memoryview]) -> None:
@@ -115,9 +121,7 @@ def hash_with_read_ahead(file: DirectFile, start: int, end: int, md5, buffers: L
                 buffer = free.get()
                 if stop.is_set():
                     return
-                view = file.read_into(buffer, offset, end)
-                if not view:
-                    raise LocalIOError("partial file shrank while it was being verified")
+                view = _read_block(file, buffer, offset, end)
                 filled.put((buffer, view))
                 offset += len(view)
         except BaseException as exc:  # handed to the hashing thread, which raises it
