@@ -223,6 +223,39 @@ def test_sigkill_mid_file_then_rerun_refetches_only_parts_in_flight(tmp_path):
     assert sorted(local_tree(tmp_path)) == ["big.bin"]  # partial and journal cleaned up
 
 
+_KILLED_AFTER_INSTALL = textwrap.dedent("""
+    import os, signal, sys
+    from synclient import Platform, TransferConfig, sync_from_platform
+    from synclient.transfer.partial import ResumeJournal
+    # die in the narrowest window there is: the verified file is in place, its journal not yet removed
+    ResumeJournal.remove = lambda self: os.kill(os.getpid(), signal.SIGKILL)
+    endpoint, token, entity, target = sys.argv[1:5]
+    config = TransferConfig(max_workers=4, multipart_threshold=4 * 2**20, part_size=4 * 2**20)
+    sync_from_platform(entity, target, platform=Platform(endpoint=endpoint, token=token), config=config)
+""")
+
+
+def test_a_kill_between_install_and_journal_removal_leaves_nothing_after_the_rerun(tmp_path):
+    size = 16 * MiB
+    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
+                                                      "seed": 7}]}]}
+    with Emulator() as emu:
+        project = emu.seed_spec(spec)["p"]
+        child = subprocess.run([sys.executable, "-c", _KILLED_AFTER_INSTALL, emu.endpoint, emu.token, project,
+                                str(tmp_path)], timeout=60)
+        assert child.returncode == -signal.SIGKILL
+        left = sorted(local_tree(tmp_path))  # the crash's state: the file in place and its journal beside it
+        assert left[0].startswith(".big.bin.") and left[0].endswith(".synclient-partial.parts")
+        assert left[1:] == ["big.bin"]
+        emu.reset_stats()
+        results = sync_from_platform(project, tmp_path, platform=platform_for(emu),
+                                     config=TransferConfig(multipart_threshold=4 * MiB, part_size=4 * MiB))
+        assert [r.action for r in results] == ["adopt"]
+        assert emu.stats()["data_bytes"] == 0
+    assert hashlib.md5((tmp_path / "big.bin").read_bytes()).hexdigest() == seeded_md5(size, 7)
+    assert sorted(local_tree(tmp_path)) == ["big.bin"]  # the stale journal went with the adoption
+
+
 def test_sigint_stops_promptly_and_keeps_partial_data(tmp_path):
     size = 128 * MiB
     spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,

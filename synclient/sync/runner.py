@@ -32,6 +32,7 @@ from synclient.sync.walker import TreeWalker
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.http import DataClient
+from synclient.transfer.partial import discard_partial
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -189,6 +190,8 @@ class _Run:
                     handle.content_type, context.annotations, self.provenance.get(context.rel_path, Provenance())))
             self.record(result)
             return
+        if decision.action is Action.ADOPT:
+            discard_partial(decision.destination, handle.id)
         self._index_file(entity_id, version, handle, decision.destination, context)
         self.record(result, manifest_path=context.rel_path)
 

@@ -32,6 +32,19 @@ def journal_path(temp: Path) -> Path:
     return temp.with_name(temp.name + JOURNAL_SUFFIX)
 
 
+def discard_partial(destination: Path, file_handle_id: str) -> None:
+    """Remove what an earlier run left of downloading this handle to ``destination``: its temp file and journal.
+
+    A run killed after moving a finished download into place but before removing its journal leaves the journal
+    behind; the next run finds the file already right (adopts it) and calls this, so nothing stale stays."""
+    temp = temp_path(destination, file_handle_id)
+    for path in (journal_path(temp), temp):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+
 def open_temp(path: Path, *, truncate: bool = False) -> int:
     """Open (creating) a temp file for writing without following a symlink planted at its name."""
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
