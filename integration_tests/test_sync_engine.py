@@ -256,6 +256,29 @@ def test_a_kill_between_install_and_journal_removal_leaves_nothing_after_the_rer
     assert sorted(local_tree(tmp_path)) == ["big.bin"]  # the stale journal went with the adoption
 
 
+def test_partials_of_an_older_version_go_once_a_newer_one_is_synced(tmp_path):
+    size = 64 * MiB
+    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
+                                                      "seed": 3}]}]}
+    with Emulator(bandwidth_per_conn=10 * 10 ** 6) as emu:
+        project = emu.seed_spec(spec)["p"]
+        child = subprocess.Popen([sys.executable, "-c", _KILLED_SYNC, emu.endpoint, emu.token, project,
+                                  str(tmp_path)])
+        deadline = time.monotonic() + 60
+        while emu.stats()["data_bytes"] < size // 3 and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.02)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        left = sorted(local_tree(tmp_path))
+        assert len(left) == 2 and all(".synclient-partial" in name for name in left), left  # temp + journal
+        emu.add_version(emu.resolve(project, "big.bin"), "version 2\n")
+        emu.set_knobs(bandwidth_per_conn=0)
+        results = sync_from_platform(project, tmp_path, platform=platform_for(emu))
+        assert [r.status for r in results] == [SyncStatus.DOWNLOADED]
+    assert (tmp_path / "big.bin").read_text() == "version 2\n"
+    assert sorted(local_tree(tmp_path)) == ["big.bin"]  # version 1's 64 MiB partial can never resume: gone
+
+
 def test_sigint_stops_promptly_and_keeps_partial_data(tmp_path):
     size = 128 * MiB
     spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,

@@ -32,7 +32,7 @@ from synclient.sync.walker import TreeWalker
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.http import DataClient
-from synclient.transfer.partial import discard_partial
+from synclient.transfer.partial import LeftoverPartials
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -93,6 +93,7 @@ class _Run:
         self.manifest_paths: Set[str] = set()
         self.manifest_extras: List[ManifestRow] = []
         self.provenance: Dict[str, Provenance] = {}
+        self.leftovers = LeftoverPartials()
         self._results: List[FileResult] = []
         self._lock = threading.Lock()
         self.pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
@@ -170,6 +171,9 @@ class _Run:
             self.plan.add(PlanEntry(rel_path, header.id, version, handle.content_size, decision.action,
                                     decision.destination))
             return
+        if decision.action is not Action.KEEP_LOCAL:  # settled now: older partials of it can never resume
+            self.leftovers.discard(decision.destination,
+                                   keep_handle=handle.id if decision.action.fetches else None)
         if not decision.action.fetches:
             self._kept(header.id, version, handle, decision, context)
             return
@@ -190,8 +194,6 @@ class _Run:
                     handle.content_type, context.annotations, self.provenance.get(context.rel_path, Provenance())))
             self.record(result)
             return
-        if decision.action is Action.ADOPT:
-            discard_partial(decision.destination, handle.id)
         self._index_file(entity_id, version, handle, decision.destination, context)
         self.record(result, manifest_path=context.rel_path)
 

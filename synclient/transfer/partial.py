@@ -5,44 +5,99 @@ A download is written to a hidden temporary file in the destination's own folder
 same stored object and can be continued. A multipart download also keeps a journal beside it: a header line (handle
 id, size, MD5, part size) and then one line per finished part, appended with ``O_APPEND`` (no lock, no rewrite).
 A part is listed only after its bytes were written, and the final MD5 check catches anything the journal got wrong.
+Partials of other handles than the one a run settles for a file can never resume; :class:`LeftoverPartials` removes
+them.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Set
+from typing import Dict, List, Optional, Set, Tuple
+
+log = logging.getLogger(__name__)
 
 TEMP_SUFFIX = ".synclient-partial"
 JOURNAL_SUFFIX = ".parts"
 _MAX_TEMP_NAME = 200  # stay well below NAME_MAX (255) with our prefix and suffixes
+_HANDLE_ROOM = 21  # "." and a file handle id (a 64-bit number has at most 20 digits)
 
 
 def temp_path(destination: Path, file_handle_id: str) -> Path:
-    name = f".{destination.name}.{file_handle_id}{TEMP_SUFFIX}"
-    if len(name.encode("utf-8", "surrogateescape")) > _MAX_TEMP_NAME:
+    return destination.with_name(f"{_temp_stem(destination)}.{file_handle_id}{TEMP_SUFFIX}")
+
+
+def _temp_stem(destination: Path) -> str:
+    """A temp name up to ``.<handle><suffix>``: one per destination, whatever the handle, so that partials of
+    other handles are found by it. A long name becomes a digest of itself to stay within NAME_MAX."""
+    stem = f".{destination.name}"
+    if len(stem.encode("utf-8", "surrogateescape")) + _HANDLE_ROOM + len(TEMP_SUFFIX) > _MAX_TEMP_NAME:
         digest = hashlib.sha1(destination.name.encode("utf-8", "surrogateescape")).hexdigest()[:20]
-        name = f".synclient-{digest}.{file_handle_id}{TEMP_SUFFIX}"
-    return destination.with_name(name)
+        stem = f".synclient-{digest}"
+    return stem
 
 
 def journal_path(temp: Path) -> Path:
     return temp.with_name(temp.name + JOURNAL_SUFFIX)
 
 
-def discard_partial(destination: Path, file_handle_id: str) -> None:
-    """Remove what an earlier run left of downloading this handle to ``destination``: its temp file and journal.
+class LeftoverPartials:
+    """Partial downloads that earlier runs left beside files this run settles; each folder is listed once.
 
-    A run killed after moving a finished download into place but before removing its journal leaves the journal
-    behind; the next run finds the file already right (adopts it) and calls this, so nothing stale stays."""
-    temp = temp_path(destination, file_handle_id)
-    for path in (journal_path(temp), temp):
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
+    A download resumes only from a partial of the same file handle. Once a file is settled (downloaded again for a
+    newer handle, or found already right and adopted), older partials of it can never be continued: an interrupted
+    download of version 1 followed by version 2 would otherwise keep version 1's bytes on disk for good, and a run
+    killed between moving a finished file into place and removing its journal would leave the journal.
+    """
+
+    def __init__(self) -> None:
+        self._by_folder: Dict[Path, Dict[str, List[Tuple[str, Path]]]] = {}
+        self._lock = threading.Lock()
+
+    def discard(self, destination: Path, *, keep_handle: Optional[str] = None) -> None:
+        """Remove the partials (temp files and journals) of ``destination`` but those of ``keep_handle``."""
+        stem = _temp_stem(destination)
+        with self._lock:
+            folder = self._by_folder.get(destination.parent)
+            if folder is None:
+                folder = self._by_folder[destination.parent] = _partials_in(destination.parent)
+            found = folder.pop(stem, [])
+            kept = [(handle, path) for handle, path in found if handle == keep_handle]
+            if kept:
+                folder[stem] = kept
+        for handle, path in found:
+            if handle != keep_handle:
+                try:
+                    path.unlink()
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:  # cleanup only: the file itself is unaffected
+                    log.warning("cannot remove the stale partial download %s: %s", path, exc.strerror or exc)
+
+
+def _partials_in(folder: Path) -> Dict[str, List[Tuple[str, Path]]]:
+    """``{temp stem: [(handle id, path), ...]}`` for every temp file and journal in ``folder``."""
+    found: Dict[str, List[Tuple[str, Path]]] = {}
+    try:
+        with os.scandir(folder) as entries:
+            names = [entry.name for entry in entries]
+    except OSError:  # absent (first sync) or unreadable: nothing to clean
+        return found
+    for name in names:
+        if name.endswith(TEMP_SUFFIX + JOURNAL_SUFFIX):
+            core = name[:-len(TEMP_SUFFIX + JOURNAL_SUFFIX)]
+        elif name.endswith(TEMP_SUFFIX):
+            core = name[:-len(TEMP_SUFFIX)]
+        else:
+            continue
+        stem, _, handle = core.rpartition(".")
+        if stem and handle.isdigit():
+            found.setdefault(stem, []).append((handle, folder / name))
+    return found
 
 
 def open_temp(path: Path, *, truncate: bool = False) -> int:

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import PrefixHasher, plan_parts
-from synclient.transfer.partial import JournalHeader, ResumeJournal, journal_path, temp_path
+from synclient.transfer.partial import JournalHeader, LeftoverPartials, ResumeJournal, journal_path, temp_path
 
 
 @given(size=st.integers(1, 5000), part_size=st.integers(1, 700))
@@ -100,3 +100,39 @@ def test_journal_round_trip_and_foreign_header_is_ignored(tmp_path):
 def test_temp_name_of_a_very_long_name_stays_short(tmp_path):
     temp = temp_path(tmp_path / ("n" * 250), "123456")
     assert len(temp.name) <= 200 and temp.parent == tmp_path
+
+
+def _plant(path):
+    path.write_bytes(b"partial")
+    return path.name
+
+
+def test_leftover_partials_of_other_handles_go_and_the_kept_handle_stays(tmp_path):
+    # a name long enough that a long handle id would push its temp name over the limit and a short one not
+    a, long_name, b = tmp_path / "a.bin", tmp_path / ("n" * 171 + ".bin"), tmp_path / "a.bin.2"
+    old = _plant(temp_path(a, "1"))
+    old_journal = _plant(journal_path(temp_path(a, "1")))
+    current = _plant(temp_path(a, "22"))
+    other_file = _plant(temp_path(b, "1"))  # ".a.bin.2.1...": a different file, though its name extends a's
+    long_old, long_current = _plant(temp_path(long_name, "5")), _plant(temp_path(long_name, "123456789"))
+    unrelated = [_plant(tmp_path / n) for n in ("a.bin", ".a.bin.notes", ".a.bin.x.synclient-partial",
+                                                 ".SYNAPSE_METADATA_MANIFEST.tsv.synclient-partial")]
+    leftovers = LeftoverPartials()
+    leftovers.discard(a, keep_handle="22")
+    leftovers.discard(long_name, keep_handle="123456789")
+    left = set(os.listdir(tmp_path))
+    assert not left & {old, old_journal, long_old}
+    assert {current, other_file, long_current, *unrelated} <= left
+    leftovers.discard(a)  # adopted or already right: no partial of it is worth keeping
+    assert current not in set(os.listdir(tmp_path)) and other_file in set(os.listdir(tmp_path))
+
+
+def test_leftover_partials_lists_a_folder_once_and_ignores_a_missing_one(tmp_path, monkeypatch):
+    listed = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or real_scandir(path))
+    leftovers = LeftoverPartials()
+    for name in ("x", "y", "z"):
+        leftovers.discard(tmp_path / name, keep_handle="1")
+    leftovers.discard(tmp_path / "absent" / "x", keep_handle="1")
+    assert listed == [tmp_path, tmp_path / "absent"]
