@@ -55,28 +55,36 @@ class LeftoverPartials:
     """
 
     def __init__(self) -> None:
-        self._by_folder: Dict[Path, Dict[str, List[Tuple[str, Path]]]] = {}
-        self._lock = threading.Lock()
+        self._by_folder: Dict[str, Dict[str, List[Tuple[str, Path]]]] = {}
+        self._scan_lock = threading.Lock()
 
     def discard(self, destination: Path, *, keep_handle: Optional[str] = None) -> None:
         """Remove the partials (temp files and journals) of ``destination`` but those of ``keep_handle``."""
+        # Runs once per file a run settles, in many threads: the lock is only taken to list a new folder; a file's
+        # entry is taken with one dict.pop (atomic), and no two files of a run share a destination.
+        key = os.path.dirname(destination)
+        folder = self._by_folder.get(key)
+        if folder is None:
+            with self._scan_lock:
+                folder = self._by_folder.get(key)
+                if folder is None:
+                    folder = self._by_folder[key] = _partials_in(destination.parent)
         stem = _temp_stem(destination)
-        with self._lock:
-            folder = self._by_folder.get(destination.parent)
-            if folder is None:
-                folder = self._by_folder[destination.parent] = _partials_in(destination.parent)
-            found = folder.pop(stem, [])
-            kept = [(handle, path) for handle, path in found if handle == keep_handle]
-            if kept:
-                folder[stem] = kept
+        found = folder.pop(stem, None)
+        if not found:
+            return
+        kept = [(handle, path) for handle, path in found if handle == keep_handle]
+        if kept:  # the download about to start resumes from them
+            folder[stem] = kept
         for handle, path in found:
-            if handle != keep_handle:
-                try:
-                    path.unlink()
-                except FileNotFoundError:
-                    pass
-                except OSError as exc:  # cleanup only: the file itself is unaffected
-                    log.warning("cannot remove the stale partial download %s: %s", path, exc.strerror or exc)
+            if handle == keep_handle:
+                continue
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:  # cleanup only: the file itself is unaffected
+                log.warning("cannot remove the stale partial download %s: %s", path, exc.strerror or exc)
 
 
 def _partials_in(folder: Path) -> Dict[str, List[Tuple[str, Path]]]:

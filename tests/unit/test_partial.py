@@ -112,7 +112,7 @@ def test_leftover_partials_of_other_handles_go_and_the_kept_handle_stays(tmp_pat
     a, long_name, b = tmp_path / "a.bin", tmp_path / ("n" * 171 + ".bin"), tmp_path / "a.bin.2"
     old = _plant(temp_path(a, "1"))
     old_journal = _plant(journal_path(temp_path(a, "1")))
-    current = _plant(temp_path(a, "22"))
+    current, current_journal = _plant(temp_path(a, "22")), _plant(journal_path(temp_path(a, "22")))
     other_file = _plant(temp_path(b, "1"))  # ".a.bin.2.1...": a different file, though its name extends a's
     long_old, long_current = _plant(temp_path(long_name, "5")), _plant(temp_path(long_name, "123456789"))
     unrelated = [_plant(tmp_path / n) for n in ("a.bin", ".a.bin.notes", ".a.bin.x.synclient-partial",
@@ -123,8 +123,10 @@ def test_leftover_partials_of_other_handles_go_and_the_kept_handle_stays(tmp_pat
     left = set(os.listdir(tmp_path))
     assert not left & {old, old_journal, long_old}
     assert {current, other_file, long_current, *unrelated} <= left
+    assert current_journal in left
     leftovers.discard(a)  # adopted or already right: no partial of it is worth keeping
-    assert current not in set(os.listdir(tmp_path)) and other_file in set(os.listdir(tmp_path))
+    left = set(os.listdir(tmp_path))
+    assert not left & {current, current_journal} and other_file in left
 
 
 def test_leftover_partials_lists_a_folder_once_and_ignores_a_missing_one(tmp_path, monkeypatch):
