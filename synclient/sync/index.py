@@ -5,7 +5,9 @@ version, file handle id, MD5 and size of what was fetched, where the bytes are l
 path; another one after ``keep.both``), and the local file's size and ``mtime_ns`` right after synclient wrote it.
 A listing header with the same id and version plus an unchanged local stat means "up to date" — no API call, no
 hashing. Rows are written by one writer thread (pool tasks only enqueue, never wait on disk or a lock held across
-I/O) and committed as soon as they arrive, so an interrupted sync keeps what it finished.
+I/O) and committed as soon as they arrive, so an interrupted sync keeps what it finished. Rows are read on demand,
+one query per listing page (the rows of that page's files) on one shared read connection: the index is never held
+in memory, so a re-sync of a million-file tree needs no more memory than one of a thousand files.
 
 ``<target>/.synclient/lock`` is held (``flock``) for the whole sync: a second sync into the same folder fails fast.
 """
@@ -56,8 +58,8 @@ class SyncLockedError(SynclientError, BlockingIOError):
 
 @dataclass(frozen=True)
 class IndexRow:
-    """One indexed file. Slotted and without annotations (those stay in SQLite until a manifest is written):
-    a re-sync of a large tree holds one of these per file in memory."""
+    """One indexed file, as read for one lookup. Without annotations (those stay in SQLite until a manifest is
+    written)."""
 
     __slots__ = ("rel_path", "local_path", "root_id", "entity_id", "version", "file_handle_id", "md5", "size",
                  "content_type", "parent_id", "local_size", "mtime_ns")
@@ -85,6 +87,8 @@ class IndexRow:
 
 _ROW_COLUMNS = IndexRow.__slots__
 _COLUMNS = _ROW_COLUMNS + ("annotations", "synced_at")
+_SELECT = f"SELECT {', '.join(_ROW_COLUMNS)} FROM files"
+_MAX_KEYS_PER_QUERY = 500  # well below SQLite's bound on query parameters (999 in older builds)
 
 
 def _row_from_db(values) -> IndexRow:
@@ -97,13 +101,15 @@ def _row_from_db(values) -> IndexRow:
 
 
 class LocalIndex:
-    """Read side (loaded once into memory at start) and write side (a writer thread) of the index."""
+    """Read side (lookups on demand, one shared read connection) and write side (a writer thread) of the index."""
 
     def __init__(self, target_root: Path, *, read_only: bool = False) -> None:
         self.target_root = target_root
         self.meta_dir = target_root / META_DIR
         self.read_only = read_only
-        self._rows: Dict[str, IndexRow] = {}
+        self._read_uri = ""
+        self._reader: Optional[sqlite3.Connection] = None  # None: no index to read (none yet)
+        self._reader_lock = threading.Lock()  # held for one query, never across network I/O
         self._meta: Dict[str, str] = {}  # read-only mode: the meta table, read at open (there is no connection)
         self._lock_fd = -1
         self._db: Optional[sqlite3.Connection] = None
@@ -118,7 +124,8 @@ class LocalIndex:
         if self.read_only:
             if path.is_file():
                 # immutable: a dry run must not even create the WAL side files
-                self._load(sqlite3.connect(path.as_uri() + "?mode=ro&immutable=1", uri=True))
+                self._open_reader(path.as_uri() + "?mode=ro&immutable=1")
+                self._load_meta()
             return self
         try:
             self.meta_dir.mkdir(exist_ok=True)
@@ -134,7 +141,7 @@ class LocalIndex:
         except sqlite3.Error as exc:
             self._release_lock()
             raise LocalIOError(f"cannot open the index {path}: {exc}") from None
-        self._load(self._db)
+        self._open_reader(path.as_uri() + "?mode=ro")
         self._writer = threading.Thread(target=self._write_loop, name="synclient-index", daemon=True)
         self._writer.start()
         return self
@@ -144,6 +151,9 @@ class LocalIndex:
             self._queue.put(None)
             self._writer.join()
             self._writer = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -177,27 +187,58 @@ class LocalIndex:
             os.close(self._lock_fd)  # closing drops the flock
             self._lock_fd = -1
 
-    def _load(self, db: sqlite3.Connection) -> None:
+    def _open_reader(self, uri: str) -> None:
+        self._read_uri = uri
         try:
-            for values in db.execute(f"SELECT {', '.join(_ROW_COLUMNS)} FROM files"):
-                row = _row_from_db(values)
-                self._rows[row.rel_path] = row
+            self._reader = sqlite3.connect(uri, uri=True, check_same_thread=False)  # queries take _reader_lock
         except sqlite3.Error:
-            self._rows = {}  # an unreadable index only costs hashing; it is rebuilt as files are written
-        if self.read_only:
-            try:  # a few rows (schema version, measured throughput): kept for meta() once the connection is closed
-                self._meta = {key: value for key, value in db.execute("SELECT key, value FROM meta")}
-            except sqlite3.Error:
-                self._meta = {}
-            db.close()
+            self._reader = None  # an unreadable index only costs hashing; it is rebuilt as files are written
 
-    # -- reads (from memory) ---------------------------------------------------------------------------------
+    def _load_meta(self) -> None:
+        """Read-only mode: the meta table (schema version, measured throughput), kept for :meth:`meta`."""
+        if self._reader is None:
+            return
+        try:
+            with self._reader_lock:
+                self._meta = {key: value for key, value in self._reader.execute("SELECT key, value FROM meta")}
+        except sqlite3.Error:
+            self._meta = {}
+
+    # -- reads -----------------------------------------------------------------------------------------------
 
     def get(self, rel_path: str) -> Optional[IndexRow]:
-        return self._rows.get(rel_path)
+        return self.get_many([rel_path]).get(rel_path)
 
-    def rows(self) -> List[IndexRow]:
-        return list(self._rows.values())
+    def get_many(self, rel_paths: List[str]) -> Dict[str, IndexRow]:
+        """The committed rows of these paths (one query per listing page, not one per file); an unreadable index
+        reads as no rows, which only costs hashing."""
+        found: Dict[str, IndexRow] = {}
+        if self._reader is None or not rel_paths:
+            return found
+        try:
+            with self._reader_lock:
+                for start in range(0, len(rel_paths), _MAX_KEYS_PER_QUERY):
+                    keys = rel_paths[start:start + _MAX_KEYS_PER_QUERY]
+                    query = f"{_SELECT} WHERE rel_path IN ({', '.join('?' * len(keys))})"
+                    for values in self._reader.execute(query, keys):
+                        row = _row_from_db(values)
+                        found[row.rel_path] = row
+        except sqlite3.Error:
+            return {}
+        return found
+
+    def iter_rows(self, root_id: str) -> Iterator[IndexRow]:
+        """Committed rows of one sync root, streamed (a read snapshot: rows forgotten meanwhile may still appear)."""
+        if self._reader is None:
+            return
+        db = sqlite3.connect(self._read_uri, uri=True)  # its own: the shared reader serves lookups meanwhile
+        try:
+            for values in db.execute(f"{_SELECT} WHERE root_id = ?", (root_id,)):
+                yield _row_from_db(values)
+        except sqlite3.Error as exc:
+            raise LocalIOError(f"cannot read the index in {self.meta_dir}: {exc}") from None
+        finally:
+            db.close()
 
     def meta(self, key: str) -> Optional[str]:
         if self.read_only:
@@ -215,10 +256,8 @@ class LocalIndex:
             self._queue.put(("upsert", (row, annotations or {})))
 
     def forget(self, rel_path: str) -> None:
-        if self.read_only:
-            return
-        self._rows.pop(rel_path, None)
-        self._queue.put(("delete", rel_path))
+        if not self.read_only:
+            self._queue.put(("delete", rel_path))
 
     def flush(self) -> None:
         """Wait until every queued write is committed."""

@@ -28,7 +28,7 @@ from synclient.sync.paths import TargetDirectory
 from synclient.sync.plan import PlanEntry, SyncPlan
 from synclient.sync.planner import Action, Collision, Decision, decide, is_up_to_date
 from synclient.sync.results import FileResult, SyncReport, SyncResults, SyncStatus
-from synclient.sync.walker import TreeWalker
+from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.http import DataClient
@@ -101,7 +101,7 @@ class _Run:
         self.data_client = DataClient(config.max_workers)
         self.downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
                                      observer=observer, on_done=self._downloaded)
-        self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_file=self.file_found,
+        self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.files_found,
                                  on_failure=self.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links)
 
@@ -123,15 +123,18 @@ class _Run:
 
     # -- per-file pipeline -----------------------------------------------------------------------------------
 
-    def file_found(self, header: EntityHeader, destination: Path, rel_path: str) -> None:
+    def files_found(self, files: List[FoundFile]) -> None:
+        """One listing page's files: their index rows in one query, then each is up to date or needs its bundle."""
         if self.options.delete:
             with self._lock:
-                self.seen.add(rel_path)
-        row = self.index.get(rel_path)
-        if is_up_to_date(row, header, self.target.root) and not self.options.provenance:
-            self._up_to_date(row)
-        else:
-            self.pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path)
+                self.seen.update(file.rel_path for file in files)
+        rows = self.index.get_many([file.rel_path for file in files])
+        for header, destination, rel_path in files:
+            row = rows.get(rel_path)
+            if is_up_to_date(row, header, self.target.root) and not self.options.provenance:
+                self._up_to_date(row)
+            else:
+                self.pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
 
     def _up_to_date(self, row: IndexRow) -> None:
         path = self.target.root / row.local_path
@@ -141,7 +144,7 @@ class _Run:
         self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.SKIPPED,
                                action=Action.SKIP.value), manifest_path=row.rel_path)
 
-    def _bundle(self, header: EntityHeader, destination: Path, rel_path: str) -> None:
+    def _bundle(self, header: EntityHeader, destination: Path, rel_path: str, row: Optional[IndexRow]) -> None:
         try:
             bundle = self.platform.get_file_bundle(
                 header.id, version=header.version_number,
@@ -155,7 +158,6 @@ class _Run:
             if self.options.provenance:
                 self.provenance[rel_path] = provenance_from_activity(
                     self.platform.get_activity(header.id, version=bundle.entity.version_number))
-            row = self.index.get(rel_path)
             decision = decide(destination=destination, handle=handle, row=row, target_root=self.target.root,
                               collision=self.options.if_collision)
         except SynclientError as exc:
@@ -252,9 +254,8 @@ class _Run:
         if self.walker.listing_failed:
             log.warning("some folders could not be listed; no local file is deleted in this run")
             return
-        for row in self.index.rows():
-            if (row.root_id != self.root_id or row.rel_path in self.seen
-                    or not self.options.path_filter.wants_file(row.rel_path)):
+        for row in self.index.iter_rows(self.root_id):
+            if row.rel_path in self.seen or not self.options.path_filter.wants_file(row.rel_path):
                 continue
             path = self.target.root / row.local_path
             if not os.path.lexists(path):
@@ -388,7 +389,7 @@ def _start(run: _Run, root: EntityHeader, version: Optional[int]) -> None:
         return
     if version is not None:
         root = replace(root, version_number=version)
-    run.file_found(root, run.target.child(run.target.root, root.name), root.name)
+    run.files_found([FoundFile(root, run.target.child(run.target.root, root.name), root.name)])
 
 
 def _finish_report(run: _Run, platform: Platform, started: float, before: Tuple[int, int, int]) -> None:

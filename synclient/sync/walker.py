@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, FrozenSet, Optional
+from typing import Callable, FrozenSet, List, NamedTuple, Optional
 
 from synclient.client import Platform
 from synclient.errors import SynclientError, UnsafePathError
@@ -22,7 +22,17 @@ from synclient.transfer.pool import Priority, TaskPool
 
 log = logging.getLogger("synclient.sync")
 
-FileFound = Callable[[EntityHeader, Path, str], None]
+
+
+class FoundFile(NamedTuple):
+    """A file of the remote tree, where it lands locally, and its '/'-separated path relative to the sync root."""
+
+    header: EntityHeader
+    destination: Path
+    rel_path: str
+
+
+FilesFound = Callable[[List[FoundFile]], None]  # the files of one listing page at a time
 EntityFailed = Callable[[EntityHeader, Optional[Path], SynclientError], None]
 
 
@@ -40,13 +50,13 @@ class Folder:
 
 
 class TreeWalker:
-    def __init__(self, *, platform: Platform, pool: TaskPool, target: TargetDirectory, on_file: FileFound,
+    def __init__(self, *, platform: Platform, pool: TaskPool, target: TargetDirectory, on_files: FilesFound,
                  on_failure: EntityFailed, path_filter: PathFilter = PathFilter(),
                  follow_links: bool = False) -> None:
         self._platform = platform
         self._pool = pool
         self._target = target
-        self._on_file = on_file
+        self._on_files = on_files
         self._on_failure = on_failure
         self._filter = path_filter
         self._follow_links = follow_links
@@ -68,10 +78,11 @@ class TreeWalker:
             return
         if page.next_page_token:  # keep the next page flowing before working through this one
             self._pool.submit(Priority.LISTING, self._list_page, folder, page.next_page_token)
-        for header in page.headers:
-            self._visit(folder, header)
+        files = [found for found in (self._visit(folder, header) for header in page.headers) if found]
+        if files:
+            self._on_files(files)  # together: the runner looks their index rows up in one query
 
-    def _visit(self, folder: Folder, header: EntityHeader) -> None:
+    def _visit(self, folder: Folder, header: EntityHeader) -> Optional[FoundFile]:
         try:
             if header.type is EntityType.FOLDER:
                 self._enter(folder, header, header)
@@ -79,12 +90,13 @@ class TreeWalker:
                 rel = folder.rel(header.name)
                 destination = self._target.child(folder.local_dir, header.name)
                 if self._filter.wants_file(rel):
-                    self._on_file(header, destination, rel)
+                    return FoundFile(header, destination, rel)
             elif header.type is EntityType.LINK and self._follow_links:
                 self._target.child(folder.local_dir, header.name)  # refuse a bad name before any call
                 self._pool.submit(Priority.LISTING, self._resolve_link, folder, header)
         except SynclientError as exc:
             self._on_failure(header, None, exc)
+        return None
 
     def _enter(self, folder: Folder, named: EntityHeader, container: EntityHeader) -> None:
         """List ``container`` as a sub-folder called ``named.name`` (the same entity unless via a link)."""
@@ -111,7 +123,7 @@ class TreeWalker:
                 as_file = EntityHeader(id=target.id, name=link.name, type=EntityType.FILE, version_number=version)
                 rel = folder.rel(link.name)
                 if self._filter.wants_file(rel):
-                    self._on_file(as_file, self._target.child(folder.local_dir, link.name), rel)
+                    self._on_files([FoundFile(as_file, self._target.child(folder.local_dir, link.name), rel)])
             else:
                 raise UnsafePathError(f"link {link.id} points to a {target.type.name.lower()}; not followed")
         except SynclientError as exc:
