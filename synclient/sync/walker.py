@@ -1,8 +1,8 @@
 """Concurrent traversal of the remote tree on the shared pool.
 
-Each children page is one LISTING task; it creates the local folders it finds, hands every file to the runner
-(with its destination and its '/'-separated path relative to the sync root), and submits its sub-folders and its
-own next page as new tasks. Nothing waits inside the pool. With ``follow_links`` a Link entity is resolved (two
+Each children page is one LISTING task; it creates the local folders it finds, hands the page's files to the runner
+together (each with its destination and its '/'-separated path relative to the sync root), and submits its
+sub-folders and its own next page as new tasks. Nothing waits inside the pool. With ``follow_links`` a Link entity is resolved (two
 calls) to the file or folder it points to, which then appears under the link's own name; a link to a folder that
 is already on the path from the root is a cycle and is reported, not followed.
 """
@@ -21,7 +21,6 @@ from synclient.sync.paths import TargetDirectory
 from synclient.transfer.pool import Priority, TaskPool
 
 log = logging.getLogger("synclient.sync")
-
 
 
 class FoundFile(NamedTuple):
