@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
-from synclient.errors import AccessDeniedError, SyncError, UnsafePathError
+from synclient.errors import SyncError, UnsafePathError
 from synclient.emulator import Emulator
 from synclient.transfer.partial import temp_path
 from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree, rest_bound, seeded_md5
@@ -195,20 +195,27 @@ _KILLED_SYNC = textwrap.dedent("""
 """)
 
 
+def _one_file_project(size: int, seed: int) -> dict:
+    return {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
+                                                      "seed": seed}]}]}
+
+
+def _sigkill_sync_after(emu: Emulator, project: str, target: Path, served: int) -> int:
+    """Run _KILLED_SYNC in a child, SIGKILL it once ``served`` bytes went out; return the bytes served by then."""
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_SYNC, emu.endpoint, emu.token, project, str(target)])
+    deadline = time.monotonic() + 60
+    while emu.stats()["data_bytes"] < served and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.02)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    return emu.stats()["data_bytes"]
+
+
 def test_sigkill_mid_file_then_rerun_refetches_only_parts_in_flight(tmp_path):
     size, part, workers = 256 * MiB, 16 * MiB, 4
-    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
-                                                      "seed": 99}]}]}
     with Emulator(bandwidth_per_conn=40 * 10 ** 6) as emu:
-        project = emu.seed_spec(spec)["p"]
-        child = subprocess.Popen([sys.executable, "-c", _KILLED_SYNC, emu.endpoint, emu.token, project,
-                                  str(tmp_path)])
-        deadline = time.monotonic() + 60
-        while emu.stats()["data_bytes"] < size // 3 and time.monotonic() < deadline and child.poll() is None:
-            time.sleep(0.05)
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        first = emu.stats()["data_bytes"]
+        project = emu.seed_spec(_one_file_project(size, 99))["p"]
+        first = _sigkill_sync_after(emu, project, tmp_path, size // 3)
         assert size // 3 <= first < size, "the kill must land mid-file"
         assert not (tmp_path / "big.bin").exists(), "nothing may appear at the final path before it is verified"
         emu.reset_stats()
@@ -237,10 +244,8 @@ _KILLED_AFTER_INSTALL = textwrap.dedent("""
 
 def test_a_kill_between_install_and_journal_removal_leaves_nothing_after_the_rerun(tmp_path):
     size = 16 * MiB
-    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
-                                                      "seed": 7}]}]}
     with Emulator() as emu:
-        project = emu.seed_spec(spec)["p"]
+        project = emu.seed_spec(_one_file_project(size, 7))["p"]
         child = subprocess.run([sys.executable, "-c", _KILLED_AFTER_INSTALL, emu.endpoint, emu.token, project,
                                 str(tmp_path)], timeout=60)
         assert child.returncode == -signal.SIGKILL
@@ -258,17 +263,9 @@ def test_a_kill_between_install_and_journal_removal_leaves_nothing_after_the_rer
 
 def test_partials_of_an_older_version_go_once_a_newer_one_is_synced(tmp_path):
     size = 64 * MiB
-    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
-                                                      "seed": 3}]}]}
     with Emulator(bandwidth_per_conn=10 * 10 ** 6) as emu:
-        project = emu.seed_spec(spec)["p"]
-        child = subprocess.Popen([sys.executable, "-c", _KILLED_SYNC, emu.endpoint, emu.token, project,
-                                  str(tmp_path)])
-        deadline = time.monotonic() + 60
-        while emu.stats()["data_bytes"] < size // 3 and time.monotonic() < deadline and child.poll() is None:
-            time.sleep(0.02)
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+        project = emu.seed_spec(_one_file_project(size, 3))["p"]
+        assert _sigkill_sync_after(emu, project, tmp_path, size // 3) < size, "the kill must land mid-file"
         left = sorted(local_tree(tmp_path))
         assert len(left) == 2 and all(".synclient-partial" in name for name in left), left  # temp + journal
         emu.add_version(emu.resolve(project, "big.bin"), "version 2\n")
@@ -281,8 +278,7 @@ def test_partials_of_an_older_version_go_once_a_newer_one_is_synced(tmp_path):
 
 def test_sigint_stops_promptly_and_keeps_partial_data(tmp_path):
     size = 128 * MiB
-    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
-                                                      "seed": 5}]}]}
+    spec = _one_file_project(size, 5)
     with Emulator(bandwidth_per_conn=20 * 10 ** 6) as emu:
         project = emu.seed_spec(spec)["p"]
         child = subprocess.Popen([sys.executable, "-c", _KILLED_SYNC, emu.endpoint, emu.token, project,
@@ -349,8 +345,7 @@ def test_library_progress_stays_quiet_when_nobody_watches(emu, tmp_path, capfd):
 
 def test_cut_parts_continue_from_their_last_byte_not_from_the_part_start(tmp_path):
     size = 64 * MiB
-    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
-                                                      "seed": 11}]}]}
+    spec = _one_file_project(size, 11)
     with Emulator() as emu:
         project = emu.seed_spec(spec)["p"]
         emu.set_knobs(fault_data_cut_rate=0.5, fault_seed=5)
@@ -367,8 +362,7 @@ def test_a_large_file_keeps_at_most_streams_per_file_parts_in_flight(tmp_path):
     """12 parts, 8 workers, 3 streams per file: the storage never sees more than 3 bodies at once for the file,
     and the file is still byte-exact (every finished part submits the next)."""
     size = 12 * MiB
-    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
-                                                      "seed": 12}]}]}
+    spec = _one_file_project(size, 12)
     with Emulator() as emu:
         project = emu.seed_spec(spec)["p"]
         emu.set_knobs(bandwidth_per_conn=16 * MiB)  # slow enough that parts overlap
@@ -391,8 +385,7 @@ def test_a_large_file_is_written_direct_only_when_asked(tmp_path, monkeypatch, d
     opened = []
     monkeypatch.setattr(download, "open_direct", lambda path: opened.append(open_direct(path)) or opened[-1])
     size = 5 * MiB + 1234  # unaligned tail
-    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
-                                                      "seed": 13}]}]}
+    spec = _one_file_project(size, 13)
     with Emulator() as emu:
         project = emu.seed_spec(spec)["p"]
         config = TransferConfig(max_workers=4, multipart_threshold=MiB, part_size=MiB, direct_io=direct_io)
