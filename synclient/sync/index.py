@@ -206,9 +206,6 @@ class LocalIndex:
 
     # -- reads -----------------------------------------------------------------------------------------------
 
-    def get(self, rel_path: str) -> Optional[IndexRow]:
-        return self.get_many([rel_path]).get(rel_path)
-
     def get_many(self, rel_paths: List[str]) -> Dict[str, IndexRow]:
         """The committed rows of these paths (one query per listing page, not one per file); an unreadable index
         reads as no rows, which only costs hashing."""

@@ -2,9 +2,9 @@
 
 Each children page is one LISTING task; it creates the local folders it finds, hands the page's files to the runner
 together (each with its destination and its '/'-separated path relative to the sync root), and submits its
-sub-folders and its own next page as new tasks. Nothing waits inside the pool. With ``follow_links`` a Link entity is resolved (two
-calls) to the file or folder it points to, which then appears under the link's own name; a link to a folder that
-is already on the path from the root is a cycle and is reported, not followed.
+sub-folders and its own next page as new tasks. Nothing waits inside the pool. With ``follow_links`` a Link entity
+is resolved (two calls) to the file or folder it points to, which then appears under the link's own name; a link
+to a folder that is already on the path from the root is a cycle and is reported, not followed.
 """
 from __future__ import annotations
 
