@@ -6,11 +6,10 @@ import stat
 from pathlib import Path
 
 from synclient.errors import LocalIOError, UnsafePathError
-from synclient.transfer.partial import JOURNAL_SUFFIX, TEMP_SUFFIX
+from synclient.transfer.partial import PARTIAL_SUFFIXES
 
 NAME_MAX_BYTES = 255
 RESERVED_NAME = ".synclient"  # the index folder at the target's top
-PARTIAL_SUFFIXES = (TEMP_SUFFIX, TEMP_SUFFIX + JOURNAL_SUFFIX)  # names of in-flight downloads beside their files
 _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
                      *(f"LPT{i}" for i in range(1, 10))}
 

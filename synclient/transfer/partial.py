@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 TEMP_SUFFIX = ".synclient-partial"
 JOURNAL_SUFFIX = ".parts"
+PARTIAL_SUFFIXES = (TEMP_SUFFIX, TEMP_SUFFIX + JOURNAL_SUFFIX)  # names of in-flight downloads beside their files
 _MAX_TEMP_NAME = 200  # stay well below NAME_MAX (255) with our prefix and suffixes
 _HANDLE_ROOM = 21  # "." and a file handle id (a 64-bit number has at most 20 digits)
 
@@ -96,13 +97,10 @@ def _partials_in(folder: Path) -> Dict[str, List[Tuple[str, Path]]]:
     except OSError:  # absent (first sync) or unreadable: nothing to clean
         return found
     for name in names:
-        if name.endswith(TEMP_SUFFIX + JOURNAL_SUFFIX):
-            core = name[:-len(TEMP_SUFFIX + JOURNAL_SUFFIX)]
-        elif name.endswith(TEMP_SUFFIX):
-            core = name[:-len(TEMP_SUFFIX)]
-        else:
+        suffix = next((suffix for suffix in PARTIAL_SUFFIXES if name.endswith(suffix)), None)
+        if suffix is None:
             continue
-        stem, _, handle = core.rpartition(".")
+        stem, _, handle = name[:-len(suffix)].rpartition(".")
         if stem and handle.isdigit():
             found.setdefault(stem, []).append((handle, folder / name))
     return found
