@@ -127,3 +127,20 @@ def test_bundle_picks_the_data_file_handle(platform):
         "fileHandles": [{"id": "9", "contentSize": 1}, {"id": "10", "contentSize": 42, "contentMd5": "ab"}]})
     bundle = platform.get_file_bundle("syn2", version=3)
     assert bundle.file_handle.id == "10" and bundle.file_handle.content_size == 42
+
+
+def test_backoff_waits_at_least_half_of_each_exponential_step():
+    """Ten tries of one call must not all fit in a short outage: every wait has a floor of half its step."""
+    from types import SimpleNamespace
+
+    from synclient.client import _WaitRetryAfterOrBackoff
+    policy = RetryPolicy()
+    wait = _WaitRetryAfterOrBackoff(initial=policy.initial_backoff, maximum=policy.max_backoff)
+    floors = []
+    for attempt in range(1, policy.max_attempts):
+        step = min(policy.max_backoff, policy.initial_backoff * 2 ** (attempt - 1))
+        waits = [wait(SimpleNamespace(attempt_number=attempt, outcome=None)) for _ in range(300)]
+        assert step / 2 <= min(waits) and max(waits) <= step
+        assert max(waits) - min(waits) > step / 4  # still jittered
+        floors.append(step / 2)
+    assert sum(floors) > 30  # a 10 s maintenance window cannot use up the default ten tries
