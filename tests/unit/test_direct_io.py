@@ -73,12 +73,15 @@ def test_writes_in_any_alignment_and_order_give_the_same_file(tmp_path_factory, 
 
 
 def test_an_unaligned_buffer_falls_back_to_buffered_writes(tmp_path):
-    """A buffer whose address O_DIRECT refuses (a bytes object's) turns direct I/O off; the bytes still land."""
+    """A buffer whose address O_DIRECT refuses turns direct I/O off; the bytes still land."""
     data = os.urandom(4 * ALIGN)
+    # one byte past an aligned address: surely unaligned (a bytes object's data may be aligned by chance)
+    unaligned = aligned_buffer(5 * ALIGN)[1:1 + len(data)]
+    unaligned[:] = data
     path = tmp_path / "f"
     file = _direct_file(path, len(data))
     try:
-        file.write(memoryview(data), 0)
+        file.write(unaligned, 0)
         assert not file.direct
         assert path.read_bytes() == data
     finally:
