@@ -5,6 +5,7 @@ Errors also inherit Python's own categories where one fits (``FileNotFoundError`
 """
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING, List, Optional, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,8 +72,26 @@ class UnsafePathError(SynclientError, ValueError):
     """A name from the server would not stay a plain name inside the target directory."""
 
 
+_DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+_SQLITE_FULL = 13  # sqlite3.SQLITE_FULL: "database or disk is full"
+
+
 class LocalIOError(SynclientError, OSError):
     """Writing to the local disk failed (disk full, read-only, path is a file, ...)."""
+
+    @classmethod
+    def from_exception(cls, action: str, exc: BaseException) -> "LocalIOError":
+        """``"<action>: <reason>"`` for an ``OSError`` or ``sqlite3.Error``, keeping its ``errno``. A full disk or
+        quota reads "disk full" with errno ``ENOSPC`` whichever layer (file, manifest, SQLite index) hit it first,
+        so callers and users see one answer for one cause."""
+        code = getattr(exc, "errno", None)
+        if code in _DISK_FULL_ERRNOS or getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL:
+            reason, code = "disk full", code if code in _DISK_FULL_ERRNOS else errno.ENOSPC
+        else:
+            reason = getattr(exc, "strerror", None) or str(exc)
+        error = cls(f"{action}: {reason}")
+        error.errno = code
+        return error
 
 
 class SyncError(SynclientError):

@@ -130,7 +130,7 @@ class LocalIndex:
         try:
             self.meta_dir.mkdir(exist_ok=True)
         except OSError as exc:
-            raise LocalIOError(f"cannot create {self.meta_dir}: {exc.strerror}") from None
+            raise LocalIOError.from_exception(f"cannot create {self.meta_dir}", exc) from None
         self._take_lock()
         try:
             self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
@@ -140,7 +140,7 @@ class LocalIndex:
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.Error as exc:
             self._release_lock()
-            raise LocalIOError(f"cannot open the index {path}: {exc}") from None
+            raise LocalIOError.from_exception(f"cannot open the index {path}", exc) from None
         self._open_reader(path.as_uri() + "?mode=ro")
         self._writer = threading.Thread(target=self._write_loop, name="synclient-index", daemon=True)
         self._writer.start()
@@ -160,7 +160,7 @@ class LocalIndex:
         self._release_lock()
         if self._writer_error is not None:
             error, self._writer_error = self._writer_error, None
-            raise LocalIOError(f"cannot write the index in {self.meta_dir}: {error}")
+            raise LocalIOError.from_exception(f"cannot write the index in {self.meta_dir}", error)
 
     def __enter__(self) -> "LocalIndex":
         return self.open()
@@ -233,7 +233,7 @@ class LocalIndex:
             for values in db.execute(f"{_SELECT} WHERE root_id = ?", (root_id,)):
                 yield _row_from_db(values)
         except sqlite3.Error as exc:
-            raise LocalIOError(f"cannot read the index in {self.meta_dir}: {exc}") from None
+            raise LocalIOError.from_exception(f"cannot read the index in {self.meta_dir}", exc) from None
         finally:
             db.close()
 

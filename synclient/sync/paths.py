@@ -47,7 +47,7 @@ class TargetDirectory:
         except FileExistsError:
             raise LocalIOError(f"target {path} exists and is not a directory") from None
         except OSError as exc:
-            raise LocalIOError(f"cannot create target {path}: {exc.strerror}") from None
+            raise LocalIOError.from_exception(f"cannot create target {path}", exc) from None
         if not path.is_dir():
             raise LocalIOError(f"target {path} is not a directory")
         self.root = Path(os.path.realpath(path))
@@ -80,7 +80,7 @@ class TargetDirectory:
             except FileExistsError:
                 pass  # a concurrent creator won; checked below
             except OSError as exc:
-                raise LocalIOError(f"cannot create folder {path}: {exc.strerror}") from None
+                raise LocalIOError.from_exception(f"cannot create folder {path}", exc) from None
             mode = os.lstat(path).st_mode
         if stat.S_ISLNK(mode) and not self.contains(path):
             raise UnsafePathError(f"{path} is a symlink leading outside the target; not followed")

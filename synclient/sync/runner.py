@@ -164,7 +164,7 @@ class _Run:
             self.entity_failed(header, destination, exc)
             return
         except OSError as exc:
-            self.entity_failed(header, destination, LocalIOError(f"cannot read {destination}: {exc.strerror}"))
+            self.entity_failed(header, destination, LocalIOError.from_exception(f"cannot read {destination}", exc))
             return
         annotations = (bundle.annotations or {}).get("annotations") or {}
         version = bundle.entity.version_number
@@ -212,7 +212,7 @@ class _Run:
             try:
                 self._index_file(job.entity_id, job.version, job.handle, job.destination, context)
             except OSError as exc:
-                error = LocalIOError(f"cannot stat {job.destination} after writing it: {exc.strerror}")
+                error = LocalIOError.from_exception(f"cannot stat {job.destination} after writing it", exc)
         status = SyncStatus.FAILED if error else SyncStatus.DOWNLOADED
         self.record(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
                                job.handle.content_md5, status, error, action=context.action.value),
@@ -272,7 +272,7 @@ class _Run:
                     os.unlink(path)
                 except OSError as exc:
                     self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.FAILED,
-                                           LocalIOError(f"cannot delete {path}: {exc.strerror}"),
+                                           LocalIOError.from_exception(f"cannot delete {path}", exc),
                                            action=action.value))
                     continue
                 self.index.forget(row.rel_path)
@@ -361,8 +361,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                 try:
                     write_manifests(run.manifest_rows, target.root, options.manifest)
                 except OSError as exc:  # every file is in place and verified; only the manifest could not be
-                    raise LocalIOError(f"cannot write {MANIFEST_FILENAME} under {target.root}: "
-                                       f"{exc.strerror or exc}") from None
+                    raise LocalIOError.from_exception(f"cannot write {MANIFEST_FILENAME} under {target.root}",
+                                                      exc) from None
             if run.report.bytes_downloaded and run.report.wall_seconds > 0:
                 index.set_meta("bytes_per_second", str(run.report.bytes_downloaded / run.report.wall_seconds))
                 index.set_meta("files_per_second", str(max(run.report.downloaded, 1) / run.report.wall_seconds))

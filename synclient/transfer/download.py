@@ -8,7 +8,6 @@ the file (:class:`PrefixHasher`), so finalizing a large file does not re-read it
 """
 from __future__ import annotations
 
-import errno
 import hashlib
 import logging
 import os
@@ -68,10 +67,7 @@ DoneCallback = Callable[[FileJob, Optional[SynclientError]], None]
 
 
 def local_error(path: Path, exc: OSError) -> LocalIOError:
-    reason = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else (exc.strerror or str(exc))
-    error = LocalIOError(f"cannot write {path}: {reason}")
-    error.errno = exc.errno
-    return error
+    return LocalIOError.from_exception(f"cannot write {path}", exc)
 
 
 def plan_parts(size: int, part_size: int) -> List[ByteRange]:

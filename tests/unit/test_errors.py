@@ -1,0 +1,42 @@
+"""Local-disk failures read the same whichever layer met them: a full disk is "disk full" with errno ENOSPC."""
+import errno
+import sqlite3
+
+import pytest
+
+from synclient.errors import LocalIOError, SynclientError
+
+
+def _real_sqlite_full() -> sqlite3.Error:
+    db = sqlite3.connect(":memory:")
+    db.execute("PRAGMA max_page_count = 2")
+    db.execute("CREATE TABLE t (x BLOB)")
+    with pytest.raises(sqlite3.Error) as info:
+        for _ in range(100):
+            db.execute("INSERT INTO t VALUES (zeroblob(4096))")
+    db.close()
+    return info.value
+
+
+@pytest.mark.parametrize("cause", [OSError(errno.ENOSPC, "No space left on device"),
+                                   OSError(errno.EDQUOT, "Disk quota exceeded")])
+def test_a_full_disk_or_quota_reads_disk_full_and_keeps_its_errno(cause):
+    error = LocalIOError.from_exception("cannot write /t/MANIFEST.tsv", cause)
+    assert str(error) == "cannot write /t/MANIFEST.tsv: disk full"
+    assert error.errno == cause.errno
+    assert isinstance(error, SynclientError) and isinstance(error, OSError)
+
+
+def test_sqlite_database_or_disk_full_reads_disk_full_with_enospc():
+    cause = _real_sqlite_full()
+    assert "full" in str(cause)
+    error = LocalIOError.from_exception("cannot write the index in /t/.synclient", cause)
+    assert str(error) == "cannot write the index in /t/.synclient: disk full"
+    assert error.errno == errno.ENOSPC
+
+
+def test_other_causes_keep_their_own_reason_and_errno():
+    denied = LocalIOError.from_exception("cannot create folder /t/a", PermissionError(errno.EACCES, "Permission denied"))
+    assert str(denied) == "cannot create folder /t/a: Permission denied" and denied.errno == errno.EACCES
+    locked = LocalIOError.from_exception("cannot read the index", sqlite3.OperationalError("database is locked"))
+    assert str(locked) == "cannot read the index: database is locked" and locked.errno is None
