@@ -118,9 +118,10 @@ def test_urls_expire_mid_file(emulators, tmp_path):
 def test_maintenance_window_of_10_seconds(emulators, tree, tmp_path):
     with FIGURES.scenario("503 maintenance window of 10 s mid-sync", "faults") as sc:
         emu, project = _seeded(emulators, tree, api_latency_ms=20)
-        # the window counts from the emulator's start: open it 0.3 s after the sync begins
+        # the window counts from the emulator's start: open it 0.1 s after the sync begins, well inside the
+        # sync's API phase (its last API call comes after 0.35 s at the least, with 20 ms per call)
         elapsed = time.monotonic() - emu._context.faults.started_at  # noqa: SLF001 - test reads the clock base
-        emu.set_knobs(maintenance_window=(elapsed + 0.3, 10))
+        emu.set_knobs(maintenance_window=(elapsed + 0.1, 10))
         _, took = _sync_exact(sc, emu, project, tmp_path, tree.expected)
         by_status = emu.stats()["api_by_status"]
         maint = by_status.get("503", by_status.get(503, 0))

@@ -4,6 +4,7 @@ import hashlib
 import os
 import random
 import time
+from collections import Counter
 
 import pytest
 import requests
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from synclient.emulator import SpecError, seeded_bytes, seeded_chunks
 from synclient.emulator.seed import parse_size_mix
+from synclient.emulator.store import EntityKind
 
 
 @settings(max_examples=60, deadline=None)
@@ -109,9 +111,13 @@ def test_synthetic_tree_shape(emulator, api):
 
 
 @pytest.mark.slow
-def test_seeding_100k_small_files_is_fast(emulator):
+def test_seeding_100k_small_files(emulator):
+    """The benchmark's M1 shape seeds whole. How fast is printed, not asserted (about 16 s on an idle machine):
+    timings on a shared CI machine prove nothing."""
     started = time.monotonic()
-    emulator.seed_synthetic(files=100_000, depth=2, fanout=40, size="50", project_name="hundredk")
-    elapsed = time.monotonic() - started
-    print(f"seeded 100,000 files in {elapsed:.1f} s")
-    assert elapsed < 60
+    project = emulator.seed_synthetic(files=100_000, depth=2, fanout=40, size="50", project_name="hundredk")
+    print(f"seeded 100,000 files in {time.monotonic() - started:.1f} s")
+    store = emulator.store
+    kinds = Counter(entity.kind for entity in store.entities(store.subtree_ids(int(project[3:]))).values())
+    # 40 top folders, and leaf folders of 63 files each (per_leaf = ceil(100,000 / 40²)): 1,588 of the 1,600
+    assert kinds[EntityKind.FILE] == 100_000 and kinds[EntityKind.FOLDER] == 40 + 1_588

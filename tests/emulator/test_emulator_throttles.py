@@ -2,17 +2,33 @@ from __future__ import annotations
 
 import threading
 
+from synclient.emulator.faults import ThrottleGate
+from synclient.emulator.knobs import Knobs
 from emuhelpers import Api
 
 CONCURRENCY = "Too many concurrent requests. Allowed 3 concurrent connections at any time."
 
 
+def test_the_gate_admits_exactly_the_concurrent_limit_per_user():
+    gate, knobs = ThrottleGate(), Knobs(max_concurrent_per_user=3)
+    answers = [gate.enter(7, knobs) for _ in range(8)]
+    assert answers[:3] == [None] * 3 and answers[3:] == [CONCURRENCY] * 5
+    assert gate.enter(8, knobs) is None  # another user has limits of its own
+    gate.leave(7)
+    assert gate.enter(7, knobs) is None and gate.enter(7, knobs) == CONCURRENCY
+
+
 def test_concurrency_limit_answers_429_with_synapse_reason(emulator_factory):
-    emu = emulator_factory(max_concurrent_per_user=3, api_latency_ms=400)
+    # Over HTTP: all eight calls are released together and each admitted one is held 1 s, so the other five
+    # meet the limit unless a thread is held up for a whole second (the gate's exact count is tested above)
+    emu = emulator_factory(max_concurrent_per_user=3, api_latency_ms=1000)
     statuses, reasons, lock = [], [], threading.Lock()
+    start = threading.Barrier(8)
 
     def call():
-        answer = Api(emu).get("/repo/v1/userProfile")
+        api = Api(emu)
+        start.wait()
+        answer = api.get("/repo/v1/userProfile")
         with lock:
             statuses.append(answer.status_code)
             if answer.status_code == 429:
@@ -24,6 +40,7 @@ def test_concurrency_limit_answers_429_with_synapse_reason(emulator_factory):
         thread.start()
     for thread in threads:
         thread.join()
+    assert len(statuses) == 8
     assert statuses.count(200) >= 1 and statuses.count(200) <= 3
     assert statuses.count(429) >= 5
     assert set(reasons) == {CONCURRENCY}
