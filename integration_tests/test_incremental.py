@@ -1,7 +1,6 @@
 """Issue 4 acceptance: the second sync is the one users run every day; it must cost almost nothing."""
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import subprocess
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
+from synclient import Platform, SyncStatus, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.sync.index import SyncLockedError
 from synclient.sync.plan import SyncPlan

@@ -24,7 +24,7 @@ from typing import Dict, Iterable, List, Optional
 
 from synclient import Platform, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
-from synctrees import MANIFEST, MiB, Tree, local_tree
+from synctrees import MiB, Tree, local_tree
 
 KiB = 1024
 PARTIAL_SUFFIXES = (".synclient-partial", ".synclient-partial.parts")

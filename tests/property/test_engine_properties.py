@@ -8,7 +8,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
