@@ -360,7 +360,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                 index.flush()
                 try:
                     write_manifests(run.manifest_rows, target.root, options.manifest)
-                except OSError as exc:  # files at their final paths are complete and verified; only the manifest is missing
+                except OSError as exc:  # files at final paths are whole and verified; the manifest is missing
                     raise LocalIOError.from_exception(f"cannot write {MANIFEST_FILENAME} under {target.root}",
                                                       exc) from None
             if run.report.bytes_downloaded and run.report.wall_seconds > 0:
