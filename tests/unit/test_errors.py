@@ -36,7 +36,8 @@ def test_sqlite_database_or_disk_full_reads_disk_full_with_enospc():
 
 
 def test_other_causes_keep_their_own_reason_and_errno():
-    denied = LocalIOError.from_exception("cannot create folder /t/a", PermissionError(errno.EACCES, "Permission denied"))
+    cause = PermissionError(errno.EACCES, "Permission denied")
+    denied = LocalIOError.from_exception("cannot create folder /t/a", cause)
     assert str(denied) == "cannot create folder /t/a: Permission denied" and denied.errno == errno.EACCES
     locked = LocalIOError.from_exception("cannot read the index", sqlite3.OperationalError("database is locked"))
     assert str(locked) == "cannot read the index: database is locked" and locked.errno is None
