@@ -20,6 +20,15 @@ class ConfigError(SynclientError, ValueError):
     """Bad configuration or arguments (endpoint, token source, option values)."""
 
 
+class EndpointError(ConfigError):
+    """The endpoint is not a usable Synapse API: unreachable, TLS failure, a redirect, or answers that are not the
+    API's JSON before it ever gave one well-formed answer. The message names the endpoint (``endpoint``)."""
+
+    def __init__(self, message: str, *, endpoint: str) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+
+
 class PlatformError(SynclientError):
     """A control-plane (REST) call failed; carries the HTTP status and the server's ``reason``."""
 
@@ -50,6 +59,14 @@ class ThrottledError(PlatformError):
 
 class ServerError(PlatformError):
     """5xx after every retry, or a connection that kept failing."""
+
+
+class MalformedAnswerError(ServerError):
+    """A 2xx answer that is not the JSON the API documents: not JSON at all, or an object lacking a required field."""
+
+
+class CallCancelledError(SynclientError):
+    """A REST call stopped (instead of waiting to retry) because the run it belongs to was cancelled."""
 
 
 class BadRequestError(PlatformError, ValueError):
@@ -92,6 +109,10 @@ class LocalIOError(SynclientError, OSError):
         error = cls(f"{action}: {reason}")
         error.errno = code
         return error
+
+
+class TargetError(LocalIOError):
+    """The target path cannot be used: it exists as a file, or is otherwise not a directory we can sync into."""
 
 
 class SyncError(SynclientError):

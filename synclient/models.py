@@ -1,11 +1,57 @@
-"""Dataclasses for the platform objects synclient uses, parsed from the wire JSON."""
+"""Dataclasses for the platform objects synclient uses, parsed from the wire JSON, and the entity id syntax.
+
+An answer that lacks a field the API documents as always present raises :class:`MalformedAnswerError` (never a
+bare ``KeyError``); :class:`~synclient.client.Platform` adds which call and endpoint gave it.
+"""
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from synclient.errors import ConfigError, MalformedAnswerError
 
 _MODEL = "org.sagebionetworks.repo.model."
+
+#: ``syn123`` or ``syn123.4``: ASCII digits only (``str.isdigit`` also accepts "²" and "١٢"), at most 19 of them
+#: (Synapse ids are 64-bit), ``syn`` in any case.
+_ENTITY_ID = re.compile(r"(?i:syn)([0-9]{1,19})(?:\.([0-9]{1,19}))?")
+
+
+def parse_entity_id(text: str) -> Tuple[str, Optional[int]]:
+    """``"syn123"`` -> ("syn123", None); ``"syn123.4"`` -> ("syn123", 4). Surrounding whitespace is ignored; anything
+    else that is not ``synNNN`` or ``synNNN.VERSION`` is a :class:`ConfigError`."""
+    match = _ENTITY_ID.fullmatch(str(text).strip())
+    if match is None:
+        shown = str(text) if len(str(text)) <= 40 else str(text)[:40] + "..."
+        raise ConfigError(f"not a platform id: {shown!r} (expected synNNN or synNNN.VERSION, ASCII digits)")
+    number, version = match.groups()
+    return "syn" + number, int(version) if version is not None else None
+
+
+def wire_object(value: Any, what: str) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else :class:`MalformedAnswerError` naming ``what`` was expected."""
+    if not isinstance(value, Mapping):
+        raise MalformedAnswerError(f"expected {what} (a JSON object), got {type(value).__name__}")
+    return value
+
+
+def _required(obj: Mapping[str, Any], key: str, what: str) -> Any:
+    value = wire_object(obj, what).get(key)
+    if value is None:
+        raise MalformedAnswerError(f"{what} lacks its {key!r} field")
+    return value
+
+
+def _optional_int(obj: Mapping[str, Any], key: str, what: str) -> Optional[int]:
+    value = wire_object(obj, what).get(key)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise MalformedAnswerError(f"the {key!r} of {what} is not a whole number") from None
 
 
 class EntityType(enum.Enum):
@@ -47,9 +93,9 @@ class EntityHeader:
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> "EntityHeader":
-        version = obj.get("versionNumber")
-        return cls(id=obj["id"], name=obj["name"], type=EntityType.from_wire(obj.get("type")),
-                   version_number=int(version) if version is not None else None,
+        what = "entity header"
+        return cls(id=_required(obj, "id", what), name=_required(obj, "name", what),
+                   type=EntityType.from_wire(obj.get("type")), version_number=_optional_int(obj, "versionNumber", what),
                    modified_on=obj.get("modifiedOn"))
 
 
@@ -57,6 +103,13 @@ class EntityHeader:
 class ChildrenPage:
     headers: List[EntityHeader]
     next_page_token: Optional[str]
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> "ChildrenPage":
+        rows = wire_object(obj, "a children page").get("page") or []
+        if not isinstance(rows, list):
+            raise MalformedAnswerError("the 'page' of a children page is not a list")
+        return cls(headers=[EntityHeader.from_wire(row) for row in rows], next_page_token=obj.get("nextPageToken"))
 
 
 @dataclass(frozen=True)
@@ -72,8 +125,8 @@ class FileHandle:
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> "FileHandle":
-        size = obj.get("contentSize")
-        return cls(id=str(obj["id"]), content_size=int(size) if size is not None else None,
+        what = "file handle"
+        return cls(id=str(_required(obj, "id", what)), content_size=_optional_int(obj, "contentSize", what),
                    content_md5=obj.get("contentMd5"), file_name=obj.get("fileName"),
                    content_type=obj.get("contentType"), concrete_type=obj.get("concreteType"))
 
@@ -94,16 +147,15 @@ class Entity:
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> "Entity":
-        target = obj.get("linksTo") or {}
-        version = obj.get("versionNumber")
-        target_version = target.get("targetVersionNumber")
+        what = "entity"
+        target = wire_object(wire_object(obj, what).get("linksTo") or {}, "the linksTo of an entity")
         handle = obj.get("dataFileHandleId")
-        return cls(id=obj["id"], name=obj["name"], type=EntityType.from_wire(obj.get("concreteType")),
-                   parent_id=obj.get("parentId"),
-                   version_number=int(version) if version is not None else None,
+        return cls(id=_required(obj, "id", what), name=_required(obj, "name", what),
+                   type=EntityType.from_wire(obj.get("concreteType")), parent_id=obj.get("parentId"),
+                   version_number=_optional_int(obj, "versionNumber", what),
                    data_file_handle_id=str(handle) if handle is not None else None,
                    link_target_id=target.get("targetId"),
-                   link_target_version=int(target_version) if target_version is not None else None,
+                   link_target_version=_optional_int(target, "targetVersionNumber", "the linksTo of an entity"),
                    raw=dict(obj))
 
 
@@ -114,6 +166,22 @@ class FileBundle:
     entity: Entity
     file_handle: Optional[FileHandle]
     annotations: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> "FileBundle":
+        entity = Entity.from_wire(_required(obj, "entity", "bundle"))
+        rows = obj.get("fileHandles") or []
+        if not isinstance(rows, list):
+            raise MalformedAnswerError("the 'fileHandles' of a bundle is not a list")
+        handles = [FileHandle.from_wire(row) for row in rows]
+        data_handle = next((h for h in handles if h.id == entity.data_file_handle_id), None)
+        return cls(entity=entity, file_handle=data_handle, annotations=obj.get("annotations") or {})
+
+
+def user_profile_from_wire(obj: Mapping[str, Any]) -> Dict[str, Any]:
+    """A ``UserProfile`` as a plain dict, once it is known to name its user (``ownerId``)."""
+    _required(obj, "ownerId", "user profile")
+    return dict(obj)
 
 
 @dataclass(frozen=True)
@@ -131,3 +199,13 @@ class PresignedUrlAnswer:
     file_handle_id: str
     url: Optional[str] = field(default=None, repr=False)  # signed: never printed
     failure_code: Optional[str] = None
+
+    @classmethod
+    def batch_from_wire(cls, obj: Mapping[str, Any]) -> Dict[str, "PresignedUrlAnswer"]:
+        """The rows of a ``BatchFileResult``, keyed by file handle id."""
+        rows = wire_object(obj, "a file handle batch answer").get("requestedFiles") or []
+        if not isinstance(rows, list):
+            raise MalformedAnswerError("the 'requestedFiles' of a file handle batch answer is not a list")
+        answers = (cls(file_handle_id=str(_required(row, "fileHandleId", "a file handle batch row")),
+                       url=row.get("preSignedURL"), failure_code=row.get("failureCode")) for row in rows)
+        return {answer.file_handle_id: answer for answer in answers}
