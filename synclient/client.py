@@ -4,15 +4,23 @@ Every call goes through one :class:`~synclient.gate.AdaptiveGate` (shared across
 on 429/5xx/connection trouble with exponential backoff + jitter (honouring ``Retry-After``), and fails with a typed
 error from :mod:`synclient.errors` carrying the status and the server's ``reason``. The token only ever goes to
 the platform's own endpoints: redirects are not followed here, and the data plane uses its own session.
+
+An endpoint that has never given a well-formed answer gets a few short, logged tries before an
+:class:`~synclient.errors.EndpointError` names it (a wrong endpoint fails in seconds, not minutes); a cancelled run
+stops calls that wait to retry (:attr:`Platform.cancel_event`).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import re
+import socket
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, TypeVar
+from urllib.parse import urljoin, urlsplit
 
 import requests
 import tenacity
@@ -20,17 +28,19 @@ from requests.adapters import HTTPAdapter
 
 from synclient import __version__
 from synclient.config import Endpoints, resolve_endpoints, resolve_token
-from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, NotFoundError,
-                              PlatformError, ServerError, ThrottledError)
+from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError,
+                              EndpointError, MalformedAnswerError, NotFoundError, PlatformError, ServerError,
+                              SynclientError, ThrottledError)
 from synclient.gate import AdaptiveGate, ThrottleKind
-from synclient.models import (ChildrenPage, Entity, EntityHeader, EntityType, FileBundle, FileHandle,
-                              FileHandleRequest, PresignedUrlAnswer)
+from synclient.models import (ChildrenPage, Entity, EntityHeader, EntityType, FileBundle, FileHandleRequest,
+                              PresignedUrlAnswer, user_profile_from_wire, wire_object)
 
 log = logging.getLogger("synclient.client")
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 URL_BATCH_MAX = 100  # the server's limit on requestedFiles per /fileHandle/batch
 USER_AGENT = f"synclient/{__version__}"
+T = TypeVar("T")
 
 
 @dataclass
@@ -52,12 +62,18 @@ class CallStats:
 
 
 class _RetryableFailure(Exception):
-    """Internal: an attempt failed in a way worth retrying; ``error`` is what to raise if retries run out."""
+    """Internal: an attempt failed in a way worth retrying; ``error`` is what to raise if retries run out.
 
-    def __init__(self, error: PlatformError, retry_after: Optional[float] = None) -> None:
+    ``endpoint_problem`` says what is wrong with the endpoint if this happens before it ever answered well
+    (then the last failure is raised as an :class:`EndpointError` with that text instead of ``error``).
+    """
+
+    def __init__(self, error: PlatformError, retry_after: Optional[float] = None, *,
+                 endpoint_problem: Optional[str] = None) -> None:
         super().__init__(str(error))
         self.error = error
         self.retry_after = retry_after
+        self.endpoint_problem = endpoint_problem
 
 
 def _retry_after_seconds(response: requests.Response) -> Optional[float]:
@@ -97,6 +113,20 @@ class RetryPolicy:
     initial_backoff: float = 0.2
     max_backoff: float = 20.0
 
+    def first_contact(self) -> "RetryPolicy":
+        """The policy while the endpoint has never answered well: a wrong endpoint is far likelier than a passing
+        fault, so a few short tries (each announced by a warning), then an :class:`EndpointError`."""
+        return RetryPolicy(max_attempts=min(self.max_attempts, FIRST_CONTACT_ATTEMPTS),
+                           max_total_seconds=min(self.max_total_seconds, FIRST_CONTACT_SECONDS),
+                           initial_backoff=self.initial_backoff,
+                           max_backoff=min(self.max_backoff, FIRST_CONTACT_MAX_BACKOFF))
+
+
+FIRST_CONTACT_ATTEMPTS = 3
+FIRST_CONTACT_SECONDS = 8.0
+FIRST_CONTACT_MAX_BACKOFF = 1.0
+FIRST_CONTACT_CONNECT_TIMEOUT = 4.0  # seconds; the usual connect timeout applies once the endpoint answered
+
 
 class Platform:
     """A session with the platform's REST services.
@@ -105,21 +135,32 @@ class Platform:
     ``/auth/v1`` from one service root; ``repo_endpoint=``/``file_endpoint=``/``auth_endpoint=`` set them one by
     one (real Synapse). Without arguments, endpoint and token come from the environment, ``~/.synapseConfig`` or
     keyring (see :mod:`synclient.config`).
+
+    Until the endpoint has given one well-formed answer (``endpoint_proven``), connection failures and answers
+    that are not the API's JSON get a few short tries, then raise :class:`EndpointError` naming the endpoint;
+    after that, the full :class:`RetryPolicy` applies.
+
+    Cancellation: when ``cancel_event`` (given here, assigned later, or swapped in for a while with
+    :meth:`cancel_on`) is set, a call waiting to retry stops at once with :class:`CallCancelledError`, and no
+    new attempt is sent.
     """
 
     def __init__(self, endpoint: Optional[str] = None, *, token: Optional[str] = None,
                  repo_endpoint: Optional[str] = None, file_endpoint: Optional[str] = None,
                  auth_endpoint: Optional[str] = None, profile: Optional[str] = None,
                  max_connections: int = 64, timeout: Tuple[float, float] = (10.0, 60.0),
-                 retry: RetryPolicy = RetryPolicy(), gate: Optional[AdaptiveGate] = None) -> None:
+                 retry: RetryPolicy = RetryPolicy(), gate: Optional[AdaptiveGate] = None,
+                 cancel_event: Optional[threading.Event] = None) -> None:
         self.endpoints: Endpoints = resolve_endpoints(endpoint, repo_endpoint=repo_endpoint,
                                                       file_endpoint=file_endpoint, auth_endpoint=auth_endpoint)
         self._token = resolve_token(token, profile=profile)
         self.timeout = timeout
         self.retry = retry
+        self.cancel_event: threading.Event = cancel_event or threading.Event()
         # the gate's ceiling is the number of threads that may call at once; it adapts below that on 429s
         self.gate = gate or AdaptiveGate(max_limit=max(3, max_connections))
         self.stats = CallStats()
+        self._endpoint_proven = False
         self._session = _platform_session(self.endpoints.repo)
         self.resize_pool(max_connections)
 
@@ -130,6 +171,21 @@ class Platform:
     @property
     def has_token(self) -> bool:
         return bool(self._token)
+
+    @property
+    def endpoint_proven(self) -> bool:
+        """True once the endpoint has given one well-formed Synapse answer (success or JSON error)."""
+        return self._endpoint_proven
+
+    @contextlib.contextmanager
+    def cancel_on(self, event: threading.Event) -> Iterator[None]:
+        """``with platform.cancel_on(pool.cancel_event): ...``: calls inside stop waiting to retry once ``event``
+        is set; the previous event is back afterwards, so a cancelled run does not cancel the next one."""
+        previous, self.cancel_event = self.cancel_event, event
+        try:
+            yield
+        finally:
+            self.cancel_event = previous
 
     def resize_pool(self, max_connections: int) -> None:
         """Size the connection pool to the number of threads that may call at once (no 'pool is full')."""
@@ -148,30 +204,78 @@ class Platform:
 
     # -- the one way a REST call is made ------------------------------------------------------------------------
 
+    def _call(self, method: str, service: str, path: str, *, parse: Callable[[Any], T], route: str,
+              body: Optional[Mapping[str, Any]] = None, params: Optional[Mapping[str, str]] = None) -> T:
+        """One REST call whose answer ``parse`` turns into a typed value; a parsed answer proves the endpoint."""
+        answer = self._request(method, service, path, body=body, params=params, route=route)
+        try:
+            value = parse(answer)
+        except MalformedAnswerError as exc:
+            raise self._malformed_answer(exc, service=service, route=route, method=method) from None
+        self._endpoint_proven = True
+        return value
+
+    def _malformed_answer(self, exc: MalformedAnswerError, *, service: str, route: str,
+                          method: str) -> SynclientError:
+        base = self._base(service)
+        if not self._endpoint_proven:
+            return EndpointError(f"endpoint {base} gave a malformed answer to {route} ({exc}): is it a Synapse "
+                                 f"API?", endpoint=base)
+        return MalformedAnswerError(f"{route}: malformed answer: {exc}", method=method, url=base)
+
+    def _base(self, service: str) -> str:
+        return {"repo": self.endpoints.repo, "file": self.endpoints.file, "auth": self.endpoints.auth}[service]
+
     def _request(self, method: str, service: str, path: str, *, body: Optional[Mapping[str, Any]] = None,
-                 params: Optional[Mapping[str, str]] = None, route: str, parse_json: bool = True) -> Any:
-        base = {"repo": self.endpoints.repo, "file": self.endpoints.file, "auth": self.endpoints.auth}[service]
-        url = base + path
-        attempts = 0
+                 params: Optional[Mapping[str, str]] = None, route: str) -> Any:
+        base = self._base(service)
+        call = _Call(method=method, base=base, url=base + path, route=route)
 
         def attempt() -> Any:
-            nonlocal attempts
-            attempts += 1
-            return self._attempt(method, url, body=body, params=params, route=route, parse_json=parse_json,
-                                 is_retry=attempts > 1)
+            if self.cancel_event.is_set():
+                raise CallCancelledError(f"{route}: cancelled")
+            call.attempts += 1
+            return self._attempt(call, body=body, params=params)
 
-        retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(_RetryableFailure),
-            wait=_WaitRetryAfterOrBackoff(initial=self.retry.initial_backoff, maximum=self.retry.max_backoff),
-            stop=(tenacity.stop_after_attempt(self.retry.max_attempts)
-                  | tenacity.stop_after_delay(self.retry.max_total_seconds)),
-            reraise=True)
+        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception_type(_RetryableFailure), wait=self._wait,
+                                     stop=self._stop, sleep=self._sleep, before_sleep=self._announce_retry,
+                                     reraise=True)
         try:
             return retrying(attempt)
         except _RetryableFailure as failure:
+            if self.cancel_event.is_set():
+                raise CallCancelledError(f"{route}: cancelled while waiting to retry") from None
+            if failure.endpoint_problem and not self._endpoint_proven:
+                tries = f"{call.attempts} tries" if call.attempts > 1 else "1 try"
+                raise EndpointError(f"{failure.endpoint_problem}; gave up after {tries} of {route}",
+                                    endpoint=base) from None
             raise failure.error from None
 
-    def _attempt(self, method: str, url: str, *, body, params, route: str, parse_json: bool, is_retry: bool) -> Any:
+    def _policy(self) -> RetryPolicy:
+        return self.retry if self._endpoint_proven else self.retry.first_contact()
+
+    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
+        policy = self._policy()
+        return _WaitRetryAfterOrBackoff(initial=policy.initial_backoff, maximum=policy.max_backoff)(retry_state)
+
+    def _stop(self, retry_state: tenacity.RetryCallState) -> bool:
+        policy = self._policy()
+        return (self.cancel_event.is_set() or retry_state.attempt_number >= policy.max_attempts
+                or (retry_state.seconds_since_start or 0.0) >= policy.max_total_seconds)
+
+    def _sleep(self, seconds: float) -> None:
+        self.cancel_event.wait(seconds)  # returns at once when the run is cancelled
+
+    def _announce_retry(self, retry_state: tenacity.RetryCallState) -> None:
+        failure = retry_state.outcome.exception() if retry_state.outcome else None
+        seconds = retry_state.next_action.sleep if retry_state.next_action else 0.0
+        if isinstance(failure, _RetryableFailure) and failure.endpoint_problem and not self._endpoint_proven:
+            log.warning("%s; trying again in %.1f s (try %d of %d)", failure.endpoint_problem, seconds,
+                        retry_state.attempt_number + 1, self._policy().max_attempts)
+        else:
+            log.debug("%s, will retry in %.1f s", failure, seconds)
+
+    def _attempt(self, call: "_Call", *, body, params) -> Any:
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         if body is not None:
             headers["Content-Type"] = "application/json"
@@ -180,14 +284,12 @@ class Platform:
         retry_after: Optional[float] = None
         try:
             try:
-                response = self._session.request(method, url, params=params, headers=headers,
+                response = self._session.request(call.method, call.url, params=params, headers=headers,
                                                  data=json.dumps(body) if body is not None else None,
-                                                 timeout=self.timeout, allow_redirects=False)
+                                                 timeout=self._timeout(), allow_redirects=False)
                 content = response.content  # read fully inside the gate: a cut body is retried below
             except (requests.ConnectionError, requests.Timeout) as exc:
-                error = ServerError(f"{method} {route}: connection failed ({exc.__class__.__name__})",
-                                    method=method, url=url)
-                raise _RetryableFailure(error) from None
+                raise self._connection_failure(call, exc) from None
             status = response.status_code
             if status == 429:
                 reason = _reason(content)
@@ -196,37 +298,69 @@ class Platform:
                 retry_after = _retry_after_seconds(response)
         finally:
             self.gate.release(throttled=throttle, retry_after=retry_after)
-            self.stats.count(route, retry=is_retry, throttled=throttle is not None)
+            self.stats.count(call.route, retry=call.attempts > 1, throttled=throttle is not None)
+        if 300 <= status < 400:
+            raise _redirect_error(call, response)
         if status >= 400:
-            error = _error_for(status, _reason(content), method=method, route=route, url=url)
-            if status in RETRYABLE_STATUS:
-                log.debug("%s %s -> %s, will retry", method, route, status)
-                raise _RetryableFailure(error, retry_after=retry_after)
-            raise error
-        if not parse_json:
-            return content.decode("utf-8", errors="replace")
+            return self._error_answer(call, response, content, retry_after=retry_after)
         if not content:
             return None
         try:
             return json.loads(content)
         except ValueError:
             # A body that is not JSON on a 2xx is a cut or garbled answer: worth another try.
-            raise _RetryableFailure(ServerError(f"{method} {route}: malformed JSON answer", status=status,
-                                                method=method, url=url)) from None
+            error = MalformedAnswerError(f"{call.route}: malformed JSON answer", status=status, method=call.method,
+                                         url=call.url)
+            problem = (f"endpoint {call.base} gave a malformed answer ({_content_kind(response)}, not JSON): "
+                       f"is it a Synapse API?")
+            raise _RetryableFailure(error, endpoint_problem=problem) from None
+
+    def _timeout(self) -> Tuple[float, float]:
+        if self._endpoint_proven:
+            return self.timeout
+        connect, read = self.timeout
+        return min(connect, FIRST_CONTACT_CONNECT_TIMEOUT), read
+
+    def _connection_failure(self, call: "_Call", exc: Exception) -> Exception:
+        """A connection that failed: retryable, except a TLS failure on an endpoint that never answered."""
+        error = ServerError(f"{call.route}: connection failed ({exc.__class__.__name__})", method=call.method,
+                            url=call.url)
+        problem = f"endpoint {call.base} {_connection_problem(exc, connect_timeout=self._timeout()[0])}"
+        if isinstance(exc, requests.exceptions.SSLError) and not self._endpoint_proven:
+            return EndpointError(problem, endpoint=call.base)
+        return _RetryableFailure(error, endpoint_problem=problem)
+
+    def _error_answer(self, call: "_Call", response: requests.Response, content: bytes, *,
+                      retry_after: Optional[float]) -> Any:
+        """Raise the typed error of a 4xx/5xx; an answer that is not Synapse's JSON error marks a wrong endpoint."""
+        status = response.status_code
+        error = _error_for(status, _reason(content), method=call.method, route=call.route, url=call.url)
+        problem = None
+        if _is_synapse_error(content):
+            self._endpoint_proven = True
+        elif not self._endpoint_proven:
+            problem = (f"endpoint {call.base} is not a Synapse API: {call.route} answered HTTP {status} with "
+                       f"{_content_kind(response)}, not the API's JSON error")
+            if status not in RETRYABLE_STATUS:
+                raise EndpointError(problem, endpoint=call.base)
+        if status in RETRYABLE_STATUS:
+            log.debug("%s -> %s, will retry", call.route, status)
+            raise _RetryableFailure(error, retry_after=retry_after, endpoint_problem=problem)
+        raise error
 
     # -- the API synclient uses ----------------------------------------------------------------------------------
 
     def get_user_profile(self) -> Dict[str, Any]:
-        return self._request("GET", "repo", "/userProfile", route="GET /userProfile")
+        return self._call("GET", "repo", "/userProfile", parse=user_profile_from_wire, route="GET /userProfile")
 
     def get_entity(self, entity_id: str, *, version: Optional[int] = None) -> Entity:
         path = f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "")
-        return Entity.from_wire(self._request("GET", "repo", path, route="GET /entity/{id}"))
+        return self._call("GET", "repo", path, parse=Entity.from_wire, route="GET /entity/{id}")
 
     def get_entity_header(self, entity_id: str) -> EntityHeader:
         """The cheapest way to learn an entity's type (``GET /entity/{id}/type``)."""
-        return EntityHeader.from_wire(self._request("GET", "repo", f"/entity/{entity_id}/type",
-                                                    route="GET /entity/{id}/type"))
+        return self._call("GET", "repo", f"/entity/{entity_id}/type", parse=EntityHeader.from_wire,
+                          route="GET /entity/{id}/type")
 
     def list_children(self, parent_id: str, *, include_types: Iterable[EntityType],
                       page_token: Optional[str] = None) -> ChildrenPage:
@@ -235,25 +369,21 @@ class Platform:
                                 "sortBy": "NAME", "sortDirection": "ASC"}
         if page_token:
             body["nextPageToken"] = page_token
-        answer = self._request("POST", "repo", "/entity/children", body=body, route="POST /entity/children")
-        return ChildrenPage(headers=[EntityHeader.from_wire(h) for h in answer.get("page") or []],
-                            next_page_token=answer.get("nextPageToken"))
+        return self._call("POST", "repo", "/entity/children", body=body, parse=ChildrenPage.from_wire,
+                          route="POST /entity/children")
 
     def get_file_bundle(self, entity_id: str, *, version: Optional[int] = None,
                         include_annotations: bool = False) -> FileBundle:
         path = f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "") + "/bundle2"
         body = {"includeEntity": True, "includeFileHandles": True, "includeAnnotations": include_annotations}
-        answer = self._request("POST", "repo", path, body=body, route="POST /entity/{id}/bundle2")
-        entity = Entity.from_wire(answer["entity"])
-        handles = [FileHandle.from_wire(h) for h in answer.get("fileHandles") or []]
-        data_handle = next((h for h in handles if h.id == entity.data_file_handle_id), None)
-        return FileBundle(entity=entity, file_handle=data_handle, annotations=answer.get("annotations") or {})
+        return self._call("POST", "repo", path, body=body, parse=FileBundle.from_wire,
+                          route="POST /entity/{id}/bundle2")
 
     def get_activity(self, entity_id: str, *, version: Optional[int] = None) -> Optional[Dict[str, Any]]:
         """The provenance record (Activity) of an entity version, or None when it has none."""
         path = f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "") + "/generatedBy"
         try:
-            return self._request("GET", "repo", path, route="GET /entity/{id}/generatedBy")
+            return self._call("GET", "repo", path, parse=_optional_activity, route="GET /entity/{id}/generatedBy")
         except NotFoundError:
             return None
 
@@ -264,13 +394,23 @@ class Platform:
         body = {"requestedFiles": [{"fileHandleId": r.file_handle_id, "associateObjectId": r.entity_id,
                                     "associateObjectType": "FileEntity"} for r in requests_],
                 "includePreSignedURLs": True, "includeFileHandles": False, "includePreviewPreSignedURLs": False}
-        answer = self._request("POST", "file", "/fileHandle/batch", body=body, route="POST /fileHandle/batch")
-        result: Dict[str, PresignedUrlAnswer] = {}
-        for row in answer.get("requestedFiles") or []:
-            handle_id = str(row.get("fileHandleId"))
-            result[handle_id] = PresignedUrlAnswer(file_handle_id=handle_id, url=row.get("preSignedURL"),
-                                                   failure_code=row.get("failureCode"))
-        return result
+        return self._call("POST", "file", "/fileHandle/batch", body=body, parse=PresignedUrlAnswer.batch_from_wire,
+                          route="POST /fileHandle/batch")
+
+
+@dataclass
+class _Call:
+    """One REST call across its attempts."""
+
+    method: str
+    base: str    # the service endpoint, named in endpoint errors
+    url: str
+    route: str   # "GET /entity/{id}": method and path template, for messages and stats
+    attempts: int = 0
+
+
+def _optional_activity(answer: Any) -> Optional[Dict[str, Any]]:
+    return None if answer is None else dict(wire_object(answer, "an activity"))
 
 
 def _platform_session(endpoint: str) -> requests.Session:
@@ -298,10 +438,71 @@ def _reason(content: bytes) -> Optional[str]:
         return None
 
 
+def _is_synapse_error(content: bytes) -> bool:
+    """Synapse answers every error with a JSON object carrying ``reason``; a web server's error page does not."""
+    try:
+        answer = json.loads(content)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and "reason" in answer
+
+
+def _content_kind(response: requests.Response) -> str:
+    if not response.content:
+        return "an empty body"
+    kind = (response.headers.get("Content-Type") or "").split(";")[0].strip()
+    return f"a {kind} body" if kind else "a body of unknown type"
+
+
 def _error_for(status: int, reason: Optional[str], *, method: str, route: str, url: str) -> PlatformError:
-    text = f"{method} {route}: HTTP {status}" + (f": {reason}" if reason else "")
+    """``"POST /entity/{id}/bundle2: HTTP 403: <reason>"`` (``route`` already starts with the method)."""
+    text = f"{route}: HTTP {status}" + (f": {reason}" if reason else "")
     kind = (AuthenticationError if status == 401 else AccessDeniedError if status == 403 else
             NotFoundError if status == 404 else ThrottledError if status == 429 else
             ServerError if status >= 500 else BadRequestError)
     return kind(text, status=status, reason=reason, method=method, url=url)
 
+
+def _redirect_error(call: _Call, response: requests.Response) -> EndpointError:
+    """Redirects are never followed (the token must not travel elsewhere): say where the endpoint points to."""
+    location = response.headers.get("Location") or ""
+    ours, theirs = urlsplit(call.base), urlsplit(urljoin(call.url, location))
+    where = (f"{theirs.scheme}://{theirs.netloc}" if theirs.netloc else "an unknown place (no Location header)")
+    differs = ("another scheme" if theirs.scheme != ours.scheme else
+               "another host" if theirs.netloc != ours.netloc else "another path")
+    return EndpointError(f"endpoint {call.base} redirects to {differs} ({where}, HTTP {response.status_code}); "
+                         f"redirects are not followed: set the endpoint to the address it redirects to",
+                         endpoint=call.base)
+
+
+def _connection_problem(exc: Exception, *, connect_timeout: float) -> str:
+    """What went wrong with a connection, in words (the exception's own text is long and names internals)."""
+    if isinstance(exc, requests.exceptions.SSLError):
+        detail = re.search(r"\[SSL: [A-Z_]+\][^('\"]*", str(exc))
+        hint = ": is it an http:// server?" if "WRONG_VERSION_NUMBER" in str(exc) else ""
+        return f"failed the TLS handshake ({detail.group(0).strip() if detail else 'SSL error'}){hint}"
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return f"did not accept a connection within {connect_timeout:g} s"
+    if isinstance(exc, requests.Timeout):
+        return "accepted the connection but did not answer in time"
+    causes = list(_causes(exc))
+    if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
+        return "refused the connection (is the service running, and is the port right?)"
+    if any(isinstance(cause, socket.gaierror) for cause in causes):
+        return "has a host name that does not resolve"
+    if any(isinstance(cause, ConnectionResetError) for cause in causes):
+        return "reset the connection"
+    return f"could not be reached ({exc.__class__.__name__})"
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it wraps: chained exceptions and the ``reason``/first argument urllib3 keeps them in."""
+    seen, pending = set(), [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen or len(seen) > 20:
+            continue
+        seen.add(id(current))
+        yield current
+        pending.extend([current.__cause__, current.__context__, getattr(current, "reason", None)])
+        pending.extend(arg for arg in current.args[:1] if isinstance(arg, BaseException))
