@@ -116,11 +116,26 @@ class TargetError(LocalIOError):
 
 
 class SyncError(SynclientError):
-    """Some files of a sync failed. ``failures`` lists them; ``results`` holds every file's outcome."""
+    """Some files of a sync failed, or some folder's manifest could not be written. ``failures`` lists the files;
+    ``results`` holds every file's outcome (with ``.report``); ``problems`` the manifest errors, one per folder."""
 
-    def __init__(self, failures: Sequence["FileResult"], results: Sequence["FileResult"]) -> None:
+    def __init__(self, failures: Sequence["FileResult"], results: Sequence["FileResult"], *,
+                 problems: Sequence[str] = ()) -> None:
         self.failures: List["FileResult"] = list(failures)
         self.results: List["FileResult"] = list(results)
+        self.problems: List[str] = list(problems)
         shown = "; ".join(f"{f.entity_id} ({f.path}): {f.error}" for f in self.failures[:5])
         more = f" and {len(self.failures) - 5} more" if len(self.failures) > 5 else ""
-        super().__init__(f"{len(self.failures)} of {len(self.results)} files failed: {shown}{more}")
+        text = f"{len(self.failures)} of {len(self.results)} files failed: {shown}{more}" if self.failures else ""
+        if self.problems:
+            text += ("; " if text else "") + "; ".join(self.problems[:5])
+        super().__init__(text)
+
+
+class PathConflictError(SynclientError):
+    """A local file or folder is in the way of a remote entity, and the sync may not replace it: reported for that
+    entity with its path (a folder where the remote has a file, a file where it has a folder, a symlink)."""
+
+
+class FileInTheWayError(PathConflictError, LocalIOError):
+    """A local file (or other non-folder) stands where a remote folder must be created."""

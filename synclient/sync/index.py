@@ -16,8 +16,10 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import sqlite3
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -116,6 +118,7 @@ class LocalIndex:
         self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()
         self._writer: Optional[threading.Thread] = None
         self._writer_error: Optional[BaseException] = None
+        self._snapshot_dir: Optional[str] = None  # read-only mode: a private copy of the index with its WAL
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -123,8 +126,7 @@ class LocalIndex:
         path = self.meta_dir / INDEX_FILE
         if self.read_only:
             if path.is_file():
-                # immutable: a dry run must not even create the WAL side files
-                self._open_reader(path.as_uri() + "?mode=ro&immutable=1")
+                self._open_snapshot(path)
                 self._load_meta()
             return self
         try:
@@ -146,6 +148,23 @@ class LocalIndex:
         self._writer.start()
         return self
 
+    def _open_snapshot(self, path: Path) -> None:
+        """Read-only mode (a dry run): read a private copy of the index and its write-ahead log, so the dry run
+        sees exactly what the next real run will see (rows a killed run committed only to the WAL included) while
+        writing nothing in the target, not even SQLite's side files."""
+        self._snapshot_dir = tempfile.mkdtemp(prefix="synclient-dry-run-")
+        copy = Path(self._snapshot_dir) / INDEX_FILE
+        try:
+            shutil.copyfile(path, copy)
+            wal = path.with_name(path.name + "-wal")
+            if wal.is_file():
+                shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+            with sqlite3.connect(str(copy)) as db:  # replays the WAL into the copy; a table never committed is
+                db.executescript(_SCHEMA)           # created empty, as the real run's open would
+        except (OSError, sqlite3.Error):
+            return  # an unreadable index reads as none (only costs hashing), as in a real run
+        self._open_reader(copy.as_uri())  # a private copy: no need for read-only mode
+
     def close(self) -> None:
         if self._writer is not None:
             self._queue.put(None)
@@ -158,6 +177,9 @@ class LocalIndex:
             self._db.close()
             self._db = None
         self._release_lock()
+        if self._snapshot_dir is not None:
+            shutil.rmtree(self._snapshot_dir, ignore_errors=True)
+            self._snapshot_dir = None
         if self._writer_error is not None:
             error, self._writer_error = self._writer_error, None
             raise LocalIOError.from_exception(f"cannot write the index in {self.meta_dir}", error)
@@ -236,6 +258,19 @@ class LocalIndex:
             raise LocalIOError.from_exception(f"cannot read the index in {self.meta_dir}", exc) from None
         finally:
             db.close()
+
+    def rows_under(self, local_dir: str) -> List[IndexRow]:
+        """Committed rows (any root) whose local file is below the local folder ``local_dir``."""
+        if self._reader is None:
+            return []
+        low = local_dir.rstrip("/") + "/"
+        high = low[:-1] + chr(ord("/") + 1)  # every string starting with low sorts in [low, high)
+        try:
+            with self._reader_lock:
+                return [_row_from_db(values) for values in self._reader.execute(
+                    f"{_SELECT} WHERE local_path >= ? AND local_path < ?", (low, high))]
+        except sqlite3.Error:
+            return []
 
     def meta(self, key: str) -> Optional[str]:
         if self.read_only:

@@ -4,7 +4,10 @@ Columns: ``path, parent, name, id, synapseStore, contentType, used, executed, ac
 activityDescription``, then one column per annotation key (sorted). Tab-separated, unquoted; a multi-valued
 annotation is written ``[a,b]`` (a value with a comma quoted inside the brackets). ``manifest="all"`` writes one
 in every folder listing every file at or below it (synapseclient's behaviour), ``"root"`` only in the target,
-``"suppress"`` none. A single-file sync writes none (as synapseclient).
+``"suppress"`` none. A single-file sync writes none (as synapseclient). A folder where the remote has an entity of
+the manifest's name gets no manifest (the remote entity wins its path). A manifest that cannot be written is one
+:class:`ManifestFailure` for its folder; the other folders' manifests are still written. Paths are written as the
+bytes they are on disk (a target path that is not UTF-8 is written byte for byte).
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import datetime
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Mapping, Optional
+from typing import AbstractSet, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from synclient.choices import Choice
 
@@ -126,7 +129,8 @@ class _FolderManifest:
     def __init__(self, folder: Path, columns: List[str]) -> None:
         self.target = folder / MANIFEST_FILENAME
         self.temp = folder / f".{MANIFEST_FILENAME}.synclient-partial"
-        self._handle = open(self.temp, "w", encoding="utf-8", newline="")
+        # surrogateescape: a target path that is not valid UTF-8 is written as the bytes it is on disk
+        self._handle = open(self.temp, "w", encoding="utf-8", errors="surrogateescape", newline="")
         self._writer = csv.DictWriter(self._handle, columns, restval="", extrasaction="ignore", delimiter="\t",
                                       quotechar=None, quoting=csv.QUOTE_NONE, escapechar=None,
                                       lineterminator="\r\n")  # csv's default, as synapseclient writes it
@@ -145,6 +149,22 @@ class _FolderManifest:
         os.replace(self.temp, self.target)
         return self.target
 
+    def abandon(self) -> None:
+        """An error midway: leave no partial manifest behind."""
+        self._handle.close()
+        try:
+            os.unlink(self.temp)
+        except OSError:
+            pass
+
+
+@dataclass(frozen=True)
+class ManifestFailure:
+    """A folder whose manifest could not be written, and why (the sync's files are not affected)."""
+
+    folder: Path
+    error: OSError
+
 
 def _folders_listing(row: ManifestRow, target_root: Path, mode: ManifestMode) -> List[Path]:
     """The folders whose manifest lists this file: its own and every one above it up to the target ("all")."""
@@ -158,36 +178,54 @@ def _folders_listing(row: ManifestRow, target_root: Path, mode: ManifestMode) ->
         folder = folder.parent
 
 
-def write_manifests(rows: Callable[[], Iterator[ManifestRow]], target_root: Path, mode: ManifestMode) -> List[Path]:
-    """Write the manifests of ``mode`` from ``rows()``, an iterator factory yielding rows sorted by path.
+def write_manifests(rows: Callable[[], Iterator[ManifestRow]], target_root: Path, mode: ManifestMode, *,
+                    skip: AbstractSet[Path] = frozenset()) -> Tuple[List[Path], List[ManifestFailure]]:
+    """Write the manifests of ``mode`` from ``rows()``, an iterator factory yielding rows sorted by path; no
+    manifest in the folders of ``skip``. Returns the manifests written and the folders that failed.
 
     Streaming, in two passes, so a million-file tree never sits in memory: the first pass collects each folder's
     annotation columns; the second writes every row into the manifests of its folder chain. Sorted input means a
     folder's rows are contiguous, so only the manifests along the current chain are open at any time.
     """
     if mode is ManifestMode.SUPPRESS:
-        return []
+        return [], []
     columns: Dict[Path, set] = {}
     for row in rows():
         keys = set(row.annotations)
         for folder in _folders_listing(row, target_root, mode):
             columns.setdefault(folder, set()).update(keys)
     written: List[Path] = []
+    failures: Dict[Path, ManifestFailure] = {}
     open_manifests: Dict[Path, _FolderManifest] = {}
+
+    def fail(folder: Path, error: OSError) -> None:
+        failures[folder] = ManifestFailure(folder, error)
+        manifest = open_manifests.pop(folder, None)
+        if manifest is not None:
+            manifest.abandon()
+
     try:
         for row in rows():
-            chain = _folders_listing(row, target_root, mode)
+            chain = [f for f in _folders_listing(row, target_root, mode) if f not in skip and f not in failures]
             for folder in [f for f in open_manifests if f not in chain]:
-                written.append(open_manifests.pop(folder).close())
+                try:
+                    written.append(open_manifests.pop(folder).close())
+                except OSError as exc:
+                    fail(folder, exc)
             cells = _row_dict(row)
             for folder in chain:
-                if folder not in open_manifests:
-                    open_manifests[folder] = _FolderManifest(folder, BASE_COLUMNS + sorted(columns[folder]))
-                open_manifests[folder].write(cells)
+                try:
+                    if folder not in open_manifests:
+                        open_manifests[folder] = _FolderManifest(folder, BASE_COLUMNS + sorted(columns[folder]))
+                    open_manifests[folder].write(cells)
+                except OSError as exc:
+                    fail(folder, exc)
         for folder in list(open_manifests):
-            written.append(open_manifests.pop(folder).close())
+            try:
+                written.append(open_manifests.pop(folder).close())
+            except OSError as exc:
+                fail(folder, exc)
     finally:
-        for manifest in open_manifests.values():  # an error midway: leave no partial manifest behind
-            manifest._handle.close()
-            os.unlink(manifest.temp)
-    return sorted(written)
+        for manifest in open_manifests.values():  # an unexpected error midway: no partial manifest behind
+            manifest.abandon()
+    return sorted(written), sorted(failures.values(), key=lambda f: str(f.folder))

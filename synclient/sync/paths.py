@@ -1,15 +1,19 @@
 """Remote names become local paths only after validation; nothing a server says escapes the target directory."""
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
+from typing import Optional
 
-from synclient.errors import LocalIOError, UnsafePathError
+from synclient.errors import FileInTheWayError, LocalIOError, TargetError, UnsafePathError
 from synclient.transfer.partial import PARTIAL_SUFFIXES
 
 NAME_MAX_BYTES = 255
 RESERVED_NAME = ".synclient"  # the index folder at the target's top
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
                      *(f"LPT{i}" for i in range(1, 10))}
 
@@ -22,6 +26,10 @@ def validate_name(name: str) -> str:
         raise UnsafePathError(f"name {name!r} is a directory reference")
     if "\x00" in name:
         raise UnsafePathError(f"name {name!r} contains NUL")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from the server's JSON: no file name on disk spells it
+        raise UnsafePathError(f"name {name!r} is not valid Unicode") from None
     if "/" in name or "\\" in name:
         raise UnsafePathError(f"name {name!r} contains a path separator")
     if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
@@ -39,17 +47,17 @@ class TargetDirectory:
         self.create = create
         if not create:  # dry run: nothing is written, not even the target folder
             if path.exists() and not path.is_dir():
-                raise LocalIOError(f"target {path} exists and is not a directory")
+                raise TargetError(f"target {path} exists and is not a directory")
             self.root = Path(os.path.realpath(path))
             return
         try:
             path.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
-            raise LocalIOError(f"target {path} exists and is not a directory") from None
+            raise TargetError(f"target {path} exists and is not a directory") from None
         except OSError as exc:
             raise LocalIOError.from_exception(f"cannot create target {path}", exc) from None
         if not path.is_dir():
-            raise LocalIOError(f"target {path} is not a directory")
+            raise TargetError(f"target {path} is not a directory")
         self.root = Path(os.path.realpath(path))
 
     def contains(self, path: Path) -> bool:
@@ -68,7 +76,9 @@ class TargetDirectory:
         return parent / name
 
     def make_folder(self, parent: Path, name: str) -> Path:
-        """Create (or reuse) a sub-folder; an existing symlink that leads outside the target is refused."""
+        """Create (or reuse) a sub-folder. A symlink in its place is never followed (one leading inside would let two
+        remote folders share local files, one leading outside would let the sync write and delete outside the
+        target); a file in its place is a :class:`LocalIOError` the caller may resolve and retry."""
         path = self.child(parent, name)
         try:
             mode = os.lstat(path).st_mode
@@ -82,13 +92,91 @@ class TargetDirectory:
             except OSError as exc:
                 raise LocalIOError.from_exception(f"cannot create folder {path}", exc) from None
             mode = os.lstat(path).st_mode
-        if stat.S_ISLNK(mode) and not self.contains(path):
-            raise UnsafePathError(f"{path} is a symlink leading outside the target; not followed")
-        if not os.path.isdir(path):
-            raise LocalIOError(f"{path} exists and is not a folder")
+        if stat.S_ISLNK(mode):
+            where = "inside" if self.contains(path) else "outside"
+            raise UnsafePathError(f"{path} is a symlink leading {where} the target; not followed")
+        if not stat.S_ISDIR(mode):
+            raise FileInTheWayError(f"{path} exists and is not a folder")
         return path
 
     def check_file_destination(self, path: Path) -> None:
         """The folder a file lands in must still resolve inside the target (no symlinked parent out of it)."""
         if not self.contains(path.parent):
             raise UnsafePathError(f"{path.parent} resolves outside the target; not written")
+
+    def open_folder(self, rel_dir: str) -> int:
+        """A descriptor of the folder ``rel_dir`` ('/'-separated, relative to the root), reached one component at a
+        time without following any symlink: whatever a user or another process put in the way, a path used with it
+        (``dir_fd=``) is inside the target at the moment of use. A symlink on the way is an
+        :class:`UnsafePathError`; a missing folder is ``FileNotFoundError``. The caller closes the descriptor."""
+        fd = os.open(self.root, os.O_RDONLY | _O_DIRECTORY)
+        try:
+            for part in (p for p in rel_dir.split("/") if p):
+                try:
+                    child = os.open(part, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise
+                    if stat.S_ISLNK(os.lstat(part, dir_fd=fd).st_mode):
+                        raise UnsafePathError(f"{self.root / rel_dir} is reached through a symlink ({part!r}); "
+                                              "not followed") from None
+                    # a file where a folder was: the folder is gone
+                    raise FileNotFoundError(errno.ENOENT, "not a folder", str(self.root / rel_dir)) from None
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def lstat_inside(self, rel_path: str) -> Optional[os.stat_result]:
+        """``lstat`` of a path inside the target reached without following symlinks; None when absent."""
+        folder, _, name = rel_path.rpartition("/")
+        try:
+            fd = self.open_folder(folder)
+        except FileNotFoundError:
+            return None
+        try:
+            return os.lstat(name, dir_fd=fd)
+        except FileNotFoundError:
+            return None
+        finally:
+            os.close(fd)
+
+    def unlink_inside(self, rel_path: str, *, expected: "os.stat_result") -> bool:
+        """Remove the regular file at ``rel_path`` if it is still the one ``expected`` describes (same inode, size
+        and mtime), reached without following any symlink; the final component is never followed either. Returns
+        False (and removes nothing) when the file changed or is gone."""
+        folder, _, name = rel_path.rpartition("/")
+        try:
+            fd = self.open_folder(folder)
+        except FileNotFoundError:
+            return False
+        try:
+            try:
+                now = os.lstat(name, dir_fd=fd)
+            except FileNotFoundError:
+                return False
+            if not (stat.S_ISREG(now.st_mode) and (now.st_ino, now.st_dev, now.st_size, now.st_mtime_ns) ==
+                    (expected.st_ino, expected.st_dev, expected.st_size, expected.st_mtime_ns)):
+                return False
+            os.unlink(name, dir_fd=fd)
+            return True
+        finally:
+            os.close(fd)
+
+    def remove_empty_folders(self, rel_dir: str, *, stop_at: str = "") -> None:
+        """``rmdir`` ``rel_dir`` and its parents while they are empty, up to (not including) ``stop_at``."""
+        while rel_dir and rel_dir != stop_at:
+            parent, _, name = rel_dir.rpartition("/")
+            try:
+                fd = self.open_folder(parent)
+            except (OSError, UnsafePathError):
+                return
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except OSError:
+                return
+            finally:
+                os.close(fd)
+            rel_dir = parent

@@ -10,10 +10,15 @@ Like rclone's src-only / dst-only / match, every remote file falls in exactly on
 | ours: stat as synclient left it    | yes                               | other MD5 (new version)| DOWNLOAD         |
 | changed since, or never indexed    | any                               | same MD5 (hash once)   | ADOPT            |
 | changed since, or never indexed    | any                               | other MD5              | if_collision     |
-| not a regular file (dir, symlink)  | any                               | -                      | if_collision     |
+| not a regular file (symlink, ...)  | any                               | -                      | if_collision     |
+| a folder                           | any                               | -                      | if_collision, but|
+|                                    |                                   |                        | BLOCKED for      |
+|                                    |                                   |                        | overwrite.local  |
 
 ``if_collision`` (synapseclient's names): ``overwrite.local`` replaces the local file, ``keep.local`` keeps it and
-skips the remote one, ``keep.both`` saves the remote file beside it as ``name(1).ext``.
+skips the remote one, ``keep.both`` saves the remote file beside it as ``name(1).ext`` (a name neither the local
+folder nor the remote one has). A folder is never overwritten by a file here: the runner empties it first when it
+holds only what synclient wrote and ``delete`` is on, else reports a conflict.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import AbstractSet, Optional
 
 from synclient.choices import Choice
 from synclient.models import EntityHeader, FileHandle
@@ -40,6 +45,7 @@ class Action(enum.Enum):
     KEEP_LOCAL = "keep-local"    # conflict: local changes kept, remote not fetched (keep.local)
     KEEP_BOTH = "keep-both"      # conflict: remote saved beside the local file as name(1).ext (keep.both)
     DELETE = "delete"            # gone remotely, a file synclient wrote and nobody changed (delete=True)
+    BLOCKED = "blocked"          # conflict: a local folder where the remote has a file (overwrite.local)
 
     @property
     def fetches(self) -> bool:
@@ -72,19 +78,21 @@ def is_up_to_date(row: Optional[IndexRow], header: EntityHeader, target_root: Pa
             and row.version == header.version_number and row.local_stat_matches(target_root))
 
 
-def copy_name(destination: Path) -> Path:
-    """``name(1).ext``, ``name(2).ext``, ...: the first that does not exist yet."""
+def copy_name(destination: Path, *, taken: AbstractSet[str] = frozenset()) -> Path:
+    """``name(1).ext``, ``name(2).ext``, ...: the first that neither exists locally nor is in ``taken`` (the names
+    of the remote folder, and copies this run already chose)."""
     stem, suffix = os.path.splitext(destination.name)
     n = 1
     while True:
         candidate = destination.with_name(f"{stem}({n}){suffix}")
-        if not os.path.lexists(candidate):
+        if candidate.name not in taken and not os.path.lexists(candidate):
             return candidate
         n += 1
 
 
 def decide(*, destination: Path, handle: FileHandle, row: Optional[IndexRow], target_root: Path,
-           collision: Collision) -> Decision:
+           collision: Collision, taken: AbstractSet[str] = frozenset()) -> Decision:
+    """The action for one remote file; ``taken``: names a ``keep.both`` copy must not get (see :func:`copy_name`)."""
     remote_md5 = (handle.content_md5 or "").lower()
     if row is not None and row.local_path != _relative(destination, target_root):
         # an earlier keep.both put our copy elsewhere: it still counts if untouched and the same bytes
@@ -93,7 +101,7 @@ def decide(*, destination: Path, handle: FileHandle, row: Optional[IndexRow], ta
         row = None
     try:
         info = os.lstat(destination)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # (a file where its folder will be: a dry run only)
         return Decision(Action.DOWNLOAD, destination)
     if stat.S_ISREG(info.st_mode):
         ours_untouched = row is not None and row.local_stat_matches(target_root)
@@ -102,15 +110,15 @@ def decide(*, destination: Path, handle: FileHandle, row: Optional[IndexRow], ta
             return Decision(Action.SKIP if same else Action.DOWNLOAD, destination)
         if info.st_size == handle.content_size and remote_md5 and file_md5(destination) == remote_md5:
             return Decision(Action.ADOPT, destination)
-    return _collide(destination, collision)
+    return _collide(destination, collision, taken=taken, is_folder=stat.S_ISDIR(info.st_mode))
 
 
-def _collide(destination: Path, collision: Collision) -> Decision:
+def _collide(destination: Path, collision: Collision, *, taken: AbstractSet[str], is_folder: bool) -> Decision:
     if collision is Collision.KEEP_LOCAL:
         return Decision(Action.KEEP_LOCAL, destination)
     if collision is Collision.KEEP_BOTH:
-        return Decision(Action.KEEP_BOTH, copy_name(destination))
-    return Decision(Action.OVERWRITE, destination)
+        return Decision(Action.KEEP_BOTH, copy_name(destination, taken=taken))
+    return Decision(Action.BLOCKED if is_folder else Action.OVERWRITE, destination)
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -82,6 +82,7 @@ class SyncReport:
     rest_calls: int = 0
     retries: int = 0
     throttled: int = 0
+    manifest_errors: List[str] = field(default_factory=list)  # one line per folder whose manifest failed
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, result: FileResult) -> None:
@@ -107,7 +108,8 @@ class SyncReport:
 
     def summary(self) -> str:
         deleted = f"{self.deleted} deleted, " if self.deleted else ""
-        return (f"{self.downloaded} downloaded, {self.skipped} skipped, {deleted}{self.failed} failed; "
+        manifests = f", {len(self.manifest_errors)} manifests not written" if self.manifest_errors else ""
+        return (f"{self.downloaded} downloaded, {self.skipped} skipped, {deleted}{self.failed} failed{manifests}; "
                 f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
                 f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
                 f"{self.throttled} throttled")

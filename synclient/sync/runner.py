@@ -7,6 +7,7 @@ others. A dry run walks and plans the same way, then returns the :class:`SyncPla
 """
 from __future__ import annotations
 
+import errno
 import heapq
 import logging
 import os
@@ -17,22 +18,25 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 from synclient.client import Platform
-from synclient.errors import ConfigError, LocalIOError, NotFoundError, PlatformError, SyncError, SynclientError
+from synclient.errors import (AuthenticationError, ConfigError, LocalIOError, NotFoundError, PathConflictError,
+                              PlatformError, SyncError, SynclientError)
 from synclient.events import ObserverGroup, SyncObserver
-from synclient.models import EntityHeader, EntityType, FileHandle
+from synclient.models import EntityHeader, EntityType, FileHandle, parse_entity_id  # noqa: F401 (re-exported)
+from synclient.sync.deletion import (DeletionPass, Removal, clear_folder, folder_contents_if_ours,
+                                     remove_indexed_file, remove_stale_manifest)
 from synclient.sync.filters import PathFilter
 from synclient.sync.index import IndexRow, LocalIndex
 from synclient.sync.manifest import (MANIFEST_FILENAME, ManifestMode, ManifestRow, Provenance,
                                      provenance_from_activity, write_manifests)
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.plan import PlanEntry, SyncPlan
-from synclient.sync.planner import Action, Collision, Decision, decide, is_up_to_date
+from synclient.sync.planner import Action, Collision, Decision, copy_name, decide, is_up_to_date
 from synclient.sync.results import FileResult, SyncReport, SyncResults, SyncStatus
 from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.http import DataClient
-from synclient.transfer.partial import LeftoverPartials
+from synclient.transfer.partial import LeftoverPartials, journal_path, sweep_partials, temp_path
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -42,15 +46,6 @@ log = logging.getLogger("synclient.sync")
 class OnError:
     RAISE = "raise"
     CONTINUE = "continue"
-
-
-def parse_entity_id(entity: str) -> Tuple[str, Optional[int]]:
-    """``"syn123"`` -> ("syn123", None); ``"syn123.4"`` -> ("syn123", 4)."""
-    text = str(entity).strip()
-    base, _, version = text.partition(".")
-    if not (base.lower().startswith("syn") and base[3:].isdigit()) or (version and not version.isdigit()):
-        raise ConfigError(f"not a platform id: {entity!r} (expected synNNN or synNNN.VERSION)")
-    return "syn" + base[3:], int(version) if version else None
 
 
 @dataclass(frozen=True)
@@ -71,7 +66,25 @@ class _FileContext:
     rel_path: str
     action: Action
     parent_id: Optional[str]
+    root_id: str  # the index row's owner (a single-file get into a synced tree keeps the tree's root)
     annotations: dict = field(default_factory=dict)
+
+
+_FATAL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+def is_fatal(error: Optional[SynclientError], target_root: Path) -> bool:
+    """Errors that every remaining file would meet too: the token turned invalid, the disk is full or read-only,
+    the target is no longer writable. One of them cancels the run instead of failing files one at a time."""
+    if isinstance(error, AuthenticationError):
+        return True
+    if isinstance(error, LocalIOError) and not isinstance(error, PathConflictError):
+        code = getattr(error, "errno", None)
+        if code in _FATAL_ERRNOS:
+            return True
+        if code in (errno.EACCES, errno.EPERM) and not os.access(target_root, os.W_OK | os.X_OK):
+            return True
+    return False
 
 
 class _Run:
@@ -94,6 +107,14 @@ class _Run:
         self.manifest_extras: List[ManifestRow] = []
         self.provenance: Dict[str, Provenance] = {}
         self.leftovers = LeftoverPartials()
+        self.single_file = False  # set by _start for a file root: its index row keeps an existing owner
+        self.handled: Set[str] = set()  # rel paths removed (or planned so) during the walk: not vanished again
+        self.failed_partials: Set[Path] = set()  # partials of files that failed: kept for the next run to resume
+        self.manifest_failures: List[str] = []
+        self.fatal: Optional[SynclientError] = None  # the error that cancelled the run
+        self._claims: Dict[str, str] = {}  # local path -> entity id: no two entities ever map to one path
+        self._copies: Dict[Path, Set[str]] = {}  # folder -> names a keep.both copy must not take (remote + chosen)
+        self._copies_lock = threading.Lock()
         self._results: List[FileResult] = []
         self._lock = threading.Lock()
         self.pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
@@ -103,7 +124,8 @@ class _Run:
                                      observer=observer, on_done=self._downloaded)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.files_found,
                                  on_failure=self.entity_failed, path_filter=options.path_filter,
-                                 follow_links=options.follow_links)
+                                 follow_links=options.follow_links,
+                                 make_room=self.make_room if options.delete else None)
 
     @property
     def results(self) -> List[FileResult]:
@@ -111,8 +133,17 @@ class _Run:
             return list(self._results)
 
     def record(self, result: FileResult, *, manifest_path: Optional[str] = None) -> None:
-        """Keep a file's outcome; ``manifest_path``: its indexed path, listed in the manifest."""
+        """Keep a file's outcome; ``manifest_path``: its indexed path, listed in the manifest. A fatal error cancels
+        the run: it is reported once, and what fails after it (cancelled calls) is not this file's fault."""
         with self._lock:
+            if result.status is SyncStatus.FAILED:
+                if self.fatal is not None:
+                    return
+                if is_fatal(result.error, self.target.root):
+                    self.fatal = result.error
+                    log.error("stopping: %s", result.error)
+                    self.pool.cancel(grace_seconds=0)
+                    return
             self._results.append(result)
             if manifest_path is not None and self.options.manifest is not ManifestMode.SUPPRESS:
                 self.manifest_paths.add(manifest_path)
@@ -160,6 +191,12 @@ class _Run:
                     self.platform.get_activity(header.id, version=bundle.entity.version_number))
             decision = decide(destination=destination, handle=handle, row=row, target_root=self.target.root,
                               collision=self.options.if_collision)
+            if decision.action is Action.KEEP_BOTH:
+                decision = self._keep_both(destination, bundle.entity.parent_id, header.id)
+            else:
+                if decision.action is Action.BLOCKED:
+                    decision = self._unblock(destination)
+                self._claim(decision.destination, header.id)
         except SynclientError as exc:
             self.entity_failed(header, destination, exc)
             return
@@ -168,7 +205,8 @@ class _Run:
             return
         annotations = (bundle.annotations or {}).get("annotations") or {}
         version = bundle.entity.version_number
-        context = _FileContext(rel_path, decision.action, bundle.entity.parent_id, annotations)
+        owner = row.root_id if (self.single_file and row is not None) else self.root_id
+        context = _FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations)
         if self.options.dry_run:
             self.plan.add(PlanEntry(rel_path, header.id, version, handle.content_size, decision.action,
                                     decision.destination))
@@ -183,6 +221,96 @@ class _Run:
                       tag=context)
         self.observer.file_planned(size=job.size)
         self.broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
+
+    def _claim(self, destination: Path, entity_id: str) -> None:
+        """Assert that no other entity of this run has this local path (a defect if one has: refuse, never mix)."""
+        key = str(destination)
+        with self._lock:
+            other = self._claims.setdefault(key, entity_id)
+        if other != entity_id:
+            raise PathConflictError(f"{destination} is already the local path of {other} in this run; "
+                                    f"{entity_id} is not written there")
+
+    def _keep_both(self, destination: Path, parent_id: Optional[str], entity_id: str) -> Decision:
+        """``keep.both``: a copy name that neither the local folder nor the remote folder has, nor another copy of
+        this run (the remote folder is listed once more, whole, the first time a conflict needs it)."""
+        folder = destination.parent
+        with self._copies_lock:
+            taken = self._copies.get(folder)
+            if taken is None:
+                taken = self._copies[folder] = self._remote_names(parent_id)
+            chosen = copy_name(destination, taken=taken)
+            taken.add(chosen.name)
+            self._claim(chosen, entity_id)
+        return Decision(Action.KEEP_BOTH, chosen)
+
+    def _remote_names(self, parent_id: Optional[str]) -> Set[str]:
+        names: Set[str] = set()
+        token: Optional[str] = None
+        while parent_id:
+            page = self.platform.list_children(parent_id, include_types=(EntityType.FOLDER, EntityType.FILE,
+                                                                         EntityType.LINK), page_token=token)
+            names.update(h.name for h in page.headers)
+            token = page.next_page_token
+            if not token:
+                break
+        return names
+
+    def _unblock(self, destination: Path) -> Decision:
+        """A local folder where the remote has a file (overwrite.local). With ``delete``, a folder that holds only
+        what synclient wrote (untouched files, manifests, partials) is removed and the file downloaded; otherwise
+        the file is a conflict, reported with its path, and nothing is written."""
+        rel_dir = destination.relative_to(self.target.root).as_posix()
+        if not self.options.delete:
+            raise PathConflictError(f"{destination} is a local folder and the remote has a file of that name; not "
+                                    "replaced (with delete, a folder holding only files synclient wrote is)")
+        rows = folder_contents_if_ours(self.target, self.index, rel_dir)
+        if rows is None:
+            raise PathConflictError(f"{destination} is a local folder holding files synclient did not write or "
+                                    "that changed since; the remote file of that name is not written")
+        for row in rows:
+            with self._lock:
+                self.handled.add(row.rel_path)
+            self.removed(remove_indexed_file(self.target, row, dry_run=self.options.dry_run))
+        if not self.options.dry_run and not clear_folder(self.target, rel_dir):
+            raise PathConflictError(f"{destination} is a local folder that could not be emptied; the remote file "
+                                    "of that name is not written")
+        return Decision(Action.DOWNLOAD, destination)
+
+    def make_room(self, rel_path: str, path: Path) -> bool:
+        """``delete``: a file where the remote now has a folder goes if synclient wrote it and nobody changed it
+        (called by the walker; in a dry run nothing is removed, the removal is planned)."""
+        row = self.index.get_many([rel_path]).get(rel_path)
+        if row is None or row.local_path != rel_path:
+            return False
+        removal = remove_indexed_file(self.target, row, dry_run=self.options.dry_run)
+        if removal is None or removal.action is not Action.DELETE or removal.error is not None:
+            return False
+        with self._lock:
+            self.handled.add(rel_path)
+        self.removed(removal)
+        return True
+
+    def removed(self, removal: Optional[Removal]) -> None:
+        """Report one vanished file's removal (or, in a dry run, plan it)."""
+        if removal is None:
+            return
+        row = removal.row
+        path = self.target.root / row.local_path
+        if self.options.dry_run:
+            self.plan.add(PlanEntry(row.rel_path, row.entity_id, row.version, row.size, removal.action, path))
+            return
+        if removal.error is not None:
+            self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.FAILED,
+                                   removal.error, action=removal.action.value))
+        elif removal.action is Action.DELETE:
+            self.index.forget(row.rel_path)
+            self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.DELETED,
+                                   action=removal.action.value))
+        else:
+            log.info("%s is gone remotely but %s; kept", path, removal.reason)
+            self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.SKIPPED,
+                                   action=removal.action.value))
 
     def _kept(self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision,
               context: _FileContext) -> None:
@@ -214,6 +342,10 @@ class _Run:
             except OSError as exc:
                 error = LocalIOError.from_exception(f"cannot stat {job.destination} after writing it", exc)
         status = SyncStatus.FAILED if error else SyncStatus.DOWNLOADED
+        if error is not None:  # its partial (if any) is what the next run resumes from
+            temp = temp_path(job.destination, job.handle.id)
+            with self._lock:
+                self.failed_partials.update((temp, journal_path(temp)))
         self.record(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
                                job.handle.content_md5, status, error, action=context.action.value),
                     manifest_path=context.rel_path if error is None else None)
@@ -223,7 +355,7 @@ class _Run:
         info = os.lstat(local)
         self.index.record(IndexRow(
             rel_path=context.rel_path, local_path=local.relative_to(self.target.root).as_posix(),
-            root_id=self.root_id, entity_id=entity_id, version=version, file_handle_id=handle.id,
+            root_id=context.root_id, entity_id=entity_id, version=version, file_handle_id=handle.id,
             md5=(handle.content_md5 or "").lower() or None, size=handle.content_size or 0,
             content_type=handle.content_type, parent_id=context.parent_id, local_size=info.st_size,
             mtime_ns=info.st_mtime_ns), annotations=context.annotations)
@@ -250,38 +382,43 @@ class _Run:
         return heapq.merge(indexed, extras, key=lambda r: str(r.path))
 
     def delete_vanished(self) -> None:
-        """``delete=True``: remove files synclient wrote (and nobody changed since) that are gone remotely."""
-        if self.walker.listing_failed:
-            log.warning("some folders could not be listed; no local file is deleted in this run")
-            return
-        for row in self.index.iter_rows(self.root_id):
-            if row.rel_path in self.seen or not self.options.path_filter.wants_file(row.rel_path):
-                continue
-            path = self.target.root / row.local_path
-            if not os.path.lexists(path):
-                if not self.options.dry_run:
-                    self.index.forget(row.rel_path)
-                continue
-            untouched = row.local_stat_matches(self.target.root)
-            action = Action.DELETE if untouched else Action.KEEP_LOCAL
-            if self.options.dry_run:
-                self.plan.add(PlanEntry(row.rel_path, row.entity_id, row.version, row.size, action, path))
-                continue
-            if untouched:
-                try:
-                    os.unlink(path)
-                except OSError as exc:
-                    self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.FAILED,
-                                           LocalIOError.from_exception(f"cannot delete {path}", exc),
-                                           action=action.value))
-                    continue
-                self.index.forget(row.rel_path)
-                self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.DELETED,
-                                       action=action.value))
-            else:
-                log.info("%s is gone remotely but was changed locally; kept", path)
-                self.record(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.SKIPPED,
-                                       action=action.value))
+        """``delete=True``: remove files synclient wrote (and nobody changed since) that are gone remotely; see
+        :mod:`synclient.sync.deletion` for the rules."""
+        if self.walker.unvisited:
+            log.warning("%d folders could not be listed or visited; no file under them is deleted in this run",
+                        len(self.walker.unvisited))
+        self.index.flush()
+        deletion = DeletionPass(target=self.target, index=self.index, root_id=self.root_id,
+                                path_filter=self.options.path_filter, seen=self.seen,
+                                unvisited=self.walker.unvisited, handled=self.handled, dry_run=self.options.dry_run)
+        for removal in deletion.run():
+            self.removed(removal)
+        self.index.flush()
+        deletion.tidy_folders(listed=set(self.walker.listed))
+
+    def write_manifests(self) -> None:
+        """Every folder's manifest from this run's files; one that cannot be written is reported for its folder.
+        A folder the walk listed that gets no manifest now (its files are gone) loses the stale one."""
+        self.index.flush()
+        taken = set(self.walker.manifest_taken)
+        for folder in sorted(taken):
+            log.warning("%s has a remote entity named %s; no manifest is written there", folder, MANIFEST_FILENAME)
+        written, failures = write_manifests(self.manifest_rows, self.target.root, self.options.manifest, skip=taken)
+        for failure in failures:
+            reason = failure.error.strerror or str(failure.error)
+            self.manifest_failures.append(f"cannot write {failure.folder / MANIFEST_FILENAME}: {reason}")
+            log.warning("%s", self.manifest_failures[-1])
+        keep = {path.parent for path in written} | taken | {failure.folder for failure in failures}
+        for rel_dir, folder in self.walker.listed.items():
+            if folder not in keep and (self.options.manifest is ManifestMode.ALL or not rel_dir):
+                remove_stale_manifest(self.target, rel_dir, index=self.index)
+
+    def sweep_partials(self) -> None:
+        """A run that was not interrupted leaves no partial download in the folders it listed, except those of
+        files that failed now (the next run resumes them)."""
+        with self._lock:
+            keep = set(self.failed_partials)
+        sweep_partials(list(self.walker.listed.values()), keep=keep)
 
 
 def _options(*, if_collision, delete, manifest, include, exclude, dry_run, follow_links,
@@ -333,9 +470,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     calls_before, retries_before, throttled_before = (platform.stats.calls, platform.stats.retries,
                                                       platform.stats.throttled)
     try:
-        root = platform.get_entity_header(entity_id)
-        if not (root.type.is_container or root.type is EntityType.FILE):
-            raise ConfigError(f"{entity_id} is a {root.type.name.lower()}; sync takes a project, folder or file")
+        root = _root_header(platform, entity_id, version)
         target = TargetDirectory(Path(path), create=not options.dry_run)
         bar = _progress_bar(enabled=progress and not options.dry_run, description=root.name)
         with LocalIndex(target.root, read_only=options.dry_run) as index:
@@ -343,26 +478,28 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        options=options, observer=ObserverGroup([observer, bar]))
             _start(run, root, version)
             try:
-                run.pool.run()
+                with platform.cancel_on(run.pool.cancel_event):  # REST retry waits stop when the run does
+                    run.pool.run()
             finally:
                 run.data_client.close()
                 if bar is not None:
                     bar.close()
             if run.pool.unexpected_errors:
                 raise run.pool.unexpected_errors[0]
+            if run.fatal is not None:  # finished files are indexed, partials kept: the same command resumes
+                _finish_report(run, platform, started, (calls_before, retries_before, throttled_before))
+                raise run.fatal
             if options.delete and root.type.is_container:
                 run.delete_vanished()
             _finish_report(run, platform, started, (calls_before, retries_before, throttled_before))
             if options.dry_run:
                 _estimate_from_history(run.plan, index)
                 return run.plan
-            if root.type.is_container and options.manifest is not ManifestMode.SUPPRESS:
-                index.flush()
-                try:
-                    write_manifests(run.manifest_rows, target.root, options.manifest)
-                except OSError as exc:  # files at final paths are whole and verified; the manifest is missing
-                    raise LocalIOError.from_exception(f"cannot write {MANIFEST_FILENAME} under {target.root}",
-                                                      exc) from None
+            if root.type.is_container:
+                if options.manifest is not ManifestMode.SUPPRESS:
+                    run.write_manifests()
+                run.sweep_partials()
+            run.report.manifest_errors = list(run.manifest_failures)
             if run.report.bytes_downloaded and run.report.wall_seconds > 0:
                 index.set_meta("bytes_per_second", str(run.report.bytes_downloaded / run.report.wall_seconds))
                 index.set_meta("files_per_second", str(max(run.report.downloaded, 1) / run.report.wall_seconds))
@@ -370,9 +507,23 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
         if own_platform:
             platform.close()
     results = SyncResults(run.results, run.report)
-    if results.failures and on_error == OnError.RAISE:
-        raise SyncError(results.failures, results)
+    if (results.failures or run.report.manifest_errors) and on_error == OnError.RAISE:
+        raise SyncError(results.failures, results, problems=run.report.manifest_errors)
     return results
+
+
+def _root_header(platform: Platform, entity_id: str, version: Optional[int]) -> EntityHeader:
+    """The sync's root, checked before anything is written: a container or a file, and a version only of a file
+    (one that exists: a missing version is as much a usage error as a missing id)."""
+    root = platform.get_entity_header(entity_id)
+    if not (root.type.is_container or root.type is EntityType.FILE):
+        raise ConfigError(f"{entity_id} is a {root.type.name.lower()}; sync takes a project, folder or file")
+    if version is not None:
+        if root.type.is_container:
+            raise ConfigError(f"{entity_id}.{version}: a {root.type.name.lower()} has no versions to choose from; "
+                              f"sync {entity_id} without a version")
+        platform.get_entity(entity_id, version=version)  # NotFoundError for a version that does not exist
+    return root
 
 
 def _progress_bar(*, enabled: bool, description: str):
@@ -389,6 +540,7 @@ def _start(run: _Run, root: EntityHeader, version: Optional[int]) -> None:
         return
     if version is not None:
         root = replace(root, version_number=version)
+    run.single_file = True
     run.files_found([FoundFile(root, run.target.child(run.target.root, root.name), root.name)])
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, FrozenSet, List, NamedTuple, Optional
+from typing import Callable, Dict, FrozenSet, List, NamedTuple, Optional, Set
 
 from synclient.client import Platform
-from synclient.errors import SynclientError, UnsafePathError
+from synclient.errors import FileInTheWayError, SynclientError, UnsafePathError
 from synclient.models import EntityHeader, EntityType
 from synclient.sync.filters import PathFilter
+from synclient.sync.manifest import MANIFEST_FILENAME
 from synclient.sync.paths import TargetDirectory
 from synclient.transfer.pool import Priority, TaskPool
 
@@ -33,6 +34,7 @@ class FoundFile(NamedTuple):
 
 FilesFound = Callable[[List[FoundFile]], None]  # the files of one listing page at a time
 EntityFailed = Callable[[EntityHeader, Optional[Path], SynclientError], None]
+MakeRoom = Callable[[str, Path], bool]  # (rel path, local path) of a file in a remote folder's way: removed?
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class Folder:
 class TreeWalker:
     def __init__(self, *, platform: Platform, pool: TaskPool, target: TargetDirectory, on_files: FilesFound,
                  on_failure: EntityFailed, path_filter: PathFilter = PathFilter(),
-                 follow_links: bool = False) -> None:
+                 follow_links: bool = False, make_room: Optional[MakeRoom] = None) -> None:
         self._platform = platform
         self._pool = pool
         self._target = target
@@ -60,7 +62,13 @@ class TreeWalker:
         self._filter = path_filter
         self._follow_links = follow_links
         self._include = (EntityType.FOLDER, EntityType.FILE) + ((EntityType.LINK,) if follow_links else ())
+        self._make_room = make_room
         self.listing_failed = False
+        # What the rest of the run needs to know about folders (folders only: small even for huge trees). Each set
+        # or dict takes single adds from many threads (atomic under the GIL) and is read after the walk.
+        self.unvisited: Set[str] = set()  # rel paths of folders whose listing or local visit failed
+        self.listed: Dict[str, Path] = {}  # rel path -> local folder, for folders whose every page was listed
+        self.manifest_taken: Set[Path] = set()  # local folders with a remote child named like the manifest
 
     def walk(self, container: EntityHeader, local_dir: Path) -> None:
         """Start listing ``container`` into ``local_dir`` (returns at once; the pool does the work)."""
@@ -73,6 +81,7 @@ class TreeWalker:
                                                 page_token=page_token)
         except SynclientError as exc:
             self.listing_failed = True
+            self.unvisited.add(folder.rel_dir)
             self._on_failure(folder.header, folder.local_dir, exc)
             return
         if page.next_page_token:  # keep the next page flowing before working through this one
@@ -80,8 +89,12 @@ class TreeWalker:
         files = [found for found in (self._visit(folder, header) for header in page.headers) if found]
         if files:
             self._on_files(files)  # together: the runner looks their index rows up in one query
+        if not page.next_page_token:  # pages of a folder come one after another: this was the last
+            self.listed[folder.rel_dir] = folder.local_dir
 
     def _visit(self, folder: Folder, header: EntityHeader) -> Optional[FoundFile]:
+        if header.name == MANIFEST_FILENAME:  # the remote entity wins its path: no manifest in this folder
+            self.manifest_taken.add(folder.local_dir)
         try:
             if header.type is EntityType.FOLDER:
                 self._enter(folder, header, header)
@@ -94,8 +107,17 @@ class TreeWalker:
                 self._target.child(folder.local_dir, header.name)  # refuse a bad name before any call
                 self._pool.submit(Priority.LISTING, self._resolve_link, folder, header)
         except SynclientError as exc:
-            self._on_failure(header, None, exc)
+            if header.type is not EntityType.FILE:
+                self.unvisited.add(folder.rel(header.name))
+            self._on_failure(header, self._local_path(folder, header.name), exc)
         return None
+
+    def _local_path(self, folder: Folder, name: str) -> Optional[Path]:
+        """Where an entity of this name would be, for reports; None when the name itself is refused."""
+        try:
+            return self._target.child(folder.local_dir, name)
+        except SynclientError:
+            return None
 
     def _enter(self, folder: Folder, named: EntityHeader, container: EntityHeader) -> None:
         """List ``container`` as a sub-folder called ``named.name`` (the same entity unless via a link)."""
@@ -105,7 +127,15 @@ class TreeWalker:
         if container.id in folder.ancestors:
             raise UnsafePathError(f"link {named.id} ({rel}) leads back to {container.id}, a folder above it; "
                                   "not followed (cycle)")
-        local = self._target.make_folder(folder.local_dir, named.name)
+        try:
+            local = self._target.make_folder(folder.local_dir, named.name)
+        except FileInTheWayError:
+            # a file where the remote now has a folder: the runner removes it if it is ours and delete is on
+            path = self._target.child(folder.local_dir, named.name)
+            if self._make_room is None or not self._make_room(rel, path):
+                raise
+            # a dry run removed nothing: it lists on as the real run would once the file is gone
+            local = self._target.make_folder(folder.local_dir, named.name) if self._target.create else path
         child = Folder(container, local, rel, folder.ancestors | {container.id})
         self._pool.submit(Priority.LISTING, self._list_page, child, None)
 
@@ -126,4 +156,5 @@ class TreeWalker:
             else:
                 raise UnsafePathError(f"link {link.id} points to a {target.type.name.lower()}; not followed")
         except SynclientError as exc:
-            self._on_failure(link, None, exc)
+            self.unvisited.add(folder.rel(link.name))
+            self._on_failure(link, self._local_path(folder, link.name), exc)

@@ -17,7 +17,7 @@ import os
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
+from typing import AbstractSet, Dict, Iterable, List, Optional, Set, Tuple
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,12 @@ class LeftoverPartials:
     def __init__(self) -> None:
         self._by_folder: Dict[str, Dict[str, List[Tuple[str, Path]]]] = {}
         self._scan_lock = threading.Lock()
+        self._resuming: Set[Tuple[str, str]] = set()  # (folder, stem) whose kept partials a download resumes
 
     def discard(self, destination: Path, *, keep_handle: Optional[str] = None) -> None:
-        """Remove the partials (temp files and journals) of ``destination`` but those of ``keep_handle``."""
+        """Remove the partials (temp files and journals) of ``destination`` but those of ``keep_handle``. With no
+        partial of ``keep_handle`` under this name, one left under another name of the folder is renamed to this
+        one (the entity was renamed remotely after an interrupted run: its bytes still belong to the same handle)."""
         # Runs once per file a run settles, in many threads: the lock is only taken to list a new folder; a file's
         # entry is taken with one dict.pop (atomic), and no two files of a run share a destination.
         key = os.path.dirname(destination)
@@ -71,21 +74,70 @@ class LeftoverPartials:
                 if folder is None:
                     folder = self._by_folder[key] = _partials_in(destination.parent)
         stem = _temp_stem(destination)
-        found = folder.pop(stem, None)
+        found = folder.pop(stem, None) or []
+        if keep_handle is not None and not any(handle == keep_handle for handle, _ in found):
+            found += self._adopt(key, folder, keep_handle, destination)
         if not found:
             return
         kept = [(handle, path) for handle, path in found if handle == keep_handle]
         if kept:  # the download about to start resumes from them
+            self._resuming.add((key, stem))
             folder[stem] = kept
         for handle, path in found:
             if handle == keep_handle:
                 continue
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:  # cleanup only: the file itself is unaffected
-                log.warning("cannot remove the stale partial download %s: %s", path, exc.strerror or exc)
+            _remove(path, "stale partial download")
+
+    def _adopt(self, key: str, folder: Dict[str, List[Tuple[str, Path]]], handle: str,
+               destination: Path) -> List[Tuple[str, Path]]:
+        """Partials of ``handle`` under another name of the folder, renamed to ``destination``'s partial names.
+        Never those another file of this run is resuming from."""
+        for other in list(folder):
+            if (key, other) in self._resuming or not any(h == handle for h, _ in folder.get(other, ())):
+                continue
+            entries = folder.pop(other, None) or []
+            mine = [path for h, path in entries if h == handle]
+            rest = [(h, path) for h, path in entries if h != handle]
+            if rest:
+                folder.setdefault(other, []).extend(rest)
+            temp = temp_path(destination, handle)
+            adopted = []
+            for path in mine:
+                new = journal_path(temp) if path.name.endswith(TEMP_SUFFIX + JOURNAL_SUFFIX) else temp
+                try:
+                    os.replace(path, new)
+                except OSError as exc:
+                    log.warning("cannot resume %s from %s: %s", destination, path, exc.strerror or exc)
+                    continue
+                adopted.append((handle, new))
+            if adopted:
+                log.info("resuming %s from the partial download of its earlier name", destination.name)
+            return adopted
+        return []
+
+
+def sweep_partials(folders: Iterable[Path], *, keep: AbstractSet[Path]) -> int:
+    """Remove every partial download (temp file or journal) in ``folders`` but those in ``keep`` (files that
+    failed in this run, which the next run resumes). Run at the end of a run that was not interrupted: any other
+    partial there belongs to no file of the remote tree as it is now. Returns how many were removed."""
+    removed = 0
+    for folder in folders:
+        for entries in _partials_in(folder).values():
+            for _handle, path in entries:
+                if path not in keep and _remove(path, "partial download of a file that is no longer there"):
+                    removed += 1
+    return removed
+
+
+def _remove(path: Path, what: str) -> bool:
+    try:
+        path.unlink()
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:  # cleanup only: the files themselves are unaffected
+        log.warning("cannot remove the %s %s: %s", what, path, exc.strerror or exc)
+        return False
 
 
 def _partials_in(folder: Path) -> Dict[str, List[Tuple[str, Path]]]:
