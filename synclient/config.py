@@ -1,6 +1,7 @@
 """Where the platform is and who we are: endpoint and token resolution in one place.
 
-Token: argument > ``SYNCLIENT_AUTH_TOKEN`` > ``SYNAPSE_AUTH_TOKEN`` > ``~/.synapseConfig`` > keyring.
+Token: argument > ``SYNCLIENT_AUTH_TOKEN`` > ``SYNAPSE_AUTH_TOKEN`` > ``~/.synapseConfig`` > keyring, without the
+whitespace around it (see :func:`clean_token`).
 Profile: argument > ``SYNCLIENT_PROFILE`` > ``SYNAPSE_PROFILE`` > "default"; it picks the ``[profile NAME]``
 section of the config file and the keyring entry (service "synclient", user = profile name).
 Endpoint: argument > ``SYNCLIENT_ENDPOINT`` > ``~/.synapseConfig`` ``[endpoints]`` > Synapse production.
@@ -93,29 +94,47 @@ class ResolvedToken:
 def find_token(token: Optional[str] = None, *, profile: Optional[str] = None) -> Optional[ResolvedToken]:
     """The token and its source, from the first source that has one, or None.
 
+    Whitespace around a token (CRLF env files, secrets with a trailing newline) is dropped wherever it is read; a
+    token with a space, control or non-ASCII character inside is a :class:`ConfigError` that never shows it.
     A profile named explicitly (argument or environment) that no source knows is a :class:`ConfigError`:
     a typo must not silently fall back to another identity.
     """
-    if token:
-        return ResolvedToken(token, TokenSource.ARGUMENT)
+    found = _checked(token, TokenSource.ARGUMENT)
     for variable, source in (("SYNCLIENT_AUTH_TOKEN", TokenSource.SYNCLIENT_ENV),
                              ("SYNAPSE_AUTH_TOKEN", TokenSource.SYNAPSE_ENV)):
-        if os.environ.get(variable):
-            return ResolvedToken(os.environ[variable], source)
+        found = found or _checked(os.environ.get(variable), source)
+    if found:
+        return found
     name = resolve_profile(profile)
     path = config_path()
     parser = _read_config(path)
     section = _profile_section(name)
-    if parser.has_option(section, "authtoken") and parser.get(section, "authtoken").strip():
-        return ResolvedToken(parser.get(section, "authtoken").strip(), TokenSource.CONFIG_FILE,
-                             f"{path} [{section}]")
-    stored = keyring_token(name)
-    if stored:
-        return ResolvedToken(stored, TokenSource.KEYRING, f"profile {name!r}")
+    found = (_checked(parser.get(section, "authtoken"), TokenSource.CONFIG_FILE, f"{path} [{section}]")
+             if parser.has_option(section, "authtoken") else None)
+    found = found or _checked(keyring_token(name), TokenSource.KEYRING, f"profile {name!r}")
+    if found:
+        return found
     if name != DEFAULT_PROFILE and not parser.has_section(section):
         raise ConfigError(f"unknown profile {name!r}: no [{section}] section in {path} and no token stored "
                           f"for it by 'synclient login --profile {name}'")
     return None
+
+
+def _checked(raw: Optional[str], source: TokenSource, detail: str = "") -> Optional[ResolvedToken]:
+    """The token of one source without surrounding whitespace, None when that leaves nothing."""
+    token = clean_token(raw or "", where=ResolvedToken("", source, detail).describe())
+    return ResolvedToken(token, source, detail) if token else None
+
+
+def clean_token(raw: str, *, where: str) -> str:
+    """``raw`` without surrounding whitespace; a space, control or non-ASCII character inside it (which would make
+    an invalid or wrong ``Authorization`` header) is a one-line :class:`ConfigError` that does not show the token."""
+    token = raw.strip()
+    bad = next((index for index, char in enumerate(token) if not "\x21" <= char <= "\x7e"), None)
+    if bad is not None:
+        raise ConfigError(f"the access token from {where} has a space, control or non-ASCII character inside it "
+                          f"(character {bad + 1} of {len(token)}; the token is not shown): copy it again, exactly")
+    return token
 
 
 def resolve_token(token: Optional[str] = None, *, profile: Optional[str] = None) -> Optional[str]:
@@ -183,6 +202,9 @@ def store_token(token: str, profile: Optional[str] = None) -> str:
     """Save ``token`` in the keyring for ``profile``; returns the backend name. Raises KeyringUnavailableError."""
     from keyring.errors import KeyringError
 
+    token = clean_token(token, where="the token given to store")
+    if not token:
+        raise ConfigError("an empty token cannot be stored")
     backend = _usable_keyring()
     try:
         backend.set_password(KEYRING_SERVICE, resolve_profile(profile), token)
@@ -206,6 +228,17 @@ def delete_token(profile: Optional[str] = None) -> bool:
     except (KeyringError, RuntimeError) as exc:
         raise KeyringUnavailableError(f"{exc.__class__.__name__}: {exc}") from None
     return True
+
+
+def endpoint_source(endpoint: Optional[str] = None) -> str:
+    """Where :func:`resolve_endpoints` takes the endpoint from, in words a user can act on."""
+    if endpoint:
+        return "the --endpoint option / endpoint= argument"
+    if os.environ.get("SYNCLIENT_ENDPOINT"):
+        return "the SYNCLIENT_ENDPOINT environment variable"
+    if _read_config(config_path()).has_section("endpoints"):
+        return f"the [endpoints] section of {config_path()}"
+    return "the default (Synapse production)"
 
 
 def resolve_endpoints(endpoint: Optional[str] = None, *, repo_endpoint: Optional[str] = None,
