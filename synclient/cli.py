@@ -1,8 +1,9 @@
 """The ``synclient`` command line: a thin layer over the library that maps outcomes to exit codes.
 
 Exit codes: 0 all good, 1 some files failed (or the platform kept failing), 2 usage / configuration /
-authentication / unknown id, 130 interrupted. Errors are one line on stderr; ``-v`` adds the traceback.
-With ``--json``, stdout carries exactly one JSON object (also on errors), and nothing else.
+authentication / bad or unknown id / wrong endpoint / unusable target / target locked, 130 interrupted. Errors are
+one line on stderr, never showing a token (:func:`redact`); ``-v`` adds the traceback. With ``--json``, stdout
+carries exactly one JSON object (also on errors), and nothing else.
 """
 from __future__ import annotations
 
@@ -13,22 +14,24 @@ import inspect
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from synclient import __version__
 from synclient.client import Platform
-from synclient.config import (KeyringUnavailableError, ResolvedToken, delete_token, find_token, resolve_endpoints,
-                              resolve_profile, store_token)
-from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, NotFoundError, SyncError,
-                              SynclientError, UnsafePathError)
-from synclient.models import EntityHeader, EntityType
+from synclient.config import (KeyringUnavailableError, ResolvedToken, clean_token, delete_token, endpoint_source,
+                              find_token, resolve_endpoints, resolve_profile, store_token)
+from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, EndpointError, NotFoundError,
+                              SyncError, SynclientError, TargetError, UnsafePathError)
+from synclient.models import EntityHeader, EntityType, parse_entity_id
 from synclient.progress import progress_observer
+from synclient.sync.index import SyncLockedError
 from synclient.sync.results import FileResult, SyncReport, SyncResults
 from synclient.transfer.config import TransferConfig
 
@@ -61,6 +64,10 @@ class Output:
     quiet: bool = False
     verbose: int = 0
     json_document: Dict[str, Any] = field(default_factory=dict)
+    secrets: List[Optional[str]] = field(default_factory=list, repr=False)  # tokens seen: never printed (see redact)
+
+    def redact(self, text: str) -> str:
+        return redact(text, secrets=self.secrets)
 
     def result(self, line: str = "") -> None:
         """A line of the command's result (suppressed in JSON mode, where the document carries it)."""
@@ -73,7 +80,11 @@ class Output:
             print(line, file=sys.stderr, flush=True)
 
     def error(self, message: str) -> None:
-        print(f"synclient: error: {_one_line(message)}", file=sys.stderr, flush=True)
+        print(f"synclient: error: {_one_line(self.redact(message))}", file=sys.stderr, flush=True)
+
+    def failure(self, line: str) -> None:
+        """One failed file (or a count of more), on stderr, redacted like errors."""
+        print(f"synclient: {_one_line(self.redact(line))}", file=sys.stderr)
 
     def emit_json(self, exit_code: ExitCode) -> None:
         if self.json_mode:
@@ -84,6 +95,31 @@ class Output:
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+REDACTED = "[redacted]"
+_AUTHORIZATION_VALUE = re.compile(r"""(?i)(authorization['"]?\s*[:=]\s*['"]?)[^'"\r\n,;)}\]]+""")
+_BEARER_VALUE = re.compile(r"""(?i)\b(bearer)(?:\s|%20)+[^\s'",;)}\]]+""")
+
+
+def redact(text: str, *, secrets: Iterable[Optional[str]] = ()) -> str:
+    """``text`` without the given secrets (as given, stripped, or escaped the way ``repr`` shows them), nor any
+    ``Authorization`` header value or ``Bearer <token>``: exception texts (requests' ``InvalidHeader`` among them)
+    may quote a header, and nothing of a token may reach a terminal, a log or a JSON document."""
+    for secret in secrets:
+        for form in _secret_forms(secret):
+            text = text.replace(form, REDACTED)
+    text = _AUTHORIZATION_VALUE.sub(lambda match: match.group(1) + REDACTED, text)
+    return _BEARER_VALUE.sub(lambda match: f"{match.group(1)} {REDACTED}", text)
+
+
+def _secret_forms(secret: Optional[str]) -> List[str]:
+    """The ways a secret may appear in a message, longest first. None for a text shorter than 6 characters: that is
+    no token, and replacing it everywhere would blank out ordinary words."""
+    if not secret or len(secret.strip()) < 6:
+        return []
+    forms = {secret, secret.strip(), repr(secret)[1:-1], repr(secret.strip())[1:-1]}
+    return sorted(forms, key=len, reverse=True)
 
 
 def _human_size(size: Optional[int]) -> str:
@@ -138,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="synclient",
         description="Mirror projects of a Synapse-compatible data platform to local disk, fast and safely.",
-        epilog="exit codes: 0 ok, 1 some files failed, 2 usage/config/auth error, 130 interrupted")
+        epilog="exit codes: 0 ok, 1 some files failed, 2 usage/config/auth/endpoint error, 130 interrupted")
     parser.add_argument("--version", action="version", version=f"synclient {__version__}")
     _add_global_options(parser, in_subcommand=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -209,6 +245,8 @@ class CommandContext:
         if not self._token_resolved:
             self._token = find_token(self.args.token, profile=self.args.profile)
             self._token_resolved = True
+            if self._token:
+                self.out.secrets.append(self._token.token)
         return self._token
 
     def platform(self, *, max_connections: int = 64, token: Optional[str] = None) -> Platform:
@@ -237,7 +275,9 @@ def _explain(exc: BaseException, ctx: Optional[CommandContext]) -> CliError:
         return CliError(f"not found: {_reason_or(exc)} (check the id; it may not exist or may have been deleted)")
     if isinstance(exc, AccessDeniedError):
         return CliError(f"access denied: {_reason_or(exc)} (this user may not read it; see 'synclient whoami')")
-    if isinstance(exc, (ConfigError, UnsafePathError)):
+    if isinstance(exc, EndpointError):
+        return CliError(f"{exc} (the endpoint comes from {endpoint_source(ctx.args.endpoint if ctx else None)})")
+    if isinstance(exc, (ConfigError, UnsafePathError, SyncLockedError, TargetError)):
         return CliError(str(exc))
     if isinstance(exc, SynclientError):
         return CliError(str(exc), ExitCode.FILES_FAILED)
@@ -255,10 +295,15 @@ def _reason_or(exc: BaseException) -> str:
 
 def _entity_id(text: str) -> str:
     """Validate an id early so a typo is a usage error, not a network round trip."""
-    from synclient.sync.runner import parse_entity_id
-
     entity_id, _version = parse_entity_id(text)
     return entity_id
+
+
+def _check_target(path: Path) -> None:
+    """``--path`` must be a directory or not exist yet: say so before any network call."""
+    if path.exists() and not path.is_dir():
+        raise TargetError(f"the target path cannot be used: {path} exists as a file; give --path a directory "
+                          f"(it is created when missing)")
 
 
 def _require_token(ctx: CommandContext) -> ResolvedToken:
@@ -295,6 +340,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     entity_id = _entity_id(args.id)
     options = _sync_options(args)
     path = Path(args.path)
+    _check_target(path)
     ctx.out.json_document.update({"command": "get", "entity": args.id, "path": str(path.resolve())})
     workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform:
@@ -330,10 +376,9 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
 
 def _print_failures(ctx: CommandContext, failures: Sequence[FileResult], *, shown: int = 20) -> None:
     for failure in failures[:shown]:
-        print(f"synclient: failed: {failure.entity_id} {failure.path or ''}: {_one_line(str(failure.error))}",
-              file=sys.stderr)
+        ctx.out.failure(f"failed: {failure.entity_id} {failure.path or ''}: {failure.error}")
     if len(failures) > shown:
-        print(f"synclient: ... and {len(failures) - shown} more failures (see --json for all)", file=sys.stderr)
+        ctx.out.failure(f"... and {len(failures) - shown} more failures (see --json for all)")
 
 
 # -- ls -------------------------------------------------------------------------------------------------------------
@@ -457,7 +502,9 @@ def cmd_login(ctx: CommandContext) -> ExitCode:
     from synclient.config import keyring_backend_name
 
     keyring_backend_name()  # fail first, before asking for anything, when the token could not be stored
-    token = ctx.args.token or _read_token_interactively()
+    given = ctx.args.token or _read_token_interactively()
+    ctx.out.secrets.append(given)
+    token = clean_token(given, where="the --token option" if ctx.args.token else "the input")
     if not token:
         raise CliError("no token given: create a personal access token in the platform's web site "
                        "(Account Settings > Personal Access Tokens) and paste it at the prompt")
@@ -529,18 +576,44 @@ def cmd_demo(ctx: CommandContext) -> ExitCode:
 # -- main -----------------------------------------------------------------------------------------------------------
 
 
-def _configure_logging(verbose: int) -> None:
-    # The CLI reports failures itself; library log lines would only repeat them unless asked for with -v.
+class _RedactingFormatter(logging.Formatter):
+    """Log lines (tracebacks included) pass through :func:`redact` like every other output."""
+
+    def __init__(self, fmt: str, *, out: Output) -> None:
+        super().__init__(fmt)
+        self._out = out
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._out.redact(super().format(record))
+
+
+def _configure_logging(out: Output) -> None:
+    """-v: the library's log on stderr. Otherwise only the REST client's warnings (an endpoint that does not answer
+    yet is retried: each retry says so, instead of silence), none with -q; the CLI reports failures itself and
+    other library lines would only repeat them."""
     logger = logging.getLogger("synclient")
-    if verbose:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
-    else:
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-        logger.setLevel(logging.CRITICAL + 1)
+    client_logger = logging.getLogger("synclient.client")
+    for each in (logger, client_logger):
+        for handler in [h for h in each.handlers if getattr(h, "synclient_cli", False)]:
+            each.removeHandler(handler)  # run() called again in one process: no duplicate lines
+    client_logger.setLevel(logging.NOTSET)
+    if out.verbose:
+        logger.addHandler(_stderr_handler("%(asctime)s %(levelname)s %(name)s: %(message)s", out=out))
+        logger.setLevel(logging.DEBUG if out.verbose > 1 else logging.INFO)
+        return
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    logger.setLevel(logging.CRITICAL + 1)
+    if not out.quiet:
+        client_logger.addHandler(_stderr_handler("synclient: warning: %(message)s", out=out))
+        client_logger.setLevel(logging.WARNING)
+
+
+def _stderr_handler(fmt: str, *, out: Output) -> logging.Handler:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_RedactingFormatter(fmt, out=out))
+    handler.synclient_cli = True  # type: ignore[attr-defined]
+    return handler
 
 
 def _exit_promptly(code: ExitCode) -> None:
@@ -556,8 +629,9 @@ def _exit_promptly(code: ExitCode) -> None:
 
 def run(argv: Optional[Sequence[str]] = None) -> ExitCode:
     args = build_parser().parse_args(argv)
-    out = Output(json_mode=args.json, quiet=args.quiet, verbose=args.verbose)
-    _configure_logging(args.verbose)
+    out = Output(json_mode=args.json, quiet=args.quiet, verbose=args.verbose,
+                 secrets=[args.token, os.environ.get("SYNCLIENT_AUTH_TOKEN"), os.environ.get("SYNAPSE_AUTH_TOKEN")])
+    _configure_logging(out)
     ctx = CommandContext(args=args, out=out)
     try:
         code = args.handler(ctx)
@@ -573,7 +647,7 @@ def run(argv: Optional[Sequence[str]] = None) -> ExitCode:
         if isinstance(exc, SyncError):
             _print_failures(ctx, exc.failures)
         out.error(str(failure))
-        out.json_document["error"] = {"type": exc.__class__.__name__, "message": _one_line(str(failure))}
+        out.json_document["error"] = {"type": exc.__class__.__name__, "message": _one_line(out.redact(str(failure)))}
         out.emit_json(failure.code)
         return failure.code
     out.emit_json(code)

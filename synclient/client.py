@@ -219,8 +219,8 @@ class Platform:
                           method: str) -> SynclientError:
         base = self._base(service)
         if not self._endpoint_proven:
-            return EndpointError(f"endpoint {base} gave a malformed answer to {route} ({exc}): is it a Synapse "
-                                 f"API?", endpoint=base)
+            return EndpointError(f"endpoint {base} gave a malformed answer to {route} ({exc}), so it is probably "
+                                 f"not a Synapse API", endpoint=base)
         return MalformedAnswerError(f"{route}: malformed answer: {exc}", method=method, url=base)
 
     def _base(self, service: str) -> str:
@@ -311,8 +311,8 @@ class Platform:
             # A body that is not JSON on a 2xx is a cut or garbled answer: worth another try.
             error = MalformedAnswerError(f"{call.route}: malformed JSON answer", status=status, method=call.method,
                                          url=call.url)
-            problem = (f"endpoint {call.base} gave a malformed answer ({_content_kind(response)}, not JSON): "
-                       f"is it a Synapse API?")
+            problem = (f"endpoint {call.base} gave a malformed answer ({_content_kind(response)}, not JSON), so "
+                       f"it is probably not a Synapse API")
             raise _RetryableFailure(error, endpoint_problem=problem) from None
 
     def _timeout(self) -> Tuple[float, float]:

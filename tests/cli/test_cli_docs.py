@@ -80,3 +80,19 @@ def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv():
     assert expected in command_lines, f".ci/run must contain: {expected}"
     assert command_lines[-1] == expected  # last: its exit code (pytest's) is the script's
     assert (REPO_ROOT / ".ci" / "run").stat().st_mode & 0o111, ".ci/run must be executable"
+
+
+def _exit_code_rows():
+    section = re.search(r"^## Exit codes\n(.*?)(?=^## )", CLI_DOC, re.S | re.M).group(1)
+    return dict(re.findall(r"^\| (\d+) \| (.*) \|$", section, re.M))
+
+
+def test_exit_codes_documented():
+    from synclient.cli import ExitCode
+
+    rows = _exit_code_rows()
+    assert set(rows) == {str(int(code)) for code in ExitCode}
+    # what _explain maps to 2 (tests/cli/test_cli_errors.py checks the mapping itself)
+    for cause in ("usage", "token", "malformed id", "unknown id", "access denied", "endpoint", "redirects", "TLS",
+                  "`--path` that exists as a file", "lock"):
+        assert cause in rows["2"], f"exit code 2 in docs/cli.md does not mention {cause!r}"

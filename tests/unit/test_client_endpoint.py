@@ -95,7 +95,7 @@ def test_a_redirect_is_not_followed_and_says_where_it_goes(platform, location, d
 def test_an_empty_object_is_a_malformed_answer_not_a_key_error(platform):
     responses.add(responses.GET, REPO + "/entity/syn1/type", json={})
     with pytest.raises(EndpointError, match=r"malformed answer to GET /entity/\{id\}/type \(entity header lacks "
-                                            r"its 'id' field\): is it a Synapse API\?"):
+                                            r"its 'id' field\), so it is probably not a Synapse API"):
         platform.get_entity_header("syn1")
     assert not platform.endpoint_proven
 
@@ -117,8 +117,9 @@ def test_an_html_page_gets_a_few_announced_tries_then_an_endpoint_error(platform
         with pytest.raises(EndpointError) as info:
             platform.get_entity_header("syn1")
     assert len(responses.calls) == FIRST_CONTACT_ATTEMPTS
-    assert str(info.value) == (f"endpoint {REPO} gave a malformed answer (a text/html body, not JSON): is it a "
-                               f"Synapse API?; gave up after {FIRST_CONTACT_ATTEMPTS} tries of GET /entity/{{id}}/type")
+    assert str(info.value) == (f"endpoint {REPO} gave a malformed answer (a text/html body, not JSON), so it is "
+                               f"probably not a Synapse API; gave up after {FIRST_CONTACT_ATTEMPTS} tries of "
+                               f"GET /entity/{{id}}/type")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == FIRST_CONTACT_ATTEMPTS - 1
     assert all(w.startswith(f"endpoint {REPO} gave a malformed answer") and "trying again in" in w for w in warnings)
