@@ -100,15 +100,19 @@ class TaskPool:
                 finished.set()
 
         dispatcher = threading.Thread(target=dispatch, name="synclient-dispatch", daemon=True)
+        interrupted = False
         try:
             dispatcher.start()
             while not finished.wait(timeout=0.2):
                 pass
         except BaseException:
+            interrupted = True
             self.cancel()
             raise
         finally:
-            self._executor.shutdown(wait=not self.cancel_event.is_set(), cancel_futures=True)
+            # A task's cancel (a fatal error) lets running tasks stop at their next chunk or retry wait, and the
+            # run goes on to close the index after them; only Ctrl-C leaves at once.
+            self._executor.shutdown(wait=not interrupted, cancel_futures=True)
         if failure:
             raise failure[0]
 
