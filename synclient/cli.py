@@ -370,8 +370,10 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
     report: SyncReport = results.report
     ctx.out.json_document.update({"report": report.to_json(), "files": [r.to_json() for r in results]})
     _print_failures(ctx, results.failures)
+    for problem in report.manifest_errors:
+        ctx.out.failure(problem)
     ctx.out.result(report.summary())
-    return ExitCode.FILES_FAILED if results.failures else ExitCode.OK
+    return ExitCode.FILES_FAILED if results.failures or report.manifest_errors else ExitCode.OK
 
 
 def _print_failures(ctx: CommandContext, failures: Sequence[FileResult], *, shown: int = 20) -> None:
