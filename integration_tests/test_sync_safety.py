@@ -367,3 +367,14 @@ def test_include_filters_prune_folders_that_cannot_match(emulator, tmp_path):
     assert not (tmp_path / "b").exists()
     listings = emulator.stats()["api_by_route"]["POST /repo/v1/entity/children"]
     assert listings == 2, "only the root and a/ need listing"
+
+
+def test_a_noop_resync_rewrites_no_manifest(emulator, tmp_path):
+    project = seed(emulator, [folder("d", text("f.txt", "f")), text("t.txt", "t")])
+    sync(emulator, project, tmp_path)
+    before = {p: os.stat(tmp_path / p).st_mtime_ns for p in (MANIFEST, f"d/{MANIFEST}")}
+    os.utime(tmp_path / MANIFEST, ns=(1, 1))  # an old mtime: a rewrite could not go unnoticed
+    before[MANIFEST] = 1
+    sync(emulator, project, tmp_path)
+    assert {p: os.stat(tmp_path / p).st_mtime_ns for p in before} == before
+    assert not [name for name in os.listdir(tmp_path) if PARTIAL in name]

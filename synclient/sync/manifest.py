@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import csv
 import datetime
+import filecmp
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AbstractSet, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
@@ -145,8 +147,13 @@ class _FolderManifest:
             self._writer.writerow({key: _one_line(value) for key, value in row.items()})
 
     def close(self) -> Path:
+        """Move the new manifest into place, unless the one there already has these bytes (a no-op re-sync writes
+        nothing: no new mtime for tools that watch the tree)."""
         self._handle.close()
-        os.replace(self.temp, self.target)
+        if _same_bytes(self.temp, self.target):
+            os.unlink(self.temp)
+        else:
+            os.replace(self.temp, self.target)
         return self.target
 
     def abandon(self) -> None:
@@ -156,6 +163,16 @@ class _FolderManifest:
             os.unlink(self.temp)
         except OSError:
             pass
+
+
+def _same_bytes(new: Path, old: Path) -> bool:
+    try:
+        info = os.lstat(old)
+        if not stat.S_ISREG(info.st_mode) or info.st_size != os.stat(new).st_size:
+            return False
+        return filecmp.cmp(new, old, shallow=False)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
