@@ -87,9 +87,11 @@ def test_delete_resolves_the_path_when_unlinking_not_when_listing(emulator, tmp_
     emulator.delete_entity(emulator.resolve(project, "d"))
     os.rename(target / "d", elsewhere)
     os.symlink(elsewhere, target / "d")
+    plan = sync(emulator, project, target, delete=True, dry_run=True)
     results = sync(emulator, project, target, delete=True)
     assert (elsewhere / "f.txt").read_text() == "f"
-    assert [r.action for r in results] == ["keep-local"]
+    assert not plan.entries and not list(results)  # not synclient's any more: its row is dropped, nothing removed
+    assert os.path.islink(target / "d")
 
 
 # -- 3: a remote entity named like the manifest wins its path -----------------------------------------------------
@@ -378,3 +380,69 @@ def test_a_noop_resync_rewrites_no_manifest(emulator, tmp_path):
     sync(emulator, project, tmp_path)
     assert {p: os.stat(tmp_path / p).st_mtime_ns for p in before} == before
     assert not [name for name in os.listdir(tmp_path) if PARTIAL in name]
+
+
+# -- found by the model test (integration_tests/model) ---------------------------------------------------------------
+
+def test_keep_local_with_delete_replaces_a_folder_of_synclients_own_files(emulator, tmp_path):
+    project = seed(emulator, [folder("x", text("f.txt", "f"))])
+    sync(emulator, project, tmp_path)
+    emulator.delete_entity(emulator.resolve(project, "x"))
+    emulator.add_file(project, "x", b"now a file")
+    results = sync(emulator, project, tmp_path, delete=True, if_collision="keep.local")
+    assert (tmp_path / "x").read_bytes() == b"now a file"
+    assert sorted(r.status.value for r in results) == ["deleted", "downloaded"]
+    assert manifest_paths(tmp_path) == [str(tmp_path / "x")]
+
+
+def test_a_remote_entity_that_takes_a_keep_both_copys_name_wins_the_path(emulator, tmp_path):
+    project = seed(emulator, [text("a.txt", "remote a")])
+    (tmp_path / "a.txt").write_text("local edit")
+    sync(emulator, project, tmp_path, if_collision="keep.both")
+    assert (tmp_path / "a(1).txt").read_text() == "remote a"
+    emulator.add_file(project, "a(1).txt", b"a new remote file")
+    results = sync(emulator, project, tmp_path, if_collision="keep.both")
+    assert not results.failures
+    assert (tmp_path / "a(1).txt").read_bytes() == b"a new remote file"
+    assert (tmp_path / "a(2).txt").read_text() == "remote a"
+    assert (tmp_path / "a.txt").read_text() == "local edit"
+    assert len({r.path for r in results}) == 2
+    emulator.reset_stats()
+    again = sync(emulator, project, tmp_path, if_collision="keep.both")
+    assert {r.status for r in again} == {SyncStatus.SKIPPED} and emulator.stats()["data_requests"] == 0
+
+
+def test_a_keep_both_copy_goes_once_its_file_is_at_its_own_path_again(emulator, tmp_path):
+    project = seed(emulator, [text("a.txt", "remote a")])
+    (tmp_path / "a.txt").write_text("local edit")
+    sync(emulator, project, tmp_path, if_collision="keep.both")
+    (tmp_path / "a.txt").unlink()  # the user gives up their version
+    emulator.add_version(emulator.resolve(project, "a.txt"), b"remote a, version 2")
+    results = sync(emulator, project, tmp_path)
+    assert [(r.path.name, r.status.value) for r in results] == [("a.txt", "downloaded")]
+    assert sorted(local_tree(tmp_path)) == ["a.txt"], "the superseded copy a(1).txt was left behind, unindexed"
+
+
+def test_a_stale_manifest_gives_way_to_a_remote_folder_of_its_name(emulator, tmp_path):
+    project = seed(emulator, [text("t.txt", "t")])
+    sync(emulator, project, tmp_path)
+    assert (tmp_path / MANIFEST).is_file()
+    emulator.add_file(emulator.add_folder(project, MANIFEST), "in.txt", b"inside")
+    results = sync(emulator, project, tmp_path)
+    assert not results.failures, [str(r.error) for r in results.failures]
+    assert (tmp_path / MANIFEST / "in.txt").read_bytes() == b"inside"
+    assert not partials(tmp_path)
+    emulator.reset_stats()
+    again = sync(emulator, project, tmp_path)
+    assert {r.status for r in again} == {SyncStatus.SKIPPED} and emulator.stats()["data_requests"] == 0
+
+
+def test_a_vanished_folder_kept_for_a_changed_file_loses_its_stale_manifest(emulator, tmp_path):
+    project = seed(emulator, [folder("d", text("f.txt", "f"), text("g.txt", "g")), text("t.txt", "t")])
+    sync(emulator, project, tmp_path)
+    (tmp_path / "d" / "f.txt").write_text("changed by the user")
+    emulator.delete_entity(emulator.resolve(project, "d"))
+    results = sync(emulator, project, tmp_path, delete=True)
+    assert sorted((r.path.name, r.action) for r in results if r.path.parent.name == "d") == [
+        ("f.txt", "keep-local"), ("g.txt", "delete")]
+    assert sorted(os.listdir(tmp_path / "d")) == ["f.txt"]

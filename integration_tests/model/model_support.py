@@ -965,6 +965,10 @@ class ModelWalk:
             if (kind.startswith("symlink") and settled_fetch.get(rel) == "overwrite"
                     and options.if_collision == "overwrite.local"):
                 continue
+            if (kind == "dir" and options.delete and settled_fetch.get(rel) is not None
+                    and not any(f.startswith(rel + "/") for f in self.local.user_files)):
+                del self.local.planted[rel]  # an empty folder holds nothing of the user's: with delete, a remote
+                continue                       # file may replace it
             self.violation("user-file-lost", f"{when}: the user's {kind} at {rel!r} is gone "
                                              f"(action there: {settled_fetch.get(rel)})")
 

@@ -10,8 +10,10 @@ An indexed file is deleted only when all of these hold:
    final component is not followed either), so nothing outside the target is ever read or removed;
 5. it is still the regular file synclient left there (same size and mtime as indexed, same inode as just checked).
 
-A file that fails (5) is a local change: kept, reported as a conflict. After the files, the folders they were in
-that the remote no longer has lose their stale manifest and are removed once empty.
+A file that fails (5) is a local change: kept, reported as a conflict. A file no longer reachable without a symlink,
+or replaced by a folder, is gone as far as synclient is concerned: its row is dropped and nothing is removed. After
+the files, the folders they were in that the remote no longer has lose their stale manifest and are removed once
+empty.
 """
 from __future__ import annotations
 
@@ -62,11 +64,12 @@ def remove_indexed_file(target: TargetDirectory, row: IndexRow, *, dry_run: bool
     """Remove one indexed file if it is still synclient's (rules 4 and 5); None when it is already gone."""
     try:
         info = target.lstat_inside(row.local_path)
-    except UnsafePathError as exc:
-        return Removal(row, Action.KEEP_LOCAL, reason=str(exc))
+    except UnsafePathError as exc:  # the file is not reachable inside the target any more: not ours to touch
+        log.info("%s: %s; its index row is dropped, nothing is removed", row.local_path, exc)
+        return None
     except OSError as exc:
         return Removal(row, Action.DELETE, LocalIOError.from_exception(f"cannot check {row.local_path}", exc))
-    if info is None:
+    if info is None or stat.S_ISDIR(info.st_mode):  # gone (a folder there now is not the file synclient wrote)
         return None
     if not untouched(row, info):
         return Removal(row, Action.KEEP_LOCAL, reason="changed locally")
@@ -108,8 +111,7 @@ class DeletionPass:
         """Each vanished file's removal, for the caller to report (and, for a removed file, forget its row)."""
         for row in self.candidates():
             removal = remove_indexed_file(self._target, row, dry_run=self._dry_run)
-            if removal is None or (removal.action is Action.DELETE and removal.error is None):
-                self.emptied_folders.add(row.local_path.rpartition("/")[0])
+            self.emptied_folders.add(row.local_path.rpartition("/")[0])
             if removal is None:  # already gone locally: only the row remains
                 if not self._dry_run:
                     self._index.forget(row.rel_path)
@@ -117,15 +119,19 @@ class DeletionPass:
             yield removal
 
     def tidy_folders(self, *, listed: AbstractSet[str]) -> None:
-        """Folders that lost files here and that the remote no longer has (not ``listed``): their stale manifest
-        goes, then each is removed once empty, up to the nearest folder the remote still has."""
+        """Folders of vanished files that the remote no longer has (not ``listed``): their stale manifest goes
+        (even where a locally changed file is kept), then each is removed once empty, up to the nearest folder the
+        remote still has."""
         if self._dry_run:
             return
         for rel_dir in sorted(self.emptied_folders, key=len, reverse=True):
             if not rel_dir or rel_dir in listed:
                 continue
-            remove_stale_manifest(self._target, rel_dir, index=self._index)
             stop = next((p for p in _ancestors(rel_dir) if p in listed), "")
+            folder = rel_dir
+            while folder and folder != stop:  # this folder and those above it that the remote no longer has
+                remove_stale_manifest(self._target, folder, index=self._index)
+                folder = folder.rpartition("/")[0]
             self._target.remove_empty_folders(rel_dir, stop_at=stop)
 
 
@@ -149,10 +155,11 @@ def remove_stale_manifest(target: TargetDirectory, rel_dir: str, *, index: Local
         return False
 
 
-def folder_contents_if_ours(target: TargetDirectory, index: LocalIndex, rel_dir: str
-                            ) -> Optional[List[IndexRow]]:
-    """The indexed files under a local folder if everything in it is synclient's own (untouched indexed files, its
-    manifests, partial downloads, folders of those), else None. Reached without following symlinks."""
+def folder_contents_if_ours(target: TargetDirectory, index: LocalIndex, rel_dir: str, *,
+                            path_filter: PathFilter = PathFilter()) -> Optional[List[IndexRow]]:
+    """The indexed files under a local folder if everything in it is synclient's own (untouched indexed files the
+    filters want, its manifests, partial downloads, folders of those: an empty folder holds nothing of anyone's),
+    else None. Reached without following symlinks."""
     from synclient.transfer.partial import PARTIAL_SUFFIXES
 
     rows = {row.local_path: row for row in index.rows_under(rel_dir)}
@@ -169,10 +176,13 @@ def folder_contents_if_ours(target: TargetDirectory, index: LocalIndex, rel_dir:
             for name in names:
                 rel = f"{folder}/{name}"
                 info = os.lstat(name, dir_fd=fd)
+                row = rows.get(rel)
                 if stat.S_ISDIR(info.st_mode):
                     pending.append(rel)
-                elif rel in rows and untouched(rows[rel], info):
-                    found.append(rows[rel])
+                elif row is not None:
+                    if not (untouched(row, info) and path_filter.wants_file(row.rel_path)):
+                        return None  # changed locally, or outside what this run may touch
+                    found.append(row)
                 elif not (stat.S_ISREG(info.st_mode) and (name == MANIFEST_FILENAME
                                                           or name.endswith(PARTIAL_SUFFIXES))):
                     return None

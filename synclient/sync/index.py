@@ -51,6 +51,8 @@ CREATE TABLE IF NOT EXISTS files (
     synced_at     REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- keep.both copies (their bytes are not at their remote path): found by where they are
+CREATE INDEX IF NOT EXISTS files_copies ON files (local_path) WHERE local_path != rel_path;
 """
 
 
@@ -258,6 +260,32 @@ class LocalIndex:
             raise LocalIOError.from_exception(f"cannot read the index in {self.meta_dir}", exc) from None
         finally:
             db.close()
+
+    def copy_at(self, local_path: str) -> Optional[IndexRow]:
+        """The row of a ``keep.both`` copy that lies at ``local_path`` (another entity's bytes), if any."""
+        if self._reader is None:
+            return None
+        try:
+            with self._reader_lock:
+                found = self._reader.execute(f"{_SELECT} WHERE local_path = ? AND local_path != rel_path",
+                                             (local_path,)).fetchone()
+        except sqlite3.Error:
+            return None
+        return _row_from_db(found) if found else None
+
+    def local_paths_named(self, name: str) -> List[str]:
+        """Local paths (any root) of indexed files called ``name``, in any folder (one scan of the index)."""
+        if self._reader is None:
+            return []
+        pattern = "%/" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        try:
+            with self._reader_lock:
+                found = [value for (value,) in self._reader.execute(
+                    "SELECT local_path FROM files WHERE local_path = ? OR local_path LIKE ? ESCAPE '\\'",
+                    (name, pattern))]
+        except sqlite3.Error:
+            return []
+        return [path for path in found if path.rpartition("/")[2] == name]  # LIKE ignores ASCII case
 
     def rows_under(self, local_dir: str) -> List[IndexRow]:
         """Committed rows (any root) whose local file is below the local folder ``local_dir``."""

@@ -150,10 +150,14 @@ class _FolderManifest:
         """Move the new manifest into place, unless the one there already has these bytes (a no-op re-sync writes
         nothing: no new mtime for tools that watch the tree)."""
         self._handle.close()
-        if _same_bytes(self.temp, self.target):
-            os.unlink(self.temp)
-        else:
-            os.replace(self.temp, self.target)
+        try:
+            if _same_bytes(self.temp, self.target):
+                os.unlink(self.temp)
+            else:
+                os.replace(self.temp, self.target)
+        except OSError:
+            self.abandon()
+            raise
         return self.target
 
     def abandon(self) -> None:

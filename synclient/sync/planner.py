@@ -11,14 +11,13 @@ Like rclone's src-only / dst-only / match, every remote file falls in exactly on
 | changed since, or never indexed    | any                               | same MD5 (hash once)   | ADOPT            |
 | changed since, or never indexed    | any                               | other MD5              | if_collision     |
 | not a regular file (symlink, ...)  | any                               | -                      | if_collision     |
-| a folder                           | any                               | -                      | if_collision, but|
-|                                    |                                   |                        | BLOCKED for      |
-|                                    |                                   |                        | overwrite.local  |
+| a folder                           | any                               | -                      | BLOCKED          |
 
 ``if_collision`` (synapseclient's names): ``overwrite.local`` replaces the local file, ``keep.local`` keeps it and
 skips the remote one, ``keep.both`` saves the remote file beside it as ``name(1).ext`` (a name neither the local
 folder nor the remote one has). A folder is never overwritten by a file here: the runner empties it first when it
-holds only what synclient wrote and ``delete`` is on, else reports a conflict.
+holds only what synclient wrote and ``delete`` is on (whatever ``if_collision`` says: nothing of the user's is in
+the way), else applies ``if_collision`` to it, where ``overwrite.local`` becomes a reported conflict.
 """
 from __future__ import annotations
 
@@ -114,11 +113,18 @@ def decide(*, destination: Path, handle: FileHandle, row: Optional[IndexRow], ta
 
 
 def _collide(destination: Path, collision: Collision, *, taken: AbstractSet[str], is_folder: bool) -> Decision:
+    if is_folder:  # the runner decides: replaced if synclient's own and delete is on, else collide()
+        return Decision(Action.BLOCKED, destination)
+    return collide(destination, collision, taken=taken)
+
+
+def collide(destination: Path, collision: Collision, *, taken: AbstractSet[str] = frozenset()) -> Decision:
+    """The collision policy alone (``if_collision``)."""
     if collision is Collision.KEEP_LOCAL:
         return Decision(Action.KEEP_LOCAL, destination)
     if collision is Collision.KEEP_BOTH:
         return Decision(Action.KEEP_BOTH, copy_name(destination, taken=taken))
-    return Decision(Action.BLOCKED if is_folder else Action.OVERWRITE, destination)
+    return Decision(Action.OVERWRITE, destination)
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -11,6 +11,7 @@ import errno
 import heapq
 import logging
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,7 @@ from synclient.sync.manifest import (MANIFEST_FILENAME, ManifestMode, ManifestRo
                                      provenance_from_activity, write_manifests)
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.plan import PlanEntry, SyncPlan
-from synclient.sync.planner import Action, Collision, Decision, copy_name, decide, is_up_to_date
+from synclient.sync.planner import Action, Collision, Decision, collide, copy_name, decide, is_up_to_date
 from synclient.sync.results import FileResult, SyncReport, SyncResults, SyncStatus
 from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.transfer.config import TransferConfig
@@ -68,6 +69,7 @@ class _FileContext:
     parent_id: Optional[str]
     root_id: str  # the index row's owner (a single-file get into a synced tree keeps the tree's root)
     annotations: dict = field(default_factory=dict)
+    superseded: Optional[IndexRow] = None  # an earlier keep.both copy of this file, removed once it settles elsewhere
 
 
 _FATAL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
@@ -113,8 +115,9 @@ class _Run:
         self.manifest_failures: List[str] = []
         self.fatal: Optional[SynclientError] = None  # the error that cancelled the run
         self._claims: Dict[str, str] = {}  # local path -> entity id: no two entities ever map to one path
-        self._copies: Dict[Path, Set[str]] = {}  # folder -> names a keep.both copy must not take (remote + chosen)
+        self._folder_names: Dict[Path, Set[str]] = {}  # folder -> remote names + copies chosen (keep.both)
         self._copies_lock = threading.Lock()
+        self._abandoned: Set[str] = set()  # local paths of copies whose name a remote entity now has
         self._results: List[FileResult] = []
         self._lock = threading.Lock()
         self.pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
@@ -124,8 +127,7 @@ class _Run:
                                      observer=observer, on_done=self._downloaded)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.files_found,
                                  on_failure=self.entity_failed, path_filter=options.path_filter,
-                                 follow_links=options.follow_links,
-                                 make_room=self.make_room if options.delete else None)
+                                 follow_links=options.follow_links, make_room=self.make_room)
 
     @property
     def results(self) -> List[FileResult]:
@@ -162,7 +164,9 @@ class _Run:
         rows = self.index.get_many([file.rel_path for file in files])
         for header, destination, rel_path in files:
             row = rows.get(rel_path)
-            if is_up_to_date(row, header, self.target.root) and not self.options.provenance:
+            # a keep.both copy always gets its bundle: a remote entity may have taken its name since
+            if (is_up_to_date(row, header, self.target.root) and row.local_path == rel_path
+                    and not self.options.provenance):
                 self._up_to_date(row)
             else:
                 self.pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
@@ -189,14 +193,10 @@ class _Run:
             if self.options.provenance:
                 self.provenance[rel_path] = provenance_from_activity(
                     self.platform.get_activity(header.id, version=bundle.entity.version_number))
-            decision = decide(destination=destination, handle=handle, row=row, target_root=self.target.root,
-                              collision=self.options.if_collision)
-            if decision.action is Action.KEEP_BOTH:
-                decision = self._keep_both(destination, bundle.entity.parent_id, header.id)
-            else:
-                if decision.action is Action.BLOCKED:
-                    decision = self._unblock(destination)
-                self._claim(decision.destination, header.id)
+            copy = row if row is not None and row.local_path != rel_path else None
+            if copy is not None and self._copy_name_taken(copy, destination.parent, bundle.entity.parent_id):
+                row = copy = None  # that name is a remote entity's now: this file gets another copy name
+            decision = self._decide(destination, rel_path, handle, row, copy, bundle.entity.parent_id, header.id)
         except SynclientError as exc:
             self.entity_failed(header, destination, exc)
             return
@@ -206,7 +206,8 @@ class _Run:
         annotations = (bundle.annotations or {}).get("annotations") or {}
         version = bundle.entity.version_number
         owner = row.root_id if (self.single_file and row is not None) else self.root_id
-        context = _FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations)
+        superseded = copy if copy is not None and decision.destination != self.target.root / copy.local_path else None
+        context = _FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations, superseded)
         if self.options.dry_run:
             self.plan.add(PlanEntry(rel_path, header.id, version, handle.content_size, decision.action,
                                     decision.destination))
@@ -222,6 +223,40 @@ class _Run:
         self.observer.file_planned(size=job.size)
         self.broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
 
+    def _decide(self, destination: Path, rel_path: str, handle: FileHandle, row: Optional[IndexRow],
+                copy: Optional[IndexRow], parent_id: Optional[str], entity_id: str) -> Decision:
+        """The planner's decision, then what only the run can settle: a path held by synclient's own things (another
+        file's keep.both copy, a stale manifest) is free for the remote entity; a folder in the way; the copy name."""
+        if self._holds_our_leftover(destination, rel_path):
+            decision = Decision(Action.DOWNLOAD, destination)
+        else:
+            decision = decide(destination=destination, handle=handle, row=row, target_root=self.target.root,
+                              collision=self.options.if_collision)
+        if decision.action is Action.BLOCKED:
+            decision = self._unblock(destination)
+        if decision.action is Action.KEEP_BOTH:
+            if copy is not None and copy.local_stat_matches(self.target.root):
+                decision = Decision(Action.KEEP_BOTH, self.target.root / copy.local_path)  # the new bytes go there
+            else:
+                return self._keep_both(destination, parent_id, entity_id)
+        self._claim(decision.destination, entity_id)
+        return decision
+
+    def _holds_our_leftover(self, destination: Path, rel_path: str) -> bool:
+        """The file at a remote file's path is synclient's own and no user's: another entity's keep.both copy
+        (untouched, or given up in this run) or a manifest synclient wrote before the remote had this name."""
+        if rel_path in self._abandoned:
+            return True
+        copy = self.index.copy_at(rel_path)
+        if copy is not None and copy.local_stat_matches(self.target.root):
+            return True
+        if destination.name == MANIFEST_FILENAME and not self.index.get_many([rel_path]):
+            try:
+                return stat.S_ISREG(os.lstat(destination).st_mode)
+            except OSError:
+                return False
+        return False
+
     def _claim(self, destination: Path, entity_id: str) -> None:
         """Assert that no other entity of this run has this local path (a defect if one has: refuse, never mix)."""
         key = str(destination)
@@ -231,14 +266,28 @@ class _Run:
             raise PathConflictError(f"{destination} is already the local path of {other} in this run; "
                                     f"{entity_id} is not written there")
 
+    def _names_of(self, folder: Path, parent_id: Optional[str]) -> Set[str]:
+        """The remote folder's names (listed once more, whole, the first time this run needs them) plus the copy
+        names this run chose there. Call with ``_copies_lock`` held."""
+        names = self._folder_names.get(folder)
+        if names is None:
+            names = self._folder_names[folder] = self._remote_names(parent_id)
+        return names
+
+    def _copy_name_taken(self, copy: IndexRow, folder: Path, parent_id: Optional[str]) -> bool:
+        """An earlier keep.both copy whose name a remote entity has now: that entity wins the path."""
+        name = copy.local_path.rpartition("/")[2]
+        with self._copies_lock:
+            taken = name in self._names_of(folder, parent_id)
+            if taken:
+                self._abandoned.add(copy.local_path)
+        return taken
+
     def _keep_both(self, destination: Path, parent_id: Optional[str], entity_id: str) -> Decision:
         """``keep.both``: a copy name that neither the local folder nor the remote folder has, nor another copy of
-        this run (the remote folder is listed once more, whole, the first time a conflict needs it)."""
-        folder = destination.parent
+        this run."""
         with self._copies_lock:
-            taken = self._copies.get(folder)
-            if taken is None:
-                taken = self._copies[folder] = self._remote_names(parent_id)
+            taken = self._names_of(destination.parent, parent_id)
             chosen = copy_name(destination, taken=taken)
             taken.add(chosen.name)
             self._claim(chosen, entity_id)
@@ -257,17 +306,21 @@ class _Run:
         return names
 
     def _unblock(self, destination: Path) -> Decision:
-        """A local folder where the remote has a file (overwrite.local). With ``delete``, a folder that holds only
-        what synclient wrote (untouched files, manifests, partials) is removed and the file downloaded; otherwise
-        the file is a conflict, reported with its path, and nothing is written."""
+        """A local folder where the remote has a file. With ``delete``, a folder that holds only what synclient
+        wrote (untouched files, manifests, partials) is removed and the file downloaded, whatever ``if_collision``
+        says (nothing of the user's is in the way). Otherwise ``if_collision`` applies, and ``overwrite.local`` is a
+        conflict reported with its path: a folder is never overwritten, and nothing is written."""
         rel_dir = destination.relative_to(self.target.root).as_posix()
-        if not self.options.delete:
-            raise PathConflictError(f"{destination} is a local folder and the remote has a file of that name; not "
-                                    "replaced (with delete, a folder holding only files synclient wrote is)")
-        rows = folder_contents_if_ours(self.target, self.index, rel_dir)
+        rows = (folder_contents_if_ours(self.target, self.index, rel_dir, path_filter=self.options.path_filter)
+                if self.options.delete else None)
         if rows is None:
-            raise PathConflictError(f"{destination} is a local folder holding files synclient did not write or "
-                                    "that changed since; the remote file of that name is not written")
+            decision = collide(destination, self.options.if_collision)
+            if decision.action is Action.OVERWRITE:
+                raise PathConflictError(
+                    f"{destination} is a local folder and the remote has a file of that name; not replaced "
+                    + ("(it holds files synclient did not write or that changed since)" if self.options.delete
+                       else "(with delete, a folder holding only files synclient wrote is)"))
+            return decision
         for row in rows:
             with self._lock:
                 self.handled.add(row.rel_path)
@@ -278,8 +331,18 @@ class _Run:
         return Decision(Action.DOWNLOAD, destination)
 
     def make_room(self, rel_path: str, path: Path) -> bool:
-        """``delete``: a file where the remote now has a folder goes if synclient wrote it and nobody changed it
-        (called by the walker; in a dry run nothing is removed, the removal is planned)."""
+        """A file where the remote now has a folder (called by the walker). It goes if it is synclient's own and no
+        user's: a keep.both copy or manifest of synclient's, or, with ``delete``, a file synclient wrote that nobody
+        changed. A dry run removes nothing; it plans what the real run reports."""
+        if self._holds_our_leftover(path, rel_path):
+            if not self.options.dry_run:
+                info = self.target.lstat_inside(rel_path)
+                if info is None or not self.target.unlink_inside(rel_path, expected=info):
+                    return False
+            log.info("%s: removed synclient's own file to make room for a remote folder", path)
+            return True
+        if not self.options.delete:
+            return False
         row = self.index.get_many([rel_path]).get(rel_path)
         if row is None or row.local_path != rel_path:
             return False
@@ -318,6 +381,9 @@ class _Run:
         result = FileResult(entity_id, version, decision.destination, handle.content_size, handle.content_md5,
                             SyncStatus.SKIPPED, action=decision.action.value)
         if decision.action is Action.KEEP_LOCAL:  # not indexed (the bytes are not the remote's): listed as is
+            if not decision.destination.is_file() or decision.destination.is_symlink():
+                self.record(result)  # a folder or symlink kept in the way: no file to list
+                return
             with self._lock:
                 self.manifest_extras.append(ManifestRow(
                     decision.destination, context.parent_id, context.rel_path.rsplit("/", 1)[-1], entity_id,
@@ -325,6 +391,7 @@ class _Run:
             self.record(result)
             return
         self._index_file(entity_id, version, handle, decision.destination, context)
+        self._drop_superseded(context)
         self.record(result, manifest_path=context.rel_path)
 
     def _url_ready(self, job: FileJob, url: Optional[SignedUrl], error: Optional[SynclientError]) -> None:
@@ -339,6 +406,7 @@ class _Run:
         if error is None:
             try:
                 self._index_file(job.entity_id, job.version, job.handle, job.destination, context)
+                self._drop_superseded(context)
             except OSError as exc:
                 error = LocalIOError.from_exception(f"cannot stat {job.destination} after writing it", exc)
         status = SyncStatus.FAILED if error else SyncStatus.DOWNLOADED
@@ -349,6 +417,16 @@ class _Run:
         self.record(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
                                job.handle.content_md5, status, error, action=context.action.value),
                     manifest_path=context.rel_path if error is None else None)
+
+    def _drop_superseded(self, context: _FileContext) -> None:
+        """A file now at another path than its earlier keep.both copy: the untouched copy goes (the index can point
+        to one place per file, and an unindexed copy would read as the user's for good)."""
+        copy = context.superseded
+        if copy is None or copy.local_path in self._abandoned:  # a given-up copy belongs to its new owner
+            return
+        removal = remove_indexed_file(self.target, copy, dry_run=False)
+        if removal is not None and removal.action is Action.DELETE and removal.error is None:
+            log.info("removed %s, the earlier keep.both copy of %s", copy.local_path, context.rel_path)
 
     def _index_file(self, entity_id: str, version: Optional[int], handle: FileHandle, local: Path,
                     context: _FileContext) -> None:
@@ -400,7 +478,9 @@ class _Run:
         """Every folder's manifest from this run's files; one that cannot be written is reported for its folder.
         A folder the walk listed that gets no manifest now (its files are gone) loses the stale one."""
         self.index.flush()
-        taken = set(self.walker.manifest_taken)
+        # a remote entity named like the manifest, listed now or indexed from before: it keeps its path
+        taken = set(self.walker.manifest_taken) | {(self.target.root / path).parent
+                                                   for path in self.index.local_paths_named(MANIFEST_FILENAME)}
         for folder in sorted(taken):
             log.warning("%s has a remote entity named %s; no manifest is written there", folder, MANIFEST_FILENAME)
         written, failures = write_manifests(self.manifest_rows, self.target.root, self.options.manifest, skip=taken)

@@ -105,8 +105,9 @@ def test_planner_decision_table(local, row_kind, collision, remote_changed):
         elif local == "same-bytes":
             assert decision.action is Action.ADOPT
         else:  # a local change (or a non-file) in the way: only the collision policy decides
-            expected = {Collision.OVERWRITE_LOCAL: Action.BLOCKED if local == "folder" else Action.OVERWRITE,
-                        Collision.KEEP_LOCAL: Action.KEEP_LOCAL, Collision.KEEP_BOTH: Action.KEEP_BOTH}[collision]
+            expected = Action.BLOCKED if local == "folder" else {
+                Collision.OVERWRITE_LOCAL: Action.OVERWRITE, Collision.KEEP_LOCAL: Action.KEEP_LOCAL,
+                Collision.KEEP_BOTH: Action.KEEP_BOTH}[collision]
             assert decision.action is expected
             if expected is Action.KEEP_BOTH:
                 assert decision.destination != destination and not os.path.lexists(decision.destination)
