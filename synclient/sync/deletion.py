@@ -3,8 +3,8 @@
 An indexed file is deleted only when all of these hold:
 
 1. its row belongs to this sync's root, and no listing of this run showed its path;
-2. no folder above it (nor the path itself) failed to be listed or visited in this run: an unlisted folder proves
-   nothing about what is gone;
+2. no folder above it failed to be listed or visited in this run: an unlisted folder proves nothing about what is
+   gone;
 3. the filters want it (an excluded file is not this run's business);
 4. it is reached from the target's root without following any symlink, resolved at the moment of unlinking (the
    final component is not followed either), so nothing outside the target is ever read or removed;
@@ -34,10 +34,10 @@ log = logging.getLogger("synclient.sync")
 
 
 def is_under_any(rel_path: str, folders: AbstractSet[str]) -> bool:
-    """True when ``rel_path`` or one of the folders above it (the root is "") is in ``folders``."""
+    """True when one of the folders above ``rel_path`` (the root is "") is in ``folders``."""
     if not folders:
         return False
-    if "" in folders or rel_path in folders:
+    if "" in folders:
         return True
     parts = rel_path.split("/")
     return any("/".join(parts[:i]) in folders for i in range(1, len(parts)))

@@ -85,7 +85,7 @@ def test_names_that_are_not_valid_unicode_are_refused():
 
 
 @pytest.mark.parametrize("rel, folders, expected", [
-    ("a/b/c.txt", {"a"}, True), ("a/b/c.txt", {"a/b"}, True), ("a/b/c.txt", {"a/b/c.txt"}, True),
+    ("a/b/c.txt", {"a"}, True), ("a/b/c.txt", {"a/b"}, True), ("a/b/c.txt", {"a/b/c.txt"}, False),
     ("a/b/c.txt", {"b"}, False), ("ab/c.txt", {"a"}, False), ("x.txt", {""}, True), ("x.txt", set(), False)])
 def test_is_under_any(rel, folders, expected):
     assert is_under_any(rel, folders) is expected
