@@ -446,3 +446,75 @@ def test_a_vanished_folder_kept_for_a_changed_file_loses_its_stale_manifest(emul
     assert sorted((r.path.name, r.action) for r in results if r.path.parent.name == "d") == [
         ("f.txt", "keep-local"), ("g.txt", "delete")]
     assert sorted(os.listdir(tmp_path / "d")) == ["f.txt"]
+
+
+# -- found by review ---------------------------------------------------------------------------------------------
+
+def test_dry_run_below_a_file_that_becomes_a_folder_plans_like_the_real_run(emulator, tmp_path):
+    project = seed(emulator, [text("x", "a file")])
+    sync(emulator, project, tmp_path)
+    emulator.delete_entity(emulator.resolve(project, "x"))
+    emulator.add_file(emulator.add_folder(emulator.add_folder(project, "x"), "sub"), "f.txt", b"deep")
+    plan = sync(emulator, project, tmp_path, delete=True, dry_run=True)
+    results = sync(emulator, project, tmp_path, delete=True)
+    assert sorted((e.rel_path, e.action.value) for e in plan.entries) == [("x", "delete"), ("x/sub/f.txt", "download")]
+    assert sorted(r.status.value for r in results) == ["deleted", "downloaded"]
+
+
+def test_a_copy_the_user_edited_is_never_replaced_by_a_remote_file_of_its_name(emulator, tmp_path):
+    project = seed(emulator, [text("a", "remote a")])
+    (tmp_path / "a").write_text("local edit")
+    sync(emulator, project, tmp_path, if_collision="keep.both")
+    (tmp_path / "a(1)").write_text("the user edited the copy")
+    emulator.add_file(project, "a(1)", b"a new remote file")
+    results = sync(emulator, project, tmp_path, if_collision="keep.local")
+    assert (tmp_path / "a(1)").read_text() == "the user edited the copy"
+    assert (tmp_path / "a").read_text() == "local edit"
+    assert not [r for r in results if r.status is SyncStatus.DOWNLOADED and r.path.name == "a(1)"]
+
+
+def test_a_resync_with_keep_both_copies_costs_listing_calls_only(emulator, tmp_path):
+    project = seed(emulator, [text(f"f{i}.txt", f"remote {i}") for i in range(10)])
+    for i in range(10):
+        (tmp_path / f"f{i}.txt").write_text(f"local {i}")
+    sync(emulator, project, tmp_path, if_collision="keep.both")
+    assert len(local_tree(tmp_path)) == 20
+    emulator.reset_stats()
+    again = sync(emulator, project, tmp_path, if_collision="keep.both")
+    assert {r.status for r in again} == {SyncStatus.SKIPPED} and len(again) == 10
+    assert emulator.stats()["api_by_route"] == {"GET /repo/v1/entity/{id}/type": 1,
+                                                "POST /repo/v1/entity/children": 1}
+
+
+def test_the_manifest_temp_name_never_writes_through_a_planted_symlink(emulator, tmp_path):
+    project = seed(emulator, [text("t.txt", "t")])
+    target = tmp_path / "t"
+    target.mkdir()
+    (tmp_path / "precious.txt").write_text("precious")
+    os.symlink(tmp_path / "precious.txt", target / f".{MANIFEST}.synclient-partial")
+    sync(emulator, project, target)
+    assert (tmp_path / "precious.txt").read_text() == "precious"
+    assert (target / MANIFEST).is_file() and not (target / MANIFEST).is_symlink()
+
+
+def test_a_partial_of_a_file_whose_metadata_call_failed_stays_for_the_next_run(emulator, tmp_path):
+    project = seed(emulator, [text("a.txt", "a"), text("b.txt", "b")])
+    partial = tmp_path / f".a.txt.99{PARTIAL}"
+    tmp_path.mkdir(exist_ok=True)
+    partial.write_bytes(b"half")
+    emulator.set_deny(emulator.resolve(project, "a.txt"), True)
+    results = sync(emulator, project, tmp_path)
+    assert [r.status for r in results if r.path.name == "a.txt"] == [SyncStatus.FAILED]
+    assert partial.exists()
+
+
+def test_a_tree_sync_after_a_single_file_get_owns_the_file(emulator, tmp_path):
+    project = seed(emulator, [text("t.txt", "t"), text("u.txt", "u")])
+    file_id = emulator.resolve(project, "t.txt")
+    sync(emulator, file_id, tmp_path)
+    sync(emulator, project, tmp_path)
+    sync(emulator, project, tmp_path)
+    assert manifest_paths(tmp_path) == [str(tmp_path / "t.txt"), str(tmp_path / "u.txt")]
+    emulator.delete_entity(file_id)
+    results = sync(emulator, project, tmp_path, delete=True)
+    assert [r.path.name for r in results if r.status is SyncStatus.DELETED] == ["t.txt"]

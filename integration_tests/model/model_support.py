@@ -273,6 +273,7 @@ class Local:
     user_files: Dict[str, bytes] = field(default_factory=dict)
     planted: Dict[str, str] = field(default_factory=dict)  # rel -> "dir" | "symlink:<kind>"
     owned: Set[str] = field(default_factory=set)
+    copies: Dict[str, str] = field(default_factory=dict)  # keep.both copy path -> the remote path it is a copy of
 
     def forget_under(self, rel: str) -> None:
         self.user_files = {p: c for p, c in self.user_files.items() if not under(p, rel)}
@@ -881,7 +882,9 @@ class ModelWalk:
     def _check_vanished(self, options: SyncOptions, result, rel: str, remote_rel: Optional[str], when: str) -> None:
         if not options.delete:
             self.violation("deleted-user-file", f"{when}: a deletion result without delete=True: {result!r}")
-        if options.filtered and not wanted(rel, options.include, options.exclude) and rel not in self.remote.folders:
+        source = self.local.copies.get(rel, rel)  # filters apply to remote paths: a copy's is its file's
+        if (options.filtered and not wanted(source, options.include, options.exclude)
+                and rel not in self.remote.folders):
             # (a file of synclient's where a listed remote folder now is may go to make room for it)
             self.violation("filter-violated", f"{when}: deletion of {rel!r}, left out by the filters: {result!r}")
         if result.action == "delete":
@@ -1020,7 +1023,12 @@ class ModelWalk:
                 self.local.owned.discard(rel)
             elif result.action in ("download", "overwrite", "keep-both", "skip", "adopt"):
                 self.local.owned.add(rel)
-                if result.action in ("overwrite", "download", "adopt"):
+                remote_rel = self.remote.by_id().get(result.entity_id)
+                if remote_rel is not None and remote_rel != rel:
+                    self.local.copies[rel] = remote_rel
+                # a skip at a user's path means its bytes are the remote's (synclient could not tell an identical
+                # rewrite from its own copy): from now on the file is synclient's, as after an adopt
+                if result.action in ("overwrite", "download", "adopt", "skip"):
                     self.local.user_files.pop(rel, None)
                     if self.local.planted.get(rel, "").startswith("symlink") and not os.path.islink(result.path):
                         del self.local.planted[rel]

@@ -161,10 +161,13 @@ class LocalIndex:
             wal = path.with_name(path.name + "-wal")
             if wal.is_file():
                 shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
-            with sqlite3.connect(str(copy)) as db:  # replays the WAL into the copy; a table never committed is
-                db.executescript(_SCHEMA)           # created empty, as the real run's open would
-        except (OSError, sqlite3.Error):
-            return  # an unreadable index reads as none (only costs hashing), as in a real run
+            db = sqlite3.connect(str(copy))  # replays the WAL into the copy; a table never committed is created
+            try:                             # empty, as the real run's open would
+                db.executescript(_SCHEMA)
+            finally:
+                db.close()
+        except (OSError, sqlite3.Error) as exc:  # a dry run that cannot see the index would plan a different run
+            raise LocalIOError.from_exception(f"cannot read the index {path} for a dry run", exc) from None
         self._open_reader(copy.as_uri())  # a private copy: no need for read-only mode
 
     def close(self) -> None:
@@ -315,9 +318,16 @@ class LocalIndex:
         if not self.read_only:
             self._queue.put(("upsert", (row, annotations or {})))
 
-    def forget(self, rel_path: str) -> None:
+    def forget(self, rel_path: str, *, only_at: Optional[str] = None) -> None:
+        """Drop a row; with ``only_at``, only while it still says its bytes are at that local path (a copy whose
+        path another file took, while its own file may be writing a new row for itself)."""
         if not self.read_only:
-            self._queue.put(("delete", rel_path))
+            self._queue.put(("delete", (rel_path, only_at)))
+
+    def set_owner(self, rel_path: str, root_id: str) -> None:
+        """Hand a row to another sync root (a single-file get's row, once a sync of its tree sees the file)."""
+        if not self.read_only:
+            self._queue.put(("owner", (root_id, rel_path)))
 
     def flush(self) -> None:
         """Wait until every queued write is committed."""
@@ -375,7 +385,13 @@ class LocalIndex:
                            f"({', '.join('?' * len(_COLUMNS))})",
                            tuple(getattr(row, c) for c in _ROW_COLUMNS) + (json.dumps(annotations), time.time()))
             elif kind == "delete":
-                db.execute("DELETE FROM files WHERE rel_path = ?", (payload,))
+                rel_path, only_at = payload
+                if only_at is None:
+                    db.execute("DELETE FROM files WHERE rel_path = ?", (rel_path,))
+                else:
+                    db.execute("DELETE FROM files WHERE rel_path = ? AND local_path = ?", (rel_path, only_at))
+            elif kind == "owner":
+                db.execute("UPDATE files SET root_id = ? WHERE rel_path = ?", payload)
             elif kind == "meta":
                 db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", payload)
         db.execute("COMMIT")

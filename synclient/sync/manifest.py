@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import errno
 import filecmp
 import os
 import stat
@@ -131,8 +132,15 @@ class _FolderManifest:
     def __init__(self, folder: Path, columns: List[str]) -> None:
         self.target = folder / MANIFEST_FILENAME
         self.temp = folder / f".{MANIFEST_FILENAME}.synclient-partial"
+        if os.path.realpath(folder) != str(folder):  # a folder swapped for a symlink during the run
+            raise OSError(errno.ELOOP, "the folder is reached through a symlink; not written", str(folder))
+        try:  # a fresh file, never through a symlink planted at the temp name
+            os.unlink(self.temp)
+        except FileNotFoundError:
+            pass
+        fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
         # surrogateescape: a target path that is not valid UTF-8 is written as the bytes it is on disk
-        self._handle = open(self.temp, "w", encoding="utf-8", errors="surrogateescape", newline="")
+        self._handle = open(fd, "w", encoding="utf-8", errors="surrogateescape", newline="")
         self._writer = csv.DictWriter(self._handle, columns, restval="", extrasaction="ignore", delimiter="\t",
                                       quotechar=None, quoting=csv.QUOTE_NONE, escapechar=None,
                                       lineterminator="\r\n")  # csv's default, as synapseclient writes it

@@ -82,7 +82,7 @@ class TargetDirectory:
         path = self.child(parent, name)
         try:
             mode = os.lstat(path).st_mode
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # (below a file a dry run did not remove)
             if not self.create:
                 return path
             try:

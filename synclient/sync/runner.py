@@ -37,7 +37,7 @@ from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.http import DataClient
-from synclient.transfer.partial import LeftoverPartials, journal_path, sweep_partials, temp_path
+from synclient.transfer.partial import LeftoverPartials, partial_key, sweep_partials
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -70,6 +70,7 @@ class _FileContext:
     root_id: str  # the index row's owner (a single-file get into a synced tree keeps the tree's root)
     annotations: dict = field(default_factory=dict)
     superseded: Optional[IndexRow] = None  # an earlier keep.both copy of this file, removed once it settles elsewhere
+    displaced: Optional[IndexRow] = None  # another file's copy this file replaces: that row goes once this is in
 
 
 _FATAL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
@@ -111,13 +112,15 @@ class _Run:
         self.leftovers = LeftoverPartials()
         self.single_file = False  # set by _start for a file root: its index row keeps an existing owner
         self.handled: Set[str] = set()  # rel paths removed (or planned so) during the walk: not vanished again
-        self.failed_partials: Set[Path] = set()  # partials of files that failed: kept for the next run to resume
+        self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
         self.manifest_failures: List[str] = []
         self.fatal: Optional[SynclientError] = None  # the error that cancelled the run
-        self._claims: Dict[str, str] = {}  # local path -> entity id: no two entities ever map to one path
         self._folder_names: Dict[Path, Set[str]] = {}  # folder -> remote names + copies chosen (keep.both)
         self._copies_lock = threading.Lock()
         self._abandoned: Set[str] = set()  # local paths of copies whose name a remote entity now has
+        self._displaced: Set[str] = set()  # local paths of copies that a remote file of that name replaces
+        self._copy_claims: Dict[str, str] = {}  # copy path -> entity id (natural paths are unique by listing)
+        self._held_copies: List[Tuple[FoundFile, IndexRow]] = []  # up-to-date copies, settled once all is decided
         self._results: List[FileResult] = []
         self._lock = threading.Lock()
         self.pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
@@ -128,6 +131,7 @@ class _Run:
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.files_found,
                                  on_failure=self.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links, make_room=self.make_room)
+        self.pool.add_idle_check(self.settle_held_copies)
 
     @property
     def results(self) -> List[FileResult]:
@@ -162,14 +166,37 @@ class _Run:
             with self._lock:
                 self.seen.update(file.rel_path for file in files)
         rows = self.index.get_many([file.rel_path for file in files])
-        for header, destination, rel_path in files:
+        for found in files:
+            header, destination, rel_path = found
             row = rows.get(rel_path)
-            # a keep.both copy always gets its bundle: a remote entity may have taken its name since
-            if (is_up_to_date(row, header, self.target.root) and row.local_path == rel_path
-                    and not self.options.provenance):
+            if is_up_to_date(row, header, self.target.root) and not self.options.provenance:
+                if row.root_id != self.root_id and row.root_id == row.entity_id and not self.single_file:
+                    self.index.set_owner(rel_path, self.root_id)  # a single-file get's row joins the tree
+                if row.local_path != rel_path and not self.single_file:
+                    with self._lock:  # a keep.both copy: settled when every remote file has claimed its path
+                        self._held_copies.append((found, row))
+                    continue
                 self._up_to_date(row)
             else:
                 self.pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
+
+    def settle_held_copies(self) -> None:
+        """Pool idle check: once nothing else runs, each up-to-date keep.both copy is either still its file's
+        (skipped) or a remote file of its name took the path in this run, and its file is decided again."""
+        if not self._held_copies or self.pool.outstanding(*Priority):
+            return
+        with self._lock:
+            held, self._held_copies = self._held_copies, []
+        for (header, destination, rel_path), row in held:
+            if row.local_path in self._displaced:
+                self.pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
+                continue
+            try:
+                self._claim(self.target.root / row.local_path, row.entity_id, copy=True)
+            except PathConflictError as exc:
+                self.entity_failed(header, destination, exc)
+                continue
+            self._up_to_date(row)
 
     def _up_to_date(self, row: IndexRow) -> None:
         path = self.target.root / row.local_path
@@ -196,7 +223,8 @@ class _Run:
             copy = row if row is not None and row.local_path != rel_path else None
             if copy is not None and self._copy_name_taken(copy, destination.parent, bundle.entity.parent_id):
                 row = copy = None  # that name is a remote entity's now: this file gets another copy name
-            decision = self._decide(destination, rel_path, handle, row, copy, bundle.entity.parent_id, header.id)
+            decision, displaced = self._decide(destination, rel_path, handle, row, copy, bundle.entity.parent_id,
+                                               header.id)
         except SynclientError as exc:
             self.entity_failed(header, destination, exc)
             return
@@ -207,7 +235,8 @@ class _Run:
         version = bundle.entity.version_number
         owner = row.root_id if (self.single_file and row is not None) else self.root_id
         superseded = copy if copy is not None and decision.destination != self.target.root / copy.local_path else None
-        context = _FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations, superseded)
+        context = _FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations, superseded,
+                               displaced)
         if self.options.dry_run:
             self.plan.add(PlanEntry(rel_path, header.id, version, handle.content_size, decision.action,
                                     decision.destination))
@@ -224,11 +253,17 @@ class _Run:
         self.broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
 
     def _decide(self, destination: Path, rel_path: str, handle: FileHandle, row: Optional[IndexRow],
-                copy: Optional[IndexRow], parent_id: Optional[str], entity_id: str) -> Decision:
+                copy: Optional[IndexRow], parent_id: Optional[str], entity_id: str
+                ) -> Tuple[Decision, Optional[IndexRow]]:
         """The planner's decision, then what only the run can settle: a path held by synclient's own things (another
-        file's keep.both copy, a stale manifest) is free for the remote entity; a folder in the way; the copy name."""
+        file's keep.both copy, a stale manifest) is free for the remote entity; a folder in the way; the copy name.
+        Also returns the copy row this file displaces, if any."""
+        displaced = None
         if self._holds_our_leftover(destination, rel_path):
             decision = Decision(Action.DOWNLOAD, destination)
+            displaced = self.index.copy_at(rel_path)
+            with self._lock:
+                self._displaced.add(rel_path)
         else:
             decision = decide(destination=destination, handle=handle, row=row, target_root=self.target.root,
                               collision=self.options.if_collision)
@@ -238,9 +273,9 @@ class _Run:
             if copy is not None and copy.local_stat_matches(self.target.root):
                 decision = Decision(Action.KEEP_BOTH, self.target.root / copy.local_path)  # the new bytes go there
             else:
-                return self._keep_both(destination, parent_id, entity_id)
-        self._claim(decision.destination, entity_id)
-        return decision
+                return self._keep_both(destination, parent_id, entity_id), displaced
+        self._claim(decision.destination, entity_id, copy=decision.destination != destination)
+        return decision, displaced
 
     def _holds_our_leftover(self, destination: Path, rel_path: str) -> bool:
         """The file at a remote file's path is synclient's own and no user's: another entity's keep.both copy
@@ -257,11 +292,13 @@ class _Run:
                 return False
         return False
 
-    def _claim(self, destination: Path, entity_id: str) -> None:
-        """Assert that no other entity of this run has this local path (a defect if one has: refuse, never mix)."""
+    def _claim(self, destination: Path, entity_id: str, *, copy: bool) -> None:
+        """Assert that no other entity of this run has this local path (a defect if one has: refuse, never mix).
+        A remote file's own path is unique in its folder's listing, so only copies (``keep.both``, or found at a
+        copy's path) are kept; a file's own path is checked against them."""
         key = str(destination)
         with self._lock:
-            other = self._claims.setdefault(key, entity_id)
+            other = self._copy_claims.setdefault(key, entity_id) if copy else self._copy_claims.get(key, entity_id)
         if other != entity_id:
             raise PathConflictError(f"{destination} is already the local path of {other} in this run; "
                                     f"{entity_id} is not written there")
@@ -279,7 +316,8 @@ class _Run:
         name = copy.local_path.rpartition("/")[2]
         with self._copies_lock:
             taken = name in self._names_of(folder, parent_id)
-            if taken:
+        if taken and copy.local_stat_matches(self.target.root):  # untouched: the remote entity may replace it
+            with self._lock:
                 self._abandoned.add(copy.local_path)
         return taken
 
@@ -290,7 +328,7 @@ class _Run:
             taken = self._names_of(destination.parent, parent_id)
             chosen = copy_name(destination, taken=taken)
             taken.add(chosen.name)
-            self._claim(chosen, entity_id)
+            self._claim(chosen, entity_id, copy=True)
         return Decision(Action.KEEP_BOTH, chosen)
 
     def _remote_names(self, parent_id: Optional[str]) -> Set[str]:
@@ -336,9 +374,13 @@ class _Run:
         changed. A dry run removes nothing; it plans what the real run reports."""
         if self._holds_our_leftover(path, rel_path):
             if not self.options.dry_run:
-                info = self.target.lstat_inside(rel_path)
-                if info is None or not self.target.unlink_inside(rel_path, expected=info):
-                    return False
+                try:
+                    info = self.target.lstat_inside(rel_path)
+                    if info is None or not self.target.unlink_inside(rel_path, expected=info):
+                        return False
+                except OSError as exc:
+                    raise LocalIOError.from_exception(f"cannot remove {path} to make room for a folder", exc) \
+                        from None
             log.info("%s: removed synclient's own file to make room for a remote folder", path)
             return True
         if not self.options.delete:
@@ -390,7 +432,14 @@ class _Run:
                     handle.content_type, context.annotations, self.provenance.get(context.rel_path, Provenance())))
             self.record(result)
             return
-        self._index_file(entity_id, version, handle, decision.destination, context)
+        try:
+            self._index_file(entity_id, version, handle, decision.destination, context)
+        except OSError as exc:  # changed or gone since it was checked: not this run's to index
+            self.record(FileResult(entity_id, version, decision.destination, handle.content_size,
+                                   handle.content_md5, SyncStatus.FAILED,
+                                   LocalIOError.from_exception(f"cannot stat {decision.destination}", exc),
+                                   action=decision.action.value))
+            return
         self._drop_superseded(context)
         self.record(result, manifest_path=context.rel_path)
 
@@ -411,9 +460,8 @@ class _Run:
                 error = LocalIOError.from_exception(f"cannot stat {job.destination} after writing it", exc)
         status = SyncStatus.FAILED if error else SyncStatus.DOWNLOADED
         if error is not None:  # its partial (if any) is what the next run resumes from
-            temp = temp_path(job.destination, job.handle.id)
             with self._lock:
-                self.failed_partials.update((temp, journal_path(temp)))
+                self.failed_partials.add(partial_key(job.destination))
         self.record(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
                                job.handle.content_md5, status, error, action=context.action.value),
                     manifest_path=context.rel_path if error is None else None)
@@ -421,6 +469,8 @@ class _Run:
     def _drop_superseded(self, context: _FileContext) -> None:
         """A file now at another path than its earlier keep.both copy: the untouched copy goes (the index can point
         to one place per file, and an unindexed copy would read as the user's for good)."""
+        if context.displaced is not None:  # the copy this file replaced is no longer where its row says
+            self.index.forget(context.displaced.rel_path, only_at=context.displaced.local_path)
         copy = context.superseded
         if copy is None or copy.local_path in self._abandoned:  # a given-up copy belongs to its new owner
             return
@@ -440,6 +490,9 @@ class _Run:
 
     def entity_failed(self, header: EntityHeader, path: Optional[Path], error: SynclientError) -> None:
         result = FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED, error)
+        if path is not None:  # a partial of it (an earlier run's) stays for the run that gets further
+            with self._lock:
+                self.failed_partials.add(partial_key(path))
         if self.options.dry_run:
             with self._lock:
                 self.plan.failures.append(result)
@@ -495,7 +548,10 @@ class _Run:
 
     def sweep_partials(self) -> None:
         """A run that was not interrupted leaves no partial download in the folders it listed, except those of
-        files that failed now (the next run resumes them)."""
+        files that failed now (the next run resumes them). With filters, files left out may have partials to
+        resume another day: nothing is swept."""
+        if self.options.path_filter.active:
+            return
         with self._lock:
             keep = set(self.failed_partials)
         sweep_partials(list(self.walker.listed.values()), keep=keep)

@@ -116,15 +116,25 @@ class LeftoverPartials:
         return []
 
 
-def sweep_partials(folders: Iterable[Path], *, keep: AbstractSet[Path]) -> int:
-    """Remove every partial download (temp file or journal) in ``folders`` but those in ``keep`` (files that
-    failed in this run, which the next run resumes). Run at the end of a run that was not interrupted: any other
-    partial there belongs to no file of the remote tree as it is now. Returns how many were removed."""
+def partial_key(destination: Path) -> Tuple[str, str]:
+    """(folder, temp stem): names every partial download of ``destination``, whatever its file handle."""
+    return os.path.dirname(destination), _temp_stem(destination)
+
+
+def sweep_partials(folders: Iterable[Path], *, keep: AbstractSet[Tuple[str, str]]) -> int:
+    """Remove every partial download (temp file or journal) in ``folders`` but those of the destinations in
+    ``keep`` (:func:`partial_key` of files that failed in this run, which the next run resumes). Run at the end of a
+    run that was not interrupted: any other partial there belongs to no file of the remote tree as it is now.
+    Returns how many were removed."""
     removed = 0
     for folder in folders:
-        for entries in _partials_in(folder).values():
+        if os.path.realpath(folder) != str(folder):  # swapped for a symlink during the run: not ours to clean
+            continue
+        for stem, entries in _partials_in(folder).items():
+            if (str(folder), stem) in keep:
+                continue
             for _handle, path in entries:
-                if path not in keep and _remove(path, "partial download of a file that is no longer there"):
+                if _remove(path, "partial download of a file that is no longer there"):
                     removed += 1
     return removed
 
