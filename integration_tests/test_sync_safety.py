@@ -518,3 +518,12 @@ def test_a_tree_sync_after_a_single_file_get_owns_the_file(emulator, tmp_path):
     emulator.delete_entity(file_id)
     results = sync(emulator, project, tmp_path, delete=True)
     assert [r.path.name for r in results if r.status is SyncStatus.DELETED] == ["t.txt"]
+
+
+def test_manifest_root_removes_the_subfolder_manifests_of_an_earlier_all_run(emulator, tmp_path):
+    project = seed(emulator, [folder("d", text("f.txt", "f")), text("t.txt", "t")])
+    sync(emulator, project, tmp_path)
+    assert (tmp_path / "d" / MANIFEST).exists()
+    sync(emulator, project, tmp_path, manifest="root")
+    assert not (tmp_path / "d" / MANIFEST).exists()
+    assert manifest_paths(tmp_path) == [str(tmp_path / "d" / "f.txt"), str(tmp_path / "t.txt")]

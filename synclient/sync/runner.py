@@ -529,7 +529,8 @@ class _Run:
 
     def write_manifests(self) -> None:
         """Every folder's manifest from this run's files; one that cannot be written is reported for its folder.
-        A folder the walk listed that gets no manifest now (its files are gone) loses the stale one."""
+        A folder the walk listed that gets no manifest now (its files are gone, or the mode is "root") loses the
+        stale one."""
         self.index.flush()
         # a remote entity named like the manifest, listed now or indexed from before: it keeps its path
         taken = set(self.walker.manifest_taken) | {(self.target.root / path).parent
@@ -542,8 +543,8 @@ class _Run:
             self.manifest_failures.append(f"cannot write {failure.folder / MANIFEST_FILENAME}: {reason}")
             log.warning("%s", self.manifest_failures[-1])
         keep = {path.parent for path in written} | taken | {failure.folder for failure in failures}
-        for rel_dir, folder in self.walker.listed.items():
-            if folder not in keep and (self.options.manifest is ManifestMode.ALL or not rel_dir):
+        for rel_dir, folder in self.walker.listed.items():  # (with "root", an earlier "all" run's manifests too)
+            if folder not in keep:
                 remove_stale_manifest(self.target, rel_dir, index=self.index)
 
     def sweep_partials(self) -> None:
