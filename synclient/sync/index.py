@@ -264,6 +264,17 @@ class LocalIndex:
         finally:
             db.close()
 
+    def has_copies(self) -> bool:
+        """Whether any row is a keep.both copy (so lookups by local path can find something)."""
+        if self._reader is None:
+            return False
+        try:
+            with self._reader_lock:
+                return self._reader.execute("SELECT 1 FROM files WHERE local_path != rel_path LIMIT 1").fetchone() \
+                    is not None
+        except sqlite3.Error:
+            return False
+
     def copy_at(self, local_path: str) -> Optional[IndexRow]:
         """The row of a ``keep.both`` copy that lies at ``local_path`` (another entity's bytes), if any."""
         if self._reader is None:

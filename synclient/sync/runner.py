@@ -121,6 +121,7 @@ class _Run:
         self._displaced: Set[str] = set()  # local paths of copies that a remote file of that name replaces
         self._copy_claims: Dict[str, str] = {}  # copy path -> entity id (natural paths are unique by listing)
         self._held_copies: List[Tuple[FoundFile, IndexRow]] = []  # up-to-date copies, settled once all is decided
+        self._index_has_copies = index.has_copies()  # else no lookup by local path can find anything
         self._results: List[FileResult] = []
         self._lock = threading.Lock()
         self.pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
@@ -258,15 +259,14 @@ class _Run:
         """The planner's decision, then what only the run can settle: a path held by synclient's own things (another
         file's keep.both copy, a stale manifest) is free for the remote entity; a folder in the way; the copy name.
         Also returns the copy row this file displaces, if any."""
-        displaced = None
         if self._holds_our_leftover(destination, rel_path):
             decision = Decision(Action.DOWNLOAD, destination)
-            displaced = self.index.copy_at(rel_path)
             with self._lock:
                 self._displaced.add(rel_path)
         else:
             decision = decide(destination=destination, handle=handle, row=row, target_root=self.target.root,
                               collision=self.options.if_collision)
+        displaced = self._displaced_row(decision.destination, rel_path)
         if decision.action is Action.BLOCKED:
             decision = self._unblock(destination)
         if decision.action is Action.KEEP_BOTH:
@@ -277,12 +277,24 @@ class _Run:
         self._claim(decision.destination, entity_id, copy=decision.destination != destination)
         return decision, displaced
 
+    def _displaced_row(self, destination: Path, rel_path: str) -> Optional[IndexRow]:
+        """Another file's row saying its bytes are where this file now settles (an old keep.both copy, changed or
+        not): it is stale once this file is in, and not "vanished" in this run."""
+        if not self._index_has_copies:
+            return None
+        other = self.index.copy_at(destination.relative_to(self.target.root).as_posix())
+        if other is None or other.rel_path == rel_path:
+            return None
+        with self._lock:
+            self.handled.add(other.rel_path)
+        return other
+
     def _holds_our_leftover(self, destination: Path, rel_path: str) -> bool:
         """The file at a remote file's path is synclient's own and no user's: another entity's keep.both copy
         (untouched, or given up in this run) or a manifest synclient wrote before the remote had this name."""
         if rel_path in self._abandoned:
             return True
-        copy = self.index.copy_at(rel_path)
+        copy = self.index.copy_at(rel_path) if self._index_has_copies else None
         if copy is not None and copy.local_stat_matches(self.target.root):
             return True
         if destination.name == MANIFEST_FILENAME and not self.index.get_many([rel_path]):
@@ -373,6 +385,9 @@ class _Run:
         user's: a keep.both copy or manifest of synclient's, or, with ``delete``, a file synclient wrote that nobody
         changed. A dry run removes nothing; it plans what the real run reports."""
         if self._holds_our_leftover(path, rel_path):
+            copy = self.index.copy_at(rel_path)
+            with self._lock:  # a held copy that was here is its file's no more: that file is decided again
+                self._displaced.add(rel_path)
             if not self.options.dry_run:
                 try:
                     info = self.target.lstat_inside(rel_path)
@@ -381,6 +396,8 @@ class _Run:
                 except OSError as exc:
                     raise LocalIOError.from_exception(f"cannot remove {path} to make room for a folder", exc) \
                         from None
+                if copy is not None:
+                    self.index.forget(copy.rel_path, only_at=copy.local_path)
             log.info("%s: removed synclient's own file to make room for a remote folder", path)
             return True
         if not self.options.delete:
