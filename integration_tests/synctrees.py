@@ -108,6 +108,33 @@ def local_tree(root: Path, *, metadata: bool = False) -> Dict[str, str]:
     return found
 
 
+KILLED_SYNC = """
+import sys
+from synclient import Platform, TransferConfig, sync_from_platform
+endpoint, token, entity, target, workers, part = sys.argv[1:7]
+config = TransferConfig(max_workers=int(workers), multipart_threshold=int(part), part_size=int(part))
+sync_from_platform(entity, target, platform=Platform(endpoint=endpoint, token=token), config=config)
+"""
+
+
+def sigkill_sync_after(emu, project: str, target: Path, served: int, *, workers: int = 4,
+                       part_size: int = 16 * MiB) -> int:
+    """Run a library sync in a child, SIGKILL it once the emulator served ``served`` data bytes; return the bytes
+    served by then (waits on the emulator's count, not on time: at most 60 s)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    child = subprocess.Popen([sys.executable, "-c", KILLED_SYNC, emu.endpoint, emu.token, project, str(target),
+                              str(workers), str(part_size)])
+    deadline = time.monotonic() + 60
+    while emu.stats()["data_bytes"] < served and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.02)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    return emu.stats()["data_bytes"]
+
+
 def assert_tree_matches(root: Path, expected: Dict[str, str]) -> None:
     found = local_tree(root)
     missing = sorted(set(expected) - set(found))

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,8 @@ from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.errors import SyncError, UnsafePathError
 from synclient.emulator import Emulator
 from synclient.transfer.partial import temp_path
-from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree, rest_bound, seeded_md5
+from synctrees import (MiB, Tree, assert_tree_matches, local_tree, mixed_tree, rest_bound, seeded_md5,
+                       KILLED_SYNC, sigkill_sync_after)
 
 SMALL_PARTS = dict(multipart_threshold=8 * MiB, part_size=8 * MiB)
 
@@ -186,36 +186,16 @@ def _seed_of(tree: Tree, relpath: str) -> int:
     return find(tree.children, "")
 
 
-_KILLED_SYNC = textwrap.dedent("""
-    import sys
-    from synclient import Platform, TransferConfig, sync_from_platform
-    endpoint, token, entity, target = sys.argv[1:5]
-    config = TransferConfig(max_workers=4, multipart_threshold=16 * 2**20, part_size=16 * 2**20)
-    sync_from_platform(entity, target, platform=Platform(endpoint=endpoint, token=token), config=config)
-""")
-
-
 def _one_file_project(size: int, seed: int) -> dict:
     return {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
                                                       "seed": seed}]}]}
-
-
-def _sigkill_sync_after(emu: Emulator, project: str, target: Path, served: int) -> int:
-    """Run _KILLED_SYNC in a child, SIGKILL it once ``served`` bytes went out; return the bytes served by then."""
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_SYNC, emu.endpoint, emu.token, project, str(target)])
-    deadline = time.monotonic() + 60
-    while emu.stats()["data_bytes"] < served and time.monotonic() < deadline and child.poll() is None:
-        time.sleep(0.02)
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    return emu.stats()["data_bytes"]
 
 
 def test_sigkill_mid_file_then_rerun_refetches_only_parts_in_flight(tmp_path):
     size, part, workers = 256 * MiB, 16 * MiB, 4
     with Emulator(bandwidth_per_conn=40 * 10 ** 6) as emu:
         project = emu.seed_spec(_one_file_project(size, 99))["p"]
-        first = _sigkill_sync_after(emu, project, tmp_path, size // 3)
+        first = sigkill_sync_after(emu, project, tmp_path, size // 3)
         assert size // 3 <= first < size, "the kill must land mid-file"
         assert not (tmp_path / "big.bin").exists(), "nothing may appear at the final path before it is verified"
         emu.reset_stats()
@@ -265,7 +245,7 @@ def test_partials_of_an_older_version_go_once_a_newer_one_is_synced(tmp_path):
     size = 64 * MiB
     with Emulator(bandwidth_per_conn=10 * 10 ** 6) as emu:
         project = emu.seed_spec(_one_file_project(size, 3))["p"]
-        assert _sigkill_sync_after(emu, project, tmp_path, size // 3) < size, "the kill must land mid-file"
+        assert sigkill_sync_after(emu, project, tmp_path, size // 3) < size, "the kill must land mid-file"
         left = sorted(local_tree(tmp_path))
         assert len(left) == 2 and all(".synclient-partial" in name for name in left), left  # temp + journal
         emu.add_version(emu.resolve(project, "big.bin"), "version 2\n")
@@ -281,8 +261,8 @@ def test_sigint_stops_promptly_and_keeps_partial_data(tmp_path):
     spec = _one_file_project(size, 5)
     with Emulator(bandwidth_per_conn=20 * 10 ** 6) as emu:
         project = emu.seed_spec(spec)["p"]
-        child = subprocess.Popen([sys.executable, "-c", _KILLED_SYNC, emu.endpoint, emu.token, project,
-                                  str(tmp_path)], stderr=subprocess.PIPE)
+        child = subprocess.Popen([sys.executable, "-c", KILLED_SYNC, emu.endpoint, emu.token, project,
+                                  str(tmp_path), "4", str(16 * MiB)], stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while emu.stats()["data_bytes"] < 20 * MiB and time.monotonic() < deadline:
             time.sleep(0.05)

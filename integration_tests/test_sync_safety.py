@@ -14,7 +14,7 @@ from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.errors import AuthenticationError, ConfigError, NotFoundError, PathConflictError, SyncError
 from synclient.sync.index import LocalIndex
 from synclient.sync.plan import SyncPlan
-from synctrees import MANIFEST, MiB, local_tree, seeded_md5
+from synctrees import MANIFEST, MiB, local_tree, seeded_md5, sigkill_sync_after
 
 PARTIAL = ".synclient-partial"
 
@@ -230,6 +230,15 @@ def test_manifests_never_list_deleted_files(emulator, tmp_path):
 
 # -- 8: a single-file get into a synced tree keeps the tree's ownership ---------------------------------------------
 
+def _assert_the_tree_owns(emulator, project, file_id, target):
+    """t.txt is listed in the tree's manifest and goes with the tree's delete."""
+    sync(emulator, project, target)
+    assert manifest_paths(target) == [str(target / "t.txt"), str(target / "u.txt")]
+    emulator.delete_entity(file_id)
+    results = sync(emulator, project, target, delete=True)
+    assert [r.path.name for r in results if r.status is SyncStatus.DELETED] == ["t.txt"]
+
+
 def test_single_file_get_into_a_synced_tree_keeps_the_row_owned_by_the_tree(emulator, tmp_path):
     project = seed(emulator, [text("t.txt", "t"), text("u.txt", "u")])
     sync(emulator, project, tmp_path)
@@ -239,11 +248,15 @@ def test_single_file_get_into_a_synced_tree_keeps_the_row_owned_by_the_tree(emul
     assert (tmp_path / "t.txt").read_bytes() == b"t version 2"
     with LocalIndex(tmp_path, read_only=True) as index:
         assert index.get_many(["t.txt"])["t.txt"].root_id == project
+    _assert_the_tree_owns(emulator, project, file_id, tmp_path)
+
+
+def test_a_tree_sync_after_a_single_file_get_owns_the_file(emulator, tmp_path):
+    project = seed(emulator, [text("t.txt", "t"), text("u.txt", "u")])
+    file_id = emulator.resolve(project, "t.txt")
+    sync(emulator, file_id, tmp_path)
     sync(emulator, project, tmp_path)
-    assert manifest_paths(tmp_path) == [str(tmp_path / "t.txt"), str(tmp_path / "u.txt")]
-    emulator.delete_entity(file_id)
-    results = sync(emulator, project, tmp_path, delete=True)
-    assert [r.path.name for r in results if r.status is SyncStatus.DELETED] == ["t.txt"]
+    _assert_the_tree_owns(emulator, project, file_id, tmp_path)
 
 
 # -- 9: a manifest that cannot be written is one entry of a complete report ------------------------------------------
@@ -287,32 +300,11 @@ def test_a_version_on_a_container_or_a_missing_version_is_a_usage_error(emulator
 
 # -- 14: partials of a renamed file ----------------------------------------------------------------------------------
 
-_KILLED_SYNC = textwrap.dedent("""
-    import sys
-    from synclient import Platform, TransferConfig, sync_from_platform
-    endpoint, token, entity, target = sys.argv[1:5]
-    config = TransferConfig(max_workers=2, multipart_threshold=4 * 2**20, part_size=4 * 2**20)
-    sync_from_platform(entity, target, platform=Platform(endpoint=endpoint, token=token), config=config)
-""")
-
-
-def _sigkill_after(emu, project, target, served):
-    import signal
-    import time
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_SYNC, emu.endpoint, emu.token, project, str(target)])
-    deadline = time.monotonic() + 60
-    while emu.stats()["data_bytes"] < served and time.monotonic() < deadline and child.poll() is None:
-        time.sleep(0.02)
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    return emu.stats()["data_bytes"]
-
-
 def test_a_file_renamed_after_an_interrupted_download_resumes_under_its_new_name(emulator_factory, tmp_path):
     size = 32 * MiB
     emu = emulator_factory(bandwidth_per_conn=8 * 10 ** 6)
     project = emu.emulator_project = seed(emu, [{"type": "file", "name": "big.bin", "size": size, "seed": 5}])
-    served = _sigkill_after(emu, project, tmp_path, size // 2)
+    served = sigkill_sync_after(emu, project, tmp_path, size // 2, workers=2, part_size=4 * MiB)
     assert size // 2 <= served < size and partials(tmp_path), "the kill must land mid-file"
     emu.rename_entity(emu.resolve(project, "big.bin"), "renamed.bin")
     emu.set_knobs(bandwidth_per_conn=0)
@@ -506,18 +498,6 @@ def test_a_partial_of_a_file_whose_metadata_call_failed_stays_for_the_next_run(e
     results = sync(emulator, project, tmp_path)
     assert [r.status for r in results if r.path.name == "a.txt"] == [SyncStatus.FAILED]
     assert partial.exists()
-
-
-def test_a_tree_sync_after_a_single_file_get_owns_the_file(emulator, tmp_path):
-    project = seed(emulator, [text("t.txt", "t"), text("u.txt", "u")])
-    file_id = emulator.resolve(project, "t.txt")
-    sync(emulator, file_id, tmp_path)
-    sync(emulator, project, tmp_path)
-    sync(emulator, project, tmp_path)
-    assert manifest_paths(tmp_path) == [str(tmp_path / "t.txt"), str(tmp_path / "u.txt")]
-    emulator.delete_entity(file_id)
-    results = sync(emulator, project, tmp_path, delete=True)
-    assert [r.path.name for r in results if r.status is SyncStatus.DELETED] == ["t.txt"]
 
 
 def test_manifest_root_removes_the_subfolder_manifests_of_an_earlier_all_run(emulator, tmp_path):

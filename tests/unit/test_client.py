@@ -4,27 +4,11 @@ import time
 import pytest
 import responses
 
-from synclient.client import Platform, RetryPolicy
+from client_support import FAST, FILE, REPO, TOKEN, error
+from synclient.client import RetryPolicy
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, NotFoundError,
                               ServerError, SynclientError)
 from synclient.models import EntityType, FileHandleRequest
-
-ROOT = "http://platform.test"
-REPO = ROOT + "/repo/v1"
-FILE = ROOT + "/file/v1"
-TOKEN = "tok-secret-123"
-FAST = RetryPolicy(max_attempts=4, initial_backoff=0.001, max_backoff=0.01)
-
-
-@pytest.fixture
-def platform():
-    with Platform(endpoint=ROOT, token=TOKEN, retry=FAST) as p:
-        yield p
-
-
-def error(status, reason):
-    return {"status": status, "json": {"concreteType": "org.sagebionetworks.repo.model.ErrorResponse",
-                                       "reason": reason}}
 
 
 @responses.activate

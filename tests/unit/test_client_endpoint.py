@@ -10,24 +10,10 @@ import responses
 from synclient.client import FIRST_CONTACT_ATTEMPTS, Platform, RetryPolicy
 from synclient.errors import (AccessDeniedError, CallCancelledError, ConfigError, EndpointError,
                               MalformedAnswerError, NotFoundError, PlatformError, ServerError)
+from client_support import FAST, REPO, ROOT, TOKEN, error
 
-ROOT = "http://platform.test"
-REPO = ROOT + "/repo/v1"
-TOKEN = "tok-secret-123"
-FAST = RetryPolicy(max_attempts=4, initial_backoff=0.001, max_backoff=0.01)
 HEADER = {"id": "syn1", "name": "p", "type": "org.sagebionetworks.repo.model.Project"}
 HTML = "<html><body><h1>Not Found</h1></body></html>"
-
-
-@pytest.fixture
-def platform():
-    with Platform(endpoint=ROOT, token=TOKEN, retry=FAST) as p:
-        yield p
-
-
-def error(status, reason):
-    return {"status": status, "json": {"concreteType": "org.sagebionetworks.repo.model.ErrorResponse",
-                                       "reason": reason}}
 
 
 def prove(platform):
