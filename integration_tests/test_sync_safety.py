@@ -507,3 +507,14 @@ def test_manifest_root_removes_the_subfolder_manifests_of_an_earlier_all_run(emu
     sync(emulator, project, tmp_path, manifest="root")
     assert not (tmp_path / "d" / MANIFEST).exists()
     assert manifest_paths(tmp_path) == [str(tmp_path / "d" / "f.txt"), str(tmp_path / "t.txt")]
+
+
+def test_a_manifest_left_in_a_folder_the_remote_dropped_goes_with_the_next_manifest_run(emulator, tmp_path):
+    project = seed(emulator, [folder("d", folder("e", text("f.txt", "f"))), text("t.txt", "t")])
+    sync(emulator, project, tmp_path)
+    emulator.move_entity(emulator.resolve(project, "d/e/f.txt"), project)
+    sync(emulator, project, tmp_path, delete=True, manifest="suppress")  # manifests left as they were
+    emulator.delete_entity(emulator.resolve(project, "d"))
+    sync(emulator, project, tmp_path, delete=True)
+    assert not (tmp_path / "d" / "e" / MANIFEST).exists() and not (tmp_path / "d" / MANIFEST).exists()
+    assert manifest_paths(tmp_path) == [str(tmp_path / "f.txt"), str(tmp_path / "t.txt")]

@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS files (
     synced_at     REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS manifests (folder TEXT PRIMARY KEY);  -- where the last run wrote manifests (relative)
 -- keep.both copies (their bytes are not at their remote path): found by where they are
 CREATE INDEX IF NOT EXISTS files_copies ON files (local_path) WHERE local_path != rel_path;
 """
@@ -335,6 +336,20 @@ class LocalIndex:
         if not self.read_only:
             self._queue.put(("delete", (rel_path, only_at)))
 
+    def manifest_folders(self) -> List[str]:
+        """Folders (relative to the target, "" for the target) where the last run wrote a manifest."""
+        if self._reader is None:
+            return []
+        try:
+            with self._reader_lock:
+                return [folder for (folder,) in self._reader.execute("SELECT folder FROM manifests")]
+        except sqlite3.Error:
+            return []
+
+    def set_manifest_folders(self, folders: List[str]) -> None:
+        if not self.read_only:
+            self._queue.put(("manifests", list(folders)))
+
     def set_owner(self, rel_path: str, root_id: str) -> None:
         """Hand a row to another sync root (a single-file get's row, once a sync of its tree sees the file)."""
         if not self.read_only:
@@ -401,6 +416,9 @@ class LocalIndex:
                     db.execute("DELETE FROM files WHERE rel_path = ?", (rel_path,))
                 else:
                     db.execute("DELETE FROM files WHERE rel_path = ? AND local_path = ?", (rel_path, only_at))
+            elif kind == "manifests":
+                db.execute("DELETE FROM manifests")
+                db.executemany("INSERT OR IGNORE INTO manifests VALUES (?)", [(f,) for f in payload])
             elif kind == "owner":
                 db.execute("UPDATE files SET root_id = ? WHERE rel_path = ?", payload)
             elif kind == "meta":

@@ -560,9 +560,13 @@ class _Run:
             self.manifest_failures.append(f"cannot write {failure.folder / MANIFEST_FILENAME}: {reason}")
             log.warning("%s", self.manifest_failures[-1])
         keep = {path.parent for path in written} | taken | {failure.folder for failure in failures}
-        for rel_dir, folder in self.walker.listed.items():  # (with "root", an earlier "all" run's manifests too)
+        root = self.target.root
+        earlier = {rel_dir: root / rel_dir for rel_dir in self.index.manifest_folders()}  # incl. folders gone since
+        for rel_dir, folder in {**earlier, **self.walker.listed}.items():  # ("root": an earlier "all" run's too)
             if folder not in keep:
                 remove_stale_manifest(self.target, rel_dir, index=self.index)
+        self.index.set_manifest_folders(sorted(p.parent.relative_to(root).as_posix() if p.parent != root else ""
+                                               for p in written))
 
     def sweep_partials(self) -> None:
         """A run that was not interrupted leaves no partial download in the folders it listed, except those of
