@@ -518,3 +518,29 @@ def test_a_manifest_left_in_a_folder_the_remote_dropped_goes_with_the_next_manif
     sync(emulator, project, tmp_path, delete=True)
     assert not (tmp_path / "d" / "e" / MANIFEST).exists() and not (tmp_path / "d" / MANIFEST).exists()
     assert manifest_paths(tmp_path) == [str(tmp_path / "f.txt"), str(tmp_path / "t.txt")]
+
+
+@pytest.mark.parametrize("size", [1000, 5 * MiB], ids=["single-stream", "multipart"])
+def test_a_folder_swapped_for_a_symlink_after_planning_is_not_written_through(emulator, tmp_path, size):
+    """The swap lands between a file's plan and its download (from the observer's file_planned hook, in the same
+    task): the download refuses the folder instead of writing through it."""
+    project = seed(emulator, [folder("d", {"type": "file", "name": "f.bin", "size": size, "seed": 3})])
+    target, elsewhere = tmp_path / "t", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    class SwapOnPlan:
+        def file_planned(self, *, size):
+            os.rename(target / "d", tmp_path / "moved")
+            os.symlink(elsewhere, target / "d")
+
+        def bytes_transferred(self, count):
+            pass
+
+        def file_finished(self, result):
+            pass
+
+    results = sync_from_platform(project, target, platform=platform_for(emulator), observer=SwapOnPlan(),
+                                 progress=False, on_error="continue",
+                                 config=TransferConfig(multipart_threshold=4 * MiB, part_size=4 * MiB))
+    assert os.listdir(elsewhere) == [], "bytes were written through the symlink"
+    assert [(r.status, type(r.error).__name__) for r in results] == [(SyncStatus.FAILED, "UnsafePathError")]

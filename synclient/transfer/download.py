@@ -27,8 +27,8 @@ from synclient.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.direct import DirectFile, aligned_buffer, open_direct, pwrite_all
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range
-from synclient.transfer.partial import (JournalHeader, ResumeJournal, journal_path, open_temp, preallocate,
-                                        temp_path)
+from synclient.transfer.partial import (JournalHeader, ResumeJournal, check_plain_folder, journal_path, open_temp,
+                                        preallocate, temp_path)
 from synclient.transfer.pool import Cancelled, Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -302,6 +302,7 @@ class Downloader:
             raise IntegrityError(f"MD5 mismatch for {job.entity_id}: got {md5_hex}, platform says {expected}")
 
     def _install(self, job: FileJob, temp: Path) -> None:
+        check_plain_folder(job.destination.parent)  # checked again at the last moment: a run can take hours
         try:
             os.replace(temp, job.destination)
         except OSError as exc:

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import AbstractSet, Dict, Iterable, List, Optional, Set, Tuple
 
+from synclient.errors import UnsafePathError
+
 log = logging.getLogger(__name__)
 
 TEMP_SUFFIX = ".synclient-partial"
@@ -168,8 +170,17 @@ def _partials_in(folder: Path) -> Dict[str, List[Tuple[str, Path]]]:
     return found
 
 
+def check_plain_folder(folder: Path) -> None:
+    """The folder a download writes into is still a plain folder of the target (synclient made its path of plain
+    folders): a folder swapped for a symlink since the file was planned is refused, not written through."""
+    if os.path.realpath(folder) != str(folder):
+        raise UnsafePathError(f"{folder} is now reached through a symlink; not written")
+
+
 def open_temp(path: Path, *, truncate: bool = False) -> int:
-    """Open (creating) a temp file for writing without following a symlink planted at its name."""
+    """Open (creating) a temp file for writing without following a symlink planted at its name, in a folder that
+    is still a plain folder (:func:`check_plain_folder`)."""
+    check_plain_folder(path.parent)
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     if truncate:
         flags |= os.O_TRUNC
