@@ -544,3 +544,14 @@ def test_a_folder_swapped_for_a_symlink_after_planning_is_not_written_through(em
                                  config=TransferConfig(multipart_threshold=4 * MiB, part_size=4 * MiB))
     assert os.listdir(elsewhere) == [], "bytes were written through the symlink"
     assert [(r.status, type(r.error).__name__) for r in results] == [(SyncStatus.FAILED, "UnsafePathError")]
+
+
+def test_a_filtered_run_sweeps_orphan_partials_it_may_judge_and_spares_the_rest(emulator, tmp_path):
+    project = seed(emulator, [text("a.txt", "a"), text("b.bin", "b")])
+    sync(emulator, project, tmp_path)
+    orphan = tmp_path / f".gone.txt.12345{PARTIAL}"  # a file the filters want, gone remotely
+    spared = tmp_path / f".big.bin.12345{PARTIAL}"   # a file the filters leave out: may resume another day
+    orphan.write_bytes(b"half")
+    spared.write_bytes(b"half")
+    sync(emulator, project, tmp_path, include=["*.txt"])
+    assert not orphan.exists() and spared.exists()

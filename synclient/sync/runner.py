@@ -570,13 +570,22 @@ class _Run:
 
     def sweep_partials(self) -> None:
         """A run that was not interrupted leaves no partial download in the folders it listed, except those of
-        files that failed now (the next run resumes them). With filters, files left out may have partials to
-        resume another day: nothing is swept."""
-        if self.options.path_filter.active:
-            return
+        files that failed now (the next run resumes them) and, with filters, of files the filters leave out (they
+        may resume another day; so may a long name's, whose partial does not spell the name)."""
         with self._lock:
             keep = set(self.failed_partials)
-        sweep_partials(list(self.walker.listed.values()), keep=keep)
+        path_filter = self.options.path_filter
+        rel_of = {folder: rel_dir for rel_dir, folder in self.walker.listed.items()}
+
+        def spare(folder: Path, name: Optional[str]) -> bool:
+            if not path_filter.active:
+                return False
+            if name is None:
+                return True
+            rel_dir = rel_of.get(folder, "")
+            return not path_filter.wants_file(f"{rel_dir}/{name}" if rel_dir else name)
+
+        sweep_partials(list(self.walker.listed.values()), keep=keep, spare=spare)
 
 
 def _options(*, if_collision, delete, manifest, include, exclude, dry_run, follow_links,

@@ -17,7 +17,7 @@ import os
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import AbstractSet, Dict, Iterable, List, Optional, Set, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from synclient.errors import UnsafePathError
 
@@ -27,6 +27,7 @@ TEMP_SUFFIX = ".synclient-partial"
 JOURNAL_SUFFIX = ".parts"
 PARTIAL_SUFFIXES = (TEMP_SUFFIX, TEMP_SUFFIX + JOURNAL_SUFFIX)  # names of in-flight downloads beside their files
 _MAX_TEMP_NAME = 200  # stay well below NAME_MAX (255) with our prefix and suffixes
+_DIGEST_STEM = ".synclient-"  # the temp stem of a name too long to spell out
 _HANDLE_ROOM = 21  # "." and a file handle id (a 64-bit number has at most 20 digits)
 
 
@@ -40,7 +41,7 @@ def _temp_stem(destination: Path) -> str:
     stem = f".{destination.name}"
     if len(stem.encode("utf-8", "surrogateescape")) + _HANDLE_ROOM + len(TEMP_SUFFIX) > _MAX_TEMP_NAME:
         digest = hashlib.sha1(destination.name.encode("utf-8", "surrogateescape")).hexdigest()[:20]
-        stem = f".synclient-{digest}"
+        stem = f"{_DIGEST_STEM}{digest}"
     return stem
 
 
@@ -123,17 +124,20 @@ def partial_key(destination: Path) -> Tuple[str, str]:
     return os.path.dirname(destination), _temp_stem(destination)
 
 
-def sweep_partials(folders: Iterable[Path], *, keep: AbstractSet[Tuple[str, str]]) -> int:
+def sweep_partials(folders: Iterable[Path], *, keep: AbstractSet[Tuple[str, str]],
+                   spare: Callable[[Path, Optional[str]], bool] = lambda folder, name: False) -> int:
     """Remove every partial download (temp file or journal) in ``folders`` but those of the destinations in
-    ``keep`` (:func:`partial_key` of files that failed in this run, which the next run resumes). Run at the end of a
-    run that was not interrupted: any other partial there belongs to no file of the remote tree as it is now.
-    Returns how many were removed."""
+    ``keep`` (:func:`partial_key` of files that failed in this run, which the next run resumes) and those ``spare``
+    says to leave (called with the folder and the file name the partial is of, None for a long name kept as a
+    digest). Run at the end of a run that was not interrupted: any other partial there belongs to no file of the
+    remote tree as it is now. Returns how many were removed."""
     removed = 0
     for folder in folders:
         if os.path.realpath(folder) != str(folder):  # swapped for a symlink during the run: not ours to clean
             continue
         for stem, entries in _partials_in(folder).items():
-            if (str(folder), stem) in keep:
+            name = None if stem.startswith(_DIGEST_STEM) else stem[1:]
+            if (str(folder), stem) in keep or spare(folder, name):
                 continue
             for _handle, path in entries:
                 if _remove(path, "partial download of a file that is no longer there"):
