@@ -555,3 +555,13 @@ def test_a_filtered_run_sweeps_orphan_partials_it_may_judge_and_spares_the_rest(
     spared.write_bytes(b"half")
     sync(emulator, project, tmp_path, include=["*.txt"])
     assert not orphan.exists() and spared.exists()
+
+
+def test_partials_in_a_folder_the_remote_dropped_do_not_outlive_a_completed_run(emulator, tmp_path):
+    project = seed(emulator, [folder("d", text("f.txt", "f")), text("t.txt", "t")])
+    sync(emulator, project, tmp_path)
+    stray = tmp_path / "d" / f".f.txt.12345{PARTIAL}"  # an interrupted new version of f.txt
+    stray.write_bytes(b"half")
+    emulator.delete_entity(emulator.resolve(project, "d"))
+    sync(emulator, project, tmp_path)  # without delete: d/f.txt stays, its partial cannot resume anywhere
+    assert (tmp_path / "d" / "f.txt").exists() and not stray.exists()

@@ -23,7 +23,7 @@ from synclient.errors import (AuthenticationError, ConfigError, LocalIOError, No
                               PlatformError, SyncError, SynclientError)
 from synclient.events import ObserverGroup, SyncObserver
 from synclient.models import EntityHeader, EntityType, FileHandle, parse_entity_id  # noqa: F401 (re-exported)
-from synclient.sync.deletion import (DeletionPass, Removal, clear_folder, folder_contents_if_ours,
+from synclient.sync.deletion import (DeletionPass, Removal, clear_folder, folder_contents_if_ours, is_under_any,
                                      remove_indexed_file, remove_stale_manifest)
 from synclient.sync.filters import PathFilter
 from synclient.sync.index import IndexRow, LocalIndex
@@ -576,6 +576,12 @@ class _Run:
             keep = set(self.failed_partials)
         path_filter = self.options.path_filter
         rel_of = {folder: rel_dir for rel_dir, folder in self.walker.listed.items()}
+        for row in self.index.iter_rows(self.root_id):  # folders the remote dropped: no run resumes there either
+            rel_dir = row.local_path.rpartition("/")[0]
+            folder = self.target.root / rel_dir
+            if folder not in rel_of and rel_dir not in self.walker.unvisited and not is_under_any(
+                    row.local_path, self.walker.unvisited):
+                rel_of[folder] = rel_dir
 
         def spare(folder: Path, name: Optional[str]) -> bool:
             if not path_filter.active:
@@ -585,7 +591,7 @@ class _Run:
             rel_dir = rel_of.get(folder, "")
             return not path_filter.wants_file(f"{rel_dir}/{name}" if rel_dir else name)
 
-        sweep_partials(list(self.walker.listed.values()), keep=keep, spare=spare)
+        sweep_partials(list(rel_of), keep=keep, spare=spare)
 
 
 def _options(*, if_collision, delete, manifest, include, exclude, dry_run, follow_links,
