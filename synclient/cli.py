@@ -404,13 +404,7 @@ LISTED_TYPES = (EntityType.FOLDER, EntityType.FILE, EntityType.LINK)
 
 
 def _children(platform: Platform, parent_id: str) -> Iterator[EntityHeader]:
-    page_token: Optional[str] = None
-    while True:
-        page = platform.list_children(parent_id, include_types=LISTED_TYPES, page_token=page_token)
-        yield from page.headers
-        page_token = page.next_page_token
-        if not page_token:
-            return
+    return platform.iter_children(parent_id, include_types=LISTED_TYPES)
 
 
 def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool) -> List[TreeEntry]:

@@ -372,6 +372,16 @@ class Platform:
         return self._call("POST", "repo", "/entity/children", body=body, parse=ChildrenPage.from_wire,
                           route="POST /entity/children")
 
+    def iter_children(self, parent_id: str, *, include_types: Iterable[EntityType]) -> Iterator[EntityHeader]:
+        """Every child of ``parent_id`` of these types, page after page."""
+        page_token: Optional[str] = None
+        while True:
+            page = self.list_children(parent_id, include_types=include_types, page_token=page_token)
+            yield from page.headers
+            page_token = page.next_page_token
+            if not page_token:
+                return
+
     def get_file_bundle(self, entity_id: str, *, version: Optional[int] = None,
                         include_annotations: bool = False) -> FileBundle:
         path = f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "") + "/bundle2"

@@ -344,16 +344,11 @@ class _Run:
         return Decision(Action.KEEP_BOTH, chosen)
 
     def _remote_names(self, parent_id: Optional[str]) -> Set[str]:
-        names: Set[str] = set()
-        token: Optional[str] = None
-        while parent_id:
-            page = self.platform.list_children(parent_id, include_types=(EntityType.FOLDER, EntityType.FILE,
-                                                                         EntityType.LINK), page_token=token)
-            names.update(h.name for h in page.headers)
-            token = page.next_page_token
-            if not token:
-                break
-        return names
+        if not parent_id:
+            return set()
+        children = self.platform.iter_children(parent_id, include_types=(EntityType.FOLDER, EntityType.FILE,
+                                                                         EntityType.LINK))
+        return {header.name for header in children}
 
     def _unblock(self, destination: Path) -> Decision:
         """A local folder where the remote has a file. With ``delete``, a folder that holds only what synclient

@@ -63,7 +63,6 @@ class TreeWalker:
         self._follow_links = follow_links
         self._include = (EntityType.FOLDER, EntityType.FILE) + ((EntityType.LINK,) if follow_links else ())
         self._make_room = make_room
-        self.listing_failed = False
         # What the rest of the run needs to know about folders (folders only: small even for huge trees). Each set
         # or dict takes single adds from many threads (atomic under the GIL) and is read after the walk.
         self.unvisited: Set[str] = set()  # rel paths of folders whose listing or local visit failed
@@ -80,7 +79,6 @@ class TreeWalker:
             page = self._platform.list_children(folder.header.id, include_types=self._include,
                                                 page_token=page_token)
         except SynclientError as exc:
-            self.listing_failed = True
             self.unvisited.add(folder.rel_dir)
             self._on_failure(folder.header, folder.local_dir, exc)
             return
