@@ -1,7 +1,9 @@
 """The control plane: ``Platform``, a typed REST client for the Synapse API.
 
-Every call goes through one :class:`~synclient.gate.AdaptiveGate` (shared across threads), is retried by tenacity
-on 429/5xx/connection trouble with exponential backoff + jitter (honouring ``Retry-After``), and fails with a typed
+Every call goes through the :class:`~synclient.gate.AdaptiveGate` of its platform user (shared by every thread and
+every ``Platform`` of that user in the process; it knows the platform's concurrency and per-window limits), is
+retried by tenacity on 5xx/connection trouble with exponential backoff + jitter (honouring ``Retry-After``) and on
+429 when the gate lets it (a 429 is not a failure: it does not use up tries), and fails with a typed
 error from :mod:`synclient.errors` carrying the status and the server's ``reason``. The token only ever goes to
 the platform's own endpoints: redirects are not followed here, and the data plane uses its own session.
 
@@ -12,6 +14,7 @@ stops calls that wait to retry (:attr:`Platform.cancel_event`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -31,7 +34,7 @@ from synclient.config import Endpoints, resolve_endpoints, resolve_token
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError,
                               EndpointError, MalformedAnswerError, NotFoundError, PlatformError, ServerError,
                               SynclientError, ThrottledError)
-from synclient.gate import AdaptiveGate, ThrottleKind
+from synclient.gate import AdaptiveGate, Throttle, ThrottleKind, shared_gate
 from synclient.models import (ChildrenPage, Entity, EntityHeader, EntityType, FileBundle, FileHandleRequest,
                               PresignedUrlAnswer, user_profile_from_wire, wire_object)
 
@@ -125,6 +128,7 @@ class RetryPolicy:
 FIRST_CONTACT_ATTEMPTS = 3
 FIRST_CONTACT_SECONDS = 8.0
 FIRST_CONTACT_MAX_BACKOFF = 1.0
+MAX_THROTTLED_ATTEMPTS = 100  # 429s of one call before it fails: the gate paces them, so these mean contention
 FIRST_CONTACT_CONNECT_TIMEOUT = 4.0  # seconds; the usual connect timeout applies once the endpoint answered
 
 
@@ -157,8 +161,9 @@ class Platform:
         self.timeout = timeout
         self.retry = retry
         self.cancel_event: threading.Event = cancel_event or threading.Event()
-        # the gate's ceiling is the number of threads that may call at once; it adapts below that on 429s
-        self.gate = gate or AdaptiveGate(max_limit=max(3, max_connections))
+        # one gate per platform user in the process (the limits are per user); its ceiling is the number of
+        # threads that may call at once, and it adapts below that on 429s
+        self.gate = gate or shared_gate(self.endpoints.repo, self._token, max_limit=max(3, max_connections))
         self.stats = CallStats()
         self._endpoint_proven = False
         self._session = _platform_session(self.endpoints.repo)
@@ -237,9 +242,10 @@ class Platform:
             call.attempts += 1
             return self._attempt(call, body=body, params=params)
 
-        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception_type(_RetryableFailure), wait=self._wait,
-                                     stop=self._stop, sleep=self._sleep, before_sleep=self._announce_retry,
-                                     reraise=True)
+        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception_type(_RetryableFailure),
+                                     wait=functools.partial(self._wait, call=call),
+                                     stop=functools.partial(self._stop, call=call), sleep=self._sleep,
+                                     before_sleep=self._announce_retry, reraise=True)
         try:
             return retrying(attempt)
         except _RetryableFailure as failure:
@@ -254,14 +260,21 @@ class Platform:
     def _policy(self) -> RetryPolicy:
         return self.retry if self._endpoint_proven else self.retry.first_contact()
 
-    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
+    def _wait(self, retry_state: tenacity.RetryCallState, *, call: "_Call") -> float:
+        if call.last_throttle is not None and call.last_throttle.kind is ThrottleKind.FREQUENCY \
+                and call.last_throttle.retry_after is None:
+            return 0.0  # the gate holds the next try back until the server's window has room
         policy = self._policy()
         return _WaitRetryAfterOrBackoff(initial=policy.initial_backoff, maximum=policy.max_backoff)(retry_state)
 
-    def _stop(self, retry_state: tenacity.RetryCallState) -> bool:
+    def _stop(self, retry_state: tenacity.RetryCallState, *, call: "_Call") -> bool:
+        """Stop after ``max_attempts`` failures or ``max_total_seconds``; a 429 is not a failure (the gate paces the
+        next try), nor is time spent waiting in the gate, so only :data:`MAX_THROTTLED_ATTEMPTS` bound those."""
         policy = self._policy()
-        return (self.cancel_event.is_set() or retry_state.attempt_number >= policy.max_attempts
-                or (retry_state.seconds_since_start or 0.0) >= policy.max_total_seconds)
+        failures = retry_state.attempt_number - call.throttled_attempts
+        busy = (retry_state.seconds_since_start or 0.0) - call.gate_wait
+        return (self.cancel_event.is_set() or failures >= policy.max_attempts
+                or call.throttled_attempts >= MAX_THROTTLED_ATTEMPTS or busy >= policy.max_total_seconds)
 
     def _sleep(self, seconds: float) -> None:
         self.cancel_event.wait(seconds)  # returns at once when the run is cancelled
@@ -279,9 +292,10 @@ class Platform:
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         if body is not None:
             headers["Content-Type"] = "application/json"
-        self.gate.acquire()
-        throttle: Optional[str] = None
-        retry_after: Optional[float] = None
+        ticket = self.gate.acquire(cancel=self.cancel_event)
+        call.gate_wait += ticket.waited
+        call.last_throttle = None
+        throttle: Optional[Throttle] = None
         try:
             try:
                 response = self._session.request(call.method, call.url, params=params, headers=headers,
@@ -292,13 +306,13 @@ class Platform:
                 raise self._connection_failure(call, exc) from None
             status = response.status_code
             if status == 429:
-                reason = _reason(content)
-                throttle = (ThrottleKind.FREQUENCY if "frequent" in (reason or "").lower()
-                            else ThrottleKind.CONCURRENCY)
-                retry_after = _retry_after_seconds(response)
+                throttle = Throttle.from_reason(_reason(content), retry_after=_retry_after_seconds(response))
+                call.last_throttle = throttle
+                call.throttled_attempts += 1
         finally:
-            self.gate.release(throttled=throttle, retry_after=retry_after)
+            self.gate.release(ticket, throttle)
             self.stats.count(call.route, retry=call.attempts > 1, throttled=throttle is not None)
+        retry_after = throttle.retry_after if throttle is not None else _retry_after_seconds(response)
         if 300 <= status < 400:
             raise _redirect_error(call, response)
         if status >= 400:
@@ -417,6 +431,9 @@ class _Call:
     url: str
     route: str   # "GET /entity/{id}": method and path template, for messages and stats
     attempts: int = 0
+    throttled_attempts: int = 0               # answered 429: paced by the gate, not counted as failures
+    gate_wait: float = 0.0                    # seconds spent waiting in the gate, not counted as retry time
+    last_throttle: Optional[Throttle] = None  # what the last 429 said, for the wait before the next try
 
 
 def _optional_activity(answer: Any) -> Optional[Dict[str, Any]]:
