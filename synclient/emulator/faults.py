@@ -11,12 +11,12 @@ import random
 import threading
 import time
 from collections import defaultdict, deque
-from typing import Deque, Dict, Optional, Tuple
+from typing import Callable, Deque, Dict, Optional, Tuple
 
 from .knobs import Knobs
 
 CONCURRENCY_REASON = "Too many concurrent requests. Allowed {limit} concurrent connections at any time."
-FREQUENCY_REASON = "Requests are too frequent. Allowed {limit} requests every 60 seconds."
+FREQUENCY_REASON = "Requests are too frequent. Allowed {limit} requests every {seconds:g} seconds."
 MAINTENANCE_REASON = "Synapse is down for maintenance."
 
 
@@ -107,23 +107,31 @@ class FaultPlan:
 
 
 class ThrottleGate:
-    """Synapse's per-user limits: concurrent requests and requests per 60 s, answered with 429."""
+    """Synapse's per-user limits: concurrent requests and requests per window (60 s), answered with 429.
 
-    def __init__(self) -> None:
+    The window slides here; the real service counts in fixed time blocks that start at a user's first request
+    after the last block ended (``MemoryTimeBlockCountingSemaphoreImpl``). A sliding window is the stricter of
+    the two (every block is one of its windows), so a client that rides this one rides Synapse's. Refused
+    requests are not counted, as there.
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._lock = threading.Lock()
         self._in_flight: Dict[int, int] = defaultdict(int)
         self._recent: Dict[int, Deque[float]] = defaultdict(deque)
 
     def enter(self, user_id: int, knobs: Knobs) -> Optional[str]:
         """Admit the request (returns None; call ``leave`` later) or return the 429 reason."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             if knobs.max_requests_per_minute:
                 recent = self._recent[user_id]
-                while recent and recent[0] <= now - 60.0:
+                while recent and recent[0] <= now - knobs.rate_window_seconds:
                     recent.popleft()
                 if len(recent) >= knobs.max_requests_per_minute:
-                    return FREQUENCY_REASON.format(limit=knobs.max_requests_per_minute)
+                    return FREQUENCY_REASON.format(limit=knobs.max_requests_per_minute,
+                                                   seconds=knobs.rate_window_seconds)
             if knobs.max_concurrent_per_user and self._in_flight[user_id] >= knobs.max_concurrent_per_user:
                 return CONCURRENCY_REASON.format(limit=knobs.max_concurrent_per_user)
             if knobs.max_requests_per_minute:

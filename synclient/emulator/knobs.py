@@ -93,8 +93,10 @@ class Knobs:
     bandwidth_per_conn: int = 0
     #: per-user concurrent API requests; 0 = unlimited
     max_concurrent_per_user: int = 0
-    #: per-user API requests per 60 s; 0 = off
+    #: per-user API requests per rate window (Synapse: 600 per 60 s); 0 = off
     max_requests_per_minute: int = 0
+    #: the rate window's length in seconds (a shorter one runs the same dynamics faster, for tests)
+    rate_window_seconds: float = 60.0
     #: pre-signed URL lifetime in seconds
     url_lifetime: float = 900.0
     #: probability of a 5xx answer, for all route classes (float) or per class (dict)
@@ -143,6 +145,9 @@ class Knobs:
             setattr(self, name, value)
         if self.url_lifetime <= 0:
             raise ValueError("url_lifetime must be positive")
+        self.rate_window_seconds = float(self.rate_window_seconds)
+        if self.rate_window_seconds <= 0:
+            raise ValueError("rate_window_seconds must be positive")
         self.fault_api_5xx_rate = parse_route_rates(self.fault_api_5xx_rate)
         self.fault_api_malformed_rate = parse_route_rates(self.fault_api_malformed_rate)
         if self.hostile_handle_mode not in ("md5", "size+1", "size-1"):

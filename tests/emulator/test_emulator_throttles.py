@@ -68,3 +68,23 @@ def test_admin_routes_are_not_throttled_or_counted(emulator_factory):
     for _ in range(3):
         assert api.get("/emulator/stats").status_code == 200
     assert emu.stats()["api_requests"] == 0
+
+
+def test_the_rate_window_slides_over_its_configured_length_and_the_text_says_it():
+    now = [100.0]
+    gate = ThrottleGate(clock=lambda: now[0])
+    knobs = Knobs(max_requests_per_minute=3, rate_window_seconds=6)
+    for step in range(3):
+        assert gate.enter(7, knobs) is None
+        gate.leave(7)
+        now[0] += 1.0
+    # starts at 100, 101, 102; at 103 the window (97, 103] is full
+    assert gate.enter(7, knobs) == "Requests are too frequent. Allowed 3 requests every 6 seconds."
+    assert gate.enter(8, knobs) is None  # per user
+    gate.leave(8)
+    now[0] = 106.0  # the start at 100 has left the window; refusals were not counted
+    assert gate.enter(7, knobs) is None
+    gate.leave(7)
+    assert gate.enter(7, knobs) is not None
+    now[0] = 107.0
+    assert gate.enter(7, knobs) is None

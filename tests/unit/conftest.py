@@ -3,10 +3,12 @@ import pytest
 
 from client_support import FAST, ROOT, TOKEN
 from synclient.client import Platform
+from synclient.gate import AdaptiveGate
 
 
 @pytest.fixture
 def platform():
-    """A Platform at a fake root (requests are answered by ``responses``), with fast retries."""
-    with Platform(endpoint=ROOT, token=TOKEN, retry=FAST) as p:
+    """A Platform at a fake root (requests are answered by ``responses``), with fast retries and a gate of its own
+    (what one test teaches the process-wide gate of this user must not slow the next)."""
+    with Platform(endpoint=ROOT, token=TOKEN, retry=FAST, gate=AdaptiveGate(max_limit=64)) as p:
         yield p

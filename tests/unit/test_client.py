@@ -4,10 +4,10 @@ import time
 import pytest
 import responses
 
-from client_support import FAST, FILE, REPO, TOKEN, error
-from synclient.client import RetryPolicy
-from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, NotFoundError,
-                              ServerError, SynclientError)
+from client_support import FAST, FILE, REPO, ROOT, TOKEN, error
+from synclient.client import Platform, RetryPolicy
+from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError,
+                              NotFoundError, ServerError, SynclientError, ThrottledError)
 from synclient.models import EntityType, FileHandleRequest
 
 
@@ -58,6 +58,47 @@ def test_429_honours_retry_after_and_informs_the_shared_gate(platform):
     platform.get_user_profile()
     assert time.monotonic() - started >= 0.3
     assert platform.gate.throttled == 1 and platform.stats.throttled == 1
+
+
+FREQUENT = "Requests are too frequent. Allowed 600 requests every 60 seconds."
+
+
+@responses.activate
+def test_429s_do_not_use_up_a_calls_tries(platform):
+    for _ in range(2 * FAST.max_attempts):
+        responses.add(responses.GET, REPO + "/userProfile", **error(429, FREQUENT))
+    responses.add(responses.GET, REPO + "/userProfile", json={"ownerId": "1"})
+    assert platform.get_user_profile() == {"ownerId": "1"}
+    assert platform.stats.throttled == 2 * FAST.max_attempts
+    assert platform.gate.policy.budget_ceiling == 594  # learned from the text
+    # refused with none of ours admitted: someone else holds the window, so the budget is what was left to us
+    assert platform.gate.policy.budget == 1
+
+
+@responses.activate
+def test_a_call_refused_without_end_fails_typed_after_the_throttle_cap(platform, monkeypatch):
+    monkeypatch.setattr("synclient.client.MAX_THROTTLED_ATTEMPTS", 5)
+    responses.add(responses.GET, REPO + "/userProfile", **error(429, FREQUENT))
+    with pytest.raises(ThrottledError, match="too frequent"):
+        platform.get_user_profile()
+    assert len(responses.calls) == 5
+
+
+@responses.activate
+def test_a_call_waiting_in_the_gate_stops_when_the_run_is_cancelled(platform):
+    held = [platform.gate.acquire() for _ in range(platform.gate.limit)]
+    platform.cancel_event.set()
+    with pytest.raises(CallCancelledError):
+        platform.get_user_profile()
+    assert len(responses.calls) == 0
+    for ticket in held:
+        platform.gate.release(ticket)
+
+
+def test_platforms_of_one_user_share_one_gate():
+    with Platform(endpoint=ROOT, token=TOKEN) as a, Platform(endpoint=ROOT, token=TOKEN) as b, \
+            Platform(endpoint=ROOT, token="another-user") as c:
+        assert a.gate is b.gate and a.gate is not c.gate
 
 
 @responses.activate
