@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, helptext in (("run", "run scenarios with every contender"), ("sweep", "sweep TransferConfig knobs")):
         sub = commands.add_parser(name, help=helptext)
         sub.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                         help="S1 S1t S2 S3 S4 S5 M1 M1r (default: all)")
+                         help="S1 S1t S2 S3 S4 S5 S6 S6s M1 M1r (default: all)")
         sub.add_argument("--repeat", type=int, default=None, help="runs per contender (default 3; 1 with --quick)")
         sub.add_argument("--quick", action="store_true", help="small sizes (the CI smoke test)")
         sub.add_argument("--out", help="results JSON path (default benchmarks/results/<date>.json)")

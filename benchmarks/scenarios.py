@@ -128,6 +128,8 @@ def wide(folders: int, per_folder: int, size: int = 1024) -> dict:
 
 
 ALL = PLATFORM_CONTENDERS
+#: rate-bound rows: the serial baseline adds nothing there
+THROTTLED = ("synclient", "synclient-cli", "synapseclient")
 WITH_DATA = PLATFORM_CONTENDERS + DATA_CONTENDERS
 
 
@@ -146,6 +148,14 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
                  {"bandwidth_per_conn": "32MB", "data_latency_ms": 20, "url_lifetime": 3600}, WITH_DATA),
         Scenario("S3", "one large file, 50 MB/s per connection", one_file((64 * MiB) if q else 2 * GiB),
                  {"bandwidth_per_conn": "50MB", "url_lifetime": 3600}, WITH_DATA),
+        # issue 13: a first sync far above the 600-per-60-s window, at its real length and ten times faster
+        Scenario("S6", "sustained throttle: first sync above the 600/60 s window", wide(100, 30, size=16),
+                 {"profile": "synapse"}, THROTTLED, fresh_server_per_run=True),
+        Scenario("S6s", "sustained throttle, ten times faster (600 per 6 s, API 5 ms)",
+                 wide(10 if q else 100, 15 if q else 30, size=16),
+                 {"profile": "synapse", "rate_window_seconds": 1 if q else 6, "api_latency_ms": 5,
+                  "api_latency_jitter_ms": 2, "data_latency_ms": 2, **({"max_requests_per_minute": 50} if q else {})},
+                 THROTTLED, fresh_server_per_run=True),
         Scenario("S4", "no-op re-sync", wide(10 if q else 100, 30 if q else 100),
                  {"api_latency_ms": 20 if q else 100}, ALL, resync=True, setup_knobs={"api_latency_ms": 0}),
         Scenario("S5", "one large file, raw loopback", one_file((64 * MiB) if q else 2 * GiB),
@@ -156,4 +166,6 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
         Scenario("M1r", f"memory: no-op re-sync of {folders * per_folder:,} files", tree,
                  {"api_latency_ms": 0}, ("synclient",), resync=True, setup_knobs={"api_latency_ms": 0}),
     ]
+    if q:  # at quick sizes S6 and S6s are the same run
+        scenarios = [s for s in scenarios if s.name != "S6"]
     return {s.name: s for s in scenarios}

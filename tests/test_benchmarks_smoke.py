@@ -22,7 +22,7 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     results = json.loads(out.read_text())
-    assert set(results["scenarios"]) == {"S1", "S1t", "S2", "S3", "S4", "S5", "M1", "M1r"}
+    assert set(results["scenarios"]) == {"S1", "S1t", "S2", "S3", "S4", "S5", "S6s", "M1", "M1r"}
     ran = 0
     for name, entry in results["scenarios"].items():
         for run in entry["runs"]:
