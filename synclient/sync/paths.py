@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from synclient.errors import FileInTheWayError, LocalIOError, TargetError, UnsafePathError
-from synclient.transfer.partial import PARTIAL_SUFFIXES
+from synclient.transfer.partial import PARTIAL_SUFFIXES, realpath
 
 NAME_MAX_BYTES = 255
 RESERVED_NAME = ".synclient"  # the index folder at the target's top
@@ -61,7 +61,7 @@ class TargetDirectory:
         self.root = Path(os.path.realpath(path))
 
     def contains(self, path: Path) -> bool:
-        real = os.path.realpath(path)
+        real = realpath(path)
         return real == str(self.root) or real.startswith(str(self.root) + os.sep)
 
     def child(self, parent: Path, name: str) -> Path:

@@ -6,7 +6,8 @@ from hypothesis import given, settings, strategies as st
 
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import PrefixHasher, plan_parts
-from synclient.transfer.partial import JournalHeader, LeftoverPartials, ResumeJournal, journal_path, temp_path
+from synclient.transfer.partial import (JournalHeader, LeftoverPartials, ResumeJournal, journal_path, realpath,
+                                        temp_path)
 
 
 @given(size=st.integers(1, 5000), part_size=st.integers(1, 700))
@@ -138,3 +139,21 @@ def test_leftover_partials_lists_a_folder_once_and_ignores_a_missing_one(tmp_pat
         leftovers.discard(tmp_path / name, keep_handle="1")
     leftovers.discard(tmp_path / "absent" / "x", keep_handle="1")
     assert listed == [tmp_path, tmp_path / "absent"]
+
+
+def test_realpath_is_os_path_realpath(tmp_path):
+    """The cheap realpath gives os.path.realpath's answer for plain folders, symlinks on the way (to a folder or
+    a file, dangling, looping), missing paths, files and relative paths."""
+    root = tmp_path.resolve()
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "f").write_bytes(b"x")
+    (root / "to_a").symlink_to(root / "a")
+    (root / "rel").symlink_to("a")
+    (root / "to_f").symlink_to(root / "f")
+    (root / "dangling").symlink_to(root / "nowhere")
+    (root / "loop").symlink_to(root / "loop")
+    cases = [root, root / "a", root / "a" / "b", root / "to_a", root / "to_a" / "b", root / "rel" / "b",
+             root / "f", root / "to_f", root / "dangling", root / "loop", root / "loop" / "x", root / "missing",
+             root / "missing" / "deeper", f"{root}/a/./b", f"{root}//a/b/", root / "a" / ".." / "a", "a", "."]
+    for case in cases:
+        assert realpath(case) == os.path.realpath(case), case
