@@ -50,8 +50,10 @@ log = logging.getLogger(__name__)
 
 #: Synapse's window when a refusal does not state one.
 DEFAULT_WINDOW_SECONDS = 60.0
-#: the most a ``Retry-After`` may hold every start back
+#: the most a ``Retry-After`` may hold every start back, and the longest window a 429's text may teach (a server
+#: stating an absurd window must not stall a run for days)
 MAX_COOL_DOWN = 300.0
+MAX_WINDOW_SECONDS = 3600.0
 #: how often a thread waiting in the gate looks at its cancel event
 CANCEL_POLL_SECONDS = 0.2
 #: share of the stated window size kept in reserve, and share of its length added as margin (network jitter
@@ -237,7 +239,7 @@ class ThrottlePolicy:
         if ticket.started_at < self._budget_changed_at:
             return
         if throttle.window_seconds:
-            self.window_seconds = throttle.window_seconds
+            self.window_seconds = min(throttle.window_seconds, MAX_WINDOW_SECONDS)
         self._forget_before(now - self.counted_window)
         # what the server took in its window: our starts it did not refuse, less those still in flight (which it
         # may refuse too)

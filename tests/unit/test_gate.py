@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synclient.errors import CallCancelledError
-from synclient.gate import (MAX_COOL_DOWN, AdaptiveGate, Throttle, ThrottleKind, ThrottlePolicy, Ticket,
+from synclient.gate import (MAX_COOL_DOWN, MAX_WINDOW_SECONDS, AdaptiveGate, Throttle, ThrottleKind, ThrottlePolicy, Ticket,
                             shared_gate)
 
 SYNAPSE_CONCURRENCY = "Too many concurrent requests. Allowed 3 concurrent connections at any time."
@@ -165,6 +165,15 @@ def test_an_unstated_budget_doubles_per_clean_window_and_each_refusal_measures_i
     assert policy.budget == 9  # refused after 10 in the window: another client took the rest
     budgets = drive_greedy(policy, 70.0, 1000)
     assert sorted(set(budgets)) == [9, 18, 36, 72, 144, 288, 576]
+
+
+def test_an_absurd_stated_window_is_capped():
+    policy = ThrottlePolicy()
+    policy.on_finish(policy.on_start(0.0), 0.0, Throttle.from_reason("Allowed 1 requests every 99999999 seconds"))
+    assert policy.window_seconds == MAX_WINDOW_SECONDS
+    assert Throttle.from_reason("Allowed 0 concurrent connections").allowed == 0
+    policy.on_finish(policy.on_start(1.0), 1.0, Throttle.from_reason("Allowed 0 concurrent connections"))
+    assert policy.limit >= 1  # a stated 0 is no size: treated as unstated
 
 
 def test_retry_after_holds_every_start_back_but_never_beyond_the_cap():
