@@ -218,10 +218,19 @@ def write_manifests(rows: Callable[[], Iterator[ManifestRow]], target_root: Path
     """
     if mode is ManifestMode.SUPPRESS:
         return [], []
+    chains: Dict[Path, List[Path]] = {}  # folder of a file -> the folders listing it (one entry per folder)
+
+    def folders_listing(row: ManifestRow) -> List[Path]:
+        folder = row.path.parent
+        chain = chains.get(folder)
+        if chain is None:
+            chain = chains[folder] = _folders_listing(row, target_root, mode)
+        return chain
+
     columns: Dict[Path, set] = {}
     for row in rows():
         keys = set(row.annotations)
-        for folder in _folders_listing(row, target_root, mode):
+        for folder in folders_listing(row):
             columns.setdefault(folder, set()).update(keys)
     written: List[Path] = []
     failures: Dict[Path, ManifestFailure] = {}
@@ -235,7 +244,7 @@ def write_manifests(rows: Callable[[], Iterator[ManifestRow]], target_root: Path
 
     try:
         for row in rows():
-            chain = [f for f in _folders_listing(row, target_root, mode) if f not in skip and f not in failures]
+            chain = [f for f in folders_listing(row) if f not in skip and f not in failures]
             for folder in [f for f in open_manifests if f not in chain]:
                 try:
                     written.append(open_manifests.pop(folder).close())
