@@ -28,7 +28,7 @@ from synclient.transfer.config import TransferConfig
 from synclient.transfer.direct import DirectFile, aligned_buffer, open_direct, pwrite_all
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range
 from synclient.transfer.partial import (JournalHeader, ResumeJournal, check_plain_folder, journal_path, open_temp,
-                                        preallocate, temp_path)
+                                        open_temp_sized, preallocate, temp_path)
 from synclient.transfer.pool import Cancelled, Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -323,9 +323,8 @@ class Downloader:
 
     def _stream_single(self, job: FileJob, temp: Path, fresh: bool) -> None:
         size = job.size
-        fd = open_temp(temp, truncate=fresh)
+        fd, have = open_temp_sized(temp, truncate=fresh)
         try:
-            have = os.fstat(fd).st_size
             if have >= size:  # longer is foreign data; exactly full was never verified: start over cheaply
                 have = 0 if have > size else have
                 os.ftruncate(fd, have)

@@ -2,12 +2,13 @@ import hashlib
 import os
 import random
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import PrefixHasher, plan_parts
-from synclient.transfer.partial import (JournalHeader, LeftoverPartials, ResumeJournal, journal_path, realpath,
-                                        temp_path)
+from synclient.transfer.partial import (JournalHeader, LeftoverPartials, ResumeJournal, journal_path,
+                                        open_temp_sized, realpath, temp_path)
 
 
 @given(size=st.integers(1, 5000), part_size=st.integers(1, 700))
@@ -157,3 +158,24 @@ def test_realpath_is_os_path_realpath(tmp_path):
              root / "missing" / "deeper", f"{root}/a/./b", f"{root}//a/b/", root / "a" / ".." / "a", "a", "."]
     for case in cases:
         assert realpath(case) == os.path.realpath(case), case
+
+
+def test_open_temp_sized_says_what_is_there_and_never_follows_a_symlink(tmp_path):
+    root = tmp_path.resolve()
+    fresh = root / ".a.bin.7.synclient-partial"
+    fd, have = open_temp_sized(fresh)
+    os.close(fd)
+    assert have == 0 and fresh.is_file()
+    fresh.write_bytes(b"12345")
+    fd, have = open_temp_sized(fresh)  # an earlier try's bytes: resumed from
+    os.close(fd)
+    assert have == 5 and fresh.read_bytes() == b"12345"
+    fd, have = open_temp_sized(fresh, truncate=True)
+    os.close(fd)
+    assert have == 0 and fresh.read_bytes() == b""
+    outside = root / "outside"
+    planted = root / ".b.bin.7.synclient-partial"
+    planted.symlink_to(outside)
+    with pytest.raises(OSError):
+        open_temp_sized(planted)
+    assert not outside.exists()
