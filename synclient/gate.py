@@ -54,6 +54,9 @@ DEFAULT_WINDOW_SECONDS = 60.0
 #: stating an absurd window must not stall a run for days)
 MAX_COOL_DOWN = 300.0
 MAX_WINDOW_SECONDS = 3600.0
+#: the record of starts keeps at most this many (Synapse's window is 600; an unthrottled 100,000-file sync would
+#: otherwise keep every start of its last minute)
+MAX_RECORDED_STARTS = 20_000
 #: how often a thread waiting in the gate looks at its cancel event
 CANCEL_POLL_SECONDS = 0.2
 #: share of the stated window size kept in reserve, and share of its length added as margin (network jitter
@@ -128,7 +131,8 @@ class ThrottlePolicy:
         self.window_seconds = DEFAULT_WINDOW_SECONDS
         self.budget: Optional[int] = None       # starts allowed per window, once a refusal taught the window
         self.budget_ceiling: Optional[int] = None  # a stated size, less the reserve
-        self._starts: Deque[float] = collections.deque()  # admitted starts within the counted window
+        # admitted starts within the counted window (the newest, when there are more)
+        self._starts: Deque[float] = collections.deque(maxlen=MAX_RECORDED_STARTS)
         self._budget_changed_at = -math.inf
         self._budget_bound = False               # a start had to wait for the budget since the last change
         self._budget_measured = False            # the budget is what the last refusal measured
