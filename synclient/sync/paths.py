@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from synclient.errors import FileInTheWayError, LocalIOError, TargetError, UnsafePathError
-from synclient.transfer.partial import PARTIAL_SUFFIXES, realpath
+from synclient.transfer.partial import PARTIAL_SUFFIXES, PlainFolders, realpath
 
 NAME_MAX_BYTES = 255
 RESERVED_NAME = ".synclient"  # the index folder at the target's top
@@ -99,8 +99,14 @@ class TargetDirectory:
             raise FileInTheWayError(f"{path} exists and is not a folder")
         return path
 
-    def check_file_destination(self, path: Path) -> None:
-        """The folder a file lands in must still resolve inside the target (no symlinked parent out of it)."""
+    def check_file_destination(self, path: Path, folders: Optional[PlainFolders] = None) -> None:
+        """The folder a file lands in must still resolve inside the target (no symlinked parent out of it);
+        ``folders``: the run's :class:`~synclient.transfer.partial.PlainFolders`, to check a plain folder cheaply."""
+        if folders is not None and folders.plain(path.parent):  # it resolves to itself: inside if spelled inside
+            root = str(self.root)
+            text = str(path.parent)
+            if text == root or text.startswith(root + os.sep):
+                return
         if not self.contains(path.parent):
             raise UnsafePathError(f"{path.parent} resolves outside the target; not written")
 

@@ -37,7 +37,7 @@ from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.http import DataClient
-from synclient.transfer.partial import LeftoverPartials, partial_key, sweep_partials
+from synclient.transfer.partial import LeftoverPartials, PlainFolders, partial_key, sweep_partials
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -127,8 +127,9 @@ class _Run:
         self.pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
         self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
         self.data_client = DataClient(config.max_workers)
+        self.folders = PlainFolders()  # the per-file folder checks; closed with the data client
         self.downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
-                                     observer=observer, on_done=self._downloaded)
+                                     observer=observer, on_done=self._downloaded, folders=self.folders)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.files_found,
                                  on_failure=self.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links, make_room=self.make_room)
@@ -217,7 +218,7 @@ class _Run:
                 raise NotFoundError(f"{header.id} has no data file handle in its bundle")
             if handle.content_size is None:
                 raise PlatformError(f"{header.id}: file handle {handle.id} has no contentSize; not supported")
-            self.target.check_file_destination(destination)
+            self.target.check_file_destination(destination, self.folders)
             if self.options.provenance:
                 self.provenance[rel_path] = provenance_from_activity(
                     self.platform.get_activity(header.id, version=bundle.entity.version_number))
@@ -650,6 +651,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                     run.pool.run()
             finally:
                 run.data_client.close()
+                run.folders.close()
                 if bar is not None:
                     bar.close()
             if run.pool.unexpected_errors:

@@ -27,8 +27,8 @@ from synclient.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.direct import DirectFile, aligned_buffer, open_direct, pwrite_all
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range
-from synclient.transfer.partial import (JournalHeader, ResumeJournal, check_plain_folder, journal_path, open_temp,
-                                        open_temp_sized, preallocate, temp_path)
+from synclient.transfer.partial import (JournalHeader, PlainFolders, ResumeJournal, check_plain_folder, journal_path,
+                                        open_temp, open_temp_sized, preallocate, temp_path)
 from synclient.transfer.pool import Cancelled, Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -246,7 +246,9 @@ class Downloader:
     """Runs file jobs on the shared pool with the strategy their size calls for."""
 
     def __init__(self, *, pool: TaskPool, broker: UrlBroker, client: DataClient,
-                 config: TransferConfig, observer: SyncObserver, on_done: DoneCallback) -> None:
+                 config: TransferConfig, observer: SyncObserver, on_done: DoneCallback,
+                 folders: Optional[PlainFolders] = None) -> None:
+        self._folders = folders  # the run's folder checks (partial.PlainFolders), or None: realpath each time
         self._pool = pool
         self._broker = broker
         self._client = client
@@ -302,7 +304,8 @@ class Downloader:
             raise IntegrityError(f"MD5 mismatch for {job.entity_id}: got {md5_hex}, platform says {expected}")
 
     def _install(self, job: FileJob, temp: Path) -> None:
-        check_plain_folder(job.destination.parent)  # checked again at the last moment: a run can take hours
+        # checked again at the last moment: a run can take hours
+        check_plain_folder(job.destination.parent, self._folders)
         try:
             os.replace(temp, job.destination)
         except OSError as exc:
@@ -313,7 +316,7 @@ class Downloader:
     def _download_single(self, job: FileJob, *, fresh: bool = False) -> None:
         temp = temp_path(job.destination, job.handle.id)
         if job.size == 0:
-            open_fd = open_temp(temp, truncate=True)
+            open_fd = open_temp(temp, truncate=True, folders=self._folders)
             os.close(open_fd)
             self._verify(job, EMPTY_MD5)
         else:
@@ -323,7 +326,7 @@ class Downloader:
 
     def _stream_single(self, job: FileJob, temp: Path, fresh: bool) -> None:
         size = job.size
-        fd, have = open_temp_sized(temp, truncate=fresh)
+        fd, have = open_temp_sized(temp, truncate=fresh, folders=self._folders)
         try:
             if have >= size:  # longer is foreign data; exactly full was never verified: start over cheaply
                 have = 0 if have > size else have
@@ -364,7 +367,7 @@ class Downloader:
         finished: Set[int] = set()
         if temp.is_file() and temp.stat().st_size == size:
             finished = journal.load_finished()
-        fd = open_temp(temp, truncate=not finished)
+        fd = open_temp(temp, truncate=not finished, folders=self._folders)
         try:
             if not finished:
                 preallocate(fd, size)

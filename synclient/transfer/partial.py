@@ -202,27 +202,86 @@ def realpath(path: Path) -> str:
     return os.path.realpath(text)
 
 
-def check_plain_folder(folder: Path) -> None:
+class PlainFolders:
+    """``realpath(folder) == str(folder)`` for the folders of one run, in one system call per check.
+
+    Every file is checked three times (planned, temp opened, renamed into place), and each check costs
+    :func:`realpath`'s three system calls; with many threads each system call also hands the GIL over twice. Here
+    a folder that passed is kept open (``O_PATH``, which only names it) and a later check reads the path of that
+    descriptor (``/proc/self/fd``): the folder it names is still at exactly this path, so nothing on the way
+    became a symlink. Anything else (moved, deleted, replaced, a symlink on the way, an evicted entry) is decided by
+    :func:`realpath` again, so every verdict is the one :func:`realpath` gives. At most ``capacity`` folders are
+    held, and :meth:`close` lets them all go (a held folder would keep its filesystem busy).
+    """
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._capacity = capacity
+        self._held: Dict[str, int] = {}  # folder -> O_PATH descriptor, oldest first
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def plain(self, folder: Path) -> bool:
+        text = str(folder)
+        fd = self._held.get(text)  # no lock: a descriptor closed (or even reused) meanwhile names another path,
+        if fd is not None:         # and any descriptor whose path is this one shows that it is plain right now
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}") == text:
+                    return True
+            except OSError:
+                pass
+        if realpath(text) != text:
+            return False
+        self._hold(text)
+        return True
+
+    def _hold(self, text: str) -> None:
+        if not _O_PATH or not text.startswith("/"):
+            return
+        try:
+            fd = os.open(text, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return
+        with self._lock:
+            if self._closed:
+                os.close(fd)
+                return
+            old = self._held.pop(text, None)
+            self._held[text] = fd
+            if old is not None:
+                os.close(old)
+            while len(self._held) > self._capacity:
+                os.close(self._held.pop(next(iter(self._held))))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            held, self._held = self._held, {}
+        for fd in held.values():
+            os.close(fd)
+
+
+def check_plain_folder(folder: Path, folders: Optional[PlainFolders] = None) -> None:
     """The folder a download writes into is still a plain folder of the target (synclient made its path of plain
     folders): a folder swapped for a symlink since the file was planned is refused, not written through."""
-    if realpath(folder) != str(folder):
+    if not (folders.plain(folder) if folders is not None else realpath(folder) == str(folder)):
         raise UnsafePathError(f"{folder} is now reached through a symlink; not written")
 
 
-def open_temp(path: Path, *, truncate: bool = False) -> int:
+def open_temp(path: Path, *, truncate: bool = False, folders: Optional[PlainFolders] = None) -> int:
     """Open (creating) a temp file for writing without following a symlink planted at its name, in a folder that
     is still a plain folder (:func:`check_plain_folder`)."""
-    check_plain_folder(path.parent)
+    check_plain_folder(path.parent, folders)
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     if truncate:
         flags |= os.O_TRUNC
     return os.open(path, flags, 0o644)
 
 
-def open_temp_sized(path: Path, *, truncate: bool = False) -> Tuple[int, int]:
+def open_temp_sized(path: Path, *, truncate: bool = False,
+                    folders: Optional[PlainFolders] = None) -> Tuple[int, int]:
     """:func:`open_temp`, and the bytes the file already holds: 0 without asking when this call created it (a fresh
     name, the usual case: one system call fewer per file), else its size (an earlier try's or run's partial)."""
-    check_plain_folder(path.parent)
+    check_plain_folder(path.parent, folders)
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         return os.open(path, flags | os.O_EXCL, 0o644), 0  # O_EXCL: never through a symlink either

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import PrefixHasher, plan_parts
-from synclient.transfer.partial import (JournalHeader, LeftoverPartials, ResumeJournal, journal_path,
+from synclient.transfer.partial import (JournalHeader, LeftoverPartials, PlainFolders, ResumeJournal, journal_path,
                                         open_temp_sized, realpath, temp_path)
 
 
@@ -179,3 +179,45 @@ def test_open_temp_sized_says_what_is_there_and_never_follows_a_symlink(tmp_path
     with pytest.raises(OSError):
         open_temp_sized(planted)
     assert not outside.exists()
+
+
+def test_plain_folders_give_realpaths_verdict_as_folders_change(tmp_path):
+    """A held folder that is moved away, replaced by a symlink, deleted, or has a symlink put above it is judged
+    again by realpath; a new plain folder at the same path passes. Eviction and close keep the verdicts."""
+    root = tmp_path.resolve()
+    folders = PlainFolders(capacity=2)
+    a, d = root / "a", root / "a" / "d"
+    d.mkdir(parents=True)
+
+    def same(folder):
+        assert folders.plain(folder) == (os.path.realpath(folder) == str(folder)), folder
+        return folders.plain(folder)
+
+    try:
+        assert same(d) and same(d)  # held now: the second check reads the descriptor's path
+        (root / "elsewhere").mkdir()
+        d.rename(root / "elsewhere" / "d")
+        d.symlink_to(root / "elsewhere" / "d")  # the folder swapped for a symlink to itself, moved
+        assert not same(d)
+        d.unlink()
+        d.mkdir()  # a new plain folder at the path
+        assert same(d) and same(d)
+        a.rename(root / "a2")
+        a.symlink_to(root / "a2")  # a symlink above the folder
+        assert not same(d)
+        a.unlink()
+        (root / "a2").rename(a)
+        assert same(d)
+        d.rmdir()
+        assert same(d)  # a missing folder: realpath's answer
+        d.mkdir()
+        others = [root / f"o{i}" for i in range(4)]
+        for other in others:
+            other.mkdir()
+            assert same(other)
+        assert len(folders._held) == 2  # evicted down to capacity
+        assert same(d) and all(same(other) for other in others)
+    finally:
+        folders.close()
+    assert folders._held == {} and same(d)  # closed: holds nothing, still answers
+    assert folders._held == {}

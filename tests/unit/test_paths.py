@@ -5,6 +5,7 @@ from hypothesis import given, strategies as st
 
 from synclient.errors import UnsafePathError
 from synclient.sync.paths import TargetDirectory, validate_name
+from synclient.transfer.partial import PlainFolders
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "a/b", "/etc", "..\\x", "a\x00b", "x" * 256, "\\"])
@@ -48,3 +49,22 @@ def test_target_that_is_a_file_is_a_clear_error(tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(OSError, match="not a directory"):
         TargetDirectory(tmp_path / "f")
+
+
+def test_file_destination_check_with_held_folders_refuses_what_realpath_refuses(tmp_path):
+    target = TargetDirectory(tmp_path / "t")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folders = PlainFolders()
+    try:
+        d = target.make_folder(target.root, "d")
+        for _ in range(2):  # the second check reads the held folder's path
+            target.check_file_destination(d / "f.txt", folders)
+        d.rmdir()
+        d.symlink_to(outside)  # swapped for a symlink leading out after it was held
+        with pytest.raises(UnsafePathError):
+            target.check_file_destination(d / "f.txt", folders)
+        with pytest.raises(UnsafePathError):
+            target.check_file_destination(outside / "f.txt", folders)  # plain, but not in the target
+    finally:
+        folders.close()
