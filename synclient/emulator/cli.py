@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Dict, List, Optional
 
-from .knobs import Knobs, PROFILES, parse_rate, parse_route_rates, parse_size, parse_window, profile_knobs
+from .knobs import Knobs, PROFILES, RateWindow, parse_rate, parse_route_rates, parse_size, parse_window, profile_knobs
 from .seed import SpecError
 from .server import Emulator
 
@@ -48,6 +48,7 @@ _KNOB_FLAGS = {
     "max_concurrent_per_user": (int, "concurrent API requests per user before 429; 0 = off"),
     "max_requests_per_minute": (int, "API requests per user per rate window (60 s) before 429; 0 = off"),
     "rate_window_seconds": (_positive_float, "length of the rate window (s); shorter runs the same dynamics faster"),
+    "rate_window_mode": (RateWindow, "sliding (default) or block: Synapse's fixed blocks from a user's first request"),
     "url_lifetime": (_positive_float, "pre-signed URL lifetime (s)"),
     "fault_api_5xx_rate": (parse_route_rates, "5xx probability: 0.05, or per class children=0.1,bundle=0.02"),
     "fault_api_5xx_statuses": (_statuses, "statuses used for injected 5xx, e.g. 503 or 500,502,503"),

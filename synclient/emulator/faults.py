@@ -13,7 +13,7 @@ import time
 from collections import defaultdict, deque
 from typing import Callable, Deque, Dict, Optional, Tuple
 
-from .knobs import Knobs
+from .knobs import Knobs, RateWindow
 
 CONCURRENCY_REASON = "Too many concurrent requests. Allowed {limit} concurrent connections at any time."
 FREQUENCY_REASON = "Requests are too frequent. Allowed {limit} requests every {seconds:g} seconds."
@@ -109,10 +109,10 @@ class FaultPlan:
 class ThrottleGate:
     """Synapse's per-user limits: concurrent requests and requests per window (60 s), answered with 429.
 
-    The window slides here; the real service counts in fixed time blocks that start at a user's first request
-    after the last block ended (``MemoryTimeBlockCountingSemaphoreImpl``). A sliding window is the stricter of
-    the two (every block is one of its windows), so a client that rides this one rides Synapse's. Refused
-    requests are not counted, as there.
+    The window slides by default; the real service counts in fixed time blocks that start at a user's first
+    request after the last block ended (``MemoryTimeBlockCountingSemaphoreImpl``; knob ``rate_window_mode``). A
+    sliding window is the stricter of the two (every block is one of its windows), so a client that rides it rides
+    Synapse's. Refused requests are not counted, as there.
     """
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
@@ -120,24 +120,36 @@ class ThrottleGate:
         self._lock = threading.Lock()
         self._in_flight: Dict[int, int] = defaultdict(int)
         self._recent: Dict[int, Deque[float]] = defaultdict(deque)
+        self._blocks: Dict[int, Tuple[float, int]] = {}  # user -> (block start, admitted in it)
 
     def enter(self, user_id: int, knobs: Knobs) -> Optional[str]:
         """Admit the request (returns None; call ``leave`` later) or return the 429 reason."""
         now = self._clock()
         with self._lock:
-            if knobs.max_requests_per_minute:
-                recent = self._recent[user_id]
-                while recent and recent[0] <= now - knobs.rate_window_seconds:
-                    recent.popleft()
-                if len(recent) >= knobs.max_requests_per_minute:
-                    return FREQUENCY_REASON.format(limit=knobs.max_requests_per_minute,
-                                                   seconds=knobs.rate_window_seconds)
+            if knobs.max_requests_per_minute and self._window_full(user_id, now, knobs):
+                return FREQUENCY_REASON.format(limit=knobs.max_requests_per_minute, seconds=knobs.rate_window_seconds)
             if knobs.max_concurrent_per_user and self._in_flight[user_id] >= knobs.max_concurrent_per_user:
                 return CONCURRENCY_REASON.format(limit=knobs.max_concurrent_per_user)
             if knobs.max_requests_per_minute:
-                self._recent[user_id].append(now)
+                if knobs.rate_window_mode is RateWindow.BLOCK:
+                    start, count = self._blocks[user_id]
+                    self._blocks[user_id] = (start, count + 1)
+                else:
+                    self._recent[user_id].append(now)
             self._in_flight[user_id] += 1
             return None
+
+    def _window_full(self, user_id: int, now: float, knobs: Knobs) -> bool:
+        if knobs.rate_window_mode is RateWindow.BLOCK:
+            start, count = self._blocks.get(user_id, (now, 0))
+            if now >= start + knobs.rate_window_seconds:
+                start, count = now, 0  # the last block ended: this request opens a new one
+            self._blocks[user_id] = (start, count)
+            return count >= knobs.max_requests_per_minute
+        recent = self._recent[user_id]
+        while recent and recent[0] <= now - knobs.rate_window_seconds:
+            recent.popleft()
+        return len(recent) >= knobs.max_requests_per_minute
 
     def leave(self, user_id: int) -> None:
         with self._lock:
@@ -146,3 +158,4 @@ class ThrottleGate:
     def reset(self) -> None:
         with self._lock:
             self._recent.clear()
+            self._blocks.clear()

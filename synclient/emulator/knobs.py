@@ -6,9 +6,20 @@ scripts and other tools rely on both spellings, so keep them stable.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple, Union
+
+class RateWindow(str, enum.Enum):
+    """How the per-user request window is counted."""
+
+    #: any window of that length holds at most N admitted requests (the stricter, the default)
+    SLIDING = "sliding"
+    #: Synapse's own way (``MemoryTimeBlockCountingSemaphoreImpl``): a block of that length starts at the user's
+    #: first request after the last block ended, and holds at most N
+    BLOCK = "block"
+
 
 #: Route classes that API 5xx faults can target separately.
 ROUTE_CLASSES = ("children", "bundle", "filehandle", "entity", "other")
@@ -97,6 +108,8 @@ class Knobs:
     max_requests_per_minute: int = 0
     #: the rate window's length in seconds (a shorter one runs the same dynamics faster, for tests)
     rate_window_seconds: float = 60.0
+    #: sliding window or Synapse's fixed time blocks
+    rate_window_mode: RateWindow = RateWindow.SLIDING
     #: pre-signed URL lifetime in seconds
     url_lifetime: float = 900.0
     #: probability of a 5xx answer, for all route classes (float) or per class (dict)
@@ -148,6 +161,10 @@ class Knobs:
         self.rate_window_seconds = float(self.rate_window_seconds)
         if self.rate_window_seconds <= 0:
             raise ValueError("rate_window_seconds must be positive")
+        try:
+            self.rate_window_mode = RateWindow(self.rate_window_mode)
+        except ValueError:
+            raise ValueError(f"rate_window_mode must be sliding or block, got {self.rate_window_mode!r}") from None
         self.fault_api_5xx_rate = parse_route_rates(self.fault_api_5xx_rate)
         self.fault_api_malformed_rate = parse_route_rates(self.fault_api_malformed_rate)
         if self.hostile_handle_mode not in ("md5", "size+1", "size-1"):

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from synclient.emulator.faults import ThrottleGate
-from synclient.emulator.knobs import Knobs
+from synclient.emulator.knobs import Knobs, RateWindow
 from emuhelpers import Api
 
 CONCURRENCY = "Too many concurrent requests. Allowed 3 concurrent connections at any time."
@@ -88,3 +90,27 @@ def test_the_rate_window_slides_over_its_configured_length_and_the_text_says_it(
     assert gate.enter(7, knobs) is not None
     now[0] = 107.0
     assert gate.enter(7, knobs) is None
+
+
+def test_in_block_mode_the_window_is_synapses_fixed_block_from_the_first_request():
+    now = [100.0]
+    gate = ThrottleGate(clock=lambda: now[0])
+    knobs = Knobs(max_requests_per_minute=2, rate_window_seconds=10, rate_window_mode="block")
+    assert knobs.rate_window_mode is RateWindow.BLOCK
+    for at in (100.0, 109.0):  # the block opened at 100 holds two
+        now[0] = at
+        assert gate.enter(7, knobs) is None
+        gate.leave(7)
+    now[0] = 109.5
+    assert gate.enter(7, knobs) is not None
+    now[0] = 110.0  # the block ended: a new one opens here, though the start at 109 is 1 s old (sliding refuses)
+    assert gate.enter(7, knobs) is None
+    gate.leave(7)
+    assert gate.enter(7, knobs) is None
+    gate.leave(7)
+    assert gate.enter(7, knobs) is not None
+
+
+def test_an_unknown_rate_window_mode_is_refused():
+    with pytest.raises(ValueError, match="sliding or block"):
+        Knobs(rate_window_mode="leaky")
