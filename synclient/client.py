@@ -306,9 +306,13 @@ class Platform:
                 raise self._connection_failure(call, exc) from None
             status = response.status_code
             if status == 429:
-                throttle = Throttle.from_reason(_reason(content), retry_after=_retry_after_seconds(response))
+                reason = _reason(content)
+                throttle = Throttle.from_reason(reason, retry_after=_retry_after_seconds(response))
                 call.last_throttle = throttle
-                call.throttled_attempts += 1
+                if reason is not None or self._endpoint_proven:
+                    # the platform's own throttle: the gate paces the next try, so it is not a failure (a 429
+                    # page from an endpoint never proven to be Synapse still is: a wrong endpoint fails fast)
+                    call.throttled_attempts += 1
         finally:
             self.gate.release(ticket, throttle)
             self.stats.count(call.route, retry=call.attempts > 1, throttled=throttle is not None)

@@ -48,6 +48,15 @@ def test_a_synapse_404_is_not_found_and_proves_the_endpoint(platform):
 
 
 @responses.activate
+def test_a_web_server_answering_429_pages_is_an_endpoint_error_after_the_first_contact_tries(platform):
+    responses.add(responses.GET, REPO + "/entity/syn1/type", status=429, body="<html>slow down</html>",
+                  content_type="text/html")
+    with pytest.raises(EndpointError, match="not a Synapse API"):
+        platform.get_entity_header("syn1")
+    assert len(responses.calls) == FIRST_CONTACT_ATTEMPTS
+
+
+@responses.activate
 def test_a_plain_web_server_404_is_an_endpoint_error_naming_it(platform):
     responses.add(responses.GET, REPO + "/entity/syn1/type", status=404, body=HTML, content_type="text/html")
     with pytest.raises(EndpointError) as info:
