@@ -129,6 +129,7 @@ FIRST_CONTACT_ATTEMPTS = 3
 FIRST_CONTACT_SECONDS = 8.0
 FIRST_CONTACT_MAX_BACKOFF = 1.0
 MAX_THROTTLED_ATTEMPTS = 100  # 429s of one call before it fails: the gate paces them, so these mean contention
+MAX_THROTTLED_SECONDS = 900.0  # nor may a call that was refused go on for longer than this, gate waits included
 FIRST_CONTACT_CONNECT_TIMEOUT = 4.0  # seconds; the usual connect timeout applies once the endpoint answered
 
 
@@ -269,12 +270,15 @@ class Platform:
 
     def _stop(self, retry_state: tenacity.RetryCallState, *, call: "_Call") -> bool:
         """Stop after ``max_attempts`` failures or ``max_total_seconds``; a 429 is not a failure (the gate paces the
-        next try), nor is time spent waiting in the gate, so only :data:`MAX_THROTTLED_ATTEMPTS` bound those."""
+        next try), nor is time spent waiting in the gate, so :data:`MAX_THROTTLED_ATTEMPTS` and
+        :data:`MAX_THROTTLED_SECONDS` bound those: a platform that keeps refusing fails the call, it does not hang."""
         policy = self._policy()
+        elapsed = retry_state.seconds_since_start or 0.0
         failures = retry_state.attempt_number - call.throttled_attempts
-        busy = (retry_state.seconds_since_start or 0.0) - call.gate_wait
-        return (self.cancel_event.is_set() or failures >= policy.max_attempts
-                or call.throttled_attempts >= MAX_THROTTLED_ATTEMPTS or busy >= policy.max_total_seconds)
+        refused = call.throttled_attempts >= MAX_THROTTLED_ATTEMPTS or (
+            call.throttled_attempts > 0 and elapsed >= MAX_THROTTLED_SECONDS)
+        return (self.cancel_event.is_set() or failures >= policy.max_attempts or refused
+                or elapsed - call.gate_wait >= policy.max_total_seconds)
 
     def _sleep(self, seconds: float) -> None:
         self.cancel_event.wait(seconds)  # returns at once when the run is cancelled

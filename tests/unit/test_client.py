@@ -85,6 +85,15 @@ def test_a_call_refused_without_end_fails_typed_after_the_throttle_cap(platform,
 
 
 @responses.activate
+def test_a_call_refused_for_too_long_fails_typed_instead_of_hanging(platform, monkeypatch):
+    monkeypatch.setattr("synclient.client.MAX_THROTTLED_SECONDS", 0.0)
+    responses.add(responses.GET, REPO + "/userProfile", **error(429, FREQUENT))
+    with pytest.raises(ThrottledError):
+        platform.get_user_profile()
+    assert len(responses.calls) == 1
+
+
+@responses.activate
 def test_a_call_waiting_in_the_gate_stops_when_the_run_is_cancelled(platform):
     held = [platform.gate.acquire() for _ in range(platform.gate.limit)]
     platform.cancel_event.set()
