@@ -585,14 +585,17 @@ class _RedactingFormatter(logging.Formatter):
 
 def _configure_logging(out: Output) -> None:
     """-v: the library's log on stderr. Otherwise only the REST client's warnings (an endpoint that does not answer
-    yet is retried: each retry says so, instead of silence), none with -q; the CLI reports failures itself and
-    other library lines would only repeat them."""
+    yet is retried: each retry says so, instead of silence) and the gate's notes (what the platform's request
+    window allows: a large tree then comes down in bursts, and the user should know why), none with -q; the CLI
+    reports failures itself and other library lines would only repeat them."""
     logger = logging.getLogger("synclient")
     client_logger = logging.getLogger("synclient.client")
-    for each in (logger, client_logger):
+    gate_logger = logging.getLogger("synclient.gate")
+    for each in (logger, client_logger, gate_logger):
         for handler in [h for h in each.handlers if getattr(h, "synclient_cli", False)]:
             each.removeHandler(handler)  # run() called again in one process: no duplicate lines
     client_logger.setLevel(logging.NOTSET)
+    gate_logger.setLevel(logging.NOTSET)
     if out.verbose:
         logger.addHandler(_stderr_handler("%(asctime)s %(levelname)s %(name)s: %(message)s", out=out))
         logger.setLevel(logging.DEBUG if out.verbose > 1 else logging.INFO)
@@ -603,6 +606,8 @@ def _configure_logging(out: Output) -> None:
     if not out.quiet:
         client_logger.addHandler(_stderr_handler("synclient: warning: %(message)s", out=out))
         client_logger.setLevel(logging.WARNING)
+        gate_logger.addHandler(_stderr_handler("synclient: note: %(message)s", out=out))
+        gate_logger.setLevel(logging.INFO)
 
 
 def _stderr_handler(fmt: str, *, out: Output) -> logging.Handler:
