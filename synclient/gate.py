@@ -136,6 +136,7 @@ class ThrottlePolicy:
         self._budget_changed_at = -math.inf
         self._budget_bound = False               # a start had to wait for the budget since the last change
         self._budget_measured = False            # the budget is what the last refusal measured
+        self._shared_noted = False               # "another client shares the window" was said once
         self._cool_until = -math.inf
         # counters
         self.throttled = 0
@@ -259,8 +260,11 @@ class ThrottlePolicy:
         else:
             # refused within our budget: another process of this user shares the window; take what it left us
             self.budget = max(1, min(self.budget - 1, _with_reserve(admitted)))
-            log.info("refused within the request budget (another client of this user?): now %d per %.1f s",
-                     self.budget, self.counted_window)
+            # said once (the CLI shows it as a note), then only in the debug log: sharing goes on for a while
+            log.log(logging.DEBUG if self._shared_noted else logging.INFO,
+                    "refused within the request budget: another client of this user shares the window; pacing "
+                    "REST calls at %d per %.1f s for now", self.budget, self.counted_window)
+            self._shared_noted = True
         self._budget_changed_at = now
         self._budget_bound = False
         self._budget_measured = True

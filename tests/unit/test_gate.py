@@ -3,6 +3,7 @@
 The long-run behaviour against a simulated server is in ``test_gate_simulation.py``.
 """
 import collections
+import logging
 import math
 import threading
 
@@ -11,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synclient.errors import CallCancelledError
-from synclient.gate import (MAX_COOL_DOWN, MAX_WINDOW_SECONDS, AdaptiveGate, Throttle, ThrottleKind, ThrottlePolicy, Ticket,
-                            shared_gate)
+from synclient.gate import (MAX_COOL_DOWN, MAX_WINDOW_SECONDS, AdaptiveGate, Throttle, ThrottleKind, ThrottlePolicy,
+                            Ticket, shared_gate)
 
 SYNAPSE_CONCURRENCY = "Too many concurrent requests. Allowed 3 concurrent connections at any time."
 SYNAPSE_FREQUENCY = "Requests are too frequent. Allowed 600 requests every 60 seconds."
@@ -270,3 +271,13 @@ def test_one_gate_per_platform_user_in_the_process():
     assert a is again and a is not other_user and a is not other_host
     assert a.policy.thread_cap == 64  # the caller with more threads widens the ceiling
     assert isinstance(a.acquire(), Ticket)
+
+
+def test_sharing_the_window_with_another_client_is_said_once(caplog):
+    policy = ThrottlePolicy(initial_limit=3, max_limit=3)
+    policy.on_finish(policy.on_start(0.0), 0.0, frequency(allowed=100, window=10.0))
+    with caplog.at_level(logging.DEBUG, logger="synclient.gate"):
+        for now in (1.0, 2.0, 3.0):  # three fresh rounds, each refused within the budget
+            policy.on_finish(policy.on_start(now), now, frequency(allowed=100, window=10.0))
+    shared = [r for r in caplog.records if "another client" in r.getMessage()]
+    assert [r.levelno for r in shared] == [logging.INFO, logging.DEBUG, logging.DEBUG]
