@@ -69,14 +69,16 @@ class _RetryableFailure(Exception):
 
     ``endpoint_problem`` says what is wrong with the endpoint if this happens before it ever answered well
     (then the last failure is raised as an :class:`EndpointError` with that text instead of ``error``).
+    ``paced``: the gate holds the next try back until the platform's window has room, so no wait of our own.
     """
 
     def __init__(self, error: PlatformError, retry_after: Optional[float] = None, *,
-                 endpoint_problem: Optional[str] = None) -> None:
+                 endpoint_problem: Optional[str] = None, paced: bool = False) -> None:
         super().__init__(str(error))
         self.error = error
         self.retry_after = retry_after
         self.endpoint_problem = endpoint_problem
+        self.paced = paced
 
 
 def _retry_after_seconds(response: requests.Response) -> Optional[float]:
@@ -90,8 +92,8 @@ def _retry_after_seconds(response: requests.Response) -> Optional[float]:
 
 
 class _WaitRetryAfterOrBackoff(tenacity.wait.wait_base):
-    """Honour the server's Retry-After; otherwise exponential backoff with "equal jitter": each wait is half its
-    exponential step plus a random part of up to the other half.
+    """Honour the server's Retry-After; no wait when the gate paces the next try; otherwise exponential backoff
+    with "equal jitter": each wait is half its exponential step plus a random part of up to the other half.
 
     Full jitter (anywhere from 0 to the step) let all ten tries of one call fall inside a 10 s outage about once
     in 300 calls (simulated), so a short maintenance window failed files; with the floor, ten tries span at least
@@ -104,8 +106,11 @@ class _WaitRetryAfterOrBackoff(tenacity.wait.wait_base):
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
-        if isinstance(exc, _RetryableFailure) and exc.retry_after is not None:
-            return exc.retry_after
+        if isinstance(exc, _RetryableFailure):
+            if exc.retry_after is not None:
+                return exc.retry_after
+            if exc.paced:
+                return 0.0
         return self._backoff(retry_state)
 
 
@@ -244,8 +249,7 @@ class Platform:
             return self._attempt(call, body=body, params=params)
 
         retrying = tenacity.Retrying(retry=tenacity.retry_if_exception_type(_RetryableFailure),
-                                     wait=functools.partial(self._wait, call=call),
-                                     stop=functools.partial(self._stop, call=call), sleep=self._sleep,
+                                     wait=self._wait, stop=functools.partial(self._stop, call=call), sleep=self._sleep,
                                      before_sleep=self._announce_retry, reraise=True)
         try:
             return retrying(attempt)
@@ -261,10 +265,7 @@ class Platform:
     def _policy(self) -> RetryPolicy:
         return self.retry if self._endpoint_proven else self.retry.first_contact()
 
-    def _wait(self, retry_state: tenacity.RetryCallState, *, call: "_Call") -> float:
-        if call.last_throttle is not None and call.last_throttle.kind is ThrottleKind.FREQUENCY \
-                and call.last_throttle.retry_after is None:
-            return 0.0  # the gate holds the next try back until the server's window has room
+    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
         policy = self._policy()
         return _WaitRetryAfterOrBackoff(initial=policy.initial_backoff, maximum=policy.max_backoff)(retry_state)
 
@@ -298,7 +299,6 @@ class Platform:
             headers["Content-Type"] = "application/json"
         ticket = self.gate.acquire(cancel=self.cancel_event)
         call.gate_wait += ticket.waited
-        call.last_throttle = None
         throttle: Optional[Throttle] = None
         try:
             try:
@@ -312,7 +312,6 @@ class Platform:
             if status == 429:
                 reason = _reason(content)
                 throttle = Throttle.from_reason(reason, retry_after=_retry_after_seconds(response))
-                call.last_throttle = throttle
                 if reason is not None or self._endpoint_proven:
                     # the platform's own throttle: the gate paces the next try, so it is not a failure (a 429
                     # page from an endpoint never proven to be Synapse still is: a wrong endpoint fails fast)
@@ -320,11 +319,10 @@ class Platform:
         finally:
             self.gate.release(ticket, throttle)
             self.stats.count(call.route, retry=call.attempts > 1, throttled=throttle is not None)
-        retry_after = throttle.retry_after if throttle is not None else _retry_after_seconds(response)
         if 300 <= status < 400:
             raise _redirect_error(call, response)
         if status >= 400:
-            return self._error_answer(call, response, content, retry_after=retry_after)
+            return self._error_answer(call, response, content, throttle=throttle)
         if not content:
             return None
         try:
@@ -353,8 +351,9 @@ class Platform:
         return _RetryableFailure(error, endpoint_problem=problem)
 
     def _error_answer(self, call: "_Call", response: requests.Response, content: bytes, *,
-                      retry_after: Optional[float]) -> Any:
-        """Raise the typed error of a 4xx/5xx; an answer that is not Synapse's JSON error marks a wrong endpoint."""
+                      throttle: Optional[Throttle]) -> Any:
+        """Raise the typed error of a 4xx/5xx (``throttle``: what a 429 said); an answer that is not Synapse's JSON
+        error marks a wrong endpoint."""
         status = response.status_code
         error = _error_for(status, _reason(content), method=call.method, route=call.route, url=call.url)
         problem = None
@@ -367,7 +366,9 @@ class Platform:
                 raise EndpointError(problem, endpoint=call.base)
         if status in RETRYABLE_STATUS:
             log.debug("%s -> %s, will retry", call.route, status)
-            raise _RetryableFailure(error, retry_after=retry_after, endpoint_problem=problem)
+            retry_after = throttle.retry_after if throttle is not None else _retry_after_seconds(response)
+            paced = throttle is not None and throttle.kind is ThrottleKind.FREQUENCY and retry_after is None
+            raise _RetryableFailure(error, retry_after=retry_after, endpoint_problem=problem, paced=paced)
         raise error
 
     # -- the API synclient uses ----------------------------------------------------------------------------------
@@ -439,9 +440,8 @@ class _Call:
     url: str
     route: str   # "GET /entity/{id}": method and path template, for messages and stats
     attempts: int = 0
-    throttled_attempts: int = 0               # answered 429: paced by the gate, not counted as failures
-    gate_wait: float = 0.0                    # seconds spent waiting in the gate, not counted as retry time
-    last_throttle: Optional[Throttle] = None  # what the last 429 said, for the wait before the next try
+    throttled_attempts: int = 0  # answered 429: paced by the gate, not counted as failures
+    gate_wait: float = 0.0       # seconds spent waiting in the gate, not counted as retry time
 
 
 def _optional_activity(answer: Any) -> Optional[Dict[str, Any]]:
