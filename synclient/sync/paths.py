@@ -61,8 +61,11 @@ class TargetDirectory:
         self.root = Path(os.path.realpath(path))
 
     def contains(self, path: Path) -> bool:
-        real = realpath(path)
-        return real == str(self.root) or real.startswith(str(self.root) + os.sep)
+        return self._spelled_inside(realpath(path))
+
+    def _spelled_inside(self, text: str) -> bool:
+        root = str(self.root)
+        return text == root or text.startswith(root + os.sep)
 
     def child(self, parent: Path, name: str) -> Path:
         """``parent / name`` for a validated ``name`` under a ``parent`` inside the target."""
@@ -102,11 +105,8 @@ class TargetDirectory:
     def check_file_destination(self, path: Path, folders: Optional[PlainFolders] = None) -> None:
         """The folder a file lands in must still resolve inside the target (no symlinked parent out of it);
         ``folders``: the run's :class:`~synclient.transfer.partial.PlainFolders`, to check a plain folder cheaply."""
-        if folders is not None and folders.plain(path.parent):  # it resolves to itself: inside if spelled inside
-            root = str(self.root)
-            text = str(path.parent)
-            if text == root or text.startswith(root + os.sep):
-                return
+        if folders is not None and folders.plain(path.parent) and self._spelled_inside(str(path.parent)):
+            return  # it resolves to itself: inside, as it is spelled inside
         if not self.contains(path.parent):
             raise UnsafePathError(f"{path.parent} resolves outside the target; not written")
 

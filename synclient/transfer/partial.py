@@ -186,20 +186,29 @@ def realpath(path: Path) -> str:
     other outcome (a symlink on the way, a missing folder, no ``/proc``) is decided by ``os.path.realpath``.
     """
     text = str(path)
-    if _O_PATH and text.startswith("/"):
-        try:
-            fd = os.open(text, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            fd = -1
-        if fd >= 0:
-            try:
-                if os.readlink(f"/proc/self/fd/{fd}") == text:
-                    return text
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-    return os.path.realpath(text)
+    fd = _open_plain(text)
+    if fd is None:
+        return os.path.realpath(text)
+    os.close(fd)
+    return text
+
+
+def _open_plain(text: str) -> Optional[int]:
+    """An ``O_PATH`` descriptor of the folder ``text`` when the kernel resolves ``text`` to itself (no symlink on
+    the way), else None (also without ``O_PATH`` or ``/proc``)."""
+    if not _O_PATH or not text.startswith("/"):
+        return None
+    try:
+        fd = os.open(text, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") == text:
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
 class PlainFolders:
@@ -229,18 +238,13 @@ class PlainFolders:
                     return True
             except OSError:
                 pass
-        if realpath(text) != text:
-            return False
-        self._hold(text)
+        fd = _open_plain(text)
+        if fd is None:  # not plain, or no way to tell cheaply: os.path.realpath decides
+            return os.path.realpath(text) == text
+        self._hold(text, fd)
         return True
 
-    def _hold(self, text: str) -> None:
-        if not _O_PATH or not text.startswith("/"):
-            return
-        try:
-            fd = os.open(text, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            return
+    def _hold(self, text: str, fd: int) -> None:
         with self._lock:
             if self._closed:
                 os.close(fd)
@@ -267,14 +271,15 @@ def check_plain_folder(folder: Path, folders: Optional[PlainFolders] = None) -> 
         raise UnsafePathError(f"{folder} is now reached through a symlink; not written")
 
 
+#: a temp file is opened for writing, created if missing, never through a symlink planted at its name
+_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 def open_temp(path: Path, *, truncate: bool = False, folders: Optional[PlainFolders] = None) -> int:
     """Open (creating) a temp file for writing without following a symlink planted at its name, in a folder that
     is still a plain folder (:func:`check_plain_folder`)."""
     check_plain_folder(path.parent, folders)
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    if truncate:
-        flags |= os.O_TRUNC
-    return os.open(path, flags, 0o644)
+    return os.open(path, _TEMP_FLAGS | (os.O_TRUNC if truncate else 0), 0o644)
 
 
 def open_temp_sized(path: Path, *, truncate: bool = False,
@@ -282,12 +287,11 @@ def open_temp_sized(path: Path, *, truncate: bool = False,
     """:func:`open_temp`, and the bytes the file already holds: 0 without asking when this call created it (a fresh
     name, the usual case: one system call fewer per file), else its size (an earlier try's or run's partial)."""
     check_plain_folder(path.parent, folders)
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        return os.open(path, flags | os.O_EXCL, 0o644), 0  # O_EXCL: never through a symlink either
+        return os.open(path, _TEMP_FLAGS | os.O_EXCL, 0o644), 0  # O_EXCL: never through a symlink either
     except FileExistsError:
         pass
-    fd = os.open(path, flags | (os.O_TRUNC if truncate else 0), 0o644)
+    fd = os.open(path, _TEMP_FLAGS | (os.O_TRUNC if truncate else 0), 0o644)
     try:
         return fd, os.fstat(fd).st_size
     except BaseException:
