@@ -572,11 +572,14 @@ class _Run:
             keep = set(self.failed_partials)
         path_filter = self.options.path_filter
         rel_of = {folder: rel_dir for rel_dir, folder in self.walker.listed.items()}
+        seen: Set[str] = set()
         for row in self.index.iter_rows(self.root_id):  # folders the remote dropped: no run resumes there either
             rel_dir = row.local_path.rpartition("/")[0]
+            if rel_dir in seen:  # one decision per folder, not per row
+                continue
+            seen.add(rel_dir)
             folder = self.target.root / rel_dir
-            if folder not in rel_of and rel_dir not in self.walker.unvisited and not is_under_any(
-                    row.local_path, self.walker.unvisited):
+            if folder not in rel_of and not is_under_any(row.local_path, self.walker.unvisited):  # (rel_dir too)
                 rel_of[folder] = rel_dir
 
         def spare(folder: Path, name: Optional[str]) -> bool:
