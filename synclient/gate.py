@@ -138,9 +138,7 @@ class ThrottlePolicy:
         self._budget_measured = False            # the budget is what the last refusal measured
         self._shared_noted = False               # "another client shares the window" was said once
         self._cool_until = -math.inf
-        # counters
-        self.throttled = 0
-        self.peak_in_flight = 0
+        self.throttled = 0  # 429s answered, all kinds
 
     # -- decisions ----------------------------------------------------------------------------------------------
 
@@ -170,7 +168,6 @@ class ThrottlePolicy:
 
     def on_start(self, now: float, *, waited: float = 0.0) -> Ticket:
         self.in_flight += 1
-        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         self._starts.append(now)
         return Ticket(now, waited)
 
@@ -306,10 +303,6 @@ class AdaptiveGate:
     @property
     def throttled(self) -> int:
         return self._policy.throttled
-
-    @property
-    def peak_in_flight(self) -> int:
-        return self._policy.peak_in_flight
 
     def raise_ceiling(self, max_limit: int) -> None:
         """Another caller with more threads shares this gate; a ceiling the server stated stays."""

@@ -18,7 +18,7 @@ from typing import Callable, Deque, List, Optional, Tuple
 
 import pytest
 
-from synclient.gate import Throttle, ThrottlePolicy
+from synclient.gate import Throttle, ThrottleKind, ThrottlePolicy
 
 HOUR = 3600.0
 
@@ -169,7 +169,7 @@ def _client_wait(throttle: Throttle, rng: random.Random) -> float:
     """What ``Platform`` waits before the next try of a refused call (see ``Platform._wait``)."""
     if throttle.retry_after is not None:
         return throttle.retry_after
-    if throttle.kind.value == "frequency":
+    if throttle.kind is ThrottleKind.FREQUENCY:
         return 0.0
     return 0.1 + rng.uniform(0.0, 0.1)
 
