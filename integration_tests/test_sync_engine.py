@@ -281,14 +281,20 @@ class RecordingObserver:
         self.lock = threading.Lock()
         self.planned = self.bytes = 0
         self.finished = []
+        self.files = {}  # path -> its PlannedFile
+        self.bytes_of = {}  # path -> bytes counted for it
 
-    def file_planned(self, *, size):
+    def file_planned(self, file):
         with self.lock:
             self.planned += 1
+            assert file.path not in self.files  # one PlannedFile per fetched file
+            self.files[file.path] = file
 
-    def bytes_transferred(self, count):
+    def bytes_transferred(self, file, count):
         with self.lock:
+            assert self.files[file.path] is file  # the very object its plan announced
             self.bytes += count
+            self.bytes_of[file.path] = self.bytes_of.get(file.path, 0) + count
 
     def file_finished(self, result):
         with self.lock:
@@ -315,6 +321,11 @@ def test_secrets_stay_out_of_logs_reprs_and_reports_and_pool_never_overflows(emu
                if r.name.startswith("urllib3"))
     assert len(observer.finished) == tree.file_count == observer.planned
     assert observer.bytes >= sum(r.size for r in results)
+    # every byte is counted for its own file (retried bytes count again, so at least the file's size)
+    for result in results:
+        planned = observer.files[result.path]
+        assert (planned.entity_id, planned.version, planned.size) == (result.entity_id, result.version, result.size)
+        assert observer.bytes_of.get(result.path, 0) >= result.size
 
 
 def test_library_progress_stays_quiet_when_nobody_watches(emu, tmp_path, capfd):

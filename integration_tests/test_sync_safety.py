@@ -334,10 +334,10 @@ def test_a_token_that_turns_invalid_mid_run_stops_the_run_once(emulator, tmp_pat
     platform = platform_for(emulator)
 
     class RevokeAfterFirstFile:
-        def file_planned(self, *, size):
+        def file_planned(self, file):
             pass
 
-        def bytes_transferred(self, count):
+        def bytes_transferred(self, file, count):
             pass
 
         def file_finished(self, result):
@@ -529,11 +529,11 @@ def test_a_folder_swapped_for_a_symlink_after_planning_is_not_written_through(em
     elsewhere.mkdir()
 
     class SwapOnPlan:
-        def file_planned(self, *, size):
+        def file_planned(self, file):
             os.rename(target / "d", tmp_path / "moved")
             os.symlink(elsewhere, target / "d")
 
-        def bytes_transferred(self, count):
+        def bytes_transferred(self, file, count):
             pass
 
         def file_finished(self, result):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
-from synclient import __version__
+from synclient._version import __version__
 from synclient.client import Platform
 from synclient.config import (KeyringUnavailableError, ResolvedToken, clean_token, delete_token, endpoint_source,
                               find_token, resolve_endpoints, resolve_profile, store_token)
@@ -32,7 +32,7 @@ from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigErro
 from synclient.models import EntityHeader, EntityType, parse_entity_id
 from synclient.progress import progress_observer
 from synclient.sync.index import SyncLockedError
-from synclient.sync.results import FileResult, SyncReport, SyncResults
+from synclient.results import FileResult, SyncReport, SyncResults
 from synclient.transfer.config import TransferConfig
 
 log = logging.getLogger("synclient.cli")

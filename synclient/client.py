@@ -29,7 +29,7 @@ import requests
 import tenacity
 from requests.adapters import HTTPAdapter
 
-from synclient import __version__
+from synclient._version import __version__
 from synclient.config import Endpoints, resolve_endpoints, resolve_token
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError,
                               EndpointError, MalformedAnswerError, NotFoundError, PlatformError, ServerError,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from synclient.errors import ConfigError
+from synclient.errors import ConfigError, KeyringUnavailableError
 
 PRODUCTION_REPO = "https://repo-prod.prod.sagebase.org/repo/v1"
 PRODUCTION_FILE = "https://repo-prod.prod.sagebase.org/file/v1"
@@ -144,20 +144,6 @@ def resolve_token(token: Optional[str] = None, *, profile: Optional[str] = None)
 
 
 # -- keyring: where 'synclient login' keeps the token ---------------------------------------------------------
-
-NO_KEYRING_HELP = (
-    "no keyring backend is available on this machine (common on headless Linux and in containers), so the "
-    "token cannot be stored there. Instead either set SYNCLIENT_AUTH_TOKEN=<token> in your environment, or "
-    "put 'authtoken = <token>' under [authentication] in ~/.synapseConfig (and chmod 600 it), or install a "
-    "keyring backend (for example: pip install keyrings.alt) and run 'synclient login' again")
-
-
-class KeyringUnavailableError(ConfigError):
-    """No usable keyring backend: the message explains the alternatives."""
-
-    def __init__(self, detail: str = "") -> None:
-        super().__init__(NO_KEYRING_HELP + (f" [{detail}]" if detail else ""))
-
 
 def _usable_keyring():
     """The active keyring backend, or raise :class:`KeyringUnavailableError` when it cannot store anything."""

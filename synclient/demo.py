@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from synclient.client import Platform
 from synclient.events import SyncObserver
-from synclient.sync.results import SyncResults
+from synclient.results import SyncResults
 from synclient.sync.runner import sync_from_platform
 
 MiB = 1024 * 1024

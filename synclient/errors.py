@@ -1,23 +1,71 @@
-"""One exception hierarchy for the whole package, rooted at :class:`SynclientError`.
+"""One exception hierarchy for the whole package, rooted at :class:`SynclientError`, every class in this module.
 
 Errors also inherit Python's own categories where one fits (``FileNotFoundError``,
 ``PermissionError``, ``ValueError``, ``OSError``), so callers can catch them naturally.
+
+Each error says what it means for the work in hand (:class:`ErrorNature`, rclone's Retry / NoRetry / Fatal):
+*retryable* (another try of the same call or transfer may succeed), *per-file* (this file or folder fails, the run
+goes on) or *fatal* (every remaining file would meet it too: the run stops). Retry loops and the runner read
+:attr:`SynclientError.retryable` and :attr:`SynclientError.nature` instead of deciding again at each call site.
 """
 from __future__ import annotations
 
+import enum
 import errno
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar, List, Optional, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
-    from synclient.sync.results import FileResult
+    from synclient.results import FileResult
+
+
+class ErrorNature(enum.Enum):
+    RETRYABLE = "retryable"  # another try may succeed: tried again, a bounded number of times
+    PER_FILE = "per-file"    # this file (or folder) fails; the rest of the run goes on
+    FATAL = "fatal"          # every remaining file would meet it too: the run stops
 
 
 class SynclientError(Exception):
     """Root of every error synclient raises on purpose."""
 
+    nature: ClassVar[ErrorNature] = ErrorNature.PER_FILE
+    #: set on a retryable error that its own layer already tried again until its tries ran out (the platform's
+    #: retries of a REST call): an outer loop must not multiply those tries
+    retries_spent: bool = False
+
+    @property
+    def retryable(self) -> bool:
+        """Worth another try here: retryable by nature, and no inner layer already spent the tries."""
+        return self.nature is ErrorNature.RETRYABLE and not self.retries_spent
+
+    def spent(self) -> "SynclientError":
+        """Mark this error as raised after its retries ran out (see :attr:`retries_spent`); returns it."""
+        self.retries_spent = True
+        return self
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """The one retry predicate: a synclient error that is :attr:`~SynclientError.retryable`."""
+    return isinstance(exc, SynclientError) and exc.retryable
+
 
 class ConfigError(SynclientError, ValueError):
     """Bad configuration or arguments (endpoint, token source, option values)."""
+
+    nature = ErrorNature.FATAL
+
+
+NO_KEYRING_HELP = (
+    "no keyring backend is available on this machine (common on headless Linux and in containers), so the "
+    "token cannot be stored there. Instead either set SYNCLIENT_AUTH_TOKEN=<token> in your environment, or "
+    "put 'authtoken = <token>' under [authentication] in ~/.synapseConfig (and chmod 600 it), or install a "
+    "keyring backend (for example: pip install keyrings.alt) and run 'synclient login' again")
+
+
+class KeyringUnavailableError(ConfigError):
+    """No usable keyring backend: the message explains the alternatives."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(NO_KEYRING_HELP + (f" [{detail}]" if detail else ""))
 
 
 class EndpointError(ConfigError):
@@ -42,7 +90,9 @@ class PlatformError(SynclientError):
 
 
 class AuthenticationError(PlatformError, PermissionError):
-    """401: the token is missing, unknown or expired."""
+    """401: the token is missing, unknown or expired (every other call would be refused too)."""
+
+    nature = ErrorNature.FATAL
 
 
 class AccessDeniedError(PlatformError, PermissionError):
@@ -54,11 +104,15 @@ class NotFoundError(PlatformError, FileNotFoundError):
 
 
 class ThrottledError(PlatformError):
-    """429 after every retry: the server kept asking us to slow down."""
+    """429: the server asks us to slow down (raised to the caller after every retry)."""
+
+    nature = ErrorNature.RETRYABLE
 
 
 class ServerError(PlatformError):
-    """5xx after every retry, or a connection that kept failing."""
+    """5xx, or a connection that failed (raised to the caller after every retry)."""
+
+    nature = ErrorNature.RETRYABLE
 
 
 class MalformedAnswerError(ServerError):
@@ -68,6 +122,15 @@ class MalformedAnswerError(ServerError):
 class CallCancelledError(SynclientError):
     """A REST call stopped (instead of waiting to retry) because the run it belongs to was cancelled."""
 
+    nature = ErrorNature.FATAL
+
+
+class Cancelled(SynclientError):
+    """Raised inside a pool task when its run was cancelled (checked between chunks): the task stops, and what it
+    leaves (a partial file, a journal) is for the next run."""
+
+    nature = ErrorNature.FATAL
+
 
 class BadRequestError(PlatformError, ValueError):
     """Another 4xx: the request itself was refused (never retried)."""
@@ -76,13 +139,24 @@ class BadRequestError(PlatformError, ValueError):
 class TransferError(SynclientError):
     """A data-plane (storage GET) problem: cut body, bad status, stall, expired URL after refreshes."""
 
+    nature = ErrorNature.RETRYABLE
+
+
+class UrlRejectedError(TransferError):
+    """Storage answered 403 (an expired or refused pre-signed URL): refresh the URL and try again."""
+
 
 class RangeNotHonouredError(TransferError):
-    """The storage host ignored ``Range`` or answered with the wrong ``Content-Range``."""
+    """The storage host ignored ``Range`` or answered with the wrong ``Content-Range``: not tried again the same
+    way (the file falls back to one full GET)."""
+
+    nature = ErrorNature.PER_FILE
 
 
 class IntegrityError(SynclientError, ValueError):
-    """Downloaded bytes do not match the size or MD5 the platform recorded."""
+    """Downloaded bytes do not match the size or MD5 the platform recorded: fetched again (bounded)."""
+
+    nature = ErrorNature.RETRYABLE
 
 
 class UnsafePathError(SynclientError, ValueError):
@@ -91,10 +165,17 @@ class UnsafePathError(SynclientError, ValueError):
 
 _DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 _SQLITE_FULL = 13  # sqlite3.SQLITE_FULL: "database or disk is full"
+#: local errors every remaining file would meet too: no space, no quota, a read-only filesystem
+_FATAL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
 class LocalIOError(SynclientError, OSError):
-    """Writing to the local disk failed (disk full, read-only, path is a file, ...)."""
+    """Writing to the local disk failed (disk full, read-only, path is a file, ...). Fatal when the cause is the
+    whole disk's (full, over quota, read-only), per file otherwise."""
+
+    @property
+    def nature(self) -> ErrorNature:  # type: ignore[override]
+        return ErrorNature.FATAL if getattr(self, "errno", None) in _FATAL_ERRNOS else ErrorNature.PER_FILE
 
     @classmethod
     def from_exception(cls, action: str, exc: BaseException) -> "LocalIOError":
@@ -113,6 +194,14 @@ class LocalIOError(SynclientError, OSError):
 
 class TargetError(LocalIOError):
     """The target path cannot be used: it exists as a file, or is otherwise not a directory we can sync into."""
+
+    nature = ErrorNature.FATAL
+
+
+class SyncLockedError(SynclientError, BlockingIOError):
+    """Another sync is writing into the same target directory."""
+
+    nature = ErrorNature.FATAL
 
 
 class SyncError(SynclientError):
@@ -135,6 +224,8 @@ class SyncError(SynclientError):
 class PathConflictError(SynclientError):
     """A local file or folder is in the way of a remote entity, and the sync may not replace it: reported for that
     entity with its path (a folder where the remote has a file, a file where it has a folder, a symlink)."""
+
+    nature = ErrorNature.PER_FILE  # also for FileInTheWayError, whatever its errno says
 
 
 class FileInTheWayError(PathConflictError, LocalIOError):

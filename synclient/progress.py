@@ -18,12 +18,10 @@ import os
 import sys
 import threading
 import time
-from typing import IO, TYPE_CHECKING, Optional
+from typing import IO, Optional
 
-from synclient.events import SyncObserver
-
-if TYPE_CHECKING:  # pragma: no cover
-    from synclient.sync.results import FileResult
+from synclient.events import PlannedFile, SyncObserver
+from synclient.results import FileResult
 
 DISABLE_VARIABLE = "SYNCLIENT_DISABLE_PROGRESS"
 
@@ -88,18 +86,18 @@ class ProgressBar(SyncObserver):
                          file=stream if stream is not None else sys.stderr, dynamic_ncols=True, mininterval=0.2,
                          leave=True, postfix=self._counts.files_text())
 
-    def file_planned(self, *, size: int) -> None:
+    def file_planned(self, file: PlannedFile) -> None:
         with self._lock:
             self._counts.files_planned += 1
-            self._counts.bytes_planned += size
+            self._counts.bytes_planned += file.size
             self._bar.total = self._counts.bytes_planned
 
-    def bytes_transferred(self, count: int) -> None:
+    def bytes_transferred(self, file: PlannedFile, count: int) -> None:
         with self._lock:
             self._counts.bytes_done += count
             self._bar.update(count)
 
-    def file_finished(self, result: "FileResult") -> None:
+    def file_finished(self, result: FileResult) -> None:
         with self._lock:
             self._counts.files_finished += 1
             self._counts.files_failed += not result.ok
@@ -124,18 +122,18 @@ class ProgressLines(SyncObserver):
         self._last_line = self._started
         self._wrote_any = False
 
-    def file_planned(self, *, size: int) -> None:
+    def file_planned(self, file: PlannedFile) -> None:
         with self._lock:
             self._counts.files_planned += 1
-            self._counts.bytes_planned += size
+            self._counts.bytes_planned += file.size
 
-    def bytes_transferred(self, count: int) -> None:
+    def bytes_transferred(self, file: PlannedFile, count: int) -> None:
         with self._lock:
             self._counts.bytes_done += count
             line = self._line_if_due()
         self._write(line)
 
-    def file_finished(self, result: "FileResult") -> None:
+    def file_finished(self, result: FileResult) -> None:
         with self._lock:
             self._counts.files_finished += 1
             self._counts.files_failed += not result.ok

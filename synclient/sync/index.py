@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from synclient.errors import LocalIOError, SynclientError
+from synclient.errors import LocalIOError, SyncLockedError
 
 META_DIR = ".synclient"
 INDEX_FILE = "index.sqlite"
@@ -55,10 +55,6 @@ CREATE TABLE IF NOT EXISTS manifests (folder TEXT PRIMARY KEY);  -- where the la
 -- keep.both copies (their bytes are not at their remote path): found by where they are
 CREATE INDEX IF NOT EXISTS files_copies ON files (local_path) WHERE local_path != rel_path;
 """
-
-
-class SyncLockedError(SynclientError, BlockingIOError):
-    """Another sync is writing into the same target directory."""
 
 
 @dataclass(frozen=True)

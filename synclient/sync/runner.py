@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 from synclient.client import Platform
-from synclient.errors import (AuthenticationError, ConfigError, LocalIOError, NotFoundError, PathConflictError,
+from synclient.errors import (ConfigError, ErrorNature, LocalIOError, NotFoundError, PathConflictError,
                               PlatformError, SyncError, SynclientError)
 from synclient.events import ObserverGroup, SyncObserver
 from synclient.models import EntityHeader, EntityType, FileHandle, parse_entity_id  # noqa: F401 (re-exported)
@@ -32,7 +32,7 @@ from synclient.sync.manifest import (MANIFEST_FILENAME, ManifestMode, ManifestRo
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.plan import PlanEntry, SyncPlan
 from synclient.sync.planner import Action, Collision, Decision, collide, copy_name, decide, is_up_to_date
-from synclient.sync.results import FileResult, SyncReport, SyncResults, SyncStatus
+from synclient.results import FileResult, SyncReport, SyncResults, SyncStatus
 from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
@@ -73,21 +73,17 @@ class _FileContext:
     displaced: Optional[IndexRow] = None  # another file's copy this file replaces: that row goes once this is in
 
 
-_FATAL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
-
-
 def is_fatal(error: Optional[SynclientError], target_root: Path) -> bool:
-    """Errors that every remaining file would meet too: the token turned invalid, the disk is full or read-only,
-    the target is no longer writable. One of them cancels the run instead of failing files one at a time."""
-    if isinstance(error, AuthenticationError):
+    """Errors that every remaining file would meet too (:attr:`ErrorNature.FATAL`: the token turned invalid, the
+    disk is full or read-only, ...), and a permission error once the target itself is no longer writable. One of
+    them cancels the run instead of failing files one at a time."""
+    if error is None:
+        return False
+    if error.nature is ErrorNature.FATAL:
         return True
-    if isinstance(error, LocalIOError) and not isinstance(error, PathConflictError):
-        code = getattr(error, "errno", None)
-        if code in _FATAL_ERRNOS:
-            return True
-        if code in (errno.EACCES, errno.EPERM) and not os.access(target_root, os.W_OK | os.X_OK):
-            return True
-    return False
+    return (isinstance(error, LocalIOError) and not isinstance(error, PathConflictError)
+            and getattr(error, "errno", None) in (errno.EACCES, errno.EPERM)
+            and not os.access(target_root, os.W_OK | os.X_OK))
 
 
 class _Run:
@@ -251,7 +247,7 @@ class _Run:
             return
         job = FileJob(entity_id=header.id, version=version, handle=handle, destination=decision.destination,
                       tag=context)
-        self.observer.file_planned(size=job.size)
+        self.observer.file_planned(job.planned)
         self.broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
 
     def _decide(self, destination: Path, rel_path: str, handle: FileHandle, row: Optional[IndexRow],

@@ -20,16 +20,16 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Set
 
 import tenacity
 
-from synclient.errors import (IntegrityError, LocalIOError, RangeNotHonouredError, SynclientError,
+from synclient.errors import (Cancelled, IntegrityError, LocalIOError, RangeNotHonouredError, SynclientError,
                               TransferError)
-from synclient.events import SyncObserver
+from synclient.events import PlannedFile, SyncObserver
 from synclient.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.direct import DirectFile, aligned_buffer, open_direct, pwrite_all
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range
 from synclient.transfer.partial import (JournalHeader, PlainFolders, ResumeJournal, check_plain_folder, journal_path,
                                         open_temp, open_temp_sized, preallocate, temp_path)
-from synclient.transfer.pool import Cancelled, Priority, TaskPool
+from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
 log = logging.getLogger("synclient.transfer")
@@ -53,6 +53,10 @@ class FileJob:
     rejected_url: Optional[SignedUrl] = field(default=None, repr=False)
     tag: Any = field(default=None, repr=False, compare=False)  # the orchestrator's own context for this file
     verify_retries: int = field(default=0, repr=False, compare=False)  # whole-file refetches after a bad MD5
+    planned: PlannedFile = field(init=False, repr=False, compare=False)  # what observers are told of it
+
+    def __post_init__(self) -> None:
+        self.planned = PlannedFile(self.entity_id, self.version, self.destination, self.handle.content_size or 0)
 
     @property
     def request(self) -> FileHandleRequest:
@@ -337,7 +341,7 @@ class Downloader:
             def sink(offset: int, data: memoryview) -> None:
                 pwrite_all(fd, data, offset)
                 md5.update(data)
-                self._observer.bytes_transferred(len(data))
+                self._observer.bytes_transferred(job.planned, len(data))
 
             if have < size:
                 try:
@@ -431,7 +435,7 @@ class Downloader:
             file.write(data, offset)
             state.written[index] = offset + len(data)
             state.hasher.advance(index, offset + len(data))
-            self._observer.bytes_transferred(len(data))
+            self._observer.bytes_transferred(state.job.planned, len(data))
 
         try:
             self._fetch(state.job, ByteRange(written, part.end, part.total), sink)

@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 import urllib3
 
-from synclient import __version__
-from synclient.errors import IntegrityError, RangeNotHonouredError, TransferError
+from synclient._version import __version__
+from synclient.errors import (Cancelled, IntegrityError, RangeNotHonouredError, TransferError,
+                              UrlRejectedError)  # noqa: F401 (UrlRejectedError re-exported)
 from synclient.transfer.direct import aligned_buffer
-from synclient.transfer.pool import Cancelled
 from synclient.transfer.urls import SignedUrl, redact_url
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
@@ -38,10 +38,6 @@ def _receive_buffer(size: int) -> memoryview:
         buffer = aligned_buffer(size)  # page-aligned, so large-file writes can bypass the page cache (direct.py)
         _buffers.view = buffer
     return buffer
-
-
-class UrlRejectedError(TransferError):
-    """Storage answered 403 (an expired or refused pre-signed URL): refresh the URL and try again."""
 
 
 class DataClient:

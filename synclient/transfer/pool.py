@@ -18,6 +18,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Deque, Dict, List, Optional
 
+from synclient.errors import Cancelled
+
 log = logging.getLogger("synclient.transfer")
 
 
@@ -32,10 +34,6 @@ class Priority(enum.IntEnum):
 
 
 CONTROL_PLANE = frozenset({Priority.URL_BATCH, Priority.BUNDLE, Priority.LISTING})
-
-
-class Cancelled(Exception):
-    """Raised inside a task when the run was cancelled (checked per chunk)."""
 
 
 class TaskPool:

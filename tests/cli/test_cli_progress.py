@@ -6,7 +6,8 @@ import threading
 from pathlib import Path
 
 from synclient import progress
-from synclient.sync.results import FileResult, SyncStatus
+from synclient.events import PlannedFile
+from synclient.sync.results import FileResult, SyncStatus  # the old import path keeps working
 
 
 class FakeTty(io.StringIO):
@@ -16,6 +17,10 @@ class FakeTty(io.StringIO):
 
 def _result(status=SyncStatus.DOWNLOADED):
     return FileResult("syn1", 1, Path("x"), 10, None, status)
+
+
+def _planned(size):
+    return PlannedFile("syn1", 1, Path("x"), size)
 
 
 def test_mode_choice(monkeypatch):
@@ -35,9 +40,9 @@ def test_bar_counts_bytes_and_files_from_many_threads(monkeypatch):
 
     def work():
         for _ in range(100):
-            bar.file_planned(size=1000)
+            bar.file_planned(_planned(1000))
             for _ in range(10):
-                bar.bytes_transferred(100)
+                bar.bytes_transferred(_planned(1000), 100)
             bar.file_finished(_result())
 
     threads = [threading.Thread(target=work) for _ in range(8)]
@@ -54,15 +59,15 @@ def test_bar_counts_bytes_and_files_from_many_threads(monkeypatch):
 def test_lines_are_periodic_and_plain():
     stream = io.StringIO()
     lines = progress.ProgressLines(stream=stream, interval=0.0)
-    lines.file_planned(size=10)
-    lines.bytes_transferred(10)
+    lines.file_planned(_planned(10))
+    lines.bytes_transferred(_planned(10), 10)
     lines.file_finished(_result())
     lines.close()
     text = stream.getvalue()
     assert "\r" not in text and "1 files done" in text
     quiet = io.StringIO()
     rare = progress.ProgressLines(stream=quiet, interval=3600)
-    rare.bytes_transferred(10)
+    rare.bytes_transferred(_planned(10), 10)
     rare.file_finished(_result())
     rare.close()
     assert quiet.getvalue() == ""  # a short run prints nothing: the summary says it all

@@ -1,0 +1,130 @@
+"""What a sync returns: one :class:`FileResult` per file and a :class:`SyncReport` of the whole run.
+
+The lowest module of the package (it imports nothing of synclient): errors, events, progress and the CLI all speak
+of these outcome types, and none of them sits above the sync engine.
+"""
+from __future__ import annotations
+
+import enum
+import threading
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+
+class SyncStatus(enum.Enum):
+    DOWNLOADED = "downloaded"
+    SKIPPED = "skipped"
+    DELETED = "deleted"
+    FAILED = "failed"
+
+
+class FileResult:
+    """The outcome of one file: entity id, version, local path, size, MD5, status, error (a
+    :class:`~synclient.errors.SynclientError` when it failed), planner action.
+
+    A slotted, read-only class rather than a dataclass: a sync of a million files returns a million of these, so
+    the path is kept as a string and turned into a ``Path`` when asked for.
+    """
+
+    __slots__ = ("entity_id", "version", "_path", "size", "md5", "status", "error", "action")
+
+    def __init__(self, entity_id: str, version: Optional[int], path: Optional[Path], size: Optional[int],
+                 md5: Optional[str], status: SyncStatus, error: Optional[Exception] = None,
+                 action: Optional[str] = None) -> None:
+        set_ = object.__setattr__
+        set_(self, "entity_id", entity_id)
+        set_(self, "version", version)
+        set_(self, "_path", str(path) if path is not None else None)
+        set_(self, "size", size)
+        set_(self, "md5", md5)
+        set_(self, "status", status)
+        set_(self, "error", error)
+        set_(self, "action", action)  # the planner's Action value: download, skip, adopt, keep-both, ...
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("FileResult is read-only")
+
+    @property
+    def path(self) -> Optional[Path]:
+        return Path(self._path) if self._path is not None else None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not SyncStatus.FAILED
+
+    def _key(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FileResult) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key()[:3])
+
+    def __repr__(self) -> str:
+        fields_text = ", ".join(f"{name.lstrip('_')}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"FileResult({fields_text})"
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"entity_id": self.entity_id, "version": self.version, "path": self._path, "size": self.size,
+                "md5": self.md5, "status": self.status.value, "action": self.action,
+                "error": str(self.error) if self.error else None}
+
+
+@dataclass
+class SyncReport:
+    """Totals of one run, for the summary line and ``--json``."""
+
+    downloaded: int = 0
+    skipped: int = 0
+    deleted: int = 0
+    failed: int = 0
+    bytes_downloaded: int = 0
+    wall_seconds: float = 0.0
+    rest_calls: int = 0
+    retries: int = 0
+    throttled: int = 0
+    manifest_errors: List[str] = field(default_factory=list)  # one line per folder whose manifest failed
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def record(self, result: FileResult) -> None:
+        with self._lock:
+            if result.status is SyncStatus.DOWNLOADED:
+                self.downloaded += 1
+                self.bytes_downloaded += result.size or 0
+            elif result.status is SyncStatus.SKIPPED:
+                self.skipped += 1
+            elif result.status is SyncStatus.DELETED:
+                self.deleted += 1
+            else:
+                self.failed += 1
+
+    @property
+    def mb_per_second(self) -> float:
+        return self.bytes_downloaded / 1e6 / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+    def to_json(self) -> Dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+        data["mb_per_second"] = round(self.mb_per_second, 2)
+        return data
+
+    def summary(self) -> str:
+        deleted = f"{self.deleted} deleted, " if self.deleted else ""
+        manifests = f", {len(self.manifest_errors)} manifests not written" if self.manifest_errors else ""
+        return (f"{self.downloaded} downloaded, {self.skipped} skipped, {deleted}{self.failed} failed{manifests}; "
+                f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
+                f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
+                f"{self.throttled} throttled")
+
+
+class SyncResults(List[FileResult]):
+    """The list of per-file results, with the run's :class:`SyncReport` as ``.report``."""
+
+    def __init__(self, results: List[FileResult], report: SyncReport) -> None:
+        super().__init__(results)
+        self.report = report
+
+    @property
+    def failures(self) -> List[FileResult]:
+        return [r for r in self if r.status is SyncStatus.FAILED]
