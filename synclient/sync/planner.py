@@ -22,7 +22,6 @@ the way), else applies ``if_collision`` to it, where ``overwrite.local`` becomes
 from __future__ import annotations
 
 import enum
-import hashlib
 import os
 import stat
 from dataclasses import dataclass
@@ -32,8 +31,7 @@ from typing import AbstractSet, Optional
 from synclient.choices import Choice
 from synclient.models import EntityHeader, FileHandle
 from synclient.sync.index import IndexRow
-
-_READ = 4 * 1024 * 1024
+from synclient.transfer.hashing import file_md5
 
 
 class Action(enum.Enum):
@@ -61,14 +59,6 @@ class Collision(Choice):
 class Decision:
     action: Action
     destination: Path  # where the bytes go (or already are)
-
-
-def file_md5(path: Path) -> str:
-    md5 = hashlib.md5()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(_READ), b""):
-            md5.update(block)
-    return md5.hexdigest()
 
 
 def is_up_to_date(row: Optional[IndexRow], header: EntityHeader, target_root: Path) -> bool:

@@ -17,7 +17,8 @@ from synclient.sync.index import IndexRow
 from synclient.sync.paths import NAME_MAX_BYTES, TargetDirectory
 from synclient.sync.planner import Action, Collision, decide
 from synclient.transfer.direct import DirectFile
-from synclient.transfer.download import PrefixHasher, plan_parts
+from synclient.transfer.download import plan_parts
+from synclient.transfer.hashing import PrefixHasher
 
 _ROOT = Path(tempfile.mkdtemp(prefix="synclient-prop-"))
 _TARGET = TargetDirectory(_ROOT / "t")

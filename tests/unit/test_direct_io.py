@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 from synclient.errors import LocalIOError
 from synclient.transfer.direct import ALIGN, DirectFile, aligned_buffer, filesystem_type, open_direct
-from synclient.transfer.download import PrefixHasher, hash_file_range, hash_with_read_ahead, plan_parts
+from synclient.transfer.download import plan_parts
+from synclient.transfer.hashing import PrefixHasher, hash_file_range, hash_with_read_ahead
 
 def _direct_file(path: Path, size: int) -> DirectFile:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

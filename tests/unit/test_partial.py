@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from synclient.transfer.direct import DirectFile
-from synclient.transfer.download import PrefixHasher, plan_parts
+from synclient.transfer.download import plan_parts
+from synclient.transfer.hashing import PrefixHasher
 from synclient.transfer.partial import (JournalHeader, LeftoverPartials, PlainFolders, ResumeJournal, journal_path,
                                         open_temp_sized, realpath, temp_path)
 
