@@ -1,11 +1,13 @@
 """The control plane: ``Platform``, a typed REST client for the Synapse API.
 
 Every call goes through the :class:`~synclient.gate.AdaptiveGate` of its platform user (shared by every thread and
-every ``Platform`` of that user in the process; it knows the platform's concurrency and per-window limits), is
-retried by tenacity on 5xx/connection trouble with exponential backoff + jitter (honouring ``Retry-After``) and on
-429 when the gate lets it (a 429 is not a failure: it does not use up tries), and fails with a typed
-error from :mod:`synclient.errors` carrying the status and the server's ``reason``. The token only ever goes to
-the platform's own endpoints: redirects are not followed here, and the data plane uses its own session.
+every ``Platform`` of that user in the process; it knows the platform's concurrency and per-window limits), and
+fails with a typed error from :mod:`synclient.errors` carrying the status and the server's ``reason``. The error's
+nature decides the retry: a retryable one (a passing 5xx, a failed connection, a cut answer, a 429) is tried again
+by tenacity with exponential backoff + jitter (honouring ``Retry-After``; a 429 is paced by the gate and does not
+use up tries), and raised marked :meth:`~synclient.errors.SynclientError.spent` once the tries ran out. The token
+only ever goes to the platform's own endpoints: redirects are not followed here, and the data plane uses its own
+session.
 
 An endpoint that has never given a well-formed answer gets a few short, logged tries before an
 :class:`~synclient.errors.EndpointError` names it (a wrong endpoint fails in seconds, not minutes); a cancelled run
@@ -32,15 +34,18 @@ from requests.adapters import HTTPAdapter
 from synclient._version import __version__
 from synclient.config import Endpoints, resolve_endpoints, resolve_token
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError,
-                              EndpointError, MalformedAnswerError, NotFoundError, PlatformError, ServerError,
-                              SynclientError, ThrottledError)
+                              EndpointError, ErrorNature, MalformedAnswerError, NotFoundError, PlatformError,
+                              ServerError, SynclientError, ThrottledError)
 from synclient.gate import AdaptiveGate, Throttle, ThrottleKind, shared_gate
 from synclient.models import (ChildrenPage, Entity, EntityHeader, EntityType, FileBundle, FileHandleRequest,
                               PresignedUrlAnswer, user_profile_from_wire, wire_object)
 
 log = logging.getLogger("synclient.client")
 
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+#: the 5xx statuses of a passing trouble (a failing, overloaded or restarting server, a gateway that lost it): the
+#: rest (501 Not Implemented, 505 HTTP Version Not Supported, ...) say the request will fail however often it is
+#: sent, so their ServerError is not tried again (:func:`_error_for`)
+TRANSIENT_SERVER_STATUS = frozenset({500, 502, 503, 504})
 URL_BATCH_MAX = 100  # the server's limit on requestedFiles per /fileHandle/batch
 USER_AGENT = f"synclient/{__version__}"
 T = TypeVar("T")
@@ -260,7 +265,7 @@ class Platform:
                 tries = f"{call.attempts} tries" if call.attempts > 1 else "1 try"
                 raise EndpointError(f"{failure.endpoint_problem}; gave up after {tries} of {route}",
                                     endpoint=base) from None
-            raise failure.error from None
+            raise failure.error.spent() from None  # its tries are used up: an outer loop must not multiply them
 
     def _policy(self) -> RetryPolicy:
         return self.retry if self._endpoint_proven else self.retry.first_contact()
@@ -352,8 +357,8 @@ class Platform:
 
     def _error_answer(self, call: "_Call", response: requests.Response, content: bytes, *,
                       throttle: Optional[Throttle]) -> Any:
-        """Raise the typed error of a 4xx/5xx (``throttle``: what a 429 said); an answer that is not Synapse's JSON
-        error marks a wrong endpoint."""
+        """Raise the typed error of a 4xx/5xx (``throttle``: what a 429 said), tried again when it is retryable; an
+        answer that is not Synapse's JSON error marks a wrong endpoint."""
         status = response.status_code
         error = _error_for(status, _reason(content), method=call.method, route=call.route, url=call.url)
         problem = None
@@ -362,9 +367,9 @@ class Platform:
         elif not self._endpoint_proven:
             problem = (f"endpoint {call.base} is not a Synapse API: {call.route} answered HTTP {status} with "
                        f"{_content_kind(response)}, not the API's JSON error")
-            if status not in RETRYABLE_STATUS:
+            if not error.retryable:
                 raise EndpointError(problem, endpoint=call.base)
-        if status in RETRYABLE_STATUS:
+        if error.retryable:
             log.debug("%s -> %s, will retry", call.route, status)
             retry_after = throttle.retry_after if throttle is not None else _retry_after_seconds(response)
             paced = throttle is not None and throttle.kind is ThrottleKind.FREQUENCY and retry_after is None
@@ -490,12 +495,18 @@ def _content_kind(response: requests.Response) -> str:
 
 
 def _error_for(status: int, reason: Optional[str], *, method: str, route: str, url: str) -> PlatformError:
-    """``"POST /entity/{id}/bundle2: HTTP 403: <reason>"`` (``route`` already starts with the method)."""
+    """The typed error of an HTTP error status, ``"POST /entity/{id}/bundle2: HTTP 403: <reason>"`` (``route``
+    already starts with the method). Its nature decides whether the call is tried again (``error.retryable``)."""
     text = f"{route}: HTTP {status}" + (f": {reason}" if reason else "")
     kind = (AuthenticationError if status == 401 else AccessDeniedError if status == 403 else
             NotFoundError if status == 404 else ThrottledError if status == 429 else
             ServerError if status >= 500 else BadRequestError)
-    return kind(text, status=status, reason=reason, method=method, url=url)
+    error = kind(text, status=status, reason=reason, method=method, url=url)
+    if kind is ServerError and status not in TRANSIENT_SERVER_STATUS:
+        # a 5xx that will not change (501, 505, ...): fails its file, never tried again. Until errors.py has a
+        # ServerError subclass of nature PER_FILE for it, this one instance says so (its type stays ServerError)
+        error.nature = ErrorNature.PER_FILE  # type: ignore[misc]
+    return error
 
 
 def _redirect_error(call: _Call, response: requests.Response) -> EndpointError:

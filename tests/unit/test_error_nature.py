@@ -1,0 +1,100 @@
+"""The platform's retries read the errors' nature: a retryable error is tried again, and once its tries ran out it is
+raised marked spent (so an outer loop does not multiply them); any other error is raised at once."""
+import pytest
+import requests
+import responses
+
+from client_support import FAST, REPO, error
+from synclient.client import TRANSIENT_SERVER_STATUS
+from synclient.errors import (AccessDeniedError, BadRequestError, EndpointError, ErrorNature, MalformedAnswerError,
+                              NotFoundError, ServerError, ThrottledError, is_retryable)
+
+HEADER = {"id": "syn1", "name": "p", "type": "org.sagebionetworks.repo.model.Project"}
+FREQUENT = "Requests are too frequent. Allowed 600 requests every 60 seconds."
+
+
+def prove(platform):
+    """One well-formed answer: from now on the endpoint is known to be Synapse (the full retry policy applies)."""
+    responses.add(responses.GET, REPO + "/entity/syn1/type", json=HEADER)
+    platform.get_entity_header("syn1")
+    assert platform.endpoint_proven
+    responses.calls.reset()
+
+
+def _spent(exc) -> bool:
+    return exc.retries_spent and not exc.retryable and not is_retryable(exc)
+
+
+@responses.activate
+@pytest.mark.parametrize("status", sorted(TRANSIENT_SERVER_STATUS))
+def test_a_transient_5xx_is_tried_again_then_raised_spent(platform, status):
+    responses.add(responses.GET, REPO + "/userProfile", **error(status, "down"))
+    with pytest.raises(ServerError, match="down") as info:
+        platform.get_user_profile()
+    assert len(responses.calls) == FAST.max_attempts
+    assert info.value.nature is ErrorNature.RETRYABLE and _spent(info.value)
+
+
+@responses.activate
+@pytest.mark.parametrize("status", [501, 505, 507, 599])
+def test_a_5xx_that_will_not_change_is_a_server_error_raised_at_once_and_not_retryable(platform, status):
+    responses.add(responses.GET, REPO + "/userProfile", **error(status, "not implemented"))
+    with pytest.raises(ServerError) as info:
+        platform.get_user_profile()
+    assert len(responses.calls) == 1
+    assert type(info.value) is ServerError and info.value.status == status
+    assert info.value.nature is ErrorNature.PER_FILE and not info.value.retryable and not info.value.retries_spent
+    assert ServerError("another").nature is ErrorNature.RETRYABLE  # one instance's nature, not the class's
+
+
+@responses.activate
+def test_a_5xx_that_will_not_change_from_an_endpoint_never_proven_is_an_endpoint_error_at_once(platform):
+    responses.add(responses.GET, REPO + "/userProfile", status=501, body="<html>no</html>", content_type="text/html")
+    with pytest.raises(EndpointError, match="not a Synapse API"):
+        platform.get_user_profile()
+    assert len(responses.calls) == 1
+
+
+@responses.activate
+@pytest.mark.parametrize("status,kind", [(400, BadRequestError), (403, AccessDeniedError), (404, NotFoundError)])
+def test_an_error_that_is_not_retryable_is_raised_at_once_and_not_marked_spent(platform, status, kind):
+    responses.add(responses.GET, REPO + "/userProfile", **error(status, "no"))
+    with pytest.raises(kind) as info:
+        platform.get_user_profile()
+    assert len(responses.calls) == 1
+    assert not info.value.retryable and not info.value.retries_spent
+
+
+@responses.activate
+def test_a_failed_connection_is_raised_spent_once_the_tries_ran_out(platform):
+    prove(platform)
+    responses.add(responses.GET, REPO + "/userProfile", body=requests.ConnectionError("reset"))
+    with pytest.raises(ServerError, match="connection failed") as info:
+        platform.get_user_profile()
+    assert len(responses.calls) == FAST.max_attempts and _spent(info.value)
+
+
+@responses.activate
+def test_a_malformed_answer_is_raised_spent_once_the_tries_ran_out(platform):
+    prove(platform)
+    responses.add(responses.GET, REPO + "/userProfile", body='{"ownerId": "1", "userN')
+    with pytest.raises(MalformedAnswerError) as info:
+        platform.get_user_profile()
+    assert len(responses.calls) == FAST.max_attempts and _spent(info.value)
+
+
+@responses.activate
+def test_a_call_refused_past_the_throttle_cap_is_raised_spent(platform, monkeypatch):
+    monkeypatch.setattr("synclient.client.MAX_THROTTLED_ATTEMPTS", 3)
+    responses.add(responses.GET, REPO + "/userProfile", **error(429, FREQUENT))
+    with pytest.raises(ThrottledError) as info:
+        platform.get_user_profile()
+    assert len(responses.calls) == 3 and _spent(info.value)
+
+
+@responses.activate
+def test_a_retryable_error_that_recovers_raises_nothing(platform):
+    responses.add(responses.GET, REPO + "/userProfile", **error(503, "down"))
+    responses.add(responses.GET, REPO + "/userProfile", json={"ownerId": "1"})
+    assert platform.get_user_profile() == {"ownerId": "1"}
+    assert len(responses.calls) == 2
