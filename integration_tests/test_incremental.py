@@ -14,7 +14,7 @@ import pytest
 from synclient import Platform, SyncStatus, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.sync.index import SyncLockedError
-from synclient.sync.plan import SyncPlan
+from synclient.sync.dry_run import SyncPlan
 from synctrees import EmulatorProcess, MANIFEST, Tree, assert_tree_matches, local_tree
 
 

@@ -13,7 +13,7 @@ import pytest
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.errors import AuthenticationError, ConfigError, NotFoundError, PathConflictError, SyncError
 from synclient.sync.index import LocalIndex
-from synclient.sync.plan import SyncPlan
+from synclient.sync.dry_run import SyncPlan
 from synctrees import MANIFEST, MiB, local_tree, seeded_md5, sigkill_sync_after
 
 PARTIAL = ".synclient-partial"

@@ -3,8 +3,10 @@
 from synclient._version import __version__
 from synclient.client import Platform
 from synclient.results import FileResult, SyncReport, SyncResults, SyncStatus
+from synclient.sync.dry_run import SyncPlan
+from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.runner import syncFromPlatform, sync_from_platform
 from synclient.transfer.config import TransferConfig
 
-__all__ = ["Platform", "syncFromPlatform", "sync_from_platform", "FileResult", "SyncReport", "SyncResults",
-           "SyncStatus", "TransferConfig", "__version__"]
+__all__ = ["Platform", "syncFromPlatform", "sync_from_platform", "SyncOptions", "OnError", "TransferConfig",
+           "FileResult", "SyncReport", "SyncResults", "SyncStatus", "SyncPlan", "__version__"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import enum
 import getpass
-import inspect
 import json
 import logging
 import os
@@ -25,14 +24,18 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from synclient._version import __version__
 from synclient.client import Platform
-from synclient.config import (KeyringUnavailableError, ResolvedToken, clean_token, delete_token, endpoint_source,
-                              find_token, resolve_endpoints, resolve_profile, store_token)
-from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, EndpointError, NotFoundError,
-                              SyncError, SynclientError, TargetError, UnsafePathError)
+from synclient.config import (ResolvedToken, clean_token, delete_token, endpoint_source, find_token,
+                              resolve_endpoints, resolve_profile, store_token)
+from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, EndpointError,
+                              KeyringUnavailableError, NotFoundError, SyncError, SynclientError, SyncLockedError,
+                              TargetError, UnsafePathError)
 from synclient.models import EntityHeader, EntityType, parse_entity_id
 from synclient.progress import progress_observer
-from synclient.sync.index import SyncLockedError
 from synclient.results import FileResult, SyncReport, SyncResults
+from synclient.sync.dry_run import SyncPlan
+from synclient.sync.manifest import ManifestMode
+from synclient.sync.options import OnError, SyncOptions
+from synclient.sync.planner import Collision
 from synclient.transfer.config import TransferConfig
 
 log = logging.getLogger("synclient.cli")
@@ -135,8 +138,8 @@ def _human_size(size: Optional[int]) -> str:
 
 # -- the parser -----------------------------------------------------------------------------------------------------
 
-COLLISION_MODES = ("overwrite.local", "keep.local", "keep.both")
-MANIFEST_MODES = ("all", "root", "suppress")
+COLLISION_MODES = tuple(mode.value for mode in Collision)
+MANIFEST_MODES = tuple(mode.value for mode in ManifestMode)
 
 
 def _positive_int(text: str) -> int:
@@ -193,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     get.add_argument("--max-workers", metavar="N", type=_positive_int,
                      help=f"threads of the shared transfer pool (default: {TransferConfig().max_workers})")
     get.add_argument("--if-collision", metavar="MODE", choices=COLLISION_MODES,
-                     help="when a local file differs: " + ", ".join(COLLISION_MODES) + " (default: overwrite.local)")
+                     help="when a local file differs: " + ", ".join(COLLISION_MODES)
+                     + f" (default: {SyncOptions().if_collision.value})")
     get.add_argument("--include", metavar="GLOB", action="append",
                      help="only remote paths matching GLOB (repeatable)")
     get.add_argument("--exclude", metavar="GLOB", action="append", help="skip remote paths matching GLOB (repeatable)")
@@ -315,22 +319,13 @@ def _require_token(ctx: CommandContext) -> ResolvedToken:
 
 # -- get ------------------------------------------------------------------------------------------------------------
 
-#: CLI option -> keyword of sync_from_platform; only options the user gave are passed, so a library that does not
-#: support one yet fails with a clear message instead of ignoring it.
-SYNC_OPTIONS: Dict[str, str] = {"if_collision": "--if-collision", "delete": "--delete", "manifest": "--manifest",
-                                "include": "--include", "exclude": "--exclude", "dry_run": "--dry-run",
-                                "follow_links": "--follow-links", "provenance": "--provenance"}
-
-
-def _sync_options(args: argparse.Namespace) -> Dict[str, Any]:
-    from synclient.sync.runner import sync_from_platform
-
-    given = {name: getattr(args, name) for name in SYNC_OPTIONS if getattr(args, name) not in (None, False)}
-    supported = inspect.signature(sync_from_platform).parameters
-    missing = [SYNC_OPTIONS[name] for name in given if name not in supported]
-    if missing:
-        raise CliError(f"{', '.join(missing)} not supported by this version of the sync engine")
-    return given
+def _sync_options(args: argparse.Namespace) -> SyncOptions:
+    """The sync's options from the flags (the CLI draws its own progress, and reports failures itself)."""
+    defaults = SyncOptions()
+    return SyncOptions(if_collision=args.if_collision or defaults.if_collision, delete=args.delete,
+                       manifest=args.manifest or defaults.manifest, include=args.include or (),
+                       exclude=args.exclude or (), dry_run=args.dry_run, follow_links=args.follow_links,
+                       provenance=args.provenance, on_error=OnError.CONTINUE, progress=False)
 
 
 def cmd_get(ctx: CommandContext) -> ExitCode:
@@ -350,7 +345,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
         observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=root.name)
         try:
             outcome = sync_from_platform(args.id, path, platform=platform, max_workers=args.max_workers,
-                                         on_error="continue", observer=observer, progress=False, **options)
+                                         options=options, observer=observer)
         finally:
             observer.close()
     if args.dry_run:
@@ -358,9 +353,9 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     return _report_sync(ctx, outcome)
 
 
-def _report_plan(ctx: CommandContext, plan: Any) -> ExitCode:
+def _report_plan(ctx: CommandContext, plan: SyncPlan) -> ExitCode:
     ctx.out.json_document.update({"dry_run": True, "plan": plan.to_json()})
-    failures = list(getattr(plan, "failures", []))  # entities that could not even be planned
+    failures = plan.failures  # entities that could not even be planned
     _print_failures(ctx, failures)
     ctx.out.result(plan.summary())
     return ExitCode.FILES_FAILED if failures else ExitCode.OK

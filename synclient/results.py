@@ -88,7 +88,7 @@ class SyncReport:
     manifest_errors: List[str] = field(default_factory=list)  # one line per folder whose manifest failed
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def record(self, result: FileResult) -> None:
+    def count(self, result: FileResult) -> None:
         with self._lock:
             if result.status is SyncStatus.DOWNLOADED:
                 self.downloaded += 1

@@ -62,7 +62,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
-from synclient.sync.plan import SyncPlan
+from synclient.sync.dry_run import SyncPlan
 from synclient.transfer.partial import PARTIAL_SUFFIXES
 
 KiB = 1024

@@ -21,7 +21,7 @@ import logging
 import os
 import stat
 from dataclasses import dataclass
-from typing import AbstractSet, Iterable, Iterator, List, Optional, Set
+from typing import AbstractSet, Callable, Iterable, Iterator, List, Optional, Set
 
 from synclient.errors import LocalIOError, SynclientError, UnsafePathError
 from synclient.sync.filters import PathFilter
@@ -232,3 +232,20 @@ def clear_folder(target: TargetDirectory, rel_dir: str) -> bool:
         finally:
             os.close(fd)
     return True
+
+
+def delete_vanished(*, target: TargetDirectory, index: LocalIndex, root_id: str, path_filter: PathFilter,
+                    seen: AbstractSet[str], unvisited: AbstractSet[str], handled: AbstractSet[str],
+                    listed: AbstractSet[str], dry_run: bool, report: Callable[[Removal], None]) -> None:
+    """``delete=True``, after the walk: remove the files synclient wrote (and nobody changed since) that are gone
+    remotely, ``report`` each removal, then tidy the folders the remote dropped (see the module's rules)."""
+    if unvisited:
+        log.warning("%d folders could not be listed or visited; no file under them is deleted in this run",
+                    len(unvisited))
+    index.flush()
+    deletion = DeletionPass(target=target, index=index, root_id=root_id, path_filter=path_filter, seen=seen,
+                            unvisited=unvisited, handled=handled, dry_run=dry_run)
+    for removal in deletion.run():
+        report(removal)
+    index.flush()
+    deletion.tidy_folders(listed=listed)

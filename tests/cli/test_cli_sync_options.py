@@ -1,7 +1,4 @@
-"""CLI flags that map to the incremental-sync keywords of ``sync_from_platform`` (issue 4).
-
-If the installed sync engine lacks a keyword, the CLI refuses that flag with a clear one-line message (exit 2).
-"""
+"""CLI flags that map to the incremental-sync options of ``sync_from_platform`` (issue 4)."""
 from __future__ import annotations
 
 import pytest
@@ -13,20 +10,23 @@ def _project(emulator):
     return emulator.ids["cli-project"]
 
 
-def test_flag_the_engine_lacks_is_a_clear_usage_error(monkeypatch):
-    """An older engine without a keyword: the CLI refuses the flag instead of silently ignoring it."""
+def test_flags_become_one_sync_options_and_choices_come_from_the_enums():
+    """The CLI builds the engine's own options object (the engine ships with it: no signature checks), and its
+    choices are the enums' values, so a new mode appears in the CLI without a second list to update."""
     from synclient import cli
-    from synclient.sync import runner
+    from synclient.sync.manifest import ManifestMode
+    from synclient.sync.options import OnError, SyncOptions
+    from synclient.sync.planner import Collision
 
-    def old_engine(entity, path=".", *, platform=None, max_workers=None, config=None, on_error="raise",
-                   observer=None):
-        raise AssertionError("must not be called")
-
-    monkeypatch.setattr(runner, "sync_from_platform", old_engine)
-    args = cli.build_parser().parse_args(["get", "-r", "syn1", "--dry-run", "--include", "*.csv"])
-    with pytest.raises(cli.CliError, match="--include, --dry-run not supported"):
-        cli._sync_options(args)
-    assert cli._sync_options(cli.build_parser().parse_args(["get", "syn1"])) == {}
+    assert cli.COLLISION_MODES == tuple(m.value for m in Collision)
+    assert cli.MANIFEST_MODES == tuple(m.value for m in ManifestMode)
+    args = cli.build_parser().parse_args(["get", "-r", "syn1", "--dry-run", "--include", "*.csv", "--include",
+                                          "*.tsv", "--if-collision", "keep.both", "--manifest", "root"])
+    options = cli._sync_options(args)
+    assert options == SyncOptions(dry_run=True, include=("*.csv", "*.tsv"), if_collision=Collision.KEEP_BOTH,
+                                  manifest=ManifestMode.ROOT, on_error=OnError.CONTINUE, progress=False)
+    assert cli._sync_options(cli.build_parser().parse_args(["get", "syn1"])) == SyncOptions(
+        on_error=OnError.CONTINUE, progress=False)
 
 
 def test_dry_run_json_plan_writes_nothing(env, tree_emulator, tmp_path):

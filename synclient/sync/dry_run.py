@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from synclient.results import FileResult
 from synclient.sync.planner import Action
 
 DEFAULT_BYTES_PER_SECOND = 50e6   # until a real run in this target measured better
@@ -33,7 +34,7 @@ class SyncPlan:
     into the same target (kept in its index), or conservative defaults."""
 
     entries: List[PlanEntry] = field(default_factory=list)
-    failures: List[Any] = field(default_factory=list)  # FileResult of entities that could not be planned
+    failures: List[FileResult] = field(default_factory=list)  # entities that could not be planned
     bytes_per_second: float = DEFAULT_BYTES_PER_SECOND
     files_per_second: float = DEFAULT_FILES_PER_SECOND
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -41,6 +42,10 @@ class SyncPlan:
     def add(self, entry: PlanEntry) -> None:
         with self._lock:
             self.entries.append(entry)
+
+    def add_failure(self, result: FileResult) -> None:
+        with self._lock:
+            self.failures.append(result)
 
     def count(self, *actions: Action) -> int:
         return sum(1 for e in self.entries if e.action in actions)

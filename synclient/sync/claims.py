@@ -1,0 +1,210 @@
+"""Which local path each remote file gets, where only the whole run can tell: the planner decides one file against
+its index row; this settles what is in the way of it.
+
+- a path held by synclient's own things (another file's untouched keep.both copy, a copy given up in this run, a
+  manifest written before the remote had that name) is free for the remote entity;
+- a local folder where the remote has a file (``Action.BLOCKED``) and a file where it has a folder (the walker's
+  ``make_room``) go only when they hold nothing but synclient's untouched files, and only with ``delete``;
+- ``keep.both`` copy names avoid every name of the remote folder and every copy chosen in this run;
+- no two entities of one run ever get one local path (asserted: refused, never mixed).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+from pathlib import Path
+from typing import Dict, Optional, Set, Tuple
+
+from synclient.client import Platform
+from synclient.errors import PathConflictError
+from synclient.models import EntityType, FileHandle
+from synclient.sync.deletion import folder_contents_if_ours
+from synclient.sync.index import IndexRow, LocalIndex
+from synclient.sync.manifest import MANIFEST_FILENAME
+from synclient.sync.options import SyncOptions
+from synclient.sync.outcome import Outcome
+from synclient.sync.paths import TargetDirectory
+from synclient.sync.planner import Action, Decision, collide, copy_name, decide
+
+log = logging.getLogger("synclient.sync")
+
+
+class PathClaims:
+    """The run-wide bookkeeping of local paths. Thread-safe."""
+
+    def __init__(self, *, platform: Platform, target: TargetDirectory, index: LocalIndex, options: SyncOptions,
+                 outcome: Outcome) -> None:
+        self._platform = platform
+        self._target = target
+        self._index = index
+        self._options = options
+        self._outcome = outcome
+        self.handled: Set[str] = set()  # rel paths removed (or planned so) during the walk: not vanished again
+        self._lock = threading.Lock()
+        self._folder_names: Dict[Path, Set[str]] = {}  # folder -> remote names + copies chosen (keep.both)
+        self._copies_lock = threading.Lock()
+        self._abandoned: Set[str] = set()  # local paths of copies whose name a remote entity now has
+        self._displaced: Set[str] = set()  # local paths of copies that a remote file of that name replaces
+        self._copy_claims: Dict[str, str] = {}  # copy path -> entity id (natural paths are unique by listing)
+        self._index_has_copies = index.has_copies()  # else no lookup by local path can find anything
+
+    def is_displaced(self, local_path: str) -> bool:
+        with self._lock:
+            return local_path in self._displaced
+
+    def is_abandoned(self, local_path: str) -> bool:
+        with self._lock:
+            return local_path in self._abandoned
+
+    def handle(self, rel_path: str) -> None:
+        """``rel_path`` was removed (or planned so) during the walk: the deletion pass leaves it alone."""
+        with self._lock:
+            self.handled.add(rel_path)
+
+    def decide(self, destination: Path, rel_path: str, handle: FileHandle, row: Optional[IndexRow],
+               copy: Optional[IndexRow], parent_id: Optional[str], entity_id: str
+               ) -> Tuple[Decision, Optional[IndexRow]]:
+        """The planner's decision, then what only the run can settle: a path held by synclient's own things (another
+        file's keep.both copy, a stale manifest) is free for the remote entity; a folder in the way; the copy name.
+        Also returns the copy row this file displaces, if any."""
+        if self._holds_our_leftover(destination, rel_path):
+            decision = Decision(Action.DOWNLOAD, destination)
+            with self._lock:
+                self._displaced.add(rel_path)
+        else:
+            decision = decide(destination=destination, handle=handle, row=row, target_root=self._target.root,
+                              collision=self._options.if_collision)
+        displaced = self._displaced_row(decision.destination, rel_path)
+        if decision.action is Action.BLOCKED:
+            decision = self._unblock(destination)
+        if decision.action is Action.KEEP_BOTH:
+            if copy is not None and copy.local_stat_matches(self._target.root):
+                decision = Decision(Action.KEEP_BOTH, self._target.root / copy.local_path)  # the new bytes go there
+            else:
+                return self._keep_both(destination, parent_id, entity_id), displaced
+        self.claim(decision.destination, entity_id, copy=decision.destination != destination)
+        return decision, displaced
+
+    def _displaced_row(self, destination: Path, rel_path: str) -> Optional[IndexRow]:
+        """Another file's row saying its bytes are where this file now settles (an old keep.both copy, changed or
+        not): it is stale once this file is in, and not "vanished" in this run."""
+        if not self._index_has_copies:
+            return None
+        other = self._index.copy_at(destination.relative_to(self._target.root).as_posix())
+        if other is None or other.rel_path == rel_path:
+            return None
+        self.handle(other.rel_path)
+        return other
+
+    def _holds_our_leftover(self, destination: Path, rel_path: str) -> bool:
+        """The file at a remote file's path is synclient's own and no user's: another entity's keep.both copy
+        (untouched, or given up in this run) or a manifest synclient wrote before the remote had this name."""
+        if self.is_abandoned(rel_path):
+            return True
+        copy = self._index.copy_at(rel_path) if self._index_has_copies else None
+        if copy is not None and copy.local_stat_matches(self._target.root):
+            return True
+        if destination.name == MANIFEST_FILENAME and not self._index.get_many([rel_path]):
+            try:
+                return stat.S_ISREG(os.lstat(destination).st_mode)
+            except OSError:
+                return False
+        return False
+
+    def claim(self, destination: Path, entity_id: str, *, copy: bool) -> None:
+        """Assert that no other entity of this run has this local path (a defect if one has: refuse, never mix).
+        A remote file's own path is unique in its folder's listing, so only copies (``keep.both``, or found at a
+        copy's path) are kept; a file's own path is checked against them."""
+        key = str(destination)
+        with self._lock:
+            other = self._copy_claims.setdefault(key, entity_id) if copy else self._copy_claims.get(key, entity_id)
+        if other != entity_id:
+            raise PathConflictError(f"{destination} is already the local path of {other} in this run; "
+                                    f"{entity_id} is not written there")
+
+    def _names_of(self, folder: Path, parent_id: Optional[str]) -> Set[str]:
+        """The remote folder's names (listed once more, whole, the first time this run needs them) plus the copy
+        names this run chose there. Call with ``_copies_lock`` held."""
+        names = self._folder_names.get(folder)
+        if names is None:
+            names = self._folder_names[folder] = self._remote_names(parent_id)
+        return names
+
+    def copy_name_taken(self, copy: IndexRow, folder: Path, parent_id: Optional[str]) -> bool:
+        """An earlier keep.both copy whose name a remote entity has now: that entity wins the path."""
+        name = copy.local_path.rpartition("/")[2]
+        with self._copies_lock:
+            taken = name in self._names_of(folder, parent_id)
+        if taken and copy.local_stat_matches(self._target.root):  # untouched: the remote entity may replace it
+            with self._lock:
+                self._abandoned.add(copy.local_path)
+        return taken
+
+    def _keep_both(self, destination: Path, parent_id: Optional[str], entity_id: str) -> Decision:
+        """``keep.both``: a copy name that neither the local folder nor the remote folder has, nor another copy of
+        this run."""
+        with self._copies_lock:
+            taken = self._names_of(destination.parent, parent_id)
+            chosen = copy_name(destination, taken=taken)
+            taken.add(chosen.name)
+            self.claim(chosen, entity_id, copy=True)
+        return Decision(Action.KEEP_BOTH, chosen)
+
+    def _remote_names(self, parent_id: Optional[str]) -> Set[str]:
+        if not parent_id:
+            return set()
+        children = self._platform.iter_children(parent_id, include_types=(EntityType.FOLDER, EntityType.FILE,
+                                                                          EntityType.LINK))
+        return {header.name for header in children}
+
+    def _unblock(self, destination: Path) -> Decision:
+        """A local folder where the remote has a file. With ``delete``, a folder that holds only what synclient
+        wrote (untouched files, manifests, partials) is removed and the file downloaded, whatever ``if_collision``
+        says (nothing of the user's is in the way). Otherwise ``if_collision`` applies, and ``overwrite.local`` is a
+        conflict reported with its path: a folder is never overwritten, and nothing is written."""
+        rel_dir = destination.relative_to(self._target.root).as_posix()
+        rows = (folder_contents_if_ours(self._target, self._index, rel_dir, path_filter=self._options.path_filter)
+                if self._options.delete else None)
+        if rows is None:
+            decision = collide(destination, self._options.if_collision)
+            if decision.action is Action.OVERWRITE:
+                raise PathConflictError(
+                    f"{destination} is a local folder and the remote has a file of that name; not replaced "
+                    + ("(it holds files synclient did not write or that changed since)" if self._options.delete
+                       else "(with delete, a folder holding only files synclient wrote is)"))
+            return decision
+        for row in rows:
+            self.handle(row.rel_path)
+            removal = self._outcome.remove_indexed(row)
+            if removal is not None:
+                self._outcome.removed(removal)
+        if not self._outcome.clear_folder(rel_dir):
+            raise PathConflictError(f"{destination} is a local folder that could not be emptied; the remote file "
+                                    "of that name is not written")
+        return Decision(Action.DOWNLOAD, destination)
+
+    def make_room(self, rel_path: str, path: Path) -> bool:
+        """A file where the remote now has a folder (called by the walker). It goes if it is synclient's own and no
+        user's: a keep.both copy or manifest of synclient's, or, with ``delete``, a file synclient wrote that nobody
+        changed. A dry run removes nothing; it plans what the real run reports."""
+        if self._holds_our_leftover(path, rel_path):
+            copy = self._index.copy_at(rel_path)
+            with self._lock:  # a held copy that was here is its file's no more: that file is decided again
+                self._displaced.add(rel_path)
+            if not self._outcome.remove_own_file(rel_path, path, copy):
+                return False
+            log.info("%s: removed synclient's own file to make room for a remote folder", path)
+            return True
+        if not self._options.delete:
+            return False
+        row = self._index.get_many([rel_path]).get(rel_path)
+        if row is None or row.local_path != rel_path:
+            return False
+        removal = self._outcome.remove_indexed(row)
+        if removal is None or removal.action is not Action.DELETE or removal.error is not None:
+            return False
+        self.handle(rel_path)
+        self._outcome.removed(removal)
+        return True

@@ -1,0 +1,88 @@
+"""What a sync should do, in one validated object (the sync layer's counterpart of
+:class:`~synclient.transfer.config.TransferConfig`, which says how bytes move).
+
+    from synclient import SyncOptions, sync_from_platform
+    sync_from_platform("syn123", "data", options=SyncOptions(delete=True, include=["*.csv"]))
+
+String values are accepted where users name a choice (``if_collision="keep.both"``) and parsed into the enums, with
+a one-line :class:`~synclient.errors.ConfigError` for a value that is not one of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Iterable, Tuple, Union
+
+from synclient.choices import Choice
+from synclient.sync.filters import PathFilter
+from synclient.sync.manifest import ManifestMode
+from synclient.sync.planner import Collision
+
+
+class OnError(Choice):
+    RAISE = "raise"        # raise SyncError (with every result attached) when any file failed
+    CONTINUE = "continue"  # return the results; failures are in them
+
+
+def _patterns(value: Union[str, Iterable[str], None]) -> Tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value or ())
+
+
+@dataclass(frozen=True, init=False)
+class SyncOptions:
+    """The choices of one sync (every field keyword-only).
+
+    - ``if_collision``: ``overwrite.local`` | ``keep.local`` | ``keep.both`` for local files changed since synclient
+      wrote them (or never written by it) that differ from the remote file.
+    - ``delete``: remove local files synclient wrote that are gone remotely (never other files).
+    - ``manifest``: ``all`` | ``root`` | ``suppress`` (``SYNAPSE_METADATA_MANIFEST.tsv``).
+    - ``include`` / ``exclude``: glob patterns on the remote path relative to the root (see
+      :mod:`synclient.sync.filters`), applied before any per-file call.
+    - ``dry_run``: plan only; the sync returns a :class:`~synclient.sync.dry_run.SyncPlan` and writes nothing.
+    - ``follow_links``: follow Link entities (cycles are refused).
+    - ``provenance``: fill the manifest's provenance columns (one extra call per file).
+    - ``on_error``: ``raise`` (a :class:`~synclient.errors.SyncError` when any file failed) | ``continue``.
+    - ``progress``: draw a tqdm bar (a widget in Jupyter) when stderr is a terminal or in a notebook.
+    """
+
+    if_collision: Collision
+    delete: bool
+    manifest: ManifestMode
+    include: Tuple[str, ...]
+    exclude: Tuple[str, ...]
+    dry_run: bool
+    follow_links: bool
+    provenance: bool
+    on_error: OnError
+    progress: bool
+
+    def __init__(self, *, if_collision: Union[Collision, str] = Collision.OVERWRITE_LOCAL, delete: bool = False,
+                 manifest: Union[ManifestMode, str] = ManifestMode.ALL, include: Union[str, Iterable[str]] = (),
+                 exclude: Union[str, Iterable[str]] = (), dry_run: bool = False, follow_links: bool = False,
+                 provenance: bool = False, on_error: Union[OnError, str] = OnError.RAISE,
+                 progress: bool = True) -> None:
+        set_ = object.__setattr__  # frozen: every value normalized once, here
+        set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
+        set_(self, "delete", bool(delete))
+        set_(self, "manifest", ManifestMode.parse(manifest, option="manifest"))
+        set_(self, "include", _patterns(include))
+        set_(self, "exclude", _patterns(exclude))
+        set_(self, "dry_run", bool(dry_run))
+        set_(self, "follow_links", bool(follow_links))
+        set_(self, "provenance", bool(provenance))
+        set_(self, "on_error", OnError.parse(on_error, option="on_error"))
+        set_(self, "progress", bool(progress))
+
+    def replace(self, **changes: object) -> "SyncOptions":
+        """A copy with some choices changed (``dataclasses.replace`` cannot call a keyword-only ``__init__``'s
+        normalization for the unchanged ones)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return SyncOptions(**values)
+
+    @property
+    def path_filter(self) -> PathFilter:
+        return PathFilter(include=self.include, exclude=self.exclude)  # frozen and small: cheap to build
+
+    @property
+    def wants_manifest(self) -> bool:
+        return self.manifest is not ManifestMode.SUPPRESS

@@ -1,0 +1,259 @@
+"""One remote file's journey, from its listing page to its index row (see docs/architecture.md).
+
+listing page -> the index fast path (same id + version, local stat untouched: no call at all) -> otherwise one
+bundle call (entity + file handle + annotations) -> :class:`~synclient.sync.claims.PathClaims` settles the
+planner's decision -> the run's :class:`~synclient.sync.outcome.Outcome` gets it (a dry run stops here) -> a URL
+batch -> the download strategy for its size -> an index row and a :class:`~synclient.results.FileResult`.
+Failures are per file: one file failing never stops the others (a fatal one stops the run: see the outcome).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Set, Tuple
+
+from synclient.client import Platform
+from synclient.errors import LocalIOError, NotFoundError, PathConflictError, PlatformError, SynclientError
+from synclient.events import SyncObserver
+from synclient.models import EntityHeader, FileHandle
+from synclient.results import FileResult, SyncStatus
+from synclient.sync.claims import PathClaims
+from synclient.sync.deletion import remove_indexed_file
+from synclient.sync.dry_run import PlanEntry
+from synclient.sync.index import IndexRow, LocalIndex
+from synclient.sync.manifest import ManifestRow, provenance_from_activity
+from synclient.sync.manifest_assembly import ManifestAssembly
+from synclient.sync.options import SyncOptions
+from synclient.sync.outcome import Outcome
+from synclient.sync.paths import TargetDirectory
+from synclient.sync.planner import Action, Decision, is_up_to_date
+from synclient.sync.walker import FoundFile
+from synclient.transfer.download import FileJob
+from synclient.transfer.partial import LeftoverPartials, PlainFolders, partial_key
+from synclient.transfer.pool import Priority, TaskPool
+from synclient.transfer.urls import SignedUrl, UrlBroker
+
+log = logging.getLogger("synclient.sync")
+
+
+@dataclass
+class FileContext:
+    """What the pipeline keeps about a file while its bytes are in flight."""
+
+    rel_path: str
+    action: Action
+    parent_id: Optional[str]
+    root_id: str  # the index row's owner (a single-file get into a synced tree keeps the tree's root)
+    annotations: dict
+    superseded: Optional[IndexRow] = None  # an earlier keep.both copy of this file, removed once it settles elsewhere
+    displaced: Optional[IndexRow] = None  # another file's copy this file replaces: that row goes once this is in
+
+
+class FilePipeline:
+    """Takes each listed file through its stages on the shared pool. Thread-safe; one per run."""
+
+    def __init__(self, *, platform: Platform, pool: TaskPool, broker: UrlBroker, target: TargetDirectory,
+                 index: LocalIndex, root_id: str, options: SyncOptions, outcome: Outcome, claims: PathClaims,
+                 manifests: ManifestAssembly, folders: PlainFolders, observer: SyncObserver) -> None:
+        self._platform = platform
+        self._pool = pool
+        self._broker = broker
+        self._target = target
+        self._index = index
+        self._root_id = root_id
+        self._options = options
+        self._outcome = outcome
+        self._claims = claims
+        self._manifests = manifests
+        self._folders = folders
+        self._observer = observer
+        self.downloader = None  # set by the run once built (it calls back into downloaded)
+        self.single_file = False  # a file root: its index row keeps an existing owner
+        self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
+        self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
+        self.leftovers = LeftoverPartials()
+        self._held_copies: List[Tuple[FoundFile, IndexRow]] = []  # up-to-date copies, settled once all is decided
+        self._lock = threading.Lock()
+
+    # -- listing page -> fast path or bundle -------------------------------------------------------------------
+
+    def files_found(self, files: List[FoundFile]) -> None:
+        """One listing page's files: their index rows in one query, then each is up to date or needs its bundle."""
+        if self._options.delete:
+            with self._lock:
+                self.seen.update(file.rel_path for file in files)
+        rows = self._index.get_many([file.rel_path for file in files])
+        for found in files:
+            header, destination, rel_path = found
+            row = rows.get(rel_path)
+            if is_up_to_date(row, header, self._target.root) and not self._options.provenance:
+                if row.root_id != self._root_id and row.root_id == row.entity_id and not self.single_file:
+                    self._index.set_owner(rel_path, self._root_id)  # a single-file get's row joins the tree
+                if row.local_path != rel_path and not self.single_file:
+                    with self._lock:  # a keep.both copy: settled when every remote file has claimed its path
+                        self._held_copies.append((found, row))
+                    continue
+                self._outcome.up_to_date(row)
+            else:
+                self._pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
+
+    def settle_held_copies(self) -> None:
+        """Pool idle check: once nothing else runs, each up-to-date keep.both copy is either still its file's
+        (skipped) or a remote file of its name took the path in this run, and its file is decided again."""
+        if not self._held_copies or self._pool.outstanding(*Priority):
+            return
+        with self._lock:
+            held, self._held_copies = self._held_copies, []
+        for (header, destination, rel_path), row in held:
+            if self._claims.is_displaced(row.local_path):
+                self._pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
+                continue
+            try:
+                self._claims.claim(self._target.root / row.local_path, row.entity_id, copy=True)
+            except PathConflictError as exc:
+                self.entity_failed(header, destination, exc)
+                continue
+            self._outcome.up_to_date(row)
+
+    # -- bundle -> decision ------------------------------------------------------------------------------------
+
+    def _bundle(self, header: EntityHeader, destination: Path, rel_path: str, row: Optional[IndexRow]) -> None:
+        try:
+            bundle = self._platform.get_file_bundle(header.id, version=header.version_number,
+                                                    include_annotations=self._options.wants_manifest)
+            handle = bundle.file_handle
+            if handle is None:
+                raise NotFoundError(f"{header.id} has no data file handle in its bundle")
+            if handle.content_size is None:
+                raise PlatformError(f"{header.id}: file handle {handle.id} has no contentSize; not supported")
+            self._target.check_file_destination(destination, self._folders)
+            if self._options.provenance:
+                self._manifests.add_provenance(rel_path, provenance_from_activity(
+                    self._platform.get_activity(header.id, version=bundle.entity.version_number)))
+            copy = row if row is not None and row.local_path != rel_path else None
+            if copy is not None and self._claims.copy_name_taken(copy, destination.parent, bundle.entity.parent_id):
+                row = copy = None  # that name is a remote entity's now: this file gets another copy name
+            decision, displaced = self._claims.decide(destination, rel_path, handle, row, copy,
+                                                      bundle.entity.parent_id, header.id)
+        except SynclientError as exc:
+            self.entity_failed(header, destination, exc)
+            return
+        except OSError as exc:
+            self.entity_failed(header, destination, LocalIOError.from_exception(f"cannot read {destination}", exc))
+            return
+        annotations = (bundle.annotations or {}).get("annotations") or {}
+        version = bundle.entity.version_number
+        owner = row.root_id if (self.single_file and row is not None) else self._root_id
+        superseded = (copy if copy is not None and decision.destination != self._target.root / copy.local_path
+                      else None)
+        context = FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations, superseded,
+                              displaced)
+        entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination)
+        self._outcome.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))
+
+    def _carry_out(self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision,
+                   context: FileContext) -> None:
+        if decision.action is not Action.KEEP_LOCAL:  # settled now: older partials of it can never resume
+            self.leftovers.discard(decision.destination,
+                                   keep_handle=handle.id if decision.action.fetches else None)
+        if not decision.action.fetches:
+            self._kept(entity_id, version, handle, decision, context)
+            return
+        job = FileJob(entity_id=entity_id, version=version, handle=handle, destination=decision.destination,
+                      tag=context)
+        self._observer.file_planned(job.planned)
+        self._broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
+
+    # -- no fetch: skip, adopt, keep ----------------------------------------------------------------------------
+
+    def _kept(self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision,
+              context: FileContext) -> None:
+        """SKIP / ADOPT: the local bytes are the remote bytes (index it); KEEP_LOCAL: a conflict left alone."""
+        result = FileResult(entity_id, version, decision.destination, handle.content_size, handle.content_md5,
+                            SyncStatus.SKIPPED, action=decision.action.value)
+        if decision.action is Action.KEEP_LOCAL:  # not indexed (the bytes are not the remote's): listed as is
+            if not decision.destination.is_file() or decision.destination.is_symlink():
+                self._outcome.finished(result)  # a folder or symlink kept in the way: no file to list
+                return
+            self._manifests.add_unindexed(ManifestRow(
+                decision.destination, context.parent_id, context.rel_path.rsplit("/", 1)[-1], entity_id,
+                handle.content_type, context.annotations, self._manifests.provenance_of(context.rel_path)))
+            self._outcome.finished(result)
+            return
+        try:
+            self._index_file(entity_id, version, handle, decision.destination, context)
+        except OSError as exc:  # changed or gone since it was checked: not this run's to index
+            self._outcome.finished(FileResult(entity_id, version, decision.destination, handle.content_size,
+                                              handle.content_md5, SyncStatus.FAILED,
+                                              LocalIOError.from_exception(f"cannot stat {decision.destination}",
+                                                                          exc),
+                                              action=decision.action.value))
+            return
+        self._drop_superseded(context)
+        self._outcome.finished(result, manifest_path=context.rel_path)
+
+    # -- fetch: URL -> download -> index --------------------------------------------------------------------------
+
+    def _url_ready(self, job: FileJob, url: Optional[SignedUrl], error: Optional[SynclientError]) -> None:
+        if error is not None:
+            self.downloaded(job, error)
+            return
+        job.url = url
+        self._pool.submit(Priority.DOWNLOAD, self.downloader.start, job)
+
+    def downloaded(self, job: FileJob, error: Optional[SynclientError]) -> None:
+        """The downloader's callback: the file is at its final path, verified (or failed, its partial kept)."""
+        context: FileContext = job.tag
+        if error is None:
+            try:
+                self._index_file(job.entity_id, job.version, job.handle, job.destination, context)
+                self._drop_superseded(context)
+            except OSError as exc:
+                error = LocalIOError.from_exception(f"cannot stat {job.destination} after writing it", exc)
+        status = SyncStatus.FAILED if error else SyncStatus.DOWNLOADED
+        if error is not None:  # its partial (if any) is what the next run resumes from
+            with self._lock:
+                self.failed_partials.add(partial_key(job.destination))
+        self._outcome.finished(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
+                                          job.handle.content_md5, status, error, action=context.action.value),
+                               manifest_path=context.rel_path if error is None else None)
+
+    def _drop_superseded(self, context: FileContext) -> None:
+        """A file now at another path than its earlier keep.both copy: the untouched copy goes (the index can point
+        to one place per file, and an unindexed copy would read as the user's for good)."""
+        if context.displaced is not None:  # the copy this file replaced is no longer where its row says
+            self._index.forget(context.displaced.rel_path, only_at=context.displaced.local_path)
+        copy = context.superseded
+        if copy is None or self._claims.is_abandoned(copy.local_path):  # a given-up copy belongs to its new owner
+            return
+        removal = remove_indexed_file(self._target, copy, dry_run=False)
+        if removal is not None and removal.action is Action.DELETE and removal.error is None:
+            log.info("removed %s, the earlier keep.both copy of %s", copy.local_path, context.rel_path)
+
+    def _index_file(self, entity_id: str, version: Optional[int], handle: FileHandle, local: Path,
+                    context: FileContext) -> None:
+        info = os.lstat(local)
+        self._index.record(IndexRow(
+            rel_path=context.rel_path, local_path=local.relative_to(self._target.root).as_posix(),
+            root_id=context.root_id, entity_id=entity_id, version=version, file_handle_id=handle.id,
+            md5=(handle.content_md5 or "").lower() or None, size=handle.content_size or 0,
+            content_type=handle.content_type, parent_id=context.parent_id, local_size=info.st_size,
+            mtime_ns=info.st_mtime_ns), annotations=context.annotations)
+
+    def partials_to_keep(self) -> Set[Tuple[str, str]]:
+        """The partial downloads of files that failed in this run: the next run resumes them."""
+        with self._lock:
+            return set(self.failed_partials)
+
+    # -- failures -------------------------------------------------------------------------------------------------
+
+    def entity_failed(self, header: EntityHeader, path: Optional[Path], error: SynclientError) -> None:
+        """A file (or a folder, from the walker) that could not be planned or fetched."""
+        if path is not None:  # a partial of it (an earlier run's) stays for the run that gets further
+            with self._lock:
+                self.failed_partials.add(partial_key(path))
+        self._outcome.failed(FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED,
+                                        error))
