@@ -25,6 +25,7 @@ from synclient.errors import (Cancelled, IntegrityError, LocalIOError, RangeNotH
 from synclient.events import PlannedFile, SyncObserver
 from synclient.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
+from synclient.transfer.countdown import Countdown
 from synclient.transfer.direct import DirectFile, open_direct, pwrite_all
 from synclient.transfer.hashing import EMPTY_MD5, PrefixHasher, hash_file_range
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range
@@ -85,18 +86,12 @@ class _Multipart:
     parts: List[ByteRange]
     hasher: PrefixHasher
     resumed: bool
+    countdown: Countdown  # parts to fetch + 1 (the starting task's): zero for the one caller that finalizes
     written: Dict[int, int] = field(default_factory=dict)  # part -> end of its bytes written so far (this run)
     waiting: Deque[int] = field(default_factory=deque)  # parts not yet submitted (streams_per_file are in flight)
-    remaining: int = 0
     error: Optional[SynclientError] = None
     cancelled: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def count_down(self) -> bool:
-        """True for the one caller that finished the last part."""
-        with self.lock:
-            self.remaining -= 1
-            return self.remaining == 0
 
     def fail(self, error: SynclientError) -> None:
         with self.lock:
@@ -241,10 +236,11 @@ class Downloader:
         parts = plan_parts(size, part_size)
         finished &= set(range(len(parts)))
         file = DirectFile(fd, open_direct(temp) if self._config.direct_io else -1)
-        state = _Multipart(job=job, temp=temp, file=file, journal=journal, parts=parts,
-                           hasher=PrefixHasher(file, parts), resumed=bool(finished))
         todo = [i for i in range(len(parts)) if i not in finished]
-        state.remaining = len(todo) + 1  # +1: this task's own count, so parts finishing early cannot finalize
+        # +1: this task's own count, so parts finishing early cannot finalize (see Countdown)
+        state = _Multipart(job=job, temp=temp, file=file, journal=journal, parts=parts,
+                           hasher=PrefixHasher(file, parts), resumed=bool(finished),
+                           countdown=Countdown(len(todo) + 1))
         if finished:
             log.info("resuming %s: %d of %d parts already on disk", job.entity_id, len(finished), len(parts))
         state.waiting.extend(todo)
@@ -252,7 +248,7 @@ class Downloader:
             self._submit_next_part(state)
         for index in sorted(finished):
             state.hasher.part_done(index)
-        if state.count_down():
+        if state.countdown.count_down():
             self._finish_multipart(state)
 
     def _submit_next_part(self, state: _Multipart) -> None:
@@ -281,7 +277,7 @@ class Downloader:
             if self._pool.cancel_event.is_set():
                 state.cancelled = True
             self._submit_next_part(state)
-            if state.count_down():
+            if state.countdown.count_down():
                 self._finish_multipart(state)
 
     def _fetch_part(self, state: _Multipart, index: int) -> None:
