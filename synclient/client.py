@@ -382,8 +382,8 @@ class Platform:
         return self._call("GET", "repo", "/userProfile", parse=user_profile_from_wire, route="GET /userProfile")
 
     def get_entity(self, entity_id: str, *, version: Optional[int] = None) -> Entity:
-        path = f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "")
-        return self._call("GET", "repo", path, parse=Entity.from_wire, route="GET /entity/{id}")
+        return self._call("GET", "repo", _entity_path(entity_id, version), parse=Entity.from_wire,
+                          route="GET /entity/{id}")
 
     def get_entity_header(self, entity_id: str) -> EntityHeader:
         """The cheapest way to learn an entity's type (``GET /entity/{id}/type``)."""
@@ -412,14 +412,14 @@ class Platform:
 
     def get_file_bundle(self, entity_id: str, *, version: Optional[int] = None,
                         include_annotations: bool = False) -> FileBundle:
-        path = f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "") + "/bundle2"
+        path = _entity_path(entity_id, version) + "/bundle2"
         body = {"includeEntity": True, "includeFileHandles": True, "includeAnnotations": include_annotations}
         return self._call("POST", "repo", path, body=body, parse=FileBundle.from_wire,
                           route="POST /entity/{id}/bundle2")
 
     def get_activity(self, entity_id: str, *, version: Optional[int] = None) -> Optional[Dict[str, Any]]:
         """The provenance record (Activity) of an entity version, or None when it has none."""
-        path = f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "") + "/generatedBy"
+        path = _entity_path(entity_id, version) + "/generatedBy"
         try:
             return self._call("GET", "repo", path, parse=_optional_activity, route="GET /entity/{id}/generatedBy")
         except NotFoundError:
@@ -447,6 +447,11 @@ class _Call:
     attempts: int = 0
     throttled_attempts: int = 0  # answered 429: paced by the gate, not counted as failures
     gate_wait: float = 0.0       # seconds spent waiting in the gate, not counted as retry time
+
+
+def _entity_path(entity_id: str, version: Optional[int]) -> str:
+    """``/entity/{id}``, or ``/entity/{id}/version/{n}`` for one version of it."""
+    return f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "")
 
 
 def _optional_activity(answer: Any) -> Optional[Dict[str, Any]]:

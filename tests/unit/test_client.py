@@ -163,6 +163,23 @@ def test_bundle_picks_the_data_file_handle(platform):
     assert bundle.file_handle.id == "10" and bundle.file_handle.content_size == 42
 
 
+@responses.activate
+@pytest.mark.parametrize("version,path", [(None, "/entity/syn2"), (3, "/entity/syn2/version/3"),
+                                          (0, "/entity/syn2/version/0")])
+def test_an_entity_its_bundle_and_its_activity_are_asked_for_at_the_path_of_the_version(platform, version, path):
+    entity = {"id": "syn2", "name": "a.txt", "concreteType": "org.sagebionetworks.repo.model.FileEntity",
+              "versionNumber": 3, "dataFileHandleId": "10"}
+    responses.add(responses.GET, REPO + path, json=entity)
+    responses.add(responses.POST, REPO + path + "/bundle2", json={
+        "entity": entity, "fileHandles": [{"id": "10", "contentSize": 42}]})
+    responses.add(responses.GET, REPO + path + "/generatedBy", json={"id": "77", "name": "made"})
+    assert platform.get_entity("syn2", version=version).id == "syn2"
+    assert platform.get_file_bundle("syn2", version=version).file_handle.id == "10"
+    assert platform.get_activity("syn2", version=version) == {"id": "77", "name": "made"}
+    assert [call.request.url for call in responses.calls] == [REPO + path, REPO + path + "/bundle2",
+                                                              REPO + path + "/generatedBy"]
+
+
 def test_backoff_waits_at_least_half_of_each_exponential_step():
     """Ten tries of one call must not all fit in a short outage: every wait has a floor of half its step."""
     from types import SimpleNamespace
