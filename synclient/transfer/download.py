@@ -14,9 +14,11 @@ import logging
 import os
 import threading
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, List, Optional, Set
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Set
 
 import tenacity
 
@@ -72,6 +74,22 @@ def local_error(path: Path, exc: OSError) -> LocalIOError:
     return LocalIOError.from_exception(f"cannot write {path}", exc)
 
 
+@contextmanager
+def reporting_failures(report: Callable[[SynclientError], None], path: Path) -> Iterator[None]:
+    """Run the block; what fails in it goes to ``report`` instead of being raised: a :class:`SynclientError` as it
+    is, an ``OSError`` as the :class:`LocalIOError` of writing ``path``. :class:`Cancelled` (a SynclientError too)
+    is no failure of the file: it propagates, and what the task leaves (a partial file, a journal) is for the next
+    run."""
+    try:
+        yield
+    except Cancelled:
+        raise
+    except SynclientError as exc:
+        report(exc)
+    except OSError as exc:
+        report(local_error(path, exc))
+
+
 def plan_parts(size: int, part_size: int) -> List[ByteRange]:
     """The ranged parts of a ``size``-byte object: consecutive, ``part_size`` each, the last one shorter."""
     return [ByteRange(start, min(start + part_size, size), size) for start in range(0, size, part_size)]
@@ -115,17 +133,11 @@ class Downloader:
 
     def start(self, job: FileJob) -> None:
         """Begin a job whose URL is set (runs as a pool task)."""
-        try:
+        with reporting_failures(partial(self._on_done, job), job.destination):
             if job.size >= self._config.multipart_threshold:
                 self._start_multipart(job)
             else:
                 self._download_single(job)
-        except Cancelled:
-            raise
-        except SynclientError as exc:
-            self._on_done(job, exc)
-        except OSError as exc:
-            self._on_done(job, local_error(job.destination, exc))
 
     # -- shared pieces -----------------------------------------------------------------------------------------
 
@@ -263,16 +275,13 @@ class Downloader:
 
     def _run_part(self, state: _Multipart, index: int) -> None:
         try:
-            if state.error is None and not self._pool.cancel_event.is_set():
-                self._retrying()(self._fetch_part, state, index)
-                state.journal.mark_finished(index)
-                state.hasher.part_done(index)
+            with reporting_failures(state.fail, state.job.destination):
+                if state.error is None and not self._pool.cancel_event.is_set():
+                    self._retrying()(self._fetch_part, state, index)
+                    state.journal.mark_finished(index)
+                    state.hasher.part_done(index)
         except Cancelled:
             state.cancelled = True
-        except SynclientError as exc:
-            state.fail(exc)
-        except OSError as exc:
-            state.fail(local_error(state.job.destination, exc))
         finally:
             if self._pool.cancel_event.is_set():
                 state.cancelled = True
@@ -302,43 +311,40 @@ class Downloader:
     def _finish_multipart(self, state: _Multipart) -> None:
         job = state.job
         try:
-            if state.cancelled:
-                return  # partial file and journal stay for the next run
-            if isinstance(state.error, RangeNotHonouredError):
-                log.info("%s: storage does not honour Range; fetching in one stream", job.entity_id)
-                self._discard(state)
-                self._download_single(job, fresh=True)
-                return
-            if state.error is not None:
-                if isinstance(state.error, IntegrityError):
+            with reporting_failures(partial(self._on_done, job), job.destination):
+                if state.cancelled:
+                    return  # partial file and journal stay for the next run
+                if isinstance(state.error, RangeNotHonouredError):
+                    log.info("%s: storage does not honour Range; fetching in one stream", job.entity_id)
                     self._discard(state)
-                self._on_done(job, state.error)
-                return
-            try:
-                self._verify(job, state.hasher.hexdigest())
-            except IntegrityError as exc:
-                self._discard(state)
-                if state.resumed:  # the earlier run's parts were not what we thought: start over once
-                    log.warning("%s: resumed parts failed verification; downloading again", job.entity_id)
-                    self._start_multipart(job)
-                elif job.verify_retries < MULTIPART_VERIFY_RETRIES:
-                    # One bad part (a flipped byte on the way) spoils the whole-file MD5, and nothing says which
-                    # part it was: fetch the file again, a bounded number of times, as a small file's stream is.
-                    job.verify_retries += 1
-                    log.warning("%s: %s; downloading again (%d of %d)", job.entity_id, exc, job.verify_retries,
-                                MULTIPART_VERIFY_RETRIES)
-                    self._start_multipart(job)
-                else:
-                    self._on_done(job, exc)
-                return
-            state.file.close()
-            self._install(job, state.temp)
-            state.journal.remove()
-            self._on_done(job, None)
-        except SynclientError as exc:
-            self._on_done(job, exc)
-        except OSError as exc:
-            self._on_done(job, local_error(job.destination, exc))
+                    self._download_single(job, fresh=True)
+                    return
+                if state.error is not None:
+                    if isinstance(state.error, IntegrityError):
+                        self._discard(state)
+                    self._on_done(job, state.error)
+                    return
+                try:
+                    self._verify(job, state.hasher.hexdigest())
+                except IntegrityError as exc:
+                    self._discard(state)
+                    if state.resumed:  # the earlier run's parts were not what we thought: start over once
+                        log.warning("%s: resumed parts failed verification; downloading again", job.entity_id)
+                        self._start_multipart(job)
+                    elif job.verify_retries < MULTIPART_VERIFY_RETRIES:
+                        # One bad part (a flipped byte on the way) spoils the whole-file MD5, and nothing says which
+                        # part it was: fetch the file again, a bounded number of times, as a small file's stream is.
+                        job.verify_retries += 1
+                        log.warning("%s: %s; downloading again (%d of %d)", job.entity_id, exc, job.verify_retries,
+                                    MULTIPART_VERIFY_RETRIES)
+                        self._start_multipart(job)
+                    else:
+                        self._on_done(job, exc)
+                    return
+                state.file.close()
+                self._install(job, state.temp)
+                state.journal.remove()
+                self._on_done(job, None)
         finally:
             state.file.close()
             state.journal.close()
