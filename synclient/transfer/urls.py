@@ -23,6 +23,10 @@ UrlCallback = Callable[[Optional["SignedUrl"], Optional[SynclientError]], None]
 EXPIRY_MARGIN_SECONDS = 3.0
 
 
+#: the logger whose DEBUG lines name each request's URL (``"GET /path?query HTTP/1.1" 200``)
+URLLIB3_REQUEST_LOGGER = "urllib3.connectionpool"
+
+
 class RedactQueryStrings(logging.Filter):
     """Installed on urllib3's logger: its DEBUG lines carry request URLs, and a signed URL's query is a secret."""
 
@@ -37,7 +41,16 @@ def _redact_text(text: str) -> str:
     return path + "?<redacted>" if query else text
 
 
-logging.getLogger("urllib3.connectionpool").addFilter(RedactQueryStrings())
+_REDACTION = RedactQueryStrings()
+_redaction_lock = threading.Lock()
+
+
+def install_url_redaction() -> None:
+    """Put the one :class:`RedactQueryStrings` filter on urllib3's request logger, so no signed URL's query reaches
+    a log. Idempotent (the filter is installed once however often this is called) and never done at import: a
+    :class:`UrlBroker` calls it when it is created, before it fetches any signed URL."""
+    with _redaction_lock:
+        logging.getLogger(URLLIB3_REQUEST_LOGGER).addFilter(_REDACTION)  # adds nothing when already there
 
 
 def redact_url(url: str) -> str:
@@ -104,6 +117,7 @@ class UrlBroker:
         self._lock = threading.Lock()
         self._pending: List[Tuple[FileHandleRequest, UrlCallback]] = []
         pool.add_idle_check(self._flush_tail)
+        install_url_redaction()  # the data client GETs this broker's URLs with urllib3, which logs each one
 
     def request(self, request: FileHandleRequest, on_ready: UrlCallback) -> None:
         """Queue ``request``; ``on_ready(url, error)`` runs on the pool when its batch is answered."""

@@ -1,0 +1,59 @@
+"""Signed URLs' queries never reach urllib3's logs: the redaction filter is installed explicitly (when a UrlBroker is
+created), once however often it is asked for, and never as a side effect of an import."""
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import synclient
+from synclient.transfer.urls import URLLIB3_REQUEST_LOGGER, RedactQueryStrings, UrlBroker, install_url_redaction
+
+SIGNED = "/bucket/key.bin?X-Amz-Date=20260101T000000Z&X-Amz-Expires=30&X-Amz-Signature=0123456789abcdef"
+
+
+def _redactions():
+    return [f for f in logging.getLogger(URLLIB3_REQUEST_LOGGER).filters if isinstance(f, RedactQueryStrings)]
+
+
+@pytest.fixture
+def bare_logger():
+    """urllib3's request logger without its filters for the test, as they were afterwards."""
+    logger = logging.getLogger(URLLIB3_REQUEST_LOGGER)
+    saved = list(logger.filters)
+    logger.filters[:] = []
+    yield logger
+    logger.filters[:] = saved
+
+
+def test_importing_the_package_installs_no_filter():
+    code = ("import logging, synclient, synclient.transfer.urls, synclient.transfer.http, "
+            "synclient.transfer.download, synclient.sync.runner\n"
+            f"print(len(logging.getLogger({URLLIB3_REQUEST_LOGGER!r}).filters))")
+    root = Path(synclient.__file__).resolve().parents[1]  # this checkout's package, whatever is installed
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "0"
+
+
+def test_installing_is_idempotent(bare_logger):
+    install_url_redaction()
+    install_url_redaction()
+    assert len(_redactions()) == 1 and len(bare_logger.filters) == 1
+
+
+class _Pool:
+    def add_idle_check(self, check):
+        self.check = check
+
+
+def test_a_url_broker_installs_the_filter_and_urllib3_lines_lose_their_query(bare_logger, caplog):
+    UrlBroker(platform=None, pool=_Pool())
+    UrlBroker(platform=None, pool=_Pool())
+    assert len(_redactions()) == 1
+    with caplog.at_level(logging.DEBUG, logger=URLLIB3_REQUEST_LOGGER):
+        # the shape of urllib3's own request line
+        bare_logger.debug('%s://%s:%s "%s %s %s" %s %s', "https", "bucket.test", 443, "GET", SIGNED, "HTTP/1.1",
+                          206, 10)
+    [line] = [r.getMessage() for r in caplog.records if r.name == URLLIB3_REQUEST_LOGGER]
+    assert line == 'https://bucket.test:443 "GET /bucket/key.bin?<redacted> HTTP/1.1" 206 10'
