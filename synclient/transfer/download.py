@@ -22,8 +22,8 @@ from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Set
 
 import tenacity
 
-from synclient.errors import (Cancelled, IntegrityError, LocalIOError, RangeNotHonouredError, SynclientError,
-                              TransferError)
+from synclient.errors import (Cancelled, IntegrityError, LocalIOError, PlatformError, RangeNotHonouredError,
+                              SynclientError, is_retryable)
 from synclient.events import PlannedFile, SyncObserver
 from synclient.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
@@ -142,9 +142,10 @@ class Downloader:
     # -- shared pieces -----------------------------------------------------------------------------------------
 
     def _retrying(self) -> tenacity.Retrying:
-        retryable = (tenacity.retry_if_exception_type((TransferError, IntegrityError))
-                     & tenacity.retry_if_not_exception_type(RangeNotHonouredError))
-        return tenacity.Retrying(retry=retryable, reraise=True,
+        """Tries of one stream (a small file, or a part), as many as the error's nature allows (errors.py): a cut,
+        stall, bad status or rejected URL (TransferError) and bytes that do not match (IntegrityError) are tried
+        again; storage that ignores Range, local errors and the platform's errors (see :meth:`_url`) are not."""
+        return tenacity.Retrying(retry=tenacity.retry_if_exception(is_retryable), reraise=True,
                                  stop=tenacity.stop_after_attempt(self._config.max_attempts),
                                  wait=tenacity.wait_random_exponential(multiplier=0.25, max=8.0),
                                  sleep=self._pool.cancel_event.wait)
@@ -153,7 +154,11 @@ class Downloader:
         """The job's URL, refreshed first when it expires soon or storage has rejected it."""
         url = job.url
         if url is None or url is job.rejected_url or not url.fresh():
-            url = self._broker.fetch_one(job.request)
+            try:
+                url = self._broker.fetch_one(job.request)
+            except PlatformError as exc:
+                exc.spent()  # the platform already tried this call again: the stream's tries must not multiply them
+                raise
             job.url = url
         return url
 

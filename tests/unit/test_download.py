@@ -8,7 +8,8 @@ from typing import Callable, Dict, List, Optional
 
 import pytest
 
-from synclient.errors import Cancelled, LocalIOError, NotFoundError, SynclientError
+from synclient.errors import (Cancelled, IntegrityError, LocalIOError, MalformedAnswerError, NotFoundError,
+                              ServerError, SynclientError, ThrottledError, TransferError, UrlRejectedError)
 from synclient.events import SyncObserver
 from synclient.models import FileHandle
 from synclient.transfer.config import TransferConfig
@@ -125,15 +126,18 @@ class FakeResponse:
 
 class FakeStorage:
     """The data client: serves ``data`` (whole, or by Range unless it ignores Range); the first ``fail`` GETs
-    answer HTTP 500."""
+    answer HTTP ``status`` instead."""
 
-    def __init__(self, data: bytes, *, fail: int = 0, honours_range: bool = True) -> None:
-        self.data, self.fail, self.gets, self.honours_range = data, fail, 0, honours_range
+    def __init__(self, data: bytes, *, fail: int = 0, status: int = 500, honours_range: bool = True) -> None:
+        self.data, self.fail, self.status, self.honours_range = data, fail, status, honours_range
+        self.gets = 0
+        self.urls: List[str] = []
 
     def get(self, url: str, *, headers: Dict[str, str], connect_timeout: float, read_timeout: float) -> FakeResponse:
         self.gets += 1
+        self.urls.append(url)
         if self.gets <= self.fail:
-            return FakeResponse(500, {}, b"")
+            return FakeResponse(self.status, {}, b"")
         if "Range" not in headers or not self.honours_range:
             return FakeResponse(200, {"Content-Length": str(len(self.data))}, self.data)
         start, end = (int(n) for n in headers["Range"][len("bytes="):].split("-"))
@@ -217,3 +221,69 @@ def test_storage_ignoring_range_gets_the_file_in_one_stream(tmp_path):
     run.start()
     assert run.done == [None]
     assert run.job.destination.read_bytes() == data
+    assert run.storage.gets == 2  # the refused part is not tried again (RangeNotHonouredError: per file)
+
+
+# -- what the retry loop of a stream tries again: the error's nature ---------------------------------------------
+
+SMALL, LARGE = PART, 5 * PART  # one stream; parts
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE])
+@pytest.mark.parametrize("make_error", [lambda: ServerError("503 from the platform", status=503),
+                                        lambda: ThrottledError("429 from the platform", status=429),
+                                        lambda: MalformedAnswerError("not JSON")], ids=["503", "429", "malformed"])
+def test_a_retryable_platform_error_of_the_url_refresh_is_not_tried_again_by_the_download(tmp_path, size,
+                                                                                           make_error):
+    """The platform already retried the REST call until its tries ran out: the download's own tries must not
+    multiply them (fetch_one is called once, and the file fails with that error)."""
+    error = make_error()
+    assert error.retryable  # by nature; as the broker raises it, it is spent
+    data = os.urandom(size)
+    run = Run(tmp_path, data, broker=FakeBroker([error]))  # no URL yet: the first stream asks for one
+    run.start()
+    assert run.done == [error]
+    assert run.broker.calls == 1 and run.storage.gets == 0
+    assert error.retries_spent and not error.retryable
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE])
+def test_a_transfer_error_is_tried_again_up_to_max_attempts(tmp_path, size):
+    data = os.urandom(size)
+    run = Run(tmp_path, data, storage=FakeStorage(data, fail=2), url=SignedUrl("https://storage.example/o"),
+              max_attempts=3)
+    run.start()
+    assert run.done == [None]
+    assert run.job.destination.read_bytes() == data
+    assert run.storage.gets == 2 + (1 if size == SMALL else 5)  # two failed tries, then every stream once
+
+
+def test_transfer_errors_stop_after_max_attempts(tmp_path):
+    data = os.urandom(SMALL)
+    run = Run(tmp_path, data, storage=FakeStorage(data, fail=10), url=SignedUrl("https://storage.example/o"),
+              max_attempts=3)
+    run.start()
+    [error] = run.done
+    assert type(error) is TransferError
+    assert run.storage.gets == 3
+
+
+def test_a_rejected_url_is_refreshed_and_tried_again(tmp_path):
+    data = os.urandom(SMALL)
+    first = SignedUrl("https://storage.example/o?first")
+    run = Run(tmp_path, data, storage=FakeStorage(data, fail=1, status=403), url=first, max_attempts=3)
+    run.start()
+    assert run.done == [None]
+    assert run.broker.calls == 1  # the refresh after the 403 (UrlRejectedError, a TransferError)
+    assert run.storage.urls == [first.url, "https://storage.example/object?n=1"]
+    assert issubclass(UrlRejectedError, TransferError)
+
+
+def test_bytes_that_do_not_match_are_fetched_again_up_to_max_attempts(tmp_path):
+    data = os.urandom(SMALL)
+    run = Run(tmp_path, data, storage=FakeStorage(b"x" * SMALL), url=SignedUrl("https://storage.example/o"),
+              max_attempts=3)
+    run.start()
+    [error] = run.done
+    assert isinstance(error, IntegrityError)
+    assert run.storage.gets == 3
