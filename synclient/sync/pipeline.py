@@ -31,7 +31,7 @@ from synclient.sync.outcome import Outcome
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.planner import Action, Decision, is_up_to_date
 from synclient.sync.walker import FoundFile
-from synclient.transfer.download import FileJob
+from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.partial import LeftoverPartials, PlainFolders, partial_key
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
@@ -56,11 +56,13 @@ class FilePipeline:
     """Takes each listed file through its stages on the shared pool. Thread-safe; one per run."""
 
     def __init__(self, *, platform: Platform, pool: TaskPool, broker: UrlBroker, target: TargetDirectory,
-                 index: LocalIndex, root_id: str, options: SyncOptions, outcome: Outcome, claims: PathClaims,
-                 manifests: ManifestAssembly, folders: PlainFolders, observer: SyncObserver) -> None:
+                 downloader: Downloader, index: LocalIndex, root_id: str, options: SyncOptions, outcome: Outcome,
+                 claims: PathClaims, manifests: ManifestAssembly, folders: PlainFolders,
+                 observer: SyncObserver) -> None:
         self._platform = platform
         self._pool = pool
         self._broker = broker
+        self._downloader = downloader
         self._target = target
         self._index = index
         self._root_id = root_id
@@ -70,7 +72,6 @@ class FilePipeline:
         self._manifests = manifests
         self._folders = folders
         self._observer = observer
-        self.downloader = None  # set by the run once built (it calls back into downloaded)
         self.single_file = False  # a file root: its index row keeps an existing owner
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
@@ -163,7 +164,7 @@ class FilePipeline:
             self._kept(entity_id, version, handle, decision, context)
             return
         job = FileJob(entity_id=entity_id, version=version, handle=handle, destination=decision.destination,
-                      tag=context)
+                      on_done=lambda error: self._downloaded(job, context, error))
         self._observer.file_planned(job.planned)
         self._broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
 
@@ -199,14 +200,13 @@ class FilePipeline:
 
     def _url_ready(self, job: FileJob, url: Optional[SignedUrl], error: Optional[SynclientError]) -> None:
         if error is not None:
-            self.downloaded(job, error)
+            job.on_done(error)
             return
         job.url = url
-        self._pool.submit(Priority.DOWNLOAD, self.downloader.start, job)
+        self._pool.submit(Priority.DOWNLOAD, self._downloader.start, job)
 
-    def downloaded(self, job: FileJob, error: Optional[SynclientError]) -> None:
-        """The downloader's callback: the file is at its final path, verified (or failed, its partial kept)."""
-        context: FileContext = job.tag
+    def _downloaded(self, job: FileJob, context: FileContext, error: Optional[SynclientError]) -> None:
+        """The job's callback: the file is at its final path, verified (or failed, its partial kept)."""
         if error is None:
             try:
                 self._index_file(job.entity_id, job.version, job.handle, job.destination, context)

@@ -93,13 +93,12 @@ class SyncRun:
         self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
                                  outcome=self.outcome)
         self.manifests = ManifestAssembly(target=target, index=index, root_id=root_id)
-        self.pipeline = FilePipeline(platform=platform, pool=self.pool, broker=self.broker, target=target,
-                                     index=index, root_id=root_id, options=options, outcome=self.outcome,
-                                     claims=self.claims, manifests=self.manifests, folders=self.folders,
-                                     observer=observer)
-        self.pipeline.downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client,
-                                              config=config, observer=observer, on_done=self.pipeline.downloaded,
-                                              folders=self.folders)
+        downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
+                                observer=observer, folders=self.folders)
+        self.pipeline = FilePipeline(platform=platform, pool=self.pool, broker=self.broker, downloader=downloader,
+                                     target=target, index=index, root_id=root_id, options=options,
+                                     outcome=self.outcome, claims=self.claims, manifests=self.manifests,
+                                     folders=self.folders, observer=observer)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
                                  on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links, make_room=self.claims.make_room)

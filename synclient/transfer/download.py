@@ -16,9 +16,8 @@ import threading
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Set
+from typing import Callable, Deque, Dict, Iterator, List, Optional, Set
 
 import tenacity
 
@@ -49,9 +48,10 @@ class FileJob:
     version: Optional[int]
     handle: FileHandle
     destination: Path
+    #: called once with the file's outcome: None when it is at ``destination``, verified, else its error
+    on_done: Callable[[Optional[SynclientError]], None] = field(repr=False, compare=False)
     url: Optional[SignedUrl] = field(default=None, repr=False)
     rejected_url: Optional[SignedUrl] = field(default=None, repr=False)
-    tag: Any = field(default=None, repr=False, compare=False)  # the orchestrator's own context for this file
     verify_retries: int = field(default=0, repr=False, compare=False)  # whole-file refetches after a bad MD5
     planned: PlannedFile = field(init=False, repr=False, compare=False)  # what observers are told of it
 
@@ -65,9 +65,6 @@ class FileJob:
     @property
     def size(self) -> int:
         return self.handle.content_size or 0
-
-
-DoneCallback = Callable[[FileJob, Optional[SynclientError]], None]
 
 
 def local_error(path: Path, exc: OSError) -> LocalIOError:
@@ -121,7 +118,7 @@ class Downloader:
     """Runs file jobs on the shared pool with the strategy their size calls for."""
 
     def __init__(self, *, pool: TaskPool, broker: UrlBroker, client: DataClient,
-                 config: TransferConfig, observer: SyncObserver, on_done: DoneCallback,
+                 config: TransferConfig, observer: SyncObserver,
                  folders: Optional[PlainFolders] = None) -> None:
         self._folders = folders  # the run's folder checks (partial.PlainFolders), or None: realpath each time
         self._pool = pool
@@ -129,11 +126,10 @@ class Downloader:
         self._client = client
         self._config = config
         self._observer = observer
-        self._on_done = on_done
 
     def start(self, job: FileJob) -> None:
         """Begin a job whose URL is set (runs as a pool task)."""
-        with reporting_failures(partial(self._on_done, job), job.destination):
+        with reporting_failures(job.on_done, job.destination):
             if job.size >= self._config.multipart_threshold:
                 self._start_multipart(job)
             else:
@@ -196,7 +192,7 @@ class Downloader:
         else:
             self._retrying()(self._stream_single, job, temp, fresh)
         self._install(job, temp)
-        self._on_done(job, None)
+        job.on_done(None)
 
     def _stream_single(self, job: FileJob, temp: Path, fresh: bool) -> None:
         size = job.size
@@ -316,7 +312,7 @@ class Downloader:
     def _finish_multipart(self, state: _Multipart) -> None:
         job = state.job
         try:
-            with reporting_failures(partial(self._on_done, job), job.destination):
+            with reporting_failures(job.on_done, job.destination):
                 if state.cancelled:
                     return  # partial file and journal stay for the next run
                 if isinstance(state.error, RangeNotHonouredError):
@@ -327,7 +323,7 @@ class Downloader:
                 if state.error is not None:
                     if isinstance(state.error, IntegrityError):
                         self._discard(state)
-                    self._on_done(job, state.error)
+                    job.on_done(state.error)
                     return
                 try:
                     self._verify(job, state.hasher.hexdigest())
@@ -344,12 +340,12 @@ class Downloader:
                                     MULTIPART_VERIFY_RETRIES)
                         self._start_multipart(job)
                     else:
-                        self._on_done(job, exc)
+                        job.on_done(exc)
                     return
                 state.file.close()
                 self._install(job, state.temp)
                 state.journal.remove()
-                self._on_done(job, None)
+                job.on_done(None)
         finally:
             state.file.close()
             state.journal.close()

@@ -166,11 +166,10 @@ class Run:
         config = TransferConfig(multipart_threshold=2 * PART, part_size=PART, streams_per_file=2,
                                 chunk_size=16 * 1024, max_attempts=max_attempts, direct_io=False)
         self.downloader = Downloader(pool=self.pool, broker=self.broker, client=self.storage, config=config,
-                                     observer=observer or SyncObserver(),
-                                     on_done=lambda job, error: self.done.append(error))
+                                     observer=observer or SyncObserver())
         handle = FileHandle(id="fh1", content_size=len(data), content_md5=hashlib.md5(data).hexdigest())
         self.job = FileJob(entity_id="syn1", version=1, handle=handle, destination=tmp_path.resolve() / "file.bin",
-                           url=url)
+                           on_done=self.done.append, url=url)
 
     def start(self) -> None:
         self.downloader.start(self.job)
