@@ -250,16 +250,26 @@ class LocalIndex:
 
     def iter_rows(self, root_id: str) -> Iterator[IndexRow]:
         """Committed rows of one sync root, streamed (a read snapshot: rows forgotten meanwhile may still appear)."""
+        for values in self._stream(f"{_SELECT} WHERE root_id = ?", (root_id,)):
+            yield _row_from_db(values)
+
+    def _stream(self, query: str, params: Tuple[object, ...]) -> Iterator[tuple]:
+        """The rows of one query over the whole index, streamed from disk (never a list of them) on a read
+        connection of their own: the shared reader serves lookups meanwhile, however long the caller takes between
+        rows. The same database the lookups read (the private copy in read-only mode); nothing when there is no
+        index to read. An index that fails midway raises :class:`LocalIOError` (a scan that stopped early would
+        look like a complete one)."""
         if self._reader is None:
             return
-        db = sqlite3.connect(self._read_uri, uri=True)  # its own: the shared reader serves lookups meanwhile
+        db: Optional[sqlite3.Connection] = None
         try:
-            for values in db.execute(f"{_SELECT} WHERE root_id = ?", (root_id,)):
-                yield _row_from_db(values)
+            db = sqlite3.connect(self._read_uri, uri=True)
+            yield from db.execute(query, params)
         except sqlite3.Error as exc:
             raise LocalIOError.from_exception(f"cannot read the index in {self.meta_dir}", exc) from None
         finally:
-            db.close()
+            if db is not None:
+                db.close()
 
     def has_copies(self) -> bool:
         """Whether any row is a keep.both copy (so lookups by local path can find something)."""
@@ -358,17 +368,9 @@ class LocalIndex:
 
     def iter_sorted(self, root_id: str) -> Iterator[Tuple[IndexRow, Dict[str, object]]]:
         """Committed rows of one sync root with their annotations, ordered by local path (streamed from disk)."""
-        path = self.meta_dir / INDEX_FILE
-        if not path.is_file():
-            return
-        db = sqlite3.connect(path.as_uri() + "?mode=ro", uri=True)
-        try:
-            query = (f"SELECT {', '.join(_ROW_COLUMNS)}, annotations FROM files WHERE root_id = ? "
-                     "ORDER BY local_path")
-            for values in db.execute(query, (root_id,)):
-                yield _row_from_db(values), json.loads(values[-1] or "{}")
-        finally:
-            db.close()
+        query = f"SELECT {', '.join(_ROW_COLUMNS)}, annotations FROM files WHERE root_id = ? ORDER BY local_path"
+        for values in self._stream(query, (root_id,)):
+            yield _row_from_db(values), json.loads(values[-1] or "{}")
 
     def set_meta(self, key: str, value: str) -> None:
         if not self.read_only:

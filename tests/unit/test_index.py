@@ -62,3 +62,53 @@ def test_a_lookup_of_more_paths_than_one_query_takes_finds_every_row(tmp_path):
         index.flush()
         found = index.get_many(paths + ["folder/absent.txt"])
     assert sorted(found) == sorted(paths) and found["folder/f1233.txt"] == _row("folder/f1233.txt")
+
+
+def test_both_scans_stream_one_roots_rows_while_lookups_go_on_and_close_what_they_opened(tmp_path):
+    with LocalIndex(tmp_path) as index:
+        for path in ["b/z.txt", "a.txt", "b/a.txt", "c.txt"]:
+            index.record(_row(path), annotations={"name": path})
+        index.record(_row("other.txt", root_id="syn2"))
+        index.flush()
+        rows, sorted_rows = index.iter_rows("syn1"), index.iter_sorted("syn1")
+        first, (first_sorted, annotations) = next(rows), next(sorted_rows)
+        assert _open_index_fds(tmp_path) >= 2 + 2  # writer, shared reader, one connection per scan in progress
+        assert _get(index, "c.txt") == _row("c.txt")  # the shared reader answers while both scans are open
+        assert sorted([first.rel_path] + [row.rel_path for row in rows]) == ["a.txt", "b/a.txt", "b/z.txt", "c.txt"]
+        assert (first_sorted, annotations) == (_row("a.txt"), {"name": "a.txt"})
+        assert [(row.local_path, notes) for row, notes in sorted_rows] == [
+            ("b/a.txt", {"name": "b/a.txt"}), ("b/z.txt", {"name": "b/z.txt"}), ("c.txt", {"name": "c.txt"})]
+        stopped = index.iter_sorted("syn1")
+        next(stopped)
+        stopped.close()  # a scan left early closes its connection too
+        assert [row.rel_path for row, _ in index.iter_sorted("syn2")] == ["other.txt"]
+    assert _open_index_fds(tmp_path) == 0 and stopped is not None  # the scans (still referenced) closed theirs
+
+
+def test_both_scans_read_what_lookups_read_in_a_dry_run_and_nothing_without_an_index(tmp_path):
+    with LocalIndex(tmp_path, read_only=True) as none:
+        assert list(none.iter_rows("syn1")) == [] and list(none.iter_sorted("syn1")) == []
+    with LocalIndex(tmp_path) as index:
+        index.record(_row("a.txt"), annotations={"k": 1})
+    with LocalIndex(tmp_path, read_only=True) as dry:
+        assert [row for row in dry.iter_rows("syn1")] == [_row("a.txt")]
+        assert list(dry.iter_sorted("syn1")) == [(_row("a.txt"), {"k": 1})]
+
+
+def test_an_index_that_fails_midway_is_a_local_io_error_for_both_scans(tmp_path):
+    import sqlite3
+
+    import pytest
+
+    from synclient.errors import LocalIOError
+    with LocalIndex(tmp_path) as index:
+        index.record(_row("a.txt"))
+        index.flush()
+        db = sqlite3.connect(tmp_path / META_DIR / INDEX_FILE)
+        db.execute("DROP TABLE files")
+        db.commit()
+        db.close()
+        for scan in (index.iter_rows, index.iter_sorted):
+            with pytest.raises(LocalIOError, match="cannot read the index in"):
+                list(scan("syn1"))
+    assert _open_index_fds(tmp_path) == 0
