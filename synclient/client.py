@@ -34,8 +34,8 @@ from requests.adapters import HTTPAdapter
 from synclient._version import __version__
 from synclient.config import Endpoints, resolve_endpoints, resolve_token
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError,
-                              EndpointError, ErrorNature, MalformedAnswerError, NotFoundError, PlatformError,
-                              ServerError, SynclientError, ThrottledError)
+                              EndpointError, MalformedAnswerError, NotFoundError, PermanentServerError,
+                              PlatformError, ServerError, SynclientError, ThrottledError)
 from synclient.gate import AdaptiveGate, Throttle, ThrottleKind, shared_gate
 from synclient.models import (ChildrenPage, Entity, EntityHeader, EntityType, FileBundle, FileHandleRequest,
                               PresignedUrlAnswer, user_profile_from_wire, wire_object)
@@ -505,13 +505,9 @@ def _error_for(status: int, reason: Optional[str], *, method: str, route: str, u
     text = f"{route}: HTTP {status}" + (f": {reason}" if reason else "")
     kind = (AuthenticationError if status == 401 else AccessDeniedError if status == 403 else
             NotFoundError if status == 404 else ThrottledError if status == 429 else
-            ServerError if status >= 500 else BadRequestError)
-    error = kind(text, status=status, reason=reason, method=method, url=url)
-    if kind is ServerError and status not in TRANSIENT_SERVER_STATUS:
-        # a 5xx that will not change (501, 505, ...): fails its file, never tried again. Until errors.py has a
-        # ServerError subclass of nature PER_FILE for it, this one instance says so (its type stays ServerError)
-        error.nature = ErrorNature.PER_FILE  # type: ignore[misc]
-    return error
+            ServerError if status in TRANSIENT_SERVER_STATUS else PermanentServerError if status >= 500 else
+            BadRequestError)
+    return kind(text, status=status, reason=reason, method=method, url=url)
 
 
 def _redirect_error(call: _Call, response: requests.Response) -> EndpointError:

@@ -115,6 +115,12 @@ class ServerError(PlatformError):
     nature = ErrorNature.RETRYABLE
 
 
+class PermanentServerError(ServerError):
+    """A 5xx that says the request will not work later either (501 Not Implemented, 505, ...): not tried again."""
+
+    nature = ErrorNature.PER_FILE
+
+
 class MalformedAnswerError(ServerError):
     """A 2xx answer that is not the JSON the API documents: not JSON at all, or an object lacking a required field."""
 

@@ -7,7 +7,7 @@ import responses
 from client_support import FAST, REPO, error
 from synclient.client import TRANSIENT_SERVER_STATUS
 from synclient.errors import (AccessDeniedError, BadRequestError, EndpointError, ErrorNature, MalformedAnswerError,
-                              NotFoundError, ServerError, ThrottledError, is_retryable)
+                              NotFoundError, PermanentServerError, ServerError, ThrottledError, is_retryable)
 
 HEADER = {"id": "syn1", "name": "p", "type": "org.sagebionetworks.repo.model.Project"}
 FREQUENT = "Requests are too frequent. Allowed 600 requests every 60 seconds."
@@ -44,7 +44,8 @@ def test_a_5xx_that_will_not_change_is_a_server_error_raised_at_once_and_not_ret
     assert len(responses.calls) == 1
     assert type(info.value) is ServerError and info.value.status == status
     assert info.value.nature is ErrorNature.PER_FILE and not info.value.retryable and not info.value.retries_spent
-    assert ServerError("another").nature is ErrorNature.RETRYABLE  # one instance's nature, not the class's
+    assert isinstance(info.value, PermanentServerError) and isinstance(info.value, ServerError)
+    assert ServerError("another").nature is ErrorNature.RETRYABLE
 
 
 @responses.activate
