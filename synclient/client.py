@@ -237,7 +237,8 @@ class Platform:
         if not self._endpoint_proven:
             return EndpointError(f"endpoint {base} gave a malformed answer to {route} ({exc}), so it is probably "
                                  f"not a Synapse API", endpoint=base)
-        return MalformedAnswerError(f"{route}: malformed answer: {exc}", method=method, url=base)
+        # JSON that lacks a field the API documents will not gain it on another try: raised as retries spent
+        return MalformedAnswerError(f"{route}: malformed answer: {exc}", method=method, url=base).spent()
 
     def _base(self, service: str) -> str:
         return {"repo": self.endpoints.repo, "file": self.endpoints.file, "auth": self.endpoints.auth}[service]

@@ -21,7 +21,7 @@ from synclient._version import __version__
 from synclient.errors import (Cancelled, IntegrityError, RangeNotHonouredError, TransferError,
                               UrlRejectedError)  # noqa: F401 (UrlRejectedError re-exported)
 from synclient.transfer.direct import aligned_buffer
-from synclient.transfer.urls import SignedUrl, redact_url
+from synclient.transfer.urls import SignedUrl, install_url_redaction, redact_url
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
@@ -50,6 +50,7 @@ class DataClient:
     """
 
     def __init__(self, pool_size: int) -> None:
+        install_url_redaction()  # DEBUG lines of this client show signed URLs without their query
         self._pool_size = max(4, pool_size)
         self._headers = {"User-Agent": f"synclient/{__version__}",
                          # identity: Range offsets must mean stored bytes, and MD5 is of the stored bytes

@@ -42,9 +42,8 @@ def test_a_5xx_that_will_not_change_is_a_server_error_raised_at_once_and_not_ret
     with pytest.raises(ServerError) as info:
         platform.get_user_profile()
     assert len(responses.calls) == 1
-    assert type(info.value) is ServerError and info.value.status == status
+    assert type(info.value) is PermanentServerError and info.value.status == status  # still a ServerError
     assert info.value.nature is ErrorNature.PER_FILE and not info.value.retryable and not info.value.retries_spent
-    assert isinstance(info.value, PermanentServerError) and isinstance(info.value, ServerError)
     assert ServerError("another").nature is ErrorNature.RETRYABLE
 
 
@@ -99,3 +98,14 @@ def test_a_retryable_error_that_recovers_raises_nothing(platform):
     responses.add(responses.GET, REPO + "/userProfile", json={"ownerId": "1"})
     assert platform.get_user_profile() == {"ownerId": "1"}
     assert len(responses.calls) == 2
+
+
+@responses.activate
+def test_well_formed_json_lacking_a_field_is_raised_spent_after_one_call(platform):
+    """A 2xx whose JSON parses but lacks a documented field will not gain it on another try: one call, and an outer
+    loop (the downloader refreshing a URL) does not try it again either."""
+    prove(platform)
+    responses.add(responses.GET, REPO + "/entity/syn2/type", json={"name": "no id, no type"})
+    with pytest.raises(MalformedAnswerError) as info:
+        platform.get_entity_header("syn2")
+    assert len(responses.calls) == 1 and _spent(info.value)

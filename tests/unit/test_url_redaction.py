@@ -57,3 +57,11 @@ def test_a_url_broker_installs_the_filter_and_urllib3_lines_lose_their_query(bar
                           206, 10)
     [line] = [r.getMessage() for r in caplog.records if r.name == URLLIB3_REQUEST_LOGGER]
     assert line == 'https://bucket.test:443 "GET /bucket/key.bin?<redacted> HTTP/1.1" 206 10'
+
+
+def test_a_data_client_alone_installs_the_filter(bare_logger):
+    """An SDK user fetching signed URLs with a DataClient and no broker gets the same redaction."""
+    from synclient.transfer.http import DataClient
+
+    DataClient(4).close()
+    assert len(_redactions()) == 1
