@@ -10,17 +10,9 @@ import responses
 from synclient.client import FIRST_CONTACT_ATTEMPTS, Platform, RetryPolicy
 from synclient.errors import (AccessDeniedError, CallCancelledError, ConfigError, EndpointError,
                               MalformedAnswerError, NotFoundError, PlatformError, ServerError)
-from client_support import FAST, REPO, ROOT, TOKEN, error
+from client_support import FAST, REPO, ROOT, TOKEN, error, prove
 
-HEADER = {"id": "syn1", "name": "p", "type": "org.sagebionetworks.repo.model.Project"}
 HTML = "<html><body><h1>Not Found</h1></body></html>"
-
-
-def prove(platform):
-    """One well-formed answer: from now on the endpoint is known to be Synapse."""
-    responses.add(responses.GET, REPO + "/entity/syn1/type", json=HEADER)
-    platform.get_entity_header("syn1")
-    assert platform.endpoint_proven
 
 
 # -- message shapes -------------------------------------------------------------------------------------------------

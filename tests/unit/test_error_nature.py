@@ -4,21 +4,12 @@ import pytest
 import requests
 import responses
 
-from client_support import FAST, REPO, error
+from client_support import FAST, REPO, error, prove
 from synclient.client import TRANSIENT_SERVER_STATUS
 from synclient.errors import (AccessDeniedError, BadRequestError, EndpointError, ErrorNature, MalformedAnswerError,
                               NotFoundError, PermanentServerError, ServerError, ThrottledError, is_retryable)
 
-HEADER = {"id": "syn1", "name": "p", "type": "org.sagebionetworks.repo.model.Project"}
 FREQUENT = "Requests are too frequent. Allowed 600 requests every 60 seconds."
-
-
-def prove(platform):
-    """One well-formed answer: from now on the endpoint is known to be Synapse (the full retry policy applies)."""
-    responses.add(responses.GET, REPO + "/entity/syn1/type", json=HEADER)
-    platform.get_entity_header("syn1")
-    assert platform.endpoint_proven
-    responses.calls.reset()
 
 
 def _spent(exc) -> bool:
@@ -68,6 +59,7 @@ def test_an_error_that_is_not_retryable_is_raised_at_once_and_not_marked_spent(p
 @responses.activate
 def test_a_failed_connection_is_raised_spent_once_the_tries_ran_out(platform):
     prove(platform)
+    responses.calls.reset()
     responses.add(responses.GET, REPO + "/userProfile", body=requests.ConnectionError("reset"))
     with pytest.raises(ServerError, match="connection failed") as info:
         platform.get_user_profile()
@@ -77,6 +69,7 @@ def test_a_failed_connection_is_raised_spent_once_the_tries_ran_out(platform):
 @responses.activate
 def test_a_malformed_answer_is_raised_spent_once_the_tries_ran_out(platform):
     prove(platform)
+    responses.calls.reset()
     responses.add(responses.GET, REPO + "/userProfile", body='{"ownerId": "1", "userN')
     with pytest.raises(MalformedAnswerError) as info:
         platform.get_user_profile()
@@ -105,6 +98,7 @@ def test_well_formed_json_lacking_a_field_is_raised_spent_after_one_call(platfor
     """A 2xx whose JSON parses but lacks a documented field will not gain it on another try: one call, and an outer
     loop (the downloader refreshing a URL) does not try it again either."""
     prove(platform)
+    responses.calls.reset()
     responses.add(responses.GET, REPO + "/entity/syn2/type", json={"name": "no id, no type"})
     with pytest.raises(MalformedAnswerError) as info:
         platform.get_entity_header("syn2")
