@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
-from synclient.errors import AuthenticationError, ConfigError, NotFoundError, PathConflictError, SyncError
+from synclient.errors import (AuthenticationError, ConfigError, EndpointError, NotFoundError, PathConflictError,
+                              PermanentServerError, SyncError)
 from synclient.sync.index import LocalIndex
 from synclient.sync.dry_run import SyncPlan
 from synctrees import MANIFEST, MiB, local_tree, seeded_md5, sigkill_sync_after
@@ -350,6 +351,30 @@ def test_a_token_that_turns_invalid_mid_run_stops_the_run_once(emulator, tmp_pat
     assert calls < 150, f"{calls} calls: the run kept going file by file after the token was refused"
     results = sync(emulator, project, tmp_path)  # the same command with a good token finishes the job
     assert not results.failures and len(local_tree(tmp_path)) == 150
+
+
+@pytest.mark.parametrize("refusal", [
+    EndpointError("endpoint redirects to another host (HTTP 307)", endpoint="http://x"),  # a per-file refusal
+    PermanentServerError("POST /entity/{id}/bundle2: HTTP 501", status=501),
+])
+def test_a_refusal_of_one_files_call_fails_that_file_only(emulator, tmp_path, refusal):
+    """Only errors every file would meet stop a run (their nature is FATAL); a redirect or a 501 on one bundle call
+    fails that file and the others are synced."""
+    project = seed(emulator, [text(f"f{i}.txt", f"file {i}") for i in range(5)])
+    platform = platform_for(emulator)
+    real_bundle, refused = platform.get_file_bundle, []
+
+    def bundle(entity_id, **kwargs):
+        if not refused:
+            refused.append(entity_id)
+            raise refusal
+        return real_bundle(entity_id, **kwargs)
+
+    platform.get_file_bundle = bundle
+    results = sync_from_platform(project, tmp_path, platform=platform, max_workers=1, progress=False,
+                                 on_error="continue")
+    assert [r.entity_id for r in results.failures] == refused and results.failures[0].error is refusal
+    assert len(local_tree(tmp_path)) == 4
 
 
 def test_include_filters_prune_folders_that_cannot_match(emulator, tmp_path):

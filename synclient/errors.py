@@ -72,6 +72,10 @@ class EndpointError(ConfigError):
     """The endpoint is not a usable Synapse API: unreachable, TLS failure, a redirect, or answers that are not the
     API's JSON before it ever gave one well-formed answer. The message names the endpoint (``endpoint``)."""
 
+    #: at first contact it stops everything anyway (nothing has started); a redirect on one later call (the
+    #: endpoint is proven) fails that call's file, as any refused call does
+    nature = ErrorNature.PER_FILE
+
     def __init__(self, message: str, *, endpoint: str) -> None:
         super().__init__(message)
         self.endpoint = endpoint

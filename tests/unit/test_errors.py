@@ -41,3 +41,34 @@ def test_other_causes_keep_their_own_reason_and_errno():
     assert str(denied) == "cannot create folder /t/a: Permission denied" and denied.errno == errno.EACCES
     locked = LocalIOError.from_exception("cannot read the index", sqlite3.OperationalError("database is locked"))
     assert str(locked) == "cannot read the index: database is locked" and locked.errno is None
+
+
+def test_every_error_states_its_nature():
+    """The table docs/architecture.md gives; the runner stops on FATAL, retry loops retry RETRYABLE."""
+    import inspect
+
+    from synclient import errors
+    from synclient.errors import ErrorNature as N
+
+    expected = {
+        "SynclientError": N.PER_FILE, "ConfigError": N.FATAL, "KeyringUnavailableError": N.FATAL,
+        "EndpointError": N.PER_FILE,  # a redirect on one call of a run fails that file, as it always did
+        "PlatformError": N.PER_FILE, "AuthenticationError": N.FATAL, "AccessDeniedError": N.PER_FILE,
+        "NotFoundError": N.PER_FILE, "ThrottledError": N.RETRYABLE, "ServerError": N.RETRYABLE,
+        "PermanentServerError": N.PER_FILE, "MalformedAnswerError": N.RETRYABLE, "CallCancelledError": N.FATAL,
+        "Cancelled": N.FATAL, "BadRequestError": N.PER_FILE, "TransferError": N.RETRYABLE,
+        "UrlRejectedError": N.RETRYABLE, "RangeNotHonouredError": N.PER_FILE, "IntegrityError": N.RETRYABLE,
+        "UnsafePathError": N.PER_FILE, "TargetError": N.FATAL, "SyncLockedError": N.FATAL, "SyncError": N.PER_FILE,
+        "PathConflictError": N.PER_FILE, "FileInTheWayError": N.PER_FILE,
+    }
+    classes = {name: cls for name, cls in vars(errors).items()
+               if inspect.isclass(cls) and issubclass(cls, errors.SynclientError)}
+    assert set(classes) == set(expected) | {"LocalIOError"}  # a new error class must be given its nature here
+    for name, nature in expected.items():
+        cls = classes[name]
+        instance = cls.__new__(cls)  # the nature is the class's; no constructor arguments needed
+        assert instance.nature is nature, name
+    local = errors.LocalIOError("cannot write x")
+    assert local.nature is N.PER_FILE
+    local.errno = errno.ENOSPC
+    assert local.nature is N.FATAL
