@@ -590,3 +590,18 @@ def test_partials_in_a_folder_the_remote_dropped_do_not_outlive_a_completed_run(
     emulator.delete_entity(emulator.resolve(project, "d"))
     sync(emulator, project, tmp_path)  # without delete: d/f.txt stays, its partial cannot resume anywhere
     assert (tmp_path / "d" / "f.txt").exists() and not stray.exists()
+
+
+def test_options_object_and_keyword_overrides(emulator, tmp_path):
+    """``options=`` carries every choice; a keyword of the same name overrides its field (here: the dry run of
+    the options object is turned off, and the include filter stays)."""
+    from synclient import SyncOptions
+
+    project = seed(emulator, [text("a.csv", "a"), text("b.txt", "b")])
+    options = SyncOptions(dry_run=True, include=["*.csv"], progress=False)
+    plan = sync_from_platform(project, tmp_path, platform=platform_for(emulator), options=options)
+    assert isinstance(plan, SyncPlan) and [e.rel_path for e in plan.fetch_entries] == ["a.csv"]
+    assert not (tmp_path / "a.csv").exists()
+    results = sync_from_platform(project, tmp_path, platform=platform_for(emulator), options=options,
+                                 dry_run=False)
+    assert [r.path.name for r in results] == ["a.csv"] and (tmp_path / "a.csv").read_text() == "a"
