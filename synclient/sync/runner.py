@@ -173,7 +173,9 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
         ("on_error", on_error), ("if_collision", if_collision), ("delete", delete), ("manifest", manifest),
         ("include", include), ("exclude", exclude), ("dry_run", dry_run), ("follow_links", follow_links),
         ("provenance", provenance), ("progress", progress)) if value is not None}
-    options = (options or SyncOptions()).replace(**given) if given else (options or SyncOptions())
+    options = options or SyncOptions()
+    if given:
+        options = options.replace(**given)
     config = config or TransferConfig()
     if max_workers is not None:
         config = replace(config, max_workers=max_workers)
