@@ -21,7 +21,7 @@ from typing import Callable, Deque, Dict, Iterator, List, Optional, Set
 
 import tenacity
 
-from synclient.errors import (Cancelled, IntegrityError, LocalIOError, PlatformError, RangeNotHonouredError,
+from synclient.errors import (Cancelled, IntegrityError, LocalIOError, RangeNotHonouredError,
                               SynclientError, is_retryable)
 from synclient.events import PlannedFile, SyncObserver
 from synclient.models import FileHandle, FileHandleRequest
@@ -150,11 +150,9 @@ class Downloader:
         """The job's URL, refreshed first when it expires soon or storage has rejected it."""
         url = job.url
         if url is None or url is job.rejected_url or not url.fresh():
-            try:
-                url = self._broker.fetch_one(job.request)
-            except PlatformError as exc:
-                exc.spent()  # the platform already tried this call again: the stream's tries must not multiply them
-                raise
+            # a retryable error of this REST call comes marked spent by the platform, which already retried it:
+            # the stream's tries do not multiply them
+            url = self._broker.fetch_one(job.request)
             job.url = url
         return url
 

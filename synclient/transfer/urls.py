@@ -48,7 +48,8 @@ _redaction_lock = threading.Lock()
 def install_url_redaction() -> None:
     """Put the one :class:`RedactQueryStrings` filter on urllib3's request logger, so no signed URL's query reaches
     a log. Idempotent (the filter is installed once however often this is called) and never done at import: a
-    :class:`UrlBroker` calls it when it is created, before it fetches any signed URL."""
+    :class:`~synclient.transfer.http.DataClient`, the one client that requests signed URLs, calls it when it is
+    created."""
     with _redaction_lock:
         logging.getLogger(URLLIB3_REQUEST_LOGGER).addFilter(_REDACTION)  # adds nothing when already there
 
@@ -117,7 +118,6 @@ class UrlBroker:
         self._lock = threading.Lock()
         self._pending: List[Tuple[FileHandleRequest, UrlCallback]] = []
         pool.add_idle_check(self._flush_tail)
-        install_url_redaction()  # the data client GETs this broker's URLs with urllib3, which logs each one
 
     def request(self, request: FileHandleRequest, on_ready: UrlCallback) -> None:
         """Queue ``request``; ``on_ready(url, error)`` runs on the pool when its batch is answered."""

@@ -234,10 +234,12 @@ SMALL, LARGE = PART, 5 * PART  # one stream; parts
                                         lambda: MalformedAnswerError("not JSON")], ids=["503", "429", "malformed"])
 def test_a_retryable_platform_error_of_the_url_refresh_is_not_tried_again_by_the_download(tmp_path, size,
                                                                                            make_error):
-    """The platform already retried the REST call until its tries ran out: the download's own tries must not
-    multiply them (fetch_one is called once, and the file fails with that error)."""
+    """The platform already retried the REST call until its tries ran out and raised the error marked spent (as
+    tests/unit/test_error_nature.py shows): the download's own tries must not multiply them (fetch_one is called
+    once, and the file fails with that error)."""
     error = make_error()
-    assert error.retryable  # by nature; as the broker raises it, it is spent
+    assert error.retryable  # by nature; as the platform raises it after its tries, it is spent
+    error.spent()
     data = os.urandom(size)
     run = Run(tmp_path, data, broker=FakeBroker([error]))  # no URL yet: the first stream asks for one
     run.start()

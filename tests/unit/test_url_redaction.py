@@ -1,4 +1,4 @@
-"""Signed URLs' queries never reach urllib3's logs: the redaction filter is installed explicitly (when a UrlBroker is
+"""Signed URLs' queries never reach urllib3's logs: the redaction filter is installed explicitly (when a DataClient is
 created), once however often it is asked for, and never as a side effect of an import."""
 import logging
 import subprocess
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import synclient
-from synclient.transfer.urls import URLLIB3_REQUEST_LOGGER, RedactQueryStrings, UrlBroker, install_url_redaction
+from synclient.transfer.http import DataClient
+from synclient.transfer.urls import URLLIB3_REQUEST_LOGGER, RedactQueryStrings, install_url_redaction
 
 SIGNED = "/bucket/key.bin?X-Amz-Date=20260101T000000Z&X-Amz-Expires=30&X-Amz-Signature=0123456789abcdef"
 
@@ -42,14 +43,10 @@ def test_installing_is_idempotent(bare_logger):
     assert len(_redactions()) == 1 and len(bare_logger.filters) == 1
 
 
-class _Pool:
-    def add_idle_check(self, check):
-        self.check = check
-
-
-def test_a_url_broker_installs_the_filter_and_urllib3_lines_lose_their_query(bare_logger, caplog):
-    UrlBroker(platform=None, pool=_Pool())
-    UrlBroker(platform=None, pool=_Pool())
+def test_a_data_client_installs_the_filter_and_urllib3_lines_lose_their_query(bare_logger, caplog):
+    """The data client is the one that requests signed URLs (a sync's, or an SDK user's without a broker)."""
+    DataClient(4).close()
+    DataClient(4).close()
     assert len(_redactions()) == 1
     with caplog.at_level(logging.DEBUG, logger=URLLIB3_REQUEST_LOGGER):
         # the shape of urllib3's own request line
@@ -57,11 +54,3 @@ def test_a_url_broker_installs_the_filter_and_urllib3_lines_lose_their_query(bar
                           206, 10)
     [line] = [r.getMessage() for r in caplog.records if r.name == URLLIB3_REQUEST_LOGGER]
     assert line == 'https://bucket.test:443 "GET /bucket/key.bin?<redacted> HTTP/1.1" 206 10'
-
-
-def test_a_data_client_alone_installs_the_filter(bare_logger):
-    """An SDK user fetching signed URLs with a DataClient and no broker gets the same redaction."""
-    from synclient.transfer.http import DataClient
-
-    DataClient(4).close()
-    assert len(_redactions()) == 1
