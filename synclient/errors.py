@@ -176,7 +176,7 @@ class UnsafePathError(SynclientError, ValueError):
 _DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 _SQLITE_FULL = 13  # sqlite3.SQLITE_FULL: "database or disk is full"
 #: local errors every remaining file would meet too: no space, no quota, a read-only filesystem
-_FATAL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+_FATAL_ERRNOS = frozenset(_DISK_FULL_ERRNOS + (errno.EROFS,))
 
 
 class LocalIOError(SynclientError, OSError):

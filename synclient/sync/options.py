@@ -23,10 +23,6 @@ class OnError(Choice):
     CONTINUE = "continue"  # return the results; failures are in them
 
 
-def _patterns(value: Union[str, Iterable[str], None]) -> Tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value or ())
-
-
 @dataclass(frozen=True, init=False)
 class SyncOptions:
     """The choices of one sync (every field keyword-only).
@@ -64,8 +60,9 @@ class SyncOptions:
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
         set_(self, "delete", bool(delete))
         set_(self, "manifest", ManifestMode.parse(manifest, option="manifest"))
-        set_(self, "include", _patterns(include))
-        set_(self, "exclude", _patterns(exclude))
+        patterns = PathFilter.build(include, exclude)  # one string or many, as tuples
+        set_(self, "include", patterns.include)
+        set_(self, "exclude", patterns.exclude)
         set_(self, "dry_run", bool(dry_run))
         set_(self, "follow_links", bool(follow_links))
         set_(self, "provenance", bool(provenance))

@@ -70,9 +70,6 @@ class Outcome(abc.ABC):
     def removed(self, removal: Removal) -> None:
         """One vanished (or displaced) file's removal: deleted, kept because it changed, or failed."""
 
-    def failed(self, result: FileResult) -> None:
-        self.finished(result)
-
 
 class RecordOutcome(Outcome):
     """A real run: decisions are carried out, every file's result recorded."""

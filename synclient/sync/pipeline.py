@@ -21,7 +21,6 @@ from synclient.events import SyncObserver
 from synclient.models import EntityHeader, FileHandle
 from synclient.results import FileResult, SyncStatus
 from synclient.sync.claims import PathClaims
-from synclient.sync.deletion import remove_indexed_file
 from synclient.sync.dry_run import PlanEntry
 from synclient.sync.index import IndexRow, LocalIndex
 from synclient.sync.manifest import ManifestRow, provenance_from_activity
@@ -229,7 +228,7 @@ class FilePipeline:
         copy = context.superseded
         if copy is None or self._claims.is_abandoned(copy.local_path):  # a given-up copy belongs to its new owner
             return
-        removal = remove_indexed_file(self._target, copy, dry_run=False)
+        removal = self._outcome.remove_indexed(copy)
         if removal is not None and removal.action is Action.DELETE and removal.error is None:
             log.info("removed %s, the earlier keep.both copy of %s", copy.local_path, context.rel_path)
 
@@ -255,5 +254,5 @@ class FilePipeline:
         if path is not None:  # a partial of it (an earlier run's) stays for the run that gets further
             with self._lock:
                 self.failed_partials.add(partial_key(path))
-        self._outcome.failed(FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED,
-                                        error))
+        self._outcome.finished(FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED,
+                                          error))
