@@ -2,11 +2,13 @@
 
 Token: argument > ``SYNCLIENT_AUTH_TOKEN`` > ``SYNAPSE_AUTH_TOKEN`` > ``~/.synapseConfig`` > keyring, without the
 whitespace around it (see :func:`clean_token`).
-Profile: argument > ``SYNCLIENT_PROFILE`` > ``SYNAPSE_PROFILE`` > "default"; it picks the ``[profile NAME]``
-section of the config file and the keyring entry (service "synclient", user = profile name).
+Profile: argument > ``SYNCLIENT_PROFILE`` > ``SYNAPSE_PROFILE`` > "default"; it picks the config file section
+and the keyring entry (service "synclient", user = profile name).
 Endpoint: argument > ``SYNCLIENT_ENDPOINT`` > ``~/.synapseConfig`` ``[endpoints]`` > Synapse production.
-``~/.synapseConfig`` is the file users of the platform already have (``[authentication] authtoken``,
-``[profile NAME]`` sections, ``[endpoints] repoEndpoint/fileHandleEndpoint/authEndpoint``).
+``~/.synapseConfig`` (or ``SYNAPSE_CONFIG_FILE``) is the file users of the platform already have, read as
+synapseclient 4.14 reads it (``get_config_authentication``): profile "default" takes section ``[default]`` (what
+``synapse config`` writes) and, when the file has none, ``[authentication]`` (older files); profile NAME takes
+``[profile NAME]``; ``[endpoints] repoEndpoint/fileHandleEndpoint/authEndpoint``.
 """
 from __future__ import annotations
 
@@ -49,7 +51,9 @@ def config_path() -> Path:
 
 
 def _read_config(path: Path) -> configparser.ConfigParser:
-    parser = configparser.ConfigParser(interpolation=None)
+    # strict=False: synapseclient 4.14's 'synapse config --profile NAME' on a new file writes the section header
+    # twice, a file its own strict parser then refuses; we read the repeated sections as one
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
     if path.is_file():
         try:
             parser.read(path, encoding="utf-8")
@@ -58,8 +62,17 @@ def _read_config(path: Path) -> configparser.ConfigParser:
     return parser
 
 
-def _profile_section(profile: Optional[str]) -> str:
-    return "authentication" if profile in (None, DEFAULT_PROFILE) else f"profile {profile}"
+LEGACY_DEFAULT_SECTION = "authentication"
+
+
+def _profile_section(parser: configparser.ConfigParser, profile: Optional[str]) -> str:
+    """The section a profile's credentials are read from, as synapseclient reads them: "default" is ``[default]``
+    when the file has that section (even without a token in it: synapseclient then looks no further in the file),
+    else ``[authentication]``."""
+    if profile in (None, DEFAULT_PROFILE):
+        return DEFAULT_PROFILE if parser.has_section(DEFAULT_PROFILE) and parser.items(DEFAULT_PROFILE) \
+            else LEGACY_DEFAULT_SECTION
+    return f"profile {profile}"
 
 
 def resolve_profile(profile: Optional[str] = None) -> str:
@@ -108,7 +121,7 @@ def find_token(token: Optional[str] = None, *, profile: Optional[str] = None) ->
     name = resolve_profile(profile)
     path = config_path()
     parser = _read_config(path)
-    section = _profile_section(name)
+    section = _profile_section(parser, name)
     found = (_checked(parser.get(section, "authtoken"), TokenSource.CONFIG_FILE, f"{path} [{section}]")
              if parser.has_option(section, "authtoken") else None)
     found = found or _checked(keyring_token(name), TokenSource.KEYRING, f"profile {name!r}")

@@ -57,7 +57,7 @@ class ConfigError(SynclientError, ValueError):
 NO_KEYRING_HELP = (
     "no keyring backend is available on this machine (common on headless Linux and in containers), so the "
     "token cannot be stored there. Instead either set SYNCLIENT_AUTH_TOKEN=<token> in your environment, or "
-    "put 'authtoken = <token>' under [authentication] in ~/.synapseConfig (and chmod 600 it), or install a "
+    "put 'authtoken = <token>' under [default] in ~/.synapseConfig (and chmod 600 it), or install a "
     "keyring backend (for example: pip install keyrings.alt) and run 'synclient login' again")
 
 
