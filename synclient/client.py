@@ -32,8 +32,8 @@ import tenacity
 from requests.adapters import HTTPAdapter
 
 from synclient._version import __version__
-from synclient.config import Endpoints, resolve_endpoints, resolve_token
-from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError,
+from synclient.config import Endpoints, clean_token, resolve_endpoints, resolve_token
+from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError, ConfigError,
                               EndpointError, MalformedAnswerError, NotFoundError, PermanentServerError,
                               PlatformError, ServerError, SynclientError, ThrottledError)
 from synclient.gate import AdaptiveGate, Throttle, ThrottleKind, shared_gate
@@ -179,6 +179,28 @@ class Platform:
         self._endpoint_proven = False
         self._session = _platform_session(self.endpoints.repo)
         self.resize_pool(max_connections)
+
+    @classmethod
+    def from_synapseclient(cls, syn: Any, **settings: Any) -> "Platform":
+        """The platform a logged-in ``synapseclient.Synapse`` talks to, as that user: its three endpoints
+        (``repoEndpoint``, ``fileHandleEndpoint``, ``authEndpoint``) and its token (``credentials.secret``).
+        ``settings`` are the other keyword arguments of ``Platform`` (``max_connections=``, ``retry=``, ...).
+
+        Duck-typed, so synapseclient stays optional. A ``Synapse`` that is not logged in is a :class:`ConfigError`
+        (an anonymous platform would fail later, on the first private entity, with a less helpful message)."""
+        endpoints = {name: getattr(syn, attribute, None) for name, attribute in (
+            ("repo_endpoint", "repoEndpoint"), ("file_endpoint", "fileHandleEndpoint"),
+            ("auth_endpoint", "authEndpoint"))}
+        missing = [attribute for attribute, value in endpoints.items() if not isinstance(value, str) or not value]
+        if missing:
+            raise ConfigError(f"{type(syn).__name__} is not a synapseclient.Synapse (no {missing[0]}): "
+                              "pass a synapseclient.Synapse, logged in")
+        credentials = getattr(syn, "credentials", None)
+        token = getattr(credentials, "secret", None) if credentials is not None else None
+        if not isinstance(token, str) or not token.strip():
+            raise ConfigError("the synapseclient.Synapse given is not logged in: call syn.login() first "
+                              "(or log in with 'synapse config' / SYNAPSE_AUTH_TOKEN and call syn.login())")
+        return cls(token=clean_token(token, where="the synapseclient login"), **endpoints, **settings)
 
     def __repr__(self) -> str:  # never shows the token
         state = "with token" if self._token else "anonymous"

@@ -149,8 +149,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        delete: Optional[bool] = None, manifest: Optional[str] = None,
                        include: Optional[Iterable[str]] = None, exclude: Optional[Iterable[str]] = None,
                        dry_run: Optional[bool] = None, follow_links: Optional[bool] = None,
-                       provenance: Optional[bool] = None, progress: Optional[bool] = None
-                       ) -> Union[SyncResults, SyncPlan]:
+                       provenance: Optional[bool] = None, progress: Optional[bool] = None,
+                       syn: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
     Returns one :class:`~synclient.results.FileResult` per file (``SyncResults``, with ``.report``), or with
@@ -165,7 +165,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     - ``config``: how bytes move (:class:`~synclient.transfer.config.TransferConfig`); ``max_workers`` overrides
       its field of that name.
     - ``platform``: the :class:`~synclient.client.Platform` to use (default: endpoint and token from the
-      environment, ``~/.synapseConfig`` or the keyring).
+      environment, ``~/.synapseConfig`` or the keyring). ``syn=``: a logged-in ``synapseclient.Synapse`` instead,
+      a shortcut for ``platform=Platform.from_synapseclient(syn)`` (its endpoints and login).
     - ``observer``: receives every file's events (:mod:`synclient.events`), for your own display or report.
     """
     # validate
@@ -180,7 +181,11 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     if max_workers is not None:
         config = replace(config, max_workers=max_workers)
     entity_id, version = parse_entity_id(entity)
+    if syn is not None and platform is not None:
+        raise ConfigError("give either platform= or syn= (a synapseclient login), not both")
     own_platform = platform is None
+    if syn is not None:
+        platform = Platform.from_synapseclient(syn, max_connections=config.max_workers)
     platform = platform or Platform(max_connections=config.max_workers)
     if not own_platform:
         platform.resize_pool(config.max_workers)
