@@ -5,11 +5,13 @@ of these outcome types, and none of them sits above the sync engine.
 """
 from __future__ import annotations
 
+import datetime
 import enum
+import json
 import threading
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 
 class SyncStatus(enum.Enum):
@@ -19,19 +21,45 @@ class SyncStatus(enum.Enum):
     FAILED = "failed"
 
 
+def annotation_value(kind: str, text: str) -> object:
+    """One annotation value of the platform's Annotations v2 (``{"type": "LONG", "value": ["3"]}``) as Python."""
+    if kind == "LONG":
+        return int(text)
+    if kind == "DOUBLE":
+        return float(text)
+    if kind == "BOOLEAN":
+        return text.lower() == "true"
+    if kind == "TIMESTAMP_MS":
+        return datetime.datetime.fromtimestamp(int(text) / 1000, tz=datetime.timezone.utc)
+    return text
+
+
+def typed_annotations(wire: Mapping[str, Any]) -> Dict[str, List[object]]:
+    """Annotations v2 (``{key: {"type", "value": [text, ...]}}``) as ``{key: [typed value, ...]}``."""
+    return {key: [annotation_value(str(entry.get("type", "STRING")), str(value)) for value in entry.get("value") or []]
+            for key, entry in wire.items() if isinstance(entry, Mapping)}
+
+
 class FileResult:
     """The outcome of one file: entity id, version, local path, size, MD5, status, error (a
-    :class:`~synclient.errors.SynclientError` when it failed), planner action.
+    :class:`~synclient.errors.SynclientError` when it failed), planner action, and the file's annotations
+    (``{name: [value, ...]}``, values typed as str, int, float, bool or UTC datetime; empty when it failed before
+    they were known). ``entity`` is the entity's full record as the platform gave it (``id``, ``name``, ``etag``,
+    ``createdOn``, ``parentId``, ``versionNumber``, ...) when the sync was asked for it
+    (``SyncOptions(entity_details=True)``), else None.
 
     A slotted, read-only class rather than a dataclass: a sync of a million files returns a million of these, so
-    the path is kept as a string and turned into a ``Path`` when asked for.
+    the path is kept as a string and turned into a ``Path`` when asked for, and the annotations are kept as the
+    platform sent them (or as the index's JSON text) and turned into Python values when asked for.
     """
 
-    __slots__ = ("entity_id", "version", "_path", "size", "md5", "status", "error", "action")
+    __slots__ = ("entity_id", "version", "_path", "size", "md5", "status", "error", "action", "_annotations",
+                 "entity")
 
     def __init__(self, entity_id: str, version: Optional[int], path: Optional[Path], size: Optional[int],
                  md5: Optional[str], status: SyncStatus, error: Optional[Exception] = None,
-                 action: Optional[str] = None) -> None:
+                 action: Optional[str] = None, *, annotations: Union[Mapping[str, Any], str, None] = None,
+                 entity: Optional[Mapping[str, Any]] = None) -> None:
         set_ = object.__setattr__
         set_(self, "entity_id", entity_id)
         set_(self, "version", version)
@@ -41,6 +69,15 @@ class FileResult:
         set_(self, "status", status)
         set_(self, "error", error)
         set_(self, "action", action)  # the planner's Action value: download, skip, adopt, keep-both, ...
+        set_(self, "_annotations", annotations or None)  # Annotations v2 map, or its JSON text from the index
+        set_(self, "entity", entity)
+
+    @property
+    def annotations(self) -> Dict[str, List[object]]:
+        wire = self._annotations
+        if isinstance(wire, str):
+            wire = json.loads(wire)
+        return typed_annotations(wire or {})
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("FileResult is read-only")
@@ -63,7 +100,7 @@ class FileResult:
         return hash(self._key()[:3])
 
     def __repr__(self) -> str:
-        fields_text = ", ".join(f"{name.lstrip('_')}={getattr(self, name)!r}" for name in self.__slots__)
+        fields_text = ", ".join(f"{name.lstrip('_')}={getattr(self, name)!r}" for name in self.__slots__[:8])
         return f"FileResult({fields_text})"
 
     def to_json(self) -> Dict[str, Any]:

@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Literal, Optional, Tuple, overload
 
 from synclient.errors import LocalIOError, SyncLockedError
 
@@ -230,20 +230,29 @@ class LocalIndex:
 
     # -- reads -----------------------------------------------------------------------------------------------
 
-    def get_many(self, rel_paths: List[str]) -> Dict[str, IndexRow]:
+    @overload
+    def get_many(self, rel_paths: List[str]) -> Dict[str, IndexRow]: ...
+
+    @overload
+    def get_many(self, rel_paths: List[str], *,
+                 with_annotations: Literal[True]) -> Dict[str, Tuple[IndexRow, Optional[str]]]: ...
+
+    def get_many(self, rel_paths, *, with_annotations=False):
         """The committed rows of these paths (one query per listing page, not one per file); an unreadable index
-        reads as no rows, which only costs hashing."""
-        found: Dict[str, IndexRow] = {}
+        reads as no rows, which only costs hashing. ``with_annotations``: each row with its annotations' JSON text
+        (left undecoded: most results never have them read)."""
+        found = {}
         if self._reader is None or not rel_paths:
             return found
+        select = f"SELECT {', '.join(_ROW_COLUMNS)}, annotations FROM files" if with_annotations else _SELECT
         try:
             with self._reader_lock:
                 for start in range(0, len(rel_paths), _MAX_KEYS_PER_QUERY):
                     keys = rel_paths[start:start + _MAX_KEYS_PER_QUERY]
-                    query = f"{_SELECT} WHERE rel_path IN ({', '.join('?' * len(keys))})"
+                    query = f"{select} WHERE rel_path IN ({', '.join('?' * len(keys))})"
                     for values in self._reader.execute(query, keys):
                         row = _row_from_db(values)
-                        found[row.rel_path] = row
+                        found[row.rel_path] = (row, values[-1]) if with_annotations else row
         except sqlite3.Error:
             return {}
         return found

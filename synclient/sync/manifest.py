@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import AbstractSet, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from synclient.choices import Choice
+from synclient.results import annotation_value
 
 MANIFEST_FILENAME = "SYNAPSE_METADATA_MANIFEST.tsv"
 BASE_COLUMNS = ["path", "parent", "name", "id", "synapseStore", "contentType", "used", "executed",
@@ -72,18 +73,6 @@ class ManifestRow:
     provenance: Provenance = Provenance()
 
 
-def _typed(kind: str, value: str) -> object:
-    if kind == "LONG":
-        return int(value)
-    if kind == "DOUBLE":
-        return float(value)
-    if kind == "BOOLEAN":
-        return value.lower() == "true"
-    if kind == "TIMESTAMP_MS":
-        return datetime.datetime.fromtimestamp(int(value) / 1000, tz=datetime.timezone.utc)
-    return value
-
-
 def _cell(values: List[object]) -> str:
     """synapseclient's rendering of an annotation's value list."""
     items = []
@@ -105,7 +94,7 @@ def annotation_cells(annotations: Mapping[str, object]) -> Dict[str, str]:
     cells = {}
     for key, entry in annotations.items():
         if isinstance(entry, Mapping):
-            values = [_typed(str(entry.get("type", "STRING")), str(v)) for v in entry.get("value") or []]
+            values = [annotation_value(str(entry.get("type", "STRING")), str(v)) for v in entry.get("value") or []]
         else:
             values = list(entry) if isinstance(entry, (list, tuple)) else [entry]
         cells[key] = _cell(values)

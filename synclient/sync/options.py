@@ -38,6 +38,9 @@ class SyncOptions:
     - ``provenance``: fill the manifest's provenance columns (one extra call per file).
     - ``on_error``: ``raise`` (a :class:`~synclient.errors.SyncError` when any file failed) | ``continue``.
     - ``progress``: draw a tqdm bar (a widget in Jupyter) when stderr is a terminal or in a notebook.
+    - ``entity_details``: keep each file's full entity record in its result (``FileResult.entity``), which takes
+      one bundle call per file even when the index shows the file unchanged (``syncFromSynapse`` needs it to
+      return complete ``synapseclient.File`` objects).
     """
 
     if_collision: Collision
@@ -50,12 +53,13 @@ class SyncOptions:
     provenance: bool
     on_error: OnError
     progress: bool
+    entity_details: bool
 
     def __init__(self, *, if_collision: Union[Collision, str] = Collision.OVERWRITE_LOCAL, delete: bool = False,
                  manifest: Union[ManifestMode, str] = ManifestMode.ALL, include: Union[str, Iterable[str]] = (),
                  exclude: Union[str, Iterable[str]] = (), dry_run: bool = False, follow_links: bool = False,
                  provenance: bool = False, on_error: Union[OnError, str] = OnError.RAISE,
-                 progress: bool = True) -> None:
+                 progress: bool = True, entity_details: bool = False) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
         set_(self, "delete", bool(delete))
@@ -68,6 +72,7 @@ class SyncOptions:
         set_(self, "provenance", bool(provenance))
         set_(self, "on_error", OnError.parse(on_error, option="on_error"))
         set_(self, "progress", bool(progress))
+        set_(self, "entity_details", bool(entity_details))
 
     def replace(self, **changes: object) -> "SyncOptions":
         """A copy with some choices changed (``dataclasses.replace`` cannot call a keyword-only ``__init__``'s
@@ -79,6 +84,11 @@ class SyncOptions:
     @property
     def path_filter(self) -> PathFilter:
         return PathFilter(include=self.include, exclude=self.exclude)  # frozen and small: cheap to build
+
+    @property
+    def needs_bundle(self) -> bool:
+        """Every file takes its bundle call, even one the index shows unchanged (the index has not all it needs)."""
+        return self.provenance or self.entity_details
 
     @property
     def wants_manifest(self) -> bool:

@@ -47,6 +47,7 @@ class FileContext:
     parent_id: Optional[str]
     root_id: str  # the index row's owner (a single-file get into a synced tree keeps the tree's root)
     annotations: dict
+    entity: Optional[dict]  # the entity's record, kept for the result when SyncOptions.entity_details asks
     superseded: Optional[IndexRow] = None  # an earlier keep.both copy of this file, removed once it settles elsewhere
     displaced: Optional[IndexRow] = None  # another file's copy this file replaces: that row goes once this is in
 
@@ -75,7 +76,8 @@ class FilePipeline:
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
         self.leftovers = LeftoverPartials()
-        self._held_copies: List[Tuple[FoundFile, IndexRow]] = []  # up-to-date copies, settled once all is decided
+        # up-to-date keep.both copies (with their annotations' JSON), settled once all is decided
+        self._held_copies: List[Tuple[FoundFile, IndexRow, Optional[str]]] = []
         self._lock = threading.Lock()
 
     # -- listing page -> fast path or bundle -------------------------------------------------------------------
@@ -85,18 +87,18 @@ class FilePipeline:
         if self._options.delete:
             with self._lock:
                 self.seen.update(file.rel_path for file in files)
-        rows = self._index.get_many([file.rel_path for file in files])
+        rows = self._index.get_many([file.rel_path for file in files], with_annotations=True)
         for found in files:
             header, destination, rel_path = found
-            row = rows.get(rel_path)
-            if is_up_to_date(row, header, self._target.root) and not self._options.provenance:
+            row, stored_annotations = rows.get(rel_path, (None, None))
+            if is_up_to_date(row, header, self._target.root) and not self._options.needs_bundle:
                 if row.root_id != self._root_id and row.root_id == row.entity_id and not self.single_file:
                     self._index.set_owner(rel_path, self._root_id)  # a single-file get's row joins the tree
                 if row.local_path != rel_path and not self.single_file:
                     with self._lock:  # a keep.both copy: settled when every remote file has claimed its path
-                        self._held_copies.append((found, row))
+                        self._held_copies.append((found, row, stored_annotations))
                     continue
-                self._outcome.up_to_date(row)
+                self._outcome.up_to_date(row, annotations=stored_annotations)
             else:
                 self._pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
 
@@ -107,7 +109,7 @@ class FilePipeline:
             return
         with self._lock:
             held, self._held_copies = self._held_copies, []
-        for (header, destination, rel_path), row in held:
+        for (header, destination, rel_path), row, stored_annotations in held:
             if self._claims.is_displaced(row.local_path):
                 self._pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
                 continue
@@ -116,14 +118,15 @@ class FilePipeline:
             except PathConflictError as exc:
                 self.entity_failed(header, destination, exc)
                 continue
-            self._outcome.up_to_date(row)
+            self._outcome.up_to_date(row, annotations=stored_annotations)
 
     # -- bundle -> decision ------------------------------------------------------------------------------------
 
     def _bundle(self, header: EntityHeader, destination: Path, rel_path: str, row: Optional[IndexRow]) -> None:
         try:
+            # annotations always: they cost nothing in this call, and every result and index row carries them
             bundle = self._platform.get_file_bundle(header.id, version=header.version_number,
-                                                    include_annotations=self._options.wants_manifest)
+                                                    include_annotations=True)
             handle = bundle.file_handle
             if handle is None:
                 raise NotFoundError(f"{header.id} has no data file handle in its bundle")
@@ -149,8 +152,8 @@ class FilePipeline:
         owner = row.root_id if (self.single_file and row is not None) else self._root_id
         superseded = (copy if copy is not None and decision.destination != self._target.root / copy.local_path
                       else None)
-        context = FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations, superseded,
-                              displaced)
+        context = FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations,
+                              bundle.entity.raw if self._options.entity_details else None, superseded, displaced)
         entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination)
         self._outcome.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))
 
@@ -173,7 +176,8 @@ class FilePipeline:
               context: FileContext) -> None:
         """SKIP / ADOPT: the local bytes are the remote bytes (index it); KEEP_LOCAL: a conflict left alone."""
         result = FileResult(entity_id, version, decision.destination, handle.content_size, handle.content_md5,
-                            SyncStatus.SKIPPED, action=decision.action.value)
+                            SyncStatus.SKIPPED, action=decision.action.value, annotations=context.annotations,
+                            entity=context.entity)
         if decision.action is Action.KEEP_LOCAL:  # not indexed (the bytes are not the remote's): listed as is
             if not decision.destination.is_file() or decision.destination.is_symlink():
                 self._outcome.finished(result)  # a folder or symlink kept in the way: no file to list
@@ -190,7 +194,8 @@ class FilePipeline:
                                               handle.content_md5, SyncStatus.FAILED,
                                               LocalIOError.from_exception(f"cannot stat {decision.destination}",
                                                                           exc),
-                                              action=decision.action.value))
+                                              action=decision.action.value, annotations=context.annotations,
+                                              entity=context.entity))
             return
         self._drop_superseded(context)
         self._outcome.finished(result, manifest_path=context.rel_path)
@@ -217,7 +222,8 @@ class FilePipeline:
             with self._lock:
                 self.failed_partials.add(partial_key(job.destination))
         self._outcome.finished(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
-                                          job.handle.content_md5, status, error, action=context.action.value),
+                                          job.handle.content_md5, status, error, action=context.action.value,
+                                          annotations=context.annotations, entity=context.entity),
                                manifest_path=context.rel_path if error is None else None)
 
     def _drop_superseded(self, context: FileContext) -> None:

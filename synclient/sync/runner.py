@@ -150,7 +150,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        include: Optional[Iterable[str]] = None, exclude: Optional[Iterable[str]] = None,
                        dry_run: Optional[bool] = None, follow_links: Optional[bool] = None,
                        provenance: Optional[bool] = None, progress: Optional[bool] = None,
-                       syn: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
+                       entity_details: Optional[bool] = None, syn: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
     Returns one :class:`~synclient.results.FileResult` per file (``SyncResults``, with ``.report``), or with
@@ -173,7 +173,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     given = {name: value for name, value in (
         ("on_error", on_error), ("if_collision", if_collision), ("delete", delete), ("manifest", manifest),
         ("include", include), ("exclude", exclude), ("dry_run", dry_run), ("follow_links", follow_links),
-        ("provenance", provenance), ("progress", progress)) if value is not None}
+        ("provenance", provenance), ("progress", progress), ("entity_details", entity_details))
+        if value is not None}
     options = options or SyncOptions()
     if given:
         options = options.replace(**given)
