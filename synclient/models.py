@@ -122,13 +122,14 @@ class FileHandle:
     file_name: Optional[str] = None
     content_type: Optional[str] = None
     concrete_type: Optional[str] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> "FileHandle":
         what = "file handle"
         return cls(id=str(_required(obj, "id", what)), content_size=_optional_int(obj, "contentSize", what),
                    content_md5=obj.get("contentMd5"), file_name=obj.get("fileName"),
-                   content_type=obj.get("contentType"), concrete_type=obj.get("concreteType"))
+                   content_type=obj.get("contentType"), concrete_type=obj.get("concreteType"), raw=dict(obj))
 
 
 @dataclass(frozen=True)

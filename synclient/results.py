@@ -44,8 +44,9 @@ class FileResult:
     """The outcome of one file: entity id, version, local path, size, MD5, status, error (a
     :class:`~synclient.errors.SynclientError` when it failed), planner action, and the file's annotations
     (``{name: [value, ...]}``, values typed as str, int, float, bool or UTC datetime; empty when it failed before
-    they were known). ``entity`` is the entity's full record as the platform gave it (``id``, ``name``, ``etag``,
-    ``createdOn``, ``parentId``, ``versionNumber``, ...) when the sync was asked for it
+    they were known). ``entity`` and ``file_handle`` are the entity's and its data file handle's full records as
+    the platform gave them (``id``, ``name``, ``etag``, ``createdOn``, ``parentId``, ``versionNumber``, ...; the
+    handle's ``contentMd5``, ``fileName``, ...) when the sync was asked for them
     (``SyncOptions(entity_details=True)``), else None.
 
     A slotted, read-only class rather than a dataclass: a sync of a million files returns a million of these, so
@@ -54,12 +55,13 @@ class FileResult:
     """
 
     __slots__ = ("entity_id", "version", "_path", "size", "md5", "status", "error", "action", "_annotations",
-                 "entity")
+                 "entity", "file_handle")
 
     def __init__(self, entity_id: str, version: Optional[int], path: Optional[Path], size: Optional[int],
                  md5: Optional[str], status: SyncStatus, error: Optional[Exception] = None,
                  action: Optional[str] = None, *, annotations: Union[Mapping[str, Any], str, None] = None,
-                 entity: Optional[Mapping[str, Any]] = None) -> None:
+                 entity: Optional[Mapping[str, Any]] = None, file_handle: Optional[Mapping[str, Any]] = None
+                 ) -> None:
         set_ = object.__setattr__
         set_(self, "entity_id", entity_id)
         set_(self, "version", version)
@@ -71,6 +73,7 @@ class FileResult:
         set_(self, "action", action)  # the planner's Action value: download, skip, adopt, keep-both, ...
         set_(self, "_annotations", annotations or None)  # Annotations v2 map, or its JSON text from the index
         set_(self, "entity", entity)
+        set_(self, "file_handle", file_handle)
 
     @property
     def annotations(self) -> Dict[str, List[object]]:

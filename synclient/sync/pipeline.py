@@ -48,6 +48,7 @@ class FileContext:
     root_id: str  # the index row's owner (a single-file get into a synced tree keeps the tree's root)
     annotations: dict
     entity: Optional[dict]  # the entity's record, kept for the result when SyncOptions.entity_details asks
+    file_handle: Optional[dict]  # and its data file handle's
     superseded: Optional[IndexRow] = None  # an earlier keep.both copy of this file, removed once it settles elsewhere
     displaced: Optional[IndexRow] = None  # another file's copy this file replaces: that row goes once this is in
 
@@ -153,7 +154,8 @@ class FilePipeline:
         superseded = (copy if copy is not None and decision.destination != self._target.root / copy.local_path
                       else None)
         context = FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations,
-                              bundle.entity.raw if self._options.entity_details else None, superseded, displaced)
+                              *((bundle.entity.raw, handle.raw) if self._options.entity_details else (None, None)),
+                              superseded, displaced)
         entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination)
         self._outcome.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))
 
@@ -177,7 +179,7 @@ class FilePipeline:
         """SKIP / ADOPT: the local bytes are the remote bytes (index it); KEEP_LOCAL: a conflict left alone."""
         result = FileResult(entity_id, version, decision.destination, handle.content_size, handle.content_md5,
                             SyncStatus.SKIPPED, action=decision.action.value, annotations=context.annotations,
-                            entity=context.entity)
+                            entity=context.entity, file_handle=context.file_handle)
         if decision.action is Action.KEEP_LOCAL:  # not indexed (the bytes are not the remote's): listed as is
             if not decision.destination.is_file() or decision.destination.is_symlink():
                 self._outcome.finished(result)  # a folder or symlink kept in the way: no file to list
@@ -195,7 +197,7 @@ class FilePipeline:
                                               LocalIOError.from_exception(f"cannot stat {decision.destination}",
                                                                           exc),
                                               action=decision.action.value, annotations=context.annotations,
-                                              entity=context.entity))
+                                              entity=context.entity, file_handle=context.file_handle))
             return
         self._drop_superseded(context)
         self._outcome.finished(result, manifest_path=context.rel_path)
@@ -223,7 +225,8 @@ class FilePipeline:
                 self.failed_partials.add(partial_key(job.destination))
         self._outcome.finished(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
                                           job.handle.content_md5, status, error, action=context.action.value,
-                                          annotations=context.annotations, entity=context.entity),
+                                          annotations=context.annotations, entity=context.entity,
+                                          file_handle=context.file_handle),
                                manifest_path=context.rel_path if error is None else None)
 
     def _drop_superseded(self, context: FileContext) -> None:

@@ -150,7 +150,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        include: Optional[Iterable[str]] = None, exclude: Optional[Iterable[str]] = None,
                        dry_run: Optional[bool] = None, follow_links: Optional[bool] = None,
                        provenance: Optional[bool] = None, progress: Optional[bool] = None,
-                       entity_details: Optional[bool] = None, syn: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
+                       entity_details: Optional[bool] = None, syn: Optional[object] = None
+                       ) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
     Returns one :class:`~synclient.results.FileResult` per file (``SyncResults``, with ``.report``), or with

@@ -34,6 +34,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("synclient.emulator", 7),         # the platform stand-in: a program of its own
     ("synclient.cli", 8),
     ("synclient.demo", 8),
+    ("synclient.synapseutils_compat", 8),  # the drop-in syncFromSynapse: synapseclient objects over the engine
     ("synclient.__main__", 8),
     ("synclient", 9),                  # the package's front door re-exports from everywhere
 ]

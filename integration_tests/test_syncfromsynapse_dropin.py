@@ -1,0 +1,114 @@
+"""``from synclient import syncFromSynapse`` against synapseutils 4.14's own, on the same emulated project: the same
+files with the same bytes, the same returned objects (ids, versions, paths, annotations, entity fields) and the
+same manifests."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from synclient import syncFromSynapse
+from synclient.errors import ConfigError
+
+synapseutils = pytest.importorskip("synapseutils")
+
+SPEC = {"projects": [{"name": "p", "children": [
+    {"type": "folder", "name": "d", "children": [
+        {"type": "folder", "name": "e", "children": [
+            {"type": "file", "name": "deep.csv", "content": "1,2\n", "annotations": {"n": [3], "x": [1.5]}}]},
+        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"tissue": ["brain"], "ok": [True]}}]},
+    {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}},
+    {"type": "file", "name": "big.bin", "size": 3 * 1024 * 1024 + 5, "seed": 7},
+    {"type": "file", "name": "plain.bin", "content": "P"}]}]}
+
+FIELDS = ("id", "name", "etag", "createdOn", "modifiedOn", "createdBy", "modifiedBy", "parentId", "versionNumber",
+          "versionLabel", "dataFileHandleId")
+
+
+MANIFESTS = ("SYNAPSE_METADATA_MANIFEST.tsv", "manifest.csv")  # compared on their own (they hold the root's path)
+
+
+def tree(root: Path):
+    return {p.relative_to(root).as_posix(): hashlib.md5(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() and ".synclient" not in p.relative_to(root).parts
+            and p.name not in MANIFESTS}
+
+
+def described(files, root: Path):
+    out = {}
+    for f in files:
+        key = os.path.relpath(f.path, root)
+        out[key] = ({name: f.get(name) for name in FIELDS}, dict(f.annotations), f.get("isLatestVersion"),
+                    {k: f._file_handle.get(k) for k in ("id", "contentMd5", "contentSize", "fileName")})
+    return out
+
+
+def manifest_rows(root: Path):
+    """Each manifest's rows as dicts (its annotation columns come in set order in synapseclient's)."""
+    rows = {}
+    for manifest in root.rglob("SYNAPSE_METADATA_MANIFEST.tsv"):
+        with open(manifest, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+            listed = [{key: value.replace(str(root), "<root>") for key, value in row.items()} for row in reader]
+        rows[manifest.relative_to(root).as_posix()] = sorted(listed, key=lambda row: row["path"])
+    return rows
+
+
+@pytest.mark.parametrize("manifest", ["all", "root", "suppress"])
+def test_same_tree_objects_and_manifests_as_synapseutils(emulator, synapse_login, tmp_path, manifest):
+    project = emulator.seed_spec(SPEC)["p"]
+    syn = synapse_login(emulator)
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    their_files = synapseutils.syncFromSynapse(syn, project, path=str(theirs), manifest=manifest)
+    our_files = syncFromSynapse(syn, project, path=str(ours), manifest=manifest)
+    assert tree(ours) == tree(theirs) and len(tree(ours)) >= 5
+    assert described(our_files, ours) == described(their_files, theirs)
+    assert all(type(f) is type(their_files[0]) for f in our_files)
+    assert manifest_rows(ours) == manifest_rows(theirs)
+
+
+def test_resync_returns_the_same_objects_without_downloading(emulator, synapse_login, tmp_path):
+    project = emulator.seed_spec(SPEC)["p"]
+    syn = synapse_login(emulator)
+    first = syncFromSynapse(syn, project, path=str(tmp_path / "out"))
+    before = emulator.stats()["data_requests"]
+    assert before >= 5
+    again = syncFromSynapse(syn, project, path=str(tmp_path / "out"))
+    assert described(again, tmp_path / "out") == described(first, tmp_path / "out")
+    assert emulator.stats()["data_requests"] == before
+
+
+def test_entity_objects_versions_collisions_and_allfiles(emulator, synapse_login, tmp_path):
+    project = emulator.seed_spec(SPEC)["p"]
+    syn = synapse_login(emulator)
+    folder = next(c for c in syn.getChildren(project) if c["name"] == "d")
+    entity = syn.get(folder["id"], downloadFile=False)
+    for tool, root in ((synapseutils.syncFromSynapse, tmp_path / "theirs"), (syncFromSynapse, tmp_path / "ours")):
+        root.mkdir()
+        (root / "a.txt").write_text("mine")  # a local change: keep.both keeps it and puts the remote beside it
+        collected = ["earlier"]
+        files = tool(syn, entity, path=str(root), ifcollision="keep.both", allFiles=collected)
+        assert collected[0] == "earlier" and collected[1:] == files[1:] and len(collected) == 3
+    assert tree(tmp_path / "ours") == tree(tmp_path / "theirs")
+    b = next(c for c in syn.getChildren(project) if c["name"] == "b.txt")
+    file_entity = syn.get(b["id"], downloadFile=False)
+    ours = syncFromSynapse(syn, file_entity, path=str(tmp_path / "one"))
+    theirs = synapseutils.syncFromSynapse(syn, file_entity, path=str(tmp_path / "two"))
+    assert described(ours, tmp_path / "one") == described(theirs, tmp_path / "two")
+    assert tree(tmp_path / "one") == tree(tmp_path / "two") == {"b.txt": hashlib.md5(b"B").hexdigest()}
+    by_id = syncFromSynapse(syn, b["id"], path=str(tmp_path / "three"))  # an id: no manifest for a file either
+    assert described(by_id, tmp_path / "three") == described(theirs, tmp_path / "two")
+    names = {p.name for p in (tmp_path / "three").iterdir()} - {".synclient"}
+    assert names == {p.name for p in (tmp_path / "two").iterdir()}
+
+
+def test_bad_arguments_fail_as_synapseutils_does(emulator, synapse_login, tmp_path):
+    syn = synapse_login(emulator)
+    project = emulator.seed_spec(SPEC)["p"]
+    with pytest.raises(ValueError, match="Value of manifest option should be one of"):
+        syncFromSynapse(syn, project, path=str(tmp_path), manifest="some")
+    with pytest.raises(ConfigError, match="not supported by synclient yet"):
+        syncFromSynapse(syn, project, path=str(tmp_path), downloadFile=False)
