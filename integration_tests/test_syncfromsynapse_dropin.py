@@ -40,7 +40,8 @@ def tree(root: Path):
 def described(files, root: Path):
     out = {}
     for f in files:
-        key = os.path.relpath(f.path, root)
+        key = (os.path.relpath(f.path, root), f.name)  # downloadFile=False: the path is the file's folder
+        assert key not in out
         out[key] = ({name: f.get(name) for name in FIELDS}, dict(f.annotations), f.get("isLatestVersion"),
                     {k: f._file_handle.get(k) for k in ("id", "contentMd5", "contentSize", "fileName")})
     return out
@@ -111,4 +112,16 @@ def test_bad_arguments_fail_as_synapseutils_does(emulator, synapse_login, tmp_pa
     with pytest.raises(ValueError, match="Value of manifest option should be one of"):
         syncFromSynapse(syn, project, path=str(tmp_path), manifest="some")
     with pytest.raises(ConfigError, match="not supported by synclient yet"):
-        syncFromSynapse(syn, project, path=str(tmp_path), downloadFile=False)
+        syncFromSynapse(syn, project, path=None)
+
+
+def test_metadata_only_downloads_nothing_and_answers_as_synapseutils(emulator, synapse_login, tmp_path):
+    project = emulator.seed_spec(SPEC)["p"]
+    syn = synapse_login(emulator)
+    theirs = synapseutils.syncFromSynapse(syn, project, path=str(tmp_path / "theirs"), downloadFile=False)
+    ours = syncFromSynapse(syn, project, path=str(tmp_path / "ours"), downloadFile=False)
+    assert emulator.stats()["data_requests"] == 0
+    assert not (tmp_path / "ours").exists()  # nothing written (synapseutils writes manifests of folders)
+    # each File's path is the folder it would go into, in both
+    assert described(ours, tmp_path / "ours") == described(theirs, tmp_path / "theirs")
+    assert sorted(os.path.relpath(f.path, tmp_path / "ours") for f in ours) == [".", ".", ".", "d", "d/e"]

@@ -9,15 +9,20 @@ Deliberate differences (docs/synapseclient.md):
 - a file that fails does not stop the others: every failure is collected and a :class:`~synclient.errors.SyncError`
   (with every result) is raised at the end, where synapseutils stops at the first;
 - the returned list is in path order (synapseutils: the order of its walk);
-- ``path=None`` (synapseclient's cache) and ``downloadFile=False`` are not taken yet: a :class:`ConfigError` says so.
+- ``downloadFile=False`` writes nothing at all (synapseutils still writes manifests listing folders); each File's
+  ``path`` is the folder it would be downloaded into, as in synapseutils;
+- ``manifest`` applies to both manifests (synapseutils 4.14 writes ``manifest.csv`` into every folder whatever it
+  says);
+- ``path=None`` (synapseclient's cache) is not taken yet: a :class:`ConfigError` says so.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, List, Optional, Tuple
 
-from synclient.errors import ConfigError
-from synclient.results import FileResult
+from synclient.errors import ConfigError, SyncError
+from synclient.results import FileResult, typed_annotations
+from synclient.sync.dry_run import PlanEntry, SyncPlan
 from synclient.sync.runner import sync_from_platform
 
 MANIFEST_CHOICES = ("all", "root", "suppress")
@@ -40,14 +45,11 @@ def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollisi
     if path is None or path == "":
         raise ConfigError("syncFromSynapse without a path (files into synapseclient's cache) is not supported by "
                           "synclient yet: give path=, or use synapseutils.syncFromSynapse for this call")
-    if not downloadFile:
-        raise ConfigError("syncFromSynapse(downloadFile=False) is not supported by synclient yet: use "
-                          "synapseutils.syncFromSynapse for metadata only")
     entity_id, is_file = _root_of(entity)
-    results = sync_from_platform(entity_id, Path(path).expanduser(), syn=syn, if_collision=ifcollision,
-                                 follow_links=followLink, manifest="suppress" if is_file else manifest,
-                                 entity_details=True, progress=False)
-    files = results_as_files(results)
+    run = sync_from_platform(entity_id, Path(path).expanduser(), syn=syn, if_collision=ifcollision,
+                             follow_links=followLink, manifest="suppress" if is_file else manifest,
+                             entity_details=True, progress=False, dry_run=not downloadFile)
+    files = plan_as_files(run) if isinstance(run, SyncPlan) else results_as_files(run)
     if allFiles is not None:
         allFiles.extend(files)
         return allFiles
@@ -82,22 +84,38 @@ def _field(entity: Any, *names: str) -> Any:
     return None
 
 
-def legacy_file(result: FileResult) -> Any:
-    """The ``synapseclient.File`` synapseutils returns for a file, from a result synced with ``entity_details``:
-    the same fields its models API converts (``File._convert_into_legacy_file``), None ones left out."""
+def legacy_file(*, path: Optional[Path], entity: Optional[dict], file_handle: Optional[dict],
+                annotations: dict) -> Any:
+    """The ``synapseclient.File`` synapseutils returns for a file: the fields its models API converts
+    (``File._convert_into_legacy_file``) from the entity's and its file handle's records, None ones left out."""
     import synapseclient
 
-    record = result.entity or {"id": result.entity_id, "versionNumber": result.version}
+    record = entity or {}
     fields = {name: record.get(name) for name in (
         "id", "name", "description", "etag", "createdOn", "modifiedOn", "createdBy", "modifiedBy", "parentId",
         "versionNumber", "versionLabel", "versionComment", "dataFileHandleId")}
     fields = {name: value for name, value in fields.items() if value is not None}
-    handle = {name: value for name, value in (result.file_handle or {}).items() if value is not None}
-    return synapseclient.File(path=str(result.path) if result.path is not None else None,
+    handle = {name: value for name, value in (file_handle or {}).items() if value is not None}
+    return synapseclient.File(path=str(path) if path is not None else None,
                               properties={"isLatestVersion": record.get("isLatestVersion", False)},
-                              annotations=result.annotations, _file_handle=handle or None, **fields)
+                              annotations=annotations, _file_handle=handle or None, **fields)
 
 
 def results_as_files(results: List[FileResult]) -> list:
     """Every result of a sync made with ``entity_details=True`` as ``synapseclient.File`` objects, in path order."""
-    return [legacy_file(result) for result in sorted(results, key=lambda r: str(r.path))]
+    return [legacy_file(path=result.path, entity=result.entity or {"id": result.entity_id,
+                                                                     "versionNumber": result.version},
+                        file_handle=result.file_handle, annotations=result.annotations)
+            for result in sorted(results, key=lambda r: str(r.path))]
+
+
+def plan_as_files(plan: SyncPlan) -> list:
+    """A dry run made with ``entity_details=True`` as synapseutils' ``downloadFile=False`` answer: each file with
+    the folder it would go into as its path; an entity that could not be planned raises :class:`SyncError`."""
+    if plan.failures:
+        raise SyncError(plan.failures, plan.failures)
+    entries: List[PlanEntry] = sorted(plan.entries, key=lambda e: e.rel_path)
+    return [legacy_file(path=entry.destination.parent if entry.destination is not None else None,
+                        entity=entry.entity, file_handle=entry.file_handle,
+                        annotations=typed_annotations(entry.annotations or {}))
+            for entry in entries]

@@ -21,6 +21,11 @@ class PlanEntry:
     size: Optional[int]
     action: Action
     destination: Optional[Path]
+    # what the file's bundle said, when the dry run was asked for it (SyncOptions.entity_details): the entity's and
+    # its data file handle's records and its annotations (Annotations v2), as FileResult keeps them
+    entity: Optional[Dict[str, Any]] = field(default=None, repr=False, compare=False)
+    file_handle: Optional[Dict[str, Any]] = field(default=None, repr=False, compare=False)
+    annotations: Optional[Dict[str, Any]] = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> Dict[str, Any]:
         return {"path": self.rel_path, "entity_id": self.entity_id, "version": self.version, "size": self.size,

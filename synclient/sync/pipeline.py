@@ -156,7 +156,8 @@ class FilePipeline:
         context = FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations,
                               *((bundle.entity.raw, handle.raw) if self._options.entity_details else (None, None)),
                               superseded, displaced)
-        entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination)
+        entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination,
+                          context.entity, context.file_handle, annotations if self._options.entity_details else None)
         self._outcome.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))
 
     def _carry_out(self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision,
