@@ -159,11 +159,14 @@ class SyncReport:
 
 
 class SyncResults(List[FileResult]):
-    """The list of per-file results, with the run's :class:`SyncReport` as ``.report``."""
+    """The list of per-file results, with the run's :class:`SyncReport` as ``.report`` and every folder the run
+    entered as ``.folders`` (path relative to the target, '/'-separated -> entity id)."""
 
-    def __init__(self, results: List[FileResult], report: SyncReport) -> None:
+    def __init__(self, results: List[FileResult], report: SyncReport, *,
+                 folders: Optional[Dict[str, str]] = None) -> None:
         super().__init__(results)
         self.report = report
+        self.folders: Dict[str, str] = folders or {}
 
     @property
     def failures(self) -> List[FileResult]:

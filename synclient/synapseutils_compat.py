@@ -18,7 +18,7 @@ Deliberate differences (docs/synapseclient.md):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from synclient.errors import ConfigError, SyncError
 from synclient.results import FileResult, typed_annotations
@@ -54,6 +54,69 @@ def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollisi
         allFiles.extend(files)
         return allFiles
     return files
+
+
+def sync_from_synapse(container: Any, *, path: Optional[str] = None, recursive: bool = True,
+                      download_file: bool = True, if_collision: str = "overwrite.local", follow_link: bool = False,
+                      include_types: Optional[List[str]] = None, manifest: str = "all",
+                      synapse_client: Any = None) -> Any:
+    """synapseclient's models API, ``Project(id=...).sync_from_synapse(path=..., ...)``, run by synclient:
+    ``synclient.sync_from_synapse(Project(id="syn1"), path="data", synapse_client=syn)``.
+
+    Returns ``container`` with its ``files`` and ``folders`` filled as the models API fills them (each Folder
+    with its own, down the tree; ``recursive=False``: the container's own files, and its folders without their
+    contents). Only files and folders are synced: ``include_types`` must name ``file``; without ``folder`` no
+    folder is entered. ``synapse_client``: a logged-in ``Synapse`` (default: the last one created, as in
+    synapseclient). One extra call per folder fetches its full record, as synapseclient does.
+    """
+    if manifest not in MANIFEST_CHOICES:
+        raise ValueError(f"Invalid manifest value: {manifest}. Must be one of: 'all', 'root', 'suppress'.")
+    if path is None or path == "":
+        raise ConfigError("sync_from_synapse without a path (files into synapseclient's cache) is not supported by "
+                          "synclient yet: give path=")
+    types = {kind.lower() for kind in include_types} if include_types is not None else {"file", "folder"}
+    if "file" not in types:
+        raise ConfigError("include_types must name 'file': synclient syncs files and the folders that hold them")
+    import synapseclient
+
+    syn = synapse_client or synapseclient.Synapse.get_client(synapse_client=None)
+    root = Path(path).expanduser()
+    exclude = ("*/*",) if not recursive or "folder" not in types else ()
+    run = sync_from_platform(str(container.id), root, syn=syn, if_collision=if_collision, follow_links=follow_link,
+                             manifest=manifest, entity_details=True, progress=False, dry_run=not download_file,
+                             exclude=exclude)
+    files = plan_as_files(run) if isinstance(run, SyncPlan) else results_as_files(run)
+    folder_ids = run.folders if "folder" in types else {}
+    from synclient.client import Platform
+
+    with Platform.from_synapseclient(syn) as platform:
+        records = {rel: platform.get_entity(entity_id).raw for rel, entity_id in folder_ids.items()}
+        container.fill_from_dict(platform.get_entity(str(container.id)).raw, set_annotations=False)
+    _fill_tree(container, files, records)
+    return container
+
+
+def _fill_tree(container: Any, files: list, records: Dict[str, dict]) -> None:
+    """``container.files`` / ``.folders`` (and each folder's, down the tree) from the legacy Files and the folder
+    records of a run, as the models API fills them: each file goes to the folder its ``parentId`` names."""
+    from synapseclient.models import File, Folder
+
+    by_path: Dict[str, Any] = {"": container}
+    by_id: Dict[str, Any] = {str(container.id): container}
+    container.files, container.folders = [], []
+    for rel in sorted(records, key=lambda r: (r.count("/"), r)):  # parents before children
+        parent = by_path.get(rel.rsplit("/", 1)[0] if "/" in rel else "")
+        if parent is None:
+            continue  # below a folder that was found but not listed
+        folder = Folder().fill_from_dict(records[rel], set_annotations=False)
+        folder.files, folder.folders = [], []
+        parent.folders.append(folder)
+        by_path[rel] = by_id[str(folder.id)] = folder
+    for legacy in files:
+        model = File().fill_from_dict({**legacy.properties, "path": legacy.path,
+                                       "_file_handle": legacy._file_handle or None}, set_annotations=False)
+        model.annotations = dict(legacy.annotations)
+        by_id.get(str(model.parent_id), container).files.append(model)
 
 
 def _root_of(entity: Any) -> Tuple[str, bool]:

@@ -40,6 +40,7 @@ class SyncPlan:
 
     entries: List[PlanEntry] = field(default_factory=list)
     failures: List[FileResult] = field(default_factory=list)  # entities that could not be planned
+    folders: Dict[str, str] = field(default_factory=dict)  # every folder found: rel path -> entity id
     bytes_per_second: float = DEFAULT_BYTES_PER_SECOND
     files_per_second: float = DEFAULT_FILES_PER_SECOND
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

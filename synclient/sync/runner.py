@@ -217,6 +217,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
             # report
             if isinstance(outcome, PlanOutcome):
                 _estimate_from_history(outcome.plan, index)
+                outcome.plan.folders = dict(run.walker.folder_ids)
                 return outcome.plan
             _finish_report(outcome, platform, started, before)
             if root.type.is_container:
@@ -226,7 +227,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     finally:
         if own_platform:
             platform.close()
-    results = SyncResults(outcome.results, outcome.report)
+    results = SyncResults(outcome.results, outcome.report, folders=dict(run.walker.folder_ids))
     if (results.failures or outcome.report.manifest_errors) and options.on_error is OnError.RAISE:
         raise SyncError(results.failures, results, problems=outcome.report.manifest_errors)
     return results

@@ -68,6 +68,7 @@ class TreeWalker:
         self.unvisited: Set[str] = set()  # rel paths of folders whose listing or local visit failed
         self.listed: Dict[str, Path] = {}  # rel path -> local folder, for folders whose every page was listed
         self.manifest_taken: Set[Path] = set()  # local folders with a remote child named like the manifest
+        self.folder_ids: Dict[str, str] = {}  # rel path -> id of every folder found (via a link: its target)
 
     def walk(self, container: EntityHeader, local_dir: Path) -> None:
         """Start listing ``container`` into ``local_dir`` (returns at once; the pool does the work)."""
@@ -121,10 +122,12 @@ class TreeWalker:
         """List ``container`` as a sub-folder called ``named.name`` (the same entity unless via a link)."""
         rel = folder.rel(named.name)
         if self._filter.prunes_folder(rel):
+            self.folder_ids[rel] = container.id  # found, not listed
             return
         if container.id in folder.ancestors:
             raise UnsafePathError(f"link {named.id} ({rel}) leads back to {container.id}, a folder above it; "
                                   "not followed (cycle)")
+        self.folder_ids[rel] = container.id
         try:
             local = self._target.make_folder(folder.local_dir, named.name)
         except FileInTheWayError:
