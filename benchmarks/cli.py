@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from benchmarks import harness, report
-from benchmarks.contenders import ORDER
+from benchmarks.contenders import ON_REQUEST, ORDER
 from benchmarks.scenarios import build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +78,8 @@ def cmd_run(args) -> int:
     for name in names:
         scenario = scenarios[name]
         chosen = [c for c in scenario.contenders if contenders is None or c in contenders]
+        # contenders run only when named: where synclient runs, so can its drop-in
+        chosen += [c for c in ON_REQUEST if contenders and c in contenders and "synclient" in scenario.contenders]
         print(f"{name}: {scenario.title} ({len(scenario.files)} files, {scenario.total_bytes / 1e6:,.1f} MB)",
               flush=True)
         runs = harness.run_scenario(scenario, work, chosen, repeat,

@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 #: display order
-ORDER = ("synclient", "synclient-cli", "synclient-w1", "synapseclient", "aria2c", "curl")
+ORDER = ("synclient", "synclient-cli", "synclient-dropin", "synclient-w1", "synapseclient", "aria2c", "curl")
+#: contenders that run only when --contenders names them
+ON_REQUEST = ("synclient-dropin",)
 DESCRIPTIONS = {
     "synclient": "synclient library, default TransferConfig",
     "synclient-cli": "`synclient get -r` (CLI process: includes interpreter start-up and imports)",
+    "synclient-dropin": "`synclient.syncFromSynapse(syn, ...)`: synapseutils' call, a logged-in synapseclient handed "
+                        "over, fresh cache dir (only when asked for with --contenders)",
     "synclient-w1": "synclient library, max_workers=1 (serial baseline)",
     "synapseclient": "synapseclient 4.14.0 synapseutils.syncFromSynapse, fresh cache dir",
     "aria2c": "aria2c -x16 -s16 (-j 32 for many files) on pre-fetched pre-signed URLs",
@@ -31,7 +35,7 @@ def missing_tool(name: str) -> Optional[str]:
     tool = {"aria2c": "aria2c", "curl": "curl"}.get(name)
     if tool and shutil.which(tool) is None:
         return f"skipped: {tool} not installed"
-    if name == "synapseclient":
+    if name in ("synapseclient", "synclient-dropin"):
         try:
             import synapseutils  # noqa: F401
         except ImportError:
@@ -49,8 +53,8 @@ def launch(name: str, *, endpoint: str, token: str, entity: str, out: Path, cach
     if name == "synclient-w1":
         return Launch(worker + ["synclient"] + common + ["--config", json.dumps({**(config or {}), "max_workers": 1})],
                       "worker")
-    if name == "synapseclient":
-        return Launch(worker + ["synapseclient"] + common + ["--cache-dir", str(cache_dir)], "worker")
+    if name in ("synapseclient", "synclient-dropin"):
+        return Launch(worker + [name] + common + ["--cache-dir", str(cache_dir)], "worker")
     if name == "synclient-cli":
         return Launch([sys.executable, "-m", "synclient", "--endpoint", endpoint, "--token", token, "--json",
                        "get", "-r", entity, "--path", str(out), "--no-progress"], "process")

@@ -1,4 +1,4 @@
-"""One library contender in its own process: ``python -m benchmarks.worker synclient|synapseclient ...``.
+"""One library contender in its own process: ``python -m benchmarks.worker synclient|synapseclient|synclient-dropin``.
 
 Times only the sync call (imports and, for synapseclient, login are outside the timed region) and reads the
 emulator's counters around it; prints one JSON line. The parent measures CPU and peak RSS of this process.
@@ -37,8 +37,14 @@ def run_synclient(args) -> dict:
 
 
 def run_synapseclient(args) -> dict:
+    """synapseutils.syncFromSynapse, or (``synclient-dropin``) synclient's drop-in of it: the same call, the same
+    logged-in synapseclient, the only change the import."""
     import synapseclient
-    import synapseutils
+
+    if args.kind == "synclient-dropin":
+        from synclient import syncFromSynapse
+    else:
+        from synapseutils import syncFromSynapse
 
     logging.disable(logging.WARNING)
     syn = synapseclient.Synapse(repoEndpoint=args.endpoint + "/repo/v1", authEndpoint=args.endpoint + "/auth/v1",
@@ -47,14 +53,14 @@ def run_synapseclient(args) -> dict:
     syn.login(authToken=args.token)
     _admin(args.endpoint, "stats/reset", "POST")
     started = time.perf_counter()
-    synapseutils.syncFromSynapse(syn, args.entity, path=args.path)
+    syncFromSynapse(syn, args.entity, path=args.path)
     wall = time.perf_counter() - started
     return {"wall": wall, "failures": 0, "client": {}}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.worker")
-    parser.add_argument("kind", choices=["synclient", "synapseclient"])
+    parser.add_argument("kind", choices=["synclient", "synapseclient", "synclient-dropin"])
     parser.add_argument("--endpoint", required=True)
     parser.add_argument("--token", required=True)
     parser.add_argument("--entity", required=True)
