@@ -65,3 +65,19 @@ def test_a_remote_file_named_manifest_csv_keeps_its_path(emulator, tmp_path):
         sync_from_platform(project, tmp_path, platform=platform, options=SyncOptions(progress=False))
         assert (tmp_path / CSV_MANIFEST).read_text() == "remote bytes"
         assert f"{CSV_MANIFEST}\t" in (tmp_path / MANIFEST).read_text()  # the TSV is written, and lists it
+
+
+@pytest.mark.parametrize("collision", ["keep.local", "keep.both"])
+def test_a_remote_manifest_csv_takes_the_place_of_ours_whatever_if_collision(emulator, tmp_path, collision):
+    """Our manifest.csv is synclient's own (recorded in the index), not a local change to keep."""
+    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "file", "name": "b.txt", "content": "B"}]}]})["p"]
+    platform = Platform(endpoint=emulator.endpoint, token=emulator.token)
+    sync_from_platform(project, tmp_path, platform=platform, options=SyncOptions(progress=False))
+    assert (tmp_path / CSV_MANIFEST).read_text().startswith("path,parentId,")
+    emulator.add_file(project, CSV_MANIFEST, b"remote bytes")
+    sync_from_platform(project, tmp_path, platform=platform,
+                       options=SyncOptions(progress=False, if_collision=collision))
+    assert (tmp_path / CSV_MANIFEST).read_text() == "remote bytes"
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        MANIFEST, "b.txt", CSV_MANIFEST]  # no manifest(1).csv copy
