@@ -14,10 +14,13 @@ annotation columns come in set order and its rows in the order its downloads fin
 key, rows by path), so two runs over one tree write the same bytes.
 
 ``manifest="all"`` writes them in every folder listing every file at or below it (synapseclient's behaviour),
-``"root"`` only in the target, ``"suppress"`` none. A single-file sync writes none (as synapseclient). A folder
-where the remote has an entity of a manifest's name gets no manifest of that name (the remote entity wins its
-path). A manifest that cannot be written is one :class:`ManifestFailure` for its file; the others are still
-written. Paths are written as the bytes they are on disk (a target path that is not UTF-8 is written byte for byte).
+``"root"`` only in the target, ``"suppress"`` none, for both formats alike (synapseclient 4.14's
+``syncFromSynapse`` applies its ``manifest`` argument to the TSV only and writes the CSV in every folder whatever
+it says; its models API's ``sync_from_synapse(manifest=...)`` places the CSV as we do). A single-file sync writes
+none (as synapseclient). A folder where the remote has an entity of a manifest's name gets no manifest of that name
+(the remote entity wins its path). A manifest that cannot be written is one :class:`ManifestFailure` for its file;
+the others are still written. Paths are written as the bytes they are on disk (a target path that is not UTF-8 is
+written byte for byte).
 """
 from __future__ import annotations
 
@@ -61,7 +64,7 @@ class ManifestFormat(Choice):
     @classmethod
     def parse_set(cls, value: object, *, option: str) -> "frozenset[ManifestFormat]":
         """One format (member or value) or several, as a frozenset."""
-        values = [value] if isinstance(value, (str, ManifestFormat)) else list(value)  # type: ignore[call-overload]
+        values = [value] if isinstance(value, (str, ManifestFormat)) else list(value)
         return frozenset(cls.parse(item, option=option) for item in values)
 
     @classmethod

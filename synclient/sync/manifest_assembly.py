@@ -79,20 +79,24 @@ class ManifestAssembly:
             reason = failure.error.strerror or str(failure.error)
             self.errors.append(f"cannot write {failure.path}: {reason}")
             log.warning("%s", self.errors[-1])
-        self._remove_stale(written=written, failed=[failure.path for failure in failures], taken=taken,
-                           listed_folders=listed_folders)
+        failed = [failure.path for failure in failures]
+        ours_before = self._index.manifest_files()
+        self._remove_stale(written=written, failed=failed, taken=taken, listed_folders=listed_folders,
+                           ours=ours_before)
         self._index.set_manifest_folders(sorted({self._relative(path.parent) for path in written}))
-        self._index.set_manifest_files(sorted(self._relative(path) for path in written))
+        # one that failed now is still synclient's if it was before: a later run may replace or remove it
+        self._index.set_manifest_files(sorted({self._relative(path) for path in written}
+                                              | {self._relative(path) for path in failed} & ours_before))
 
     def _relative(self, path: Path) -> str:
         return "" if path == self._target.root else path.relative_to(self._target.root).as_posix()
 
     def _remove_stale(self, *, written: List[Path], failed: List[Path], taken: Mapping[ManifestFormat, Set[Path]],
-                      listed_folders: Mapping[str, Path]) -> None:
+                      listed_folders: Mapping[str, Path], ours: AbstractSet[str]) -> None:
         """Each format's manifest where this run wrote none of it: in the folders the walk listed and where the last
-        run wrote any (folders gone since included; "root": an earlier "all" run's too)."""
+        run wrote any (folders gone since included; "root": an earlier "all" run's too). ``ours``: the manifest
+        files the last run recorded."""
         root = self._target.root
-        ours = self._index.manifest_files()
         earlier = {rel_dir: root / rel_dir for rel_dir in self._index.manifest_folders()}
         for path in ours:
             folder = (root / path).parent
