@@ -88,6 +88,8 @@ def mixed_tree(*, tiny_per_leaf: int = 30, mib_files: int = 20, big_size: int = 
 
 
 MANIFEST = "SYNAPSE_METADATA_MANIFEST.tsv"
+CSV_MANIFEST = "manifest.csv"
+MANIFESTS = (MANIFEST, CSV_MANIFEST)
 
 
 def local_tree(root: Path, *, metadata: bool = False) -> Dict[str, str]:
@@ -97,7 +99,7 @@ def local_tree(root: Path, *, metadata: bool = False) -> Dict[str, str]:
     for folder, dirs, files in os.walk(root):
         if not metadata:
             dirs[:] = [d for d in dirs if not (Path(folder) == Path(root) and d == ".synclient")]
-            files = [f for f in files if f != MANIFEST]
+            files = [f for f in files if f not in MANIFESTS]
         for name in files:
             path = Path(folder) / name
             md5 = hashlib.md5()

@@ -33,7 +33,7 @@ from synclient.models import EntityHeader, EntityType, parse_entity_id
 from synclient.progress import progress_observer
 from synclient.results import FileResult, SyncReport, SyncResults
 from synclient.sync.dry_run import SyncPlan
-from synclient.sync.manifest import ManifestMode
+from synclient.sync.manifest import ManifestFormat, ManifestMode
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.planner import Collision
 from synclient.transfer.config import TransferConfig
@@ -140,6 +140,7 @@ def _human_size(size: Optional[int]) -> str:
 
 COLLISION_MODES = tuple(mode.value for mode in Collision)
 MANIFEST_MODES = tuple(mode.value for mode in ManifestMode)
+MANIFEST_FORMATS = tuple(fmt.value for fmt in ManifestFormat) + ("both",)
 
 
 def _positive_int(text: str) -> int:
@@ -206,7 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     get.add_argument("--delete", action="store_true",
                      help="remove local files that synclient wrote and that are gone remotely")
     get.add_argument("--manifest", choices=MANIFEST_MODES,
-                     help="where to write SYNAPSE_METADATA_MANIFEST.tsv: all folders, the root only, or nowhere")
+                     help="where to write the manifests: all folders, the root only, or nowhere")
+    get.add_argument("--manifest-format", choices=MANIFEST_FORMATS,
+                     help="which manifests: tsv (SYNAPSE_METADATA_MANIFEST.tsv), csv (manifest.csv) or both "
+                          "(default, as synapseclient 4.14)")
     get.add_argument("--follow-links", action="store_true", help="follow Link entities to their targets")
     get.add_argument("--provenance", action="store_true",
                      help="fetch provenance for the manifest's used/executed columns (one REST call per file)")
@@ -325,7 +329,9 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
     return SyncOptions(if_collision=args.if_collision or defaults.if_collision, delete=args.delete,
                        manifest=args.manifest or defaults.manifest, include=args.include or (),
                        exclude=args.exclude or (), dry_run=args.dry_run, follow_links=args.follow_links,
-                       provenance=args.provenance, on_error=OnError.CONTINUE, progress=False)
+                       provenance=args.provenance, on_error=OnError.CONTINUE, progress=False,
+                       manifest_formats=(args.manifest_format if args.manifest_format not in (None, "both")
+                                         else defaults.manifest_formats))
 
 
 def cmd_get(ctx: CommandContext) -> ExitCode:

@@ -67,6 +67,8 @@ from synclient.transfer.partial import PARTIAL_SUFFIXES
 
 KiB = 1024
 MANIFEST = "SYNAPSE_METADATA_MANIFEST.tsv"
+CSV_MANIFEST = "manifest.csv"
+MANIFESTS = (MANIFEST, CSV_MANIFEST)
 META_DIR = ".synclient"
 PART = 64 * KiB  # TransferConfig's smallest part: files of a few hundred KiB take the multipart path
 CONFIG = TransferConfig(max_workers=4, multipart_threshold=PART, part_size=PART, streams_per_file=4,
@@ -130,7 +132,7 @@ def refusable(rel: str) -> bool:
     """Remote paths synclient may legitimately refuse (reserved names); refused or synced are both fine."""
     parts = rel.split("/")
     return (parts[0] == META_DIR or any(p.endswith(PARTIAL_SUFFIXES) for p in parts)
-            or any(p == MANIFEST for p in parts))
+            or any(p in MANIFESTS for p in parts))
 
 
 def _pattern_matches(pattern: str, rel: str) -> bool:
@@ -177,7 +179,7 @@ def tree_snapshot(root: Path, *, skip_meta: bool, manifests_by_content: bool = F
                 found[rel] = ("link", os.readlink(path))
             elif stat.S_ISDIR(info.st_mode):
                 found[rel] = ("dir",)
-            elif manifests_by_content and name == MANIFEST:
+            elif manifests_by_content and name in MANIFESTS:
                 found[rel] = ("file", info.st_size, file_md5(path))
             elif hash_files:
                 found[rel] = ("file", info.st_size, info.st_mtime_ns, file_md5(path))
@@ -561,7 +563,7 @@ class ModelWalk:
         files, dirs, links = [], [], []
         for rel, entry in tree_snapshot(self.root, skip_meta=True).items():
             name = name_of(rel)
-            if name == MANIFEST or name.endswith(PARTIAL_SUFFIXES):
+            if name in MANIFESTS or name.endswith(PARTIAL_SUFFIXES):
                 continue
             {"file": files, "dir": dirs, "link": links}[entry[0]].append(rel)
         return sorted(files), sorted(dirs), sorted(links)
@@ -898,12 +900,13 @@ class ModelWalk:
 
     @staticmethod
     def _is_manifest(path) -> bool:
-        """A file named like the manifest that synclient wrote as its manifest (after deleting a remote file of that
+        """A file named like a manifest that synclient wrote as its manifest (after deleting a remote file of that
         name, the path legitimately holds the new manifest)."""
-        if name_of(str(path)) != MANIFEST or not os.path.isfile(path):
+        name = name_of(str(path))
+        if name not in MANIFESTS or not os.path.isfile(path):
             return False
         with open(path, "rb") as handle:
-            return handle.read(5) == b"path\t"
+            return handle.read(5) == (b"path\t" if name == MANIFEST else b"path,")
 
     def _check_synced(self, result, rel: str, remote_rel: str, when: str) -> None:
         remote = self.remote.files[remote_rel]
@@ -1107,29 +1110,33 @@ class ModelWalk:
         for folder, dirs, files in os.walk(self.root):
             if Path(folder) == self.root and META_DIR in dirs:
                 dirs.remove(META_DIR)
-            if MANIFEST not in files:
-                continue
-            manifest = Path(folder) / MANIFEST
-            rel = manifest.relative_to(self.root).as_posix()
-            if rel in self.remote.files or rel in self.local.owned or rel in self.local.user_files:
-                continue  # a remote file of that name: checked as a file
-            try:
-                with open(manifest, newline="", encoding="utf-8") as handle:
-                    rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-            except (UnicodeDecodeError, csv.Error) as exc:
-                self.violation("manifest-stale", f"the manifest {rel!r} cannot be read: {exc}")
-                continue
-            for row in rows:
-                path, entity = row.get("path") or "", row.get("id") or ""
-                if not os.path.lexists(path):
-                    self.violation("manifest-stale", f"after a sync with {options}, the manifest {rel!r} lists "
-                                                     f"{self._rel(path) or path!r} ({entity}), which is not there")
-                    break
-                if entity not in ids:
-                    self.violation("manifest-stale", f"after a sync with {options}, the manifest {rel!r} lists "
-                                                     f"{entity} ({self._rel(path)!r}), which no longer exists "
-                                                     "remotely")
-                    break
+            for name in MANIFESTS:
+                if name in files:
+                    self._check_manifest(options, Path(folder) / name, ids)
+
+    def _check_manifest(self, options: SyncOptions, manifest: Path, ids: Set[str]) -> None:
+        rel = manifest.relative_to(self.root).as_posix()
+        if rel in self.remote.files or rel in self.local.owned or rel in self.local.user_files:
+            return  # a remote file of that name: checked as a file
+        tsv = manifest.name == MANIFEST
+        try:
+            with open(manifest, newline="", encoding="utf-8") as handle:
+                rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE) if tsv
+                            else csv.DictReader(handle))
+        except (UnicodeDecodeError, csv.Error) as exc:
+            self.violation("manifest-stale", f"the manifest {rel!r} cannot be read: {exc}")
+            return
+        for row in rows:
+            path, entity = row.get("path") or "", row.get("id" if tsv else "ID") or ""
+            if not os.path.lexists(path):
+                self.violation("manifest-stale", f"after a sync with {options}, the manifest {rel!r} lists "
+                                                 f"{self._rel(path) or path!r} ({entity}), which is not there")
+                break
+            if entity not in ids:
+                self.violation("manifest-stale", f"after a sync with {options}, the manifest {rel!r} lists "
+                                                 f"{entity} ({self._rel(path)!r}), which no longer exists "
+                                                 "remotely")
+                break
 
     # -- SIGKILL mid-sync --------------------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 its index row; this settles what is in the way of it.
 
 - a path held by synclient's own things (another file's untouched keep.both copy, a copy given up in this run, a
-  manifest written before the remote had that name) is free for the remote entity;
+  manifest written before the remote had that name: a ``manifest.csv`` only if the index records writing it) is
+  free for the remote entity;
 - a local folder where the remote has a file (``Action.BLOCKED``) and a file where it has a folder (the walker's
   ``make_room``) go only when they hold nothing but synclient's untouched files, and only with ``delete``;
 - ``keep.both`` copy names avoid every name of the remote folder and every copy chosen in this run;
@@ -22,7 +23,7 @@ from synclient.errors import PathConflictError
 from synclient.models import EntityType, FileHandle
 from synclient.sync.deletion import folder_contents_if_ours
 from synclient.sync.index import IndexRow, LocalIndex
-from synclient.sync.manifest import MANIFEST_FILENAME
+from synclient.sync.manifest import MANIFEST_FILENAMES, manifest_name_is_ours
 from synclient.sync.options import SyncOptions
 from synclient.sync.outcome import Outcome
 from synclient.sync.paths import TargetDirectory
@@ -106,7 +107,8 @@ class PathClaims:
         copy = self._index.copy_at(rel_path) if self._index_has_copies else None
         if copy is not None and copy.local_stat_matches(self._target.root):
             return True
-        if destination.name == MANIFEST_FILENAME and not self._index.get_many([rel_path]):
+        if (destination.name in MANIFEST_FILENAMES and not self._index.get_many([rel_path])
+                and (manifest_name_is_ours(destination.name) or rel_path in self._index.manifest_files())):
             try:
                 return stat.S_ISREG(os.lstat(destination).st_mode)
             except OSError:

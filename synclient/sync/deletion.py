@@ -26,7 +26,7 @@ from typing import AbstractSet, Callable, Iterable, Iterator, List, Optional, Se
 from synclient.errors import LocalIOError, SynclientError, UnsafePathError
 from synclient.sync.filters import PathFilter
 from synclient.sync.index import IndexRow, LocalIndex
-from synclient.sync.manifest import MANIFEST_FILENAME
+from synclient.sync.manifest import MANIFEST_FILENAME, MANIFEST_FILENAMES, manifest_name_is_ours
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.planner import Action
 
@@ -124,13 +124,15 @@ class DeletionPass:
         remote still has."""
         if self._dry_run:
             return
+        ours = self._index.manifest_files()
         for rel_dir in sorted(self.emptied_folders, key=len, reverse=True):
             if not rel_dir or rel_dir in listed:
                 continue
             stop = next((p for p in _ancestors(rel_dir) if p in listed), "")
             folder = rel_dir
             while folder and folder != stop:  # this folder and those above it that the remote no longer has
-                remove_stale_manifest(self._target, folder, index=self._index)
+                for name in MANIFEST_FILENAMES:
+                    remove_stale_manifest(self._target, folder, index=self._index, name=name, ours=ours)
                 folder = folder.rpartition("/")[0]
             self._target.remove_empty_folders(rel_dir, stop_at=stop)
 
@@ -140,10 +142,13 @@ def _ancestors(rel_dir: str) -> Iterable[str]:
     return ("/".join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
 
 
-def remove_stale_manifest(target: TargetDirectory, rel_dir: str, *, index: LocalIndex) -> bool:
-    """Remove synclient's manifest from a folder (not a remote file of that name that synclient downloaded)."""
-    rel = f"{rel_dir}/{MANIFEST_FILENAME}" if rel_dir else MANIFEST_FILENAME
-    if index.get_many([rel]):
+def remove_stale_manifest(target: TargetDirectory, rel_dir: str, *, index: LocalIndex,
+                          name: str = MANIFEST_FILENAME, ours: AbstractSet[str] = frozenset()) -> bool:
+    """Remove synclient's manifest ``name`` from a folder (not a remote file of that name that synclient
+    downloaded, nor, for a name others use too, one synclient did not record writing: ``ours``, the index's
+    :meth:`~synclient.sync.index.LocalIndex.manifest_files`)."""
+    rel = f"{rel_dir}/{name}" if rel_dir else name
+    if index.get_many([rel]) or not (manifest_name_is_ours(name) or rel in ours):
         return False
     try:
         info = target.lstat_inside(rel)
@@ -163,6 +168,7 @@ def folder_contents_if_ours(target: TargetDirectory, index: LocalIndex, rel_dir:
     from synclient.transfer.partial import PARTIAL_SUFFIXES
 
     rows = {row.local_path: row for row in index.rows_under(rel_dir)}
+    manifests = index.manifest_files()
     found: List[IndexRow] = []
     pending = [rel_dir]
     while pending:
@@ -183,7 +189,7 @@ def folder_contents_if_ours(target: TargetDirectory, index: LocalIndex, rel_dir:
                     if not (untouched(row, info) and path_filter.wants_file(row.rel_path)):
                         return None  # changed locally, or outside what this run may touch
                     found.append(row)
-                elif not (stat.S_ISREG(info.st_mode) and (name == MANIFEST_FILENAME
+                elif not (stat.S_ISREG(info.st_mode) and (manifest_name_is_ours(name) or rel in manifests
                                                           or name.endswith(PARTIAL_SUFFIXES))):
                     return None
         except OSError:
@@ -211,8 +217,9 @@ def clear_folder(target: TargetDirectory, rel_dir: str) -> bool:
                 info = os.lstat(name, dir_fd=fd)
                 if stat.S_ISDIR(info.st_mode):
                     pending.append(f"{folder}/{name}")
-                elif stat.S_ISREG(info.st_mode) and (name == MANIFEST_FILENAME or name.endswith(PARTIAL_SUFFIXES)):
-                    os.unlink(name, dir_fd=fd)
+                elif stat.S_ISREG(info.st_mode) and (name in MANIFEST_FILENAMES
+                                                     or name.endswith(PARTIAL_SUFFIXES)):
+                    os.unlink(name, dir_fd=fd)  # a manifest.csv here passed folder_contents_if_ours: synclient's
                 else:  # appeared since the check: not ours, so the folder stays
                     return False
         except OSError:

@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Literal, Optional, Tuple, overload
+from typing import Dict, Iterator, List, Literal, Optional, Set, Tuple, overload
 
 from synclient.errors import LocalIOError, SyncLockedError
 
@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS files (
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS manifests (folder TEXT PRIMARY KEY);  -- where the last run wrote manifests (relative)
+-- each manifest file the last run wrote (relative): a manifest.csv, a common name, is only removed if listed here
+CREATE TABLE IF NOT EXISTS manifest_files (rel_path TEXT PRIMARY KEY);
 -- keep.both copies (their bytes are not at their remote path): found by where they are
 CREATE INDEX IF NOT EXISTS files_copies ON files (local_path) WHERE local_path != rel_path;
 """
@@ -365,6 +367,21 @@ class LocalIndex:
         if not self.read_only:
             self._queue.put(("manifests", list(folders)))
 
+    def manifest_files(self) -> Set[str]:
+        """The manifest files (relative to the target) the last run wrote; empty for an index of a synclient that
+        did not record them (it wrote only TSVs, which are known by their name)."""
+        if self._reader is None:
+            return set()
+        try:
+            with self._reader_lock:
+                return {path for (path,) in self._reader.execute("SELECT rel_path FROM manifest_files")}
+        except sqlite3.Error:
+            return set()
+
+    def set_manifest_files(self, rel_paths: List[str]) -> None:
+        if not self.read_only:
+            self._queue.put(("manifest_files", list(rel_paths)))
+
     def set_owner(self, rel_path: str, root_id: str) -> None:
         """Hand a row to another sync root (a single-file get's row, once a sync of its tree sees the file)."""
         if not self.read_only:
@@ -426,6 +443,9 @@ class LocalIndex:
             elif kind == "manifests":
                 db.execute("DELETE FROM manifests")
                 db.executemany("INSERT OR IGNORE INTO manifests VALUES (?)", [(f,) for f in payload])
+            elif kind == "manifest_files":
+                db.execute("DELETE FROM manifest_files")
+                db.executemany("INSERT OR IGNORE INTO manifest_files VALUES (?)", [(f,) for f in payload])
             elif kind == "owner":
                 db.execute("UPDATE files SET root_id = ? WHERE rel_path = ?", payload)
             elif kind == "meta":

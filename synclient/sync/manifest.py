@@ -1,13 +1,26 @@
-"""``SYNAPSE_METADATA_MANIFEST.tsv``, written the way synapseclient writes it, so existing tooling reads ours.
+"""The manifests, written the way synapseclient 4.14's ``syncFromSynapse`` writes them, so existing tooling reads
+ours: ``SYNAPSE_METADATA_MANIFEST.tsv`` (synapseutils) and ``manifest.csv`` (the models API's
+``sync_from_synapse``, the format of the Synapse UI download cart and of ``sync_to_synapse``).
 
-Columns: ``path, parent, name, id, synapseStore, contentType, used, executed, activityName,
-activityDescription``, then one column per annotation key (sorted). Tab-separated, unquoted; a multi-valued
-annotation is written ``[a,b]`` (a value with a comma quoted inside the brackets). ``manifest="all"`` writes one
-in every folder listing every file at or below it (synapseclient's behaviour), ``"root"`` only in the target,
-``"suppress"`` none. A single-file sync writes none (as synapseclient). A folder where the remote has an entity of
-the manifest's name gets no manifest (the remote entity wins its path). A manifest that cannot be written is one
-:class:`ManifestFailure` for its folder; the other folders' manifests are still written. Paths are written as the
-bytes they are on disk (a target path that is not UTF-8 is written byte for byte).
+- TSV columns: ``path, parent, name, id, synapseStore, contentType, used, executed, activityName,
+  activityDescription``, then one column per annotation key (sorted). Tab-separated, unquoted.
+- CSV columns: the same with ``parentId`` and ``ID`` for ``parent`` and ``id``. Comma-separated, quoted where a
+  cell needs it (``csv.QUOTE_MINIMAL``). Unlike the TSV, it is written in every folder the sync covers, one with no
+  file below it included (a header line only), as synapseclient's ``generate_manifest_csv`` does.
+
+Both end lines with CRLF (csv's default, as synapseclient writes them) and write a multi-valued annotation
+``[a,b]`` (a value with a comma quoted inside the brackets). synapseclient leaves two orders to chance: its
+annotation columns come in set order and its rows in the order its downloads finished. Ours are sorted (columns by
+key, rows by path), so two runs over one tree write the same bytes.
+
+``manifest="all"`` writes them in every folder listing every file at or below it (synapseclient's behaviour),
+``"root"`` only in the target, ``"suppress"`` none, for both formats alike (synapseclient 4.14's
+``syncFromSynapse`` applies its ``manifest`` argument to the TSV only and writes the CSV in every folder whatever
+it says; its models API's ``sync_from_synapse(manifest=...)`` places the CSV as we do). A single-file sync writes
+none (as synapseclient). A folder where the remote has an entity of a manifest's name gets no manifest of that name
+(the remote entity wins its path). A manifest that cannot be written is one :class:`ManifestFailure` for its file;
+the others are still written. Paths are written as the bytes they are on disk (a target path that is not UTF-8 is
+written byte for byte).
 """
 from __future__ import annotations
 
@@ -19,20 +32,77 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AbstractSet, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from synclient.choices import Choice
 from synclient.results import annotation_value
 
 MANIFEST_FILENAME = "SYNAPSE_METADATA_MANIFEST.tsv"
+CSV_MANIFEST_FILENAME = "manifest.csv"
+MANIFEST_FILENAMES = (MANIFEST_FILENAME, CSV_MANIFEST_FILENAME)
 BASE_COLUMNS = ["path", "parent", "name", "id", "synapseStore", "contentType", "used", "executed",
                 "activityName", "activityDescription"]
+CSV_BASE_COLUMNS = ["path", "parentId", "name", "ID", "synapseStore", "contentType", "used", "executed",
+                    "activityName", "activityDescription"]
 
 
 class ManifestMode(Choice):
     ALL = "all"
     ROOT = "root"
     SUPPRESS = "suppress"
+
+
+class ManifestFormat(Choice):
+    """A manifest file a sync can write (synapseclient 4.14's ``syncFromSynapse`` writes both)."""
+
+    TSV = "tsv"  # SYNAPSE_METADATA_MANIFEST.tsv
+    CSV = "csv"  # manifest.csv
+
+    @property
+    def filename(self) -> str:
+        return _LAYOUTS[self].filename
+
+    @classmethod
+    def parse_set(cls, value: object, *, option: str) -> "frozenset[ManifestFormat]":
+        """One format (member or value) or several, as a frozenset."""
+        values = [value] if isinstance(value, (str, ManifestFormat)) else list(value)
+        return frozenset(cls.parse(item, option=option) for item in values)
+
+    @classmethod
+    def in_order(cls, formats: AbstractSet["ManifestFormat"]) -> List["ManifestFormat"]:
+        """``formats`` in declaration order (a set's order would make runs differ)."""
+        return [member for member in cls if member in formats]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How one format's file looks."""
+
+    filename: str
+    base_columns: List[str]
+    parent_column: str
+    id_column: str
+    delimiter: str
+    quoting: int
+    writes_header_only: bool  # in a folder with no file below it (synapseclient's CSV does, its TSV does not)
+    name_is_ours: bool  # no one else names a file so: one there that no remote entity put there is a stale manifest
+
+
+_LAYOUTS = {
+    ManifestFormat.TSV: _Layout(filename=MANIFEST_FILENAME, base_columns=BASE_COLUMNS, parent_column="parent",
+                                id_column="id", delimiter="\t", quoting=csv.QUOTE_NONE, writes_header_only=False,
+                                name_is_ours=True),
+    # "manifest.csv" is a common name: a user's file of that name is removed as stale only where synclient
+    # recorded writing one
+    ManifestFormat.CSV: _Layout(filename=CSV_MANIFEST_FILENAME, base_columns=CSV_BASE_COLUMNS,
+                                parent_column="parentId", id_column="ID", delimiter=",", quoting=csv.QUOTE_MINIMAL,
+                                writes_header_only=True, name_is_ours=False),
+}
+
+
+def manifest_name_is_ours(filename: str) -> bool:
+    """Whether a file of this name that no remote entity put there is synclient's (stale) manifest by its name."""
+    return any(layout.name_is_ours for layout in _LAYOUTS.values() if layout.filename == filename)
 
 
 @dataclass(frozen=True)
@@ -101,13 +171,16 @@ def annotation_cells(annotations: Mapping[str, object]) -> Dict[str, str]:
     return cells
 
 
-def _row_dict(row: ManifestRow) -> Dict[str, str]:
-    data = {"path": str(row.path), "parent": row.parent_id or "", "name": row.name, "id": row.entity_id,
-            "synapseStore": "True", "contentType": row.content_type or "",
-            "used": row.provenance.used, "executed": row.provenance.executed,
-            "activityName": row.provenance.activity_name,
-            "activityDescription": row.provenance.activity_description}
+def _row_dict(row: ManifestRow, layout: _Layout) -> Dict[str, str]:
+    """One row's cells, filled in synapseclient's order: the entity's fields, its annotations, then its provenance
+    when it has one (an annotation named like a column takes that column's cell, a provenance column again)."""
+    data = {"path": str(row.path), layout.parent_column: row.parent_id or "", "name": row.name,
+            layout.id_column: row.entity_id, "synapseStore": "True", "contentType": row.content_type or ""}
     data.update(annotation_cells(row.annotations))
+    if row.provenance != Provenance():
+        data.update({"used": row.provenance.used, "executed": row.provenance.executed,
+                     "activityName": row.provenance.activity_name,
+                     "activityDescription": row.provenance.activity_description})
     return data
 
 
@@ -118,9 +191,9 @@ def _one_line(value: object) -> object:
 class _FolderManifest:
     """One folder's manifest being written: a partial file, replaced into place when complete."""
 
-    def __init__(self, folder: Path, columns: List[str]) -> None:
-        self.target = folder / MANIFEST_FILENAME
-        self.temp = folder / f".{MANIFEST_FILENAME}.synclient-partial"
+    def __init__(self, folder: Path, columns: List[str], layout: _Layout) -> None:
+        self.target = folder / layout.filename
+        self.temp = folder / f".{layout.filename}.synclient-partial"
         if os.path.realpath(folder) != str(folder):  # a folder swapped for a symlink during the run
             raise OSError(errno.ELOOP, "the folder is reached through a symlink; not written", str(folder))
         try:  # a fresh file, never through a symlink planted at the temp name
@@ -130,9 +203,10 @@ class _FolderManifest:
         fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
         # surrogateescape: a target path that is not valid UTF-8 is written as the bytes it is on disk
         self._handle = open(fd, "w", encoding="utf-8", errors="surrogateescape", newline="")
-        self._writer = csv.DictWriter(self._handle, columns, restval="", extrasaction="ignore", delimiter="\t",
-                                      quotechar=None, quoting=csv.QUOTE_NONE, escapechar=None,
-                                      lineterminator="\r\n")  # csv's default, as synapseclient writes it
+        quotechar = '"' if layout.quoting != csv.QUOTE_NONE else None
+        self._writer = csv.DictWriter(self._handle, columns, restval="", extrasaction="ignore",
+                                      delimiter=layout.delimiter, quotechar=quotechar, quoting=layout.quoting,
+                                      escapechar=None, lineterminator="\r\n")  # csv's default, as synapseclient's
         self._writer.writeheader()
 
     def write(self, row: Dict[str, str]) -> None:
@@ -140,7 +214,8 @@ class _FolderManifest:
             self._writer.writerow(row)
         except csv.Error:
             # An unquoted TSV cannot hold a tab or line break, and a remote name may contain one: write that row
-            # with them as spaces rather than fail the whole sync after every file was downloaded.
+            # with them as spaces rather than fail the whole sync after every file was downloaded. (The quoted CSV
+            # holds them.)
             self._writer.writerow({key: _one_line(value) for key, value in row.items()})
 
     def close(self) -> Path:
@@ -178,10 +253,14 @@ def _same_bytes(new: Path, old: Path) -> bool:
 
 @dataclass(frozen=True)
 class ManifestFailure:
-    """A folder whose manifest could not be written, and why (the sync's files are not affected)."""
+    """A manifest that could not be written, and why (the sync's files are not affected)."""
 
-    folder: Path
+    path: Path
     error: OSError
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
 
 
 def _folders_listing(row: ManifestRow, target_root: Path, mode: ManifestMode) -> List[Path]:
@@ -197,9 +276,13 @@ def _folders_listing(row: ManifestRow, target_root: Path, mode: ManifestMode) ->
 
 
 def write_manifests(rows: Callable[[], Iterator[ManifestRow]], target_root: Path, mode: ManifestMode, *,
-                    skip: AbstractSet[Path] = frozenset()) -> Tuple[List[Path], List[ManifestFailure]]:
-    """Write the manifests of ``mode`` from ``rows()``, an iterator factory yielding rows sorted by path; no
-    manifest in the folders of ``skip``. Returns the manifests written and the folders that failed.
+                    formats: Iterable[ManifestFormat] = (ManifestFormat.TSV,),
+                    skip: Optional[Mapping[ManifestFormat, AbstractSet[Path]]] = None,
+                    covered: AbstractSet[Path] = frozenset()) -> Tuple[List[Path], List[ManifestFailure]]:
+    """Write the manifests of ``mode`` in each of ``formats`` from ``rows()``, an iterator factory yielding rows
+    sorted by path; none of a format in its folders of ``skip``. ``covered``: the folders the sync listed, where a
+    format that writes a header-only manifest writes one when no file lies below. Returns the manifests written and
+    those that failed.
 
     Streaming, in two passes, so a million-file tree never sits in memory: the first pass collects each folder's
     annotation columns; the second writes every row into the manifests of its folder chain. Sorted input means a
@@ -207,6 +290,8 @@ def write_manifests(rows: Callable[[], Iterator[ManifestRow]], target_root: Path
     """
     if mode is ManifestMode.SUPPRESS:
         return [], []
+    formats = ManifestFormat.in_order(set(formats))
+    skip = skip or {}
     chains: Dict[Path, List[Path]] = {}  # folder of a file -> the folders listing it (one entry per folder)
 
     def folders_listing(row: ManifestRow) -> List[Path]:
@@ -222,37 +307,58 @@ def write_manifests(rows: Callable[[], Iterator[ManifestRow]], target_root: Path
         for folder in folders_listing(row):
             columns.setdefault(folder, set()).update(keys)
     written: List[Path] = []
-    failures: Dict[Path, ManifestFailure] = {}
-    open_manifests: Dict[Path, _FolderManifest] = {}
+    failures: Dict[Tuple[Path, ManifestFormat], ManifestFailure] = {}
+    open_manifests: Dict[Tuple[Path, ManifestFormat], _FolderManifest] = {}
 
-    def fail(folder: Path, error: OSError) -> None:
-        failures[folder] = ManifestFailure(folder, error)
-        manifest = open_manifests.pop(folder, None)
+    def wanted(folder: Path) -> List[Tuple[Path, ManifestFormat]]:
+        return [(folder, fmt) for fmt in formats if folder not in skip.get(fmt, ()) and (folder, fmt) not in failures]
+
+    def fail(key: Tuple[Path, ManifestFormat], error: OSError) -> None:
+        failures[key] = ManifestFailure(key[0] / key[1].filename, error)
+        manifest = open_manifests.pop(key, None)
         if manifest is not None:
             manifest.abandon()
 
+    def close(key: Tuple[Path, ManifestFormat]) -> None:
+        try:
+            written.append(open_manifests.pop(key).close())
+        except OSError as exc:
+            fail(key, exc)
+
+    def open_manifest(key: Tuple[Path, ManifestFormat]) -> Optional[_FolderManifest]:
+        layout = _LAYOUTS[key[1]]
+        try:
+            manifest = open_manifests[key] = _FolderManifest(
+                key[0], layout.base_columns + sorted(columns.get(key[0], ())), layout)
+        except OSError as exc:
+            fail(key, exc)
+            return None
+        return manifest
+
     try:
         for row in rows():
-            chain = [f for f in folders_listing(row) if f not in skip and f not in failures]
-            for folder in [f for f in open_manifests if f not in chain]:
+            chain = [key for folder in folders_listing(row) for key in wanted(folder)]
+            for key in [k for k in open_manifests if k not in chain]:
+                close(key)
+            cells = {fmt: _row_dict(row, _LAYOUTS[fmt]) for fmt in formats}
+            for key in chain:
+                manifest = open_manifests.get(key) or open_manifest(key)
+                if manifest is None:
+                    continue
                 try:
-                    written.append(open_manifests.pop(folder).close())
+                    manifest.write(cells[key[1]])
                 except OSError as exc:
-                    fail(folder, exc)
-            cells = _row_dict(row)
-            for folder in chain:
-                try:
-                    if folder not in open_manifests:
-                        open_manifests[folder] = _FolderManifest(folder, BASE_COLUMNS + sorted(columns[folder]))
-                    open_manifests[folder].write(cells)
-                except OSError as exc:
-                    fail(folder, exc)
-        for folder in list(open_manifests):
-            try:
-                written.append(open_manifests.pop(folder).close())
-            except OSError as exc:
-                fail(folder, exc)
+                    fail(key, exc)
+        for key in list(open_manifests):
+            close(key)
+        # folders with no file below them: a header line only, in the formats that write one (synapseclient's CSV)
+        empty = sorted(folder for folder in covered
+                       if folder not in columns and (mode is ManifestMode.ALL or folder == target_root))
+        for folder in empty:
+            for key in wanted(folder):
+                if _LAYOUTS[key[1]].writes_header_only and open_manifest(key) is not None:
+                    close(key)
     finally:
         for manifest in open_manifests.values():  # an unexpected error midway: no partial manifest behind
             manifest.abandon()
-    return sorted(written), sorted(failures.values(), key=lambda f: str(f.folder))
+    return sorted(written), sorted(failures.values(), key=lambda f: str(f.path))

@@ -1,9 +1,11 @@
-"""The run's manifests: which files each folder's ``SYNAPSE_METADATA_MANIFEST.tsv`` lists, written after the walk.
+"""The run's manifests: which files each folder's ``SYNAPSE_METADATA_MANIFEST.tsv`` and ``manifest.csv`` list,
+written after the walk.
 
 During the run only paths are kept (the index holds each file's fields and annotations; a kept local conflict, not
 indexed, is kept whole here); at the end the rows stream from the index in path order, one folder at a time. A
-folder the walk listed that gets no manifest now loses the stale one, and a remote entity named like the manifest
-keeps its path (that folder gets none).
+folder the walk listed that gets no manifest of a format now loses the stale one (a ``manifest.csv`` only where
+synclient recorded writing it), and a remote entity named like a manifest keeps its path (that folder gets no
+manifest of that name).
 """
 from __future__ import annotations
 
@@ -11,11 +13,11 @@ import heapq
 import logging
 import threading
 from pathlib import Path
-from typing import AbstractSet, Dict, Iterator, List, Mapping
+from typing import AbstractSet, Dict, Iterable, Iterator, List, Mapping, Set
 
 from synclient.sync.deletion import remove_stale_manifest
 from synclient.sync.index import LocalIndex
-from synclient.sync.manifest import MANIFEST_FILENAME, ManifestMode, ManifestRow, Provenance, write_manifests
+from synclient.sync.manifest import ManifestFormat, ManifestMode, ManifestRow, Provenance, write_manifests
 from synclient.sync.paths import TargetDirectory
 
 log = logging.getLogger("synclient.sync")
@@ -55,26 +57,52 @@ class ManifestAssembly:
         return heapq.merge(indexed, extras, key=lambda r: str(r.path))
 
     def write(self, *, mode: ManifestMode, listed_paths: AbstractSet[str], manifest_taken: AbstractSet[Path],
-              listed_folders: Mapping[str, Path]) -> None:
-        """Every folder's manifest from this run's files; one that cannot be written is reported for its folder
-        (:attr:`errors`). A folder the walk listed (``listed_folders``: rel dir -> folder) that gets no manifest
-        now (its files are gone, or the mode is "root") loses the stale one."""
+              listed_folders: Mapping[str, Path],
+              formats: Iterable[ManifestFormat] = (ManifestFormat.TSV, ManifestFormat.CSV)) -> None:
+        """Every folder's manifests from this run's files; one that cannot be written is reported for its file
+        (:attr:`errors`). ``manifest_taken``: local paths of remote entities named like a manifest, listed now. A
+        folder the walk listed (``listed_folders``: rel dir -> folder) that gets no manifest of a format now (its
+        files are gone, the mode is "root", the format is not wanted) loses the stale one."""
         self._index.flush()
         root = self._target.root
-        # a remote entity named like the manifest, listed now or indexed from before: it keeps its path
-        taken = set(manifest_taken) | {(root / path).parent
-                                       for path in self._index.local_paths_named(MANIFEST_FILENAME)}
-        for folder in sorted(taken):
-            log.warning("%s has a remote entity named %s; no manifest is written there", folder, MANIFEST_FILENAME)
-        written, failures = write_manifests(lambda: self.rows(listed_paths), root, mode, skip=taken)
+        formats = ManifestFormat.in_order(set(formats))
+        # a remote entity named like a manifest, listed now or indexed from before: it keeps its path
+        taken: Dict[ManifestFormat, Set[Path]] = {}
+        for fmt in ManifestFormat:
+            indexed = {root / path for path in self._index.local_paths_named(fmt.filename)}
+            taken[fmt] = {path.parent for path in set(manifest_taken) | indexed if path.name == fmt.filename}
+            for folder in sorted(taken[fmt]) if fmt in formats else ():
+                log.warning("%s has a remote entity named %s; no manifest is written there", folder, fmt.filename)
+        written, failures = write_manifests(lambda: self.rows(listed_paths), root, mode, formats=formats,
+                                            skip=taken, covered=set(listed_folders.values()))
         for failure in failures:
             reason = failure.error.strerror or str(failure.error)
-            self.errors.append(f"cannot write {failure.folder / MANIFEST_FILENAME}: {reason}")
+            self.errors.append(f"cannot write {failure.path}: {reason}")
             log.warning("%s", self.errors[-1])
-        keep = {path.parent for path in written} | taken | {failure.folder for failure in failures}
-        earlier = {rel_dir: root / rel_dir for rel_dir in self._index.manifest_folders()}  # incl. folders gone since
-        for rel_dir, folder in {**earlier, **listed_folders}.items():  # ("root": an earlier "all" run's too)
-            if folder not in keep:
-                remove_stale_manifest(self._target, rel_dir, index=self._index)
-        self._index.set_manifest_folders(sorted(p.parent.relative_to(root).as_posix() if p.parent != root else ""
-                                                for p in written))
+        failed = [failure.path for failure in failures]
+        ours_before = self._index.manifest_files()
+        self._remove_stale(written=written, failed=failed, taken=taken, listed_folders=listed_folders,
+                           ours=ours_before)
+        self._index.set_manifest_folders(sorted({self._relative(path.parent) for path in written}))
+        # one that failed now is still synclient's if it was before: a later run may replace or remove it
+        self._index.set_manifest_files(sorted({self._relative(path) for path in written}
+                                              | {self._relative(path) for path in failed} & ours_before))
+
+    def _relative(self, path: Path) -> str:
+        return "" if path == self._target.root else path.relative_to(self._target.root).as_posix()
+
+    def _remove_stale(self, *, written: List[Path], failed: List[Path], taken: Mapping[ManifestFormat, Set[Path]],
+                      listed_folders: Mapping[str, Path], ours: AbstractSet[str]) -> None:
+        """Each format's manifest where this run wrote none of it: in the folders the walk listed and where the last
+        run wrote any (folders gone since included; "root": an earlier "all" run's too). ``ours``: the manifest
+        files the last run recorded."""
+        root = self._target.root
+        earlier = {rel_dir: root / rel_dir for rel_dir in self._index.manifest_folders()}
+        for path in ours:
+            folder = (root / path).parent
+            earlier[self._relative(folder)] = folder
+        for fmt in ManifestFormat:
+            keep = {path.parent for path in written + failed if path.name == fmt.filename} | taken[fmt]
+            for rel_dir, folder in {**earlier, **listed_folders}.items():
+                if folder not in keep:  # a manifest.csv only if synclient wrote it (remove_stale_manifest checks)
+                    remove_stale_manifest(self._target, rel_dir, index=self._index, name=fmt.filename, ours=ours)

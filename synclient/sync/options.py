@@ -10,11 +10,12 @@ a one-line :class:`~synclient.errors.ConfigError` for a value that is not one of
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Iterable, Tuple, Union
+from typing import FrozenSet, Iterable, Tuple, Union
 
 from synclient.choices import Choice
+from synclient.errors import ConfigError
 from synclient.sync.filters import PathFilter
-from synclient.sync.manifest import ManifestMode
+from synclient.sync.manifest import ManifestFormat, ManifestMode
 from synclient.sync.planner import Collision
 
 
@@ -30,7 +31,9 @@ class SyncOptions:
     - ``if_collision``: ``overwrite.local`` | ``keep.local`` | ``keep.both`` for local files changed since synclient
       wrote them (or never written by it) that differ from the remote file.
     - ``delete``: remove local files synclient wrote that are gone remotely (never other files).
-    - ``manifest``: ``all`` | ``root`` | ``suppress`` (``SYNAPSE_METADATA_MANIFEST.tsv``).
+    - ``manifest``: ``all`` | ``root`` | ``suppress`` (where the manifests go).
+    - ``manifest_formats``: which manifests: ``tsv`` (``SYNAPSE_METADATA_MANIFEST.tsv``), ``csv``
+      (``manifest.csv``), one or both (the default, as synapseclient 4.14 writes).
     - ``include`` / ``exclude``: glob patterns on the remote path relative to the root (see
       :mod:`synclient.sync.filters`), applied before any per-file call.
     - ``dry_run``: plan only; the sync returns a :class:`~synclient.sync.dry_run.SyncPlan` and writes nothing.
@@ -53,13 +56,17 @@ class SyncOptions:
     provenance: bool
     on_error: OnError
     progress: bool
+    manifest_formats: FrozenSet[ManifestFormat]
     entity_details: bool
 
     def __init__(self, *, if_collision: Union[Collision, str] = Collision.OVERWRITE_LOCAL, delete: bool = False,
                  manifest: Union[ManifestMode, str] = ManifestMode.ALL, include: Union[str, Iterable[str]] = (),
                  exclude: Union[str, Iterable[str]] = (), dry_run: bool = False, follow_links: bool = False,
                  provenance: bool = False, on_error: Union[OnError, str] = OnError.RAISE,
-                 progress: bool = True, entity_details: bool = False) -> None:
+                 progress: bool = True,
+                 manifest_formats: Union[str, ManifestFormat, Iterable[Union[str, ManifestFormat]]] = (
+                     ManifestFormat.TSV, ManifestFormat.CSV),
+                 entity_details: bool = False) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
         set_(self, "delete", bool(delete))
@@ -72,6 +79,9 @@ class SyncOptions:
         set_(self, "provenance", bool(provenance))
         set_(self, "on_error", OnError.parse(on_error, option="on_error"))
         set_(self, "progress", bool(progress))
+        set_(self, "manifest_formats", ManifestFormat.parse_set(manifest_formats, option="manifest_formats"))
+        if not self.manifest_formats:
+            raise ConfigError("manifest_formats needs a format (tsv, csv); manifest='suppress' writes none")
         set_(self, "entity_details", bool(entity_details))
 
     def replace(self, **changes: object) -> "SyncOptions":

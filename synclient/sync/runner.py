@@ -136,7 +136,8 @@ class SyncRun:
         """A real run's end: every folder's manifest, and the sweep of partial downloads no run will resume."""
         if self.options.wants_manifest:
             self.manifests.write(mode=self.options.manifest, listed_paths=self.outcome.manifest_paths,
-                                 manifest_taken=set(self.walker.manifest_taken), listed_folders=self.walker.listed)
+                                 manifest_taken=set(self.walker.manifest_taken), listed_folders=self.walker.listed,
+                                 formats=self.options.manifest_formats)
         sweep_run_partials(index=self.index, root_id=self.root_id, target_root=self.target.root,
                            listed=self.walker.listed, unvisited=self.walker.unvisited,
                            keep=self.pipeline.partials_to_keep(), path_filter=self.options.path_filter)

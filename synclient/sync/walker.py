@@ -17,7 +17,7 @@ from synclient.client import Platform
 from synclient.errors import FileInTheWayError, SynclientError, UnsafePathError
 from synclient.models import EntityHeader, EntityType
 from synclient.sync.filters import PathFilter
-from synclient.sync.manifest import MANIFEST_FILENAME
+from synclient.sync.manifest import MANIFEST_FILENAMES
 from synclient.sync.paths import TargetDirectory
 from synclient.transfer.pool import Priority, TaskPool
 
@@ -67,7 +67,7 @@ class TreeWalker:
         # or dict takes single adds from many threads (atomic under the GIL) and is read after the walk.
         self.unvisited: Set[str] = set()  # rel paths of folders whose listing or local visit failed
         self.listed: Dict[str, Path] = {}  # rel path -> local folder, for folders whose every page was listed
-        self.manifest_taken: Set[Path] = set()  # local folders with a remote child named like the manifest
+        self.manifest_taken: Set[Path] = set()  # local paths of remote children named like a manifest
         self.folder_ids: Dict[str, str] = {}  # rel path -> id of every folder found (via a link: its target)
 
     def walk(self, container: EntityHeader, local_dir: Path) -> None:
@@ -92,8 +92,8 @@ class TreeWalker:
             self.listed[folder.rel_dir] = folder.local_dir
 
     def _visit(self, folder: Folder, header: EntityHeader) -> Optional[FoundFile]:
-        if header.name == MANIFEST_FILENAME:  # the remote entity wins its path: no manifest in this folder
-            self.manifest_taken.add(folder.local_dir)
+        if header.name in MANIFEST_FILENAMES:  # the remote entity wins its path: no such manifest in this folder
+            self.manifest_taken.add(folder.local_dir / header.name)
         try:
             if header.type is EntityType.FOLDER:
                 self._enter(folder, header, header)

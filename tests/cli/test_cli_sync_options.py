@@ -29,6 +29,29 @@ def test_flags_become_one_sync_options_and_choices_come_from_the_enums():
         on_error=OnError.CONTINUE, progress=False)
 
 
+def test_manifest_format_flag():
+    """--manifest-format tsv|csv|both: one format, or both (the default, as synapseclient 4.14 writes)."""
+    from synclient import cli
+    from synclient.sync.manifest import ManifestFormat
+
+    assert cli.MANIFEST_FORMATS == tuple(f.value for f in ManifestFormat) + ("both",)
+
+    def formats(*flags):
+        return cli._sync_options(cli.build_parser().parse_args(["get", "syn1", *flags])).manifest_formats
+
+    assert formats("--manifest-format", "csv") == {ManifestFormat.CSV}
+    assert formats("--manifest-format", "tsv") == {ManifestFormat.TSV}
+    assert formats("--manifest-format", "both") == formats() == {ManifestFormat.TSV, ManifestFormat.CSV}
+
+
+def test_manifest_format_csv_writes_only_manifest_csv(env, tree_emulator, tmp_path):
+    result = run_cli("get", "-r", _project(tree_emulator), "--path", str(tmp_path), "--manifest-format", "csv",
+                     env=env)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "manifest.csv").read_text().startswith("path,parentId,name,ID,")
+    assert not list(tmp_path.rglob("SYNAPSE_METADATA_MANIFEST.tsv"))
+
+
 def test_dry_run_json_plan_writes_nothing(env, tree_emulator, tmp_path):
     out = tmp_path / "out"
     result = run_cli("--json", "get", "-r", _project(tree_emulator), "--dry-run", "--path", str(out), env=env)
