@@ -69,6 +69,9 @@ def test_same_tree_objects_and_manifests_as_synapseutils(emulator, synapse_login
     assert described(our_files, ours) == described(their_files, theirs)
     assert all(type(f) is type(their_files[0]) for f in our_files)
     assert manifest_rows(ours) == manifest_rows(theirs)
+    if manifest == "all":  # (synapseutils writes manifest.csv into every folder whatever the mode: see the docs)
+        assert ({p.relative_to(ours) for p in ours.rglob("manifest.csv")}
+                == {p.relative_to(theirs) for p in theirs.rglob("manifest.csv")} != set())
 
 
 def test_resync_returns_the_same_objects_without_downloading(emulator, synapse_login, tmp_path):
