@@ -38,6 +38,11 @@ class SyncOptions:
     - ``provenance``: fill the manifest's provenance columns (one extra call per file).
     - ``on_error``: ``raise`` (a :class:`~synclient.errors.SyncError` when any file failed) | ``continue``.
     - ``progress``: draw a tqdm bar (a widget in Jupyter) when stderr is a terminal or in a notebook.
+    - ``synapse_cache``: share synapseclient's download cache (``~/.synapseCache``, or ``[cache] location`` of the
+      config file) when this machine has one: a file it holds is copied, not downloaded, and every file
+      installed is recorded there (see :mod:`synclient.synapse_cache`). ``synapse_cache_link``: hard-link such a
+      file instead of copying it (no bytes written, but the two names are one file: a change to either is a
+      change to both).
     """
 
     if_collision: Collision
@@ -50,12 +55,14 @@ class SyncOptions:
     provenance: bool
     on_error: OnError
     progress: bool
+    synapse_cache: bool
+    synapse_cache_link: bool
 
     def __init__(self, *, if_collision: Union[Collision, str] = Collision.OVERWRITE_LOCAL, delete: bool = False,
                  manifest: Union[ManifestMode, str] = ManifestMode.ALL, include: Union[str, Iterable[str]] = (),
                  exclude: Union[str, Iterable[str]] = (), dry_run: bool = False, follow_links: bool = False,
                  provenance: bool = False, on_error: Union[OnError, str] = OnError.RAISE,
-                 progress: bool = True) -> None:
+                 progress: bool = True, synapse_cache: bool = True, synapse_cache_link: bool = False) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
         set_(self, "delete", bool(delete))
@@ -68,6 +75,8 @@ class SyncOptions:
         set_(self, "provenance", bool(provenance))
         set_(self, "on_error", OnError.parse(on_error, option="on_error"))
         set_(self, "progress", bool(progress))
+        set_(self, "synapse_cache", bool(synapse_cache))
+        set_(self, "synapse_cache_link", bool(synapse_cache_link))
 
     def replace(self, **changes: object) -> "SyncOptions":
         """A copy with some choices changed (``dataclasses.replace`` cannot call a keyword-only ``__init__``'s
