@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from synclient import Platform, SyncStatus, sync_from_platform
+from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.emulator import seeded_bytes
+from synclient.errors import CacheLockTimeoutError
 from synclient.results import FROM_SYNAPSE_CACHE
 from synclient.synapse_cache import CACHE_MAP, SynapseCache
 from synctrees import local_tree
@@ -237,3 +238,35 @@ def _some_files(syn, project):
     deep = children(children(top["b"])["c"])
     return [(top["top0.txt"], "top0.txt"), (top["top2.txt"], "top2.txt"), (deep["big.bin"], "big.bin"),
             (deep["c0.csv"], "c0.csv")]
+
+
+def test_a_cache_that_cannot_be_written_fails_no_file_and_is_said_once(emulator, project, cache_root, tmp_path,
+                                                                         monkeypatch, caplog):
+    calls = []
+
+    def refuse(self, file_handle_id, path, md5):
+        calls.append(file_handle_id)
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(SynapseCache, "record", refuse)
+    caplog.set_level("WARNING", logger="synclient.sync")
+    results = sync_from_platform(project, tmp_path / "out", platform=Platform(endpoint=emulator.endpoint,
+                                                                              token=emulator.token),
+                                 config=TransferConfig(max_workers=4), progress=False)
+    assert all(r.status is SyncStatus.DOWNLOADED for r in results) and len(calls) == FILES
+    assert caplog.text.count("cannot record") == 1 and "Permission denied" in caplog.text
+
+
+def test_a_cache_lock_never_released_is_waited_for_once_per_run(emulator, project, cache_root, tmp_path,
+                                                                 monkeypatch):
+    calls = []
+
+    def locked(self, file_handle_id, path, md5):
+        calls.append(file_handle_id)
+        raise CacheLockTimeoutError("the synapseclient cache lock x was not released within 70 s")
+
+    monkeypatch.setattr(SynapseCache, "record", locked)
+    results = sync_from_platform(project, tmp_path / "out", platform=Platform(endpoint=emulator.endpoint,
+                                                                              token=emulator.token),
+                                 config=TransferConfig(max_workers=1), progress=False)
+    assert all(r.status is SyncStatus.DOWNLOADED for r in results) and len(calls) == 1

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import List, Optional, Set, Tuple
 
 from synclient.client import Platform
-from synclient.errors import Cancelled, LocalIOError, NotFoundError, PathConflictError, PlatformError, SynclientError
+from synclient.errors import (CacheLockTimeoutError, Cancelled, LocalIOError, NotFoundError, PathConflictError,
+                              PlatformError, SynclientError)
 from synclient.events import SyncObserver
 from synclient.models import EntityHeader, FileHandle
 from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus
@@ -84,7 +85,8 @@ class FilePipeline:
         # synapseclient's cache, when it is wanted and this machine has one (a dry run reads and writes none of it)
         self._synapse_cache = (SynapseCache.if_present() if options.synapse_cache and not options.dry_run
                                else None)
-        self._cache_warned = False
+        self._cache_warned = False  # a cache that cannot be written is said once
+        self._cache_writable = True  # until its lock could not be had: no later file waits 70 s for it again
 
     # -- listing page -> fast path or bundle -------------------------------------------------------------------
 
@@ -270,13 +272,15 @@ class FilePipeline:
     def _record_in_cache(self, job: FileJob) -> None:
         """Tell synapseclient (and later syncs) that this file holds the handle's bytes. Never fails the file: a
         cache that cannot be written is said once and the sync goes on."""
-        if self._synapse_cache is None or not job.handle.content_md5:  # without an MD5 no reader could trust it
-            return
+        if self._synapse_cache is None or not self._cache_writable or not job.handle.content_md5:
+            return  # (without an MD5 no reader could trust the entry)
         try:
             self._synapse_cache.record(job.handle.id, job.destination, job.handle.content_md5.lower())
         except (SynclientError, OSError, ValueError) as exc:
             with self._lock:
                 warned, self._cache_warned = self._cache_warned, True
+                if isinstance(exc, CacheLockTimeoutError):
+                    self._cache_writable = False
             (log.debug if warned else log.warning)("cannot record %s in synapseclient's cache %s: %s",
                                                   job.destination, self._synapse_cache.root, exc)
 
