@@ -123,6 +123,7 @@ def test_synclient_copies_what_synapseclient_got_and_downloads_the_rest(emulator
     assert report.bytes_downloaded == sum(r.size for r in results if r.entity_id not in cached)
     assert f"{FILES} downloaded ({len(got)} from the synapseclient cache)" in report.summary()
     assert stats["api_by_route"]["POST /file/v1/fileHandle/batch"] == 1  # the URL batch, as without the cache
+    assert results.report.rest_calls == stats["api_requests"]
     assert local_tree(out) == _expected()
     for entity_id, path in got.items():  # a copy, not the cached file itself
         mine = next(r.path for r in results if r.entity_id == entity_id)
@@ -134,6 +135,12 @@ def test_synclient_copies_what_synapseclient_got_and_downloads_the_rest(emulator
     assert {r.status for r in again} == {SyncStatus.SKIPPED} and emulator.stats()["data_requests"] == 0
     recorded = {path for entries in _maps(cache_root).values() for path in entries}
     assert recorded == {str(r.path) for r in results} | {str(path) for path in got.values()}
+    # no REST call added: the same calls as a sync that does not look at the cache
+    emulator.reset_stats()
+    sync_from_platform(project, tmp_path / "plain", platform=Platform(endpoint=emulator.endpoint,
+                                                                      token=emulator.token),
+                       progress=False, synapse_cache=False)
+    assert emulator.stats()["api_by_route"] == stats["api_by_route"]
 
 
 def test_without_the_cache_every_file_is_downloaded_and_nothing_recorded(emulator, project, cache_root, tmp_path):
@@ -167,6 +174,7 @@ def test_the_cli_uses_the_cache_by_default(emulator, project, cache_root, tmp_pa
     assert cli.returncode == 0, cli.stderr
     document = json.loads(cli.stdout)
     assert document["report"]["from_cache"] == FILES and emulator.stats()["data_requests"] == 0
+    assert "POST /file/v1/fileHandle/batch" not in emulator.stats()["api_by_route"]  # no URL wanted at all
     assert {f["action"] for f in document["files"]} == {FROM_SYNAPSE_CACHE}
     assert local_tree(tmp_path / "cli") == _expected()
 
