@@ -1,11 +1,16 @@
 """Fixtures shared by tests/ and integration_tests/: a fresh emulator per test on free 127.0.0.1 ports."""
 from __future__ import annotations
 
+import os
+import shutil
 import signal
+import tempfile
 
 import pytest
 
 from synclient.emulator import Emulator
+
+_SESSION_HOME: list = []  # the HOME every test process (and its children) starts from
 
 
 def pytest_configure(config):
@@ -15,6 +20,27 @@ def pytest_configure(config):
     # in each child at exec, so the children get Python's usual Ctrl-C behaviour.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Before any fixture (module- and session-scoped ones too): a HOME of the session's own, so nothing the suite
+    # runs can reach the machine's ~/.synapseConfig or ~/.synapseCache. Each test then gets its own (below).
+    _SESSION_HOME.append(tempfile.mkdtemp(prefix="synclient-tests-home-"))
+    os.environ["HOME"] = _SESSION_HOME[0]
+    os.environ["SYNAPSE_CONFIG_FILE"] = os.path.join(_SESSION_HOME[0], ".synapseConfig")
+
+
+def pytest_unconfigure(config):
+    for home in _SESSION_HOME:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _private_home(tmp_path_factory, monkeypatch):
+    """Every test runs with a HOME and a config file of its own (children inherit them): nothing a test runs (a
+    sync, synapseclient's ``Synapse()``, which makes ``~/.synapseCache``, a CLI process) reads or writes the
+    machine's ``~/.synapseConfig`` or ``~/.synapseCache``, and a sync finds no download cache unless its test made
+    one."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SYNAPSE_CONFIG_FILE", str(home / ".synapseConfig"))
 
 
 @pytest.fixture

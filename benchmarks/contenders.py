@@ -57,7 +57,8 @@ def launch(name: str, *, endpoint: str, token: str, entity: str, out: Path, cach
         return Launch(worker + [name] + common + ["--cache-dir", str(cache_dir)], "worker")
     if name == "synclient-cli":
         return Launch([sys.executable, "-m", "synclient", "--endpoint", endpoint, "--token", token, "--json",
-                       "get", "-r", entity, "--path", str(out), "--no-progress"], "process")
+                       "get", "-r", entity, "--path", str(out), "--no-progress", "--no-synapse-cache"],
+                      "process")
     list_file = out.parent / (out.name + f".{name}.list")
     out.mkdir(parents=True, exist_ok=True)
     if name == "aria2c":

@@ -215,6 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     get.add_argument("--provenance", action="store_true",
                      help="fetch provenance for the manifest's used/executed columns (one REST call per file)")
     get.add_argument("--no-progress", action="store_true", help="no progress bar (also: SYNCLIENT_DISABLE_PROGRESS=1)")
+    get.add_argument("--no-synapse-cache", dest="synapse_cache", action="store_false",
+                     help="neither copy files from synapseclient's download cache (~/.synapseCache) nor record "
+                          "them there")
+    get.add_argument("--synapse-cache-link", action="store_true",
+                     help="hard-link files found in synapseclient's cache instead of copying them (the two names are "
+                          "then one file: a change to either changes both)")
 
     ls = command("ls", "list a project or folder (a tree with -r, sizes with -l)", cmd_ls)
     ls.add_argument("id", metavar="ID", help="entity id, e.g. syn123")
@@ -331,7 +337,9 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
                        exclude=args.exclude or (), dry_run=args.dry_run, follow_links=args.follow_links,
                        provenance=args.provenance, on_error=OnError.CONTINUE, progress=False,
                        manifest_formats=(args.manifest_format if args.manifest_format not in (None, "both")
-                                         else defaults.manifest_formats))
+                                         else defaults.manifest_formats),
+                       synapse_cache=args.synapse_cache, synapse_cache_link=args.synapse_cache_link)
+
 
 
 def cmd_get(ctx: CommandContext) -> ExitCode:

@@ -121,7 +121,10 @@ def _sync(project_id: str, path: Path, platform: Platform, max_workers: Optional
     observer = make_observer(description)
     try:
         return sync_from_platform(project_id, path, platform=platform, max_workers=max_workers,
-                                  on_error="continue", observer=observer, progress=False)
+                                  on_error="continue", observer=observer, progress=False,
+                                  # the emulator's file handle ids are not the platform's: they stay out of the
+                                  # machine's synapseclient cache, which synapseclient trusts without checking
+                                  synapse_cache=False)
     finally:
         close = getattr(observer, "close", None)
         if close is not None:

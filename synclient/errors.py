@@ -240,3 +240,8 @@ class PathConflictError(SynclientError):
 
 class FileInTheWayError(PathConflictError, LocalIOError):
     """A local file (or other non-folder) stands where a remote folder must be created."""
+
+
+class CacheLockTimeoutError(SynclientError, TimeoutError):
+    """synapseclient's download cache stayed locked by someone else for longer than synapseclient itself waits
+    (70 s): the file is not recorded in it, and the sync goes on."""

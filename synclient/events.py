@@ -43,7 +43,8 @@ class SyncObserver:
         """``file`` entered the plan as work to do (``file.size`` bytes to fetch)."""
 
     def bytes_transferred(self, file: PlannedFile, count: int) -> None:
-        """``count`` more bytes of ``file`` arrived from storage (retried bytes are counted again)."""
+        """``count`` more bytes of ``file`` arrived from storage (retried bytes are counted again), or were copied
+        from synapseclient's download cache."""
 
     def file_finished(self, result: FileResult) -> None:
         """A file reached its final state (downloaded, skipped, deleted or failed)."""

@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 
+#: the ``action`` of a file whose bytes were copied from synapseclient's download cache instead of downloaded
+FROM_SYNAPSE_CACHE = "synapse-cache"
+
+
 class SyncStatus(enum.Enum):
     DOWNLOADED = "downloaded"
     SKIPPED = "skipped"
@@ -117,6 +121,7 @@ class SyncReport:
     """Totals of one run, for the summary line and ``--json``."""
 
     downloaded: int = 0
+    from_cache: int = 0  # of the downloaded: copied from synapseclient's cache (their bytes are not downloaded)
     skipped: int = 0
     deleted: int = 0
     failed: int = 0
@@ -132,7 +137,10 @@ class SyncReport:
         with self._lock:
             if result.status is SyncStatus.DOWNLOADED:
                 self.downloaded += 1
-                self.bytes_downloaded += result.size or 0
+                if result.action == FROM_SYNAPSE_CACHE:
+                    self.from_cache += 1
+                else:
+                    self.bytes_downloaded += result.size or 0
             elif result.status is SyncStatus.SKIPPED:
                 self.skipped += 1
             elif result.status is SyncStatus.DELETED:
@@ -152,7 +160,9 @@ class SyncReport:
     def summary(self) -> str:
         deleted = f"{self.deleted} deleted, " if self.deleted else ""
         manifests = f", {len(self.manifest_errors)} manifests not written" if self.manifest_errors else ""
-        return (f"{self.downloaded} downloaded, {self.skipped} skipped, {deleted}{self.failed} failed{manifests}; "
+        cached = f" ({self.from_cache} from the synapseclient cache)" if self.from_cache else ""
+        return (f"{self.downloaded} downloaded{cached}, {self.skipped} skipped, {deleted}{self.failed} failed"
+                f"{manifests}; "
                 f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
                 f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
                 f"{self.throttled} throttled")

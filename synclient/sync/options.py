@@ -44,6 +44,11 @@ class SyncOptions:
     - ``entity_details``: keep each file's full entity record in its result (``FileResult.entity``), which takes
       one bundle call per file even when the index shows the file unchanged (``syncFromSynapse`` needs it to
       return complete ``synapseclient.File`` objects).
+    - ``synapse_cache``: share synapseclient's download cache (``~/.synapseCache``, or ``[cache] location`` of the
+      config file) when this machine has one: a file it holds is copied, not downloaded, and every file
+      installed is recorded there (see :mod:`synclient.synapse_cache`). ``synapse_cache_link``: hard-link such a
+      file instead of copying it (no bytes written, but the two names are one file: a change to either is a
+      change to both).
     """
 
     if_collision: Collision
@@ -58,6 +63,8 @@ class SyncOptions:
     progress: bool
     manifest_formats: FrozenSet[ManifestFormat]
     entity_details: bool
+    synapse_cache: bool
+    synapse_cache_link: bool
 
     def __init__(self, *, if_collision: Union[Collision, str] = Collision.OVERWRITE_LOCAL, delete: bool = False,
                  manifest: Union[ManifestMode, str] = ManifestMode.ALL, include: Union[str, Iterable[str]] = (),
@@ -66,7 +73,8 @@ class SyncOptions:
                  progress: bool = True,
                  manifest_formats: Union[str, ManifestFormat, Iterable[Union[str, ManifestFormat]]] = (
                      ManifestFormat.TSV, ManifestFormat.CSV),
-                 entity_details: bool = False) -> None:
+                 entity_details: bool = False, synapse_cache: bool = True,
+                 synapse_cache_link: bool = False) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
         set_(self, "delete", bool(delete))
@@ -83,6 +91,8 @@ class SyncOptions:
         if not self.manifest_formats:
             raise ConfigError("manifest_formats needs a format (tsv, csv); manifest='suppress' writes none")
         set_(self, "entity_details", bool(entity_details))
+        set_(self, "synapse_cache", bool(synapse_cache))
+        set_(self, "synapse_cache_link", bool(synapse_cache_link))
 
     def replace(self, **changes: object) -> "SyncOptions":
         """A copy with some choices changed (``dataclasses.replace`` cannot call a keyword-only ``__init__``'s

@@ -4,6 +4,8 @@ listing page -> the index fast path (same id + version, local stat untouched: no
 bundle call (entity + file handle + annotations) -> :class:`~synclient.sync.claims.PathClaims` settles the
 planner's decision -> the run's :class:`~synclient.sync.outcome.Outcome` gets it (a dry run stops here) -> a URL
 batch -> the download strategy for its size -> an index row and a :class:`~synclient.results.FileResult`.
+A file synapseclient's download cache already holds skips the URL and the download: it is copied from there
+(:mod:`synclient.synapse_cache`), and every file installed is recorded there for synapseclient in turn.
 Failures are per file: one file failing never stops the others (a fatal one stops the run: see the outcome).
 """
 from __future__ import annotations
@@ -16,10 +18,12 @@ from pathlib import Path
 from typing import List, Optional, Set, Tuple
 
 from synclient.client import Platform
-from synclient.errors import LocalIOError, NotFoundError, PathConflictError, PlatformError, SynclientError
+from synclient.errors import (CacheLockTimeoutError, Cancelled, LocalIOError, NotFoundError, PathConflictError,
+                              PlatformError, SynclientError)
 from synclient.events import SyncObserver
 from synclient.models import EntityHeader, FileHandle
-from synclient.results import FileResult, SyncStatus
+from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus
+from synclient.synapse_cache import SynapseCache
 from synclient.sync.claims import PathClaims
 from synclient.sync.dry_run import PlanEntry
 from synclient.sync.index import IndexRow, LocalIndex
@@ -51,6 +55,7 @@ class FileContext:
     file_handle: Optional[dict]  # and its data file handle's
     superseded: Optional[IndexRow] = None  # an earlier keep.both copy of this file, removed once it settles elsewhere
     displaced: Optional[IndexRow] = None  # another file's copy this file replaces: that row goes once this is in
+    from_cache: bool = False  # its bytes came from synapseclient's cache, not from storage
 
 
 class FilePipeline:
@@ -80,6 +85,11 @@ class FilePipeline:
         # up-to-date keep.both copies (with their annotations' JSON), settled once all is decided
         self._held_copies: List[Tuple[FoundFile, IndexRow, Optional[str]]] = []
         self._lock = threading.Lock()
+        # synapseclient's cache, when it is wanted and this machine has one (a dry run reads and writes none of it)
+        self._synapse_cache = (SynapseCache.if_present() if options.synapse_cache and not options.dry_run
+                               else None)
+        self._cache_warned = False  # a cache that cannot be written is said once
+        self._cache_writable = True  # until its lock could not be had: no later file waits 70 s for it again
 
     # -- listing page -> fast path or bundle -------------------------------------------------------------------
 
@@ -171,7 +181,11 @@ class FilePipeline:
         job = FileJob(entity_id=entity_id, version=version, handle=handle, destination=decision.destination,
                       on_done=lambda error: self._downloaded(job, context, error))
         self._observer.file_planned(job.planned)
-        self._broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
+        source = self._cached_copy(job)
+        if source is not None:  # a copy instead of a URL and a download
+            self._pool.submit(Priority.DOWNLOAD, self._copy_cached, job, context, source)
+            return
+        self._request_url(job)
 
     # -- no fetch: skip, adopt, keep ----------------------------------------------------------------------------
 
@@ -205,6 +219,9 @@ class FilePipeline:
 
     # -- fetch: URL -> download -> index --------------------------------------------------------------------------
 
+    def _request_url(self, job: FileJob) -> None:
+        self._broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
+
     def _url_ready(self, job: FileJob, url: Optional[SignedUrl], error: Optional[SynclientError]) -> None:
         if error is not None:
             job.on_done(error)
@@ -220,15 +237,62 @@ class FilePipeline:
                 self._drop_superseded(context)
             except OSError as exc:
                 error = LocalIOError.from_exception(f"cannot stat {job.destination} after writing it", exc)
+            else:
+                self._record_in_cache(job)
         status = SyncStatus.FAILED if error else SyncStatus.DOWNLOADED
         if error is not None:  # its partial (if any) is what the next run resumes from
             with self._lock:
                 self.failed_partials.add(partial_key(job.destination))
+        action = FROM_SYNAPSE_CACHE if context.from_cache and error is None else context.action.value
         self._outcome.finished(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
-                                          job.handle.content_md5, status, error, action=context.action.value,
+                                          job.handle.content_md5, status, error, action=action,
                                           annotations=context.annotations, entity=context.entity,
                                           file_handle=context.file_handle),
                                manifest_path=context.rel_path if error is None else None)
+
+    # -- synapseclient's download cache ---------------------------------------------------------------------------
+
+    def _cached_copy(self, job: FileJob) -> Optional[Path]:
+        """A copy of the job's bytes in synapseclient's cache (its recorded MD5 is the platform's), or None."""
+        if self._synapse_cache is None:
+            return None
+        try:
+            return self._synapse_cache.lookup(job.handle.id, md5=job.handle.content_md5, size=job.size,
+                                              not_at=job.destination)
+        except (OSError, ValueError) as exc:  # an unreadable cache folder, a handle id that is not a number
+            log.debug("synapseclient's cache not consulted for %s: %s", job.entity_id, exc)
+            return None
+
+    def _copy_cached(self, job: FileJob, context: FileContext, source: Path) -> None:
+        """DOWNLOAD task: the cached copy becomes the file, verified as a download is; any other outcome (other
+        bytes, a copy that cannot be made) falls back to the download it stood in for."""
+        try:
+            method = self._downloader.copy_local(job, source, link=self._options.synapse_cache_link)
+        except Cancelled:
+            raise
+        except SynclientError as exc:
+            log.info("%s: the copy in synapseclient's cache (%s) is not usable (%s); downloading it",
+                     job.entity_id, source, exc)
+            self._request_url(job)
+            return
+        log.debug("%s: %s of %s from synapseclient's cache", job.entity_id, method.value, source)
+        context.from_cache = True
+        self._downloaded(job, context, None)
+
+    def _record_in_cache(self, job: FileJob) -> None:
+        """Tell synapseclient (and later syncs) that this file holds the handle's bytes. Never fails the file: a
+        cache that cannot be written is said once and the sync goes on."""
+        if self._synapse_cache is None or not self._cache_writable or not job.handle.content_md5:
+            return  # (without an MD5 no reader could trust the entry)
+        try:
+            self._synapse_cache.record(job.handle.id, job.destination, job.handle.content_md5.lower())
+        except (SynclientError, OSError, ValueError) as exc:
+            with self._lock:
+                warned, self._cache_warned = self._cache_warned, True
+                if isinstance(exc, CacheLockTimeoutError):
+                    self._cache_writable = False
+            (log.debug if warned else log.warning)("cannot record %s in synapseclient's cache %s: %s",
+                                                  job.destination, self._synapse_cache.root, exc)
 
     def _drop_superseded(self, context: FileContext) -> None:
         """A file now at another path than its earlier keep.both copy: the untouched copy goes (the index can point

@@ -151,7 +151,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        include: Optional[Iterable[str]] = None, exclude: Optional[Iterable[str]] = None,
                        dry_run: Optional[bool] = None, follow_links: Optional[bool] = None,
                        provenance: Optional[bool] = None, progress: Optional[bool] = None,
-                       entity_details: Optional[bool] = None, syn: Optional[object] = None
+                       entity_details: Optional[bool] = None, synapse_cache: Optional[bool] = None,
+                       synapse_cache_link: Optional[bool] = None, syn: Optional[object] = None
                        ) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
@@ -162,8 +163,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     stays for the next run.
 
     - ``options``: what to do (:class:`~synclient.sync.options.SyncOptions`: collisions, deletion, manifests,
-      filters, dry run, links, provenance, errors, progress). Each of those can also be given as a keyword of the
-      same name (``delete=True``), which overrides the field of ``options``.
+      filters, dry run, links, provenance, errors, progress, synapseclient's cache). Each of those can also be
+      given as a keyword of the same name (``delete=True``), which overrides the field of ``options``.
     - ``config``: how bytes move (:class:`~synclient.transfer.config.TransferConfig`); ``max_workers`` overrides
       its field of that name.
     - ``platform``: the :class:`~synclient.client.Platform` to use (default: endpoint and token from the
@@ -175,8 +176,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     given = {name: value for name, value in (
         ("on_error", on_error), ("if_collision", if_collision), ("delete", delete), ("manifest", manifest),
         ("include", include), ("exclude", exclude), ("dry_run", dry_run), ("follow_links", follow_links),
-        ("provenance", provenance), ("progress", progress), ("entity_details", entity_details))
-        if value is not None}
+        ("provenance", provenance), ("progress", progress), ("entity_details", entity_details),
+        ("synapse_cache", synapse_cache), ("synapse_cache_link", synapse_cache_link)) if value is not None}
     options = options or SyncOptions()
     if given:
         options = options.replace(**given)

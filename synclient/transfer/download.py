@@ -30,6 +30,7 @@ from synclient.transfer.countdown import Countdown
 from synclient.transfer.direct import DirectFile, open_direct, pwrite_all
 from synclient.transfer.hashing import EMPTY_MD5, PrefixHasher, hash_file_range
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range
+from synclient.transfer.local_copy import CopyMethod, fill_temp
 from synclient.transfer.partial import (JournalHeader, PlainFolders, ResumeJournal, check_plain_folder, journal_path,
                                         open_temp, open_temp_sized, preallocate, temp_path)
 from synclient.transfer.pool import Priority, TaskPool
@@ -85,6 +86,14 @@ def reporting_failures(report: Callable[[SynclientError], None], path: Path) -> 
         report(exc)
     except OSError as exc:
         report(local_error(path, exc))
+
+
+def _remove_quietly(path: Path) -> None:
+    """Remove a partial file or journal that is of no more use; one that cannot be removed is swept later."""
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def plan_parts(size: int, part_size: int) -> List[ByteRange]:
@@ -178,6 +187,31 @@ class Downloader:
             os.replace(temp, job.destination)
         except OSError as exc:
             raise local_error(job.destination, exc) from None
+
+    # -- a copy already on this machine ----------------------------------------------------------------------------
+
+    def copy_local(self, job: FileJob, source: Path, *, link: bool = False) -> CopyMethod:
+        """Bring the job's bytes from ``source`` (synapseclient's cache) instead of storage: into the partial file
+        a download would use, hashed on the way, verified (size and MD5) and installed as a download is. Raises
+        (:class:`IntegrityError` for other bytes, :class:`LocalIOError`) and leaves no partial behind when the copy
+        is not the file; the caller downloads it then. Does not call ``job.on_done``."""
+        temp = temp_path(job.destination, job.handle.id)
+        try:
+            filled = fill_temp(source, temp, link=link, folders=self._folders,
+                               cancelled=self._pool.cancel_event.is_set)
+            if filled.size != job.size:
+                raise IntegrityError(f"size mismatch for {job.entity_id}: {source} has {filled.size} bytes, "
+                                     f"the platform says {job.size}")
+            self._verify(job, filled.md5)
+            self._install(job, temp)
+        except BaseException as exc:
+            _remove_quietly(temp)
+            if isinstance(exc, OSError) and not isinstance(exc, SynclientError):
+                raise local_error(job.destination, exc) from None
+            raise
+        _remove_quietly(journal_path(temp))  # an earlier run's multipart journal of this file: nothing to resume
+        self._observer.bytes_transferred(job.planned, job.size)  # arrived, from the disk: the progress completes
+        return filled.method
 
     # -- one streaming GET ---------------------------------------------------------------------------------------
 

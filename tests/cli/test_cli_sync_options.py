@@ -27,6 +27,9 @@ def test_flags_become_one_sync_options_and_choices_come_from_the_enums():
                                   manifest=ManifestMode.ROOT, on_error=OnError.CONTINUE, progress=False)
     assert cli._sync_options(cli.build_parser().parse_args(["get", "syn1"])) == SyncOptions(
         on_error=OnError.CONTINUE, progress=False)
+    cache_flags = cli.build_parser().parse_args(["get", "syn1", "--no-synapse-cache", "--synapse-cache-link"])
+    assert cli._sync_options(cache_flags) == SyncOptions(on_error=OnError.CONTINUE, progress=False,
+                                                         synapse_cache=False, synapse_cache_link=True)
 
 
 def test_manifest_format_flag():

@@ -60,6 +60,7 @@ def test_every_error_states_its_nature():
         "UrlRejectedError": N.RETRYABLE, "RangeNotHonouredError": N.PER_FILE, "IntegrityError": N.RETRYABLE,
         "UnsafePathError": N.PER_FILE, "TargetError": N.FATAL, "SyncLockedError": N.FATAL, "SyncError": N.PER_FILE,
         "PathConflictError": N.PER_FILE, "FileInTheWayError": N.PER_FILE,
+        "CacheLockTimeoutError": N.PER_FILE,  # only ever logged: that file is not recorded in synapseclient's cache
     }
     classes = {name: cls for name, cls in vars(errors).items()
                if inspect.isclass(cls) and issubclass(cls, errors.SynclientError)}

@@ -26,6 +26,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("synclient.events", 2),
     ("synclient.models", 3),
     ("synclient.config", 3),
+    ("synclient.synapse_cache", 3),    # synapseclient's download cache: files only, beside the config it reads
     ("synclient.gate", 3),
     ("synclient.progress", 3),
     ("synclient.client", 4),           # control plane

@@ -44,3 +44,10 @@ def test_keyword_only_frozen_and_replace_validates():
     assert not options.dry_run  # the original is untouched
     with pytest.raises(ConfigError):
         options.replace(manifest="nowhere")
+
+
+def test_synapseclients_cache_is_shared_by_default_and_copied_not_linked():
+    options = SyncOptions()
+    assert options.synapse_cache is True and options.synapse_cache_link is False
+    assert options.replace(synapse_cache=0).synapse_cache is False
+    assert SyncOptions(synapse_cache_link=1).synapse_cache_link is True

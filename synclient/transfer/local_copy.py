@@ -1,0 +1,124 @@
+"""A file's bytes from a copy already on this machine (synapseclient's download cache) instead of from storage.
+
+The bytes go to the same partial file a download would write (``partial.temp_path``), are hashed on the way, and
+the caller verifies and installs them exactly as a download's (``Downloader.copy_local``): a file never appears at
+its final path unless complete and verified. The cheapest way the filesystem allows:
+
+- a reflink (``ioctl(FICLONE)``: btrfs, XFS, bcachefs, ...): the new file shares the source's blocks
+  copy-on-write, so a change to either never shows in the other; refused elsewhere, and then silently a copy;
+- a hard link when asked for (``link=True``): no bytes written at all, but the two names are one file, so a change
+  to one is a change to the other; across filesystems it cannot be made, and then a copy;
+- a copy, hashed while it is written.
+"""
+from __future__ import annotations
+
+import enum
+import errno
+import fcntl
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Callable, NamedTuple, Optional
+
+from synclient.errors import Cancelled
+from synclient.transfer.direct import DirectFile, pwrite_all
+from synclient.transfer.hashing import HASH_READ, hash_file_range
+from synclient.transfer.partial import PlainFolders, check_plain_folder, open_temp
+
+log = logging.getLogger("synclient.transfer")
+
+#: ``_IOW(0x94, 9, int)`` from linux/fs.h: make the target file share the source file's blocks
+FICLONE = 0x40049409
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class CopyMethod(enum.Enum):
+    REFLINK = "reflink"
+    HARD_LINK = "hard link"
+    COPY = "copy"
+
+
+class FilledTemp(NamedTuple):
+    """What a temp file holds after :func:`fill_temp`: its MD5 (hex), its size, and how it got there."""
+
+    md5: str
+    size: int
+    method: CopyMethod
+
+
+def fill_temp(source: Path, temp: Path, *, link: bool = False, folders: Optional[PlainFolders] = None,
+              cancelled: Callable[[], bool] = lambda: False) -> FilledTemp:
+    """Put the bytes of ``source`` (a regular file, never followed through a symlink) at ``temp``, replacing what
+    was there, and hash them. ``cancelled`` is asked between chunks of a copy (:class:`Cancelled`)."""
+    if link and _hard_link(source, temp, folders):
+        fd = os.open(temp, _READ_FLAGS)
+        try:
+            md5, size = _hash_fd(fd)
+        finally:
+            os.close(fd)
+        return FilledTemp(md5, size, CopyMethod.HARD_LINK)
+    source_fd = os.open(source, _READ_FLAGS)
+    try:
+        fd = open_temp(temp, truncate=True, folders=folders)
+        try:
+            if _reflink(source_fd, fd):
+                md5, size = _hash_fd(fd)
+                return FilledTemp(md5, size, CopyMethod.REFLINK)
+            md5, size = _copy(source_fd, fd, cancelled)
+            return FilledTemp(md5, size, CopyMethod.COPY)
+        finally:
+            os.close(fd)
+    finally:
+        os.close(source_fd)
+
+
+def _hard_link(source: Path, temp: Path, folders: Optional[PlainFolders]) -> bool:
+    """``temp`` as another name of ``source``; False where no link can be made (another filesystem, a filesystem
+    without hard links, too many links): the caller copies instead."""
+    check_plain_folder(temp.parent, folders)
+    try:
+        temp.unlink()  # a partial under this name (or a symlink planted there): the link takes its place
+    except FileNotFoundError:
+        pass
+    try:
+        os.link(source, temp, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP, errno.ENOTSUP):
+            raise
+        log.debug("cannot hard-link %s (%s); copying it", source, exc.strerror or exc)
+        return False
+    return True
+
+
+def _reflink(source_fd: int, fd: int) -> bool:
+    """Clone the source's blocks into ``fd``; False (nothing written) where the filesystem cannot."""
+    try:
+        fcntl.ioctl(fd, FICLONE, source_fd)
+    except OSError:  # EOPNOTSUPP, EXDEV, EINVAL, ENOTTY, ...: a plain copy does the job
+        return False
+    return True
+
+
+def _hash_fd(fd: int) -> tuple:
+    """(MD5, size) of the file behind ``fd``, read from its start."""
+    size = os.fstat(fd).st_size
+    md5 = hashlib.md5()
+    hash_file_range(DirectFile(fd), 0, size, md5)
+    return md5.hexdigest(), size
+
+
+def _copy(source_fd: int, fd: int, cancelled: Callable[[], bool]) -> tuple:
+    """Copy ``source_fd`` into ``fd`` from their starts, hashing each chunk; (MD5, bytes copied)."""
+    md5 = hashlib.md5()
+    buffer = memoryview(bytearray(max(1, min(HASH_READ, os.fstat(source_fd).st_size))))
+    offset = 0
+    while True:
+        if cancelled():
+            raise Cancelled()
+        count = os.preadv(source_fd, [buffer], offset)
+        if not count:
+            return md5.hexdigest(), offset
+        pwrite_all(fd, buffer[:count], offset)
+        md5.update(buffer[:count])
+        offset += count
