@@ -128,3 +128,23 @@ def test_metadata_only_downloads_nothing_and_answers_as_synapseutils(emulator, s
     # each File's path is the folder it would go into, in both
     assert described(ours, tmp_path / "ours") == described(theirs, tmp_path / "theirs")
     assert sorted(os.path.relpath(f.path, tmp_path / "ours") for f in ours) == [".", ".", ".", "d", "d/e"]
+
+
+def test_the_drop_in_shares_the_synapse_objects_cache_both_ways(emulator, synapse_login, tmp_path):
+    project = emulator.seed_spec(SPEC)["p"]
+    syn = synapse_login(emulator)  # its cache root is a folder of the test's own
+    synapseutils.syncFromSynapse(syn, project, path=str(tmp_path / "theirs"))
+    before = emulator.stats()["data_requests"]
+    ours = syncFromSynapse(syn, project, path=str(tmp_path / "ours"))
+    assert emulator.stats()["data_requests"] == before  # every file copied from synapseclient's cache
+    assert tree(tmp_path / "ours") == tree(tmp_path / "theirs")
+    assert {os.path.relpath(f.path, tmp_path / "ours") for f in ours} == set(tree(tmp_path / "ours"))
+    # metadata only: both answer each file's path as the copy the cache has of it
+    their_paths = sorted(f.path for f in synapseutils.syncFromSynapse(syn, project, path=str(tmp_path / "t2"),
+                                                                     downloadFile=False))
+    our_paths = sorted(f.path for f in syncFromSynapse(syn, project, path=str(tmp_path / "o2"), downloadFile=False))
+    assert our_paths == their_paths and all(os.path.isfile(p) for p in our_paths)
+    # and what the drop-in installed, synapseclient finds: a syn.get into our folder downloads nothing
+    for f in ours:
+        assert syn.get(f.id, downloadLocation=os.path.dirname(f.path)).path == f.path
+    assert emulator.stats()["data_requests"] == before

@@ -50,7 +50,9 @@ def config_path() -> Path:
     return Path(os.environ.get("SYNAPSE_CONFIG_FILE", "~/.synapseConfig")).expanduser()
 
 
-def _read_config(path: Path) -> configparser.ConfigParser:
+def read_config_file(path: Path) -> configparser.ConfigParser:
+    """The config file as synclient reads it (a missing file reads as empty); a file that cannot be parsed is a
+    :class:`ConfigError`."""
     # strict=False: synapseclient 4.14's 'synapse config --profile NAME' on a new file writes the section header
     # twice, a file its own strict parser then refuses; we read the repeated sections as one
     parser = configparser.ConfigParser(interpolation=None, strict=False)
@@ -120,7 +122,7 @@ def find_token(token: Optional[str] = None, *, profile: Optional[str] = None) ->
         return found
     name = resolve_profile(profile)
     path = config_path()
-    parser = _read_config(path)
+    parser = read_config_file(path)
     section = _profile_section(parser, name)
     found = (_checked(parser.get(section, "authtoken"), TokenSource.CONFIG_FILE, f"{path} [{section}]")
              if parser.has_option(section, "authtoken") else None)
@@ -235,7 +237,7 @@ def endpoint_source(endpoint: Optional[str] = None) -> str:
         return "the --endpoint option / endpoint= argument"
     if os.environ.get("SYNCLIENT_ENDPOINT"):
         return "the SYNCLIENT_ENDPOINT environment variable"
-    if _read_config(config_path()).has_section("endpoints"):
+    if read_config_file(config_path()).has_section("endpoints"):
         return f"the [endpoints] section of {config_path()}"
     return "the default (Synapse production)"
 
@@ -248,7 +250,7 @@ def resolve_endpoints(endpoint: Optional[str] = None, *, repo_endpoint: Optional
     elif os.environ.get("SYNCLIENT_ENDPOINT"):
         base = Endpoints.from_root(os.environ["SYNCLIENT_ENDPOINT"])
     else:
-        parser = _read_config(config_path())
+        parser = read_config_file(config_path())
         production = Endpoints.production()
         get = lambda key, default: (parser.get("endpoints", key).rstrip("/")  # noqa: E731
                                     if parser.has_option("endpoints", key) else default)

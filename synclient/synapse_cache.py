@@ -15,7 +15,6 @@ as empty, which costs only a download.
 """
 from __future__ import annotations
 
-import configparser
 import datetime
 import errno
 import json
@@ -31,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Optional, Union
 
-from synclient.config import config_path
-from synclient.errors import CacheLockTimeoutError, ConfigError
+from synclient.config import config_path, read_config_file
+from synclient.errors import CacheLockTimeoutError
 
 log = logging.getLogger("synclient.synapse_cache")
 
@@ -50,16 +49,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 def cache_root() -> Path:
     """Where synapseclient keeps its cache on this machine: ``[cache] location`` of the config file (with ``~``
     and environment variables expanded, as synapseclient does), else ``~/.synapseCache``."""
-    location = DEFAULT_ROOT
-    path = config_path()
-    if path.is_file():
-        parser = configparser.RawConfigParser()  # synapseclient's reader: no interpolation
-        try:
-            parser.read(path, encoding="utf-8")
-        except configparser.Error as exc:
-            raise ConfigError(f"cannot parse {path}: {exc.__class__.__name__}") from None
-        if parser.has_option("cache", "location"):
-            location = parser.get("cache", "location")
+    parser = read_config_file(config_path())
+    location = parser.get("cache", "location") if parser.has_option("cache", "location") else DEFAULT_ROOT
     return Path(os.path.expandvars(os.path.expanduser(location)))
 
 
@@ -216,10 +207,10 @@ class SynapseCache:
         self._sleep = sleep
 
     @classmethod
-    def if_present(cls) -> Optional["SynapseCache"]:
-        """The machine's cache (:func:`cache_root`) when that folder exists, else None: a sync uses a cache that
-        synapseclient made, and never makes one itself."""
-        root = cache_root()
+    def if_present(cls, root: Optional[PathLike] = None) -> Optional["SynapseCache"]:
+        """The cache at ``root`` (default: the machine's, :func:`cache_root`) when that folder exists, else None: a
+        sync uses a cache that synapseclient made, and never makes one itself."""
+        root = Path(root) if root is not None else cache_root()
         return cls(root) if root.is_dir() else None
 
     def cache_dir(self, file_handle_id: Union[str, int]) -> Path:

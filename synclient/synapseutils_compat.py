@@ -10,7 +10,7 @@ Deliberate differences (docs/synapseclient.md):
   (with every result) is raised at the end, where synapseutils stops at the first;
 - the returned list is in path order (synapseutils: the order of its walk);
 - ``downloadFile=False`` writes nothing at all (synapseutils still writes manifests listing folders); each File's
-  ``path`` is the folder it would be downloaded into, as in synapseutils;
+  ``path`` is, as in synapseutils, the copy synapseclient's cache has of it, else the folder it would go into;
 - ``manifest`` applies to both manifests (synapseutils 4.14 writes ``manifest.csv`` into every folder whatever it
   says);
 - ``path=None`` (synapseclient's cache) is not taken yet: a :class:`ConfigError` says so.
@@ -24,6 +24,7 @@ from synclient.errors import ConfigError, SyncError
 from synclient.results import FileResult, typed_annotations
 from synclient.sync.dry_run import PlanEntry, SyncPlan
 from synclient.sync.runner import sync_from_platform
+from synclient.synapse_cache import SynapseCache
 
 MANIFEST_CHOICES = ("all", "root", "suppress")
 
@@ -49,7 +50,7 @@ def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollisi
     run = sync_from_platform(entity_id, Path(path).expanduser(), syn=syn, if_collision=ifcollision,
                              follow_links=followLink, manifest="suppress" if is_file else manifest,
                              entity_details=True, progress=False, dry_run=not downloadFile)
-    files = plan_as_files(run) if isinstance(run, SyncPlan) else results_as_files(run)
+    files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
     if allFiles is not None:
         allFiles.extend(files)
         return allFiles
@@ -85,7 +86,7 @@ def sync_from_synapse(container: Any, *, path: Optional[str] = None, recursive: 
     run = sync_from_platform(str(container.id), root, syn=syn, if_collision=if_collision, follow_links=follow_link,
                              manifest=manifest, entity_details=True, progress=False, dry_run=not download_file,
                              exclude=exclude)
-    files = plan_as_files(run) if isinstance(run, SyncPlan) else results_as_files(run)
+    files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
     folder_ids = run.folders if "folder" in types else {}
     from synclient.client import Platform
 
@@ -172,13 +173,27 @@ def results_as_files(results: List[FileResult]) -> list:
             for result in sorted(results, key=lambda r: str(r.path))]
 
 
-def plan_as_files(plan: SyncPlan) -> list:
+def plan_as_files(plan: SyncPlan, *, cache: Optional[SynapseCache] = None) -> list:
     """A dry run made with ``entity_details=True`` as synapseutils' ``downloadFile=False`` answer: each file with
-    the folder it would go into as its path; an entity that could not be planned raises :class:`SyncError`."""
+    the path of the copy synapseclient's ``cache`` has of it, else the folder it would go into; an entity that could
+    not be planned raises :class:`SyncError`."""
     if plan.failures:
         raise SyncError(plan.failures, plan.failures)
     entries: List[PlanEntry] = sorted(plan.entries, key=lambda e: e.rel_path)
-    return [legacy_file(path=entry.destination.parent if entry.destination is not None else None,
+    return [legacy_file(path=_cached(cache, entry) or (entry.destination.parent if entry.destination else None),
                         entity=entry.entity, file_handle=entry.file_handle,
                         annotations=typed_annotations(entry.annotations or {}))
             for entry in entries]
+
+
+def _cached(cache: Optional[SynapseCache], entry: PlanEntry) -> Optional[Path]:
+    handle = entry.file_handle or {}
+    if cache is None or "id" not in handle or entry.size is None:
+        return None
+    return cache.lookup(handle["id"], md5=handle.get("contentMd5"), size=entry.size)
+
+
+def _cache_of(syn: Any) -> Optional[SynapseCache]:
+    """The download cache a ``Synapse`` object uses, when it exists."""
+    root = getattr(getattr(syn, "cache", None), "cache_root_dir", None)
+    return SynapseCache.if_present(root) if root else None

@@ -10,6 +10,7 @@ a one-line :class:`~synclient.errors.ConfigError` for a value that is not one of
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import FrozenSet, Iterable, Tuple, Union
 
 from synclient.choices import Choice
@@ -46,9 +47,10 @@ class SyncOptions:
       return complete ``synapseclient.File`` objects).
     - ``synapse_cache``: share synapseclient's download cache (``~/.synapseCache``, or ``[cache] location`` of the
       config file) when this machine has one: a file it holds is copied, not downloaded, and every file
-      installed is recorded there (see :mod:`synclient.synapse_cache`). ``synapse_cache_link``: hard-link such a
-      file instead of copying it (no bytes written, but the two names are one file: a change to either is a
-      change to both).
+      installed is recorded there (see :mod:`synclient.synapse_cache`). A path instead of ``True`` names the
+      cache root (a ``Synapse``'s ``syn.cache.cache_root_dir``), used when it exists. ``synapse_cache_link``:
+      hard-link such a file instead of copying it (no bytes written, but the two names are one file: a change to
+      either is a change to both).
     """
 
     if_collision: Collision
@@ -63,7 +65,7 @@ class SyncOptions:
     progress: bool
     manifest_formats: FrozenSet[ManifestFormat]
     entity_details: bool
-    synapse_cache: bool
+    synapse_cache: Union[bool, Path]
     synapse_cache_link: bool
 
     def __init__(self, *, if_collision: Union[Collision, str] = Collision.OVERWRITE_LOCAL, delete: bool = False,
@@ -73,7 +75,7 @@ class SyncOptions:
                  progress: bool = True,
                  manifest_formats: Union[str, ManifestFormat, Iterable[Union[str, ManifestFormat]]] = (
                      ManifestFormat.TSV, ManifestFormat.CSV),
-                 entity_details: bool = False, synapse_cache: bool = True,
+                 entity_details: bool = False, synapse_cache: Union[bool, str, Path] = True,
                  synapse_cache_link: bool = False) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
@@ -91,7 +93,8 @@ class SyncOptions:
         if not self.manifest_formats:
             raise ConfigError("manifest_formats needs a format (tsv, csv); manifest='suppress' writes none")
         set_(self, "entity_details", bool(entity_details))
-        set_(self, "synapse_cache", bool(synapse_cache))
+        set_(self, "synapse_cache", Path(synapse_cache).expanduser() if isinstance(synapse_cache, (str, Path))
+             else bool(synapse_cache))
         set_(self, "synapse_cache_link", bool(synapse_cache_link))
 
     def replace(self, **changes: object) -> "SyncOptions":

@@ -86,7 +86,8 @@ class FilePipeline:
         self._held_copies: List[Tuple[FoundFile, IndexRow, Optional[str]]] = []
         self._lock = threading.Lock()
         # synapseclient's cache, when it is wanted and this machine has one (a dry run reads and writes none of it)
-        self._synapse_cache = (SynapseCache.if_present() if options.synapse_cache and not options.dry_run
+        root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
+        self._synapse_cache = (SynapseCache.if_present(root) if options.synapse_cache and not options.dry_run
                                else None)
         self._cache_warned = False  # a cache that cannot be written is said once
         self._cache_writable = True  # until its lock could not be had: no later file waits 70 s for it again

@@ -151,7 +151,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        include: Optional[Iterable[str]] = None, exclude: Optional[Iterable[str]] = None,
                        dry_run: Optional[bool] = None, follow_links: Optional[bool] = None,
                        provenance: Optional[bool] = None, progress: Optional[bool] = None,
-                       entity_details: Optional[bool] = None, synapse_cache: Optional[bool] = None,
+                       entity_details: Optional[bool] = None, synapse_cache: Union[bool, str, Path, None] = None,
                        synapse_cache_link: Optional[bool] = None, syn: Optional[object] = None
                        ) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
@@ -169,7 +169,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       its field of that name.
     - ``platform``: the :class:`~synclient.client.Platform` to use (default: endpoint and token from the
       environment, ``~/.synapseConfig`` or the keyring). ``syn=``: a logged-in ``synapseclient.Synapse`` instead,
-      a shortcut for ``platform=Platform.from_synapseclient(syn)`` (its endpoints and login).
+      a shortcut for ``platform=Platform.from_synapseclient(syn)`` (its endpoints and login), which also shares
+      that object's download cache (``syn.cache.cache_root_dir``) unless ``synapse_cache`` says otherwise.
     - ``observer``: receives every file's events (:mod:`synclient.events`), for your own display or report.
     """
     # validate
@@ -190,6 +191,9 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     own_platform = platform is None
     if syn is not None:
         platform = Platform.from_synapseclient(syn, max_connections=config.max_workers)
+        cache_root = getattr(getattr(syn, "cache", None), "cache_root_dir", None)
+        if options.synapse_cache is True and cache_root:  # the download cache that Synapse object uses
+            options = options.replace(synapse_cache=Path(cache_root))
     platform = platform or Platform(max_connections=config.max_workers)
     if not own_platform:
         platform.resize_pool(config.max_workers)
