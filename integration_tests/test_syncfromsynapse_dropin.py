@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from synclient import syncFromSynapse
-from synclient.errors import ConfigError
 
 synapseutils = pytest.importorskip("synapseutils")
 
@@ -114,8 +113,6 @@ def test_bad_arguments_fail_as_synapseutils_does(emulator, synapse_login, tmp_pa
     project = emulator.seed_spec(SPEC)["p"]
     with pytest.raises(ValueError, match="Value of manifest option should be one of"):
         syncFromSynapse(syn, project, path=str(tmp_path), manifest="some")
-    with pytest.raises(ConfigError, match="not supported by synclient yet"):
-        syncFromSynapse(syn, project, path=None)
 
 
 def test_metadata_only_downloads_nothing_and_answers_as_synapseutils(emulator, synapse_login, tmp_path):
@@ -147,4 +144,39 @@ def test_the_drop_in_shares_the_synapse_objects_cache_both_ways(emulator, synaps
     # and what the drop-in installed, synapseclient finds: a syn.get into our folder downloads nothing
     for f in ours:
         assert syn.get(f.id, downloadLocation=os.path.dirname(f.path)).path == f.path
+    assert emulator.stats()["data_requests"] == before
+
+
+def _second_login(emulator, cache_root: Path):
+    import synapseclient
+
+    syn = synapseclient.Synapse(
+        repoEndpoint=emulator.endpoint + "/repo/v1", authEndpoint=emulator.endpoint + "/auth/v1",
+        fileHandleEndpoint=emulator.endpoint + "/file/v1", portalEndpoint=emulator.endpoint + "/",
+        skip_checks=True, cache_root_dir=str(cache_root), silent=True)
+    syn.login(authToken=emulator.token)
+    return syn
+
+
+def test_without_a_path_files_go_into_synapseclients_cache(emulator, synapse_login, tmp_path):
+    project = emulator.seed_spec(SPEC)["p"]
+    theirs_syn, ours_syn = synapse_login(emulator), _second_login(emulator, tmp_path / "our-cache")
+    their_root, our_root = Path(theirs_syn.cache.cache_root_dir), tmp_path / "our-cache"
+    theirs = synapseutils.syncFromSynapse(theirs_syn, project)
+    before = emulator.stats()["data_requests"]
+    ours = syncFromSynapse(ours_syn, project)
+    assert emulator.stats()["data_requests"] - before == len(ours) == len(theirs) == 5
+    # the same files, in the same place of each cache's layout (<handle % 1000>/<handle>/<file name>)
+    assert described(ours, our_root) == described(theirs, their_root)
+    assert all(hashlib.md5(open(f.path, "rb").read()).hexdigest() == f._file_handle["contentMd5"] for f in ours)
+    # synapseclient finds every file the drop-in put there: its own path=None sync downloads nothing
+    before = emulator.stats()["data_requests"]
+    again = synapseutils.syncFromSynapse(ours_syn, project)
+    assert described(again, our_root) == described(ours, our_root)
+    # and the drop-in finds them too, asking for no bytes
+    assert described(syncFromSynapse(ours_syn, project), our_root) == described(ours, our_root)
+    assert emulator.stats()["data_requests"] == before
+    # metadata only: the cached copies, as synapseutils answers
+    their_paths = sorted(f.path for f in synapseutils.syncFromSynapse(theirs_syn, project, downloadFile=False))
+    assert sorted(f.path for f in syncFromSynapse(theirs_syn, project, downloadFile=False)) == their_paths
     assert emulator.stats()["data_requests"] == before

@@ -13,17 +13,21 @@ Deliberate differences (docs/synapseclient.md):
   ``path`` is, as in synapseutils, the copy synapseclient's cache has of it, else the folder it would go into;
 - ``manifest`` applies to both manifests (synapseutils 4.14 writes ``manifest.csv`` into every folder whatever it
   says);
-- ``path=None`` (synapseclient's cache) is not taken yet: a :class:`ConfigError` says so.
+- ``path=None``: each file is where synapseclient's cache has a copy of it, else downloaded into the cache's own
+  layout (``<cache>/<handle id % 1000>/<handle id>/<file name>``) and recorded there, as synapseutils does; the
+  run's index is kept in ``<cache>/.synclient``, and it costs one more bundle call per file it downloads.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from synclient.errors import ConfigError, SyncError
+from synclient.errors import ConfigError, MalformedAnswerError, SyncError
 from synclient.results import FileResult, typed_annotations
 from synclient.sync.dry_run import PlanEntry, SyncPlan
-from synclient.sync.runner import sync_from_platform
+from synclient.models import EntityHeader, EntityType
+from synclient.sync.options import SyncOptions
+from synclient.sync.runner import sync_found_files, sync_from_platform
 from synclient.synapse_cache import SynapseCache
 
 MANIFEST_CHOICES = ("all", "root", "suppress")
@@ -34,8 +38,9 @@ def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollisi
                     downloadFile: bool = True) -> list:
     """Download a project, folder or file (an id such as ``"syn123"`` / ``"syn123.4"``, or a synapseclient entity)
     to ``path``, mirroring its folders, with a ``SYNAPSE_METADATA_MANIFEST.tsv`` per folder (``manifest="all"``),
-    in the root only (``"root"``) or none (``"suppress"``). ``ifcollision``: ``overwrite.local`` | ``keep.local`` |
-    ``keep.both`` for local files that differ from the remote ones. ``followLink``: download what links point to.
+    in the root only (``"root"``) or none (``"suppress"``); without ``path``, into synapseclient's cache (no
+    manifest). ``ifcollision``: ``overwrite.local`` | ``keep.local`` | ``keep.both`` for local files that differ from
+    the remote ones. ``followLink``: download what links point to. ``downloadFile=False``: metadata only.
 
     Returns one ``synapseclient.File`` per file (``.path``, ``.id``, ``.versionNumber``, ``.annotations``, the
     entity's other fields and ``_file_handle``), appended to ``allFiles`` when given (deprecated in synapseutils,
@@ -43,10 +48,14 @@ def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollisi
     """
     if manifest not in MANIFEST_CHOICES:
         raise ValueError('Value of manifest option should be one of the ("all", "root", "suppress")')
-    if path is None or path == "":
-        raise ConfigError("syncFromSynapse without a path (files into synapseclient's cache) is not supported by "
-                          "synclient yet: give path=, or use synapseutils.syncFromSynapse for this call")
     entity_id, is_file = _root_of(entity)
+    if path is None or path == "":
+        files, _ = into_synapse_cache(syn, entity_id, if_collision=ifcollision, follow_links=followLink,
+                                      download=downloadFile)
+        if allFiles is not None:
+            allFiles.extend(files)
+            return allFiles
+        return files
     run = sync_from_platform(entity_id, Path(path).expanduser(), syn=syn, if_collision=ifcollision,
                              follow_links=followLink, manifest="suppress" if is_file else manifest,
                              entity_details=True, progress=False, dry_run=not downloadFile)
@@ -67,27 +76,29 @@ def sync_from_synapse(container: Any, *, path: Optional[str] = None, recursive: 
     Returns ``container`` with its ``files`` and ``folders`` filled as the models API fills them (each Folder
     with its own, down the tree; ``recursive=False``: the container's own files, and its folders without their
     contents). Only files and folders are synced: ``include_types`` must name ``file``; without ``folder`` no
-    folder is entered. ``synapse_client``: a logged-in ``Synapse`` (default: the last one created, as in
-    synapseclient). One extra call per folder fetches its full record, as synapseclient does.
+    folder is entered. Without ``path`` the files go into synapseclient's cache. ``synapse_client``: a logged-in
+    ``Synapse`` (default: the last one created, as in synapseclient). One extra call per folder fetches its full
+    record, as synapseclient does.
     """
     if manifest not in MANIFEST_CHOICES:
         raise ValueError(f"Invalid manifest value: {manifest}. Must be one of: 'all', 'root', 'suppress'.")
-    if path is None or path == "":
-        raise ConfigError("sync_from_synapse without a path (files into synapseclient's cache) is not supported by "
-                          "synclient yet: give path=")
     types = {kind.lower() for kind in include_types} if include_types is not None else {"file", "folder"}
     if "file" not in types:
         raise ConfigError("include_types must name 'file': synclient syncs files and the folders that hold them")
     import synapseclient
 
     syn = synapse_client or synapseclient.Synapse.get_client(synapse_client=None)
-    root = Path(path).expanduser()
     exclude = ("*/*",) if not recursive or "folder" not in types else ()
-    run = sync_from_platform(str(container.id), root, syn=syn, if_collision=if_collision, follow_links=follow_link,
-                             manifest=manifest, entity_details=True, progress=False, dry_run=not download_file,
-                             exclude=exclude)
-    files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
-    folder_ids = run.folders if "folder" in types else {}
+    if path is None or path == "":
+        files, found = into_synapse_cache(syn, str(container.id), if_collision=if_collision,
+                                          follow_links=follow_link, download=download_file, exclude=exclude)
+    else:
+        run = sync_from_platform(str(container.id), Path(path).expanduser(), syn=syn, if_collision=if_collision,
+                                 follow_links=follow_link, manifest=manifest, entity_details=True, progress=False,
+                                 dry_run=not download_file, exclude=exclude)
+        files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
+        found = run.folders
+    folder_ids = found if "folder" in types else {}
     from synclient.client import Platform
 
     with Platform.from_synapseclient(syn) as platform:
@@ -191,6 +202,48 @@ def _cached(cache: Optional[SynapseCache], entry: PlanEntry) -> Optional[Path]:
     if cache is None or "id" not in handle or entry.size is None:
         return None
     return cache.lookup(handle["id"], md5=handle.get("contentMd5"), size=entry.size)
+
+
+def into_synapse_cache(syn: Any, entity_id: str, *, if_collision: str, follow_links: bool, download: bool,
+                       exclude: Tuple[str, ...] = ()) -> Tuple[list, Dict[str, str]]:
+    """synapseutils' ``path=None``: every file of ``entity_id`` at the copy synapseclient's cache has of it, the
+    others (``download``) fetched into the cache's own layout in one run and recorded there. Returns the files and
+    the folders found (rel path -> id)."""
+    root = getattr(getattr(syn, "cache", None), "cache_root_dir", None)
+    if not root:
+        raise ConfigError("path=None puts files into the synapseclient cache, and this Synapse object has none")
+    root = Path(root).expanduser()
+    root.mkdir(parents=True, exist_ok=True)  # synapseclient makes it when it starts: it may have been removed since
+    plan = sync_from_platform(entity_id, root, syn=syn, follow_links=follow_links, manifest="suppress",
+                              entity_details=True, progress=False, dry_run=True, exclude=exclude)
+    if plan.failures:
+        raise SyncError(plan.failures, plan.failures)
+    cache = SynapseCache(root)
+    entries = sorted(plan.entries, key=lambda e: e.rel_path)
+    paths: Dict[str, Optional[Path]] = {entry.entity_id: _cached(cache, entry) for entry in entries}
+    missing = [entry for entry in entries if paths[entry.entity_id] is None]
+    records: Dict[str, FileResult] = {}
+    if download and missing:
+        wanted = []
+        for entry in missing:
+            handle = entry.file_handle or {}
+            if not str(handle.get("id", "")).isdigit():  # the cache's layout is made of the number
+                raise MalformedAnswerError(f"{entry.entity_id}: file handle id {handle.get('id')!r} is not a number")
+            name = handle.get("fileName") or (entry.entity or {}).get("name") or entry.rel_path.rsplit("/", 1)[-1]
+            wanted.append((EntityHeader(id=entry.entity_id, name=name, type=EntityType.FILE,
+                                        version_number=entry.version),
+                           f"{int(handle['id']) % 1000}/{handle['id']}/{name}"))
+        options = SyncOptions(if_collision=if_collision, entity_details=True, progress=False,
+                              synapse_cache=root)
+        results = sync_found_files(wanted, root, root_id=entity_id, syn=syn, options=options)
+        records = {result.entity_id: result for result in results}
+    files = []
+    for entry in entries:
+        result = records.get(entry.entity_id)
+        files.append(legacy_file(path=result.path if result is not None else paths[entry.entity_id],
+                                 entity=entry.entity, file_handle=entry.file_handle,
+                                 annotations=typed_annotations(entry.annotations or {})))
+    return files, plan.folders
 
 
 def _cache_of(syn: Any) -> Optional[SynapseCache]:

@@ -18,7 +18,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
 from synclient.client import Platform
 from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
@@ -70,6 +70,9 @@ class _CallCounts:
         return cls(platform.stats.calls, platform.stats.retries, platform.stats.throttled)
 
 
+_FILES_PER_BATCH = 500  # a listed page's worth: one index query each
+
+
 class SyncRun:
     """The wiring of one sync: every piece built once, around one target and its index, sharing one pool."""
 
@@ -113,6 +116,23 @@ class SyncRun:
             root = replace(root, version_number=version)
         self.pipeline.single_file = True
         self.pipeline.files_found([FoundFile(root, self.target.child(self.target.root, root.name), root.name)])
+
+    def start_files(self, files: Sequence[Tuple[EntityHeader, str]]) -> None:
+        """A list of files, each at its own '/'-separated path under the target (its folders made here): straight
+        to the pipeline, as a file root is (each row keeps an existing owner)."""
+        self.pipeline.single_file = True
+        found = []
+        for header, rel_path in files:
+            try:
+                folder = self.target.root
+                *folders, name = rel_path.split("/")
+                for part in folders:
+                    folder = self.target.make_folder(folder, part)
+                found.append(FoundFile(header, self.target.child(folder, name), rel_path))
+            except SynclientError as exc:
+                self.pipeline.entity_failed(header, None, exc)
+        for start in range(0, len(found), _FILES_PER_BATCH):
+            self.pipeline.files_found(found[start:start + _FILES_PER_BATCH])
 
     def run(self) -> None:
         """Every task to its end (or the run's cancellation); the data connections are closed either way."""
@@ -186,6 +206,38 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     if max_workers is not None:
         config = replace(config, max_workers=max_workers)
     entity_id, version = parse_entity_id(entity)
+    platform, own_platform, options = _platform_for(platform, syn, options, config)
+    try:
+        root = _root_header(platform, entity_id, version)
+    except BaseException:
+        if own_platform:
+            platform.close()
+        raise
+    return _execute(platform=platform, own_platform=own_platform, options=options, config=config, path=Path(path),
+                    root_id=entity_id, description=root.name, container=root.type.is_container,
+                    observer=observer, start=lambda run: run.start(root, version))
+
+
+def sync_found_files(files: Sequence[Tuple[EntityHeader, str]], path: Union[str, Path], *, root_id: str,
+                     platform: Optional[Platform] = None, syn: Optional[object] = None,
+                     options: Optional[SyncOptions] = None, config: Optional[TransferConfig] = None,
+                     observer: Optional[SyncObserver] = None) -> Union[SyncResults, SyncPlan]:
+    """Fetch these files (each an entity header of a file version and its '/'-separated path under ``path``) as
+    one run on one shared pool, with a sync's rules (index, collisions, verify, atomic install, report) but no
+    walk: no deletion pass, no manifests. ``root_id`` owns the index rows. Internal for now: the synapseclient
+    drop-in puts files into synapseclient's cache layout with it."""
+    options = (options or SyncOptions()).replace(manifest="suppress", delete=False)
+    config = config or TransferConfig()
+    platform, own_platform, options = _platform_for(platform, syn, options, config)
+    return _execute(platform=platform, own_platform=own_platform, options=options, config=config, path=Path(path),
+                    root_id=root_id, description=root_id, container=False, observer=observer,
+                    start=lambda run: run.start_files(files))
+
+
+def _platform_for(platform: Optional[Platform], syn: Optional[object], options: SyncOptions,
+                  config: TransferConfig) -> Tuple[Platform, bool, SyncOptions]:
+    """The run's platform (given, a synapseclient's, or from the environment), whether the run owns it, and the
+    options with a synapseclient's download cache filled in."""
     if syn is not None and platform is not None:
         raise ConfigError("give either platform= or syn= (a synapseclient login), not both")
     own_platform = platform is None
@@ -197,17 +249,23 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     platform = platform or Platform(max_connections=config.max_workers)
     if not own_platform:
         platform.resize_pool(config.max_workers)
+    return platform, own_platform, options
+
+
+def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, config: TransferConfig, path: Path,
+             root_id: str, description: str, container: bool, observer: Optional[SyncObserver],
+             start: Callable[[SyncRun], None]) -> Union[SyncResults, SyncPlan]:
+    """Build, run and report one run into ``path`` (``start`` gives it its files: a walk or a list)."""
     started, before = time.monotonic(), _CallCounts.of(platform)
     try:
-        root = _root_header(platform, entity_id, version)
-        target = TargetDirectory(Path(path), create=not options.dry_run)
-        bar = _progress_bar(enabled=options.progress and not options.dry_run, description=root.name)
+        target = TargetDirectory(path, create=not options.dry_run)
+        bar = _progress_bar(enabled=options.progress and not options.dry_run, description=description)
         with LocalIndex(target.root, read_only=options.dry_run) as index:
             # build
-            run = SyncRun(platform=platform, config=config, target=target, index=index, root_id=entity_id,
+            run = SyncRun(platform=platform, config=config, target=target, index=index, root_id=root_id,
                           options=options, observer=ObserverGroup([observer, bar]))
             # run
-            run.start(root, version)
+            start(run)
             try:
                 run.run()
             finally:
@@ -218,7 +276,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                 # finished files are indexed, partials kept: the same command resumes
                 _finish_report(outcome, platform, started, before)
                 raise outcome.fatal
-            if options.delete and root.type.is_container:
+            if options.delete and container:
                 run.delete_vanished()
             # report
             if isinstance(outcome, PlanOutcome):
@@ -226,7 +284,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                 outcome.plan.folders = dict(run.walker.folder_ids)
                 return outcome.plan
             _finish_report(outcome, platform, started, before)
-            if root.type.is_container:
+            if container:
                 run.tidy_up()
             outcome.report.manifest_errors = list(run.manifests.errors)
             _remember_throughput(outcome, index)
