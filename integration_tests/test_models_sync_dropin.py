@@ -95,15 +95,9 @@ def test_bad_arguments(emulator, synapse_login, tmp_path):
 
 
 def test_without_a_path_into_synapseclients_cache(emulator, synapse_login, tmp_path):
-    import synapseclient
-
     project = emulator.seed_spec(SPEC)["p"]
     theirs_syn = synapse_login(emulator)
-    ours_syn = synapseclient.Synapse(
-        repoEndpoint=emulator.endpoint + "/repo/v1", authEndpoint=emulator.endpoint + "/auth/v1",
-        fileHandleEndpoint=emulator.endpoint + "/file/v1", portalEndpoint=emulator.endpoint + "/",
-        skip_checks=True, cache_root_dir=str(tmp_path / "our-cache"), silent=True)
-    ours_syn.login(authToken=emulator.token)
+    ours_syn = synapse_login(emulator, cache_root=tmp_path / "our-cache")
     theirs = models.Project(id=project).sync_from_synapse(synapse_client=theirs_syn)
     before = emulator.stats()["data_requests"]
     ours = synclient.sync_from_synapse(models.Project(id=project), synapse_client=ours_syn)

@@ -19,9 +19,10 @@ def _by_name(results):
     return {result.path.name: result for result in results}
 
 
-def test_results_carry_annotations_at_no_extra_call(emulator, tmp_path):
+def test_results_carry_annotations_at_no_extra_call(emulator, tmp_path, request):
     project = emulator.seed_spec(SPEC)["p"]
     platform = Platform(endpoint=emulator.endpoint, token=emulator.token)
+    request.addfinalizer(platform.close)
     # before annotations were in every result, a sync without a manifest asked for none: the call count of that
     # sync (listings + one bundle per file + URL batches) is the bound
     first = sync_from_platform(project, tmp_path / "one", platform=platform, manifest="suppress")
@@ -38,9 +39,10 @@ def test_results_carry_annotations_at_no_extra_call(emulator, tmp_path):
     assert all(r.entity is None for r in again)
 
 
-def test_entity_details_keep_the_entity_record(emulator, tmp_path):
+def test_entity_details_keep_the_entity_record(emulator, tmp_path, request):
     project = emulator.seed_spec(SPEC)["p"]
     platform = Platform(endpoint=emulator.endpoint, token=emulator.token)
+    request.addfinalizer(platform.close)
     sync_from_platform(project, tmp_path / "out", platform=platform)
     again = sync_from_platform(project, tmp_path / "out", platform=platform, entity_details=True)
     assert {r.status for r in again} == {SyncStatus.SKIPPED}

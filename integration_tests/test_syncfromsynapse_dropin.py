@@ -37,13 +37,11 @@ def tree(root: Path):
 
 
 def described(files, root: Path):
-    out = {}
-    for f in files:
-        key = (os.path.relpath(f.path, root), f.name)  # downloadFile=False: the path is the file's folder
-        assert key not in out
-        out[key] = ({name: f.get(name) for name in FIELDS}, dict(f.annotations), f.get("isLatestVersion"),
+    """Each File as plain data, its path relative to ``root``, in a stable order (a link's file appears twice)."""
+    return sorted(((os.path.relpath(f.path, root), {name: f.get(name) for name in FIELDS}, dict(f.annotations),
+                    f.get("isLatestVersion"),
                     {k: f._file_handle.get(k) for k in ("id", "contentMd5", "contentSize", "fileName")})
-    return out
+                   for f in files), key=repr)
 
 
 def manifest_rows(root: Path):
@@ -147,20 +145,9 @@ def test_the_drop_in_shares_the_synapse_objects_cache_both_ways(emulator, synaps
     assert emulator.stats()["data_requests"] == before
 
 
-def _second_login(emulator, cache_root: Path):
-    import synapseclient
-
-    syn = synapseclient.Synapse(
-        repoEndpoint=emulator.endpoint + "/repo/v1", authEndpoint=emulator.endpoint + "/auth/v1",
-        fileHandleEndpoint=emulator.endpoint + "/file/v1", portalEndpoint=emulator.endpoint + "/",
-        skip_checks=True, cache_root_dir=str(cache_root), silent=True)
-    syn.login(authToken=emulator.token)
-    return syn
-
-
 def test_without_a_path_files_go_into_synapseclients_cache(emulator, synapse_login, tmp_path):
     project = emulator.seed_spec(SPEC)["p"]
-    theirs_syn, ours_syn = synapse_login(emulator), _second_login(emulator, tmp_path / "our-cache")
+    theirs_syn, ours_syn = synapse_login(emulator), synapse_login(emulator, cache_root=tmp_path / "our-cache")
     their_root, our_root = Path(theirs_syn.cache.cache_root_dir), tmp_path / "our-cache"
     theirs = synapseutils.syncFromSynapse(theirs_syn, project)
     before = emulator.stats()["data_requests"]
@@ -180,3 +167,33 @@ def test_without_a_path_files_go_into_synapseclients_cache(emulator, synapse_log
     their_paths = sorted(f.path for f in synapseutils.syncFromSynapse(theirs_syn, project, downloadFile=False))
     assert sorted(f.path for f in syncFromSynapse(theirs_syn, project, downloadFile=False)) == their_paths
     assert emulator.stats()["data_requests"] == before
+
+
+def test_without_a_path_partly_cached_shared_handles_and_clashing_names(emulator, synapse_login, tmp_path):
+    """A tree some of whose files the cache has, a link to a file of the same tree (one file handle, two entries),
+    a root file named like a cache folder, and a stale unrecorded file at a cache path: as synapseutils does it."""
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": "d", "children": [{"type": "file", "name": "a.txt", "content": "A"}]},
+        {"type": "link", "name": "to-a", "target": "d/a.txt"},
+        {"type": "file", "name": "1", "content": "one"},
+        {"type": "file", "name": "b.txt", "content": "B"}]}]}
+    project = emulator.seed_spec(spec)["p"]
+    theirs_syn = synapse_login(emulator)
+    ours_syn = synapse_login(emulator, cache_root=tmp_path / "our-cache")
+    our_root = tmp_path / "our-cache"
+    theirs = synapseutils.syncFromSynapse(theirs_syn, project, followLink=True)
+    assert len(theirs) == 4 and len({f.path for f in theirs}) == 3  # the link's file is the linked file's copy
+    b = next(f for f in theirs if f.name == "b.txt")
+    ours_syn.get(b.id)  # the cache has one file already; a stale, unrecorded file sits where another one goes
+    a = next(f for f in theirs if f.name == "a.txt")
+    stale = our_root / os.path.relpath(a.path, theirs_syn.cache.cache_root_dir)
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("stale")
+    before = emulator.stats()["data_requests"]
+    ours = syncFromSynapse(ours_syn, project, followLink=True, ifcollision="keep.local")  # (ignored for the cache)
+    assert emulator.stats()["data_requests"] - before == 2  # a.txt once for both entries, and "1"
+    assert described(ours, our_root) == described(theirs, Path(theirs_syn.cache.cache_root_dir))
+    assert stale.read_text() == "A"
+    again = syncFromSynapse(ours_syn, project, followLink=True)  # "1" is both a file name and a cache folder
+    assert described(again, our_root) == described(ours, our_root)
+    assert emulator.stats()["data_requests"] - before == 2

@@ -54,6 +54,12 @@ def cache_root() -> Path:
     return Path(os.path.expandvars(os.path.expanduser(location)))
 
 
+def cache_root_of(syn: object) -> Optional[Path]:
+    """The cache root a ``synapseclient.Synapse`` uses (``syn.cache.cache_root_dir``), or None (duck-typed)."""
+    root = getattr(getattr(syn, "cache", None), "cache_root_dir", None)
+    return Path(root).expanduser() if root else None
+
+
 def normalize_path(path: PathLike) -> str:
     """A cache map's key for ``path``: absolute, forward slashes (synapseclient's ``utils.normalize_path``)."""
     return re.sub(r"\\", "/", os.path.abspath(path))

@@ -19,16 +19,19 @@ Deliberate differences (docs/synapseclient.md):
 """
 from __future__ import annotations
 
+import tempfile
+import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from synclient.errors import ConfigError, MalformedAnswerError, SyncError
-from synclient.results import FileResult, typed_annotations
+from synclient.errors import ConfigError, LocalIOError, MalformedAnswerError, SyncError, SynclientError
+from synclient.results import FileResult, SyncStatus, typed_annotations
 from synclient.sync.dry_run import PlanEntry, SyncPlan
 from synclient.models import EntityHeader, EntityType
 from synclient.sync.options import SyncOptions
 from synclient.sync.runner import sync_found_files, sync_from_platform
-from synclient.synapse_cache import SynapseCache
+from synclient.sync.paths import validate_name
+from synclient.synapse_cache import FANOUT, SynapseCache, cache_root_of
 
 MANIFEST_CHOICES = ("all", "root", "suppress")
 
@@ -50,8 +53,7 @@ def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollisi
         raise ValueError('Value of manifest option should be one of the ("all", "root", "suppress")')
     entity_id, is_file = _root_of(entity)
     if path is None or path == "":
-        files, _ = into_synapse_cache(syn, entity_id, if_collision=ifcollision, follow_links=followLink,
-                                      download=downloadFile)
+        files, _ = into_synapse_cache(syn, entity_id, follow_links=followLink, download=downloadFile)
         if allFiles is not None:
             allFiles.extend(files)
             return allFiles
@@ -90,8 +92,8 @@ def sync_from_synapse(container: Any, *, path: Optional[str] = None, recursive: 
     syn = synapse_client or synapseclient.Synapse.get_client(synapse_client=None)
     exclude = ("*/*",) if not recursive or "folder" not in types else ()
     if path is None or path == "":
-        files, found = into_synapse_cache(syn, str(container.id), if_collision=if_collision,
-                                          follow_links=follow_link, download=download_file, exclude=exclude)
+        files, found = into_synapse_cache(syn, str(container.id), follow_links=follow_link, download=download_file,
+                                          exclude=exclude)
     else:
         run = sync_from_platform(str(container.id), Path(path).expanduser(), syn=syn, if_collision=if_collision,
                                  follow_links=follow_link, manifest=manifest, entity_details=True, progress=False,
@@ -204,49 +206,64 @@ def _cached(cache: Optional[SynapseCache], entry: PlanEntry) -> Optional[Path]:
     return cache.lookup(handle["id"], md5=handle.get("contentMd5"), size=entry.size)
 
 
-def into_synapse_cache(syn: Any, entity_id: str, *, if_collision: str, follow_links: bool, download: bool,
+def into_synapse_cache(syn: Any, entity_id: str, *, follow_links: bool, download: bool,
                        exclude: Tuple[str, ...] = ()) -> Tuple[list, Dict[str, str]]:
-    """synapseutils' ``path=None``: every file of ``entity_id`` at the copy synapseclient's cache has of it, the
-    others (``download``) fetched into the cache's own layout in one run and recorded there. Returns the files and
-    the folders found (rel path -> id)."""
-    root = getattr(getattr(syn, "cache", None), "cache_root_dir", None)
-    if not root:
+    """synapseutils' ``path=None``: every file of ``entity_id`` at the copy synapseclient's cache has of its bytes,
+    the others (``download``) fetched into the cache's own layout in one run and recorded there; each file handle
+    once, however many entities (copies, links) share it. A collision setting does not apply: synapseclient ignores
+    it for its own cache, and so does this. Returns the files and the folders found (rel path -> id)."""
+    root = cache_root_of(syn)
+    if root is None:
         raise ConfigError("path=None puts files into the synapseclient cache, and this Synapse object has none")
-    root = Path(root).expanduser()
-    root.mkdir(parents=True, exist_ok=True)  # synapseclient makes it when it starts: it may have been removed since
-    plan = sync_from_platform(entity_id, root, syn=syn, follow_links=follow_links, manifest="suppress",
+    try:
+        root.mkdir(parents=True, exist_ok=True)  # synapseclient makes it when it starts; it may be gone since
+    except OSError as exc:
+        raise LocalIOError.from_exception(f"cannot create the synapseclient cache {root}", exc) from None
+    # planned against a folder that does not exist: the cache's own folders (0-999) are not local copies of the tree
+    nowhere = Path(tempfile.gettempdir()) / f"synclient-plan-{uuid.uuid4().hex}"
+    plan = sync_from_platform(entity_id, nowhere, syn=syn, follow_links=follow_links, manifest="suppress",
                               entity_details=True, progress=False, dry_run=True, exclude=exclude)
     if plan.failures:
         raise SyncError(plan.failures, plan.failures)
-    cache = SynapseCache(root)
     entries = sorted(plan.entries, key=lambda e: e.rel_path)
-    paths: Dict[str, Optional[Path]] = {entry.entity_id: _cached(cache, entry) for entry in entries}
-    missing = [entry for entry in entries if paths[entry.entity_id] is None]
-    records: Dict[str, FileResult] = {}
-    if download and missing:
-        wanted = []
-        for entry in missing:
-            handle = entry.file_handle or {}
-            if not str(handle.get("id", "")).isdigit():  # the cache's layout is made of the number
-                raise MalformedAnswerError(f"{entry.entity_id}: file handle id {handle.get('id')!r} is not a number")
-            name = handle.get("fileName") or (entry.entity or {}).get("name") or entry.rel_path.rsplit("/", 1)[-1]
-            wanted.append((EntityHeader(id=entry.entity_id, name=name, type=EntityType.FILE,
-                                        version_number=entry.version),
-                           f"{int(handle['id']) % 1000}/{handle['id']}/{name}"))
-        options = SyncOptions(if_collision=if_collision, entity_details=True, progress=False,
-                              synapse_cache=root)
-        results = sync_found_files(wanted, root, root_id=entity_id, syn=syn, options=options)
-        records = {result.entity_id: result for result in results}
-    files = []
+    cache, where, wanted, failed = SynapseCache(root), {}, [], []
     for entry in entries:
-        result = records.get(entry.entity_id)
-        files.append(legacy_file(path=result.path if result is not None else paths[entry.entity_id],
-                                 entity=entry.entity, file_handle=entry.file_handle,
-                                 annotations=typed_annotations(entry.annotations or {})))
+        handle = entry.file_handle or {}
+        handle_id = str(handle.get("id", ""))
+        if handle_id in where:
+            continue
+        where[handle_id] = _cached(cache, entry)
+        if where[handle_id] is not None or not download:
+            continue
+        name = handle.get("fileName") or (entry.entity or {}).get("name") or ""
+        try:
+            if not handle_id.isdigit():  # the cache's layout is made of the number
+                raise MalformedAnswerError(f"{entry.entity_id}: file handle id {handle_id!r} is not a number")
+            validate_name(name)  # one name: it must not make folders of its own in the cache
+        except SynclientError as exc:
+            failed.append(FileResult(entry.entity_id, entry.version, None, entry.size, handle.get("contentMd5"),
+                                     SyncStatus.FAILED, exc))
+            continue
+        header = EntityHeader(id=entry.entity_id, name=name, type=EntityType.FILE, version_number=entry.version)
+        wanted.append((header, f"{int(handle_id) % FANOUT}/{handle_id}/{name}"))
+    if wanted:
+        options = SyncOptions(if_collision="overwrite.local", progress=False, synapse_cache=root,
+                              on_error="continue")
+        results = sync_found_files(wanted, root, root_id=entity_id, syn=syn, options=options)
+        handle_of = {header.id: rel.split("/")[1] for header, rel in wanted}
+        for result in results:
+            if result.ok:
+                where[handle_of[result.entity_id]] = result.path
+        failed += results.failures
+    if failed:
+        raise SyncError(failed, failed)
+    files = [legacy_file(path=where.get(str((entry.file_handle or {}).get("id", ""))), entity=entry.entity,
+                         file_handle=entry.file_handle, annotations=typed_annotations(entry.annotations or {}))
+             for entry in entries]
     return files, plan.folders
 
 
 def _cache_of(syn: Any) -> Optional[SynapseCache]:
     """The download cache a ``Synapse`` object uses, when it exists."""
-    root = getattr(getattr(syn, "cache", None), "cache_root_dir", None)
-    return SynapseCache.if_present(root) if root else None
+    root = cache_root_of(syn)
+    return SynapseCache.if_present(root) if root is not None else None

@@ -36,6 +36,7 @@ from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.pipeline import FilePipeline
 from synclient.sync.walker import FoundFile, TreeWalker
+from synclient.synapse_cache import cache_root_of
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader
 from synclient.transfer.http import DataClient
@@ -71,6 +72,18 @@ class _CallCounts:
 
 
 _FILES_PER_BATCH = 500  # a listed page's worth: one index query each
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """When a run started and the platform's counters then: its report counts from here."""
+
+    started: float
+    before: _CallCounts
+
+    @classmethod
+    def start(cls, platform: Platform) -> "_Counted":
+        return cls(time.monotonic(), _CallCounts.of(platform))
 
 
 class SyncRun:
@@ -207,6 +220,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
         config = replace(config, max_workers=max_workers)
     entity_id, version = parse_entity_id(entity)
     platform, own_platform, options = _platform_for(platform, syn, options, config)
+    counted = _Counted.start(platform)  # the root's calls and time are the run's too
     try:
         root = _root_header(platform, entity_id, version)
     except BaseException:
@@ -215,7 +229,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
         raise
     return _execute(platform=platform, own_platform=own_platform, options=options, config=config, path=Path(path),
                     root_id=entity_id, description=root.name, container=root.type.is_container,
-                    observer=observer, start=lambda run: run.start(root, version))
+                    observer=observer, start=lambda run: run.start(root, version), counted=counted)
 
 
 def sync_found_files(files: Sequence[Tuple[EntityHeader, str]], path: Union[str, Path], *, root_id: str,
@@ -231,7 +245,7 @@ def sync_found_files(files: Sequence[Tuple[EntityHeader, str]], path: Union[str,
     platform, own_platform, options = _platform_for(platform, syn, options, config)
     return _execute(platform=platform, own_platform=own_platform, options=options, config=config, path=Path(path),
                     root_id=root_id, description=root_id, container=False, observer=observer,
-                    start=lambda run: run.start_files(files))
+                    start=lambda run: run.start_files(files), counted=_Counted.start(platform))
 
 
 def _platform_for(platform: Optional[Platform], syn: Optional[object], options: SyncOptions,
@@ -243,9 +257,9 @@ def _platform_for(platform: Optional[Platform], syn: Optional[object], options: 
     own_platform = platform is None
     if syn is not None:
         platform = Platform.from_synapseclient(syn, max_connections=config.max_workers)
-        cache_root = getattr(getattr(syn, "cache", None), "cache_root_dir", None)
-        if options.synapse_cache is True and cache_root:  # the download cache that Synapse object uses
-            options = options.replace(synapse_cache=Path(cache_root))
+        cache_root = cache_root_of(syn)
+        if options.synapse_cache is True and cache_root is not None:  # the download cache that Synapse object uses
+            options = options.replace(synapse_cache=cache_root)
     platform = platform or Platform(max_connections=config.max_workers)
     if not own_platform:
         platform.resize_pool(config.max_workers)
@@ -254,9 +268,10 @@ def _platform_for(platform: Optional[Platform], syn: Optional[object], options: 
 
 def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, config: TransferConfig, path: Path,
              root_id: str, description: str, container: bool, observer: Optional[SyncObserver],
-             start: Callable[[SyncRun], None]) -> Union[SyncResults, SyncPlan]:
-    """Build, run and report one run into ``path`` (``start`` gives it its files: a walk or a list)."""
-    started, before = time.monotonic(), _CallCounts.of(platform)
+             start: Callable[[SyncRun], None], counted: "_Counted") -> Union[SyncResults, SyncPlan]:
+    """Build, run and report one run into ``path`` (``start`` gives it its files: a walk or a list; ``counted``:
+    since when its calls and time count)."""
+    started, before = counted.started, counted.before
     try:
         target = TargetDirectory(path, create=not options.dry_run)
         bar = _progress_bar(enabled=options.progress and not options.dry_run, description=description)
