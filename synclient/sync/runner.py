@@ -153,10 +153,14 @@ class SyncRun:
             with self.platform.cancel_on(self.pool.cancel_event):  # REST retry waits stop when the run does
                 self.pool.run()
         finally:
-            self.data_client.close()
-            self.folders.close()
+            self.close()
         if self.pool.unexpected_errors:
             raise self.pool.unexpected_errors[0]
+
+    def close(self) -> None:
+        """The data connections and the folder checks' descriptors (after the run, or instead of it)."""
+        self.data_client.close()
+        self.folders.close()
 
     def delete_vanished(self) -> None:
         """``delete=True``, once the whole tree is listed: files synclient wrote that the remote no longer has."""
@@ -280,8 +284,12 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
             run = SyncRun(platform=platform, config=config, target=target, index=index, root_id=root_id,
                           options=options, observer=ObserverGroup([observer, bar]))
             # run
-            start(run)
             try:
+                try:
+                    start(run)
+                except BaseException:
+                    run.close()
+                    raise
                 run.run()
             finally:
                 if bar is not None:
