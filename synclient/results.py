@@ -38,10 +38,14 @@ def annotation_value(kind: str, text: str) -> object:
     return text
 
 
+def annotation_values(entry: Mapping[str, Any]) -> List[object]:
+    """One annotation of Annotations v2 (``{"type", "value": [text, ...]}``) as its typed values."""
+    return [annotation_value(str(entry.get("type", "STRING")), str(value)) for value in entry.get("value") or []]
+
+
 def typed_annotations(wire: Mapping[str, Any]) -> Dict[str, List[object]]:
     """Annotations v2 (``{key: {"type", "value": [text, ...]}}``) as ``{key: [typed value, ...]}``."""
-    return {key: [annotation_value(str(entry.get("type", "STRING")), str(value)) for value in entry.get("value") or []]
-            for key, entry in wire.items() if isinstance(entry, Mapping)}
+    return {key: annotation_values(entry) for key, entry in wire.items() if isinstance(entry, Mapping)}
 
 
 class FileResult:

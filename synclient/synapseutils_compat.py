@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from synclient.client import Platform
 from synclient.errors import ConfigError, LocalIOError, MalformedAnswerError, SyncError, SynclientError
 from synclient.results import FileResult, SyncStatus, typed_annotations
 from synclient.sync.dry_run import PlanEntry, SyncPlan
@@ -31,7 +32,7 @@ from synclient.models import EntityHeader, EntityType
 from synclient.sync.options import SyncOptions
 from synclient.sync.runner import sync_found_files, sync_from_platform
 from synclient.sync.paths import validate_name
-from synclient.synapse_cache import FANOUT, SynapseCache, cache_root_of
+from synclient.synapse_cache import SynapseCache, cache_root_of
 
 MANIFEST_CHOICES = ("all", "root", "suppress")
 
@@ -54,14 +55,11 @@ def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollisi
     entity_id, is_file = _root_of(entity)
     if path is None or path == "":
         files, _ = into_synapse_cache(syn, entity_id, follow_links=followLink, download=downloadFile)
-        if allFiles is not None:
-            allFiles.extend(files)
-            return allFiles
-        return files
-    run = sync_from_platform(entity_id, Path(path).expanduser(), syn=syn, if_collision=ifcollision,
-                             follow_links=followLink, manifest="suppress" if is_file else manifest,
-                             entity_details=True, progress=False, dry_run=not downloadFile)
-    files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
+    else:
+        run = sync_from_platform(entity_id, Path(path).expanduser(), syn=syn, if_collision=ifcollision,
+                                 follow_links=followLink, manifest="suppress" if is_file else manifest,
+                                 entity_details=True, progress=False, dry_run=not downloadFile)
+        files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
     if allFiles is not None:
         allFiles.extend(files)
         return allFiles
@@ -101,8 +99,6 @@ def sync_from_synapse(container: Any, *, path: Optional[str] = None, recursive: 
         files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
         found = run.folders
     folder_ids = found if "folder" in types else {}
-    from synclient.client import Platform
-
     with Platform.from_synapseclient(syn) as platform:
         records = {rel: platform.get_entity(entity_id).raw for rel, entity_id in folder_ids.items()}
         container.fill_from_dict(platform.get_entity(str(container.id)).raw, set_annotations=False)
@@ -193,10 +189,14 @@ def plan_as_files(plan: SyncPlan, *, cache: Optional[SynapseCache] = None) -> li
     if plan.failures:
         raise SyncError(plan.failures, plan.failures)
     entries: List[PlanEntry] = sorted(plan.entries, key=lambda e: e.rel_path)
-    return [legacy_file(path=_cached(cache, entry) or (entry.destination.parent if entry.destination else None),
-                        entity=entry.entity, file_handle=entry.file_handle,
-                        annotations=typed_annotations(entry.annotations or {}))
+    return [_entry_file(entry, _cached(cache, entry) or (entry.destination.parent if entry.destination else None))
             for entry in entries]
+
+
+def _entry_file(entry: PlanEntry, path: Optional[Path]) -> Any:
+    """The ``synapseclient.File`` of a dry run's entry planned with ``entity_details``, at ``path``."""
+    return legacy_file(path=path, entity=entry.entity, file_handle=entry.file_handle,
+                       annotations=typed_annotations(entry.annotations or {}))
 
 
 def _cached(cache: Optional[SynapseCache], entry: PlanEntry) -> Optional[Path]:
@@ -227,6 +227,7 @@ def into_synapse_cache(syn: Any, entity_id: str, *, follow_links: bool, download
         raise SyncError(plan.failures, plan.failures)
     entries = sorted(plan.entries, key=lambda e: e.rel_path)
     cache, where, wanted, failed = SynapseCache(root), {}, [], []
+    handle_of: Dict[Tuple[str, Optional[int]], str] = {}  # (entity id, version) of a file fetched -> its handle id
     for entry in entries:
         handle = entry.file_handle or {}
         handle_id = str(handle.get("id", ""))
@@ -245,21 +246,20 @@ def into_synapse_cache(syn: Any, entity_id: str, *, follow_links: bool, download
                                      SyncStatus.FAILED, exc))
             continue
         header = EntityHeader(id=entry.entity_id, name=name, type=EntityType.FILE, version_number=entry.version)
-        wanted.append((header, f"{int(handle_id) % FANOUT}/{handle_id}/{name}"))
+        handle_of[(entry.entity_id, entry.version)] = handle_id
+        destination = cache.cache_dir(handle_id) / name  # synapseclient's layout: <root>/<id % 1000>/<id>/<name>
+        wanted.append((header, destination.relative_to(root).as_posix()))
     if wanted:
         options = SyncOptions(if_collision="overwrite.local", progress=False, synapse_cache=root,
                               on_error="continue")
         results = sync_found_files(wanted, root, root_id=entity_id, syn=syn, options=options)
-        handle_of = {header.id: rel.split("/")[1] for header, rel in wanted}
         for result in results:
             if result.ok:
-                where[handle_of[result.entity_id]] = result.path
+                where[handle_of[(result.entity_id, result.version)]] = result.path
         failed += results.failures
     if failed:
         raise SyncError(failed, failed)
-    files = [legacy_file(path=where.get(str((entry.file_handle or {}).get("id", ""))), entity=entry.entity,
-                         file_handle=entry.file_handle, annotations=typed_annotations(entry.annotations or {}))
-             for entry in entries]
+    files = [_entry_file(entry, where.get(str((entry.file_handle or {}).get("id", "")))) for entry in entries]
     return files, plan.folders
 
 

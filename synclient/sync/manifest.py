@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from synclient.choices import Choice
-from synclient.results import annotation_value
+from synclient.results import annotation_values
 
 MANIFEST_FILENAME = "SYNAPSE_METADATA_MANIFEST.tsv"
 CSV_MANIFEST_FILENAME = "manifest.csv"
@@ -164,7 +164,7 @@ def annotation_cells(annotations: Mapping[str, object]) -> Dict[str, str]:
     cells = {}
     for key, entry in annotations.items():
         if isinstance(entry, Mapping):
-            values = [annotation_value(str(entry.get("type", "STRING")), str(v)) for v in entry.get("value") or []]
+            values = annotation_values(entry)
         else:
             values = list(entry) if isinstance(entry, (list, tuple)) else [entry]
         cells[key] = _cell(values)

@@ -57,6 +57,11 @@ class FileContext:
     displaced: Optional[IndexRow] = None  # another file's copy this file replaces: that row goes once this is in
     from_cache: bool = False  # its bytes came from synapseclient's cache, not from storage
 
+    @property
+    def details(self) -> dict:
+        """What its :class:`~synclient.results.FileResult` carries beyond the outcome (keyword arguments)."""
+        return {"annotations": self.annotations, "entity": self.entity, "file_handle": self.file_handle}
+
 
 class FilePipeline:
     """Takes each listed file through its stages on the shared pool. Thread-safe; one per run."""
@@ -194,8 +199,7 @@ class FilePipeline:
               context: FileContext) -> None:
         """SKIP / ADOPT: the local bytes are the remote bytes (index it); KEEP_LOCAL: a conflict left alone."""
         result = FileResult(entity_id, version, decision.destination, handle.content_size, handle.content_md5,
-                            SyncStatus.SKIPPED, action=decision.action.value, annotations=context.annotations,
-                            entity=context.entity, file_handle=context.file_handle)
+                            SyncStatus.SKIPPED, action=decision.action.value, **context.details)
         if decision.action is Action.KEEP_LOCAL:  # not indexed (the bytes are not the remote's): listed as is
             if not decision.destination.is_file() or decision.destination.is_symlink():
                 self._outcome.finished(result)  # a folder or symlink kept in the way: no file to list
@@ -212,8 +216,7 @@ class FilePipeline:
                                               handle.content_md5, SyncStatus.FAILED,
                                               LocalIOError.from_exception(f"cannot stat {decision.destination}",
                                                                           exc),
-                                              action=decision.action.value, annotations=context.annotations,
-                                              entity=context.entity, file_handle=context.file_handle))
+                                              action=decision.action.value, **context.details))
             return
         self._drop_superseded(context)
         self._outcome.finished(result, manifest_path=context.rel_path)
@@ -247,8 +250,7 @@ class FilePipeline:
         action = FROM_SYNAPSE_CACHE if context.from_cache and error is None else context.action.value
         self._outcome.finished(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
                                           job.handle.content_md5, status, error, action=action,
-                                          annotations=context.annotations, entity=context.entity,
-                                          file_handle=context.file_handle),
+                                          **context.details),
                                manifest_path=context.rel_path if error is None else None)
 
     # -- synapseclient's download cache ---------------------------------------------------------------------------

@@ -147,20 +147,19 @@ class SyncRun:
         for start in range(0, len(found), _FILES_PER_BATCH):
             self.pipeline.files_found(found[start:start + _FILES_PER_BATCH])
 
-    def run(self) -> None:
-        """Every task to its end (or the run's cancellation); the data connections are closed either way."""
+    def run(self, start: Callable[["SyncRun"], None]) -> None:
+        """``start`` gives the run its files (:meth:`start` a walk or a file root, :meth:`start_files` a list);
+        then every task to its end (or the run's cancellation). The data connections and the folder checks'
+        descriptors are closed either way, a start that failed included."""
         try:
+            start(self)
             with self.platform.cancel_on(self.pool.cancel_event):  # REST retry waits stop when the run does
                 self.pool.run()
         finally:
-            self.close()
+            self.data_client.close()
+            self.folders.close()
         if self.pool.unexpected_errors:
             raise self.pool.unexpected_errors[0]
-
-    def close(self) -> None:
-        """The data connections and the folder checks' descriptors (after the run, or instead of it)."""
-        self.data_client.close()
-        self.folders.close()
 
     def delete_vanished(self) -> None:
         """``delete=True``, once the whole tree is listed: files synclient wrote that the remote no longer has."""
@@ -285,12 +284,7 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
                           options=options, observer=ObserverGroup([observer, bar]))
             # run
             try:
-                try:
-                    start(run)
-                except BaseException:
-                    run.close()
-                    raise
-                run.run()
+                run.run(start)
             finally:
                 if bar is not None:
                     bar.close()
