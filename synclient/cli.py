@@ -27,12 +27,13 @@ from synclient.client import Platform
 from synclient.config import (ResolvedToken, clean_token, delete_token, endpoint_source, find_token,
                               resolve_endpoints, resolve_profile, store_token)
 from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, EndpointError,
-                              KeyringUnavailableError, NotFoundError, SyncError, SynclientError, SyncLockedError,
-                              TargetError, UnsafePathError)
+                              KeyringUnavailableError, LocalIOError, NotFoundError, SyncError, SynclientError,
+                              SyncLockedError, TargetError, UnsafePathError)
 from synclient.models import EntityHeader, EntityType, parse_entity_id
 from synclient.progress import progress_observer
 from synclient.results import FileResult, SyncReport, SyncResults
 from synclient.sync.dry_run import SyncPlan
+from synclient.sync.id_lists import EntityRef, parse_refs, read_id_file
 from synclient.sync.manifest import ManifestFormat, ManifestMode
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.planner import Collision
@@ -190,9 +191,15 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
         return sub
 
-    get = command("get", "download a project, folder or file (a folder or project needs -r)", cmd_get)
-    get.add_argument("id", metavar="ID", help="entity id, e.g. syn123, or syn123.4 for version 4 of a file")
-    get.add_argument("-r", "--recursive", action="store_true", help="download a project or folder recursively")
+    get = command("get", "download files, projects or folders (those need -r), datasets, or a list of ids", cmd_get)
+    get.add_argument("ids", metavar="ID", nargs="*",
+                     help="entity ids, e.g. syn123, or syn123.4 for version 4 of a file; several ids are one run")
+    get.add_argument("--from-file", metavar="FILE",
+                     help="read ids from FILE ('-': standard input): one per line ('#' comments), or a CSV/TSV "
+                          "with an 'id' column such as a manifest or a saved query result")
+    get.add_argument("--version", dest="file_version", metavar="N", type=_positive_int,
+                     help="version N of the one file ID (as syn123.N)")
+    get.add_argument("-r", "--recursive", action="store_true", help="download projects and folders recursively")
     get.add_argument("--path", metavar="DIR", default=".", help="local directory to sync into (default: .)")
     get.add_argument("--max-workers", metavar="N", type=_positive_int,
                      help=f"threads of the shared transfer pool (default: {TransferConfig().max_workers})")
@@ -342,24 +349,53 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
 
 
 
+def _requested_ids(args: argparse.Namespace) -> List[EntityRef]:
+    """The ids of ``get``: on the command line and from ``--from-file``, ``--version`` applied to the one id."""
+    refs = parse_refs(args.ids)
+    if args.from_file:
+        try:
+            refs += read_id_file(args.from_file)
+        except LocalIOError as exc:
+            raise CliError(str(exc)) from None
+    if not refs:
+        raise CliError("get needs an id (syn123), several, or --from-file FILE")
+    if args.file_version is not None:
+        if len(refs) != 1 or args.from_file:
+            raise CliError("--version applies to one file id; give each id its version instead (syn123.4)")
+        if refs[0].version not in (None, args.file_version):
+            raise CliError(f"{refs[0]} and --version {args.file_version} name different versions")
+        refs = [EntityRef(refs[0].entity_id, args.file_version)]
+    return refs
+
+
 def cmd_get(ctx: CommandContext) -> ExitCode:
-    from synclient.sync.runner import sync_from_platform
+    from synclient.sync.runner import download_many, sync_from_platform
 
     args = ctx.args
-    entity_id = _entity_id(args.id)
+    refs = _requested_ids(args)
     options = _sync_options(args)
     path = Path(args.path)
     _check_target(path)
-    ctx.out.json_document.update({"command": "get", "entity": args.id, "path": str(path.resolve())})
+    one = refs[0] if len(refs) == 1 and not args.from_file else None
+    ctx.out.json_document.update({"command": "get", "path": str(path.resolve())})
+    ctx.out.json_document.update({"entity": str(one)} if one else {"entities": [str(ref) for ref in refs]})
     workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform:
-        root = platform.get_entity_header(entity_id)
-        if root.type.is_container and not args.recursive:
-            raise CliError(f"{entity_id} is a {root.type.name.lower()}; pass -r to download it recursively")
-        observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=root.name)
+        if one is not None:
+            root = platform.get_entity_header(one.entity_id)
+            if root.type.is_container and not args.recursive:
+                raise CliError(f"{one.entity_id} is a {root.type.label}; pass -r to download it recursively")
+            description = root.name
+        else:
+            description = f"{len(refs)} ids"
+        observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=description)
         try:
-            outcome = sync_from_platform(args.id, path, platform=platform, max_workers=args.max_workers,
-                                         options=options, observer=observer)
+            if one is not None:
+                outcome = sync_from_platform(str(one), path, platform=platform, max_workers=args.max_workers,
+                                             options=options, observer=observer)
+            else:
+                outcome = download_many(refs, path, recursive=args.recursive, platform=platform,
+                                        max_workers=args.max_workers, options=options, observer=observer)
         finally:
             observer.close()
     if args.dry_run:
@@ -381,6 +417,8 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
     _print_failures(ctx, results.failures)
     for problem in report.manifest_errors:
         ctx.out.failure(problem)
+    for line in report.renamed:
+        ctx.out.info(f"renamed: {line}")
     ctx.out.result(report.summary())
     return ExitCode.FILES_FAILED if results.failures or report.manifest_errors else ExitCode.OK
 

@@ -24,7 +24,7 @@ import re
 import socket
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -47,6 +47,7 @@ log = logging.getLogger("synclient.client")
 #: sent, so their ServerError is not tried again (:func:`_error_for`)
 TRANSIENT_SERVER_STATUS = frozenset({500, 502, 503, 504})
 URL_BATCH_MAX = 100  # the server's limit on requestedFiles per /fileHandle/batch
+HEADER_BATCH_MAX = 1000  # references per POST /entity/header (no documented limit; one page of a large list)
 USER_AGENT = f"synclient/{__version__}"
 T = TypeVar("T")
 
@@ -413,6 +414,18 @@ class Platform:
         return self._call("GET", "repo", f"/entity/{entity_id}/type", parse=EntityHeader.from_wire,
                           route="GET /entity/{id}/type")
 
+    def get_entity_headers(self, entity_ids: Sequence[str]) -> Dict[str, EntityHeader]:
+        """Headers of many entities (``POST /entity/header``, :data:`HEADER_BATCH_MAX` per call), keyed by id. The
+        platform leaves out what does not exist or may not be read: those ids are missing from the answer."""
+        found: Dict[str, EntityHeader] = {}
+        unique = list(dict.fromkeys(entity_ids))
+        for start in range(0, len(unique), HEADER_BATCH_MAX):
+            body = {"references": [{"targetId": entity_id} for entity_id in unique[start:start + HEADER_BATCH_MAX]]}
+            headers = self._call("POST", "repo", "/entity/header", body=body, parse=_header_list,
+                                 route="POST /entity/header")
+            found.update((header.id, header) for header in headers)
+        return found
+
     def list_children(self, parent_id: str, *, include_types: Iterable[EntityType],
                       page_token: Optional[str] = None) -> ChildrenPage:
         body: Dict[str, Any] = {"parentId": parent_id,
@@ -475,6 +488,13 @@ class _Call:
 def _entity_path(entity_id: str, version: Optional[int]) -> str:
     """``/entity/{id}``, or ``/entity/{id}/version/{n}`` for one version of it."""
     return f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "")
+
+
+def _header_list(answer: Any) -> List[EntityHeader]:
+    rows = wire_object(answer, "a list of entity headers").get("results") or []
+    if not isinstance(rows, list):
+        raise MalformedAnswerError("the 'results' of a list of entity headers is not a list")
+    return [EntityHeader.from_wire(row) for row in rows]
 
 
 def _optional_activity(answer: Any) -> Optional[Dict[str, Any]]:

@@ -169,6 +169,11 @@ class IntegrityError(SynclientError, ValueError):
     nature = ErrorNature.RETRYABLE
 
 
+class UnsupportedError(SynclientError, ValueError):
+    """Something synclient does not download: an entity kind (a table, a view) or a file whose bytes sit where it
+    cannot fetch them (an ``sftp://`` or ``ftp://`` external URL). That entry fails; the others go on."""
+
+
 class UnsafePathError(SynclientError, ValueError):
     """A name from the server would not stay a plain name inside the target directory."""
 

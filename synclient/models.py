@@ -61,6 +61,8 @@ class EntityType(enum.Enum):
     FOLDER = _MODEL + "Folder"
     FILE = _MODEL + "FileEntity"
     LINK = _MODEL + "Link"
+    DATASET = _MODEL + "table.Dataset"
+    DATASET_COLLECTION = _MODEL + "table.DatasetCollection"
     OTHER = ""
 
     @classmethod
@@ -74,11 +76,23 @@ class EntityType(enum.Enum):
     def children_filter(self) -> str:
         """The name used in ``includeTypes`` of a children request."""
         return {EntityType.FOLDER: "folder", EntityType.FILE: "file", EntityType.LINK: "link",
-                EntityType.PROJECT: "project"}.get(self, "")
+                EntityType.PROJECT: "project", EntityType.DATASET: "dataset",
+                EntityType.DATASET_COLLECTION: "datasetcollection"}.get(self, "")
 
     @property
     def is_container(self) -> bool:
         return self in (EntityType.PROJECT, EntityType.FOLDER)
+
+    @property
+    def has_items(self) -> bool:
+        """A dataset (its items are file versions) or a dataset collection (its items are datasets)."""
+        return self in (EntityType.DATASET, EntityType.DATASET_COLLECTION)
+
+    @property
+    def label(self) -> str:
+        """How messages name the kind: "folder", "dataset collection", "other entity"."""
+        return {EntityType.DATASET_COLLECTION: "dataset collection", EntityType.OTHER: "other entity"}.get(
+            self, self.name.lower())
 
 
 @dataclass(frozen=True)
@@ -112,6 +126,9 @@ class ChildrenPage:
         return cls(headers=[EntityHeader.from_wire(row) for row in rows], next_page_token=obj.get("nextPageToken"))
 
 
+EXTERNAL_FILE_HANDLE = _MODEL + "file.ExternalFileHandle"
+
+
 @dataclass(frozen=True)
 class FileHandle:
     """The stored bytes behind a file entity version."""
@@ -123,6 +140,12 @@ class FileHandle:
     content_type: Optional[str] = None
     concrete_type: Optional[str] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def external_url(self) -> Optional[str]:
+        """The URL of an ``ExternalFileHandle`` (bytes kept outside the platform's storage), else None."""
+        url = self.raw.get("externalURL")
+        return str(url) if url and self.concrete_type == EXTERNAL_FILE_HANDLE else None
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> "FileHandle":
@@ -144,6 +167,8 @@ class Entity:
     data_file_handle_id: Optional[str] = None
     link_target_id: Optional[str] = None
     link_target_version: Optional[int] = None
+    #: a dataset's file versions, a dataset collection's datasets: (entity id, version number or None)
+    items: Tuple[Tuple[str, Optional[int]], ...] = ()
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -157,7 +182,17 @@ class Entity:
                    data_file_handle_id=str(handle) if handle is not None else None,
                    link_target_id=target.get("targetId"),
                    link_target_version=_optional_int(target, "targetVersionNumber", "the linksTo of an entity"),
-                   raw=dict(obj))
+                   items=_entity_refs(obj.get("items"), "the items of an entity"), raw=dict(obj))
+
+
+def _entity_refs(rows: Any, what: str) -> Tuple[Tuple[str, Optional[int]], ...]:
+    """``[{"entityId", "versionNumber"}, ...]`` (EntityRef) as (id, version) pairs."""
+    if rows is None:
+        return ()
+    if not isinstance(rows, list):
+        raise MalformedAnswerError(f"{what} is not a list")
+    return tuple((str(_required(row, "entityId", "an item (EntityRef)")),
+                  _optional_int(row, "versionNumber", "an item (EntityRef)")) for row in rows)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,18 @@ class SyncStatus(enum.Enum):
     FAILED = "failed"
 
 
+class Verification(enum.Enum):
+    """What a file's bytes were checked against before it was put in place."""
+
+    MD5 = "md5"  # the platform's MD5 (and size, when recorded): the normal case
+    SIZE = "size"  # only the size: an external-URL file whose handle records no MD5
+    NONE = "none"  # nothing: an external-URL file whose handle records neither; taken as the server sent it
+
+    @classmethod
+    def of(cls, md5: Optional[str], size: Optional[int]) -> "Verification":
+        return cls.MD5 if md5 else cls.SIZE if size is not None else cls.NONE
+
+
 def annotation_value(kind: str, text: str) -> object:
     """One annotation value of the platform's Annotations v2 (``{"type": "LONG", "value": ["3"]}``) as Python."""
     if kind == "LONG":
@@ -55,7 +67,9 @@ class FileResult:
     they were known). ``entity`` and ``file_handle`` are the entity's and its data file handle's full records as
     the platform gave them (``id``, ``name``, ``etag``, ``createdOn``, ``parentId``, ``versionNumber``, ...; the
     handle's ``contentMd5``, ``fileName``, ...) when the sync was asked for them
-    (``SyncOptions(entity_details=True)``), else None.
+    (``SyncOptions(entity_details=True)``), else None. ``verification``: what the bytes of a downloaded file were
+    checked against (:class:`Verification`; ``NONE`` for an external-URL file whose handle records neither MD5 nor
+    size), None for the other statuses.
 
     A slotted, read-only class rather than a dataclass: a sync of a million files returns a million of these, so
     the path is kept as a string and turned into a ``Path`` when asked for, and the annotations are kept as the
@@ -63,13 +77,13 @@ class FileResult:
     """
 
     __slots__ = ("entity_id", "version", "_path", "size", "md5", "status", "error", "action", "_annotations",
-                 "entity", "file_handle")
+                 "entity", "file_handle", "verification")
 
     def __init__(self, entity_id: str, version: Optional[int], path: Optional[Path], size: Optional[int],
                  md5: Optional[str], status: SyncStatus, error: Optional[Exception] = None,
                  action: Optional[str] = None, *, annotations: Union[Mapping[str, Any], str, None] = None,
-                 entity: Optional[Mapping[str, Any]] = None, file_handle: Optional[Mapping[str, Any]] = None
-                 ) -> None:
+                 entity: Optional[Mapping[str, Any]] = None, file_handle: Optional[Mapping[str, Any]] = None,
+                 verification: Optional[Verification] = None) -> None:
         set_ = object.__setattr__
         set_(self, "entity_id", entity_id)
         set_(self, "version", version)
@@ -82,6 +96,7 @@ class FileResult:
         set_(self, "_annotations", annotations or None)  # Annotations v2 map, or its JSON text from the index
         set_(self, "entity", entity)
         set_(self, "file_handle", file_handle)
+        set_(self, "verification", verification)
 
     @property
     def annotations(self) -> Dict[str, List[object]]:
@@ -117,7 +132,8 @@ class FileResult:
     def to_json(self) -> Dict[str, Any]:
         return {"entity_id": self.entity_id, "version": self.version, "path": self._path, "size": self.size,
                 "md5": self.md5, "status": self.status.value, "action": self.action,
-                "error": str(self.error) if self.error else None}
+                "error": str(self.error) if self.error else None,
+                "verification": self.verification.value if self.verification else None}
 
 
 @dataclass
@@ -134,13 +150,17 @@ class SyncReport:
     rest_calls: int = 0
     retries: int = 0
     throttled: int = 0
+    unverified: int = 0  # of the downloaded: external-URL files whose handle records neither MD5 nor size
     manifest_errors: List[str] = field(default_factory=list)  # one line per folder whose manifest failed
+    renamed: List[str] = field(default_factory=list)  # entries of a list or dataset given another name, one line each
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(self, result: FileResult) -> None:
         with self._lock:
             if result.status is SyncStatus.DOWNLOADED:
                 self.downloaded += 1
+                if result.verification is Verification.NONE:
+                    self.unverified += 1
                 if result.action == FROM_SYNAPSE_CACHE:
                     self.from_cache += 1
                 else:
@@ -164,9 +184,13 @@ class SyncReport:
     def summary(self) -> str:
         deleted = f"{self.deleted} deleted, " if self.deleted else ""
         manifests = f", {len(self.manifest_errors)} manifests not written" if self.manifest_errors else ""
-        cached = f" ({self.from_cache} from the synapseclient cache)" if self.from_cache else ""
-        return (f"{self.downloaded} downloaded{cached}, {self.skipped} skipped, {deleted}{self.failed} failed"
-                f"{manifests}; "
+        notes = [f"{self.from_cache} from the synapseclient cache"] if self.from_cache else []
+        if self.unverified:
+            notes.append(f"{self.unverified} unverified: no MD5 or size recorded")
+        noted = f" ({'; '.join(notes)})" if notes else ""
+        renamed = f", {len(self.renamed)} renamed (names taken)" if self.renamed else ""
+        return (f"{self.downloaded} downloaded{noted}, {self.skipped} skipped, {deleted}{self.failed} failed"
+                f"{renamed}{manifests}; "
                 f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
                 f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
                 f"{self.throttled} throttled")

@@ -16,13 +16,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Set, Tuple
+from urllib.parse import urlsplit
 
 from synclient.client import Platform
 from synclient.errors import (CacheLockTimeoutError, Cancelled, LocalIOError, NotFoundError, PathConflictError,
-                              PlatformError, SynclientError)
+                              PlatformError, SynclientError, UnsupportedError)
 from synclient.events import SyncObserver
 from synclient.models import EntityHeader, FileHandle
-from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus
+from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verification
 from synclient.synapse_cache import SynapseCache
 from synclient.sync.claims import PathClaims
 from synclient.sync.dry_run import PlanEntry
@@ -61,6 +62,26 @@ class FileContext:
     def details(self) -> dict:
         """What its :class:`~synclient.results.FileResult` carries beyond the outcome (keyword arguments)."""
         return {"annotations": self.annotations, "entity": self.entity, "file_handle": self.file_handle}
+
+
+#: the external URLs synclient fetches itself (others, such as sftp:// and ftp://, fail their file with a reason)
+FETCHED_SCHEMES = ("http", "https")
+
+
+def check_fetchable(entity_id: str, handle: FileHandle) -> None:
+    """Raise when this file's bytes are where synclient cannot fetch them: an external URL of another scheme, or a
+    platform handle that records no size (its bytes could not be checked)."""
+    url = handle.external_url
+    if url is None:
+        if handle.content_size is None:
+            raise PlatformError(f"{entity_id}: file handle {handle.id} has no contentSize; not supported")
+        return
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in FETCHED_SCHEMES:
+        shown = f"{scheme}://{parts.hostname or ''}{parts.path}"  # no user, password or query in a message
+        raise UnsupportedError(f"{entity_id}: its bytes are at an external {scheme or 'relative'} URL ({shown}); "
+                               f"synclient downloads http(s) only: fetch it with a {scheme or 'suitable'} client")
 
 
 class FilePipeline:
@@ -147,8 +168,7 @@ class FilePipeline:
             handle = bundle.file_handle
             if handle is None:
                 raise NotFoundError(f"{header.id} has no data file handle in its bundle")
-            if handle.content_size is None:
-                raise PlatformError(f"{header.id}: file handle {handle.id} has no contentSize; not supported")
+            check_fetchable(header.id, handle)
             self._target.check_file_destination(destination, self._folders)
             if self._options.provenance:
                 self._manifests.add_provenance(rel_path, provenance_from_activity(
@@ -248,8 +268,12 @@ class FilePipeline:
             with self._lock:
                 self.failed_partials.add(partial_key(job.destination))
         action = FROM_SYNAPSE_CACHE if context.from_cache and error is None else context.action.value
-        self._outcome.finished(FileResult(job.entity_id, job.version, job.destination, job.handle.content_size,
-                                          job.handle.content_md5, status, error, action=action,
+        handle = job.handle
+        self._outcome.finished(FileResult(job.entity_id, job.version, job.destination,
+                                          handle.content_size if handle.content_size is not None else job.received,
+                                          handle.content_md5, status, error, action=action,
+                                          verification=None if error else Verification.of(handle.content_md5,
+                                                                                          handle.content_size),
                                           **context.details),
                                manifest_path=context.rel_path if error is None else None)
 
@@ -257,8 +281,8 @@ class FilePipeline:
 
     def _cached_copy(self, job: FileJob) -> Optional[Path]:
         """A copy of the job's bytes in synapseclient's cache (its recorded MD5 is the platform's), or None."""
-        if self._synapse_cache is None:
-            return None
+        if self._synapse_cache is None or not job.handle.content_md5 or job.handle.content_size is None:
+            return None  # (a copy that cannot be verified is not taken)
         try:
             return self._synapse_cache.lookup(job.handle.id, md5=job.handle.content_md5, size=job.size,
                                               not_at=job.destination)
@@ -315,7 +339,8 @@ class FilePipeline:
         self._index.record(IndexRow(
             rel_path=context.rel_path, local_path=local.relative_to(self._target.root).as_posix(),
             root_id=context.root_id, entity_id=entity_id, version=version, file_handle_id=handle.id,
-            md5=(handle.content_md5 or "").lower() or None, size=handle.content_size or 0,
+            md5=(handle.content_md5 or "").lower() or None,
+            size=handle.content_size if handle.content_size is not None else info.st_size,
             content_type=handle.content_type, parent_id=context.parent_id, local_size=info.st_size,
             mtime_ns=info.st_mtime_ns), annotations=context.annotations)
 

@@ -85,7 +85,7 @@ def decide(*, destination: Path, handle: FileHandle, row: Optional[IndexRow], ta
     remote_md5 = (handle.content_md5 or "").lower()
     if row is not None and row.local_path != _relative(destination, target_root):
         # an earlier keep.both put our copy elsewhere: it still counts if untouched and the same bytes
-        if row.local_stat_matches(target_root) and row.md5 == remote_md5:
+        if row.local_stat_matches(target_root) and same_bytes(row, handle):
             return Decision(Action.SKIP, target_root / row.local_path)
         row = None
     try:
@@ -95,11 +95,19 @@ def decide(*, destination: Path, handle: FileHandle, row: Optional[IndexRow], ta
     if stat.S_ISREG(info.st_mode):
         ours_untouched = row is not None and row.local_stat_matches(target_root)
         if ours_untouched:
-            same = row.md5 == remote_md5 and row.size == handle.content_size
-            return Decision(Action.SKIP if same else Action.DOWNLOAD, destination)
+            return Decision(Action.SKIP if same_bytes(row, handle) else Action.DOWNLOAD, destination)
         if info.st_size == handle.content_size and remote_md5 and file_md5(destination) == remote_md5:
             return Decision(Action.ADOPT, destination)
     return _collide(destination, collision, taken=taken, is_folder=stat.S_ISDIR(info.st_mode))
+
+
+def same_bytes(row: IndexRow, handle: FileHandle) -> bool:
+    """The indexed file holds the handle's bytes: the same MD5 (and size, when recorded), or, for a handle that
+    records no MD5 (an external URL), the same handle (nothing else could tell)."""
+    if handle.content_md5:
+        return (row.md5 == handle.content_md5.lower()
+                and (handle.content_size is None or row.size == handle.content_size))
+    return row.file_handle_id == handle.id
 
 
 def _collide(destination: Path, collision: Collision, *, taken: AbstractSet[str], is_folder: bool) -> Decision:

@@ -28,6 +28,7 @@ from synclient.results import SyncResults
 from synclient.sync.claims import PathClaims
 from synclient.sync.deletion import delete_vanished
 from synclient.sync.dry_run import SyncPlan
+from synclient.sync.id_lists import EntityRef
 from synclient.sync.index import LocalIndex
 from synclient.sync.leftovers import sweep_run_partials
 from synclient.sync.manifest_assembly import ManifestAssembly
@@ -35,6 +36,7 @@ from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.pipeline import FilePipeline
+from synclient.sync.sources import Renamed, SourcePlan, plan_sources
 from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.synapse_cache import cache_root_of
 from synclient.transfer.config import TransferConfig
@@ -147,6 +149,23 @@ class SyncRun:
         for start in range(0, len(found), _FILES_PER_BATCH):
             self.pipeline.files_found(found[start:start + _FILES_PER_BATCH])
 
+    def start_sources(self, plan: SourcePlan) -> None:
+        """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources`): what failed to resolve is
+        reported, each project or folder is walked into its own sub-folder, the files go as :meth:`start_files`."""
+        for header, error in plan.refused:
+            self.pipeline.entity_failed(header, None, error)
+        for container in plan.containers:
+            try:
+                folder = self.target.root
+                for part in container.rel_dir.split("/") if container.rel_dir else ():
+                    folder = self.target.make_folder(folder, part)
+            except SynclientError as exc:
+                self.walker.unvisited.add(container.rel_dir)
+                self.pipeline.entity_failed(container.header, None, exc)
+                continue
+            self.walker.walk(container.header, folder, rel_dir=container.rel_dir)
+        self.start_files(plan.files)
+
     def run(self, start: Callable[["SyncRun"], None]) -> None:
         """``start`` gives the run its files (:meth:`start` a walk or a file root, :meth:`start_files` a list);
         then every task to its end (or the run's cancellation). The data connections and the folder checks'
@@ -210,29 +229,101 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     - ``observer``: receives every file's events (:mod:`synclient.events`), for your own display or report.
     """
     # validate
-    given = {name: value for name, value in (
-        ("on_error", on_error), ("if_collision", if_collision), ("delete", delete), ("manifest", manifest),
-        ("include", include), ("exclude", exclude), ("dry_run", dry_run), ("follow_links", follow_links),
-        ("provenance", provenance), ("progress", progress), ("entity_details", entity_details),
-        ("synapse_cache", synapse_cache), ("synapse_cache_link", synapse_cache_link)) if value is not None}
-    options = options or SyncOptions()
-    if given:
-        options = options.replace(**given)
-    config = config or TransferConfig()
-    if max_workers is not None:
-        config = replace(config, max_workers=max_workers)
+    options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
+                                delete=delete, manifest=manifest, include=include, exclude=exclude, dry_run=dry_run,
+                                follow_links=follow_links, provenance=provenance, progress=progress,
+                                entity_details=entity_details, synapse_cache=synapse_cache,
+                                synapse_cache_link=synapse_cache_link)
     entity_id, version = parse_entity_id(entity)
     platform, own_platform, options = _platform_for(platform, syn, options, config)
     counted = _Counted.start(platform)  # the root's calls and time are the run's too
     try:
         root = _root_header(platform, entity_id, version)
+        plan = (plan_sources(platform, [EntityRef(entity_id, version)], recursive=True)
+                if root.type.has_items else None)
     except BaseException:
         if own_platform:
             platform.close()
         raise
+    if plan is not None:  # a dataset or a collection: its items, as download_many has them
+        return _execute(platform=platform, own_platform=own_platform, options=_for_sources(options, plan),
+                        config=config, path=Path(path), root_id=entity_id, description=root.name, container=False,
+                        observer=observer, start=lambda run: run.start_sources(plan), counted=counted,
+                        renamed=plan.renamed)
     return _execute(platform=platform, own_platform=own_platform, options=options, config=config, path=Path(path),
                     root_id=entity_id, description=root.name, container=root.type.is_container,
                     observer=observer, start=lambda run: run.start(root, version), counted=counted)
+
+
+def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ".", *, recursive: bool = False,
+                  platform: Optional[Platform] = None, options: Optional[SyncOptions] = None,
+                  config: Optional[TransferConfig] = None, max_workers: Optional[int] = None,
+                  observer: Optional[SyncObserver] = None, on_error: Union[OnError, str, None] = None,
+                  if_collision: Optional[str] = None, include: Optional[Iterable[str]] = None,
+                  exclude: Optional[Iterable[str]] = None, dry_run: Optional[bool] = None,
+                  follow_links: Optional[bool] = None, provenance: Optional[bool] = None,
+                  progress: Optional[bool] = None, entity_details: Optional[bool] = None,
+                  synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
+                  syn: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
+    """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or :class:`~synclient.sync.id_lists.EntityRef`)
+    into ``path`` as one run: one shared pool, URL batches of up to 100 across all ids, one index, one report.
+
+    Files land in ``path`` under their entity names; with ``recursive=True`` each project or folder is synced into a
+    sub-folder named after it; a dataset's items (at their pinned versions) go into a sub-folder named after the
+    dataset, a collection's datasets into sub-folders of the collection's. A single id fills ``path`` itself. Names
+    that clash get the entity id (``a (syn456).csv``), reported in ``results.report.renamed``. Returns the same
+    :class:`~synclient.results.SyncResults` (or, with ``dry_run``, :class:`~synclient.sync.dry_run.SyncPlan`) as
+    :func:`sync_from_platform`, whose keywords these are; nothing is deleted and no manifest is written, except when
+    the only id is a project or folder (then this is :func:`sync_from_platform`'s sync of it, manifests included).
+    """
+    options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
+                                include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
+                                provenance=provenance, progress=progress, entity_details=entity_details,
+                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link)
+    refs = [ref if isinstance(ref, EntityRef) else EntityRef.parse(ref) for ref in ids]
+    if not refs:
+        raise ConfigError("download_many needs at least one id")
+    platform, own_platform, options = _platform_for(platform, syn, options, config)
+    counted = _Counted.start(platform)
+    try:
+        plan = plan_sources(platform, refs, recursive=recursive)
+    except BaseException:
+        if own_platform:
+            platform.close()
+        raise
+    one_container = plan.walks_one_container
+    root_id = plan.containers[0].header.id if one_container else refs[0].entity_id if len(refs) == 1 else LIST_ROOT
+    description = plan.containers[0].header.name if one_container else f"{len(refs)} ids"
+    return _execute(platform=platform, own_platform=own_platform,
+                    options=options if one_container else _for_sources(options, plan), config=config,
+                    path=Path(path), root_id=root_id, description=description, container=one_container,
+                    observer=observer, start=lambda run: run.start_sources(plan), counted=counted,
+                    renamed=plan.renamed)
+
+
+#: the index rows' owner for a list of ids: never a sync root, so no sync's deletion pass ever touches them
+LIST_ROOT = "ids"
+
+
+def _settings(options: Optional[SyncOptions], config: Optional[TransferConfig], max_workers: Optional[int],
+              **given: object) -> Tuple[SyncOptions, TransferConfig]:
+    """The run's options (``options`` with each keyword that was given on top) and transfer config."""
+    options = options or SyncOptions()
+    given = {name: value for name, value in given.items() if value is not None}
+    if given:
+        options = options.replace(**given)
+    config = config or TransferConfig()
+    if max_workers is not None:
+        config = replace(config, max_workers=max_workers)
+    return options, config
+
+
+def _for_sources(options: SyncOptions, plan: SourcePlan) -> SyncOptions:
+    """A list's run writes no manifest and deletes nothing (what it holds is no one folder's mirror)."""
+    if options.delete:
+        raise ConfigError("delete=True needs one project or folder to mirror; a list of ids or a dataset "
+                          "deletes nothing")
+    return options.replace(manifest="suppress")
 
 
 def sync_found_files(files: Sequence[Tuple[EntityHeader, str]], path: Union[str, Path], *, root_id: str,
@@ -271,7 +362,8 @@ def _platform_for(platform: Optional[Platform], syn: Optional[object], options: 
 
 def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, config: TransferConfig, path: Path,
              root_id: str, description: str, container: bool, observer: Optional[SyncObserver],
-             start: Callable[[SyncRun], None], counted: "_Counted") -> Union[SyncResults, SyncPlan]:
+             start: Callable[[SyncRun], None], counted: "_Counted",
+             renamed: Sequence[Renamed] = ()) -> Union[SyncResults, SyncPlan]:
     """Build, run and report one run into ``path`` (``start`` gives it its files: a walk or a list; ``counted``:
     since when its calls and time count)."""
     started, before = counted.started, counted.before
@@ -304,6 +396,7 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
             if container:
                 run.tidy_up()
             outcome.report.manifest_errors = list(run.manifests.errors)
+            outcome.report.renamed = [str(entry) for entry in renamed]
             _remember_throughput(outcome, index)
     finally:
         if own_platform:
@@ -318,11 +411,12 @@ def _root_header(platform: Platform, entity_id: str, version: Optional[int]) -> 
     """The sync's root, checked before anything is written: a container or a file, and a version only of a file
     (one that exists: a missing version is as much a usage error as a missing id)."""
     root = platform.get_entity_header(entity_id)
-    if not (root.type.is_container or root.type is EntityType.FILE):
-        raise ConfigError(f"{entity_id} is a {root.type.name.lower()}; sync takes a project, folder or file")
-    if version is not None:
+    if not (root.type.is_container or root.type is EntityType.FILE or root.type.has_items):
+        raise ConfigError(f"{entity_id} is a {root.type.label}; sync takes a project, folder, file, dataset or "
+                          "dataset collection")
+    if version is not None and not root.type.has_items:  # (a dataset's versions are checked as it is read)
         if root.type.is_container:
-            raise ConfigError(f"{entity_id}.{version}: a {root.type.name.lower()} has no versions to choose from; "
+            raise ConfigError(f"{entity_id}.{version}: a {root.type.label} has no versions to choose from; "
                               f"sync {entity_id} without a version")
         platform.get_entity(entity_id, version=version)  # NotFoundError for a version that does not exist
     return root

@@ -70,9 +70,12 @@ class TreeWalker:
         self.manifest_taken: Set[Path] = set()  # local paths of remote children named like a manifest
         self.folder_ids: Dict[str, str] = {}  # rel path -> id of every folder found (via a link: its target)
 
-    def walk(self, container: EntityHeader, local_dir: Path) -> None:
-        """Start listing ``container`` into ``local_dir`` (returns at once; the pool does the work)."""
-        root = Folder(container, local_dir, "", frozenset({container.id}))
+    def walk(self, container: EntityHeader, local_dir: Path, *, rel_dir: str = "") -> None:
+        """Start listing ``container`` into ``local_dir``, its files' paths under ``rel_dir`` ('' for the sync root;
+        a sub-folder when a list of ids walks several containers). Returns at once; the pool does the work."""
+        if rel_dir:
+            self.folder_ids[rel_dir] = container.id
+        root = Folder(container, local_dir, rel_dir, frozenset({container.id}))
         self._pool.submit(Priority.LISTING, self._list_page, root, None)
 
     def _list_page(self, folder: Folder, page_token: Optional[str]) -> None:

@@ -29,7 +29,7 @@ from synclient.transfer.config import TransferConfig
 from synclient.transfer.countdown import Countdown
 from synclient.transfer.direct import DirectFile, open_direct, pwrite_all
 from synclient.transfer.hashing import EMPTY_MD5, PrefixHasher, hash_file_range
-from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range
+from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range, fetch_whole
 from synclient.transfer.local_copy import CopyMethod, fill_temp
 from synclient.transfer.partial import (JournalHeader, PlainFolders, ResumeJournal, check_plain_folder, journal_path,
                                         open_temp, open_temp_sized, preallocate, temp_path)
@@ -54,6 +54,7 @@ class FileJob:
     url: Optional[SignedUrl] = field(default=None, repr=False)
     rejected_url: Optional[SignedUrl] = field(default=None, repr=False)
     verify_retries: int = field(default=0, repr=False, compare=False)  # whole-file refetches after a bad MD5
+    received: Optional[int] = field(default=None, repr=False, compare=False)  # bytes got, when no size was recorded
     planned: PlannedFile = field(init=False, repr=False, compare=False)  # what observers are told of it
 
     def __post_init__(self) -> None:
@@ -66,6 +67,11 @@ class FileJob:
     @property
     def size(self) -> int:
         return self.handle.content_size or 0
+
+    @property
+    def size_known(self) -> bool:
+        """False for an external-URL file whose handle records no ``contentSize``: one GET to the end, no parts."""
+        return self.handle.content_size is not None
 
 
 def local_error(path: Path, exc: OSError) -> LocalIOError:
@@ -139,7 +145,9 @@ class Downloader:
     def start(self, job: FileJob) -> None:
         """Begin a job whose URL is set (runs as a pool task)."""
         with reporting_failures(job.on_done, job.destination):
-            if job.size >= self._config.multipart_threshold:
+            if not job.size_known:
+                self._download_unsized(job)
+            elif job.size >= self._config.multipart_threshold:
                 self._start_multipart(job)
             else:
                 self._download_single(job)
@@ -255,6 +263,37 @@ class Downloader:
             except IntegrityError:
                 os.ftruncate(fd, 0)  # the next try starts clean
                 raise
+        finally:
+            os.close(fd)
+
+    def _download_unsized(self, job: FileJob) -> None:
+        """A file of unknown size: one GET to the end of the body, each try from the start (without a size there is
+        no offset to resume from that could be trusted), checked against the MD5 when the handle records one."""
+        temp = temp_path(job.destination, job.handle.id)
+        self._retrying()(self._stream_unsized, job, temp)
+        self._install(job, temp)
+        job.on_done(None)
+
+    def _stream_unsized(self, job: FileJob, temp: Path) -> None:
+        fd = open_temp(temp, truncate=True, folders=self._folders)
+        try:
+            md5 = hashlib.md5()
+
+            def sink(offset: int, data: memoryview) -> None:
+                pwrite_all(fd, data, offset)
+                md5.update(data)
+                self._observer.bytes_transferred(job.planned, len(data))
+
+            url = self._url(job)
+            try:
+                job.received = fetch_whole(self._client, url, sink=sink, chunk_size=self._config.chunk_size,
+                                           connect_timeout=self._config.connect_timeout,
+                                           stall_timeout=self._config.stall_timeout,
+                                           cancelled=self._pool.cancel_event.is_set)
+            except UrlRejectedError:
+                job.rejected_url = url
+                raise
+            self._verify(job, md5.hexdigest())
         finally:
             os.close(fd)
 

@@ -128,32 +128,70 @@ def fetch_range(client: DataClient, url: SignedUrl, byte_range: ByteRange, *,
     finished = False
     try:
         _check_status(response.status, response.headers, byte_range, where)
-        read_into = _body_reader(response)
-        chunk_size = min(chunk_size, byte_range.length)
-        buffer = _receive_buffer(chunk_size)
-        offset = byte_range.start
-        try:
-            while offset < byte_range.end:
-                if cancelled():
-                    raise Cancelled()
-                received = read_into(buffer[:min(chunk_size, byte_range.end - offset)])
-                if not received:
-                    break
-                sink(offset, buffer[:received])
-                offset += received
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            if isinstance(exc, OSError) and not isinstance(exc, (ConnectionError, TimeoutError)):
-                raise  # local trouble (e.g. disk full in the sink) is not a transfer problem
-            kind = "stalled" if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)) else "cut"
-            raise TransferError(f"GET {where}: body {kind} at byte {offset} of {byte_range.end}") from None
+        offset = _pump(response, byte_range.start, byte_range.end, sink=sink, chunk_size=chunk_size,
+                       cancelled=cancelled, where=where)
         if offset < byte_range.end:
             raise TransferError(f"GET {where}: body ended at byte {offset}, expected {byte_range.end}")
         finished = True
     finally:
-        if finished:
-            response.release_conn()  # body fully read: the connection goes back to the pool
-        else:
-            response.close()  # unread body: the connection cannot be reused
+        _done_with(response, finished)
+
+
+def fetch_whole(client: DataClient, url: SignedUrl, *, sink: Callable[[int, memoryview], None], chunk_size: int,
+                connect_timeout: float, stall_timeout: float, cancelled: Callable[[], bool]) -> int:
+    """GET a whole object whose size nobody recorded (an external URL's handle without ``contentSize``); returns
+    the number of bytes received. When the server announces a ``Content-Length`` the body must have it; without one,
+    the body ends when the server closes the connection, and nothing can tell a cut from the end (such a file is
+    only as good as its MD5, when the handle records one). Raises as :func:`fetch_range` does."""
+    where = redact_url(url.url)
+    try:
+        response = client.get(url.url, headers={}, connect_timeout=connect_timeout, read_timeout=stall_timeout)
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise TransferError(f"GET {where}: {exc.__class__.__name__}") from None
+    finished = False
+    try:
+        _check_status(response.status, response.headers, None, where)
+        length = response.headers.get("Content-Length")
+        announced = int(length) if length is not None and length.isdigit() else None
+        offset = _pump(response, 0, announced, sink=sink, chunk_size=chunk_size, cancelled=cancelled, where=where)
+        if announced is not None and offset < announced:
+            raise TransferError(f"GET {where}: body ended at byte {offset}, expected {announced}")
+        finished = True
+        return offset
+    finally:
+        _done_with(response, finished)
+
+
+def _pump(response: urllib3.BaseHTTPResponse, offset: int, end: Optional[int], *,
+          sink: Callable[[int, memoryview], None], chunk_size: int, cancelled: Callable[[], bool], where: str) -> int:
+    """Read the body into the sink from ``offset`` until ``end`` (None: until the body ends); the offset reached."""
+    read_into = _body_reader(response)
+    if end is not None:
+        chunk_size = max(1, min(chunk_size, end - offset))
+    buffer = _receive_buffer(chunk_size)
+    try:
+        while end is None or offset < end:
+            if cancelled():
+                raise Cancelled()
+            received = read_into(buffer[:chunk_size if end is None else min(chunk_size, end - offset)])
+            if not received:
+                break
+            sink(offset, buffer[:received])
+            offset += received
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        if isinstance(exc, OSError) and not isinstance(exc, (ConnectionError, TimeoutError)):
+            raise  # local trouble (e.g. disk full in the sink) is not a transfer problem
+        kind = "stalled" if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)) else "cut"
+        raise TransferError(f"GET {where}: body {kind} at byte {offset}"
+                            + (f" of {end}" if end is not None else "")) from None
+    return offset
+
+
+def _done_with(response: urllib3.BaseHTTPResponse, finished: bool) -> None:
+    if finished:
+        response.release_conn()  # body fully read: the connection goes back to the pool
+    else:
+        response.close()  # unread body: the connection cannot be reused
 
 
 def _body_reader(response: urllib3.BaseHTTPResponse) -> Callable[[memoryview], int]:
@@ -176,11 +214,16 @@ def _body_reader(response: urllib3.BaseHTTPResponse) -> Callable[[memoryview], i
     return read_into
 
 
-def _check_status(status: int, headers: Mapping[str, str], byte_range: ByteRange, where: str) -> None:
+def _check_status(status: int, headers: Mapping[str, str], byte_range: Optional[ByteRange], where: str) -> None:
+    """``byte_range`` None: a whole object of unknown size, which only needs a 200."""
     if status == 403:
         raise UrlRejectedError(f"GET {where}: 403 (expired or refused URL)")
     if status >= 400:
         raise TransferError(f"GET {where}: HTTP {status}")
+    if byte_range is None:
+        if status != 200:
+            raise TransferError(f"GET {where}: unexpected HTTP {status}")
+        return
     if byte_range.is_whole and status == 200:
         _check_length(headers, byte_range, where)
         return

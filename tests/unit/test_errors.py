@@ -58,7 +58,8 @@ def test_every_error_states_its_nature():
         "PermanentServerError": N.PER_FILE, "MalformedAnswerError": N.RETRYABLE, "CallCancelledError": N.FATAL,
         "Cancelled": N.FATAL, "BadRequestError": N.PER_FILE, "TransferError": N.RETRYABLE,
         "UrlRejectedError": N.RETRYABLE, "RangeNotHonouredError": N.PER_FILE, "IntegrityError": N.RETRYABLE,
-        "UnsafePathError": N.PER_FILE, "TargetError": N.FATAL, "SyncLockedError": N.FATAL, "SyncError": N.PER_FILE,
+        "UnsafePathError": N.PER_FILE, "UnsupportedError": N.PER_FILE, "TargetError": N.FATAL,
+        "SyncLockedError": N.FATAL, "SyncError": N.PER_FILE,
         "PathConflictError": N.PER_FILE, "FileInTheWayError": N.PER_FILE,
         "CacheLockTimeoutError": N.PER_FILE,  # only ever logged: that file is not recorded in synapseclient's cache
     }

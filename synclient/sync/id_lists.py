@@ -1,0 +1,96 @@
+"""Lists of entity ids as users bring them: on the command line, one per line in a file, or a column of a table.
+
+A file is read as a table when its first line (after ``#`` comments) has a tab or a comma: then the ids are its
+``id`` (or ``ID``, ``entityId``) column, as in a sync manifest (``SYNAPSE_METADATA_MANIFEST.tsv``,
+``manifest.csv``) or a saved query result. Otherwise it is one id per line; ``#`` starts a comment, blank lines are
+skipped. Ids may carry a version (``syn123.4``). A bad id is a :class:`~synclient.errors.ConfigError` naming the
+file and line.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, TextIO
+
+from synclient.errors import ConfigError, LocalIOError
+from synclient.models import parse_entity_id
+
+#: the column names that hold ids, in the order they are looked for
+ID_COLUMNS = ("id", "ID", "entityId")
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class EntityRef:
+    """An entity id and, when one was named, a version (``syn123.4``)."""
+
+    entity_id: str
+    version: Optional[int] = None
+
+    @classmethod
+    def parse(cls, text: str) -> "EntityRef":
+        return cls(*parse_entity_id(text))
+
+    def __str__(self) -> str:
+        return self.entity_id if self.version is None else f"{self.entity_id}.{self.version}"
+
+
+def parse_refs(texts: Iterable[str]) -> List[EntityRef]:
+    """Each text an id (``syn1``, ``syn2.3``); a bad one is a ConfigError naming it."""
+    return [EntityRef.parse(text) for text in texts]
+
+
+def read_id_file(name: str, *, stdin: Optional[TextIO] = None) -> List[EntityRef]:
+    """The ids in file ``name`` (``-``: standard input), as the module docstring describes."""
+    where = "standard input" if name == STDIN else name
+    try:
+        if name == STDIN:
+            text = (stdin or sys.stdin).read()
+        else:
+            with open(name, encoding="utf-8-sig", newline="") as handle:
+                text = handle.read()
+    except OSError as exc:
+        raise LocalIOError.from_exception(f"cannot read the id list {where}", exc) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where} is not a UTF-8 text file of ids") from None
+    refs = ids_from_text(text, where=where)
+    if not refs:
+        raise ConfigError(f"{where} holds no ids")
+    return refs
+
+
+def ids_from_text(text: str, *, where: str) -> List[EntityRef]:
+    lines = text.splitlines()
+    first = next((line for line in lines if line.strip() and not line.lstrip().startswith("#")), "")
+    if "\t" in first or "," in first:
+        return _ids_from_table(lines, where=where, delimiter="\t" if "\t" in first else ",")
+    refs = []
+    for number, line in enumerate(lines, start=1):
+        text_id = line.split("#", 1)[0].strip()
+        if text_id:
+            refs.append(_ref_at(text_id, where, number))
+    return refs
+
+
+def _ids_from_table(lines: List[str], *, where: str, delimiter: str) -> List[EntityRef]:
+    rows = [line for line in lines if not line.lstrip().startswith("#")]
+    reader = csv.DictReader(io.StringIO("\n".join(rows)), delimiter=delimiter)
+    column = next((name for name in ID_COLUMNS if name in (reader.fieldnames or ())), None)
+    if column is None:
+        shown = ", ".join(reader.fieldnames or ()) or "none"
+        raise ConfigError(f"{where}: a table of ids needs an 'id' column (its columns: {shown})")
+    refs = []
+    for row in reader:
+        value = (row.get(column) or "").strip()
+        if value:
+            refs.append(_ref_at(value, where, reader.line_num))
+    return refs
+
+
+def _ref_at(text: str, where: str, line: int) -> EntityRef:
+    try:
+        return EntityRef.parse(text)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}, line {line}: {exc}") from None
