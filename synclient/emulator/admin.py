@@ -8,7 +8,7 @@ from typing import Iterable, Optional, Union
 
 from .knobs import parse_size
 from .seed import resolve_path, seeded_chunks
-from .store import EntityKind, Store
+from .store import EntityKind, HandleStorage, Store
 
 _SYN_ID = re.compile(r"^(?:syn)?(\d+)$", re.IGNORECASE)
 
@@ -40,14 +40,14 @@ class Admin:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def _store_content(self, content: Union[bytes, str, Iterable[bytes]], file_name: str) -> int:
+    def _store_content(self, content: Union[bytes, str, Iterable[bytes]], file_name: str, **handle_options) -> int:
         if isinstance(content, str):
             content = content.encode("utf-8")
         if isinstance(content, (bytes, bytearray, memoryview)):
             md5, size = self.store.put_bytes(bytes(content))
         else:
             md5, size = self.store.put_blob(content)
-        return self.store.create_file_handle(md5, size, file_name)
+        return self.store.create_file_handle(md5, size, file_name, **handle_options)
 
     def add_version(self, entity_ref: EntityRef, content: Union[bytes, str, Iterable[bytes]]) -> int:
         entity_id = parse_syn_id(entity_ref)
@@ -59,6 +59,12 @@ class Admin:
 
     def add_file(self, parent_ref: EntityRef, name: str, content: Union[bytes, str, Iterable[bytes]] = b"") -> str:
         handle = self._store_content(content, name)
+        return f"syn{self.store.create_entity(EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle)}"
+
+    def add_external_file(self, parent_ref: EntityRef, name: str, content: Union[bytes, str, Iterable[bytes]] = b"",
+                          *, record_md5: bool = True, record_size: bool = True) -> str:
+        handle = self._store_content(content, name, storage=HandleStorage.EXTERNAL, records_md5=record_md5,
+                                     records_size=record_size)
         return f"syn{self.store.create_entity(EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle)}"
 
     def add_folder(self, parent_ref: EntityRef, name: str) -> str:

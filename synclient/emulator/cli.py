@@ -64,6 +64,11 @@ _KNOB_SWITCHES = {
     "data_ignore_range": "answer ranged GETs with 200 and the whole body",
     "data_wrong_content_range": "answer ranged GETs with a mismatching Content-Range",
 }
+# knobs that default to on, turned off by --no-... flags
+_KNOB_NEGATIONS = {
+    "external_ranges": "the external web server ignores Range: always 200, whole body, no Accept-Ranges",
+    "external_content_length": "the external web server sends no Content-Length; the body ends at connection close",
+}
 
 
 def _flag(name: str) -> str:
@@ -95,10 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     commands.required = True
 
-    serve = commands.add_parser("serve", help="run the API and data listeners until SIGINT/SIGTERM")
+    serve = commands.add_parser("serve", help="run the API, data and external listeners until SIGINT/SIGTERM")
     serve.add_argument("--data-dir", help="store directory (default: a temporary one, removed at exit)")
     serve.add_argument("--port", type=_checked(int), default=0, help="API port (0 = any free port)")
     serve.add_argument("--data-port", type=_checked(int), default=0, help="data port (0 = any free port)")
+    serve.add_argument("--external-port", type=_checked(int), default=0,
+                       help="port of the web server behind external file handles (0 = any free port)")
     serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     serve.add_argument("--profile", choices=sorted(PROFILES), help="preset knobs; explicit flags win")
     _add_seed_options(serve)
@@ -106,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
         serve.add_argument(_flag(name), dest=name, type=_checked(kind), default=None, help=text)
     for name, text in _KNOB_SWITCHES.items():
         serve.add_argument(_flag(name), dest=name, action="store_true", default=None, help=text)
+    for name, text in _KNOB_NEGATIONS.items():
+        serve.add_argument("--no-" + _flag(name)[2:], dest=name, action="store_false", default=None, help=text)
 
     seed = commands.add_parser("seed", help="seed a data dir and print the created project ids")
     seed.add_argument("--data-dir", required=True, help="store directory to fill")
@@ -168,7 +177,8 @@ def _seed(emu: Emulator, args: argparse.Namespace) -> Dict[str, str]:
 
 def serve(args: argparse.Namespace) -> int:
     knobs = knobs_from_args(args)
-    emu = Emulator(data_dir=args.data_dir, knobs=knobs, host=args.host, port=args.port, data_port=args.data_port)
+    emu = Emulator(data_dir=args.data_dir, knobs=knobs, host=args.host, port=args.port, data_port=args.data_port,
+                   external_port=args.external_port)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -21,6 +21,8 @@ class EmulatorContext:
         self.gate = ThrottleGate()
         #: base URL of the data listener (pre-signed URLs point there); set once it is bound
         self.data_endpoint = ""
+        #: base URL of the external listener (emulator-served externalURLs point there); set once it is bound
+        self.external_endpoint = ""
         #: set while stopping so stalled bodies give up at once
         self.stopping = threading.Event()
 

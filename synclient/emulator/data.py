@@ -2,6 +2,8 @@
 
 Never looks at the platform token (it only counts requests that carry one). Bodies go out with
 zero-copy ``os.sendfile`` unless a bandwidth cap or a fault needs paced, chunked writes.
+``ObjectHandler`` holds what every byte-serving listener shares (ranges, latency, bandwidth, cuts, stalls,
+corruption); the external web server (``external.py``) is the other one.
 """
 from __future__ import annotations
 
@@ -14,13 +16,14 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 from . import hostile
 from .faults import DataFault
 from .httpbase import EmulatorHandler
 from .signing import UrlCheck, check_url
+from .stats import Plane
 from .wire import BUCKET
 
 _MD5 = re.compile(r"^[0-9a-f]{32}$")
@@ -91,49 +94,58 @@ def _sleep_to_pace(started: float, sent: int, bytes_per_second: int) -> None:
         time.sleep(ahead)
 
 
-class DataHandler(EmulatorHandler):
+@dataclass(frozen=True)
+class ServePolicy:
+    """How a listener answers a GET of an object."""
+
+    #: answer a Range header with 206 (else 200 and the whole body)
+    honour_range: bool
+    #: send ``Accept-Ranges: bytes``
+    advertise_ranges: bool
+    #: send Content-Length (else the body ends when the connection closes, HTTP/1.0-style)
+    send_length: bool
+
+
+class ObjectHandler(EmulatorHandler):
+    """Serves stored blobs with the data-plane knobs; subclasses find the blob and say how errors look."""
+
+    plane = Plane.DATA
+
     def do_GET(self) -> None:
-        stats = self.server.context.stats
-        stats.data_body_started()
-        try:
-            self._serve(head_only=False)
-        finally:
-            stats.data_body_finished()
+        self._serve(head_only=False)
 
     def do_HEAD(self) -> None:
         self._serve(head_only=True)
 
-    def _error(self, status: int, code: str, message: str, head_only: bool, extra: Optional[Dict] = None) -> None:
-        self.server.context.stats.data_answered(status)
-        headers = {"Content-Type": "application/xml"}
-        headers.update(extra or {})
-        self.send_whole(status, headers, s3_error_xml(code, message), head_only)
-
     def _serve(self, head_only: bool) -> None:
-        context = self.server.context
-        knobs = context.knobs
-        context.stats.data_started("Authorization" in self.headers)
-        self.read_body()
-        parts = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        verdict = check_url(context.store.secret, parts.path, query)
-        if verdict is not UrlCheck.VALID:
-            self._error(403, *_URL_ERRORS[verdict], head_only)
-            return
-        segments = parts.path.split("/")
-        md5 = segments[-1]
-        blob = context.store.blob_path(md5) if _MD5.match(md5) else None
-        if len(segments) < 3 or segments[1] != BUCKET or blob is None or not os.path.exists(blob):
-            self._error(404, "NoSuchKey", "The specified key does not exist.", head_only)
-            return
-        with open(blob, "rb") as source:
-            size = os.fstat(source.fileno()).st_size
-            self._send_object(source, size, md5, head_only, knobs)
+        raise NotImplementedError
+
+    def _policy(self, knobs) -> ServePolicy:
+        raise NotImplementedError
+
+    def _error_body(self, code: str, message: str) -> Tuple[str, bytes]:
+        """(Content-Type, body) of an error answer."""
+        raise NotImplementedError
+
+    def _object_headers(self) -> Dict[str, str]:
+        """Headers this kind of host adds to every object answer."""
+        return {}
+
+    def _error(self, status: int, code: str, message: str, head_only: bool, extra: Optional[Dict] = None) -> None:
+        self.server.context.stats.transfer_answered(self.plane, status)
+        content_type, body = self._error_body(code, message)
+        headers = {"Content-Type": content_type}
+        headers.update(extra or {})
+        self.send_whole(status, headers, body, head_only)
+
+    def _count_request(self) -> None:
+        self.server.context.stats.transfer_started(self.plane, "Authorization" in self.headers)
 
     def _send_object(self, source, size: int, md5: str, head_only: bool, knobs) -> None:
         context = self.server.context
+        policy = self._policy(knobs)
         try:
-            wanted = None if knobs.data_ignore_range else parse_range(self.headers.get("Range"), size)
+            wanted = parse_range(self.headers.get("Range"), size) if policy.honour_range else None
         except RangeNotSatisfiable:
             self._error(416, "InvalidRange", "The requested range is not satisfiable", head_only,
                         {"Content-Range": f"bytes */{size}"})
@@ -145,10 +157,11 @@ class DataHandler(EmulatorHandler):
         headers = {
             "Content-Type": "application/octet-stream",
             "ETag": f'"{md5}"',
-            "Accept-Ranges": "bytes",
             "Last-Modified": email.utils.formatdate(os.fstat(source.fileno()).st_mtime, usegmt=True),
-            "x-amz-request-id": uuid.uuid4().hex[:16].upper(),
         }
+        if policy.advertise_ranges:
+            headers["Accept-Ranges"] = "bytes"
+        headers.update(self._object_headers())
         if wanted is None:
             status, offset, count = 200, 0, size
         else:
@@ -161,8 +174,10 @@ class DataHandler(EmulatorHandler):
             request_key = f"{urlsplit(self.path).path} {self.headers.get('Range')}"
             fault, cut_fraction = context.faults.data_fault(knobs, request_key)
             corrupt_pick = context.faults.data_corrupt(knobs, request_key)
-        context.stats.data_answered(status)
-        self.wfile.write(self.response_head(status, headers, count))
+        context.stats.transfer_answered(self.plane, status)
+        if not policy.send_length:
+            self.close_connection = True  # the body ends where the connection does
+        self.wfile.write(self.response_head(status, headers, count if policy.send_length else None))
         if head_only:
             return
         if fault is DataFault.STALL:
@@ -183,7 +198,8 @@ class DataHandler(EmulatorHandler):
         elif knobs.bandwidth_per_conn:
             started = time.monotonic()
             self._paced(source, offset, count, knobs.bandwidth_per_conn)
-            context.stats.data_body_sent(time.monotonic() - started)
+            if self.plane is Plane.DATA:  # paced_body_seconds describes the data host's links
+                context.stats.data_body_sent(time.monotonic() - started)
         else:
             self._sendfile(source, offset, count)
 
@@ -215,7 +231,7 @@ class DataHandler(EmulatorHandler):
                     break
                 offset += sent
                 remaining -= sent
-                stats.data_sent(sent)
+                stats.transfer_sent(self.plane, sent)
         except OSError as error:
             # clients close early on purpose (e.g. synapseclient reads only the headers of a full GET)
             self.close_connection = True
@@ -254,8 +270,49 @@ class DataHandler(EmulatorHandler):
                     chunk = hostile.flip(chunk, flip_at - sent_total)
                 self.wfile.write(chunk)
                 sent_total += len(chunk)
-                stats.data_sent(len(chunk))
+                stats.transfer_sent(self.plane, len(chunk))
                 if bytes_per_second:
                     _sleep_to_pace(started, sent_total, bytes_per_second)
         except OSError:
             self.close_connection = True
+
+
+class DataHandler(ObjectHandler):
+    def do_GET(self) -> None:
+        stats = self.server.context.stats
+        stats.data_body_started()
+        try:
+            self._serve(head_only=False)
+        finally:
+            stats.data_body_finished()
+
+    def _policy(self, knobs) -> ServePolicy:
+        # an S3 that ignores Range still advertises it: the knob models a broken origin, not a different one
+        return ServePolicy(honour_range=not knobs.data_ignore_range, advertise_ranges=True, send_length=True)
+
+    def _error_body(self, code: str, message: str) -> Tuple[str, bytes]:
+        return "application/xml", s3_error_xml(code, message)
+
+    def _object_headers(self) -> Dict[str, str]:
+        return {"x-amz-request-id": uuid.uuid4().hex[:16].upper()}
+
+    def _serve(self, head_only: bool) -> None:
+        context = self.server.context
+        knobs = context.knobs
+        self._count_request()
+        self.read_body()
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        verdict = check_url(context.store.secret, parts.path, query)
+        if verdict is not UrlCheck.VALID:
+            self._error(403, *_URL_ERRORS[verdict], head_only)
+            return
+        segments = parts.path.split("/")
+        md5 = segments[-1]
+        blob = context.store.blob_path(md5) if _MD5.match(md5) else None
+        if len(segments) < 3 or segments[1] != BUCKET or blob is None or not os.path.exists(blob):
+            self._error(404, "NoSuchKey", "The specified key does not exist.", head_only)
+            return
+        with open(blob, "rb") as source:
+            size = os.fstat(source.fileno()).st_size
+            self._send_object(source, size, md5, head_only, knobs)

@@ -60,6 +60,8 @@ def lie_about_handle(knobs, handle_json: Dict[str, object]) -> Dict[str, object]
     if mode == "md5":
         md5 = str(lied.get("contentMd5") or "0" * 32)
         lied["contentMd5"] = hashlib.md5(md5.encode("ascii")).hexdigest()  # well-formed, and wrong
+    elif "contentSize" not in lied:
+        pass  # an external handle that records no size has no size to lie about
     elif mode == "size+1":
         lied["contentSize"] = int(lied["contentSize"]) + 1
     elif mode == "size-1":

@@ -141,6 +141,10 @@ class Knobs:
     hostile_handle_rate: float = 0.0
     #: how those handles lie: "md5", "size+1" or "size-1" (see hostile.py)
     hostile_handle_mode: str = "md5"
+    #: the external listener honours Range (206); off: always 200 with the whole body, no Accept-Ranges
+    external_ranges: bool = True
+    #: the external listener sends Content-Length; off: none, the body ends when the connection closes
+    external_content_length: bool = True
 
     def __post_init__(self) -> None:
         self.validate()
@@ -176,6 +180,9 @@ class Knobs:
                      "fault_data_corrupt_rate", "hostile_handle_rate"):
             setattr(self, name, parse_rate(getattr(self, name)))
         self.maintenance_window = parse_window(self.maintenance_window)
+        for name in ("external_ranges", "external_content_length"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false")
         if self.throttle_retry_after is not None:
             self.throttle_retry_after = int(self.throttle_retry_after)
 

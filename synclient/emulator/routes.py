@@ -21,8 +21,7 @@ log = logging.getLogger("synclient.emulator")
 PAGE_SIZE = 50
 MAX_BATCH_FILES = 100
 FILE_ENTITY_ASSOCIATION = "FileEntity"
-INCLUDE_TYPES = {"project": EntityKind.PROJECT, "folder": EntityKind.FOLDER, "file": EntityKind.FILE,
-                 "link": EntityKind.LINK}
+INCLUDE_TYPES = {kind.value: kind for kind in EntityKind}
 # Types Synapse knows but the emulator never stores: accepted in includeTypes, never matched.
 # Newer clients send types added after this list was written, so any other lowercase word is accepted.
 OTHER_TYPES = re.compile(r"^[a-z]+$")
@@ -113,9 +112,13 @@ class Routes:
 
     def _handle_json(self, handle) -> Dict[str, object]:
         """The handle's JSON; with ``hostile_handle_rate`` some handles misdescribe their bytes (hostile.py)."""
-        return hostile.lie_about_handle(self.context.knobs, wire.file_handle_json(handle))
+        return hostile.lie_about_handle(self.context.knobs,
+                                        wire.file_handle_json(handle, self.context.external_endpoint))
 
     def _presigned_url(self, handle) -> str:
+        """A signed data-host URL; for an external handle Synapse answers its externalURL itself."""
+        if handle.storage.is_external:
+            return wire.external_url(handle, self.context.external_endpoint)
         return sign_url(self.store.secret, self.context.data_endpoint, wire.data_path(handle),
                         self.context.knobs.url_lifetime)
 
@@ -138,12 +141,22 @@ class Routes:
         entity = self._entity(request.params[0])
         offset = int(request.query.get("offset", 0))
         limit = int(request.query.get("limit", 10))
+        if entity.kind.is_item_list:  # one version, "in progress" (no snapshots in the emulator)
+            results = [wire.item_list_version_info(entity)][offset:offset + limit]
+            return Response(body={"results": results, "totalNumberOfResults": 1})
         if entity.kind is not EntityKind.FILE:
             return Response(body={"results": [], "totalNumberOfResults": 0})
         versions = self.store.versions(entity.id)
         results = [wire.version_info(entity, v, self.store.file_handle(v.file_handle_id))
                    for v in versions[offset:offset + limit]]
         return Response(body={"results": results, "totalNumberOfResults": len(versions)})
+
+    def table_columns(self, request: Request) -> Response:
+        """PaginatedColumnModels of a table-like entity: the emulator's datasets have no columns."""
+        entity = self._entity(request.params[0])
+        if not entity.kind.is_item_list:
+            raise ApiError(400, f"syn{entity.id} is not a table or view.")
+        return Response(body={"results": [], "totalNumberOfResults": 0})
 
     def entity_path(self, request: Request) -> Response:
         return Response(body=wire.path_json(self.store, self._entity(request.params[0])))
@@ -372,6 +385,7 @@ ROUTES: List[Route] = [
     _route("GET", rf"/repo/v1/entity/{_ID}/version", Routes.entity_versions, "entity"),
     _route("GET", rf"/repo/v1/entity/{_ID}/type", Routes.entity_type, "entity"),
     _route("GET", rf"/repo/v1/entity/{_ID}/path", Routes.entity_path, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ID}/column", Routes.table_columns, "entity"),
     _route("GET", rf"/repo/v1/entity/{_ID}/annotations2", Routes.annotations, "entity"),
     _route("GET", rf"/repo/v1/entity/{_ID}/version/(\d+)/annotations2", Routes.annotations, "entity"),
     _route("GET", rf"/repo/v1/entity/{_ID}/generatedBy", Routes.generated_by, "entity"),

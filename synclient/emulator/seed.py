@@ -9,26 +9,43 @@ Spec format (other tools rely on it)::
         {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v2"}]},
         {"type": "link", "name": "l", "target": "d/a.txt"},
         {"type": "file", "name": "secret", "content": "x", "deny": true},
-        {"type": "file", "name": "n", "content": "x", "annotations": {"k": ["v"]}}]}]}
+        {"type": "file", "name": "n", "content": "x", "annotations": {"k": ["v"]}},
+        {"type": "file", "name": "x.csv", "external": true, "content": "a,b", "record_md5": false},
+        {"type": "file", "name": "y.csv", "external": "sftp://sftp.example.org/data/y.csv"},
+        {"type": "dataset", "name": "ds", "items": [{"ref": "d/a.txt", "version": 1}, {"ref": "v.txt"}]},
+        {"type": "datasetcollection", "name": "dc", "items": [{"ref": "ds"}]}]}]}
 
 ``size`` + ``seed`` means the bytes ``random.Random(seed).randbytes(size)``, generated in chunks.
 ``target`` is a "/"-separated path inside the same project, or a list of names when a name itself
 contains "/".  ``deny`` is ``true``/``"read"`` (no read, no download) or ``"download"``.
+``external: true`` makes the file's handles ExternalFileHandles served by the external listener (its content as
+for any file; ``record_md5`` / ``record_size``, default true, say whether the handle records contentMd5 /
+contentSize). ``external: "<sftp|ftp|http|https URL>"`` is a handle with that URL verbatim and no bytes; it
+records an MD5 / size only when ``md5`` / ``size`` are given.  A dataset's items are ``{"ref": path, "version": n}``
+(files; ``version`` defaults to the file's current version), a dataset collection's are datasets; refs are
+resolved like link targets, after the whole spec is created.
 """
 from __future__ import annotations
 
 import math
 import os
 import random
+import re
 from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .knobs import parse_size
-from .store import DenyMode, EntityKind, Store
+from .store import DenyMode, EntityKind, HandleStorage, ItemRef, Store
 
 #: Chunk size for generated content; a multiple of 4 so that chunked randbytes equals one call
 #: (randbytes draws 32-bit words; see tests/emulator/test_seed.py).
 GENERATE_CHUNK = 1 << 20
+#: URL schemes a foreign external handle may have (what synapseclient knows how to fetch)
+FOREIGN_SCHEMES = ("sftp", "ftp", "http", "https")
+_MD5_HEX = re.compile(r"^[0-9a-f]{32}$")
+#: what each item-list kind may list
+ITEM_KINDS = {EntityKind.DATASET: EntityKind.FILE, EntityKind.DATASET_COLLECTION: EntityKind.DATASET}
 
 
 class SpecError(ValueError):
@@ -80,12 +97,24 @@ class _PendingLink:
     where: str
 
 
+@dataclass
+class _PendingItems:
+    """A dataset or collection, created at once (its name is taken), whose items are resolved at the end."""
+
+    entity_id: int
+    kind: EntityKind
+    project_id: int
+    items: List[dict]
+    where: str
+
+
 class SpecSeeder:
-    """Creates the entities of a spec; links are created last so targets may come later."""
+    """Creates the entities of a spec; links and dataset items come last so their targets may come later."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._links: List[_PendingLink] = []
+        self._item_lists: List[_PendingItems] = []
 
     def seed(self, spec: dict) -> Dict[str, str]:
         if not isinstance(spec, dict) or not isinstance(spec.get("projects"), list):
@@ -107,7 +136,25 @@ class SpecSeeder:
                     raise SpecError(f"{link.where}: link target {link.target!r} not found in the project") from None
                 self.store.create_entity(EntityKind.LINK, link.name, link.parent_id, link_target=target,
                                          deny=link.deny)
+            for pending in self._item_lists:
+                refs = [self._item_ref(pending, index, item) for index, item in enumerate(pending.items)]
+                self.store.set_items(pending.entity_id, refs)
         return created
+
+    def _item_ref(self, pending: _PendingItems, index: int, item: dict) -> ItemRef:
+        where = f"{pending.where}.items[{index}]"
+        try:
+            target_id = resolve_path(self.store, pending.project_id, item["ref"])
+        except KeyError:
+            raise SpecError(f"{where}: ref {item['ref']!r} not found in the project") from None
+        target = self.store.entity(target_id)
+        wanted = ITEM_KINDS[pending.kind]
+        if target.kind is not wanted:
+            raise SpecError(f"{where}: ref {item['ref']!r} is a {target.kind.value}, not a {wanted.value}")
+        version = item.get("version", target.current_version)
+        if version > target.current_version:
+            raise SpecError(f"{where}: {item['ref']!r} has no version {version}")
+        return ItemRef(target_id, version)
 
     def _children(self, node: dict, parent_id: int, project_id: int, where: str) -> None:
         children = node.get("children", [])
@@ -133,8 +180,13 @@ class SpecSeeder:
                 if not isinstance(versions, list):
                     raise SpecError(f"{where}: versions must be a list")
                 content_type = node.get("contentType", "application/octet-stream")
-                handles = [self._file_handle(v, name, content_type, f"{where}.versions[{i}]")
-                           for i, v in enumerate(versions)]
+                external = self._external(node, where)
+                if isinstance(external, str):
+                    handles = [self._foreign_handle(node, external, name, content_type, where)]
+                else:
+                    handles = [self._file_handle(v, name, content_type, f"{where}.versions[{i}]",
+                                                 self._handle_options(node, v, external, where))
+                               for i, v in enumerate(versions)]
                 file_id = self.store.create_entity(EntityKind.FILE, name, parent_id, file_handle_id=handles[0],
                                                    deny=deny, annotations=annotations)
                 for handle in handles[1:]:
@@ -143,14 +195,84 @@ class SpecSeeder:
                 if "target" not in node:
                     raise SpecError(f"{where}: a link needs a target")
                 self._links.append(_PendingLink(parent_id, name, project_id, node["target"], deny, where))
+            elif kind in ("dataset", "datasetcollection"):
+                item_kind = EntityKind(kind)
+                items = self._items(node, where)
+                entity_id = self.store.create_entity(item_kind, name, parent_id, deny=deny, annotations=annotations)
+                self._item_lists.append(_PendingItems(entity_id, item_kind, project_id, items, where))
             else:
-                raise SpecError(f"{where}: type must be folder, file or link, got {kind!r}")
+                raise SpecError(f"{where}: type must be folder, file, link, dataset or datasetcollection, "
+                                f"got {kind!r}")
         except (ValueError, KeyError) as error:
             if isinstance(error, SpecError):
                 raise
             raise SpecError(f"{where}: {error}") from None
 
-    def _file_handle(self, node: dict, name: str, content_type: str, where: str) -> int:
+    @staticmethod
+    def _items(node: dict, where: str) -> List[dict]:
+        items = node.get("items", [])
+        if not isinstance(items, list):
+            raise SpecError(f"{where}: items must be a list")
+        for index, item in enumerate(items):
+            item_where = f"{where}.items[{index}]"
+            if not isinstance(item, dict) or "ref" not in item:
+                raise SpecError(f'{item_where}: an item must be an object with a "ref"')
+            if not isinstance(item["ref"], (str, list)) or not split_path(item["ref"]):
+                raise SpecError(f"{item_where}: ref must be a non-empty path or list of names")
+            version = item.get("version")
+            if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+                raise SpecError(f"{item_where}: version must be a positive integer")
+        return items
+
+    @staticmethod
+    def _external(node: dict, where: str) -> Union[bool, str]:
+        """False, True (served by the external listener) or a foreign URL."""
+        external = node.get("external", False)
+        if external is False:
+            for key in ("record_md5", "record_size"):
+                if key in node:
+                    raise SpecError(f'{where}: {key} only applies to a file with "external": true')
+            return False
+        if external is True:
+            if "md5" in node:
+                raise SpecError(f"{where}: md5 only applies to a file with an external URL (content has its own)")
+            return True
+        if not isinstance(external, str) or urlsplit(external).scheme.lower() not in FOREIGN_SCHEMES:
+            raise SpecError(f"{where}: external must be true or a URL ({', '.join(FOREIGN_SCHEMES)}), "
+                            f"got {external!r}")
+        for key in ("content", "seed", "versions", "record_md5", "record_size"):
+            if key in node:
+                raise SpecError(f"{where}: a file with an external URL has no {key} (only md5 and size)")
+        return external
+
+    @staticmethod
+    def _handle_options(node: dict, version: dict, external: bool, where: str) -> dict:
+        """Keyword arguments of create_file_handle for one version (``record_*`` may be set per version)."""
+        if not external:
+            return {}
+        options = {}
+        for key in ("record_md5", "record_size"):
+            value = version.get(key, node.get(key, True))
+            if not isinstance(value, bool):
+                raise SpecError(f"{where}: {key} must be true or false")
+            options["records_" + key[len("record_"):]] = value
+        return dict(options, storage=HandleStorage.EXTERNAL)
+
+    def _foreign_handle(self, node: dict, url: str, name: str, content_type: str, where: str) -> int:
+        md5 = node.get("md5")
+        if md5 is not None and (not isinstance(md5, str) or not _MD5_HEX.match(md5)):
+            raise SpecError(f"{where}: md5 must be 32 lowercase hex digits")
+        try:
+            size = parse_size(node["size"]) if "size" in node else None
+        except (TypeError, ValueError) as error:
+            raise SpecError(f"{where}: {error}") from None
+        file_name = unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or name  # as synapseclient names such handles
+        return self.store.create_file_handle(md5 or "", size or 0, file_name, node.get("contentType", content_type),
+                                             storage=HandleStorage.FOREIGN, foreign_url=url,
+                                             records_md5=md5 is not None, records_size=size is not None)
+
+    def _file_handle(self, node: dict, name: str, content_type: str, where: str,
+                     handle_options: Optional[dict] = None) -> int:
         if "content" in node:
             content = node["content"]
             data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
@@ -164,7 +286,8 @@ class SpecSeeder:
             md5, size = self.store.put_blob(seeded_chunks(size, seed))
         else:
             md5, size = self.store.put_bytes(b"")
-        return self.store.create_file_handle(md5, size, name, node.get("contentType", content_type))
+        return self.store.create_file_handle(md5, size, name, node.get("contentType", content_type),
+                                             **(handle_options or {}))
 
     @staticmethod
     def _name(node: dict, where: str) -> str:

@@ -1,4 +1,4 @@
-"""``Emulator``: the API and data listeners plus the store, as a context manager for tests."""
+"""``Emulator``: the API, data and external listeners plus the store, as a context manager for tests."""
 from __future__ import annotations
 
 import shutil
@@ -14,6 +14,7 @@ from .api import ApiHandler
 from .routes import Routes
 from .context import EmulatorContext
 from .data import DataHandler
+from .external import ExternalHandler
 from .httpbase import EmulatorHTTPServer
 from .knobs import Knobs, profile_knobs
 from .store import Store
@@ -24,21 +25,21 @@ Content = Union[bytes, str, Iterable[bytes]]
 class Emulator:
     """A local Synapse-compatible platform.
 
-    ``with Emulator() as emu:`` starts both listeners on free ports of 127.0.0.1; with
+    ``with Emulator() as emu:`` starts its three listeners (API, data, external) on free ports of 127.0.0.1; with
     ``data_dir=None`` the store lives in a temporary directory removed on exit.
     Knob overrides are ``Knobs`` field names: ``Emulator(api_latency_ms=100)``;
     ``profile="synapse"`` applies the production limits first.
     """
 
     def __init__(self, data_dir: Optional[str] = None, knobs: Optional[Knobs] = None, *,
-                 host: str = "127.0.0.1", port: int = 0, data_port: int = 0, profile: Optional[str] = None,
-                 **knob_overrides) -> None:
+                 host: str = "127.0.0.1", port: int = 0, data_port: int = 0, external_port: int = 0,
+                 profile: Optional[str] = None, **knob_overrides) -> None:
         knobs = knobs or Knobs()
         if profile is not None:  # the profile's values, then explicit overrides on top
             knob_overrides = {**profile_knobs(profile), **knob_overrides}
         self.knobs = knobs.replace(**knob_overrides) if knob_overrides else knobs
         self.host = host
-        self._requested_ports = (port, data_port)
+        self._requested_ports = (port, data_port, external_port)
         self._data_dir = data_dir
         self._owns_data_dir = data_dir is None
         self._store: Optional[Store] = None
@@ -47,6 +48,8 @@ class Emulator:
         self._threads: Dict[str, threading.Thread] = {}
         self.endpoint = ""
         self.data_endpoint = ""
+        #: base URL of the external web server that serves emulator-hosted external file handles
+        self.external_endpoint = ""
 
     # --- lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> "Emulator":
@@ -75,27 +78,36 @@ class Emulator:
         context = self._open_store()
         context.stopping.clear()
         context.faults.started_at = time.monotonic()  # the maintenance window counts from here
-        api_port, data_port = self._requested_ports
-        data_server = EmulatorHTTPServer((self.host, data_port), DataHandler, context)
-        try:
-            api_server = EmulatorHTTPServer((self.host, api_port), ApiHandler, context)
-        except OSError:
-            data_server.server_close()  # e.g. the API port is taken: leave nothing bound behind
-            raise
+        api_server, data_server, external_server = self._bind(context)
         api_server.routes = Routes(context)
         api_server.admin_routes = AdminRoutes(context, self.admin, self.info)
-        self._servers = {"api": api_server, "data": data_server}
+        self._servers = {"api": api_server, "data": data_server, "external": external_server}
         self.endpoint = f"http://{self.host}:{api_server.server_address[1]}"
         self.data_endpoint = f"http://{self.host}:{data_server.server_address[1]}"
+        self.external_endpoint = f"http://{self.host}:{external_server.server_address[1]}"
         # restart() must come back on the same ports
-        self._requested_ports = (api_server.server_address[1], data_server.server_address[1])
+        self._requested_ports = tuple(server.server_address[1] for server in (api_server, data_server,
+                                                                               external_server))
         context.data_endpoint = self.data_endpoint
+        context.external_endpoint = self.external_endpoint
         for name, server in self._servers.items():
             thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
                                       name=f"emulator-{name}", daemon=True)
             thread.start()
             self._threads[name] = thread
         return self
+
+    def _bind(self, context: EmulatorContext):
+        """The API, data and external servers on the requested ports; if one port is taken, none stays bound."""
+        bound = []
+        try:
+            for port, handler in zip(self._requested_ports, (ApiHandler, DataHandler, ExternalHandler)):
+                bound.append(EmulatorHTTPServer((self.host, port), handler, context))
+        except OSError:
+            for server in bound:
+                server.server_close()
+            raise
+        return bound
 
     def _stop_listeners(self) -> None:
         if self._context is not None:
@@ -124,7 +136,7 @@ class Emulator:
             self._data_dir = None
 
     def restart(self) -> None:
-        """Stop both listeners and start again on the same ports with the same (persisted) store."""
+        """Stop the listeners and start again on the same ports with the same (persisted) store."""
         knobs = self._context.knobs if self._context else self.knobs
         stats = self._context.stats if self._context else None
         self._stop_listeners()
@@ -149,8 +161,8 @@ class Emulator:
 
     def info(self) -> Dict[str, object]:
         projects = {name: f"syn{entity_id}" for name, entity_id in self.store.projects().items()}
-        return {"endpoint": self.endpoint, "data_endpoint": self.data_endpoint, "token": self.token,
-                "projects": projects}
+        return {"endpoint": self.endpoint, "data_endpoint": self.data_endpoint,
+                "external_endpoint": self.external_endpoint, "token": self.token, "projects": projects}
 
     # --- seeding ------------------------------------------------------------------------------
     def seed_spec(self, spec: dict) -> Dict[str, str]:
@@ -192,6 +204,13 @@ class Emulator:
 
     def add_file(self, parent_id: EntityRef, name: str, content: Content = b"") -> str:
         return self._admin().add_file(parent_id, name, content)
+
+    def add_external_file(self, parent_id: EntityRef, name: str, content: Content = b"", *, record_md5: bool = True,
+                          record_size: bool = True) -> str:
+        """A file whose handle is an ExternalFileHandle served by the external listener; ``record_md5`` /
+        ``record_size`` say whether the handle records contentMd5 / contentSize."""
+        return self._admin().add_external_file(parent_id, name, content, record_md5=record_md5,
+                                               record_size=record_size)
 
     def add_folder(self, parent_id: EntityRef, name: str) -> str:
         return self._admin().add_folder(parent_id, name)

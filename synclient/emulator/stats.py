@@ -1,9 +1,11 @@
 """Counters that tests read through ``GET /emulator/stats`` (or ``Emulator.stats()``)."""
 from __future__ import annotations
 
+import enum
 import re
 import threading
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Dict
 
 _SYN_ID = re.compile(r"/syn\d+(?=/|$)", re.IGNORECASE)
@@ -20,6 +22,22 @@ def route_key(method: str, path: str) -> str:
     return f"{method} {path}"
 
 
+class Plane(enum.Enum):
+    """The listeners that serve bytes; each keeps its own request, byte and status counters."""
+
+    DATA = "data"          # the S3-like host behind pre-signed URLs
+    EXTERNAL = "external"  # the plain web server behind external file handles
+
+
+@dataclass
+class PlaneCounters:
+    requests: int = 0
+    bytes: int = 0
+    #: requests that carried an ``Authorization`` header (the platform token must never go there)
+    auth_headers: int = 0
+    by_status: Counter = field(default_factory=Counter)
+
+
 class Stats:
     """Thread-safe counters; one lock, held only for the increment itself."""
 
@@ -33,9 +51,7 @@ class Stats:
         with self._lock:
             self.api_requests = 0
             self.api_by_route: Counter = Counter()
-            self.data_requests = 0
-            self.data_bytes = 0
-            self.auth_headers_on_data = 0
+            self.planes: Dict[Plane, PlaneCounters] = {plane: PlaneCounters() for plane in Plane}
             self.throttled_429 = 0
             self.peak_api_concurrency = self._in_flight
             self.peak_data_concurrency = self._data_in_flight
@@ -43,7 +59,6 @@ class Stats:
             self.api_5xx_injected = 0
             self.data_cuts_injected = 0
             self.data_stalls_injected = 0
-            self.data_by_status: Counter = Counter()
             self.api_by_status: Counter = Counter()
 
     def api_started(self, method: str, path: str) -> None:
@@ -64,11 +79,12 @@ class Stats:
         with self._lock:
             self.api_5xx_injected += 1
 
-    def data_started(self, has_authorization: bool) -> None:
+    def transfer_started(self, plane: Plane, has_authorization: bool) -> None:
         with self._lock:
-            self.data_requests += 1
+            counters = self.planes[plane]
+            counters.requests += 1
             if has_authorization:
-                self.auth_headers_on_data += 1
+                counters.auth_headers += 1
 
     def data_body_started(self) -> None:
         with self._lock:
@@ -85,13 +101,13 @@ class Stats:
         with self._lock:
             self.paced_body_seconds += seconds
 
-    def data_answered(self, status: int) -> None:
+    def transfer_answered(self, plane: Plane, status: int) -> None:
         with self._lock:
-            self.data_by_status[str(status)] += 1
+            self.planes[plane].by_status[str(status)] += 1
 
-    def data_sent(self, count: int) -> None:
+    def transfer_sent(self, plane: Plane, count: int) -> None:
         with self._lock:
-            self.data_bytes += count
+            self.planes[plane].bytes += count
 
     def data_cut(self) -> None:
         with self._lock:
@@ -103,14 +119,19 @@ class Stats:
 
     def snapshot(self) -> Dict[str, object]:
         with self._lock:
+            data, external = self.planes[Plane.DATA], self.planes[Plane.EXTERNAL]
             return {
                 "api_requests": self.api_requests,
                 "api_by_route": dict(self.api_by_route),
                 "api_by_status": dict(self.api_by_status),
-                "data_requests": self.data_requests,
-                "data_bytes": self.data_bytes,
-                "data_by_status": dict(self.data_by_status),
-                "auth_headers_on_data": self.auth_headers_on_data,
+                "data_requests": data.requests,
+                "data_bytes": data.bytes,
+                "data_by_status": dict(data.by_status),
+                "auth_headers_on_data": data.auth_headers,
+                "external_requests": external.requests,
+                "external_bytes": external.bytes,
+                "external_by_status": dict(external.by_status),
+                "auth_headers_on_external": external.auth_headers,
                 "throttled_429": self.throttled_429,
                 "peak_api_concurrency": self.peak_api_concurrency,
                 "peak_data_concurrency": self.peak_data_concurrency,

@@ -19,6 +19,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from urllib.parse import quote
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,10 +59,29 @@ CREATE TABLE IF NOT EXISTS file_handles (
     content_type TEXT NOT NULL,
     created_on TEXT NOT NULL,
     created_by INTEGER NOT NULL,
-    etag TEXT NOT NULL
+    etag TEXT NOT NULL,
+    storage TEXT NOT NULL DEFAULT 's3',   -- HandleStorage value
+    external_url TEXT,                    -- a path on the external listener, or a foreign URL verbatim
+    records_md5 INTEGER NOT NULL DEFAULT 1,
+    records_size INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS annotations (entity_id INTEGER PRIMARY KEY, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dataset_items (
+    entity_id INTEGER NOT NULL,   -- the dataset or dataset collection
+    position INTEGER NOT NULL,
+    item_id INTEGER NOT NULL,
+    item_version INTEGER NOT NULL,
+    PRIMARY KEY (entity_id, position)
+);
 """
+
+#: Columns added to tables of older stores, so a data dir written before them still opens: (table, column, DDL).
+ADDED_COLUMNS = (
+    ("file_handles", "storage", "storage TEXT NOT NULL DEFAULT 's3'"),
+    ("file_handles", "external_url", "external_url TEXT"),
+    ("file_handles", "records_md5", "records_md5 INTEGER NOT NULL DEFAULT 1"),
+    ("file_handles", "records_size", "records_size INTEGER NOT NULL DEFAULT 1"),
+)
 
 FIRST_ENTITY_ID = 1000001
 FIRST_FILE_HANDLE_ID = 5000001
@@ -73,6 +93,9 @@ class EntityKind(enum.Enum):
     FOLDER = "folder"
     FILE = "file"
     LINK = "link"
+    #: values are Synapse's EntityType names (bundle2's ``entityType``, children's ``includeTypes``)
+    DATASET = "dataset"
+    DATASET_COLLECTION = "datasetcollection"
 
     @property
     def concrete_type(self) -> str:
@@ -81,7 +104,29 @@ class EntityKind(enum.Enum):
             EntityKind.FOLDER: "org.sagebionetworks.repo.model.Folder",
             EntityKind.FILE: "org.sagebionetworks.repo.model.FileEntity",
             EntityKind.LINK: "org.sagebionetworks.repo.model.Link",
+            EntityKind.DATASET: "org.sagebionetworks.repo.model.table.Dataset",
+            EntityKind.DATASET_COLLECTION: "org.sagebionetworks.repo.model.table.DatasetCollection",
         }[self]
+
+    @property
+    def is_item_list(self) -> bool:
+        """Datasets and dataset collections: views defined by a flat list of entity references."""
+        return self in (EntityKind.DATASET, EntityKind.DATASET_COLLECTION)
+
+
+class HandleStorage(enum.Enum):
+    """Where a file handle's bytes live."""
+
+    #: the data listener, behind pre-signed URLs (an S3FileHandle)
+    S3 = "s3"
+    #: the external listener; the handle stores its URL path, rendered against the listener at wire time
+    EXTERNAL = "external"
+    #: a foreign URL (sftp://, ftp://, http(s)://) stored and shown verbatim; the emulator serves no bytes for it
+    FOREIGN = "foreign"
+
+    @property
+    def is_external(self) -> bool:
+        return self is not HandleStorage.S3
 
 
 class DenyMode(enum.Enum):
@@ -111,6 +156,37 @@ class FileHandle:
     created_on: str
     created_by: int
     etag: str
+    storage: HandleStorage = HandleStorage.S3
+    #: EXTERNAL: the URL path on the external listener; FOREIGN: the URL itself; S3: None
+    external_url: Optional[str] = None
+    #: whether the handle records contentMd5 / contentSize (external handles may not)
+    records_md5: bool = True
+    records_size: bool = True
+
+
+_HANDLE_COLUMNS = ("id, md5, size, file_name, content_type, created_on, created_by, etag, storage, external_url, "
+                   "records_md5, records_size")
+
+
+def _handle_from_row(row: Sequence) -> FileHandle:
+    return FileHandle(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], HandleStorage(row[8]), row[9],
+                      bool(row[10]), bool(row[11]))
+
+
+#: URL path prefix of the external listener's files: ``/ext/<handle id>/<quoted file name>``
+EXTERNAL_PATH_PREFIX = "/ext/"
+
+
+def external_path(handle_id: int, file_name: str) -> str:
+    return f"{EXTERNAL_PATH_PREFIX}{handle_id}/{quote(file_name, safe='')}"
+
+
+@dataclass(frozen=True)
+class ItemRef:
+    """One item of a dataset or dataset collection (Synapse's EntityRef)."""
+
+    entity_id: int
+    version_number: int
 
 
 @dataclass(frozen=True)
@@ -193,6 +269,7 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
+            self._add_missing_columns()
             self._next_entity_id = self._next_id("entities", FIRST_ENTITY_ID)
             self._next_file_handle_id = self._next_id("file_handles", FIRST_FILE_HANDLE_ID)
             self.secret = self._meta_value("signing_secret", lambda: secrets.token_hex(32))
@@ -221,6 +298,13 @@ class Store:
             self._batch_depth -= 1
             if outer:
                 self._db.execute("COMMIT")
+
+    def _add_missing_columns(self) -> None:
+        """A data dir written by an older emulator lacks the newer columns; their defaults describe its rows."""
+        for table, column, ddl in ADDED_COLUMNS:
+            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in present:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {ddl}")
 
     def _next_id(self, table: str, first: int) -> int:
         (highest,) = self._db.execute(f"SELECT max(id) FROM {table}").fetchone()
@@ -283,15 +367,36 @@ class Store:
 
     # --- writes -------------------------------------------------------------------------------
     def create_file_handle(self, md5: str, size: int, file_name: str,
-                           content_type: str = "application/octet-stream") -> int:
+                           content_type: str = "application/octet-stream", *,
+                           storage: HandleStorage = HandleStorage.S3, foreign_url: Optional[str] = None,
+                           records_md5: bool = True, records_size: bool = True) -> int:
+        """A new handle. EXTERNAL handles get their path on the external listener; FOREIGN ones need
+        ``foreign_url`` (their ``md5``/``size`` only mean something where ``records_*`` says so)."""
+        if (storage is HandleStorage.FOREIGN) != (foreign_url is not None):
+            raise ValueError("a foreign URL goes with, and only with, FOREIGN storage")
         with self._lock:
             handle_id = self._next_file_handle_id
             self._next_file_handle_id += 1
+            url = external_path(handle_id, file_name) if storage is HandleStorage.EXTERNAL else foreign_url
             self._db.execute(
-                "INSERT INTO file_handles (id, md5, size, file_name, content_type, created_on, created_by, etag)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (handle_id, md5, size, file_name, content_type, now_iso(), self.user.id, new_etag()))
+                "INSERT INTO file_handles (id, md5, size, file_name, content_type, created_on, created_by, etag,"
+                " storage, external_url, records_md5, records_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (handle_id, md5, size, file_name, content_type, now_iso(), self.user.id, new_etag(), storage.value,
+                 url, int(records_md5), int(records_size)))
             return handle_id
+
+    def set_items(self, entity_id: int, items: Sequence[ItemRef]) -> None:
+        """Replace the item list of a dataset or dataset collection."""
+        with self._lock:
+            entity = self._require(entity_id)
+            if not entity.kind.is_item_list:
+                raise ValueError(f"syn{entity_id} is a {entity.kind.value}; only datasets and collections have items")
+            with self.batch():
+                self._db.execute("DELETE FROM dataset_items WHERE entity_id = ?", (entity_id,))
+                self._db.executemany(
+                    "INSERT INTO dataset_items (entity_id, position, item_id, item_version) VALUES (?, ?, ?, ?)",
+                    [(entity_id, position, item.entity_id, item.version_number)
+                     for position, item in enumerate(items)])
 
     def create_entity(self, kind: EntityKind, name: str, parent_id: Optional[int], *,
                       file_handle_id: Optional[int] = None, link_target: Optional[int] = None,
@@ -395,6 +500,7 @@ class Store:
             with self.batch():
                 self._db.executemany("DELETE FROM versions WHERE entity_id = ?", ids)
                 self._db.executemany("DELETE FROM annotations WHERE entity_id = ?", ids)
+                self._db.executemany("DELETE FROM dataset_items WHERE entity_id = ?", ids)
                 self._db.executemany("DELETE FROM entities WHERE id = ?", ids)
 
     def set_deny(self, entity_id: int, deny: DenyMode) -> None:
@@ -446,10 +552,16 @@ class Store:
 
     def file_handle(self, handle_id: int) -> Optional[FileHandle]:
         with self._lock:
-            row = self._db.execute(
-                "SELECT id, md5, size, file_name, content_type, created_on, created_by, etag FROM file_handles"
-                " WHERE id = ?", (handle_id,)).fetchone()
-        return FileHandle(*row) if row else None
+            row = self._db.execute(f"SELECT {_HANDLE_COLUMNS} FROM file_handles WHERE id = ?",
+                                   (handle_id,)).fetchone()
+        return _handle_from_row(row) if row else None
+
+    def items(self, entity_id: int) -> List[ItemRef]:
+        """The items of a dataset or dataset collection, in their order."""
+        with self._lock:
+            rows = self._db.execute("SELECT item_id, item_version FROM dataset_items WHERE entity_id = ?"
+                                    " ORDER BY position", (entity_id,)).fetchall()
+        return [ItemRef(*row) for row in rows]
 
     def annotations(self, entity_id: int) -> Dict[str, object]:
         with self._lock:

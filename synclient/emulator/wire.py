@@ -1,14 +1,19 @@
 """Store rows -> the JSON shapes the Synapse REST API documents (EntityHeader, FileEntity, ...)."""
 from __future__ import annotations
 
+import hashlib
 from typing import Dict, List, Optional
 
-from .store import DenyMode, Entity, EntityKind, FileHandle, Store, Version
+from .store import DenyMode, Entity, EntityKind, FileHandle, HandleStorage, Store, Version
 
 BUCKET = "synclient-emulator"
 ROOT_ID = "syn4489"  # Synapse's root folder: the parentId of every project
 ERROR_RESPONSE = "org.sagebionetworks.repo.model.ErrorResponse"
 S3_FILE_HANDLE = "org.sagebionetworks.repo.model.file.S3FileHandle"
+EXTERNAL_FILE_HANDLE = "org.sagebionetworks.repo.model.file.ExternalFileHandle"
+#: Synapse labels (and comments) the current, not yet snapshotted version of a table or view so
+#: (``TableConstants.IN_PROGRESS``, set when an entity of a table type is created)
+IN_PROGRESS = "in progress"
 VERSIONABLE = "org.sagebionetworks.repo.model.VersionableEntity"
 
 
@@ -29,6 +34,10 @@ def data_path(handle: FileHandle) -> str:
     return f"/{BUCKET}/{data_key(handle)}"
 
 
+def version_label(entity: Entity, version_number: int) -> str:
+    return IN_PROGRESS if entity.kind.is_item_list else str(version_number)
+
+
 def entity_header(store: Store, entity: Entity) -> Dict[str, object]:
     version = entity.current_version
     return {
@@ -36,7 +45,7 @@ def entity_header(store: Store, entity: Entity) -> Dict[str, object]:
         "id": syn(entity.id),
         "type": entity.kind.concrete_type,
         "versionNumber": version,
-        "versionLabel": str(version),
+        "versionLabel": version_label(entity, version),
         "benefactorId": store.benefactor_id(entity),
         "createdOn": entity.created_on,
         "modifiedOn": entity.modified_on,
@@ -78,10 +87,51 @@ def entity_json(store: Store, entity: Entity, version: Optional[Version] = None)
             links_to["targetVersionNumber"] = entity.link_target_version
         body["linksTo"] = links_to
         body["linksToClassName"] = (target.kind.concrete_type if target else EntityKind.FILE.concrete_type)
+    elif entity.kind.is_item_list:
+        body.update(_item_list_fields(store, entity))
     return body
 
 
-def file_handle_json(handle: FileHandle) -> Dict[str, object]:
+def _item_list_fields(store: Store, entity: Entity) -> Dict[str, object]:
+    """A Dataset's or DatasetCollection's own fields (Table -> View -> EntityRefCollectionView). No columns: the
+    emulator's datasets have an empty schema, which Synapse allows (``GET /entity/{id}/column`` lists none)."""
+    items = store.items(entity.id)
+    fields: Dict[str, object] = {
+        "versionNumber": entity.current_version,
+        "versionLabel": IN_PROGRESS,
+        "versionComment": IN_PROGRESS,
+        "isLatestVersion": True,
+        "columnIds": [],
+        "isSearchEnabled": False,
+        "items": [{"entityId": syn(item.entity_id), "versionNumber": item.version_number} for item in items],
+    }
+    if entity.kind is EntityKind.DATASET:
+        fields.update(_dataset_summary(store, items))
+    return fields
+
+
+def _dataset_summary(store: Store, items) -> Dict[str, object]:
+    """Synapse computes a dataset's ``size`` (sum of its files' sizes), ``checksum`` (MD5 of the sorted, comma-joined
+    MD5s of its files) and ``count``; files whose handle records no MD5 or size add nothing to those."""
+    handles = []
+    for item in items:
+        version = store.version(item.entity_id, item.version_number)
+        handle = store.file_handle(version.file_handle_id) if version else None
+        if handle is not None:
+            handles.append(handle)
+    md5s = sorted(handle.md5 for handle in handles if handle.records_md5)
+    return {
+        "size": sum(handle.size for handle in handles if handle.records_size),
+        "checksum": hashlib.md5(",".join(md5s).encode("ascii")).hexdigest(),
+        "count": len(items),
+    }
+
+
+def file_handle_json(handle: FileHandle, external_endpoint: str = "") -> Dict[str, object]:
+    """An S3FileHandle, or an ExternalFileHandle (no bucket, key or preview; contentMd5 and contentSize only when
+    recorded: Synapse leaves out what a handle's creator did not give)."""
+    if handle.storage.is_external:
+        return _external_handle_json(handle, external_endpoint)
     return {
         "id": str(handle.id),
         "etag": handle.etag,
@@ -99,6 +149,33 @@ def file_handle_json(handle: FileHandle) -> Dict[str, object]:
         "key": data_key(handle),
         "isPreview": False,
     }
+
+
+def external_url(handle: FileHandle, external_endpoint: str) -> str:
+    """The handle's URL: emulator-served ones live on the external listener of this run (its port may change)."""
+    if handle.storage is HandleStorage.EXTERNAL:
+        return f"{external_endpoint}{handle.external_url}"
+    return str(handle.external_url)
+
+
+def _external_handle_json(handle: FileHandle, external_endpoint: str) -> Dict[str, object]:
+    body: Dict[str, object] = {
+        "id": str(handle.id),
+        "etag": handle.etag,
+        "createdBy": str(handle.created_by),
+        "createdOn": handle.created_on,
+        "modifiedOn": handle.created_on,
+        "concreteType": EXTERNAL_FILE_HANDLE,
+        "contentType": handle.content_type,
+        "fileName": handle.file_name,
+        "status": "AVAILABLE",
+        "externalURL": external_url(handle, external_endpoint),
+    }
+    if handle.records_md5:
+        body["contentMd5"] = handle.md5
+    if handle.records_size:
+        body["contentSize"] = handle.size
+    return body
 
 
 def _annotation_value(values: List[object]) -> Dict[str, object]:
@@ -173,9 +250,23 @@ def version_info(entity: Entity, version: Version, handle: Optional[FileHandle])
         "modifiedBy": str(entity.modified_by),
         "modifiedByPrincipalId": str(entity.modified_by),
         "modifiedOn": version.modified_on,
-        "contentMd5": handle.md5 if handle else None,
-        "contentSize": str(handle.size) if handle else None,
+        "contentMd5": handle.md5 if handle and handle.records_md5 else None,
+        "contentSize": str(handle.size) if handle and handle.records_size else None,
         "isLatestVersion": version.version_number == entity.current_version,
+    }
+
+
+def item_list_version_info(entity: Entity) -> Dict[str, object]:
+    """The one version of a dataset or collection: the current, "in progress" one."""
+    return {
+        "id": syn(entity.id),
+        "versionNumber": entity.current_version,
+        "versionLabel": IN_PROGRESS,
+        "versionComment": IN_PROGRESS,
+        "modifiedBy": str(entity.modified_by),
+        "modifiedByPrincipalId": str(entity.modified_by),
+        "modifiedOn": entity.modified_on,
+        "isLatestVersion": True,
     }
 
 

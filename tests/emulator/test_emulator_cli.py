@@ -41,7 +41,7 @@ def test_seed_then_serve_prints_ready_line_and_stops_on_sigterm(tmp_path):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         ready = json.loads(server.stdout.readline())
-        assert set(ready) == {"endpoint", "data_endpoint", "token", "projects"}
+        assert set(ready) == {"endpoint", "data_endpoint", "external_endpoint", "token", "projects"}
         assert ready["projects"] == {"p": project}
         answer = requests.get(f"{ready['endpoint']}/repo/v1/entity/{project}",
                               headers={"Authorization": f"Bearer {ready['token']}"}, timeout=10)
