@@ -80,8 +80,8 @@ def check_fetchable(entity_id: str, handle: FileHandle) -> None:
     scheme = parts.scheme.lower()
     if scheme not in FETCHED_SCHEMES:
         shown = f"{scheme}://{parts.hostname or ''}{parts.path}"  # no user, password or query in a message
-        raise UnsupportedError(f"{entity_id}: its bytes are at an external {scheme or 'relative'} URL ({shown}); "
-                               f"synclient downloads http(s) only: fetch it with a {scheme or 'suitable'} client")
+        raise UnsupportedError(f"{entity_id} is an external {scheme or 'relative'} URL ({shown}): synclient "
+                               f"fetches http(s) URLs only; download it with a client for {scheme or 'that URL'}")
 
 
 class FilePipeline:
