@@ -151,3 +151,26 @@ def test_the_cli_gets_a_dataset_and_a_list_with_an_unsupported_url(emu, tmp_path
     assert run.returncode == 1
     assert "1 downloaded (1 unverified: no MD5 or size recorded), 0 skipped, 1 failed" in run.stdout
     assert "external sftp URL" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_collection_under_faults_is_byte_exact_and_a_dry_run_writes_nothing(emu, tmp_path):
+    emu.set_knobs(fault_api_5xx_rate=0.15, fault_data_cut_rate=0.3, fault_data_corrupt_rate=0.1, fault_seed=3)
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        plan = download_many([emu.resolve(emu.project, "all")], tmp_path / "dry", platform=platform, dry_run=True)
+        assert sorted(entry.rel_path for entry in plan.entries) == [
+            "cohort/a (%s).csv" % emu.resolve(emu.project, "g/a.csv"), "cohort/a.csv", "cohort/b.csv",
+            "cohort/both.csv", "latest/b.csv"]
+        assert not (tmp_path / "dry").exists()
+        results = download_many([emu.resolve(emu.project, "all")], tmp_path / "real", platform=platform,
+                                config=SMALL_PARTS)
+    assert not results.failures and len(results) == 5
+    assert local_md5s(tmp_path / "real") == {
+        "cohort/a.csv": md5(b"f/a\n"), "cohort/b.csv": md5(b"b one\n"),
+        f"cohort/a ({emu.resolve(emu.project, 'g/a.csv')}).csv": md5(b"g/a\n"),
+        "cohort/both.csv": EXTERNAL["both.csv"], "latest/b.csv": md5(b"b two\n")}
+    assert emu.stats()["api_5xx_injected"] > 0
+
+
+def local_md5s(root: Path) -> dict:
+    return {p.relative_to(root).as_posix(): md5(p.read_bytes()) for p in root.rglob("*")
+            if p.is_file() and ".synclient" not in p.parts}
