@@ -132,6 +132,8 @@ def fetch_range(client: DataClient, url: SignedUrl, byte_range: ByteRange, *,
                        cancelled=cancelled, where=where)
         if offset < byte_range.end:
             raise TransferError(f"GET {where}: body ended at byte {offset}, expected {byte_range.end}")
+        if "Content-Length" not in response.headers:
+            _check_body_ends(response, offset, where)
         finished = True
     finally:
         _done_with(response, finished)
@@ -160,6 +162,17 @@ def fetch_whole(client: DataClient, url: SignedUrl, *, sink: Callable[[int, memo
         return offset
     finally:
         _done_with(response, finished)
+
+
+def _check_body_ends(response: urllib3.BaseHTTPResponse, offset: int, where: str) -> None:
+    """A body that only its end delimits (no ``Content-Length``: some external web servers) must end where the
+    platform's size says, since that size may be all the file is checked against."""
+    try:
+        more = _body_reader(response)(_receive_buffer(1)[:1])
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise TransferError(f"GET {where}: {exc.__class__.__name__} after byte {offset}") from None
+    if more:
+        raise IntegrityError(f"GET {where}: the body goes on past byte {offset}, where the recorded size ends it")
 
 
 def _pump(response: urllib3.BaseHTTPResponse, offset: int, end: Optional[int], *,
