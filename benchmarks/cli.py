@@ -79,7 +79,8 @@ def cmd_run(args) -> int:
         scenario = scenarios[name]
         chosen = [c for c in scenario.contenders if contenders is None or c in contenders]
         # contenders run only when named: where synclient runs, so can its drop-in
-        chosen += [c for c in ON_REQUEST if contenders and c in contenders and "synclient" in scenario.contenders]
+        chosen += [c for c in ON_REQUEST if contenders and c in contenders and "synclient" in scenario.contenders
+                   and scenario.job == "sync"]  # the drop-in is syncFromSynapse's: it has no list-of-ids form
         print(f"{name}: {scenario.title} ({len(scenario.files)} files, {scenario.total_bytes / 1e6:,.1f} MB)",
               flush=True)
         runs = harness.run_scenario(scenario, work, chosen, repeat,
@@ -228,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, helptext in (("run", "run scenarios with every contender"), ("sweep", "sweep TransferConfig knobs")):
         sub = commands.add_parser(name, help=helptext)
         sub.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                         help="S1 S1t S2 S3 S4 S5 S6 S6s M1 M1r (default: all)")
+                         help="S1 S1t S2 S3 S4 S5 S6 S6s S7 M1 M1r (default: all)")
         sub.add_argument("--repeat", type=int, default=None, help="runs per contender (default 3; 1 with --quick)")
         sub.add_argument("--quick", action="store_true", help="small sizes (the CI smoke test)")
         sub.add_argument("--out", help="results JSON path (default benchmarks/results/<date>.json)")

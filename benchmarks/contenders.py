@@ -14,12 +14,14 @@ ORDER = ("synclient", "synclient-cli", "synclient-dropin", "synclient-w1", "syna
 #: contenders that run only when --contenders names them
 ON_REQUEST = ("synclient-dropin",)
 DESCRIPTIONS = {
-    "synclient": "synclient library, default TransferConfig",
-    "synclient-cli": "`synclient get -r` (CLI process: includes interpreter start-up and imports)",
+    "synclient": "synclient library, default TransferConfig (S7: download_many(ids, DIR))",
+    "synclient-cli": "`synclient get -r` (S7: `get --from-file`; CLI process: includes interpreter start-up and "
+                     "imports)",
     "synclient-dropin": "`synclient.syncFromSynapse(syn, ...)`: synapseutils' call, a logged-in synapseclient handed "
                         "over, fresh cache dir (only when asked for with --contenders)",
     "synclient-w1": "synclient library, max_workers=1 (serial baseline)",
-    "synapseclient": "synapseclient 4.14.0 synapseutils.syncFromSynapse, fresh cache dir",
+    "synapseclient": "synapseclient 4.14.0 synapseutils.syncFromSynapse, fresh cache dir (S7: syn.get(id, "
+                     "downloadLocation=DIR) for every id on a ThreadPoolExecutor of 8, fresh cache dir)",
     "aria2c": "aria2c -x16 -s16 (-j 32 for many files) on pre-fetched pre-signed URLs",
     "curl": "curl, one stream, files in sequence, on pre-fetched pre-signed URLs",
 }
@@ -43,11 +45,28 @@ def missing_tool(name: str) -> Optional[str]:
     return None
 
 
+#: threads of the synapseclient contender's ``syn.get`` loop on a list of ids (its own max_threads is 6 on 2 cores)
+SYNAPSECLIENT_ID_WORKERS = 8
+
+
 def launch(name: str, *, endpoint: str, token: str, entity: str, out: Path, cache_dir: Path,
-           urls: Sequence[Tuple[str, str]], config: Optional[Dict[str, object]] = None) -> Launch:
-    """``urls``: (relative path, pre-signed URL) for the data-plane tools."""
+           urls: Sequence[Tuple[str, str]], config: Optional[Dict[str, object]] = None,
+           ids_file: Optional[Path] = None) -> Launch:
+    """``urls``: (relative path, pre-signed URL) for the data-plane tools. ``ids_file``: one entity id a line; when
+    given, the job is "download these ids into ``out``" (download_many, ``get --from-file``, a ``syn.get`` loop)
+    instead of syncing ``entity``."""
     worker = [sys.executable, "-m", "benchmarks.worker"]
     common = ["--endpoint", endpoint, "--token", token, "--entity", entity, "--path", str(out)]
+    if ids_file is not None:
+        if name not in ("synclient", "synclient-cli", "synapseclient"):
+            raise ValueError(f"contender {name!r} has no download-by-ids form")
+        common += ["--ids-file", str(ids_file)]
+        if name == "synclient-cli":
+            return Launch([sys.executable, "-m", "synclient", "--endpoint", endpoint, "--token", token, "--json",
+                           "get", "--from-file", str(ids_file), "--path", str(out), "--no-progress",
+                           "--no-synapse-cache"], "process")
+        if name == "synapseclient":
+            common += ["--workers", str(SYNAPSECLIENT_ID_WORKERS)]
     if name == "synclient":
         return Launch(worker + ["synclient"] + common + ["--config", json.dumps(config or {})], "worker")
     if name == "synclient-w1":

@@ -24,7 +24,8 @@ def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optiona
 
     bound = max(critical path, REST calls x API latency / allowed concurrency, bytes / (connections x cap)).
     REST calls are the minimum a client needs: the root header, one page per 50 children of every container,
-    one bundle per file and one URL batch per 100 files (for a no-op re-sync: the header and the listing pages).
+    one bundle per file and one URL batch per 100 files (for a no-op re-sync: the header and the listing pages; for a
+    list of ids: one header call for the list, one bundle per file and one URL batch per 100, no listing).
     """
     knobs = dict(scenario.knobs)
     if knobs.get("profile") == "synapse":
@@ -38,7 +39,11 @@ def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optiona
     files = scenario.files
     pages = _listing_pages(scenario.spec["projects"][0]["children"])
     depth = max(rel.count("/") for rel, _, _ in files) + 1  # listings on the way down to the deepest file
-    if scenario.resync:
+    if scenario.job == "ids":  # POST /entity/header, then bundle -> URL batch -> data: no walk down the tree
+        calls = 1 + len(files) + math.ceil(len(files) / 100)
+        critical = 3 * api + data_first_byte
+        data = len(files) * data_first_byte / workers + (scenario.total_bytes / (workers * cap) if cap else 0.0)
+    elif scenario.resync:
         calls = 1 + pages
         critical = (1 + depth) * api
         data = 0.0

@@ -28,6 +28,13 @@ class Scenario:
     resync: bool = False              # measure a no-op re-sync after an unmeasured first sync
     fresh_server_per_run: bool = False  # per-user throttle windows must not leak from one run into the next
     setup_knobs: Dict[str, object] = field(default_factory=dict)  # knobs during the unmeasured first sync
+    #: "sync": sync the project into a tree; "ids": download every file by its id (``download_many`` and its peers)
+    #: into one flat directory, so the expected tree is the files' names (unique by construction), no folders
+    job: str = "sync"
+
+    @property
+    def flat(self) -> bool:
+        return self.job == "ids"
 
     @property
     def files(self) -> List[Tuple[str, int, int]]:
@@ -69,7 +76,10 @@ class Scenario:
             digest = hashlib.md5()
             for chunk in seeded_chunks(size, seed):
                 digest.update(chunk)
-            result[path] = (size, digest.hexdigest())
+            key = path.rsplit("/", 1)[-1] if self.flat else path
+            if key in result:
+                raise ValueError(f"{self.name}: two files would land at {key}")
+            result[key] = (size, digest.hexdigest())
         return result
 
 
@@ -127,9 +137,21 @@ def wide(folders: int, per_folder: int, size: int = 1024) -> dict:
     return _project(f"wide-{folders}x{per_folder}", children)
 
 
+def spread(folders: int, per_folder: int, size: int = 4096) -> dict:
+    """``folders`` folders of ``per_folder`` files, every name unique across the project (downloaded flat by id,
+    nothing is renamed)."""
+    children = [{"type": "folder", "name": f"d{f:03d}",
+                 "children": [_file(f"f{f * per_folder + i:05d}.bin", size, 40000 + f * per_folder + i)
+                              for i in range(per_folder)]}
+                for f in range(folders)]
+    return _project(f"spread-{folders}x{per_folder}", children)
+
+
 ALL = PLATFORM_CONTENDERS
 #: rate-bound rows: the serial baseline adds nothing there
 THROTTLED = ("synclient", "synclient-cli", "synapseclient")
+#: rows of a list of ids: download_many (library and `get --from-file`) against synapseclient's syn.get loop
+BY_ID = ("synclient", "synclient-cli", "synapseclient")
 WITH_DATA = PLATFORM_CONTENDERS + DATA_CONTENDERS
 
 
@@ -162,6 +184,10 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
                  {"url_lifetime": 3600}, WITH_DATA),
         # issue 6's memory target (peak RSS <= 150 MB for a 100,000-file tree): tiny files and no latency, so the
         # run is about the number of entities, not bytes or waiting. One tree (one seeded store) for both rows.
+        # issue 16: download_many of a list of ids, not a project sync; the ids are resolved before any timed run
+        Scenario("S7", f"{100 if q else 1000:,} ids spread over {10 if q else 100} folders",
+                 spread(10 if q else 100, 10, size=4096),
+                 {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30}, BY_ID, job="ids"),
         Scenario("M1", f"memory: first sync of {folders * per_folder:,} files", tree, {}, ("synclient",)),
         Scenario("M1r", f"memory: no-op re-sync of {folders * per_folder:,} files", tree,
                  {"api_latency_ms": 0}, ("synclient",), resync=True, setup_knobs={"api_latency_ms": 0}),

@@ -1,5 +1,8 @@
 """One library contender in its own process: ``python -m benchmarks.worker synclient|synapseclient|synclient-dropin``.
 
+With ``--ids-file`` the job is a list of ids into one directory: synclient's ``download_many``, or synapseclient's
+``syn.get(id, downloadLocation=...)`` for every id on a ``ThreadPoolExecutor`` of ``--workers`` threads.
+
 Times only the sync call (imports and, for synapseclient, login are outside the timed region) and reads the
 emulator's counters around it; prints one JSON line. The parent measures CPU and peak RSS of this process.
 """
@@ -21,16 +24,26 @@ def _admin(endpoint: str, path: str, method: str = "GET") -> dict:
     return json.loads(text) if text else {}
 
 
+def _ids(args) -> list:
+    with open(args.ids_file) as handle:
+        return [line.strip() for line in handle if line.strip()]
+
+
 def run_synclient(args) -> dict:
-    from synclient import Platform, TransferConfig, sync_from_platform
+    from synclient import Platform, TransferConfig, download_many, sync_from_platform
 
     config = TransferConfig(**json.loads(args.config))
+    ids = _ids(args) if args.ids_file else None
     with Platform(endpoint=args.endpoint, token=args.token, max_connections=config.max_workers) as platform:
         _admin(args.endpoint, "stats/reset", "POST")
         started = time.perf_counter()
         # no synapseclient cache: every contender downloads every byte (and the emulator's handles stay out of it)
-        results = sync_from_platform(args.entity, args.path, platform=platform, config=config, on_error="continue",
-                                     synapse_cache=False)
+        if ids is not None:
+            results = download_many(ids, args.path, platform=platform, config=config, on_error="continue",
+                                    synapse_cache=False)
+        else:
+            results = sync_from_platform(args.entity, args.path, platform=platform, config=config,
+                                         on_error="continue", synapse_cache=False)
         wall = time.perf_counter() - started
     report = results.report
     return {"wall": wall, "failures": len(results.failures),
@@ -43,6 +56,8 @@ def run_synapseclient(args) -> dict:
     logged-in synapseclient, the only change the import."""
     import synapseclient
 
+    if args.ids_file and args.kind != "synapseclient":
+        raise SystemExit(f"{args.kind} has no download-by-ids form")
     if args.kind == "synclient-dropin":
         from synclient import syncFromSynapse
     else:
@@ -53,11 +68,32 @@ def run_synapseclient(args) -> dict:
                                 fileHandleEndpoint=args.endpoint + "/file/v1", portalEndpoint=args.endpoint + "/",
                                 skip_checks=True, cache_root_dir=args.cache_dir, silent=True)
     syn.login(authToken=args.token)
+    if args.ids_file:
+        return _synapseclient_ids(syn, args)
     _admin(args.endpoint, "stats/reset", "POST")
     started = time.perf_counter()
     syncFromSynapse(syn, args.entity, path=args.path)
     wall = time.perf_counter() - started
     return {"wall": wall, "failures": 0, "client": {}}
+
+
+def _synapseclient_ids(syn, args) -> dict:
+    """synapseclient's way to many ids: ``syn.get(id, downloadLocation=DIR)`` per id on a thread pool (each call
+    resolves, downloads and checks one file). The first failure fails the run, as syncFromSynapse's would."""
+    import os
+    import warnings
+    from concurrent.futures import ThreadPoolExecutor
+
+    warnings.simplefilter("ignore")  # syn.get is deprecated in 4.11 in favour of synapseclient.operations.get
+    ids = _ids(args)
+    os.makedirs(args.path, exist_ok=True)
+    _admin(args.endpoint, "stats/reset", "POST")
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=args.workers) as pool:
+        for _entity in pool.map(lambda entity_id: syn.get(entity_id, downloadLocation=args.path), ids):
+            pass
+    wall = time.perf_counter() - started
+    return {"wall": wall, "failures": 0, "client": {"workers": args.workers}}
 
 
 def main() -> int:
@@ -69,6 +105,8 @@ def main() -> int:
     parser.add_argument("--path", required=True)
     parser.add_argument("--config", default="{}", help="TransferConfig fields as JSON")
     parser.add_argument("--cache-dir", help="synapseclient cache root")
+    parser.add_argument("--ids-file", help="download these ids (one a line) into --path instead of syncing --entity")
+    parser.add_argument("--workers", type=int, default=8, help="synapseclient's thread pool for --ids-file")
     args = parser.parse_args()
     result = run_synclient(args) if args.kind == "synclient" else run_synapseclient(args)
     result["stats"] = _admin(args.endpoint, "stats")

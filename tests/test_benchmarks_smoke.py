@@ -22,7 +22,7 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     results = json.loads(out.read_text())
-    assert set(results["scenarios"]) == {"S1", "S1t", "S2", "S3", "S4", "S5", "S6s", "M1", "M1r"}
+    assert set(results["scenarios"]) == {"S1", "S1t", "S2", "S3", "S4", "S5", "S6s", "S7", "M1", "M1r"}
     ran = 0
     for name, entry in results["scenarios"].items():
         for run in entry["runs"]:
@@ -30,7 +30,12 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
                 continue
             ran += 1
             assert run["ok"] and run["status"] == "byte-exact", (name, run["contender"], run["status"])
-    assert ran >= 20  # at least synclient (library, CLI, serial) in S1-S5, the library in M1 and M1r
+    assert ran >= 22  # at least synclient (library, CLI, serial) in S1-S5, library and CLI in S7, M1 and M1r
+    # S7 is download_many of 100 ids: one header call, one bundle per file, one URL batch per 100 (a count, not a time)
+    s7 = results["scenarios"]["S7"]
+    for run in s7["runs"]:
+        if run["contender"] in ("synclient", "synclient-cli"):
+            assert run["rest_calls"] <= s7["files"] + -(-s7["files"] // 100) + 1, run
 
 
 def test_sweep_refuses_an_unknown_knob_in_one_line(capsys):
