@@ -239,14 +239,14 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     counted = _Counted.start(platform)  # the root's calls and time are the run's too
     try:
         root = _root_header(platform, entity_id, version)
-        plan = (plan_sources(platform, [EntityRef(entity_id, version)], recursive=True)
+        plan = (plan_sources(platform, [EntityRef(entity_id, version)], recursive=True, known=[root])
                 if root.type.has_items else None)
     except BaseException:
         if own_platform:
             platform.close()
         raise
     if plan is not None:  # a dataset or a collection: its items, as download_many has them
-        return _execute(platform=platform, own_platform=own_platform, options=_for_sources(options, plan),
+        return _execute(platform=platform, own_platform=own_platform, options=_for_sources(options),
                         config=config, path=Path(path), root_id=entity_id, description=root.name, container=False,
                         observer=observer, start=lambda run: run.start_sources(plan), counted=counted,
                         renamed=plan.renamed)
@@ -295,7 +295,7 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     root_id = plan.containers[0].header.id if one_container else refs[0].entity_id if len(refs) == 1 else LIST_ROOT
     description = plan.containers[0].header.name if one_container else f"{len(refs)} ids"
     return _execute(platform=platform, own_platform=own_platform,
-                    options=options if one_container else _for_sources(options, plan), config=config,
+                    options=options if one_container else _for_sources(options), config=config,
                     path=Path(path), root_id=root_id, description=description, container=one_container,
                     observer=observer, start=lambda run: run.start_sources(plan), counted=counted,
                     renamed=plan.renamed)
@@ -318,7 +318,7 @@ def _settings(options: Optional[SyncOptions], config: Optional[TransferConfig], 
     return options, config
 
 
-def _for_sources(options: SyncOptions, plan: SourcePlan) -> SyncOptions:
+def _for_sources(options: SyncOptions) -> SyncOptions:
     """A list's run writes no manifest and deletes nothing (what it holds is no one folder's mirror)."""
     if options.delete:
         raise ConfigError("delete=True needs one project or folder to mirror; a list of ids or a dataset "

@@ -155,11 +155,16 @@ class _Planner:
             self.add_items(datasets)
 
 
-def plan_sources(platform: Platform, refs: Sequence[EntityRef], *, recursive: bool) -> SourcePlan:
-    """What ``refs`` name, resolved into a :class:`SourcePlan` (see the module docstring)."""
+def plan_sources(platform: Platform, refs: Sequence[EntityRef], *, recursive: bool,
+                 known: Sequence[EntityHeader] = ()) -> SourcePlan:
+    """What ``refs`` name, resolved into a :class:`SourcePlan` (see the module docstring). ``known``: headers the
+    caller already has (they are not asked for again)."""
     if not refs:
         raise ConfigError("no ids to download")
-    headers = platform.get_entity_headers([ref.entity_id for ref in refs])
+    headers = {header.id: header for header in known}
+    missing = [ref.entity_id for ref in refs if ref.entity_id not in headers]
+    if missing:
+        headers.update(platform.get_entity_headers(missing))
     standalone = len(refs) == 1
     planner = _Planner(platform, recursive=recursive)
     holders: List[Tuple[EntityHeader, Optional[int], str]] = []
