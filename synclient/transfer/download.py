@@ -173,12 +173,16 @@ class Downloader:
             job.url = url
         return url
 
-    def _fetch(self, job: FileJob, byte_range: ByteRange, sink: Callable[[int, memoryview], None]) -> None:
+    def _fetch(self, job: FileJob, byte_range: Optional[ByteRange], sink: Callable[[int, memoryview], None]) -> int:
+        """One GET of ``byte_range`` (None: the whole body of a file of unknown size); the bytes received."""
         url = self._url(job)
+        settings = dict(sink=sink, chunk_size=self._config.chunk_size, connect_timeout=self._config.connect_timeout,
+                        stall_timeout=self._config.stall_timeout, cancelled=self._pool.cancel_event.is_set)
         try:
-            fetch_range(self._client, url, byte_range, sink=sink, chunk_size=self._config.chunk_size,
-                        connect_timeout=self._config.connect_timeout, stall_timeout=self._config.stall_timeout,
-                        cancelled=self._pool.cancel_event.is_set)
+            if byte_range is None:
+                return fetch_whole(self._client, url, **settings)
+            fetch_range(self._client, url, byte_range, **settings)
+            return byte_range.length
         except UrlRejectedError:
             job.rejected_url = url
             raise
@@ -284,15 +288,7 @@ class Downloader:
                 md5.update(data)
                 self._observer.bytes_transferred(job.planned, len(data))
 
-            url = self._url(job)
-            try:
-                job.received = fetch_whole(self._client, url, sink=sink, chunk_size=self._config.chunk_size,
-                                           connect_timeout=self._config.connect_timeout,
-                                           stall_timeout=self._config.stall_timeout,
-                                           cancelled=self._pool.cancel_event.is_set)
-            except UrlRejectedError:
-                job.rejected_url = url
-                raise
+            job.received = self._fetch(job, None, sink)
             self._verify(job, md5.hexdigest())
         finally:
             os.close(fd)
