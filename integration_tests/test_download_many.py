@@ -79,12 +79,12 @@ def test_a_list_under_faults_is_byte_exact_and_names_never_overwrite(emu, tmp_pa
     expected = {name: md5 for name, md5 in expected_tree().items() if name < "f012"}
     expected[f"f000_0 ({clash}).txt"] = hashlib.md5(b"a file with a name already in the list\n").hexdigest()
     expected["v.txt"] = hashlib.md5(b"one\n").hexdigest()
-    expected[f"v ({versioned}).txt"] = hashlib.md5(b"two\n").hexdigest()
+    expected[f"v ({versioned}.2).txt"] = hashlib.md5(b"two\n").hexdigest()  # another version of a named file
     assert_tree_matches(tmp_path, expected)
     assert not results.failures
     assert results.report.renamed == [
-        f"{clash}.1: f000_0.txt -> f000_0 ({clash}).txt (the name was taken by an earlier entry)",
-        f"{versioned}.2: v.txt -> v ({versioned}).txt (the name was taken by an earlier entry)"]
+        f"{clash}.1: f000_0.txt -> f000_0 ({clash}).txt (the name was taken)",
+        f"{versioned}.2: v.txt -> v ({versioned}.2).txt (the name was taken)"]
     stats = emu.stats()
     assert stats["api_5xx_injected"] and stats["data_cuts_injected"]  # the faults did happen
 
@@ -109,3 +109,75 @@ def test_an_unknown_id_fails_alone(emu, tmp_path):
     assert [r.entity_id for r in results.failures] == ["syn999999999"]
     assert "does not exist or may not be read" in str(results.failures[0].error)
     assert (tmp_path / "f000_0.txt").is_file()
+
+
+# -- a list's names against what the target already holds (the index) --------------------------------------------
+
+CLASH_SPEC = {"projects": [{"name": "clash", "children": [
+    {"type": "folder", "name": "f", "children": [{"type": "file", "name": "a.csv", "content": "f/a\n"}]},
+    {"type": "folder", "name": "g", "children": [{"type": "file", "name": "a.csv", "content": "g/a\n"}]},
+    {"type": "folder", "name": "h", "children": [{"type": "file", "name": "a(1).csv", "content": "h/a(1)\n"}]},
+    {"type": "folder", "name": "tree", "children": [{"type": "file", "name": "a.csv", "content": "tree/a\n"}]},
+]}]}
+
+
+@pytest.fixture
+def clash(emulator):
+    project = emulator.seed_spec(CLASH_SPEC)["clash"]
+    emulator.at = lambda path: emulator.resolve(project, path)
+    emulator.platform = Platform(emulator.endpoint, token=emulator.token)
+    yield emulator
+    emulator.platform.close()
+
+
+def files_in(root):
+    return {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*")
+            if p.is_file() and ".synclient" not in p.parts}
+
+
+def test_a_reordered_list_keeps_every_name_and_adds_no_copy(clash, tmp_path):
+    f_a, g_a = clash.at("f/a.csv"), clash.at("g/a.csv")
+    download_many([f_a, g_a], tmp_path, platform=clash.platform)
+    before = files_in(tmp_path)
+    again = download_many([g_a, f_a], tmp_path, platform=clash.platform)
+    assert files_in(tmp_path) == before == {"a.csv": "f/a\n", f"a ({g_a}).csv": "g/a\n"}
+    assert {r.status for r in again} == {SyncStatus.SKIPPED}
+
+
+def test_a_keep_both_copy_is_never_overwritten_by_a_later_entry_of_its_name(clash, tmp_path):
+    f_a, h_a1 = clash.at("f/a.csv"), clash.at("h/a(1).csv")
+    (tmp_path / "a.csv").write_text("the user's own a.csv\n")
+    download_many([f_a], tmp_path, platform=clash.platform, if_collision="keep.both")  # f/a goes to a(1).csv
+    assert files_in(tmp_path) == {"a.csv": "the user's own a.csv\n", "a(1).csv": "f/a\n"}
+    results = download_many([f_a, h_a1], tmp_path, platform=clash.platform, if_collision="keep.both")
+    assert files_in(tmp_path) == {"a.csv": "the user's own a.csv\n", "a(1).csv": "f/a\n",
+                                  f"a(1) ({h_a1}).csv": "h/a(1)\n"}
+    by_id = {r.entity_id: r for r in results}
+    assert by_id[f_a].status is SyncStatus.SKIPPED and by_id[f_a].path.name == "a(1).csv"
+    assert by_id[h_a1].status is SyncStatus.DOWNLOADED
+
+
+def test_a_list_never_takes_a_synced_trees_file_and_a_later_delete_spares_the_lists(clash, tmp_path):
+    from synclient import sync_from_platform
+    tree, f_a = clash.at("tree"), clash.at("f/a.csv")
+    sync_from_platform(tree, tmp_path, platform=clash.platform, manifest="suppress")
+    assert files_in(tmp_path) == {"a.csv": "tree/a\n"}
+    download_many([f_a], tmp_path, platform=clash.platform)
+    assert files_in(tmp_path) == {"a.csv": "tree/a\n", f"a ({f_a}).csv": "f/a\n"}
+    clash.delete_entity(clash.at("tree/a.csv"))
+    results = sync_from_platform(tree, tmp_path, platform=clash.platform, delete=True, manifest="suppress")
+    assert results.report.deleted == 1
+    assert files_in(tmp_path) == {f"a ({f_a}).csv": "f/a\n"}
+
+
+def test_a_folder_walked_in_a_list_settles_keep_both_copies_as_a_sync_does(clash, tmp_path):
+    f, g_a = clash.at("f"), clash.at("g/a.csv")
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "a.csv").write_text("the user's own\n")
+    download_many([f, g_a], tmp_path, platform=clash.platform, recursive=True, if_collision="keep.both")
+    assert files_in(tmp_path) == {"f/a.csv": "the user's own\n", "f/a(1).csv": "f/a\n", "a.csv": "g/a\n"}
+    clash.add_file(f, "a(1).csv", b"a remote file named like the copy\n")  # it takes its name: the copy moves
+    again = download_many([f, g_a], tmp_path, platform=clash.platform, recursive=True, if_collision="keep.both")
+    assert not again.failures
+    assert files_in(tmp_path) == {"f/a.csv": "the user's own\n", "f/a(1).csv": "a remote file named like the copy\n",
+                                  "f/a(2).csv": "f/a\n", "a.csv": "g/a\n"}

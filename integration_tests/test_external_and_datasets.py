@@ -124,7 +124,7 @@ def test_a_dataset_downloads_its_pinned_items_flat_and_renames_a_clash(emu, tmp_
     g_a = emu.resolve(emu.project, "g/a.csv")
     assert_tree_matches(tmp_path, {"a.csv": md5(b"f/a\n"), "b.csv": md5(b"b one\n"), f"a ({g_a}).csv": md5(b"g/a\n"),
                                    "both.csv": EXTERNAL["both.csv"]})
-    assert results.report.renamed == [f"{g_a}.1: a.csv -> a ({g_a}).csv (the name was taken by an earlier entry)"]
+    assert results.report.renamed == [f"{g_a}.1: a.csv -> a ({g_a}).csv (the name was taken)"]
     emu.reset_stats()
     again = get(emu, "cohort", into=tmp_path)
     assert again.report.skipped == 4 and emu.stats()["data_requests"] + emu.stats()["external_requests"] == 0

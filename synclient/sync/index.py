@@ -332,6 +332,25 @@ class LocalIndex:
         except sqlite3.Error:
             return []
 
+    def rows_in(self, folder: str) -> List[IndexRow]:
+        """Committed rows (any root) whose remote path or local file is directly in the '/'-separated ``folder``
+        ('' for the target itself): the names a list of ids must not take from another file."""
+        if self._reader is None:
+            return []
+        if folder:
+            low = folder.rstrip("/") + "/"
+            where, params = ("(rel_path >= ? AND rel_path < ?) OR (local_path >= ? AND local_path < ?)",
+                             (low, low[:-1] + "0") * 2)  # "0" sorts right after "/": every path starting with low
+        else:
+            where, params = "instr(rel_path, '/') = 0 OR instr(local_path, '/') = 0", ()
+        try:
+            with self._reader_lock:
+                rows = [_row_from_db(values) for values in self._reader.execute(f"{_SELECT} WHERE {where}", params)]
+        except sqlite3.Error:
+            return []
+        depth = folder.count("/") + 1 if folder else 0
+        return [row for row in rows if row.rel_path.count("/") == depth or row.local_path.count("/") == depth]
+
     def meta(self, key: str) -> Optional[str]:
         if self.read_only:
             return self._meta.get(key)

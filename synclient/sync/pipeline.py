@@ -104,7 +104,9 @@ class FilePipeline:
         self._manifests = manifests
         self._folders = folders
         self._observer = observer
-        self.single_file = False  # a file root: its index row keeps an existing owner
+        # files named one by one (a file root, the files of a list): each index row keeps an existing owner; the
+        # files of a walk (a list's folders included) are a tree's
+        self.named_files: Set[str] = set()
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
         self.leftovers = LeftoverPartials()
@@ -130,9 +132,10 @@ class FilePipeline:
             header, destination, rel_path = found
             row, stored_annotations = rows.get(rel_path, (None, None))
             if is_up_to_date(row, header, self._target.root) and not self._options.needs_bundle:
-                if row.root_id != self._root_id and row.root_id == row.entity_id and not self.single_file:
+                named = rel_path in self.named_files
+                if row.root_id != self._root_id and row.root_id == row.entity_id and not named:
                     self._index.set_owner(rel_path, self._root_id)  # a single-file get's row joins the tree
-                if row.local_path != rel_path and not self.single_file:
+                if row.local_path != rel_path and not named:
                     with self._lock:  # a keep.both copy: settled when every remote file has claimed its path
                         self._held_copies.append((found, row, stored_annotations))
                     continue
@@ -186,7 +189,7 @@ class FilePipeline:
             return
         annotations = (bundle.annotations or {}).get("annotations") or {}
         version = bundle.entity.version_number
-        owner = row.root_id if (self.single_file and row is not None) else self._root_id
+        owner = row.root_id if (rel_path in self.named_files and row is not None) else self._root_id
         superseded = (copy if copy is not None and decision.destination != self._target.root / copy.local_path
                       else None)
         context = FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations,

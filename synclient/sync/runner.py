@@ -18,7 +18,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from synclient.client import Platform
 from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
@@ -36,7 +36,7 @@ from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.pipeline import FilePipeline
-from synclient.sync.sources import Renamed, SourcePlan, plan_sources
+from synclient.sync.sources import Renamed, SourcePlan, check_container_ref, plan_sources
 from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.synapse_cache import cache_root_of
 from synclient.transfer.config import TransferConfig
@@ -121,6 +121,7 @@ class SyncRun:
                                  on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links, make_room=self.claims.make_room)
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
+        self.renamed: List[Renamed] = []  # entries of a list given another name than their own (start_sources)
 
     def start(self, root: EntityHeader, version: Optional[int]) -> None:
         """A container is walked; a file root goes straight to the pipeline (its row keeps an existing owner)."""
@@ -129,13 +130,13 @@ class SyncRun:
             return
         if version is not None:
             root = replace(root, version_number=version)
-        self.pipeline.single_file = True
+        self.pipeline.named_files.add(root.name)
         self.pipeline.files_found([FoundFile(root, self.target.child(self.target.root, root.name), root.name)])
 
     def start_files(self, files: Sequence[Tuple[EntityHeader, str]]) -> None:
         """A list of files, each at its own '/'-separated path under the target (its folders made here): straight
         to the pipeline, as a file root is (each row keeps an existing owner)."""
-        self.pipeline.single_file = True
+        self.pipeline.named_files.update(rel_path for _, rel_path in files)  # before any of them is in the pool
         found = []
         for header, rel_path in files:
             try:
@@ -150,11 +151,15 @@ class SyncRun:
             self.pipeline.files_found(found[start:start + _FILES_PER_BATCH])
 
     def start_sources(self, plan: SourcePlan) -> None:
-        """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources`): what failed to resolve is
-        reported, each project or folder is walked into its own sub-folder, the files go as :meth:`start_files`."""
+        """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources`), named against this target's
+        index: what failed to resolve is reported, each project or folder is walked into its own sub-folder, the
+        files go as :meth:`start_files`."""
+        layout = plan.laid_out(self.index.rows_in)
+        self.renamed = layout.renamed
         for header, error in plan.refused:
             self.pipeline.entity_failed(header, None, error)
-        for container in plan.containers:
+        self.start_files(layout.files)  # (first: the pipeline knows them as named files before any walk runs)
+        for container in layout.containers:
             try:
                 folder = self.target.root
                 for part in container.rel_dir.split("/") if container.rel_dir else ():
@@ -164,7 +169,6 @@ class SyncRun:
                 self.pipeline.entity_failed(container.header, None, exc)
                 continue
             self.walker.walk(container.header, folder, rel_dir=container.rel_dir)
-        self.start_files(plan.files)
 
     def run(self, start: Callable[["SyncRun"], None]) -> None:
         """``start`` gives the run its files (:meth:`start` a walk or a file root, :meth:`start_files` a list);
@@ -248,8 +252,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     if plan is not None:  # a dataset or a collection: its items, as download_many has them
         return _execute(platform=platform, own_platform=own_platform, options=_for_sources(options),
                         config=config, path=Path(path), root_id=entity_id, description=root.name, container=False,
-                        observer=observer, start=lambda run: run.start_sources(plan), counted=counted,
-                        renamed=plan.renamed)
+                        observer=observer, start=lambda run: run.start_sources(plan), counted=counted)
     return _execute(platform=platform, own_platform=own_platform, options=options, config=config, path=Path(path),
                     root_id=entity_id, description=root.name, container=root.type.is_container,
                     observer=observer, start=lambda run: run.start(root, version), counted=counted)
@@ -280,6 +283,8 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
                                 include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
                                 provenance=provenance, progress=progress, entity_details=entity_details,
                                 synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link)
+    if isinstance(ids, (str, EntityRef)):  # one id given bare: a list of one, not a list of its characters
+        ids = [ids]
     refs = [ref if isinstance(ref, EntityRef) else EntityRef.parse(ref) for ref in ids]
     if not refs:
         raise ConfigError("download_many needs at least one id")
@@ -291,14 +296,13 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
         if own_platform:
             platform.close()
         raise
-    one_container = plan.walks_one_container
-    root_id = plan.containers[0].header.id if one_container else refs[0].entity_id if len(refs) == 1 else LIST_ROOT
-    description = plan.containers[0].header.name if one_container else f"{len(refs)} ids"
+    container = plan.one_container  # alone, it is synced as by id: manifests and delete included
+    root_id = container.id if container else refs[0].entity_id if len(refs) == 1 else LIST_ROOT
+    description = container.name if container else f"{len(refs)} ids"
     return _execute(platform=platform, own_platform=own_platform,
-                    options=options if one_container else _for_sources(options), config=config,
-                    path=Path(path), root_id=root_id, description=description, container=one_container,
-                    observer=observer, start=lambda run: run.start_sources(plan), counted=counted,
-                    renamed=plan.renamed)
+                    options=options if container else _for_sources(options), config=config, path=Path(path),
+                    root_id=root_id, description=description, container=container is not None, observer=observer,
+                    start=lambda run: run.start_sources(plan), counted=counted)
 
 
 #: the index rows' owner for a list of ids: never a sync root, so no sync's deletion pass ever touches them
@@ -362,8 +366,7 @@ def _platform_for(platform: Optional[Platform], syn: Optional[object], options: 
 
 def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, config: TransferConfig, path: Path,
              root_id: str, description: str, container: bool, observer: Optional[SyncObserver],
-             start: Callable[[SyncRun], None], counted: "_Counted",
-             renamed: Sequence[Renamed] = ()) -> Union[SyncResults, SyncPlan]:
+             start: Callable[[SyncRun], None], counted: "_Counted") -> Union[SyncResults, SyncPlan]:
     """Build, run and report one run into ``path`` (``start`` gives it its files: a walk or a list; ``counted``:
     since when its calls and time count)."""
     started, before = counted.started, counted.before
@@ -396,7 +399,7 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
             if container:
                 run.tidy_up()
             outcome.report.manifest_errors = list(run.manifests.errors)
-            outcome.report.renamed = [str(entry) for entry in renamed]
+            outcome.report.renamed = [str(entry) for entry in run.renamed]
             _remember_throughput(outcome, index)
     finally:
         if own_platform:
@@ -414,10 +417,9 @@ def _root_header(platform: Platform, entity_id: str, version: Optional[int]) -> 
     if not (root.type.is_container or root.type is EntityType.FILE or root.type.has_items):
         raise ConfigError(f"{entity_id} is a {root.type.label}; sync takes a project, folder, file, dataset or "
                           "dataset collection")
-    if version is not None and not root.type.has_items:  # (a dataset's versions are checked as it is read)
-        if root.type.is_container:
-            raise ConfigError(f"{entity_id}.{version}: a {root.type.label} has no versions to choose from; "
-                              f"sync {entity_id} without a version")
+    if root.type.is_container:
+        check_container_ref(EntityRef(entity_id, version), root.type)
+    elif version is not None and root.type is EntityType.FILE:  # (a dataset's version is checked as it is read)
         platform.get_entity(entity_id, version=version)  # NotFoundError for a version that does not exist
     return root
 

@@ -1,6 +1,6 @@
 """Where a run's files come from besides one folder walk: a list of ids, a dataset, a dataset collection.
 
-:func:`plan_sources` turns what the user named into the run's starting work, before anything is written:
+Two steps. :func:`plan_sources` resolves what the user named before anything is written:
 
 - the headers of every id in one ``POST /entity/header`` call (per 1,000 ids), not one call per id;
 - a **file** lands in its folder under its entity name, at the version named (``syn1.3``) or its current one;
@@ -10,23 +10,45 @@
   sub-folder per dataset;
 - a source that **stands alone** (the only id) fills the target itself instead of a sub-folder of its name.
 
-Two entries of one folder with the same name never overwrite each other: the first (in the order given; a
-dataset's items in its order) keeps the name, each later one gets its id in the name, ``name (syn456).ext``
-(``name (syn456.2).ext`` for another version of the same file), and the run reports the renaming. The same file
-version named twice for one folder is fetched once. What cannot be fetched (an id that does not exist or may not be
-read, a table, an item of a dataset that is not a file) fails as an entry of the report; a version on a container
-and a container without ``recursive`` are usage errors (:class:`~synclient.errors.ConfigError`).
+What cannot be fetched (an id that does not exist or may not be read, a table, an item of a dataset that is not a
+file) fails as an entry of the report; a version on a container and a container without ``recursive`` are usage
+errors (:class:`~synclient.errors.ConfigError`). The same entity (and version) named twice for one folder is
+fetched once.
+
+Then :meth:`SourcePlan.laid_out` names every entry, once the target's index is open. Two entries never share a
+path, and no entry takes a path the index holds for another file (a file of an earlier list, of a synced tree, a
+``keep.both`` copy): an entry that already has a path in the index keeps it (names do not flip when the list's
+order changes); otherwise the first entry in the order given (a dataset's items in its order) gets its name, and
+each later one its id in it, ``name (syn456).ext``, or ``name (syn456.2).ext`` when that file's id is already in
+the name of another of its versions. Each renaming is reported.
 """
 from __future__ import annotations
 
+import enum
 import os
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from synclient.client import Platform
 from synclient.errors import ConfigError, NotFoundError, SynclientError, UnsupportedError
 from synclient.models import EntityHeader, EntityType
 from synclient.sync.id_lists import EntityRef
+from synclient.sync.index import IndexRow
+
+
+class EntryKind(enum.Enum):
+    FILE = "file"
+    CONTAINER = "container"  # a project or folder, walked
+    FOLDER = "folder"  # a dataset's or collection's folder, holding its entries
+
+
+@dataclass
+class Entry:
+    """One thing of the plan, in the folder it belongs to: a file, a container to walk, or a folder of entries."""
+
+    header: EntityHeader
+    kind: EntryKind
+    children: List["Entry"] = field(default_factory=list)  # a FOLDER's entries, in order
 
 
 @dataclass(frozen=True)
@@ -39,120 +61,51 @@ class ListedContainer:
 
 @dataclass(frozen=True)
 class Renamed:
-    """An entry that got another name than its own, because an earlier entry of its folder has that name."""
+    """An entry that got another name than its own, because its name was taken."""
 
     entity: str  # syn123 or syn123.4
     wanted: str  # '/'-separated path it would have had
     given: str  # and the one it got
 
     def __str__(self) -> str:
-        return f"{self.entity}: {self.wanted} -> {self.given} (the name was taken by an earlier entry)"
+        return f"{self.entity}: {self.wanted} -> {self.given} (the name was taken)"
+
+
+@dataclass
+class Layout:
+    """The plan with every name settled: files at their paths, containers with their folders, the renamings."""
+
+    files: List[Tuple[EntityHeader, str]] = field(default_factory=list)
+    containers: List[ListedContainer] = field(default_factory=list)
+    renamed: List[Renamed] = field(default_factory=list)
+
+
+#: the index rows directly in a '/'-separated folder of the target ('' for the target itself)
+RowsIn = Callable[[str], Sequence[IndexRow]]
 
 
 @dataclass
 class SourcePlan:
-    """The run's starting work: files at their paths, containers to walk, and what failed to resolve."""
+    """What the ids resolved to (the target folder's entries, in order), and what failed to resolve."""
 
-    files: List[Tuple[EntityHeader, str]] = field(default_factory=list)
-    containers: List[ListedContainer] = field(default_factory=list)
+    entries: List[Entry] = field(default_factory=list)
     refused: List[Tuple[EntityHeader, SynclientError]] = field(default_factory=list)
-    renamed: List[Renamed] = field(default_factory=list)
+    standalone: bool = False  # one id: it fills the target itself
 
     @property
-    def walks_one_container(self) -> bool:
-        """The whole plan is one project or folder synced into the target itself (a sync, as by id)."""
-        return not self.files and not self.refused and [c.rel_dir for c in self.containers] == [""]
+    def one_container(self) -> Optional[EntityHeader]:
+        """The project or folder that is the whole plan (synced into the target itself, as by id), if so."""
+        only = self.entries[0] if len(self.entries) == 1 and not self.refused else None
+        return only.header if only is not None and only.kind is EntryKind.CONTAINER and self.standalone else None
 
-
-class _Folder:
-    """The names already given in one local folder of the plan, in the order entries arrived."""
-
-    def __init__(self) -> None:
-        self.taken: Set[str] = set()
-        self.fetched: Set[Tuple[str, Optional[int]]] = set()  # (id, version) already placed here
-
-    def name_for(self, name: str, header: EntityHeader, *, is_folder: bool) -> str:
-        if name not in self.taken:
-            self.taken.add(name)
-            return name
-        stem, suffix = (name, "") if is_folder else os.path.splitext(name)
-        labels = [header.id] + ([f"{header.id}.{header.version_number}"] if header.version_number else [])
-        candidates = [f"{stem} ({label}){suffix}" for label in labels]
-        while all(candidate in self.taken for candidate in candidates):  # only names made to clash with ours
-            candidates.append(f"{stem} ({labels[-1]}-{len(candidates)}){suffix}")
-        given = next(candidate for candidate in candidates if candidate not in self.taken)
-        self.taken.add(given)
-        return given
-
-
-class _Planner:
-    def __init__(self, platform: Platform, *, recursive: bool) -> None:
-        self._platform = platform
-        self._recursive = recursive
-        self._folders: Dict[str, _Folder] = {}
-        self.plan = SourcePlan()
-
-    def _folder(self, rel_dir: str) -> _Folder:
-        return self._folders.setdefault(rel_dir, _Folder())
-
-    def place(self, rel_dir: str, name: str, header: EntityHeader, *, is_folder: bool) -> str:
-        given = self._folder(rel_dir).name_for(name, header, is_folder=is_folder)
-        if given != name:
-            label = header.id if not header.version_number or is_folder else f"{header.id}.{header.version_number}"
-            self.plan.renamed.append(Renamed(label, _join(rel_dir, name), _join(rel_dir, given)))
-        return _join(rel_dir, given)
-
-    def add_file(self, header: EntityHeader, rel_dir: str) -> None:
-        folder = self._folder(rel_dir)
-        key = (header.id, header.version_number)
-        if key in folder.fetched:  # the same file version twice in one folder: once is enough
-            return
-        folder.fetched.add(key)
-        self.plan.files.append((header, self.place(rel_dir, header.name, header, is_folder=False)))
-
-    def add_container(self, header: EntityHeader, rel_dir: str, *, standalone: bool) -> None:
-        where = "" if standalone else self.place(rel_dir, header.name, header, is_folder=True)
-        self.plan.containers.append(ListedContainer(header, where))
-
-    def add_items(self, holders: Sequence[Tuple[EntityHeader, Optional[int], str]]) -> None:
-        """Datasets (and the datasets of collections), each with its version and its folder: their items, with
-        every item's name from one header call for all of them."""
-        items: List[Tuple[str, Optional[int], str, str]] = []  # (item id, version, folder, holder id)
-        collections: List[Tuple[EntityHeader, Optional[int], str]] = []
-        for header, version, rel_dir in holders:
-            try:
-                entity = self._platform.get_entity(header.id, version=version)
-            except SynclientError as exc:
-                self.plan.refused.append((header, exc))
-                continue
-            if header.type is EntityType.DATASET_COLLECTION:
-                collections.append((header, version, rel_dir))
-            items.extend((item_id, item_version, rel_dir, header.id) for item_id, item_version in entity.items)
-        if not items:
-            return
-        headers = self._platform.get_entity_headers([item_id for item_id, *_ in items])
-        datasets: List[Tuple[EntityHeader, Optional[int], str]] = []
-        collection_ids = {header.id for header, *_ in collections}
-        for item_id, item_version, rel_dir, holder in items:
-            item = headers.get(item_id)
-            if item is None:
-                self.plan.refused.append((_unknown(item_id, item_version), NotFoundError(
-                    f"{item_id}, an item of {holder}, does not exist or may not be read")))
-            elif holder in collection_ids:
-                if item.type is not EntityType.DATASET:
-                    self.plan.refused.append((item, UnsupportedError(
-                        f"{item_id}, an item of the dataset collection {holder}, is a {item.type.label}, not a "
-                        "dataset")))
-                    continue
-                folder = self.place(rel_dir, item.name, item, is_folder=True)
-                datasets.append((item, item_version, folder))
-            elif item.type is not EntityType.FILE:
-                self.plan.refused.append((item, UnsupportedError(
-                    f"{item_id}, an item of the dataset {holder}, is a {item.type.label}, not a file")))
-            else:
-                self.add_file(replace(item, version_number=item_version or item.version_number), rel_dir)
-        if datasets:
-            self.add_items(datasets)
+    def laid_out(self, rows_in: RowsIn) -> Layout:
+        """Every entry named (see the module docstring), against the target's index (``rows_in``)."""
+        layout = Layout()
+        if self.one_container is not None:
+            layout.containers.append(ListedContainer(self.one_container, ""))
+            return layout
+        _name_folder(self.entries, "", rows_in, layout)
+        return layout
 
 
 def plan_sources(platform: Platform, refs: Sequence[EntityRef], *, recursive: bool,
@@ -165,44 +118,170 @@ def plan_sources(platform: Platform, refs: Sequence[EntityRef], *, recursive: bo
     missing = [ref.entity_id for ref in refs if ref.entity_id not in headers]
     if missing:
         headers.update(platform.get_entity_headers(missing))
-    standalone = len(refs) == 1
-    planner = _Planner(platform, recursive=recursive)
-    holders: List[Tuple[EntityHeader, Optional[int], str]] = []
+    plan = SourcePlan(standalone=len(refs) == 1)
+    root = _Folder(plan.entries)
+    holders: List[Tuple[EntityHeader, Optional[int], _Folder]] = []
     for ref in refs:
         header = headers.get(ref.entity_id)
         if header is None:
-            planner.plan.refused.append((_unknown(ref.entity_id, ref.version), NotFoundError(
+            plan.refused.append((_unknown(ref.entity_id, ref.version), NotFoundError(
                 f"{ref} does not exist or may not be read", status=404)))
             continue
         kind = header.type
         if kind is EntityType.FILE:
-            planner.add_file(replace(header, version_number=ref.version or header.version_number), "")
+            root.add(replace(header, version_number=ref.version or header.version_number), EntryKind.FILE)
         elif kind.is_container:
-            _check_container(ref, kind, recursive=recursive)
-            planner.add_container(header, "", standalone=standalone)
+            check_container_ref(ref, kind)
+            if not recursive:
+                raise ConfigError(f"{ref.entity_id} is a {kind.label}; pass -r (recursive=True) to download it")
+            root.add(header, EntryKind.CONTAINER)
         elif kind.has_items:
             # alone, a dataset's items fill the target and a collection's datasets are its sub-folders
-            folder = "" if standalone else planner.place("", header.name, header, is_folder=True)
-            holders.append((header, ref.version, folder))
+            folder = root if plan.standalone else root.add(replace(header, version_number=ref.version),
+                                                           EntryKind.FOLDER)
+            if folder is not None:
+                holders.append((header, ref.version, folder))
         else:
-            planner.plan.refused.append((header, UnsupportedError(
+            plan.refused.append((header, UnsupportedError(
                 f"{ref} is a {kind.label}; synclient downloads files, projects, folders, datasets and dataset "
                 "collections")))
     if holders:
-        planner.add_items(holders)
-    return planner.plan
+        _add_items(platform, holders, plan, strict=plan.standalone)
+    return plan
 
 
-def _check_container(ref: EntityRef, kind: EntityType, *, recursive: bool) -> None:
+def check_container_ref(ref: EntityRef, kind: EntityType) -> None:
+    """A project or folder has no versions: naming one is a usage error."""
     if ref.version is not None:
         raise ConfigError(f"{ref}: a {kind.label} has no versions to choose from; name it without a version")
-    if not recursive:
-        raise ConfigError(f"{ref.entity_id} is a {kind.label}; pass -r (recursive=True) to download it")
+
+
+class _Folder:
+    """A folder of the plan being filled: its entries, and what it already holds (an entity twice is once)."""
+
+    def __init__(self, entries: List[Entry]) -> None:
+        self.entries = entries
+        self._held: Set[Tuple[str, Optional[int]]] = set()
+
+    def add(self, header: EntityHeader, kind: EntryKind) -> Optional["_Folder"]:
+        """Add an entry (not when the same entity and version is here already); a FOLDER entry's own _Folder."""
+        key = (header.id, header.version_number)
+        if key in self._held:
+            return None
+        self._held.add(key)
+        entry = Entry(header, kind)
+        self.entries.append(entry)
+        return _Folder(entry.children) if kind is EntryKind.FOLDER else None
+
+
+def _add_items(platform: Platform, holders: Sequence[Tuple[EntityHeader, Optional[int], _Folder]],
+               plan: SourcePlan, *, strict: bool) -> None:
+    """The items of datasets and collections (each with its version and its folder), every item's name from one
+    header call for all of them; the datasets of collections in turn. ``strict``: a holder that cannot be read
+    is an error of the whole run (the only id), not one failed entry."""
+    items: List[Tuple[str, Optional[int], _Folder, EntityHeader]] = []
+    for header, version, folder in holders:
+        try:
+            entity = platform.get_entity(header.id, version=version)
+        except SynclientError as exc:
+            if strict:
+                raise
+            plan.refused.append((header, exc))
+            continue
+        items.extend((item_id, item_version, folder, header) for item_id, item_version in entity.items)
+    if not items:
+        return
+    headers = platform.get_entity_headers([item_id for item_id, *_ in items])
+    datasets: List[Tuple[EntityHeader, Optional[int], _Folder]] = []
+    for item_id, item_version, folder, holder in items:
+        item = headers.get(item_id)
+        wanted = EntityType.DATASET if holder.type is EntityType.DATASET_COLLECTION else EntityType.FILE
+        if item is None:
+            plan.refused.append((_unknown(item_id, item_version), NotFoundError(
+                f"{item_id}, an item of {holder.id}, does not exist or may not be read")))
+        elif item.type is not wanted:
+            plan.refused.append((item, UnsupportedError(
+                f"{item_id}, an item of the {holder.type.label} {holder.id}, is a {item.type.label}, not a "
+                f"{wanted.label}")))
+        elif wanted is EntityType.DATASET:
+            inner = folder.add(replace(item, version_number=item_version), EntryKind.FOLDER)
+            if inner is not None:
+                datasets.append((item, item_version, inner))
+        else:
+            folder.add(replace(item, version_number=item_version or item.version_number), EntryKind.FILE)
+    if datasets:
+        _add_items(platform, datasets, plan, strict=False)
+
+
+# -- naming --------------------------------------------------------------------------------------------------------
+
+class _Names:
+    """The names of one folder: those this run gave, and those the index holds (name -> entity ids there)."""
+
+    def __init__(self, rows: Sequence[IndexRow], folder: str) -> None:
+        self.given: Set[str] = set()
+        self.given_to: Dict[str, Set[str]] = {}  # entity id -> names this run gave it here
+        self.held: Dict[str, Set[str]] = {}
+        prefix = f"{folder}/" if folder else ""
+        for row in rows:
+            for path in {row.rel_path, row.local_path}:
+                name = path[len(prefix):] if path.startswith(prefix) else None
+                if name and "/" not in name:
+                    self.held.setdefault(name, set()).add(row.entity_id)
+
+    def free_for(self, name: str, entity_id: str) -> bool:
+        return name not in self.given and self.held.get(name, {entity_id}) == {entity_id}
+
+    def name_for(self, entry: Entry) -> str:
+        header = entry.header
+        candidates = _candidates(header.name, header, is_folder=entry.kind is not EntryKind.FILE,
+                                 versioned_first=bool(self.given_to.get(header.id)))
+        # a name the index already holds for this file first: names do not flip when the list's order changes
+        given = next((c for c in candidates if c not in self.given and entry.kind is EntryKind.FILE
+                      and self.held.get(c) == {header.id}), None)
+        given = given or next((c for c in candidates if self.free_for(c, header.id)), None)
+        n = 2
+        while given is None:  # only names made to clash with ours get here
+            stem, suffix = os.path.splitext(candidates[-1])
+            numbered = f"{stem}-{n}{suffix}"
+            given = numbered if self.free_for(numbered, header.id) else None
+            n += 1
+        self.given.add(given)
+        self.given_to.setdefault(header.id, set()).add(given)
+        return given
+
+
+def _candidates(name: str, header: EntityHeader, *, is_folder: bool, versioned_first: bool) -> List[str]:
+    """``name``, then ``name (syn1).ext`` and ``name (syn1.2).ext`` (the versioned one first when another version
+    of the same file already has a name here)."""
+    stem, suffix = (name, "") if is_folder else os.path.splitext(name)
+    labels = [header.id] + ([f"{header.id}.{header.version_number}"]
+                            if header.version_number and not is_folder else [])
+    if versioned_first:
+        labels.reverse()
+    return [name] + [f"{stem} ({label}){suffix}" for label in labels]
+
+
+def _name_folder(entries: Sequence[Entry], folder: str, rows_in: RowsIn, layout: Layout) -> None:
+    names = _Names(rows_in(folder), folder)
+    for entry in entries:
+        given = names.name_for(entry)
+        path = _join(folder, given)
+        if given != entry.header.name:
+            version = entry.header.version_number
+            label = f"{entry.header.id}.{version}" if version and entry.kind is EntryKind.FILE else entry.header.id
+            layout.renamed.append(Renamed(label, _join(folder, entry.header.name), path))
+        if entry.kind is EntryKind.FILE:
+            layout.files.append((entry.header, path))
+        elif entry.kind is EntryKind.CONTAINER:
+            layout.containers.append(ListedContainer(entry.header, path))
+        else:
+            _name_folder(entry.children, path, rows_in, layout)
 
 
 def _unknown(entity_id: str, version: Optional[int]) -> EntityHeader:
     return EntityHeader(id=entity_id, name=entity_id, type=EntityType.OTHER, version_number=version)
 
 
-def _join(rel_dir: str, name: str) -> str:
-    return f"{rel_dir}/{name}" if rel_dir else name
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name

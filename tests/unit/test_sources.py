@@ -6,6 +6,7 @@ import pytest
 from synclient.errors import ConfigError, NotFoundError, UnsupportedError
 from synclient.models import Entity, EntityHeader, EntityType
 from synclient.sync.id_lists import EntityRef
+from synclient.sync.index import IndexRow
 from synclient.sync.sources import plan_sources
 
 F, D, P, DS, DC, T = (EntityType.FILE, EntityType.FOLDER, EntityType.PROJECT, EntityType.DATASET,
@@ -40,9 +41,29 @@ WORLD = FakePlatform([
 ])
 
 
-def plan(*ids, recursive=False, platform=WORLD):
-    platform.calls.clear()
-    return plan_sources(platform, [EntityRef.parse(i) for i in ids], recursive=recursive)
+class Plan:
+    """A plan laid out against an index that holds ``rows`` (none: a new target)."""
+
+    def __init__(self, ids, recursive, platform, rows):
+        platform.calls.clear()
+        self.plan = plan_sources(platform, [EntityRef.parse(i) for i in ids], recursive=recursive)
+        self.refused = self.plan.refused
+        self.layout = self.plan.laid_out(lambda folder: [r for r in rows if _in(folder, r)])
+        self.files, self.containers, self.renamed = self.layout.files, self.layout.containers, self.layout.renamed
+
+
+def _in(folder, row):
+    return any(path.rpartition("/")[0] == folder for path in (row.rel_path, row.local_path))
+
+
+def plan(*ids, recursive=False, platform=WORLD, rows=()):
+    return Plan(ids, recursive, platform, rows)
+
+
+def row(rel_path, entity_id, *, local_path=None, root_id="ids"):
+    return IndexRow(rel_path=rel_path, local_path=local_path or rel_path, root_id=root_id, entity_id=entity_id,
+                    version=1, file_handle_id="1", md5=None, size=1, content_type=None, parent_id=None,
+                    local_size=1, mtime_ns=1)
 
 
 def files_of(result):
@@ -57,12 +78,12 @@ def test_files_land_flat_at_the_version_named_or_current():
 
 def test_the_first_keeps_a_name_later_ones_get_their_id_in_it_deterministically():
     first = plan("syn1", "syn2", "syn1.1")
-    assert files_of(first) == [("syn1", 3, "a.csv"), ("syn2", 1, "a (syn2).csv"), ("syn1", 1, "a (syn1).csv")]
+    # another version of a file that already has a name here gets its version in the name
+    assert files_of(first) == [("syn1", 3, "a.csv"), ("syn2", 1, "a (syn2).csv"), ("syn1", 1, "a (syn1.1).csv")]
     assert [str(r) for r in first.renamed] == [
-        "syn2.1: a.csv -> a (syn2).csv (the name was taken by an earlier entry)",
-        "syn1.1: a.csv -> a (syn1).csv (the name was taken by an earlier entry)"]
+        "syn2.1: a.csv -> a (syn2).csv (the name was taken)", "syn1.1: a.csv -> a (syn1.1).csv (the name was taken)"]
     assert files_of(plan("syn1", "syn2", "syn1.1")) == files_of(first)  # the same list, the same names
-    assert files_of(plan("syn2", "syn1"))[1] == ("syn1", 3, "a (syn1).csv")  # the order given decides
+    assert files_of(plan("syn2", "syn1"))[1] == ("syn1", 3, "a (syn1).csv")  # in a new target the order decides
 
 
 def test_another_version_of_a_renamed_file_and_a_name_made_to_clash():
@@ -71,6 +92,26 @@ def test_another_version_of_a_renamed_file_and_a_name_made_to_clash():
     assert files_of(result) == [("syn1", 3, "a.csv"), ("syn11", 1, "a (syn2).csv"), ("syn2", 1, "a (syn2.1).csv"),
                                 ("syn2", 3, "a (syn2.3).csv")]
     assert len({rel for _, _, rel in files_of(result)}) == 4  # the same version twice is fetched once
+
+
+def test_names_the_index_holds_stay_with_their_files_whatever_the_order():
+    before = [row("a.csv", "syn1"), row("a (syn2).csv", "syn2")]  # an earlier run of [syn1, syn2]
+    assert files_of(plan("syn2", "syn1", rows=before)) == [("syn2", 1, "a (syn2).csv"), ("syn1", 3, "a.csv")]
+
+
+def test_a_name_the_index_holds_for_another_file_is_never_taken():
+    # a synced tree's a.csv (another entity), and a keep.both copy of syn3 at "a (syn1).csv"
+    taken = [row("a.csv", "syn99", root_id="syn50"), row("b.csv", "syn3", local_path="a (syn1).csv")]
+    result = plan("syn1", "syn3", rows=taken)
+    assert files_of(result) == [("syn1", 3, "a (syn1.3).csv"), ("syn3", 2, "b.csv")]
+    assert [str(r) for r in result.renamed] == ["syn1.3: a.csv -> a (syn1.3).csv (the name was taken)"]
+
+
+def test_a_container_or_dataset_named_twice_is_fetched_once():
+    result = plan("syn6", "syn6", "syn5", "syn5", recursive=True)
+    assert [(c.header.id, c.rel_dir) for c in result.containers] == [("syn6", "p")]
+    assert [rel for _, _, rel in files_of(result)] == ["d/a.csv", "d/a (syn2).csv", "d/b.csv"]
+    assert [r.given for r in result.renamed] == ["d/a (syn2).csv"]  # the dataset's own clash, once
 
 
 def test_a_dataset_alone_fills_the_target_with_its_pinned_items():
@@ -101,7 +142,7 @@ def test_in_a_list_containers_and_datasets_get_folders_named_after_them():
 
 def test_one_container_alone_is_walked_into_the_target_itself():
     result = plan("syn4", recursive=True)
-    assert result.walks_one_container and result.containers[0].rel_dir == ""
+    assert result.plan.one_container.id == "syn4" and result.containers[0].rel_dir == ""
 
 
 @pytest.mark.parametrize("ids, recursive, message", [
