@@ -174,3 +174,16 @@ def test_a_collection_under_faults_is_byte_exact_and_a_dry_run_writes_nothing(em
 def local_md5s(root: Path) -> dict:
     return {p.relative_to(root).as_posix(): md5(p.read_bytes()) for p in root.rglob("*")
             if p.is_file() and ".synclient" not in p.parts}
+
+
+def test_credentials_in_an_external_url_never_reach_a_message(emulator, tmp_path):
+    project = emulator.seed_spec({"projects": [{"name": "leak", "children": [
+        {"type": "file", "name": "leak.csv", "external": "http://alice:hunter2@127.0.0.1:9/data/leak.csv?sig=s3cret",
+         "md5": "0" * 32, "size": 5}]}]})["leak"]
+    with Platform(emulator.endpoint, token=emulator.token) as platform:
+        results = sync_from_platform(project, tmp_path, platform=platform, on_error="continue",
+                                     config=TransferConfig(max_attempts=1))
+    [failed] = results.failures
+    shown = str(failed.error) + json.dumps(results[0].to_json()) + json.dumps(results.report.to_json())
+    assert "127.0.0.1:9/data/leak.csv" in str(failed.error)
+    assert not any(secret in shown for secret in ("alice", "hunter2", "s3cret"))

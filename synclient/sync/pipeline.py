@@ -38,7 +38,7 @@ from synclient.sync.walker import FoundFile
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.partial import LeftoverPartials, PlainFolders, partial_key
 from synclient.transfer.pool import Priority, TaskPool
-from synclient.transfer.urls import SignedUrl, UrlBroker
+from synclient.transfer.urls import SignedUrl, UrlBroker, redact_url
 
 log = logging.getLogger("synclient.sync")
 
@@ -76,11 +76,9 @@ def check_fetchable(entity_id: str, handle: FileHandle) -> None:
         if handle.content_size is None:
             raise PlatformError(f"{entity_id}: file handle {handle.id} has no contentSize; not supported")
         return
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
+    scheme = urlsplit(url).scheme.lower()
     if scheme not in FETCHED_SCHEMES:
-        shown = f"{scheme}://{parts.hostname or ''}{parts.path}"  # no user, password or query in a message
-        raise UnsupportedError(f"{entity_id} is an external {scheme or 'relative'} URL ({shown}): synclient "
+        raise UnsupportedError(f"{entity_id} is an external {scheme or 'relative'} URL ({redact_url(url)}): synclient "
                                f"fetches http(s) URLs only; download it with a client for {scheme or 'that URL'}")
 
 

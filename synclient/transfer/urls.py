@@ -55,9 +55,16 @@ def install_url_redaction() -> None:
 
 
 def redact_url(url: str) -> str:
-    """The URL without its query string: signatures never reach logs, reprs or reports."""
+    """The URL without its query string and without a user or password in it (an external URL may carry them):
+    signatures and credentials never reach logs, reprs or reports."""
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}{parts.path}" + ("?<redacted>" if parts.query else "")
+    try:
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # a port that is not a number: nothing of the authority is shown but the host
+        port = ""
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}{port}{parts.path}" + ("?<redacted>" if parts.query else "")
 
 
 def url_expiry(url: str) -> Optional[float]:

@@ -54,3 +54,16 @@ def test_a_data_client_installs_the_filter_and_urllib3_lines_lose_their_query(ba
                           206, 10)
     [line] = [r.getMessage() for r in caplog.records if r.name == URLLIB3_REQUEST_LOGGER]
     assert line == 'https://bucket.test:443 "GET /bucket/key.bin?<redacted> HTTP/1.1" 206 10'
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("https://bucket.test/k.bin?X-Amz-Signature=s", "https://bucket.test/k.bin?<redacted>"),
+    ("http://alice:hunter2@files.example.org:8080/data/a.csv?token=t",
+     "http://files.example.org:8080/data/a.csv?<redacted>"),
+    ("sftp://bob@sftp.example.org/data/far.csv", "sftp://sftp.example.org/data/far.csv"),
+    ("http://u:p@[::1]:9/x", "http://[::1]:9/x"),
+])
+def test_a_shown_url_has_no_query_user_or_password(url, shown):
+    from synclient.transfer.urls import SignedUrl, redact_url
+    assert redact_url(url) == shown
+    assert "hunter2" not in repr(SignedUrl(url)) and "alice" not in repr(SignedUrl(url))
