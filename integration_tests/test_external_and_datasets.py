@@ -187,3 +187,28 @@ def test_credentials_in_an_external_url_never_reach_a_message(emulator, tmp_path
     shown = str(failed.error) + json.dumps(results[0].to_json()) + json.dumps(results.report.to_json())
     assert "127.0.0.1:9/data/leak.csv" in str(failed.error)
     assert not any(secret in shown for secret in ("alice", "hunter2", "s3cret"))
+
+
+@pytest.mark.parametrize("ranges", [True, False])
+def test_a_cut_file_of_unknown_size_resumes_when_the_server_allows_it(emu, tmp_path, ranges):
+    emu.set_knobs(external_ranges=ranges, fault_data_cut_rate=0.5, fault_seed=1)
+    unsized = emu.resolve(emu.project, "ext/big-unsized.bin")
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_many([unsized], tmp_path, platform=platform, config=SMALL_PARTS)
+    assert not results.failures and results[0].size == BIG
+    assert_tree_matches(tmp_path, {"big-unsized.bin": EXTERNAL["big-unsized.bin"]})
+    stats = emu.stats()
+    assert stats["data_cuts_injected"] > 0
+    # resumed with Range from where the cut left it (206) only where the server said it takes ranges
+    assert (stats["external_by_status"].get("206", 0) > 0) is ranges
+
+
+def test_a_file_of_unknown_size_that_fails_leaves_no_partial_and_no_size(emu, tmp_path):
+    emu.set_knobs(fault_data_cut_rate=1.0)
+    unsized = emu.resolve(emu.project, "ext/big-unsized.bin")
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_many([unsized], tmp_path, platform=platform, on_error="continue",
+                                config=TransferConfig(max_attempts=2, max_workers=4))
+    [failed] = results.failures
+    assert failed.size is None and failed.verification is None
+    assert [p.name for p in tmp_path.iterdir() if p.name != ".synclient"] == []

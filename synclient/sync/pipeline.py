@@ -271,7 +271,8 @@ class FilePipeline:
         action = FROM_SYNAPSE_CACHE if context.from_cache and error is None else context.action.value
         handle = job.handle
         self._outcome.finished(FileResult(job.entity_id, job.version, job.destination,
-                                          handle.content_size if handle.content_size is not None else job.received,
+                                          handle.content_size if handle.content_size is not None else
+                                          job.received if error is None else None,
                                           handle.content_md5, status, error, action=action,
                                           verification=None if error else Verification.of(handle.content_md5,
                                                                                           handle.content_size),

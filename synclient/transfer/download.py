@@ -55,6 +55,8 @@ class FileJob:
     rejected_url: Optional[SignedUrl] = field(default=None, repr=False)
     verify_retries: int = field(default=0, repr=False, compare=False)  # whole-file refetches after a bad MD5
     received: Optional[int] = field(default=None, repr=False, compare=False)  # bytes got, when no size was recorded
+    announced: Optional[int] = field(default=None, repr=False, compare=False)  # and the length the server announced
+    ranges: bool = field(default=False, repr=False, compare=False)  # and whether it takes Range
     planned: PlannedFile = field(init=False, repr=False, compare=False)  # what observers are told of it
 
     def __post_init__(self) -> None:
@@ -173,14 +175,16 @@ class Downloader:
             job.url = url
         return url
 
-    def _fetch(self, job: FileJob, byte_range: Optional[ByteRange], sink: Callable[[int, memoryview], None]) -> int:
-        """One GET of ``byte_range`` (None: the whole body of a file of unknown size); the bytes received."""
+    def _fetch(self, job: FileJob, byte_range: Optional[ByteRange], sink: Callable[[int, memoryview], None], *,
+               on_head: Optional[Callable[[Optional[int], bool], None]] = None) -> int:
+        """One GET of ``byte_range`` (None: the whole body of a file of unknown size, ``on_head`` told the length the
+        server announces and whether it takes ranges); the bytes received."""
         url = self._url(job)
         settings = dict(sink=sink, chunk_size=self._config.chunk_size, connect_timeout=self._config.connect_timeout,
                         stall_timeout=self._config.stall_timeout, cancelled=self._pool.cancel_event.is_set)
         try:
             if byte_range is None:
-                return fetch_whole(self._client, url, **settings)
+                return fetch_whole(self._client, url, on_head=on_head, **settings)
             fetch_range(self._client, url, byte_range, **settings)
             return byte_range.length
         except UrlRejectedError:
@@ -238,8 +242,10 @@ class Downloader:
         self._install(job, temp)
         job.on_done(None)
 
-    def _stream_single(self, job: FileJob, temp: Path, fresh: bool) -> None:
-        size = job.size
+    def _stream_single(self, job: FileJob, temp: Path, fresh: bool, size: Optional[int] = None) -> None:
+        """One try at the whole file, from what the partial file holds (``size``: the file's, when the handle does not
+        record it but the server announced it)."""
+        size = job.size if size is None else size
         fd, have = open_temp_sized(temp, truncate=fresh, folders=self._folders)
         try:
             if have >= size:  # longer is foreign data; exactly full was never verified: start over cheaply
@@ -271,14 +277,23 @@ class Downloader:
             os.close(fd)
 
     def _download_unsized(self, job: FileJob) -> None:
-        """A file of unknown size: one GET to the end of the body, each try from the start (without a size there is
-        no offset to resume from that could be trusted), checked against the MD5 when the handle records one."""
+        """A file whose handle records no size: one GET to the end of the body, checked against the MD5 when the
+        handle records one. A try that was cut resumes from its offset when the server announced the length and
+        takes ranges; else it starts over. A file that fails leaves no partial (no later run could trust it)."""
         temp = temp_path(job.destination, job.handle.id)
-        self._retrying()(self._stream_unsized, job, temp)
-        self._install(job, temp)
+        try:
+            self._retrying()(self._stream_unsized, job, temp)
+            self._install(job, temp)
+        except BaseException:
+            _remove_quietly(temp)  # (also when cancelled: the next run starts over anyway)
+            raise
         job.on_done(None)
 
     def _stream_unsized(self, job: FileJob, temp: Path) -> None:
+        if job.announced is not None and job.ranges:  # an earlier try learned the size and that ranges work
+            self._stream_single(job, temp, False, size=job.announced)
+            job.received = job.announced
+            return
         fd = open_temp(temp, truncate=True, folders=self._folders)
         try:
             md5 = hashlib.md5()
@@ -288,7 +303,10 @@ class Downloader:
                 md5.update(data)
                 self._observer.bytes_transferred(job.planned, len(data))
 
-            job.received = self._fetch(job, None, sink)
+            def learned(length: Optional[int], ranges: bool) -> None:
+                job.announced, job.ranges = length, ranges
+
+            job.received = self._fetch(job, None, sink, on_head=learned)
             self._verify(job, md5.hexdigest())
         finally:
             os.close(fd)

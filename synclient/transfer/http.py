@@ -140,11 +140,14 @@ def fetch_range(client: DataClient, url: SignedUrl, byte_range: ByteRange, *,
 
 
 def fetch_whole(client: DataClient, url: SignedUrl, *, sink: Callable[[int, memoryview], None], chunk_size: int,
-                connect_timeout: float, stall_timeout: float, cancelled: Callable[[], bool]) -> int:
+                connect_timeout: float, stall_timeout: float, cancelled: Callable[[], bool],
+                on_head: Optional[Callable[[Optional[int], bool], None]] = None) -> int:
     """GET a whole object whose size nobody recorded (an external URL's handle without ``contentSize``); returns
     the number of bytes received. When the server announces a ``Content-Length`` the body must have it; without one,
     the body ends when the server closes the connection, and nothing can tell a cut from the end (such a file is
-    only as good as its MD5, when the handle records one). Raises as :func:`fetch_range` does."""
+    only as good as its MD5, when the handle records one). ``on_head(length, ranges)`` is told, before the body,
+    the length announced (or None) and whether the server takes ranges (``Accept-Ranges: bytes``), so a cut body
+    can be resumed. Raises as :func:`fetch_range` does."""
     where = redact_url(url.url)
     try:
         response = client.get(url.url, headers={}, connect_timeout=connect_timeout, read_timeout=stall_timeout)
@@ -155,6 +158,8 @@ def fetch_whole(client: DataClient, url: SignedUrl, *, sink: Callable[[int, memo
         _check_status(response.status, response.headers, None, where)
         length = response.headers.get("Content-Length")
         announced = int(length) if length is not None and length.isdigit() else None
+        if on_head is not None:
+            on_head(announced, response.headers.get("Accept-Ranges", "").strip().lower() == "bytes")
         offset = _pump(response, 0, announced, sink=sink, chunk_size=chunk_size, cancelled=cancelled, where=where)
         if announced is not None and offset < announced:
             raise TransferError(f"GET {where}: body ended at byte {offset}, expected {announced}")
