@@ -425,7 +425,8 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
 
 def _print_failures(ctx: CommandContext, failures: Sequence[FileResult], *, shown: int = 20) -> None:
     for failure in failures[:shown]:
-        ctx.out.failure(f"failed: {failure.entity_id} {failure.path or ''}: {failure.error}")
+        where = f" {failure.path}" if failure.path is not None else ""
+        ctx.out.failure(f"failed: {failure.entity_id}{where}: {failure.error}")
     if len(failures) > shown:
         ctx.out.failure(f"... and {len(failures) - shown} more failures (see --json for all)")
 

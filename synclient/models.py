@@ -76,8 +76,7 @@ class EntityType(enum.Enum):
     def children_filter(self) -> str:
         """The name used in ``includeTypes`` of a children request."""
         return {EntityType.FOLDER: "folder", EntityType.FILE: "file", EntityType.LINK: "link",
-                EntityType.PROJECT: "project", EntityType.DATASET: "dataset",
-                EntityType.DATASET_COLLECTION: "datasetcollection"}.get(self, "")
+                EntityType.PROJECT: "project"}.get(self, "")
 
     @property
     def is_container(self) -> bool:

@@ -62,30 +62,36 @@ def read_id_file(name: str, *, stdin: Optional[TextIO] = None) -> List[EntityRef
 
 
 def ids_from_text(text: str, *, where: str) -> List[EntityRef]:
-    lines = text.splitlines()
-    first = next((line for line in lines if line.strip() and not line.lstrip().startswith("#")), "")
-    if "\t" in first or "," in first:
-        return _ids_from_table(lines, where=where, delimiter="\t" if "\t" in first else ",")
-    refs = []
-    for number, line in enumerate(lines, start=1):
-        text_id = line.split("#", 1)[0].strip()
-        if text_id:
-            refs.append(_ref_at(text_id, where, number))
-    return refs
+    lines = text.lstrip("\ufeff").splitlines()
+    first = next((number for number, line in enumerate(lines) if _content(line)), None)
+    if first is None:
+        return []
+    head = _content(lines[first])
+    if "\t" in head or "," in head or head in ID_COLUMNS:  # a table: a manifest, a query result, an id column
+        return _ids_from_table(lines, first, where=where, delimiter="\t" if "\t" in head else ",")
+    return [_ref_at(_content(line), where, number) for number, line in enumerate(lines, start=1) if _content(line)]
 
 
-def _ids_from_table(lines: List[str], *, where: str, delimiter: str) -> List[EntityRef]:
-    rows = [line for line in lines if not line.lstrip().startswith("#")]
+def _content(line: str) -> str:
+    """A line without its comment ('#' to the end) and surrounding blanks."""
+    return line.split("#", 1)[0].strip()
+
+
+def _ids_from_table(lines: List[str], header: int, *, where: str, delimiter: str) -> List[EntityRef]:
+    """The id column of the table whose header is ``lines[header]``. Comment lines are blanked, not dropped, so
+    the line numbers in messages are the file's."""
+    rows = ["" if line.lstrip().startswith("#") else line for line in lines[header:]]
     reader = csv.DictReader(io.StringIO("\n".join(rows)), delimiter=delimiter)
-    column = next((name for name in ID_COLUMNS if name in (reader.fieldnames or ())), None)
+    fields = [name.strip() for name in reader.fieldnames or ()]
+    reader.fieldnames = fields
+    column = next((name for name in ID_COLUMNS if name in fields), None)
     if column is None:
-        shown = ", ".join(reader.fieldnames or ()) or "none"
-        raise ConfigError(f"{where}: a table of ids needs an 'id' column (its columns: {shown})")
+        raise ConfigError(f"{where}: a table of ids needs an 'id' column (its columns: {', '.join(fields)})")
     refs = []
     for row in reader:
         value = (row.get(column) or "").strip()
         if value:
-            refs.append(_ref_at(value, where, reader.line_num))
+            refs.append(_ref_at(value, where, header + reader.line_num))
     return refs
 
 

@@ -11,6 +11,7 @@ SPEC = {"projects": [{"name": "ids", "children": [
         {"type": "file", "name": "a.txt", "content": "x/a\n"},
         {"type": "file", "name": "v.txt", "versions": [{"content": "v one\n"}, {"content": "v two\n"}]}]},
     {"type": "folder", "name": "y", "children": [{"type": "file", "name": "a.txt", "content": "y/a\n"}]},
+    {"type": "dataset", "name": "d", "items": [{"ref": "x/a.txt"}]},
 ]}]}
 
 
@@ -55,6 +56,13 @@ def test_ids_from_a_file_and_from_stdin(env, ids_emulator, tmp_path):
     assert (tmp_path / "s" / "v.txt").read_text() == "v two\n"
 
 
+def test_an_unknown_id_in_a_list_fails_alone_with_a_line_of_its_own(env, ids_emulator, tmp_path):
+    result = run_cli("get", ids_emulator.at("x/a.txt"), "syn999999999", "--path", str(tmp_path), env=env)
+    assert result.returncode == 1
+    assert "failed: syn999999999: syn999999999 does not exist or may not be read" in result.stderr
+    assert (tmp_path / "a.txt").read_text() == "x/a\n"
+
+
 def test_version_flag_picks_a_files_version(env, ids_emulator, tmp_path):
     result = run_cli("get", ids_emulator.at("x/v.txt"), "--version", "1", "--path", str(tmp_path), env=env)
     assert result.returncode == 0, result.stderr
@@ -70,6 +78,7 @@ def test_version_flag_picks_a_files_version(env, ids_emulator, tmp_path):
     (lambda at: ["get"], "get needs an id"),
     (lambda at: ["get", "--from-file", "/nonexistent/ids.txt"], "cannot read the id list /nonexistent/ids.txt"),
     (lambda at: ["get", at("x/a.txt"), "syn12x"], "not a platform id: 'syn12x'"),
+    (lambda at: ["get", at("d") + ".7"], "not found:"),  # a dataset version that does not exist, as for a file
 ])
 def test_usage_errors_exit_2_in_one_line(env, ids_emulator, tmp_path, args, message):
     result = run_cli(*args(ids_emulator.at), "--path", str(tmp_path / "out"), env=env)

@@ -61,3 +61,22 @@ def test_missing_empty_and_binary_files_are_clear_errors(tmp_path):
     (tmp_path / "bin").write_bytes(b"\xff\xfe\x00syn1")
     with pytest.raises(ConfigError, match="not a UTF-8 text file"):
         read_id_file(str(tmp_path / "bin"))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("syn1   # raw, v2\nsyn2\n", ("syn1", "syn2")),  # a comma in a comment is no table
+    ("\tsyn1\nsyn2\n", ("syn1", "syn2")),  # nor is an indented id
+    ("id\nsyn1\nsyn2.3\n", ("syn1", "syn2.3")),  # a one-column table (SELECT id FROM ...)
+    ("\ufeffsyn1\n", ("syn1",)),  # a byte order mark, on standard input too
+    ("# exported\n# by a script\nid,x\nsyn1,a\n", ("syn1",)),
+    (" id , name \nsyn1 ,a\n", ("syn1",)),  # blanks around the column names
+])
+def test_what_is_a_table_and_what_is_a_list(text, expected):
+    assert ids_from_text(text, where="f") == refs(*expected)
+
+
+def test_a_bad_row_of_a_table_is_named_by_its_line_in_the_file():
+    with pytest.raises(ConfigError, match=r"f, line 5: not a platform id: 'bad'"):
+        ids_from_text("# c\n# c2\nid,x\nsyn1,a\nbad,b\n", where="f")
+    with pytest.raises(ConfigError, match=r"f, line 4: not a platform id: 'bad'"):
+        ids_from_text('id,note\nsyn1,"two\nlines"\nbad,x\n', where="f")  # a quoted cell over two lines
