@@ -73,7 +73,8 @@ def cmd_run(args) -> int:
     results = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "quick": args.quick,
                "repeat": repeat, "machine": machine(), "scenarios": {}}
     failed = []
-    out = Path(args.out) if args.out else RESULTS / f"{datetime.date.today().isoformat()}{'-quick' if args.quick else ''}.json"
+    suffix = "-quick" if args.quick else ""
+    out = Path(args.out) if args.out else RESULTS / f"{datetime.date.today().isoformat()}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     for name in names:
         scenario = scenarios[name]

@@ -92,7 +92,8 @@ def file_ids(emu: EmulatorProcess, project: str, scenario: Scenario, data_dir: P
     cached = data_dir / "bench-ids.json"
     if cached.exists():
         return json.loads(cached.read_text())
-    ids = [emu._admin("GET", "resolve?project=" + project + "&path=" + rel)["id"] for rel, _size, _seed in scenario.files]
+    ids = [emu._admin("GET", "resolve?project=" + project + "&path=" + rel)["id"]
+           for rel, _size, _seed in scenario.files]
     cached.write_text(json.dumps(ids))
     return ids
 

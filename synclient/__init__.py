@@ -9,6 +9,7 @@ from synclient.sync.runner import download_many, syncFromPlatform, sync_from_pla
 from synclient.synapseutils_compat import syncFromSynapse, sync_from_synapse
 from synclient.transfer.config import TransferConfig
 
-__all__ = ["Platform", "syncFromPlatform", "sync_from_platform", "download_many", "syncFromSynapse", "sync_from_synapse",
+__all__ = ["Platform", "syncFromPlatform", "sync_from_platform", "download_many", "syncFromSynapse",
+           "sync_from_synapse",
            "SyncOptions", "OnError",
            "TransferConfig", "FileResult", "SyncReport", "SyncResults", "SyncStatus", "SyncPlan", "__version__"]

@@ -637,7 +637,8 @@ class Store:
     def subtree_ids(self, entity_id: int) -> List[int]:
         with self._lock:
             rows = self._db.execute(
-                "WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT e.id FROM entities e JOIN sub ON e.parent_id = sub.id)"
+                "WITH RECURSIVE sub(id) AS "
+                "(SELECT ? UNION ALL SELECT e.id FROM entities e JOIN sub ON e.parent_id = sub.id)"
                 " SELECT id FROM sub", (entity_id,)).fetchall()
         return [row[0] for row in rows]
 
