@@ -79,11 +79,16 @@ def _snapshot(root: Path):
     return {str(path): (path.stat().st_mtime_ns, path.read_bytes()) for path in root.rglob("*") if path.is_file()}
 
 
+def _sync(emulator, project, out, **options):
+    """``sync_from_platform`` of ``project`` into ``out`` with a Platform of its own, closed afterwards."""
+    with Platform(endpoint=emulator.endpoint, token=emulator.token) as platform:
+        return sync_from_platform(project, out, platform=platform, **options)
+
+
 def test_synapseclient_gets_what_synclient_synced_without_a_data_request(emulator, project, cache_root, tmp_path,
                                                                          synapse_login):
     out = tmp_path / "out"
-    results = sync_from_platform(project, out, platform=Platform(endpoint=emulator.endpoint, token=emulator.token),
-                                 progress=False)
+    results = _sync(emulator, project, out, progress=False)
     assert len(results) == FILES and {r.action for r in results} == {"download"}
     assert results.report.from_cache == 0 and emulator.stats()["data_requests"] == FILES
     maps = _maps(cache_root)
@@ -111,8 +116,7 @@ def test_synclient_copies_what_synapseclient_got_and_downloads_the_rest(emulator
 
     emulator.reset_stats()
     out = tmp_path / "out"
-    results = sync_from_platform(project, out, platform=Platform(endpoint=emulator.endpoint, token=emulator.token),
-                                 progress=False)
+    results = _sync(emulator, project, out, progress=False)
     cached = {r.entity_id for r in results if r.action == FROM_SYNAPSE_CACHE}
     assert cached == set(got)
     assert all(r.status is SyncStatus.DOWNLOADED for r in results)
@@ -130,27 +134,21 @@ def test_synclient_copies_what_synapseclient_got_and_downloads_the_rest(emulator
         assert os.stat(mine).st_ino != os.stat(path).st_ino
     # indexed like a download: the next run skips every file, and synapseclient knows each of them now
     emulator.reset_stats()
-    again = sync_from_platform(project, out, platform=Platform(endpoint=emulator.endpoint, token=emulator.token),
-                               progress=False)
+    again = _sync(emulator, project, out, progress=False)
     assert {r.status for r in again} == {SyncStatus.SKIPPED} and emulator.stats()["data_requests"] == 0
     recorded = {path for entries in _maps(cache_root).values() for path in entries}
     assert recorded == {str(r.path) for r in results} | {str(path) for path in got.values()}
     # no REST call added: the same calls as a sync that does not look at the cache
     emulator.reset_stats()
-    sync_from_platform(project, tmp_path / "plain", platform=Platform(endpoint=emulator.endpoint,
-                                                                      token=emulator.token),
-                       progress=False, synapse_cache=False)
+    _sync(emulator, project, tmp_path / "plain", progress=False, synapse_cache=False)
     assert emulator.stats()["api_by_route"] == stats["api_by_route"]
 
 
 def test_without_the_cache_every_file_is_downloaded_and_nothing_recorded(emulator, project, cache_root, tmp_path):
-    sync_from_platform(project, tmp_path / "first", platform=Platform(endpoint=emulator.endpoint,
-                                                                      token=emulator.token), progress=False)
+    _sync(emulator, project, tmp_path / "first", progress=False)
     snapshot = _snapshot(cache_root)
     emulator.reset_stats()
-    results = sync_from_platform(project, tmp_path / "api", platform=Platform(endpoint=emulator.endpoint,
-                                                                              token=emulator.token),
-                                 progress=False, synapse_cache=False)
+    results = _sync(emulator, project, tmp_path / "api", progress=False, synapse_cache=False)
     assert {r.action for r in results} == {"download"} and emulator.stats()["data_requests"] == FILES
     emulator.reset_stats()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
@@ -164,8 +162,7 @@ def test_without_the_cache_every_file_is_downloaded_and_nothing_recorded(emulato
 
 
 def test_the_cli_uses_the_cache_by_default(emulator, project, cache_root, tmp_path):
-    sync_from_platform(project, tmp_path / "first", platform=Platform(endpoint=emulator.endpoint,
-                                                                      token=emulator.token), progress=False)
+    _sync(emulator, project, tmp_path / "first", progress=False)
     emulator.reset_stats()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     cli = subprocess.run([sys.executable, "-m", "synclient", "--endpoint", emulator.endpoint, "--token",
@@ -195,8 +192,7 @@ def test_a_cached_copy_with_other_bytes_falls_back_to_a_download(emulator, proje
     emulator.reset_stats()
     caplog.set_level("INFO", logger="synclient.sync")
     out = tmp_path / "out"
-    results = sync_from_platform(project, out, platform=Platform(endpoint=emulator.endpoint, token=emulator.token),
-                                 progress=False)
+    results = _sync(emulator, project, out, progress=False)
     assert {r.action for r in results} == {"download"} and results.report.from_cache == 0
     assert emulator.stats()["data_requests"] == FILES
     assert local_tree(out) == _expected()
@@ -204,12 +200,9 @@ def test_a_cached_copy_with_other_bytes_falls_back_to_a_download(emulator, proje
 
 
 def test_hard_links_when_asked(emulator, project, cache_root, tmp_path):
-    first = sync_from_platform(project, tmp_path / "first", platform=Platform(endpoint=emulator.endpoint,
-                                                                              token=emulator.token), progress=False)
+    first = _sync(emulator, project, tmp_path / "first", progress=False)
     emulator.reset_stats()
-    linked = sync_from_platform(project, tmp_path / "linked", platform=Platform(endpoint=emulator.endpoint,
-                                                                                token=emulator.token),
-                                progress=False, synapse_cache_link=True)
+    linked = _sync(emulator, project, tmp_path / "linked", progress=False, synapse_cache_link=True)
     assert emulator.stats()["data_requests"] == 0
     by_entity = {r.entity_id: r.path for r in first}
     assert all(os.stat(r.path).st_ino == os.stat(by_entity[r.entity_id]).st_ino for r in linked)
@@ -217,12 +210,10 @@ def test_hard_links_when_asked(emulator, project, cache_root, tmp_path):
 
 
 def test_a_dry_run_neither_reads_nor_writes_the_cache(emulator, project, cache_root, tmp_path):
-    sync_from_platform(project, tmp_path / "first", platform=Platform(endpoint=emulator.endpoint,
-                                                                      token=emulator.token), progress=False)
+    _sync(emulator, project, tmp_path / "first", progress=False)
     snapshot = _snapshot(cache_root)
     emulator.reset_stats()
-    plan = sync_from_platform(project, tmp_path / "planned", platform=Platform(endpoint=emulator.endpoint,
-                                                                               token=emulator.token), dry_run=True)
+    plan = _sync(emulator, project, tmp_path / "planned", dry_run=True)
     assert len(plan.entries) == FILES
     assert not (tmp_path / "planned").exists() and _snapshot(cache_root) == snapshot
     assert emulator.stats()["data_requests"] == 0
@@ -231,8 +222,7 @@ def test_a_dry_run_neither_reads_nor_writes_the_cache(emulator, project, cache_r
 def test_no_cache_folder_means_no_cache_and_none_made(emulator, project, tmp_path):
     root = tmp_path / "not-there"
     Path(os.environ["SYNAPSE_CONFIG_FILE"]).write_text(f"[cache]\nlocation = {root}\n")
-    results = sync_from_platform(project, tmp_path / "out", platform=Platform(endpoint=emulator.endpoint,
-                                                                              token=emulator.token), progress=False)
+    results = _sync(emulator, project, tmp_path / "out", progress=False)
     assert {r.action for r in results} == {"download"}
     assert not root.exists() and not (Path(os.environ["HOME"]) / ".synapseCache").exists()
 
@@ -258,9 +248,7 @@ def test_a_cache_that_cannot_be_written_fails_no_file_and_is_said_once(emulator,
 
     monkeypatch.setattr(SynapseCache, "record", refuse)
     caplog.set_level("WARNING", logger="synclient.sync")
-    results = sync_from_platform(project, tmp_path / "out", platform=Platform(endpoint=emulator.endpoint,
-                                                                              token=emulator.token),
-                                 config=TransferConfig(max_workers=4), progress=False)
+    results = _sync(emulator, project, tmp_path / "out", config=TransferConfig(max_workers=4), progress=False)
     assert all(r.status is SyncStatus.DOWNLOADED for r in results) and len(calls) == FILES
     assert caplog.text.count("cannot record") == 1 and "Permission denied" in caplog.text
 
@@ -274,7 +262,5 @@ def test_a_cache_lock_never_released_is_waited_for_once_per_run(emulator, projec
         raise CacheLockTimeoutError("the synapseclient cache lock x was not released within 70 s")
 
     monkeypatch.setattr(SynapseCache, "record", locked)
-    results = sync_from_platform(project, tmp_path / "out", platform=Platform(endpoint=emulator.endpoint,
-                                                                              token=emulator.token),
-                                 config=TransferConfig(max_workers=1), progress=False)
+    results = _sync(emulator, project, tmp_path / "out", config=TransferConfig(max_workers=1), progress=False)
     assert all(r.status is SyncStatus.DOWNLOADED for r in results) and len(calls) == 1

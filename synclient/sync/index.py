@@ -94,6 +94,12 @@ _SELECT = f"SELECT {', '.join(_ROW_COLUMNS)} FROM files"
 _MAX_KEYS_PER_QUERY = 500  # well below SQLite's bound on query parameters (999 in older builds)
 
 
+def _below(folder: str) -> Tuple[str, str]:
+    """The bounds [low, high) of every '/'-separated path below ``folder``: those that start with ``folder/``."""
+    low = folder.rstrip("/") + "/"
+    return low, low[:-1] + chr(ord("/") + 1)
+
+
 def _row_from_db(values) -> IndexRow:
     rel_path, local_path, root_id, parent_id, content_type = (values[0], values[1], values[2], values[9],
                                                               values[8])
@@ -295,15 +301,8 @@ class LocalIndex:
 
     def copy_at(self, local_path: str) -> Optional[IndexRow]:
         """The row of a ``keep.both`` copy that lies at ``local_path`` (another entity's bytes), if any."""
-        if self._reader is None:
-            return None
-        try:
-            with self._reader_lock:
-                found = self._reader.execute(f"{_SELECT} WHERE local_path = ? AND local_path != rel_path",
-                                             (local_path,)).fetchone()
-        except sqlite3.Error:
-            return None
-        return _row_from_db(found) if found else None
+        found = self._rows("local_path = ? AND local_path != rel_path", (local_path,))
+        return found[0] if found else None
 
     def local_paths_named(self, name: str) -> List[str]:
         """Local paths (any root) of indexed files called ``name``, in any folder (one scan of the index)."""
@@ -321,35 +320,28 @@ class LocalIndex:
 
     def rows_under(self, local_dir: str) -> List[IndexRow]:
         """Committed rows (any root) whose local file is below the local folder ``local_dir``."""
-        if self._reader is None:
-            return []
-        low = local_dir.rstrip("/") + "/"
-        high = low[:-1] + chr(ord("/") + 1)  # every string starting with low sorts in [low, high)
-        try:
-            with self._reader_lock:
-                return [_row_from_db(values) for values in self._reader.execute(
-                    f"{_SELECT} WHERE local_path >= ? AND local_path < ?", (low, high))]
-        except sqlite3.Error:
-            return []
+        return self._rows("local_path >= ? AND local_path < ?", _below(local_dir))
 
     def rows_in(self, folder: str) -> List[IndexRow]:
         """Committed rows (any root) whose remote path or local file is directly in the '/'-separated ``folder``
         ('' for the target itself): the names a list of ids must not take from another file."""
-        if self._reader is None:
-            return []
         if folder:
-            low = folder.rstrip("/") + "/"
-            where, params = ("(rel_path >= ? AND rel_path < ?) OR (local_path >= ? AND local_path < ?)",
-                             (low, low[:-1] + "0") * 2)  # "0" sorts right after "/": every path starting with low
+            rows = self._rows("(rel_path >= ? AND rel_path < ?) OR (local_path >= ? AND local_path < ?)",
+                              _below(folder) * 2)
         else:
-            where, params = "instr(rel_path, '/') = 0 OR instr(local_path, '/') = 0", ()
-        try:
-            with self._reader_lock:
-                rows = [_row_from_db(values) for values in self._reader.execute(f"{_SELECT} WHERE {where}", params)]
-        except sqlite3.Error:
-            return []
+            rows = self._rows("instr(rel_path, '/') = 0 OR instr(local_path, '/') = 0", ())
         depth = folder.count("/") + 1 if folder else 0
         return [row for row in rows if row.rel_path.count("/") == depth or row.local_path.count("/") == depth]
+
+    def _rows(self, where: str, params: Tuple[object, ...]) -> List[IndexRow]:
+        """Committed rows matching ``where``; none when the index cannot be read (no file yet, a broken one)."""
+        if self._reader is None:
+            return []
+        try:
+            with self._reader_lock:
+                return [_row_from_db(values) for values in self._reader.execute(f"{_SELECT} WHERE {where}", params)]
+        except sqlite3.Error:
+            return []
 
     def meta(self, key: str) -> Optional[str]:
         if self.read_only:

@@ -109,6 +109,27 @@ def plan_parts(size: int, part_size: int) -> List[ByteRange]:
     return [ByteRange(start, min(start + part_size, size), size) for start in range(0, size, part_size)]
 
 
+class _HashedWrite:
+    """The sink of one stream into a whole file: each chunk written at its offset into ``fd``, hashed in order (the
+    MD5 so far is ``md5``) and told to the observer."""
+
+    def __init__(self, fd: int, observer: SyncObserver, planned: PlannedFile) -> None:
+        self._fd = fd
+        self._observer = observer
+        self._planned = planned
+        self.md5 = hashlib.md5()
+
+    def __call__(self, offset: int, data: memoryview) -> None:
+        pwrite_all(self._fd, data, offset)
+        self.md5.update(data)
+        self._observer.bytes_transferred(self._planned, len(data))
+
+    def restart(self) -> None:
+        """Empty the file and the hash: the body comes again from its first byte."""
+        os.ftruncate(self._fd, 0)
+        self.md5 = hashlib.md5()
+
+
 @dataclass
 class _Multipart:
     job: FileJob
@@ -251,25 +272,18 @@ class Downloader:
             if have >= size:  # longer is foreign data; exactly full was never verified: start over cheaply
                 have = 0 if have > size else have
                 os.ftruncate(fd, have)
-            md5 = hashlib.md5()
-            hash_file_range(DirectFile(fd), 0, have, md5)
-
-            def sink(offset: int, data: memoryview) -> None:
-                pwrite_all(fd, data, offset)
-                md5.update(data)
-                self._observer.bytes_transferred(job.planned, len(data))
-
+            write = _HashedWrite(fd, self._observer, job.planned)
+            hash_file_range(DirectFile(fd), 0, have, write.md5)
             if have < size:
                 try:
-                    self._fetch(job, ByteRange(have, size, size), sink)
+                    self._fetch(job, ByteRange(have, size, size), write)
                 except RangeNotHonouredError:
                     if have == 0:
                         raise
-                    os.ftruncate(fd, 0)  # the server cannot resume: take the whole body
-                    md5 = hashlib.md5()
-                    self._fetch(job, ByteRange(0, size, size), sink)
+                    write.restart()  # the server cannot resume: take the whole body
+                    self._fetch(job, ByteRange(0, size, size), write)
             try:
-                self._verify(job, md5.hexdigest())
+                self._verify(job, write.md5.hexdigest())
             except IntegrityError:
                 os.ftruncate(fd, 0)  # the next try starts clean
                 raise
@@ -296,18 +310,13 @@ class Downloader:
             return
         fd = open_temp(temp, truncate=True, folders=self._folders)
         try:
-            md5 = hashlib.md5()
-
-            def sink(offset: int, data: memoryview) -> None:
-                pwrite_all(fd, data, offset)
-                md5.update(data)
-                self._observer.bytes_transferred(job.planned, len(data))
+            write = _HashedWrite(fd, self._observer, job.planned)
 
             def learned(length: Optional[int], ranges: bool) -> None:
                 job.announced, job.ranges = length, ranges
 
-            job.received = self._fetch(job, None, sink, on_head=learned)
-            self._verify(job, md5.hexdigest())
+            job.received = self._fetch(job, None, write, on_head=learned)
+            self._verify(job, write.md5.hexdigest())
         finally:
             os.close(fd)
 

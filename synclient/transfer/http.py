@@ -118,13 +118,9 @@ def fetch_range(client: DataClient, url: SignedUrl, byte_range: ByteRange, *,
     :class:`TransferError` on anything else that went wrong (status, cut, stall), :class:`Cancelled` when
     ``cancelled()`` turns true between chunks.
     """
-    headers = {} if byte_range.is_whole else {"Range": byte_range.header()}
     where = redact_url(url.url)
-    try:
-        response = client.get(url.url, headers=headers, connect_timeout=connect_timeout,
-                               read_timeout=stall_timeout)
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise TransferError(f"GET {where}: {exc.__class__.__name__}") from None
+    response = _get(client, url, {} if byte_range.is_whole else {"Range": byte_range.header()}, where=where,
+                    connect_timeout=connect_timeout, stall_timeout=stall_timeout)
     finished = False
     try:
         _check_status(response.status, response.headers, byte_range, where)
@@ -149,10 +145,7 @@ def fetch_whole(client: DataClient, url: SignedUrl, *, sink: Callable[[int, memo
     the length announced (or None) and whether the server takes ranges (``Accept-Ranges: bytes``), so a cut body
     can be resumed. Raises as :func:`fetch_range` does."""
     where = redact_url(url.url)
-    try:
-        response = client.get(url.url, headers={}, connect_timeout=connect_timeout, read_timeout=stall_timeout)
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise TransferError(f"GET {where}: {exc.__class__.__name__}") from None
+    response = _get(client, url, {}, where=where, connect_timeout=connect_timeout, stall_timeout=stall_timeout)
     finished = False
     try:
         _check_status(response.status, response.headers, None, where)
@@ -167,6 +160,15 @@ def fetch_whole(client: DataClient, url: SignedUrl, *, sink: Callable[[int, memo
         return offset
     finally:
         _done_with(response, finished)
+
+
+def _get(client: DataClient, url: SignedUrl, headers: Dict[str, str], *, where: str, connect_timeout: float,
+         stall_timeout: float) -> urllib3.BaseHTTPResponse:
+    """The response (headers read, body not) of a GET, or a :class:`TransferError` naming ``where``."""
+    try:
+        return client.get(url.url, headers=headers, connect_timeout=connect_timeout, read_timeout=stall_timeout)
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise TransferError(f"GET {where}: {exc.__class__.__name__}") from None
 
 
 def _check_body_ends(response: urllib3.BaseHTTPResponse, offset: int, where: str) -> None:
