@@ -5,11 +5,11 @@ from synclient.client import Platform
 from synclient.results import FileResult, SyncReport, SyncResults, SyncStatus
 from synclient.sync.dry_run import SyncPlan
 from synclient.sync.options import OnError, SyncOptions
-from synclient.sync.runner import download_many, syncFromPlatform, sync_from_platform
+from synclient.sync.runner import download_many, download_query, syncFromPlatform, sync_from_platform
 from synclient.synapseutils_compat import syncFromSynapse, sync_from_synapse
 from synclient.transfer.config import TransferConfig
 
-__all__ = ["Platform", "syncFromPlatform", "sync_from_platform", "download_many", "syncFromSynapse",
+__all__ = ["Platform", "syncFromPlatform", "sync_from_platform", "download_many", "download_query", "syncFromSynapse",
            "sync_from_synapse",
            "SyncOptions", "OnError",
            "TransferConfig", "FileResult", "SyncReport", "SyncResults", "SyncStatus", "SyncPlan", "__version__"]

@@ -26,7 +26,7 @@ from synclient._version import __version__
 from synclient.client import Platform
 from synclient.config import (ResolvedToken, clean_token, delete_token, endpoint_source, find_token,
                               resolve_endpoints, resolve_profile, store_token)
-from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, EndpointError,
+from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, ConfigError, EndpointError,
                               KeyringUnavailableError, LocalIOError, NotFoundError, SyncError, SynclientError,
                               SyncLockedError, TargetError, UnsafePathError)
 from synclient.models import EntityHeader, EntityType, parse_entity_id
@@ -37,6 +37,7 @@ from synclient.sync.id_lists import EntityRef, parse_refs, read_id_file
 from synclient.sync.manifest import ManifestFormat, ManifestMode
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.planner import Collision
+from synclient.sync.queries import looks_like_sql, table_of
 from synclient.transfer.config import TransferConfig
 
 log = logging.getLogger("synclient.cli")
@@ -191,12 +192,16 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
         return sub
 
-    get = command("get", "download files, projects or folders (those need -r), datasets, or a list of ids", cmd_get)
+    get = command("get", "download files, projects or folders (those need -r), datasets, a list of ids, or what a "
+                         "query selects", cmd_get)
     get.add_argument("ids", metavar="ID", nargs="*",
                      help="entity ids, e.g. syn123, or syn123.4 for version 4 of a file; several ids are one run")
     get.add_argument("--from-file", metavar="FILE",
                      help="read ids from FILE ('-': standard input): one per line ('#' comments), or a CSV/TSV "
                           "with an 'id' column such as a manifest or a saved query result")
+    get.add_argument("--query", metavar="SQL",
+                     help="download the files a query over a file view or table selects: \"SELECT id FROM syn123 "
+                          "WHERE ...\" (its id column; a currentVersion column pins versions)")
     get.add_argument("--version", dest="file_version", metavar="N", type=_positive_int,
                      help="version N of the one file ID (as syn123.N)")
     get.add_argument("-r", "--recursive", action="store_true", help="download projects and folders recursively")
@@ -351,6 +356,10 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
 
 def _requested_ids(args: argparse.Namespace) -> List[EntityRef]:
     """The ids of ``get``: on the command line and from ``--from-file``, ``--version`` applied to the one id."""
+    for text in args.ids:
+        if looks_like_sql(text):
+            raise CliError(f"{_one_line(text)!r} is a query, not an id: pass it with --query \"SELECT ...\" "
+                           "(-q means quiet)")
     refs = parse_refs(args.ids)
     if args.from_file:
         try:
@@ -372,6 +381,8 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     from synclient.sync.runner import download_many, sync_from_platform
 
     args = ctx.args
+    if args.query is not None:
+        return _get_query(ctx)
     refs = _requested_ids(args)
     options = _sync_options(args)
     path = Path(args.path)
@@ -385,6 +396,9 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
             root = platform.get_entity_header(one.entity_id)
             if root.type.is_container and not args.recursive:
                 raise CliError(f"{one.entity_id} is a {root.type.label}; pass -r to download it recursively")
+            if root.type.is_queryable:
+                raise CliError(f"{one.entity_id} is a {root.type.label}: select its files with "
+                               f"--query \"SELECT id FROM {one.entity_id} WHERE ...\"")
             description = root.name
         else:
             description = f"{len(refs)} ids"
@@ -396,6 +410,35 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
             else:
                 outcome = download_many(refs, path, recursive=args.recursive, platform=platform,
                                         max_workers=args.max_workers, options=options, observer=observer)
+        finally:
+            observer.close()
+    if args.dry_run:
+        return _report_plan(ctx, outcome)
+    return _report_sync(ctx, outcome)
+
+
+def _get_query(ctx: CommandContext) -> ExitCode:
+    """``get --query SQL``: what the query selects, as a list of ids is downloaded."""
+    from synclient.sync.runner import download_query
+
+    args = ctx.args
+    if args.ids or args.from_file or args.file_version is not None:
+        raise CliError("--query selects the files itself: give no ids, --from-file or --version with it")
+    if args.delete:
+        raise CliError("--delete needs one project or folder to mirror; a query's files are never deleted")
+    sql = args.query
+    table_of(sql)  # a query that names no table is a usage error before any call
+    path = Path(args.path)
+    _check_target(path)
+    ctx.out.json_document.update({"command": "get", "path": str(path.resolve()), "query": sql})
+    workers = args.max_workers or TransferConfig().max_workers
+    with ctx.platform(max_connections=workers) as platform:
+        observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description="query")
+        try:
+            outcome = download_query(sql, path, recursive=args.recursive, platform=platform,
+                                     max_workers=args.max_workers, options=_sync_options(args), observer=observer)
+        except BadRequestError as exc:  # the platform's word on the SQL: the user's to fix
+            raise CliError(f"the platform refused the query: {_reason_or(exc)}") from None
         finally:
             observer.close()
     if args.dry_run:
@@ -419,6 +462,10 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
         ctx.out.failure(problem)
     for line in report.renamed:
         ctx.out.info(f"renamed: {line}")
+    if report.query is not None:
+        query = report.query
+        ctx.out.info(f"query: {query.rows} rows of {query.table} named {query.entities} entities"
+                     + (f" ({query.rows_without_id} rows without an id)" if query.rows_without_id else ""))
     ctx.out.result(report.summary())
     return ExitCode.FILES_FAILED if results.failures or report.manifest_errors else ExitCode.OK
 

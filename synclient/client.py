@@ -37,8 +37,9 @@ from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequest
                               EndpointError, MalformedAnswerError, NotFoundError, PermanentServerError,
                               PlatformError, ServerError, SynclientError, ThrottledError)
 from synclient.gate import AdaptiveGate, Throttle, ThrottleKind, shared_gate
-from synclient.models import (ChildrenPage, Entity, EntityHeader, EntityType, FileBundle, FileHandleRequest,
-                              PresignedUrlAnswer, user_profile_from_wire, wire_object)
+from synclient.models import (QUERY_BUNDLE_REQUEST, QUERY_RESULTS_PART, ChildrenPage, Entity, EntityHeader,
+                              EntityType, FileBundle, FileHandleRequest, PresignedUrlAnswer, QueryPage,
+                              user_profile_from_wire, wire_object)
 
 log = logging.getLogger("synclient.client")
 
@@ -49,6 +50,11 @@ TRANSIENT_SERVER_STATUS = frozenset({500, 502, 503, 504})
 URL_BATCH_MAX = 100  # the server's limit on requestedFiles per /fileHandle/batch
 HEADER_BATCH_MAX = 1000  # references per POST /entity/header (no documented limit; one page of a large list)
 USER_AGENT = f"synclient/{__version__}"
+#: an asynchronous job (a table query) is polled after this many seconds, then twice as long each time up to the
+#: maximum, and given up after ASYNC_JOB_TIMEOUT seconds; every poll is one REST call within the user's budget
+ASYNC_POLL_FIRST = 0.1
+ASYNC_POLL_MAX = 2.0
+ASYNC_JOB_TIMEOUT = 600.0
 T = TypeVar("T")
 
 
@@ -470,6 +476,65 @@ class Platform:
                 "includePreSignedURLs": True, "includeFileHandles": False, "includePreviewPreSignedURLs": False}
         return self._call("POST", "file", "/fileHandle/batch", body=body, parse=PresignedUrlAnswer.batch_from_wire,
                           route="POST /fileHandle/batch")
+
+    def query_table(self, table_id: str, sql: str) -> Iterator[QueryPage]:
+        """Every page of ``sql`` over the table or view ``table_id``: Synapse's asynchronous query jobs
+        (``POST /entity/{id}/table/query/async/start``, polled until its answer, then ``.../nextPage/...`` while
+        the answer has a next page token)."""
+        body = {"concreteType": QUERY_BUNDLE_REQUEST, "entityId": table_id, "partMask": QUERY_RESULTS_PART,
+                "query": {"sql": sql, "isConsistent": True, "includeEntityEtag": False}}
+        page = self._async_job(f"/entity/{table_id}/table/query", body, parse=QueryPage.from_bundle,
+                               route="/entity/{id}/table/query")
+        yield page
+        while page.next_page_token:
+            page = self._async_job(f"/entity/{table_id}/table/query/nextPage", page.next_page_token,
+                                   parse=QueryPage.from_result, route="/entity/{id}/table/query/nextPage")
+            yield page
+
+    def _async_job(self, path: str, body: Mapping[str, Any], *, parse: Callable[[Any], T], route: str) -> T:
+        """Start an asynchronous job and poll it until it answers: 202 with a PROCESSING job status meanwhile; a
+        failed job is answered with its error status (or, as older servers do, a FAILED job status)."""
+        token = self._call("POST", "repo", path + "/async/start", body=body, parse=_job_token,
+                           route=f"POST {route}/async/start")
+        delay, waited = ASYNC_POLL_FIRST, 0.0
+        while True:
+            answer = self._call("GET", "repo", f"{path}/async/get/{token}", parse=_job_answer(parse),
+                                route=f"GET {route}/async/get/{{token}}")
+            if answer is not _PENDING:
+                return answer
+            if waited >= ASYNC_JOB_TIMEOUT:
+                raise ServerError(f"{route}: the platform's job {token} did not finish within "
+                                  f"{ASYNC_JOB_TIMEOUT:.0f} s", method="GET", url=self.endpoints.repo + path)
+            self._sleep(delay)
+            if self.cancel_event.is_set():
+                raise CallCancelledError(f"{route}: cancelled while waiting for the platform's job")
+            waited += delay
+            delay = min(delay * 2, ASYNC_POLL_MAX)
+
+
+#: what a poll of an asynchronous job gives while the job runs
+_PENDING = object()
+
+
+def _job_token(answer: Any) -> str:
+    """The ``token`` of an AsyncJobId."""
+    token = wire_object(answer, "an asynchronous job id").get("token")
+    if not isinstance(token, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", token):
+        raise MalformedAnswerError("an asynchronous job id lacks a token made of letters and digits")
+    return token
+
+
+def _job_answer(parse: Callable[[Any], T]) -> Callable[[Any], Any]:
+    """A poll's answer: :data:`_PENDING` while the job runs, a failed job's error, or ``parse`` of its response."""
+    def parse_poll(answer: Any) -> Any:
+        state = wire_object(answer, "an asynchronous job's answer").get("jobState")
+        if state == "PROCESSING":
+            return _PENDING
+        if state == "FAILED":
+            message = answer.get("errorMessage") or answer.get("errorDetails") or "no reason given"
+            raise BadRequestError(f"the platform's job failed: {message}", status=400)
+        return parse(answer)
+    return parse_poll
 
 
 @dataclass

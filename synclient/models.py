@@ -63,6 +63,8 @@ class EntityType(enum.Enum):
     LINK = _MODEL + "Link"
     DATASET = _MODEL + "table.Dataset"
     DATASET_COLLECTION = _MODEL + "table.DatasetCollection"
+    ENTITY_VIEW = _MODEL + "table.EntityView"
+    TABLE = _MODEL + "table.TableEntity"
     OTHER = ""
 
     @classmethod
@@ -90,8 +92,13 @@ class EntityType(enum.Enum):
     @property
     def label(self) -> str:
         """How messages name the kind: "folder", "dataset collection", "other entity"."""
-        return {EntityType.DATASET_COLLECTION: "dataset collection", EntityType.OTHER: "other entity"}.get(
-            self, self.name.lower())
+        return {EntityType.DATASET_COLLECTION: "dataset collection", EntityType.ENTITY_VIEW: "file view",
+                EntityType.OTHER: "other entity"}.get(self, self.name.lower())
+
+    @property
+    def is_queryable(self) -> bool:
+        """A file view or a table: its rows are selected with SQL (``download_query``), not downloaded by id."""
+        return self in (EntityType.ENTITY_VIEW, EntityType.TABLE)
 
 
 @dataclass(frozen=True)
@@ -244,3 +251,55 @@ class PresignedUrlAnswer:
         answers = (cls(file_handle_id=str(_required(row, "fileHandleId", "a file handle batch row")),
                        url=row.get("preSignedURL"), failure_code=row.get("failureCode")) for row in rows)
         return {answer.file_handle_id: answer for answer in answers}
+
+
+# -- table queries (QueryBundleRequest -> QueryResultBundle, QueryNextPageToken -> QueryResult) --------------------
+
+QUERY_BUNDLE_REQUEST = _MODEL + "table.QueryBundleRequest"
+QUERY_RESULTS_PART = 0x1  # the partMask bit of the rows (QueryResultBundle.queryResult)
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    """One row of a query's RowSet: ``values`` in the order of the page's columns (strings or None, as sent). For a
+    view, ``row_id`` is the entity's number and ``version`` the entity version the row describes."""
+
+    row_id: Optional[int]
+    version: Optional[int]
+    values: Tuple[Optional[str], ...]
+
+
+@dataclass(frozen=True)
+class QueryPage:
+    """One page of a table query's results, and the token of the next page (sent back as is), if any."""
+
+    columns: Tuple[str, ...]
+    rows: Tuple[QueryRow, ...]
+    next_page_token: Optional[Dict[str, Any]] = None
+
+    @classmethod
+    def from_bundle(cls, obj: Mapping[str, Any]) -> "QueryPage":
+        """The first page, from a QueryResultBundle."""
+        return cls.from_result(_required(obj, "queryResult", "query result bundle"))
+
+    @classmethod
+    def from_result(cls, obj: Mapping[str, Any]) -> "QueryPage":
+        """A page, from a QueryResult (the first page's is inside the bundle; later pages come bare)."""
+        row_set = wire_object(_required(obj, "queryResults", "query result"), "a row set")
+        headers = row_set.get("headers") or []
+        rows = row_set.get("rows") or []
+        if not isinstance(headers, list) or not isinstance(rows, list):
+            raise MalformedAnswerError("the headers or rows of a row set are not lists")
+        columns = tuple(str(_required(header, "name", "select column")) for header in headers)
+        parsed = []
+        for row in rows:
+            values = wire_object(row, "a row").get("values") or []
+            if not isinstance(values, list) or len(values) != len(columns):
+                raise MalformedAnswerError(f"a row has {len(values) if isinstance(values, list) else 'no'} values "
+                                           f"for {len(columns)} columns")
+            parsed.append(QueryRow(_optional_int(row, "rowId", "row"), _optional_int(row, "versionNumber", "row"),
+                                   tuple(None if value is None else str(value) for value in values)))
+        token = obj.get("nextPageToken")
+        if token is not None and not isinstance(token, Mapping):
+            raise MalformedAnswerError("the nextPageToken of a query result is not an object")
+        return cls(columns, tuple(parsed), dict(token) if token else None)

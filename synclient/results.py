@@ -9,7 +9,7 @@ import datetime
 import enum
 import json
 import threading
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Union
 
@@ -137,6 +137,17 @@ class FileResult:
 
 
 @dataclass
+class QueryInfo:
+    """The query a run downloaded what it selected (``download_query``): its SQL, table, and what it returned."""
+
+    sql: str
+    table: str
+    rows: int  # every row of every page
+    entities: int  # the rows that named an entity (an id twice counts twice)
+    rows_without_id: int = 0
+
+
+@dataclass
 class SyncReport:
     """Totals of one run, for the summary line and ``--json``."""
 
@@ -153,6 +164,7 @@ class SyncReport:
     unverified: int = 0  # of the downloaded: external-URL files whose handle records neither MD5 nor size
     manifest_errors: List[str] = field(default_factory=list)  # one line per folder whose manifest failed
     renamed: List[str] = field(default_factory=list)  # entries of a list or dataset given another name, one line each
+    query: Optional[QueryInfo] = None  # the query whose selection this run downloaded
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(self, result: FileResult) -> None:
@@ -178,6 +190,7 @@ class SyncReport:
 
     def to_json(self) -> Dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+        data["query"] = asdict(self.query) if self.query is not None else None
         data["mb_per_second"] = round(self.mb_per_second, 2)
         return data
 

@@ -15,7 +15,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 from urllib.parse import urlsplit
 
 from synclient.client import Platform
@@ -34,6 +34,7 @@ from synclient.sync.options import SyncOptions
 from synclient.sync.outcome import Outcome
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.planner import Action, Decision, is_up_to_date
+from synclient.sync.sources import KnownFile
 from synclient.sync.walker import FoundFile
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.partial import LeftoverPartials, PlainFolders, partial_key
@@ -105,6 +106,8 @@ class FilePipeline:
         # files named one by one (a file root, the files of a list): each index row keeps an existing owner; the
         # files of a walk (a list's folders included) are a tree's
         self.named_files: Set[str] = set()
+        # file versions whose handle the run already knows (a file view's rows): no bundle call for them
+        self.known: Dict[Tuple[str, Optional[int]], KnownFile] = {}
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
         self.leftovers = LeftoverPartials()
@@ -138,6 +141,9 @@ class FilePipeline:
                         self._held_copies.append((found, row, stored_annotations))
                     continue
                 self._outcome.up_to_date(row, annotations=stored_annotations)
+            elif (header.id, header.version_number) in self.known and not self._options.needs_bundle:
+                self._pool.submit(Priority.BUNDLE, self._decide, header, destination, rel_path, row,
+                                  self.known[header.id, header.version_number])
             else:
                 self._pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
 
@@ -166,32 +172,43 @@ class FilePipeline:
             # annotations always: they cost nothing in this call, and every result and index row carries them
             bundle = self._platform.get_file_bundle(header.id, version=header.version_number,
                                                     include_annotations=True)
-            handle = bundle.file_handle
-            if handle is None:
+            if bundle.file_handle is None:
                 raise NotFoundError(f"{header.id} has no data file handle in its bundle")
+        except SynclientError as exc:
+            self.entity_failed(header, destination, exc)
+            return
+        self._decide(header, destination, rel_path, row, KnownFile(
+            bundle.file_handle, bundle.entity.version_number, bundle.entity.parent_id,
+            (bundle.annotations or {}).get("annotations") or {}, bundle.entity.raw))
+
+    def _decide(self, header: EntityHeader, destination: Path, rel_path: str, row: Optional[IndexRow],
+                known: KnownFile) -> None:
+        """A file version's action, from what its bundle (or its view row, then as a BUNDLE task) says of it."""
+        handle = known.handle
+        try:
             check_fetchable(header.id, handle)
             self._target.check_file_destination(destination, self._folders)
             if self._options.provenance:
                 self._manifests.add_provenance(rel_path, provenance_from_activity(
-                    self._platform.get_activity(header.id, version=bundle.entity.version_number)))
+                    self._platform.get_activity(header.id, version=known.version)))
             copy = row if row is not None and row.local_path != rel_path else None
-            if copy is not None and self._claims.copy_name_taken(copy, destination.parent, bundle.entity.parent_id):
+            if copy is not None and self._claims.copy_name_taken(copy, destination.parent, known.parent_id):
                 row = copy = None  # that name is a remote entity's now: this file gets another copy name
             decision, displaced = self._claims.decide(destination, rel_path, handle, row, copy,
-                                                      bundle.entity.parent_id, header.id)
+                                                      known.parent_id, header.id)
         except SynclientError as exc:
             self.entity_failed(header, destination, exc)
             return
         except OSError as exc:
             self.entity_failed(header, destination, LocalIOError.from_exception(f"cannot read {destination}", exc))
             return
-        annotations = (bundle.annotations or {}).get("annotations") or {}
-        version = bundle.entity.version_number
+        annotations = known.annotations
+        version = known.version
         owner = row.root_id if (rel_path in self.named_files and row is not None) else self._root_id
         superseded = (copy if copy is not None and decision.destination != self._target.root / copy.local_path
                       else None)
-        context = FileContext(rel_path, decision.action, bundle.entity.parent_id, owner, annotations,
-                              *((bundle.entity.raw, handle.raw) if self._options.entity_details else (None, None)),
+        context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,
+                              *((known.entity, handle.raw) if self._options.entity_details else (None, None)),
                               superseded, displaced)
         entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination,
                           context.entity, context.file_handle, annotations if self._options.entity_details else None)

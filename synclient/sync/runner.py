@@ -24,7 +24,7 @@ from synclient.client import Platform
 from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
 from synclient.events import ObserverGroup, SyncObserver
 from synclient.models import EntityHeader, EntityType, parse_entity_id  # noqa: F401 (parse_entity_id re-exported)
-from synclient.results import SyncResults
+from synclient.results import QueryInfo, SyncResults
 from synclient.sync.claims import PathClaims
 from synclient.sync.deletion import delete_vanished
 from synclient.sync.dry_run import SyncPlan
@@ -36,6 +36,7 @@ from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.pipeline import FilePipeline
+from synclient.sync.queries import select, table_of
 from synclient.sync.sources import Renamed, SourcePlan, check_container_ref, plan_sources
 from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.synapse_cache import cache_root_of
@@ -156,6 +157,7 @@ class SyncRun:
         files go as :meth:`start_files`."""
         layout = plan.laid_out(self.index.rows_in)
         self.renamed = layout.renamed
+        self.pipeline.known.update(plan.known_files)
         for header, error in plan.refused:
             self.pipeline.entity_failed(header, None, error)
         self.start_files(layout.files)  # (first: the pipeline knows them as named files before any walk runs)
@@ -288,21 +290,63 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     refs = [ref if isinstance(ref, EntityRef) else EntityRef.parse(ref) for ref in ids]
     if not refs:
         raise ConfigError("download_many needs at least one id")
+    return _download_sources(lambda platform: (plan_sources(platform, refs, recursive=recursive), None), refs,
+                             path=Path(path), platform=platform, syn=syn, options=options, config=config,
+                             observer=observer)
+
+
+def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = False,
+                   platform: Optional[Platform] = None, syn: Optional[object] = None,
+                   options: Optional[SyncOptions] = None, config: Optional[TransferConfig] = None,
+                   max_workers: Optional[int] = None, observer: Optional[SyncObserver] = None,
+                   **settings: object) -> Union[SyncResults, SyncPlan]:
+    """Download what a SQL query over a file view or table selects (``SELECT id FROM syn123 WHERE ...``) into
+    ``path``, as :func:`download_many` downloads a list of ids: the query's ``id`` column names the entities, a
+    ``currentVersion`` (or ``versionNumber``) column pins their versions, and every page of the query is read
+    first. A file view's rows that carry ``dataFileHandleId``, ``dataFileMD5Hex`` and ``dataFileSizeBytes`` (its
+    default columns) need no bundle call per file (see :mod:`synclient.sync.queries`). ``settings`` are the other
+    keywords of :func:`download_many` (``on_error=``, ``include=``, ``dry_run=``, ...). The report
+    (``results.report.query``) says the query, its table and its row count."""
+    options, config = _settings(options, config, max_workers, **settings)
+    table_id = table_of(sql)
+
+    def plan(platform: Platform) -> Tuple[SourcePlan, QueryInfo]:
+        selection = select(platform, sql, table_id=table_id)
+        # the table's header rides along with its rows' entities: it says whether the rows are a view's
+        headers = platform.get_entity_headers([table_id] + [ref.entity_id for ref in selection.refs])
+        table = headers.get(table_id)
+        plan = (plan_sources(platform, selection.refs, recursive=recursive, known=list(headers.values()))
+                if selection.refs else SourcePlan())
+        if table is not None and table.type is EntityType.ENTITY_VIEW:
+            plan.known_files = selection.known_files(plan.file_headers())
+        return plan, QueryInfo(sql=sql, table=table_id, rows=selection.rows, entities=len(selection.refs),
+                               rows_without_id=selection.rows_without_id)
+
+    return _download_sources(plan, [], path=Path(path), platform=platform, syn=syn, options=options,
+                             config=config, observer=observer)
+
+
+def _download_sources(plan_with: Callable[[Platform], Tuple[SourcePlan, Optional[QueryInfo]]],
+                      refs: Sequence[EntityRef], *, path: Path, platform: Optional[Platform], syn: Optional[object],
+                      options: SyncOptions, config: TransferConfig,
+                      observer: Optional[SyncObserver]) -> Union[SyncResults, SyncPlan]:
+    """A run of what ``plan_with`` resolves (the ids ``refs``, or a query's): as one sync when it is one project or
+    folder, else as a list (no manifest, no deletion)."""
     platform, own_platform, options = _platform_for(platform, syn, options, config)
     counted = _Counted.start(platform)
     try:
-        plan = plan_sources(platform, refs, recursive=recursive)
+        plan, query = plan_with(platform)
     except BaseException:
         if own_platform:
             platform.close()
         raise
     container = plan.one_container  # alone, it is synced as by id: manifests and delete included
     root_id = container.id if container else refs[0].entity_id if len(refs) == 1 else LIST_ROOT
-    description = container.name if container else f"{len(refs)} ids"
+    description = container.name if container else f"{len(refs)} ids" if refs else "query"
     return _execute(platform=platform, own_platform=own_platform,
-                    options=options if container else _for_sources(options), config=config, path=Path(path),
+                    options=options if container else _for_sources(options), config=config, path=path,
                     root_id=root_id, description=description, container=container is not None, observer=observer,
-                    start=lambda run: run.start_sources(plan), counted=counted)
+                    start=lambda run: run.start_sources(plan), counted=counted, query=query)
 
 
 #: the index rows' owner for a list of ids: never a sync root, so no sync's deletion pass ever touches them
@@ -366,9 +410,10 @@ def _platform_for(platform: Optional[Platform], syn: Optional[object], options: 
 
 def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, config: TransferConfig, path: Path,
              root_id: str, description: str, container: bool, observer: Optional[SyncObserver],
-             start: Callable[[SyncRun], None], counted: "_Counted") -> Union[SyncResults, SyncPlan]:
+             start: Callable[[SyncRun], None], counted: "_Counted",
+             query: Optional[QueryInfo] = None) -> Union[SyncResults, SyncPlan]:
     """Build, run and report one run into ``path`` (``start`` gives it its files: a walk or a list; ``counted``:
-    since when its calls and time count)."""
+    since when its calls and time count; ``query``: the query that selected them, for the report)."""
     started, before = counted.started, counted.before
     try:
         target = TargetDirectory(path, create=not options.dry_run)
@@ -400,6 +445,7 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
                 run.tidy_up()
             outcome.report.manifest_errors = list(run.manifests.errors)
             outcome.report.renamed = [str(entry) for entry in run.renamed]
+            outcome.report.query = query
             _remember_throughput(outcome, index)
     finally:
         if own_platform:

@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from synclient.client import Platform
 from synclient.errors import ConfigError, NotFoundError, SynclientError, UnsupportedError
-from synclient.models import EntityHeader, EntityType
+from synclient.models import EntityHeader, EntityType, FileHandle
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.index import IndexRow
 
@@ -49,6 +49,17 @@ class Entry:
     header: EntityHeader
     kind: EntryKind
     children: List["Entry"] = field(default_factory=list)  # a FOLDER's entries, in order
+
+
+@dataclass(frozen=True)
+class KnownFile:
+    """What deciding and fetching a file version takes: from its bundle call, or from a file view's row."""
+
+    handle: FileHandle
+    version: Optional[int]
+    parent_id: Optional[str]
+    annotations: dict = field(default_factory=dict)
+    entity: Optional[dict] = None  # the entity's record (a bundle's; a view row has none)
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,19 @@ class SourcePlan:
     entries: List[Entry] = field(default_factory=list)
     refused: List[Tuple[EntityHeader, SynclientError]] = field(default_factory=list)
     standalone: bool = False  # one id: it fills the target itself
+    # file versions whose bundle the plan already knows ((id, version) -> file): a file view's rows
+    known_files: Dict[Tuple[str, Optional[int]], KnownFile] = field(default_factory=dict)
+
+    def file_headers(self) -> List[EntityHeader]:
+        """Every file entry's header (at the version it is fetched at), a dataset's items included."""
+        found: List[EntityHeader] = []
+        pending = list(self.entries)
+        while pending:
+            entry = pending.pop()
+            if entry.kind is EntryKind.FILE:
+                found.append(entry.header)
+            pending.extend(entry.children)
+        return found
 
     @property
     def one_container(self) -> Optional[EntityHeader]:
@@ -142,9 +166,11 @@ def plan_sources(platform: Platform, refs: Sequence[EntityRef], *, recursive: bo
             if folder is not None:
                 holders.append((header, ref.version, folder))
         else:
+            hint = (f"; select its files with a query: --query \"SELECT id FROM {ref.entity_id} WHERE ...\""
+                    if kind.is_queryable else "")
             plan.refused.append((header, UnsupportedError(
                 f"{ref} is a {kind.label}; synclient downloads files, projects, folders, datasets and dataset "
-                "collections")))
+                f"collections{hint}")))
     if holders:
         _add_items(platform, holders, plan, strict=plan.standalone)
     return plan
