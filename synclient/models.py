@@ -276,6 +276,7 @@ class QueryPage:
     columns: Tuple[str, ...]
     rows: Tuple[QueryRow, ...]
     next_page_token: Optional[Dict[str, Any]] = None
+    column_types: Tuple[Optional[str], ...] = ()  # each column's columnType (STRING, INTEGER, STRING_LIST, ...)
 
     @classmethod
     def from_bundle(cls, obj: Mapping[str, Any]) -> "QueryPage":
@@ -302,4 +303,5 @@ class QueryPage:
         token = obj.get("nextPageToken")
         if token is not None and not isinstance(token, Mapping):
             raise MalformedAnswerError("the nextPageToken of a query result is not an object")
-        return cls(columns, tuple(parsed), dict(token) if token else None)
+        return cls(columns, tuple(parsed), dict(token) if token else None,
+                   tuple(header.get("columnType") for header in headers))

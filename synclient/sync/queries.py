@@ -14,13 +14,14 @@ version, a table's row, a row without those columns) the file takes its bundle c
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from synclient.client import Platform
 from synclient.errors import ConfigError
-from synclient.models import EntityHeader, FileHandle, QueryPage, parse_entity_id
+from synclient.models import EntityHeader, EntityType, FileHandle, QueryPage, parse_entity_id
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.sources import KnownFile
 
@@ -31,6 +32,15 @@ VERSION_COLUMNS = ("currentVersion", "versionNumber")
 #: the file view columns that describe a row's file handle completely (id, MD5, size)
 HANDLE_COLUMNS = ("dataFileHandleId", "dataFileMD5Hex", "dataFileSizeBytes")
 PARENT_COLUMN = "parentId"
+#: the columns Synapse gives every file view (the others are its annotation columns)
+DEFAULT_VIEW_COLUMNS = frozenset(name.lower() for name in (
+    "id", "name", "createdOn", "createdBy", "etag", "type", "currentVersion", "parentId", "benefactorId",
+    "projectId", "modifiedOn", "modifiedBy", "dataFileHandleId", "dataFileSizeBytes", "dataFileMD5Hex",
+    "dataFileName", "dataFileConcreteType", "dataFileBucket", "dataFileKey", "path", "versionNumber"))
+#: a view column's type -> the annotation type of its values (Annotations v2); a list column's cell is JSON
+_ANNOTATION_TYPES = {"STRING": "STRING", "INTEGER": "LONG", "DOUBLE": "DOUBLE", "BOOLEAN": "BOOLEAN",
+                     "DATE": "TIMESTAMP_MS", "ENTITYID": "STRING", "USERID": "STRING", "LINK": "STRING",
+                     "LARGETEXT": "STRING", "MEDIUMTEXT": "STRING"}
 
 
 def looks_like_sql(text: str) -> bool:
@@ -145,3 +155,48 @@ def _whole_number(value: str, *, column: str, row: int) -> int:
     if not value.strip().isdigit():
         raise ConfigError(f"row {row} of the query: {value!r} in its {column!r} column is not a version number")
     return int(value)
+
+
+def files_of_view(platform: Platform, view: EntityHeader) -> Dict[Tuple[str, Optional[int]], KnownFile]:
+    """What a file view's rows (``SELECT *``) say of its files, keyed by (id, the version each row describes),
+    annotations from its annotation columns: a sync with ``view=`` takes a file from here, not from its bundle,
+    when its listing shows that same version (a row of a view that lags behind an edit does not match)."""
+    if view.type is not EntityType.ENTITY_VIEW:
+        raise ConfigError(f"{view.id} is a {view.type.label}, not a file view: --view takes a file view")
+    known: Dict[Tuple[str, Optional[int]], KnownFile] = {}
+    for page in platform.query_table(view.id, f"SELECT * FROM {view.id}"):
+        columns = _Columns(page.columns)
+        if columns.handle is None:
+            raise ConfigError(f"the file view {view.id} has no {', '.join(HANDLE_COLUMNS)} columns: it cannot "
+                              "stand in for the files' bundles")
+        annotation_columns = [(index, name, page.column_types[index] if page.column_types else None)
+                              for index, name in enumerate(page.columns) if name.lower() not in DEFAULT_VIEW_COLUMNS]
+        for number, row in enumerate(page.rows, start=1):
+            value = row.values[columns.id]
+            handle = columns.handle_of(row.values)
+            if value is None or handle is None or row.version is None:
+                continue
+            entity_id, _ = _entity_ref(value, row=number)
+            parent = row.values[columns.parent] if columns.parent is not None else None
+            annotations = {name: annotation for index, name, column_type in annotation_columns
+                           if (annotation := _annotation(row.values[index], column_type)) is not None}
+            known[entity_id, row.version] = KnownFile(handle, row.version, parent, annotations)
+    return known
+
+
+def _annotation(cell: Optional[str], column_type: Optional[str]) -> Optional[dict]:
+    """A view cell as an annotation (Annotations v2: ``{"type": ..., "value": [...]}``), None when empty."""
+    if cell is None or cell == "":
+        return None
+    base = (column_type or "STRING").upper()
+    values = [cell]
+    if base.endswith("_LIST"):
+        base = base[:-len("_LIST")]
+        try:
+            parsed = json.loads(cell)
+        except ValueError:
+            parsed = None
+        values = [str(item) for item in parsed] if isinstance(parsed, list) else [cell]
+        if not values:
+            return None
+    return {"type": _ANNOTATION_TYPES.get(base, "STRING"), "value": values}

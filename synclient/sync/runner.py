@@ -36,7 +36,7 @@ from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.pipeline import FilePipeline
-from synclient.sync.queries import select, table_of
+from synclient.sync.queries import files_of_view, select, table_of
 from synclient.sync.sources import Renamed, SourcePlan, check_container_ref, plan_sources
 from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.synapse_cache import cache_root_of
@@ -213,8 +213,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        dry_run: Optional[bool] = None, follow_links: Optional[bool] = None,
                        provenance: Optional[bool] = None, progress: Optional[bool] = None,
                        entity_details: Optional[bool] = None, synapse_cache: Union[bool, str, Path, None] = None,
-                       synapse_cache_link: Optional[bool] = None, syn: Optional[object] = None
-                       ) -> Union[SyncResults, SyncPlan]:
+                       synapse_cache_link: Optional[bool] = None, syn: Optional[object] = None,
+                       view: Optional[str] = None) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
     Returns one :class:`~synclient.results.FileResult` per file (``SyncResults``, with ``.report``), or with
@@ -233,6 +233,10 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       a shortcut for ``platform=Platform.from_synapseclient(syn)`` (its endpoints and login), which also shares
       that object's download cache (``syn.cache.cache_root_dir``) unless ``synapse_cache`` says otherwise.
     - ``observer``: receives every file's events (:mod:`synclient.events`), for your own display or report.
+    - ``view``: a file view over the tree (``"syn456"``): one query reads what its rows say of every file, and a
+      file whose listing shows the version its row describes takes no bundle call (the first sync of N files then
+      costs about N/100 URL calls, not N bundle calls); the others (the view lags, or does not cover them) take
+      theirs. Annotations then come from the view's annotation columns.
     """
     # validate
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
@@ -241,6 +245,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                                 entity_details=entity_details, synapse_cache=synapse_cache,
                                 synapse_cache_link=synapse_cache_link)
     entity_id, version = parse_entity_id(entity)
+    view_id = _view_id(view)
     platform, own_platform, options = _platform_for(platform, syn, options, config)
     counted = _Counted.start(platform)  # the root's calls and time are the run's too
     try:
@@ -254,10 +259,11 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     if plan is not None:  # a dataset or a collection: its items, as download_many has them
         return _execute(platform=platform, own_platform=own_platform, options=_for_sources(options),
                         config=config, path=Path(path), root_id=entity_id, description=root.name, container=False,
-                        observer=observer, start=lambda run: run.start_sources(plan), counted=counted)
+                        observer=observer, start=lambda run: run.start_sources(plan), counted=counted,
+                        view=view_id)
     return _execute(platform=platform, own_platform=own_platform, options=options, config=config, path=Path(path),
                     root_id=entity_id, description=root.name, container=root.type.is_container,
-                    observer=observer, start=lambda run: run.start(root, version), counted=counted)
+                    observer=observer, start=lambda run: run.start(root, version), counted=counted, view=view_id)
 
 
 def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ".", *, recursive: bool = False,
@@ -269,7 +275,7 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
                   follow_links: Optional[bool] = None, provenance: Optional[bool] = None,
                   progress: Optional[bool] = None, entity_details: Optional[bool] = None,
                   synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
-                  syn: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
+                  syn: Optional[object] = None, view: Optional[str] = None) -> Union[SyncResults, SyncPlan]:
     """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or :class:`~synclient.sync.id_lists.EntityRef`)
     into ``path`` as one run: one shared pool, URL batches of up to 100 across all ids, one index, one report.
 
@@ -280,6 +286,7 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     :class:`~synclient.results.SyncResults` (or, with ``dry_run``, :class:`~synclient.sync.dry_run.SyncPlan`) as
     :func:`sync_from_platform`, whose keywords these are; nothing is deleted and no manifest is written, except when
     the only id is a project or folder (then this is :func:`sync_from_platform`'s sync of it, manifests included).
+    ``view``: a file view over those files, as for :func:`sync_from_platform`.
     """
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
                                 include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
@@ -290,9 +297,10 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     refs = [ref if isinstance(ref, EntityRef) else EntityRef.parse(ref) for ref in ids]
     if not refs:
         raise ConfigError("download_many needs at least one id")
+    view_id = _view_id(view)
     return _download_sources(lambda platform: (plan_sources(platform, refs, recursive=recursive), None), refs,
                              path=Path(path), platform=platform, syn=syn, options=options, config=config,
-                             observer=observer)
+                             observer=observer, view=view_id)
 
 
 def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = False,
@@ -328,8 +336,8 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
 
 def _download_sources(plan_with: Callable[[Platform], Tuple[SourcePlan, Optional[QueryInfo]]],
                       refs: Sequence[EntityRef], *, path: Path, platform: Optional[Platform], syn: Optional[object],
-                      options: SyncOptions, config: TransferConfig,
-                      observer: Optional[SyncObserver]) -> Union[SyncResults, SyncPlan]:
+                      options: SyncOptions, config: TransferConfig, observer: Optional[SyncObserver],
+                      view: Optional[str] = None) -> Union[SyncResults, SyncPlan]:
     """A run of what ``plan_with`` resolves (the ids ``refs``, or a query's): as one sync when it is one project or
     folder, else as a list (no manifest, no deletion)."""
     platform, own_platform, options = _platform_for(platform, syn, options, config)
@@ -346,7 +354,17 @@ def _download_sources(plan_with: Callable[[Platform], Tuple[SourcePlan, Optional
     return _execute(platform=platform, own_platform=own_platform,
                     options=options if container else _for_sources(options), config=config, path=path,
                     root_id=root_id, description=description, container=container is not None, observer=observer,
-                    start=lambda run: run.start_sources(plan), counted=counted, query=query)
+                    start=lambda run: run.start_sources(plan), counted=counted, query=query, view=view)
+
+
+def _view_id(view: Optional[str]) -> Optional[str]:
+    """``view=``: a file view's id, without a version (a usage error otherwise)."""
+    if view is None:
+        return None
+    view_id, version = parse_entity_id(view)
+    if version is not None:
+        raise ConfigError(f"view={view}: a sync reads the file view as it is now; name it without a version")
+    return view_id
 
 
 #: the index rows' owner for a list of ids: never a sync root, so no sync's deletion pass ever touches them
@@ -410,18 +428,22 @@ def _platform_for(platform: Optional[Platform], syn: Optional[object], options: 
 
 def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, config: TransferConfig, path: Path,
              root_id: str, description: str, container: bool, observer: Optional[SyncObserver],
-             start: Callable[[SyncRun], None], counted: "_Counted",
-             query: Optional[QueryInfo] = None) -> Union[SyncResults, SyncPlan]:
+             start: Callable[[SyncRun], None], counted: "_Counted", query: Optional[QueryInfo] = None,
+             view: Optional[str] = None) -> Union[SyncResults, SyncPlan]:
     """Build, run and report one run into ``path`` (``start`` gives it its files: a walk or a list; ``counted``:
-    since when its calls and time count; ``query``: the query that selected them, for the report)."""
+    since when its calls and time count; ``query``: the query that selected them, for the report; ``view``: the
+    file view whose rows stand in for bundle calls)."""
     started, before = counted.started, counted.before
     try:
         target = TargetDirectory(path, create=not options.dry_run)
+        wants_view = view is not None and not options.needs_bundle  # (bundles wanted anyway: the view is no use)
+        known = files_of_view(platform, platform.get_entity_header(view)) if wants_view else {}
         bar = _progress_bar(enabled=options.progress and not options.dry_run, description=description)
         with LocalIndex(target.root, read_only=options.dry_run) as index:
             # build
             run = SyncRun(platform=platform, config=config, target=target, index=index, root_id=root_id,
                           options=options, observer=ObserverGroup([observer, bar]))
+            run.pipeline.known.update(known)
             # run
             try:
                 run.run(start)
