@@ -9,7 +9,7 @@ import pytest
 
 from synclient import Platform, SyncStatus, TransferConfig, download_query, sync_from_platform
 from synclient.emulator import Emulator
-from synclient.errors import BadRequestError, ConfigError
+from synclient.errors import BadRequestError, ConfigError, UnsupportedError
 from synctrees import assert_tree_matches
 
 ASSAYS = ("rnaSeq", "wgs", "atac", "proteomics", "imaging")
@@ -201,3 +201,21 @@ def test_a_sync_planned_from_a_view_takes_no_bundle_call_and_the_lagging_file_ta
     assert_tree_matches(tmp_path, tree())
     assert [r.path.name for r in again if r.status is SyncStatus.DOWNLOADED] == ["s07_07.txt"]
     assert bundle_calls(emu.stats()["api_by_route"]) == 1
+
+
+def test_external_files_known_from_their_rows_are_fetched_or_fail_alone(tmp_path):
+    spec = {"projects": [{"name": "ext", "children": [
+        {"type": "file", "name": "y.csv", "external": "sftp://user:pw@sftp.example.org/y.csv", "md5": "0" * 32,
+         "size": 5},
+        {"type": "file", "name": "x.csv", "external": True, "content": "a,b\n"},
+        {"type": "file", "name": "p.txt", "content": "platform\n"},
+        {"type": "entityview", "name": "files", "scope": [""]}]}]}
+    with Emulator(data_dir=str(tmp_path / "emu")) as emu:
+        view = emu.resolve(emu.seed_spec(spec)["ext"], "files")
+        results = run(emu, f"SELECT * FROM {view}", tmp_path / "out", on_error="continue")
+        routes = emu.stats()["api_by_route"]
+    assert_tree_matches(tmp_path / "out", {"x.csv": md5("a,b\n"), "p.txt": md5("platform\n")})
+    failed = [r for r in results if r.status is SyncStatus.FAILED]
+    assert len(failed) == 1 and isinstance(failed[0].error, UnsupportedError)
+    assert "sftp://sftp.example.org/y.csv" in str(failed[0].error) and "pw" not in str(failed[0].error)
+    assert bundle_calls(routes) == 0

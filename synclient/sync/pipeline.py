@@ -77,6 +77,12 @@ def check_fetchable(entity_id: str, handle: FileHandle) -> None:
         if handle.content_size is None:
             raise PlatformError(f"{entity_id}: file handle {handle.id} has no contentSize; not supported")
         return
+    check_scheme(entity_id, url)
+
+
+def check_scheme(entity_id: str, url: str) -> None:
+    """Raise :class:`UnsupportedError` for a URL synclient does not fetch (a handle known only from a view row shows
+    its external URL only when the URL batch answers it)."""
     scheme = urlsplit(url).scheme.lower()
     if scheme not in FETCHED_SCHEMES:
         raise UnsupportedError(f"{entity_id} is an external {scheme or 'relative'} URL ({redact_url(url)}): synclient "
@@ -265,6 +271,11 @@ class FilePipeline:
         self._broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
 
     def _url_ready(self, job: FileJob, url: Optional[SignedUrl], error: Optional[SynclientError]) -> None:
+        if error is None and url is not None:
+            try:
+                check_scheme(job.entity_id, url.url)
+            except UnsupportedError as exc:
+                error = exc
         if error is not None:
             job.on_done(error)
             return
