@@ -40,6 +40,10 @@ Invariants (names as printed on failure):
   file that is not there or an entity that no longer exists.
 - ``kill-damaged``: after a SIGKILL, a user file holds either the user's bytes or (overwrite.local) the remote's.
 - ``sync-raised``: ``sync_from_platform(on_error="continue")`` raised.
+
+A file view covers the project (it is no file or folder: listings leave it out); some syncs are planned from it
+(``view=``), and a rule makes the view lag behind the edits (or catch up), as real views do: every invariant holds
+with and without it.
 """
 from __future__ import annotations
 
@@ -83,6 +87,7 @@ COMMON_NAMES = ("a.txt", "a(1).txt", "a(2).txt", "b.txt", "b(1).txt", "x", "x(1)
                 "\u00e9.txt", "e\u0301.txt", "y z.csv", ".hidden", "data.bin")
 RARE_NAMES = (MANIFEST, META_DIR, ".a.txt.7.synclient-partial")
 MAX_DEPTH = 3
+VIEW_NAME = "view of the model"  # a name no rule gives (the pools above)
 KILL_CHILD = textwrap.dedent("""
     import dataclasses, sys
     from synclient.transfer.config import TransferConfig
@@ -306,6 +311,8 @@ class SyncOptions:
     exclude: Tuple[str, ...] = ()
     manifest: str = "all"
     dry_run_first: bool = False
+    view: Optional[str] = None  # a file view whose rows stand in for bundle calls
+
 
     @property
     def filtered(self) -> bool:
@@ -313,12 +320,14 @@ class SyncOptions:
 
     def kwargs(self) -> dict:
         return dict(delete=self.delete, if_collision=self.if_collision, include=list(self.include),
-                    exclude=list(self.exclude), manifest=self.manifest)
+                    exclude=list(self.exclude), manifest=self.manifest, view=self.view)
 
     def cli_args(self) -> List[str]:
         args = ["--if-collision", self.if_collision, "--manifest", self.manifest]
         if self.delete:
             args.append("--delete")
+        if self.view:
+            args += ["--view", self.view]
         for pattern in self.include:
             args += ["--include", pattern]
         for pattern in self.exclude:
@@ -331,6 +340,7 @@ class SyncOptions:
             text += f" include={list(self.include)}"
         if self.exclude:
             text += f" exclude={list(self.exclude)}"
+        text += f" view={self.view}" if self.view else ""
         return text + (" (dry run first)" if self.dry_run_first else "")
 
 
@@ -363,7 +373,9 @@ class ModelWalk:
         self.counter = 0  # for unique local names
         self.local = Local()
         self._make_sentinel()
-        root_id = emu.seed_spec({"projects": [{"name": f"model-{seed}", "children": []}]})[f"model-{seed}"]
+        root_id = emu.seed_spec({"projects": [{"name": f"model-{seed}", "children": [
+            {"type": "entityview", "name": VIEW_NAME, "scope": [""]}]}]})[f"model-{seed}"]
+        self.view_id = emu.resolve(root_id, VIEW_NAME)
         self.remote = Remote(emu, root_id)
         self.platform = Platform(endpoint=emu.endpoint, token=emu.token)
 
@@ -426,7 +438,8 @@ class ModelWalk:
                            if_collision=rng.choices(COLLISIONS, weights=(5, 2, 2))[0],
                            include=include, exclude=exclude,
                            manifest=rng.choices(("all", "root", "suppress"), weights=(7, 1, 1))[0],
-                           dry_run_first=dry_allowed and rng.random() < 0.4)
+                           dry_run_first=dry_allowed and rng.random() < 0.4,
+                           view=self.view_id if rng.random() < 0.4 else None)
 
     def apply_random_rule(self) -> None:
         many = len(self.remote.files) > 24
@@ -436,6 +449,7 @@ class ModelWalk:
             (self.r_file_to_folder, 1.2), (self.r_folder_to_file, 1.2),
             (self.l_edit, 3), (self.l_touch_back, 1.5), (self.l_delete, 2), (self.l_plant_file, 1.5),
             (self.l_replace_by_folder, 1), (self.l_replace_by_symlink, 2), (self.l_cleanup, 2.5),
+            (self.r_view_lags, 1.5),
         ]
         rule = self.rng.choices([r for r, _ in rules], weights=[w for _, w in rules])[0]
         rule()
@@ -532,6 +546,13 @@ class ModelWalk:
                 "same-size": lambda: self.rng.randbytes(len(old)) if old else b"z"}[kind]()
         self.remote.new_version(rel, data)
         self.note(f"remote: new version of {rel!r} ({kind}, {len(data)} bytes) -> v{self.remote.files[rel].version}")
+
+    def r_view_lags(self) -> None:
+        """The file view reads its rows from a snapshot taken now (later edits are not in it), or live again."""
+        lag = self.rng.random() < 0.7
+        self.emu.set_knobs(view_lag=lag)
+        self.emu.refresh_views()
+        self.note(f"remote: the view {'lags from now on' if lag else 'is live'}")
 
     def r_file_to_folder(self) -> None:
         files = sorted(p for p in self.remote.files if self.remote.depth(p) < MAX_DEPTH)
