@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Iterable, Optional, Union
+from typing import Iterable, List, Optional, Union
 
 from .knobs import parse_size
 from .seed import resolve_path, seeded_chunks
@@ -85,6 +85,24 @@ class Admin:
 
     def move_entity(self, entity_ref: EntityRef, new_parent_ref: EntityRef) -> None:
         self.store.move(parse_syn_id(entity_ref), parse_syn_id(new_parent_ref))
+
+    def refresh_views(self, view_ref: Optional[EntityRef] = None) -> List[str]:
+        """Take a new snapshot of one view, or of every view: what a view answers while ``view_lag`` is on."""
+        from .tables import refresh_view  # tables builds on seed, which this module builds on
+
+        if view_ref is None:
+            view_ids = self.store.queryable_ids(EntityKind.ENTITYVIEW)
+        else:
+            view_id = parse_syn_id(view_ref)
+            entity = self.store.entity(view_id)
+            if entity is None:
+                raise KeyError(f"no entity syn{view_id}")
+            if entity.kind is not EntityKind.ENTITYVIEW:
+                raise ValueError(f"syn{view_id} is a {entity.kind.value}, not an entityview")
+            view_ids = [view_id]
+        for view_id in view_ids:
+            refresh_view(self.store, view_id)
+        return [f"syn{view_id}" for view_id in view_ids]
 
     def resolve(self, project_ref: EntityRef, path) -> str:
         return f"syn{resolve_path(self.store, parse_syn_id(project_ref), path)}"
