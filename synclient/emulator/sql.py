@@ -218,6 +218,9 @@ class _Parser:
     def column(self) -> str:
         token = self.token
         if token.kind == "ident" or (token.kind == "word" and token.text.upper() not in KEYWORDS):
+            following = self.tokens[self.index + 1]
+            if token.kind == "word" and following.kind == "op" and following.text == "(":
+                raise QueryError(f"Functions are not supported: {token.text}(...)")
             self.advance()
             if token.text not in self.known:
                 raise QueryError(f"Column '{token.text}' does not exist in this table or view.")
@@ -245,7 +248,8 @@ class _Parser:
         if token.is_keyword("TRUE", "FALSE"):
             self.advance()
             return token.text.upper() == "TRUE"
-        if token.kind == "op" and token.text == "(" and self.tokens[self.index + 1].is_keyword("SELECT"):
+        if token.is_keyword("SELECT") or (token.kind == "op" and token.text == "("
+                                          and self.tokens[self.index + 1].is_keyword("SELECT")):
             raise QueryError("Subqueries are not supported.")
         raise self.fail("a literal (a quoted string, a number, TRUE or FALSE)")
 
