@@ -11,6 +11,7 @@ import json
 from typing import Dict, Optional, Tuple
 
 from . import wire
+from .admin import parse_syn_id
 from .routes import ApiError, Request, Response, Routes, _ID, _route
 from .sql import QueryError
 from .store import DenyMode, EntityKind
@@ -61,15 +62,8 @@ def _sql_of(value, where: str) -> str:
     return value
 
 
-def _entity_id(routes: Routes, ref: str) -> int:
-    try:
-        return int(ref[3:] if ref.lower().startswith("syn") else ref)
-    except ValueError:
-        raise ApiError(400, f"Invalid entity id: {ref}") from None
-
-
 def _start(routes: Routes, request: Request, kind: str, body: dict) -> Response:
-    job = _jobs(routes).start(kind, _entity_id(routes, request.params[0]), body, request.user.id,
+    job = _jobs(routes).start(kind, parse_syn_id(request.params[0]), body, request.user.id,
                               routes.context.knobs.query_pending_polls)
     return Response(status=201, body={"token": job.id})
 
@@ -268,8 +262,8 @@ def table_download_failure(routes: Routes, handle_id: int, object_ref) -> Option
     """None when a handle may be downloaded through a table or view (TableEntity association): a CSV its query made,
     or a handle in one of its FILEHANDLEID cells. Else ``"UNAUTHORIZED"``."""
     try:
-        entity = routes.store.entity(_entity_id(routes, str(object_ref)))
-    except ApiError:
+        entity = routes.store.entity(parse_syn_id(object_ref))
+    except ValueError:
         return "UNAUTHORIZED"
     if entity is None or not entity.kind.is_queryable or routes.store.effective_deny(entity) is not DenyMode.NONE:
         return "UNAUTHORIZED"

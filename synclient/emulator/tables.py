@@ -15,7 +15,7 @@ import io
 import itertools
 import sqlite3
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import sql as sqlmod
@@ -323,6 +323,8 @@ class Job:
     polls_left: int
     #: (status, body) once the job ran: the same answer for every later GET
     outcome: Optional[Tuple[int, Dict[str, object]]] = None
+    #: held while the job runs (other jobs' polls do not wait for it)
+    running: threading.Lock = field(default_factory=threading.Lock)
 
 
 class AsyncJobs:
@@ -353,6 +355,7 @@ class AsyncJobs:
             if job.polls_left > 0:
                 job.polls_left -= 1
                 return 202, job_status(job)
+        with job.running:
             if job.outcome is None:
                 job.outcome = run(job)
             return job.outcome
