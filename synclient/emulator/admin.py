@@ -3,26 +3,15 @@ and the ``POST /emulator/...`` admin routes."""
 from __future__ import annotations
 
 import base64
-import re
 from typing import Iterable, List, Optional, Union
 
 from .knobs import parse_size
 from .seed import resolve_path, seeded_chunks
-from .store import EntityKind, HandleStorage, Store
+from .store import EntityKind, EntityRef, HandleStorage, Store, parse_syn_id
+from .tables import refresh_view
 
-_SYN_ID = re.compile(r"^(?:syn)?(\d+)$", re.IGNORECASE)
+__all__ = ["Admin", "EntityRef", "content_from_json", "parse_syn_id"]
 
-EntityRef = Union[str, int]
-
-
-def parse_syn_id(ref: EntityRef) -> int:
-    """``"syn123"``, ``"123"`` or ``123`` -> 123."""
-    if isinstance(ref, int) and not isinstance(ref, bool):
-        return ref
-    match = _SYN_ID.match(str(ref).strip())
-    if not match:
-        raise ValueError(f"not a Synapse id: {ref!r}")
-    return int(match.group(1))
 
 
 def content_from_json(body: dict) -> Optional[Iterable[bytes]]:
@@ -88,8 +77,6 @@ class Admin:
 
     def refresh_views(self, view_ref: Optional[EntityRef] = None) -> List[str]:
         """Take a new snapshot of one view, or of every view: what a view answers while ``view_lag`` is on."""
-        from .tables import refresh_view  # tables builds on seed, which this module builds on
-
         if view_ref is None:
             view_ids = self.store.queryable_ids(EntityKind.ENTITYVIEW)
         else:

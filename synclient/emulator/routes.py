@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Pattern, Tuple
 
 from . import hostile, wire
-from .admin import parse_syn_id
 from .signing import sign_url
-from .store import DenyMode, Entity, EntityKind, SortBy, User
+from .store import DenyMode, Entity, EntityKind, SortBy, User, parse_syn_id
+from .tables import table_download_failure
 
 log = logging.getLogger("synclient.emulator")
 
@@ -311,8 +311,7 @@ class Routes:
         if not handle_ref.isdigit() or self.store.file_handle(int(handle_ref)) is None:
             return "NOT_FOUND"
         if object_type == TABLE_ENTITY_ASSOCIATION:
-            from .table_routes import table_download_failure  # the table routes build on this module
-            return table_download_failure(self, int(handle_ref), object_ref)
+            return table_download_failure(self.store, int(handle_ref), object_ref)
         if object_type != FILE_ENTITY_ASSOCIATION:
             return "UNAUTHORIZED"
         try:

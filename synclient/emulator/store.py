@@ -12,13 +12,14 @@ import enum
 import hashlib
 import json
 import os
+import re
 import secrets
 import sqlite3
 import tempfile
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
 
 SCHEMA = """
@@ -100,6 +101,20 @@ FIRST_ENTITY_ID = 1000001
 FIRST_FILE_HANDLE_ID = 5000001
 FIRST_USER_ID = 3400001
 FIRST_COLUMN_ID = 70001
+
+_SYN_ID = re.compile(r"^(?:syn)?(\d+)$", re.IGNORECASE)
+
+EntityRef = Union[str, int]
+
+
+def parse_syn_id(ref: EntityRef) -> int:
+    """``"syn123"``, ``"123"`` or ``123`` -> 123."""
+    if isinstance(ref, int) and not isinstance(ref, bool):
+        return ref
+    match = _SYN_ID.match(str(ref).strip())
+    if not match:
+        raise ValueError(f"not a Synapse id: {ref!r}")
+    return int(match.group(1))
 
 
 class EntityKind(enum.Enum):

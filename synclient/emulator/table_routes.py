@@ -8,13 +8,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 from . import wire
-from .admin import parse_syn_id
 from .routes import ApiError, Request, Response, Routes, _ID, _route
 from .sql import QueryError
-from .store import DenyMode, EntityKind
+from .store import EntityKind, parse_syn_id
 from .tables import AsyncJobs, Job, QueryOutcome, column_models_of, csv_bytes, row_json, run_query
 
 QUERY_BUNDLE_REQUEST = "org.sagebionetworks.repo.model.table.QueryBundleRequest"
@@ -256,26 +255,6 @@ def get_column(routes: Routes, request: Request) -> Response:
     if model is None:
         raise ApiError(404, f"ColumnModel {request.params[0]} does not exist.")
     return Response(body=model)
-
-
-def table_download_failure(routes: Routes, handle_id: int, object_ref) -> Optional[str]:
-    """None when a handle may be downloaded through a table or view (TableEntity association): a CSV its query made,
-    or a handle in one of its FILEHANDLEID cells. Else ``"UNAUTHORIZED"``."""
-    try:
-        entity = routes.store.entity(parse_syn_id(object_ref))
-    except ValueError:
-        return "UNAUTHORIZED"
-    if entity is None or not entity.kind.is_queryable or routes.store.effective_deny(entity) is not DenyMode.NONE:
-        return "UNAUTHORIZED"
-    if routes.store.result_handle_table(handle_id) == entity.id:
-        return None
-    if entity.kind is EntityKind.TABLE:
-        handle_columns = [i for i, model in enumerate(column_models_of(routes.store, entity.id))
-                          if model["columnType"] == "FILEHANDLEID"]
-        for _row_id, _version, cells in routes.store.table_rows(entity.id):
-            if any(cells[i] == handle_id for i in handle_columns):
-                return None
-    return "UNAUTHORIZED"
 
 
 _ASYNC = rf"/repo/v1/entity/{_ID}/table"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import sql as sqlmod
-from .store import DenyMode, Entity, EntityKind, Store, now_iso
+from .store import DenyMode, Entity, EntityKind, Store, now_iso, parse_syn_id
 
 #: viewTypeMask bit of files (the only kind of entity the emulator's views show)
 VIEW_TYPE_FILE = 1
@@ -104,7 +104,6 @@ def to_cell(value: object, column_type: str) -> object:
     if column_type in ("STRING", "LARGETEXT", "LINK"):
         return str(value).lower() if isinstance(value, bool) else str(value)
     if column_type == "ENTITYID":
-        from .admin import parse_syn_id  # admin builds on seed, which builds on this module
         if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
             raise ValueError(f"not an ENTITYID: {value!r}")
         return parse_syn_id(int(value) if isinstance(value, float) else value)
@@ -376,3 +375,22 @@ def job_status(job: Job) -> Dict[str, object]:
         "progressTotal": 100,
         "runtimeMS": 0,
     }
+
+
+def table_download_failure(store: Store, handle_id: int, object_ref) -> Optional[str]:
+    """None when a handle may be downloaded through a table or view (the TableEntity association): a CSV its query
+    made, or a handle in one of a table's FILEHANDLEID cells. Else ``"UNAUTHORIZED"``."""
+    try:
+        entity = store.entity(parse_syn_id(object_ref))
+    except ValueError:
+        return "UNAUTHORIZED"
+    if entity is None or not entity.kind.is_queryable or store.effective_deny(entity) is not DenyMode.NONE:
+        return "UNAUTHORIZED"
+    if store.result_handle_table(handle_id) == entity.id:
+        return None
+    if entity.kind is EntityKind.TABLE:
+        handle_columns = [i for i, column in enumerate(columns_of(store, entity.id)) if column.type == "FILEHANDLEID"]
+        for _row_id, _version, cells in store.table_rows(entity.id):
+            if any(cells[i] == handle_id for i in handle_columns):
+                return None
+    return "UNAUTHORIZED"
