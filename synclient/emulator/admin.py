@@ -3,26 +3,15 @@ and the ``POST /emulator/...`` admin routes."""
 from __future__ import annotations
 
 import base64
-import re
-from typing import Iterable, Optional, Union
+from typing import Iterable, List, Optional, Union
 
 from .knobs import parse_size
 from .seed import resolve_path, seeded_chunks
-from .store import EntityKind, HandleStorage, Store
+from .store import EntityKind, EntityRef, HandleStorage, Store, parse_syn_id
+from .tables import refresh_view
 
-_SYN_ID = re.compile(r"^(?:syn)?(\d+)$", re.IGNORECASE)
+__all__ = ["Admin", "EntityRef", "content_from_json", "parse_syn_id"]
 
-EntityRef = Union[str, int]
-
-
-def parse_syn_id(ref: EntityRef) -> int:
-    """``"syn123"``, ``"123"`` or ``123`` -> 123."""
-    if isinstance(ref, int) and not isinstance(ref, bool):
-        return ref
-    match = _SYN_ID.match(str(ref).strip())
-    if not match:
-        raise ValueError(f"not a Synapse id: {ref!r}")
-    return int(match.group(1))
 
 
 def content_from_json(body: dict) -> Optional[Iterable[bytes]]:
@@ -85,6 +74,22 @@ class Admin:
 
     def move_entity(self, entity_ref: EntityRef, new_parent_ref: EntityRef) -> None:
         self.store.move(parse_syn_id(entity_ref), parse_syn_id(new_parent_ref))
+
+    def refresh_views(self, view_ref: Optional[EntityRef] = None) -> List[str]:
+        """Take a new snapshot of one view, or of every view: what a view answers while ``view_lag`` is on."""
+        if view_ref is None:
+            view_ids = self.store.queryable_ids(EntityKind.ENTITYVIEW)
+        else:
+            view_id = parse_syn_id(view_ref)
+            entity = self.store.entity(view_id)
+            if entity is None:
+                raise KeyError(f"no entity syn{view_id}")
+            if entity.kind is not EntityKind.ENTITYVIEW:
+                raise ValueError(f"syn{view_id} is a {entity.kind.value}, not an entityview")
+            view_ids = [view_id]
+        for view_id in view_ids:
+            refresh_view(self.store, view_id)
+        return [f"syn{view_id}" for view_id in view_ids]
 
     def resolve(self, project_ref: EntityRef, path) -> str:
         return f"syn{resolve_path(self.store, parse_syn_id(project_ref), path)}"

@@ -52,6 +52,8 @@ class AdminRoutes:
             content = content_from_json(data)
             entity_id = self.admin.add_file(data["parentId"], data["name"], b"" if content is None else content)
             return Response(status=201, body={"id": entity_id})
+        if key == ("POST", "views/refresh"):
+            return Response(body={"refreshed": self.admin.refresh_views(request.json().get("id"))})
         if key == ("POST", "folder"):
             data = request.json()
             return Response(status=201, body={"id": self.admin.add_folder(data["parentId"], data["name"])})

@@ -15,8 +15,10 @@ from .faults import CONCURRENCY_REASON, MAINTENANCE_REASON
 from .httpbase import EmulatorHandler
 from .routes import ROUTES, ApiError, Request, Response, Route
 from .store import User
+from .table_routes import TABLE_ROUTES
 
 log = logging.getLogger("synclient.emulator")
+_ALL_ROUTES = ROUTES + TABLE_ROUTES
 
 
 class ApiHandler(EmulatorHandler):
@@ -64,6 +66,7 @@ class ApiHandler(EmulatorHandler):
         context = self.server.context
         knobs = context.knobs
         route, params = self._match(method, path)
+        context.stats.api_routed(route.route_class)
         if context.faults.in_maintenance(knobs):
             raise ApiError(503, MAINTENANCE_REASON)
         user = self._authenticate() if route.needs_auth else None
@@ -100,7 +103,7 @@ class ApiHandler(EmulatorHandler):
 
     def _match(self, method: str, path: str) -> Tuple[Route, Tuple[str, ...]]:
         path_matched = False
-        for route in ROUTES:
+        for route in _ALL_ROUTES:
             match = route.pattern.match(path)
             if match:
                 path_matched = True

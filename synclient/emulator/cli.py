@@ -59,10 +59,13 @@ _KNOB_FLAGS = {
     "maintenance_window": (parse_window, "START:SECONDS after startup answering 503 maintenance"),
     "throttle_retry_after": (int, "send Retry-After: N on 429s (real Synapse sends none)"),
     "stall_seconds": (_positive_float, "how long a stalled body stays silent"),
+    "query_pending_polls": (int, "GETs of a table query job answered 202 before its result (default 1)"),
+    "query_page_rows": (int, "rows per page of a table query (default 1000)"),
 }
 _KNOB_SWITCHES = {
     "data_ignore_range": "answer ranged GETs with 200 and the whole body",
     "data_wrong_content_range": "answer ranged GETs with a mismatching Content-Range",
+    "view_lag": "views answer from their last snapshot (seeding, refresh), not the live store",
 }
 # knobs that default to on, turned off by --no-... flags
 _KNOB_NEGATIONS = {

@@ -7,6 +7,7 @@ from .faults import FaultPlan, ThrottleGate
 from .knobs import Knobs
 from .stats import Stats
 from .store import Store
+from .tables import AsyncJobs
 
 
 class EmulatorContext:
@@ -25,6 +26,8 @@ class EmulatorContext:
         self.external_endpoint = ""
         #: set while stopping so stalled bodies give up at once
         self.stopping = threading.Event()
+        #: the table query service's asynchronous jobs (kept in memory: a restart forgets them)
+        self.jobs = AsyncJobs()
 
     @property
     def knobs(self) -> Knobs:

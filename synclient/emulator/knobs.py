@@ -22,7 +22,7 @@ class RateWindow(str, enum.Enum):
 
 
 #: Route classes that API 5xx faults can target separately.
-ROUTE_CLASSES = ("children", "bundle", "filehandle", "entity", "other")
+ROUTE_CLASSES = ("children", "bundle", "filehandle", "entity", "query", "other")
 
 _SIZE_UNITS = {
     "": 1, "b": 1,
@@ -145,6 +145,12 @@ class Knobs:
     external_ranges: bool = True
     #: the external listener sends Content-Length; off: none, the body ends when the connection closes
     external_content_length: bool = True
+    #: GETs of a table query job answered 202 (PROCESSING) before its result; counted per job, never timed
+    query_pending_polls: int = 1
+    #: rows per page of a table query (Synapse derives its maxRowsPerPage from a byte budget)
+    query_page_rows: int = 1000
+    #: views answer from their snapshot (taken at seeding and by refresh_views), not from the live store
+    view_lag: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -180,7 +186,11 @@ class Knobs:
                      "fault_data_corrupt_rate", "hostile_handle_rate"):
             setattr(self, name, parse_rate(getattr(self, name)))
         self.maintenance_window = parse_window(self.maintenance_window)
-        for name in ("external_ranges", "external_content_length"):
+        self.query_pending_polls = int(self.query_pending_polls)
+        self.query_page_rows = int(self.query_page_rows)
+        if self.query_pending_polls < 0 or self.query_page_rows < 1:
+            raise ValueError("query_pending_polls must not be negative and query_page_rows must be positive")
+        for name in ("external_ranges", "external_content_length", "view_lag"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false")
         if self.throttle_retry_after is not None:

@@ -12,15 +12,16 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Pattern, Tuple
 
 from . import hostile, wire
-from .admin import parse_syn_id
 from .signing import sign_url
-from .store import DenyMode, Entity, EntityKind, SortBy, User
+from .store import DenyMode, Entity, EntityKind, SortBy, User, parse_syn_id
+from .tables import table_download_failure
 
 log = logging.getLogger("synclient.emulator")
 
 PAGE_SIZE = 50
 MAX_BATCH_FILES = 100
 FILE_ENTITY_ASSOCIATION = "FileEntity"
+TABLE_ENTITY_ASSOCIATION = "TableEntity"
 INCLUDE_TYPES = {kind.value: kind for kind in EntityKind}
 # Types Synapse knows but the emulator never stores: accepted in includeTypes, never matched.
 # Newer clients send types added after this list was written, so any other lowercase word is accepted.
@@ -141,7 +142,7 @@ class Routes:
         entity = self._entity(request.params[0])
         offset = int(request.query.get("offset", 0))
         limit = int(request.query.get("limit", 10))
-        if entity.kind.is_item_list:  # one version, "in progress" (no snapshots in the emulator)
+        if entity.kind.is_table_type:  # one version, "in progress" (no snapshots in the emulator)
             results = [wire.item_list_version_info(entity)][offset:offset + limit]
             return Response(body={"results": results, "totalNumberOfResults": 1})
         if entity.kind is not EntityKind.FILE:
@@ -150,13 +151,6 @@ class Routes:
         results = [wire.version_info(entity, v, self.store.file_handle(v.file_handle_id))
                    for v in versions[offset:offset + limit]]
         return Response(body={"results": results, "totalNumberOfResults": len(versions)})
-
-    def table_columns(self, request: Request) -> Response:
-        """PaginatedColumnModels of a table-like entity: the emulator's datasets have no columns."""
-        entity = self._entity(request.params[0])
-        if not entity.kind.is_item_list:
-            raise ApiError(400, f"syn{entity.id} is not a table or view.")
-        return Response(body={"results": [], "totalNumberOfResults": 0})
 
     def entity_path(self, request: Request) -> Response:
         return Response(body=wire.path_json(self.store, self._entity(request.params[0])))
@@ -316,6 +310,8 @@ class Routes:
         """None when the user may download the handle through that object, else a failureCode."""
         if not handle_ref.isdigit() or self.store.file_handle(int(handle_ref)) is None:
             return "NOT_FOUND"
+        if object_type == TABLE_ENTITY_ASSOCIATION:
+            return table_download_failure(self.store, int(handle_ref), object_ref)
         if object_type != FILE_ENTITY_ASSOCIATION:
             return "UNAUTHORIZED"
         try:
@@ -385,7 +381,6 @@ ROUTES: List[Route] = [
     _route("GET", rf"/repo/v1/entity/{_ID}/version", Routes.entity_versions, "entity"),
     _route("GET", rf"/repo/v1/entity/{_ID}/type", Routes.entity_type, "entity"),
     _route("GET", rf"/repo/v1/entity/{_ID}/path", Routes.entity_path, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/column", Routes.table_columns, "entity"),
     _route("GET", rf"/repo/v1/entity/{_ID}/annotations2", Routes.annotations, "entity"),
     _route("GET", rf"/repo/v1/entity/{_ID}/version/(\d+)/annotations2", Routes.annotations, "entity"),
     _route("GET", rf"/repo/v1/entity/{_ID}/generatedBy", Routes.generated_by, "entity"),

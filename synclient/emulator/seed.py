@@ -13,7 +13,10 @@ Spec format (other tools rely on it)::
         {"type": "file", "name": "x.csv", "external": true, "content": "a,b", "record_md5": false},
         {"type": "file", "name": "y.csv", "external": "sftp://sftp.example.org/data/y.csv"},
         {"type": "dataset", "name": "ds", "items": [{"ref": "d/a.txt", "version": 1}, {"ref": "v.txt"}]},
-        {"type": "datasetcollection", "name": "dc", "items": [{"ref": "ds"}]}]}]}
+        {"type": "datasetcollection", "name": "dc", "items": [{"ref": "ds"}]},
+        {"type": "entityview", "name": "v", "scope": ["d", ""], "columns": ["k", {"name": "n", "type": "INTEGER"}]},
+        {"type": "table", "name": "t", "columns": [{"name": "file", "type": "ENTITYID"}, "note"],
+         "rows": [["d/a.txt", "first"], [["d", "a.txt"], null]]}]}]}
 
 ``size`` + ``seed`` means the bytes ``random.Random(seed).randbytes(size)``, generated in chunks.
 ``target`` is a "/"-separated path inside the same project, or a list of names when a name itself
@@ -24,6 +27,16 @@ contentSize). ``external: "<sftp|ftp|http|https URL>"`` is a handle with that UR
 records an MD5 / size only when ``md5`` / ``size`` are given.  A dataset's items are ``{"ref": path, "version": n}``
 (files; ``version`` defaults to the file's current version), a dataset collection's are datasets; refs are
 resolved like link targets, after the whole spec is created.
+
+An ``entityview`` is a file view (``viewTypeMask`` 1): its ``scope`` is a list of refs to folders or projects of the
+same project (resolved like link targets, after the whole spec; ``""`` is the project itself) and its rows are every
+file below those containers, at any depth, as Synapse expands a file view's scope to every container under it. Its
+columns are Synapse's 15 default file-view columns (``tables.DEFAULT_FILE_VIEW_COLUMNS``; ``"defaultColumns":
+false`` leaves them out) and then ``columns``: annotation columns, each a name (STRING, maximumSize 50) or
+``{"name", "type", "maximumSize"}``; a file's annotation of that name fills the cell (its first value).
+A ``table`` has ``columns`` (the same forms) and ``rows``: lists of cells in column order, ``null`` for none. An
+ENTITYID cell is a ref to an entity of the project (a path or a list of names), a FILEHANDLEID cell a ref to a file
+(its current handle) or a handle id (an integer); other cells are values of the column's type. Row ids count from 1.
 """
 from __future__ import annotations
 
@@ -36,6 +49,7 @@ from urllib.parse import unquote, urlsplit
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .knobs import parse_size
+from . import tables
 from .store import DenyMode, EntityKind, HandleStorage, ItemRef, Store
 
 #: Chunk size for generated content; a multiple of 4 so that chunked randbytes equals one call
@@ -108,13 +122,27 @@ class _PendingItems:
     where: str
 
 
+@dataclass
+class _PendingTable:
+    """A view or table, created at once (its name is taken), whose scope refs or cells are resolved at the end."""
+
+    entity_id: int
+    kind: EntityKind
+    project_id: int
+    node: dict
+    columns: List[dict]
+    where: str
+
+
 class SpecSeeder:
-    """Creates the entities of a spec; links and dataset items come last so their targets may come later."""
+    """Creates the entities of a spec; links, dataset items, view scopes and table cells come last so their targets
+    may come later."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._links: List[_PendingLink] = []
         self._item_lists: List[_PendingItems] = []
+        self._tables: List[_PendingTable] = []
 
     def seed(self, spec: dict) -> Dict[str, str]:
         if not isinstance(spec, dict) or not isinstance(spec.get("projects"), list):
@@ -139,7 +167,110 @@ class SpecSeeder:
             for pending in self._item_lists:
                 refs = [self._item_ref(pending, index, item) for index, item in enumerate(pending.items)]
                 self.store.set_items(pending.entity_id, refs)
+            for pending_table in self._tables:  # tables first: a view's snapshot sees every other entity
+                if pending_table.kind is EntityKind.TABLE:
+                    self._finish_table(pending_table)
+            for pending_table in self._tables:
+                if pending_table.kind is EntityKind.ENTITYVIEW:
+                    self._finish_view(pending_table)
         return created
+
+    # --- views and tables -----------------------------------------------------------------------
+    @staticmethod
+    def _columns(node: dict, where: str, defaults: bool) -> List[dict]:
+        """The column models (without ids) a view or table node asks for."""
+        given = node.get("columns", [])
+        if not isinstance(given, list):
+            raise SpecError(f"{where}: columns must be a list")
+        models = [tables.column_model(*column) for column in tables.DEFAULT_FILE_VIEW_COLUMNS] if defaults else []
+        for index, column in enumerate(given):
+            column_where = f"{where}.columns[{index}]"
+            if isinstance(column, str):
+                column = {"name": column}
+            if not isinstance(column, dict) or not isinstance(column.get("name"), str) or not column["name"]:
+                raise SpecError(f'{column_where}: a column is a name or an object with a "name"')
+            size = column.get("maximumSize")
+            if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+                raise SpecError(f"{column_where}: maximumSize must be a positive integer")
+            try:
+                models.append(tables.column_model(column["name"], column.get("type", "STRING"), size))
+            except ValueError as error:
+                raise SpecError(f"{column_where}: {error}") from None
+        names = [model["name"] for model in models]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise SpecError(f"{where}: column names must be unique, {', '.join(duplicates)} given twice")
+        return models
+
+    def _queryable(self, node: dict, kind: EntityKind, name: str, parent_id: int, project_id: int, where: str,
+                   deny: DenyMode, annotations) -> None:
+        if kind is EntityKind.ENTITYVIEW:
+            scope = node.get("scope")
+            if not isinstance(scope, list) or not all(isinstance(ref, (str, list)) for ref in scope):
+                raise SpecError(f"{where}: scope must be a list of refs (paths or lists of names)")
+            if "rows" in node:
+                raise SpecError(f"{where}: a view has no rows of its own (they come from its scope)")
+            defaults = node.get("defaultColumns", True)
+            if not isinstance(defaults, bool):
+                raise SpecError(f"{where}: defaultColumns must be true or false")
+            columns = self._columns(node, where, defaults)
+        else:
+            if not isinstance(node.get("rows", []), list):
+                raise SpecError(f"{where}: rows must be a list")
+            if "scope" in node:
+                raise SpecError(f"{where}: a table has no scope (only an entityview has)")
+            columns = self._columns(node, where, False)
+        entity_id = self.store.create_entity(kind, name, parent_id, deny=deny, annotations=annotations)
+        self._tables.append(_PendingTable(entity_id, kind, project_id, node, columns, where))
+
+    def _ref(self, pending: _PendingTable, ref, where: str) -> int:
+        try:
+            return resolve_path(self.store, pending.project_id, ref)
+        except KeyError:
+            raise SpecError(f"{where}: ref {ref!r} not found in the project") from None
+
+    def _finish_view(self, pending: _PendingTable) -> None:
+        scope_ids = []
+        for index, ref in enumerate(pending.node["scope"]):
+            where = f"{pending.where}.scope[{index}]"
+            target_id = self._ref(pending, ref, where)
+            target = self.store.entity(target_id)
+            if target.kind not in (EntityKind.PROJECT, EntityKind.FOLDER):
+                raise SpecError(f"{where}: ref {ref!r} is a {target.kind.value}, not a folder or project")
+            scope_ids.append(target_id)
+        column_ids = [self.store.column_model_id(model) for model in pending.columns]
+        self.store.set_table_schema(pending.entity_id, column_ids, scope_ids, tables.VIEW_TYPE_FILE)
+        tables.refresh_view(self.store, pending.entity_id)
+
+    def _finish_table(self, pending: _PendingTable) -> None:
+        column_ids = [self.store.column_model_id(model) for model in pending.columns]
+        self.store.set_table_schema(pending.entity_id, column_ids)
+        rows = []
+        for row_index, row in enumerate(pending.node.get("rows", [])):
+            row_where = f"{pending.where}.rows[{row_index}]"
+            if not isinstance(row, list) or len(row) != len(pending.columns):
+                raise SpecError(f"{row_where}: a row is a list of {len(pending.columns)} cells")
+            rows.append([self._cell(pending, model, cell, f"{row_where}[{index}]")
+                         for index, (model, cell) in enumerate(zip(pending.columns, row))])
+        self.store.set_table_rows(pending.entity_id, rows)
+
+    def _cell(self, pending: _PendingTable, model: dict, cell, where: str):
+        column_type = model["columnType"]
+        if cell is None:
+            return None
+        if column_type == "ENTITYID":
+            if not isinstance(cell, (str, list)):
+                raise SpecError(f"{where}: an ENTITYID cell is a ref (a path or a list of names)")
+            return self._ref(pending, cell, where)
+        if column_type == "FILEHANDLEID" and isinstance(cell, (str, list)):
+            target = self.store.entity(self._ref(pending, cell, where))
+            if target.kind is not EntityKind.FILE:
+                raise SpecError(f"{where}: ref {cell!r} is a {target.kind.value}, not a file")
+            return target.file_handle_id
+        try:
+            return tables.to_cell(cell, column_type)
+        except (TypeError, ValueError) as error:
+            raise SpecError(f"{where}: {error}") from None
 
     def _item_ref(self, pending: _PendingItems, index: int, item: dict) -> ItemRef:
         where = f"{pending.where}.items[{index}]"
@@ -195,14 +326,16 @@ class SpecSeeder:
                 if "target" not in node:
                     raise SpecError(f"{where}: a link needs a target")
                 self._links.append(_PendingLink(parent_id, name, project_id, node["target"], deny, where))
+            elif kind in ("entityview", "table"):
+                self._queryable(node, EntityKind(kind), name, parent_id, project_id, where, deny, annotations)
             elif kind in ("dataset", "datasetcollection"):
                 item_kind = EntityKind(kind)
                 items = self._items(node, where)
                 entity_id = self.store.create_entity(item_kind, name, parent_id, deny=deny, annotations=annotations)
                 self._item_lists.append(_PendingItems(entity_id, item_kind, project_id, items, where))
             else:
-                raise SpecError(f"{where}: type must be folder, file, link, dataset or datasetcollection, "
-                                f"got {kind!r}")
+                raise SpecError(f"{where}: type must be folder, file, link, dataset, datasetcollection, "
+                                f"entityview or table, got {kind!r}")
         except (ValueError, KeyError) as error:
             if isinstance(error, SpecError):
                 raise

@@ -5,7 +5,7 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Dict, Iterable, Optional, Sequence, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from . import seed as seeding
 from .admin import Admin, EntityRef, parse_syn_id
@@ -217,6 +217,10 @@ class Emulator:
 
     def add_link(self, parent_id: EntityRef, name: str, target_id: EntityRef) -> str:
         return self._admin().add_link(parent_id, name, target_id)
+
+    def refresh_views(self, view_id: Optional[EntityRef] = None) -> List[str]:
+        """New snapshots of one view or of all: what views answer while the ``view_lag`` knob is on."""
+        return self._admin().refresh_views(view_id)
 
     def set_deny(self, entity_id: EntityRef, deny: Union[bool, str]) -> None:
         from .store import DenyMode

@@ -51,6 +51,7 @@ class Stats:
         with self._lock:
             self.api_requests = 0
             self.api_by_route: Counter = Counter()
+            self.api_by_class: Counter = Counter()
             self.planes: Dict[Plane, PlaneCounters] = {plane: PlaneCounters() for plane in Plane}
             self.throttled_429 = 0
             self.peak_api_concurrency = self._in_flight
@@ -67,6 +68,11 @@ class Stats:
             self.api_by_route[route_key(method, path)] += 1
             self._in_flight += 1
             self.peak_api_concurrency = max(self.peak_api_concurrency, self._in_flight)
+
+    def api_routed(self, route_class: str) -> None:
+        """A request matched a route of that class (``knobs.ROUTE_CLASSES``: the classes faults target)."""
+        with self._lock:
+            self.api_by_class[route_class] += 1
 
     def api_finished(self, status: int) -> None:
         with self._lock:
@@ -123,6 +129,7 @@ class Stats:
             return {
                 "api_requests": self.api_requests,
                 "api_by_route": dict(self.api_by_route),
+                "api_by_class": dict(self.api_by_class),
                 "api_by_status": dict(self.api_by_status),
                 "data_requests": data.requests,
                 "data_bytes": data.bytes,

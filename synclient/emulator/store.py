@@ -12,13 +12,14 @@ import enum
 import hashlib
 import json
 import os
+import re
 import secrets
 import sqlite3
 import tempfile
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
 
 SCHEMA = """
@@ -73,6 +74,19 @@ CREATE TABLE IF NOT EXISTS dataset_items (
     item_version INTEGER NOT NULL,
     PRIMARY KEY (entity_id, position)
 );
+-- ColumnModels, shared by every table and view that uses one (Synapse reuses the id of an identical model)
+CREATE TABLE IF NOT EXISTS column_models (id INTEGER PRIMARY KEY, json TEXT NOT NULL UNIQUE);
+-- a table's or view's schema: column ids (JSON list), a view's scope (JSON list of ids) and viewTypeMask
+CREATE TABLE IF NOT EXISTS table_schemas (
+    entity_id INTEGER PRIMARY KEY, column_ids TEXT NOT NULL, scope_ids TEXT, view_type_mask INTEGER);
+-- a table's rows: one JSON list of cells per row, in column order
+CREATE TABLE IF NOT EXISTS table_rows (
+    entity_id INTEGER NOT NULL, row_id INTEGER NOT NULL, version INTEGER NOT NULL, json TEXT NOT NULL,
+    PRIMARY KEY (entity_id, row_id));
+-- what a lagging view shows: its rows as of its last refresh (tables.py)
+CREATE TABLE IF NOT EXISTS view_snapshots (entity_id INTEGER PRIMARY KEY, json TEXT NOT NULL);
+-- file handles a query made (CSV downloads), downloadable through their table with the TableEntity association
+CREATE TABLE IF NOT EXISTS result_handles (handle_id INTEGER PRIMARY KEY, entity_id INTEGER NOT NULL);
 """
 
 #: Columns added to tables of older stores, so a data dir written before them still opens: (table, column, DDL).
@@ -86,6 +100,21 @@ ADDED_COLUMNS = (
 FIRST_ENTITY_ID = 1000001
 FIRST_FILE_HANDLE_ID = 5000001
 FIRST_USER_ID = 3400001
+FIRST_COLUMN_ID = 70001
+
+_SYN_ID = re.compile(r"^(?:syn)?(\d+)$", re.IGNORECASE)
+
+EntityRef = Union[str, int]
+
+
+def parse_syn_id(ref: EntityRef) -> int:
+    """``"syn123"``, ``"123"`` or ``123`` -> 123."""
+    if isinstance(ref, int) and not isinstance(ref, bool):
+        return ref
+    match = _SYN_ID.match(str(ref).strip())
+    if not match:
+        raise ValueError(f"not a Synapse id: {ref!r}")
+    return int(match.group(1))
 
 
 class EntityKind(enum.Enum):
@@ -96,6 +125,8 @@ class EntityKind(enum.Enum):
     #: values are Synapse's EntityType names (bundle2's ``entityType``, children's ``includeTypes``)
     DATASET = "dataset"
     DATASET_COLLECTION = "datasetcollection"
+    ENTITYVIEW = "entityview"
+    TABLE = "table"
 
     @property
     def concrete_type(self) -> str:
@@ -106,12 +137,24 @@ class EntityKind(enum.Enum):
             EntityKind.LINK: "org.sagebionetworks.repo.model.Link",
             EntityKind.DATASET: "org.sagebionetworks.repo.model.table.Dataset",
             EntityKind.DATASET_COLLECTION: "org.sagebionetworks.repo.model.table.DatasetCollection",
+            EntityKind.ENTITYVIEW: "org.sagebionetworks.repo.model.table.EntityView",
+            EntityKind.TABLE: "org.sagebionetworks.repo.model.table.TableEntity",
         }[self]
 
     @property
     def is_item_list(self) -> bool:
         """Datasets and dataset collections: views defined by a flat list of entity references."""
         return self in (EntityKind.DATASET, EntityKind.DATASET_COLLECTION)
+
+    @property
+    def is_queryable(self) -> bool:
+        """Entity views and tables: a schema of columns, rows, the table query service."""
+        return self in (EntityKind.ENTITYVIEW, EntityKind.TABLE)
+
+    @property
+    def is_table_type(self) -> bool:
+        """Synapse's table types (``Table`` in its model): they have columns and an "in progress" version."""
+        return self.is_item_list or self.is_queryable
 
 
 class HandleStorage(enum.Enum):
@@ -501,6 +544,8 @@ class Store:
                 self._db.executemany("DELETE FROM versions WHERE entity_id = ?", ids)
                 self._db.executemany("DELETE FROM annotations WHERE entity_id = ?", ids)
                 self._db.executemany("DELETE FROM dataset_items WHERE entity_id = ?", ids)
+                for table in ("table_schemas", "table_rows", "view_snapshots"):
+                    self._db.executemany(f"DELETE FROM {table} WHERE entity_id = ?", ids)
                 self._db.executemany("DELETE FROM entities WHERE id = ?", ids)
 
     def set_deny(self, entity_id: int, deny: DenyMode) -> None:
@@ -656,3 +701,93 @@ class Store:
         with self._lock:
             rows = self._db.execute("SELECT name, id FROM entities WHERE parent_id IS NULL ORDER BY id").fetchall()
         return dict(rows)
+
+    # --- tables and views -----------------------------------------------------------------------
+    def column_model_id(self, model: Dict[str, object]) -> int:
+        """The id of a ColumnModel (without ``id``); an identical model already stored keeps its id."""
+        text = json.dumps(model, sort_keys=True)
+        with self._lock:
+            row = self._db.execute("SELECT id FROM column_models WHERE json = ?", (text,)).fetchone()
+            if row:
+                return row[0]
+            (highest,) = self._db.execute("SELECT max(id) FROM column_models").fetchone()
+            column_id = FIRST_COLUMN_ID if highest is None else highest + 1
+            self._db.execute("INSERT INTO column_models (id, json) VALUES (?, ?)", (column_id, text))
+            return column_id
+
+    def column_model(self, column_id: int) -> Optional[Dict[str, object]]:
+        with self._lock:
+            row = self._db.execute("SELECT json FROM column_models WHERE id = ?", (column_id,)).fetchone()
+        return dict(json.loads(row[0]), id=str(column_id)) if row else None
+
+    def set_table_schema(self, entity_id: int, column_ids: Sequence[int], scope_ids: Optional[Sequence[int]] = None,
+                         view_type_mask: Optional[int] = None) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO table_schemas (entity_id, column_ids, scope_ids, view_type_mask)"
+                " VALUES (?, ?, ?, ?)", (entity_id, json.dumps(list(column_ids)),
+                                         None if scope_ids is None else json.dumps(list(scope_ids)), view_type_mask))
+
+    def table_schema(self, entity_id: int) -> Tuple[List[int], Optional[List[int]], Optional[int]]:
+        """(column ids, scope ids or None, viewTypeMask or None); no columns for an entity without a schema."""
+        with self._lock:
+            row = self._db.execute("SELECT column_ids, scope_ids, view_type_mask FROM table_schemas"
+                                   " WHERE entity_id = ?", (entity_id,)).fetchone()
+        if row is None:
+            return [], None, None
+        return json.loads(row[0]), (None if row[1] is None else json.loads(row[1])), row[2]
+
+    def set_table_rows(self, entity_id: int, rows: Sequence[Sequence[object]]) -> None:
+        """Replace a table's rows; row ids count from 1, every row at version 1 (one change set)."""
+        with self._lock, self.batch():
+            self._db.execute("DELETE FROM table_rows WHERE entity_id = ?", (entity_id,))
+            self._db.executemany("INSERT INTO table_rows (entity_id, row_id, version, json) VALUES (?, ?, 1, ?)",
+                                 [(entity_id, index + 1, json.dumps(list(cells))) for index, cells in enumerate(rows)])
+
+    def table_rows(self, entity_id: int) -> List[Tuple[int, int, List[object]]]:
+        """(row id, row version, cells) of a table, by row id."""
+        with self._lock:
+            rows = self._db.execute("SELECT row_id, version, json FROM table_rows WHERE entity_id = ?"
+                                    " ORDER BY row_id", (entity_id,)).fetchall()
+        return [(row_id, version, json.loads(text)) for row_id, version, text in rows]
+
+    def set_view_snapshot(self, entity_id: int, rows: object) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO view_snapshots (entity_id, json) VALUES (?, ?)",
+                             (entity_id, json.dumps(rows)))
+
+    def view_snapshot(self, entity_id: int) -> Optional[object]:
+        with self._lock:
+            row = self._db.execute("SELECT json FROM view_snapshots WHERE entity_id = ?", (entity_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def queryable_ids(self, kind: EntityKind) -> List[int]:
+        with self._lock:
+            rows = self._db.execute("SELECT id FROM entities WHERE kind = ? ORDER BY id", (kind.value,)).fetchall()
+        return [row[0] for row in rows]
+
+    def add_result_handle(self, handle_id: int, entity_id: int) -> None:
+        with self._lock:
+            self._db.execute("INSERT INTO result_handles (handle_id, entity_id) VALUES (?, ?)", (handle_id, entity_id))
+
+    def result_handle_table(self, handle_id: int) -> Optional[int]:
+        """The table or view whose query made this handle (a CSV download), else None."""
+        with self._lock:
+            row = self._db.execute("SELECT entity_id FROM result_handles WHERE handle_id = ?",
+                                   (handle_id,)).fetchone()
+        return row[0] if row else None
+
+    def files_below(self, container_ids: Sequence[int]) -> List[Entity]:
+        """Every file whose parent chain reaches one of the containers (a file view's scope), by id."""
+        if not container_ids:
+            return []
+        marks = ",".join("?" * len(container_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"WITH RECURSIVE scope(id) AS (SELECT id FROM entities WHERE id IN ({marks}) AND kind IN (?, ?)"
+                " UNION SELECT e.id FROM entities e JOIN scope ON e.parent_id = scope.id WHERE e.kind = ?)"
+                f" SELECT {_ENTITY_COLUMNS} FROM {_ENTITY_FROM} WHERE e.kind = ? AND e.parent_id IN"
+                " (SELECT id FROM scope) ORDER BY e.id",
+                list(container_ids) + [EntityKind.PROJECT.value, EntityKind.FOLDER.value, EntityKind.FOLDER.value,
+                                       EntityKind.FILE.value]).fetchall()
+        return [_entity_from_row(row) for row in rows]

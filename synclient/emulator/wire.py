@@ -35,7 +35,7 @@ def data_path(handle: FileHandle) -> str:
 
 
 def version_label(entity: Entity, version_number: int) -> str:
-    return IN_PROGRESS if entity.kind.is_item_list else str(version_number)
+    return IN_PROGRESS if entity.kind.is_table_type else str(version_number)
 
 
 def entity_header(store: Store, entity: Entity) -> Dict[str, object]:
@@ -89,22 +89,39 @@ def entity_json(store: Store, entity: Entity, version: Optional[Version] = None)
         body["linksToClassName"] = (target.kind.concrete_type if target else EntityKind.FILE.concrete_type)
     elif entity.kind.is_item_list:
         body.update(_item_list_fields(store, entity))
+    elif entity.kind.is_queryable:
+        body.update(_queryable_fields(store, entity))
     return body
+
+
+def _table_version_fields(entity: Entity) -> Dict[str, object]:
+    """What every table type has: its one, current, "in progress" version (no snapshots in the emulator)."""
+    return {
+        "versionNumber": entity.current_version,
+        "versionLabel": IN_PROGRESS,
+        "versionComment": IN_PROGRESS,
+        "isLatestVersion": True,
+    }
+
+
+def _queryable_fields(store: Store, entity: Entity) -> Dict[str, object]:
+    """An EntityView's (``scopeIds`` as numeric strings, ``viewTypeMask``) or a TableEntity's own fields."""
+    column_ids, scope_ids, view_type_mask = store.table_schema(entity.id)
+    fields: Dict[str, object] = dict(_table_version_fields(entity), columnIds=[str(c) for c in column_ids],
+                                     isSearchEnabled=False)
+    if entity.kind is EntityKind.ENTITYVIEW:
+        fields["scopeIds"] = [str(s) for s in scope_ids or []]
+        fields["viewTypeMask"] = view_type_mask
+    return fields
 
 
 def _item_list_fields(store: Store, entity: Entity) -> Dict[str, object]:
     """A Dataset's or DatasetCollection's own fields (Table -> View -> EntityRefCollectionView). No columns: the
     emulator's datasets have an empty schema, which Synapse allows (``GET /entity/{id}/column`` lists none)."""
     items = store.items(entity.id)
-    fields: Dict[str, object] = {
-        "versionNumber": entity.current_version,
-        "versionLabel": IN_PROGRESS,
-        "versionComment": IN_PROGRESS,
-        "isLatestVersion": True,
-        "columnIds": [],
-        "isSearchEnabled": False,
-        "items": [{"entityId": syn(item.entity_id), "versionNumber": item.version_number} for item in items],
-    }
+    fields: Dict[str, object] = dict(
+        _table_version_fields(entity), columnIds=[], isSearchEnabled=False,
+        items=[{"entityId": syn(item.entity_id), "versionNumber": item.version_number} for item in items])
     if entity.kind is EntityKind.DATASET:
         fields.update(_dataset_summary(store, items))
     return fields
@@ -257,7 +274,7 @@ def version_info(entity: Entity, version: Version, handle: Optional[FileHandle])
 
 
 def item_list_version_info(entity: Entity) -> Dict[str, object]:
-    """The one version of a dataset or collection: the current, "in progress" one."""
+    """The one version of a table type (dataset, collection, view, table): the current, "in progress" one."""
     return {
         "id": syn(entity.id),
         "versionNumber": entity.current_version,

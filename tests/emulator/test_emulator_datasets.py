@@ -100,7 +100,7 @@ def test_deleting_a_dataset_deletes_its_items(seeded_datasets):
     ({"type": "dataset", "items": [{"ref": "d"}]}, "ref 'd' is a folder, not a file"),
     ({"type": "dataset", "items": [{"ref": "f", "version": 2}]}, "'f' has no version 2"),
     ({"type": "datasetcollection", "items": [{"ref": "f"}]}, "ref 'f' is a file, not a dataset"),
-    ({"type": "table"}, "type must be folder, file, link, dataset or datasetcollection"),
+    ({"type": "submissionview"}, "type must be folder, file, link, dataset, datasetcollection, entityview or table"),
 ])
 def test_bad_dataset_specs_name_the_node(emulator, node, message):
     spec = {"projects": [{"name": "p", "children": [

@@ -1,0 +1,396 @@
+"""Entity views and tables: their columns, their rows, and the table query service behind the async job routes.
+
+A view's rows are computed from the store (every file below its scope containers, with its annotations); a table's
+rows are stored. A query runs in a fresh in-memory SQLite database holding just that table's rows, with a statement
+that ``sql.py`` built from the validated query (never from the client's text).
+
+Views are live by default: a query sees the store as it is. With the ``view_lag`` knob on, a view answers from its
+snapshot instead, taken when it was seeded and again by ``refresh_views`` (Synapse's views are eventually
+consistent: a view's row can say version 1 while the file is at version 2).
+"""
+from __future__ import annotations
+
+import datetime
+import io
+import itertools
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from . import sql as sqlmod
+from .store import DenyMode, Entity, EntityKind, Store, now_iso, parse_syn_id
+
+#: viewTypeMask bit of files (the only kind of entity the emulator's views show)
+VIEW_TYPE_FILE = 1
+COLUMN_MODEL = "org.sagebionetworks.repo.model.table.ColumnModel"
+#: Synapse's default STRING size when a column model gives none
+DEFAULT_STRING_SIZE = 50
+COLUMN_TYPES = ("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "DATE", "ENTITYID", "FILEHANDLEID", "USERID", "LARGETEXT",
+                "LINK")
+_SIZED_TYPES = ("STRING", "LINK")
+_INTEGER_TYPES = ("INTEGER", "DATE", "FILEHANDLEID", "USERID")
+#: Synapse's default columns of a file view (``ObjectField``, in ``FILE_DEFAULT_COLUMNS`` order): name, type,
+#: maximumSize, facetType
+DEFAULT_FILE_VIEW_COLUMNS: Tuple[Tuple[str, str, Optional[int], Optional[str]], ...] = (
+    ("id", "ENTITYID", None, None),
+    ("name", "STRING", 256, None),
+    ("createdOn", "DATE", None, "range"),
+    ("createdBy", "USERID", None, "enumeration"),
+    ("etag", "STRING", 36, None),
+    ("type", "STRING", 20, "enumeration"),
+    ("currentVersion", "INTEGER", None, None),
+    ("parentId", "ENTITYID", None, "enumeration"),
+    ("benefactorId", "ENTITYID", None, None),
+    ("projectId", "ENTITYID", None, "enumeration"),
+    ("modifiedOn", "DATE", None, "range"),
+    ("modifiedBy", "USERID", None, "enumeration"),
+    ("dataFileHandleId", "FILEHANDLEID", None, None),
+    ("dataFileSizeBytes", "INTEGER", None, None),
+    ("dataFileMD5Hex", "STRING", 100, None),
+)
+DEFAULT_COLUMN_NAMES = tuple(column[0] for column in DEFAULT_FILE_VIEW_COLUMNS)
+
+
+def column_model(name: str, column_type: str, maximum_size: Optional[int] = None,
+                 facet_type: Optional[str] = None) -> Dict[str, object]:
+    """A ColumnModel without its id (the store gives ids)."""
+    if column_type not in COLUMN_TYPES:
+        raise ValueError(f"column type must be one of {', '.join(COLUMN_TYPES)}, got {column_type!r}")
+    model: Dict[str, object] = {"concreteType": COLUMN_MODEL, "name": name, "columnType": column_type}
+    if column_type in _SIZED_TYPES:
+        model["maximumSize"] = maximum_size or DEFAULT_STRING_SIZE
+    if facet_type:
+        model["facetType"] = facet_type
+    return model
+
+
+@dataclass(frozen=True)
+class Column:
+    id: int
+    name: str
+    type: str
+
+    def select_column(self) -> Dict[str, object]:
+        return {"name": self.name, "columnType": self.type, "id": str(self.id)}
+
+
+def columns_of(store: Store, entity_id: int) -> List[Column]:
+    column_ids, _scope, _mask = store.table_schema(entity_id)
+    found = []
+    for column_id in column_ids:
+        model = store.column_model(column_id)
+        found.append(Column(column_id, str(model["name"]), str(model["columnType"])))
+    return found
+
+
+def column_models_of(store: Store, entity_id: int) -> List[Dict[str, object]]:
+    column_ids, _scope, _mask = store.table_schema(entity_id)
+    return [store.column_model(column_id) for column_id in column_ids]
+
+
+# --- values ---------------------------------------------------------------------------------------
+def epoch_ms(iso: str) -> int:
+    """``2024-01-02T03:04:05.678Z`` -> milliseconds since the epoch (Synapse's DATE values)."""
+    parsed = datetime.datetime.strptime(iso.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+    return int(parsed.timestamp() * 1000)
+
+
+def to_cell(value: object, column_type: str) -> object:
+    """A value given in a spec, an annotation or a query literal -> what the row table stores for that type
+    (ints for ids, dates, users, handles; 0/1 for booleans). ValueError when it is not one."""
+    if value is None:
+        return None
+    if column_type in ("STRING", "LARGETEXT", "LINK"):
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    if column_type == "ENTITYID":
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError(f"not an ENTITYID: {value!r}")
+        return parse_syn_id(int(value) if isinstance(value, float) else value)
+    if column_type == "BOOLEAN":
+        if isinstance(value, bool):
+            return int(value)
+        if str(value).lower() in ("true", "false"):
+            return int(str(value).lower() == "true")
+        raise ValueError(f"not a BOOLEAN: {value!r}")
+    if column_type == "DOUBLE":
+        if isinstance(value, bool):
+            raise ValueError(f"not a DOUBLE: {value!r}")
+        return float(value)
+    if isinstance(value, bool):
+        raise ValueError(f"not an {column_type}: {value!r}")
+    if column_type == "DATE" and isinstance(value, str) and not value.lstrip("-").isdigit():
+        try:
+            return epoch_ms(value if "." in value else value.replace("Z", ".000Z"))
+        except ValueError:
+            raise ValueError(f"not a DATE (epoch milliseconds or ISO 8601 UTC): {value!r}") from None
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"not an {column_type}: {value!r}")
+    return int(value)
+
+
+def wire_value(cell: object, column_type: str) -> Optional[str]:
+    """A stored cell as Synapse writes it in a RowSet or a CSV: a string, or None."""
+    if cell is None:
+        return None
+    if column_type == "ENTITYID":
+        return f"syn{cell}"
+    if column_type == "BOOLEAN":
+        return "true" if cell else "false"
+    if column_type == "DOUBLE":
+        return repr(float(cell))
+    return str(cell)
+
+
+# --- rows -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TableRow:
+    row_id: int
+    version: int
+    etag: Optional[str]
+    cells: Tuple[object, ...]
+    #: a view row: the file's size, for sumFileSizes
+    file_size: int = 0
+
+
+def _file_cells(store: Store, entity: Entity, columns: Sequence[Column]) -> Tuple[Tuple[object, ...], int]:
+    handle = store.file_handle(entity.file_handle_id) if entity.file_handle_id else None
+    size = handle.size if handle is not None and handle.records_size else None
+    fixed = {
+        "id": entity.id, "name": entity.name, "createdOn": epoch_ms(entity.created_on),
+        "createdBy": entity.created_by, "etag": entity.etag, "type": EntityKind.FILE.value,
+        "currentVersion": entity.current_version,
+        "parentId": entity.parent_id, "benefactorId": store.benefactor_id(entity), "projectId": entity.project_id,
+        "modifiedOn": epoch_ms(entity.modified_on), "modifiedBy": entity.modified_by,
+        "dataFileHandleId": entity.file_handle_id, "dataFileSizeBytes": size,
+        "dataFileMD5Hex": handle.md5 if handle is not None and handle.records_md5 else None,
+    }
+    annotations = store.annotations(entity.id)
+    cells = []
+    for column in columns:
+        if column.name in fixed:
+            cells.append(fixed[column.name])
+            continue
+        values = annotations.get(column.name) or [None]
+        try:
+            cells.append(to_cell(values[0], column.type))
+        except (TypeError, ValueError):
+            cells.append(None)  # an annotation of another type: no value in this column
+    return tuple(cells), size or 0
+
+
+def live_view_rows(store: Store, view_id: int) -> List[TableRow]:
+    """A file view's rows now: every readable file below its scope, by id."""
+    _columns, scope_ids, _mask = store.table_schema(view_id)
+    columns = columns_of(store, view_id)
+    rows = []
+    for entity in store.files_below(scope_ids or []):
+        if store.effective_deny(entity) is DenyMode.READ:
+            continue  # a view shows only the rows the caller may read
+        cells, size = _file_cells(store, entity, columns)
+        rows.append(TableRow(entity.id, entity.current_version, entity.etag, cells, size))
+    return rows
+
+
+def refresh_view(store: Store, view_id: int) -> None:
+    """Take a view's snapshot: what it answers while ``view_lag`` is on."""
+    rows = [[row.row_id, row.version, row.etag, list(row.cells), row.file_size]
+            for row in live_view_rows(store, view_id)]
+    store.set_view_snapshot(view_id, {"takenOn": now_iso(), "rows": rows})
+
+
+def table_rows(store: Store, entity: Entity, lag: bool) -> Tuple[List[TableRow], str]:
+    """(rows, lastUpdatedOn) of a view (live, or its snapshot when lagging) or a table."""
+    if entity.kind is EntityKind.TABLE:
+        return [TableRow(row_id, version, None, tuple(cells))
+                for row_id, version, cells in store.table_rows(entity.id)], entity.modified_on
+    snapshot = store.view_snapshot(entity.id) if lag else None
+    if snapshot is None:
+        return live_view_rows(store, entity.id), now_iso()
+    return [TableRow(r[0], r[1], r[2], tuple(r[3]), r[4]) for r in snapshot["rows"]], snapshot["takenOn"]
+
+
+# --- running a query ------------------------------------------------------------------------------
+_AFFINITY = {"DOUBLE": "REAL", "STRING": "TEXT", "LARGETEXT": "TEXT", "LINK": "TEXT"}
+
+
+@dataclass
+class QueryOutcome:
+    """The rows a query selected, before paging."""
+
+    headers: List[Dict[str, object]]
+    column_types: List[str]
+    #: (row id, version, etag, cells); row id and version are None for COUNT / DISTINCT rows
+    rows: List[Tuple[Optional[int], Optional[int], Optional[str], Tuple[object, ...]]]
+    aggregate: bool
+    file_sizes: int
+    last_updated_on: str
+
+
+def run_query(store: Store, entity: Entity, query_sql: str, lag: bool) -> QueryOutcome:
+    """Validate and run a query of ``entity`` (whose id the query must name); QueryError says what is wrong."""
+    columns = columns_of(store, entity.id)
+    names = [column.name for column in columns]
+    query = sqlmod.parse(query_sql, names)
+    if query.table_id != entity.id:
+        raise sqlmod.QueryError(f"The query's FROM syn{query.table_id} does not match the entity of the request "
+                                f"(syn{entity.id}).")
+    types = {column.name: column.type for column in columns}
+
+    def convert(name: str, literal: object) -> object:
+        try:
+            return to_cell(literal, types[name])
+        except (TypeError, ValueError):
+            raise sqlmod.QueryError(f"{literal!r} is not a valid value for column '{name}' "
+                                    f"of type {types[name]}.") from None
+
+    statement, params, selected = sqlmod.build(query, names, convert)
+    rows, last_updated_on = table_rows(store, entity, lag)
+    database = sqlite3.connect(":memory:")
+    try:
+        definitions = ", ".join(f"c{i} {_AFFINITY.get(column.type, 'INTEGER')}" for i, column in enumerate(columns))
+        database.execute(f"CREATE TABLE {sqlmod.ROW_TABLE} (row_id INTEGER, row_version INTEGER, row_etag TEXT, "
+                         f"file_size INTEGER{', ' + definitions if definitions else ''})")
+        marks = ", ".join("?" * (4 + len(columns)))
+        database.executemany(f"INSERT INTO {sqlmod.ROW_TABLE} VALUES ({marks})",
+                             [(row.row_id, row.version, row.etag, row.file_size) + tuple(row.cells) for row in rows])
+        found = database.execute(statement, params).fetchall()
+        sizes = {row.row_id: row.file_size for row in rows}
+    finally:
+        database.close()
+    if query.count:
+        headers = [{"name": "COUNT(*)", "columnType": "INTEGER"}]
+        column_types = ["INTEGER"]
+    else:
+        headers = [columns[i].select_column() for i in selected]
+        column_types = [columns[i].type for i in selected]
+    result = [(r[0], r[1], r[2], tuple(r[3:])) for r in found]
+    total = sum(sizes.get(r[0], 0) for r in result) if not query.is_aggregate else 0
+    return QueryOutcome(headers, column_types, result, query.is_aggregate, total, last_updated_on)
+
+
+def row_json(row, column_types: Sequence[str], include_etag: bool) -> Dict[str, object]:
+    row_id, version, etag, cells = row
+    body: Dict[str, object] = {}
+    if row_id is not None:
+        body["rowId"] = row_id
+        body["versionNumber"] = version
+        if include_etag and etag is not None:
+            body["etag"] = etag
+    body["values"] = [wire_value(cell, kind) for cell, kind in zip(cells, column_types)]
+    return body
+
+
+def csv_bytes(outcome: QueryOutcome, descriptor: Dict[str, object], write_header: bool, row_id_and_version: bool,
+              include_etag: bool) -> bytes:
+    """The CSV Synapse writes for a DownloadFromTableRequest: every field quoted (opencsv's default), nulls as empty
+    fields, ROW_ID, ROW_VERSION (and ROW_ETAG for a view with includeEntityEtag) first unless aggregate."""
+    separator = str(descriptor.get("separator") or ",")
+    quote = str(descriptor.get("quoteCharacter") or '"')
+    escape = str(descriptor.get("escapeCharacter") or "\\")
+    line_end = str(descriptor.get("lineEnd") or "\n")
+    with_ids = row_id_and_version and not outcome.aggregate
+    with_etag = with_ids and include_etag and any(row[2] is not None for row in outcome.rows)
+
+    def field(value: Optional[str]) -> str:
+        if value is None:
+            return ""
+        escaped = value.replace(escape, escape + escape) if escape != quote else value
+        return quote + escaped.replace(quote, escape + quote) + quote
+
+    out = io.StringIO()
+    if write_header:
+        names = (["ROW_ID", "ROW_VERSION"] if with_ids else []) + (["ROW_ETAG"] if with_etag else [])
+        names += [str(header["name"]) for header in outcome.headers]
+        out.write(separator.join(field(name) for name in names) + line_end)
+    for row in outcome.rows:
+        values = [wire_value(cell, kind) for cell, kind in zip(row[3], outcome.column_types)]
+        prefix = ([str(row[0]), str(row[1])] if with_ids else []) + ([row[2]] if with_etag else [])
+        out.write(separator.join(field(value) for value in prefix + values) + line_end)
+    return out.getvalue().encode("utf-8")
+
+
+# --- async jobs -----------------------------------------------------------------------------------
+@dataclass
+class Job:
+    id: str
+    kind: str            # "query", "nextPage" or "csv": the route family that may fetch it
+    entity_id: int
+    request: Dict[str, object]
+    started_on: str
+    user_id: int
+    polls_left: int
+    #: (status, body) once the job ran: the same answer for every later GET
+    outcome: Optional[Tuple[int, Dict[str, object]]] = None
+    #: held while the job runs (other jobs' polls do not wait for it)
+    running: threading.Lock = field(default_factory=threading.Lock)
+
+
+class AsyncJobs:
+    """The emulator's asynchronous jobs: a job answers 202 for ``query_pending_polls`` GETs, then its outcome.
+
+    Counted per job, never timed: the n-th GET of a job gets the same answer in every run."""
+
+    FIRST_JOB_ID = 9000001
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: Dict[str, Job] = {}
+        self._ids = itertools.count(self.FIRST_JOB_ID)
+
+    def start(self, kind: str, entity_id: int, request: Dict[str, object], user_id: int, polls: int) -> Job:
+        with self._lock:
+            job = Job(str(next(self._ids)), kind, entity_id, request, now_iso(), user_id, max(0, polls))
+            self._jobs[job.id] = job
+            return job
+
+    def poll(self, token: str, kind: str, run) -> Tuple[int, Dict[str, object]]:
+        """(status, body) of one GET of the job: 202 + its status while pending, then ``run(job)``'s outcome.
+        KeyError for a token that names no job of that kind."""
+        with self._lock:
+            job = self._jobs.get(token)
+            if job is None or job.kind != kind:
+                raise KeyError(token)
+            if job.polls_left > 0:
+                job.polls_left -= 1
+                return 202, job_status(job)
+        with job.running:
+            if job.outcome is None:
+                job.outcome = run(job)
+            return job.outcome
+
+
+def job_status(job: Job) -> Dict[str, object]:
+    """An AsynchronousJobStatus of a job still PROCESSING."""
+    return {
+        "jobState": "PROCESSING",
+        "jobCanceling": False,
+        "requestBody": job.request,
+        "jobId": job.id,
+        "startedByUserId": job.user_id,
+        "startedOn": job.started_on,
+        "changedOn": now_iso(),
+        "progressMessage": "Processing the query.",
+        "progressCurrent": 0,
+        "progressTotal": 100,
+        "runtimeMS": 0,
+    }
+
+
+def table_download_failure(store: Store, handle_id: int, object_ref) -> Optional[str]:
+    """None when a handle may be downloaded through a table or view (the TableEntity association): a CSV its query
+    made, or a handle in one of a table's FILEHANDLEID cells. Else ``"UNAUTHORIZED"``."""
+    try:
+        entity = store.entity(parse_syn_id(object_ref))
+    except ValueError:
+        return "UNAUTHORIZED"
+    if entity is None or not entity.kind.is_queryable or store.effective_deny(entity) is not DenyMode.NONE:
+        return "UNAUTHORIZED"
+    if store.result_handle_table(handle_id) == entity.id:
+        return None
+    if entity.kind is EntityKind.TABLE:
+        handle_columns = [i for i, column in enumerate(columns_of(store, entity.id)) if column.type == "FILEHANDLEID"]
+        for _row_id, _version, cells in store.table_rows(entity.id):
+            if any(cells[i] == handle_id for i in handle_columns):
+                return None
+    return "UNAUTHORIZED"
