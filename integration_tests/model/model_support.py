@@ -550,6 +550,7 @@ class ModelWalk:
     def r_view_lags(self) -> None:
         """The file view reads its rows from a snapshot taken now (later edits are not in it), or live again."""
         lag = self.rng.random() < 0.7
+        self.stats["view lags from here"] += lag
         self.emu.set_knobs(view_lag=lag)
         self.emu.refresh_views()
         self.note(f"remote: the view {'lags from now on' if lag else 'is live'}")
@@ -766,6 +767,7 @@ class ModelWalk:
 
     def sync_and_check(self, options: SyncOptions) -> None:
         self.stats["syncs"] += 1
+        self.stats["syncs planned from the view"] += bool(options.view)
         self.note(f"sync: {options}")
         plan = None
         if options.dry_run_first:
