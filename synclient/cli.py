@@ -387,7 +387,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     if args.query is not None:
         return _get_query(ctx)
     refs = _requested_ids(args)
-    view = _entity_id(args.view) if args.view is not None else None
+    view = args.view  # (validated by the run: an id without a version)
     options = _sync_options(args)
     path = Path(args.path)
     _check_target(path)
@@ -443,8 +443,10 @@ def _get_query(ctx: CommandContext) -> ExitCode:
         try:
             outcome = download_query(sql, path, recursive=args.recursive, platform=platform,
                                      max_workers=args.max_workers, options=_sync_options(args), observer=observer)
-        except BadRequestError as exc:  # the platform's word on the SQL: the user's to fix
-            raise CliError(f"the platform refused the query: {_reason_or(exc)}") from None
+        except BadRequestError as exc:
+            if "/table/query" not in (exc.url or ""):
+                raise
+            raise CliError(f"the platform refused the query: {exc.reason or exc}") from None  # the user's SQL
         finally:
             observer.close()
     if args.dry_run:

@@ -46,6 +46,21 @@ class Admin:
         handle = self._store_content(content, entity.name)
         return self.store.add_version(entity_id, handle)
 
+    def replace_file_handle(self, entity_ref: EntityRef, version: Optional[int] = None) -> int:
+        """A new handle of the same bytes for a file version (its current one by default), in place; its id."""
+        entity_id = parse_syn_id(entity_ref)
+        entity = self.store.entity(entity_id)
+        if entity is None:
+            raise KeyError(f"no entity syn{entity_id}")
+        number = version if version is not None else entity.current_version
+        current = self.store.version(entity_id, number)
+        old = self.store.file_handle(current.file_handle_id) if current is not None else None
+        if old is None:
+            raise KeyError(f"no version {number} of syn{entity_id}")
+        handle = self.store.create_file_handle(old.md5, old.size, old.file_name, old.content_type)
+        self.store.replace_version_handle(entity_id, number, handle)
+        return handle
+
     def add_file(self, parent_ref: EntityRef, name: str, content: Union[bytes, str, Iterable[bytes]] = b"") -> str:
         handle = self._store_content(content, name)
         return f"syn{self.store.create_entity(EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle)}"

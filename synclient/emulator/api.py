@@ -47,11 +47,17 @@ class ApiHandler(EmulatorHandler):
             return
         context.stats.api_started(method, parts.path)
         response = Response(status=500)
+        answered = False
         try:
             response = self._safely(lambda: self._platform(method, parts.path, query, body))
+            # counted before it goes out: a client that has the answer finds its status counted
+            context.stats.api_answered(response.status)
+            answered = True
             self._send(response)
         finally:
-            context.stats.api_finished(response.status)
+            if not answered:
+                context.stats.api_answered(response.status)
+            context.stats.api_finished()
 
     def _safely(self, produce: Callable[[], Response]) -> Response:
         try:

@@ -221,17 +221,25 @@ class ObjectHandler(EmulatorHandler):
         remaining = count
         try:
             while remaining > 0:
+                step = min(remaining, SENDFILE_STEP)
+                # counted before it goes out, corrected after: a client that has the bytes finds them counted
+                stats.transfer_sent(self.plane, step)
                 try:
-                    sent = os.sendfile(sock.fileno(), source.fileno(), offset, min(remaining, SENDFILE_STEP))
+                    sent = os.sendfile(sock.fileno(), source.fileno(), offset, step)
                 except BlockingIOError:
+                    stats.transfer_sent(self.plane, -step)
                     if not poller.poll(timeout_ms):
                         raise socket.timeout("send timed out")
                     continue
+                except BaseException:
+                    stats.transfer_sent(self.plane, -step)
+                    raise
+                if sent != step:
+                    stats.transfer_sent(self.plane, sent - step)
                 if sent == 0:
                     break
                 offset += sent
                 remaining -= sent
-                stats.transfer_sent(self.plane, sent)
         except OSError as error:
             # clients close early on purpose (e.g. synapseclient reads only the headers of a full GET)
             self.close_connection = True
@@ -268,9 +276,13 @@ class ObjectHandler(EmulatorHandler):
                     break
                 if sent_total <= flip_at < sent_total + len(chunk):
                     chunk = hostile.flip(chunk, flip_at - sent_total)
-                self.wfile.write(chunk)
+                stats.transfer_sent(self.plane, len(chunk))  # before it goes out (see _sendfile)
+                try:
+                    self.wfile.write(chunk)
+                except OSError:
+                    stats.transfer_sent(self.plane, -len(chunk))
+                    raise
                 sent_total += len(chunk)
-                stats.transfer_sent(self.plane, len(chunk))
                 if bytes_per_second:
                     _sleep_to_pace(started, sent_total, bytes_per_second)
         except OSError:

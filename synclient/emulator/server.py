@@ -193,6 +193,10 @@ class Emulator:
     def add_version(self, entity_id: EntityRef, content: Content = b"") -> int:
         return self._admin().add_version(entity_id, content)
 
+    def replace_file_handle(self, entity_id: EntityRef, version: Optional[int] = None) -> int:
+        """Synapse's in-place handle replacement (same bytes, no new version); the new handle's id."""
+        return self._admin().replace_file_handle(entity_id, version)
+
     def delete_entity(self, entity_id: EntityRef) -> None:
         self._admin().delete_entity(entity_id)
 

@@ -74,12 +74,15 @@ class Stats:
         with self._lock:
             self.api_by_class[route_class] += 1
 
-    def api_finished(self, status: int) -> None:
+    def api_answered(self, status: int) -> None:
         with self._lock:
-            self._in_flight -= 1
             self.api_by_status[str(status)] += 1
             if status == 429:
                 self.throttled_429 += 1
+
+    def api_finished(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def api_fault(self) -> None:
         with self._lock:

@@ -511,6 +511,22 @@ class Store:
                                  (version, stamp, new_etag(), entity_id))
             return version
 
+    def replace_version_handle(self, entity_id: int, version_number: int, file_handle_id: int) -> None:
+        """Point a file version at another handle of the same bytes, in place (Synapse's
+        ``PUT /entity/{id}/version/{v}/filehandle``, which refuses other MD5s): no new version."""
+        with self._lock:
+            version = self.version(entity_id, version_number)
+            new, old = self.file_handle(file_handle_id), None
+            if version is not None:
+                old = self.file_handle(version.file_handle_id)
+            if version is None or new is None or old is None:
+                raise KeyError(f"no version {version_number} of syn{entity_id}, or no handle {file_handle_id}")
+            if (new.md5, new.size) != (old.md5, old.size):
+                raise ValueError("a version's handle can only be replaced by one of the same MD5 and size")
+            with self.batch():
+                self._db.execute("UPDATE versions SET file_handle_id = ?, etag = ? WHERE entity_id = ? AND "
+                                 "version_number = ?", (file_handle_id, new_etag(), entity_id, version_number))
+
     def rename(self, entity_id: int, new_name: str) -> None:
         with self._lock:
             entity = self._require(entity_id)

@@ -13,14 +13,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 from urllib.parse import urlsplit
 
 from synclient.client import Platform
-from synclient.errors import (CacheLockTimeoutError, Cancelled, LocalIOError, NotFoundError, PathConflictError,
-                              PlatformError, SynclientError, UnsupportedError)
+from synclient.errors import (AccessDeniedError, CacheLockTimeoutError, Cancelled, LocalIOError, NotFoundError,
+                              PathConflictError, PlatformError, SynclientError, UnsupportedError)
 from synclient.events import SyncObserver
 from synclient.models import EntityHeader, FileHandle
 from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verification
@@ -33,7 +33,8 @@ from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import SyncOptions
 from synclient.sync.outcome import Outcome
 from synclient.sync.paths import TargetDirectory
-from synclient.sync.planner import Action, Decision, is_up_to_date
+from synclient.sync.planner import Action, Decision, is_up_to_date, same_recorded_bytes
+from synclient.sync.queries import ViewRows
 from synclient.sync.sources import KnownFile
 from synclient.sync.walker import FoundFile
 from synclient.transfer.download import Downloader, FileJob
@@ -58,6 +59,7 @@ class FileContext:
     superseded: Optional[IndexRow] = None  # an earlier keep.both copy of this file, removed once it settles elsewhere
     displaced: Optional[IndexRow] = None  # another file's copy this file replaces: that row goes once this is in
     from_cache: bool = False  # its bytes came from synapseclient's cache, not from storage
+    from_row: bool = False  # its handle is a view row's (no bundle call): the URL batch may find it replaced
 
     @property
     def details(self) -> dict:
@@ -114,6 +116,7 @@ class FilePipeline:
         self.named_files: Set[str] = set()
         # file versions whose handle the run already knows (a file view's rows): no bundle call for them
         self.known: Dict[Tuple[str, Optional[int]], KnownFile] = {}
+        self.view: Optional[ViewRows] = None  # a sync planned from a file view: its rows, read when first needed
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
         self.leftovers = LeftoverPartials()
@@ -136,7 +139,7 @@ class FilePipeline:
                 self.seen.update(file.rel_path for file in files)
         rows = self._index.get_many([file.rel_path for file in files], with_annotations=True)
         for found in files:
-            header, destination, rel_path = found
+            header, destination, rel_path, listed_in = found
             row, stored_annotations = rows.get(rel_path, (None, None))
             if is_up_to_date(row, header, self._target.root) and not self._options.needs_bundle:
                 named = rel_path in self.named_files
@@ -147,11 +150,23 @@ class FilePipeline:
                         self._held_copies.append((found, row, stored_annotations))
                     continue
                 self._outcome.up_to_date(row, annotations=stored_annotations)
-            elif (header.id, header.version_number) in self.known and not self._options.needs_bundle:
-                self._pool.submit(Priority.BUNDLE, self._decide, header, destination, rel_path, row,
-                                  self.known[header.id, header.version_number])
+                continue
+            known = self._known(header, listed_in)
+            if known is not None:
+                self._pool.submit(Priority.BUNDLE, self._decide, header, destination, rel_path, row, known)
             else:
                 self._pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
+
+    def _known(self, header: EntityHeader, listed_in: Optional[str]) -> Optional[KnownFile]:
+        """What a view's row says of this file version, if anything (the folder it was listed in is its parent: a
+        row that lags behind a move must not say otherwise)."""
+        if self._options.needs_bundle:
+            return None
+        key = (header.id, header.version_number)
+        known = self.known.get(key) or (self.view.get(*key) if self.view is not None else None)
+        if known is not None and listed_in is not None and known.parent_id != listed_in:
+            known = replace(known, parent_id=listed_in)
+        return known
 
     def settle_held_copies(self) -> None:
         """Pool idle check: once nothing else runs, each up-to-date keep.both copy is either still its file's
@@ -160,7 +175,7 @@ class FilePipeline:
             return
         with self._lock:
             held, self._held_copies = self._held_copies, []
-        for (header, destination, rel_path), row, stored_annotations in held:
+        for (header, destination, rel_path, _), row, stored_annotations in held:
             if self._claims.is_displaced(row.local_path):
                 self._pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
                 continue
@@ -215,7 +230,7 @@ class FilePipeline:
                       else None)
         context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,
                               *((known.entity, handle.raw) if self._options.entity_details else (None, None)),
-                              superseded, displaced)
+                              superseded, displaced, from_row=known.from_row)
         entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination,
                           context.entity, context.file_handle, annotations if self._options.entity_details else None)
         self._outcome.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))
@@ -235,7 +250,7 @@ class FilePipeline:
         if source is not None:  # a copy instead of a URL and a download
             self._pool.submit(Priority.DOWNLOAD, self._copy_cached, job, context, source)
             return
-        self._request_url(job)
+        self._request_url(job, context)
 
     # -- no fetch: skip, adopt, keep ----------------------------------------------------------------------------
 
@@ -267,20 +282,42 @@ class FilePipeline:
 
     # -- fetch: URL -> download -> index --------------------------------------------------------------------------
 
-    def _request_url(self, job: FileJob) -> None:
-        self._broker.request(job.request, lambda url, error: self._url_ready(job, url, error))
+    def _request_url(self, job: FileJob, context: FileContext) -> None:
+        self._broker.request(job.request, lambda url, error: self._url_ready(job, context, url, error))
 
-    def _url_ready(self, job: FileJob, url: Optional[SignedUrl], error: Optional[SynclientError]) -> None:
+    def _url_ready(self, job: FileJob, context: FileContext, url: Optional[SignedUrl],
+                   error: Optional[SynclientError]) -> None:
         if error is None and url is not None:
             try:
                 check_scheme(job.entity_id, url.url)
             except UnsupportedError as exc:
                 error = exc
+        if isinstance(error, (AccessDeniedError, NotFoundError)) and context.from_row:
+            context.from_row = False  # once: the bundle's word is final
+            self._pool.submit(Priority.BUNDLE, self._handle_from_bundle, job, context, error)
+            return
         if error is not None:
             job.on_done(error)
             return
         job.url = url
         self._pool.submit(Priority.DOWNLOAD, self._downloader.start, job)
+
+    def _handle_from_bundle(self, job: FileJob, context: FileContext, refused: SynclientError) -> None:
+        """BUNDLE task: the URL batch refused a view row's handle. A view lags behind a handle replaced in place
+        (Synapse allows that only for the same bytes): the bundle's handle is fetched instead when it holds the
+        bytes the file was decided on; otherwise the refusal stands."""
+        try:
+            handle = self._platform.get_file_bundle(job.entity_id, version=job.version).file_handle
+        except SynclientError as exc:
+            job.on_done(exc)
+            return
+        if handle is None or handle.id == job.handle.id or not same_recorded_bytes(handle, job.handle):
+            job.on_done(refused)
+            return
+        log.info("%s: the file view's row names file handle %s, now %s (the same bytes)", job.entity_id,
+                 job.handle.id, handle.id)
+        job.handle = handle
+        self._request_url(job, context)
 
     def _downloaded(self, job: FileJob, context: FileContext, error: Optional[SynclientError]) -> None:
         """The job's callback: the file is at its final path, verified (or failed, its partial kept)."""
@@ -330,7 +367,7 @@ class FilePipeline:
         except SynclientError as exc:
             log.info("%s: the copy in synapseclient's cache (%s) is not usable (%s); downloading it",
                      job.entity_id, source, exc)
-            self._request_url(job)
+            self._request_url(job, context)
             return
         log.debug("%s: %s of %s from synapseclient's cache", job.entity_id, method.value, source)
         context.from_cache = True

@@ -110,6 +110,13 @@ def same_bytes(row: IndexRow, handle: FileHandle) -> bool:
     return row.file_handle_id == handle.id
 
 
+def same_recorded_bytes(one: FileHandle, other: FileHandle) -> bool:
+    """Two handles record the same bytes: the same MD5 and size, both recorded."""
+    return (bool(one.content_md5) and one.content_size is not None
+            and (one.content_md5 or "").lower() == (other.content_md5 or "").lower()
+            and one.content_size == other.content_size)
+
+
 def _collide(destination: Path, collision: Collision, *, taken: AbstractSet[str], is_folder: bool) -> Decision:
     if is_folder:  # the runner decides: replaced if synclient's own and delete is on, else collide()
         return Decision(Action.BLOCKED, destination)

@@ -6,22 +6,29 @@ entities then go through :func:`~synclient.sync.sources.plan_sources` exactly as
 per 1,000 ids, the same names, renamings and report).
 
 A row of a **file view** that carries ``dataFileHandleId``, ``dataFileMD5Hex`` and ``dataFileSizeBytes`` describes
-its file completely for a download: such a file skips its bundle call and goes straight to the URL batches (100
-files per call), so the calls of a query that selects N files are its own polls + ceil(N/1000) + ceil(N/100), not
-one per file. The row describes the entity version it was read at (the RowSet row's ``versionNumber``); views lag
-behind edits, so the row is used only when that is the version being downloaded. Otherwise (another current
-version, a table's row, a row without those columns) the file takes its bundle call.
+its file completely for a download (a :class:`~synclient.sync.sources.KnownFile`, annotations from the view's
+annotation columns among those selected): such a file skips its bundle call and goes straight to the URL batches
+(100 files per call), so the calls of a query that selects N files are its own polls + ceil(N/1000) + ceil(N/100),
+not one per file. The row describes the entity version it was read at (the RowSet row's ``versionNumber``); views
+lag behind edits, so the row is used only when that is the version being downloaded. Otherwise (another current
+version, a table's row, a row without those columns, a ``dataFileConcreteType`` that is not platform storage) the
+file takes its bundle call.
+
+:class:`ViewRows` serves a sync planned from a view (``view=``) the same way: ``SELECT *`` of the view, read when
+the first file needs more than the index (a re-sync that finds nothing changed never reads it).
 """
 from __future__ import annotations
 
 import json
+import logging
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from synclient.client import Platform
-from synclient.errors import ConfigError
-from synclient.models import EntityHeader, EntityType, FileHandle, QueryPage, parse_entity_id
+from synclient.errors import ConfigError, SynclientError
+from synclient.models import EntityHeader, EntityType, FileHandle, parse_entity_id
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.sources import KnownFile
 
@@ -32,6 +39,10 @@ VERSION_COLUMNS = ("currentVersion", "versionNumber")
 #: the file view columns that describe a row's file handle completely (id, MD5, size)
 HANDLE_COLUMNS = ("dataFileHandleId", "dataFileMD5Hex", "dataFileSizeBytes")
 PARENT_COLUMN = "parentId"
+CONCRETE_TYPE_COLUMN = "dataFileConcreteType"
+#: handles in the platform's own storage: their pre-signed URLs are https (an external handle's may be sftp)
+STORAGE_HANDLES = ("org.sagebionetworks.repo.model.file.S3FileHandle",
+                   "org.sagebionetworks.repo.model.file.GoogleCloudFileHandle")
 #: the columns Synapse gives every file view (the others are its annotation columns)
 DEFAULT_VIEW_COLUMNS = frozenset(name.lower() for name in (
     "id", "name", "createdOn", "createdBy", "etag", "type", "currentVersion", "parentId", "benefactorId",
@@ -41,6 +52,8 @@ DEFAULT_VIEW_COLUMNS = frozenset(name.lower() for name in (
 _ANNOTATION_TYPES = {"STRING": "STRING", "INTEGER": "LONG", "DOUBLE": "DOUBLE", "BOOLEAN": "BOOLEAN",
                      "DATE": "TIMESTAMP_MS", "ENTITYID": "STRING", "USERID": "STRING", "LINK": "STRING",
                      "LARGETEXT": "STRING", "MEDIUMTEXT": "STRING"}
+
+log = logging.getLogger("synclient.sync")
 
 
 def looks_like_sql(text: str) -> bool:
@@ -56,14 +69,8 @@ def table_of(sql: str) -> str:
     return "syn" + match.group(1)[3:]
 
 
-@dataclass(frozen=True)
-class RowFile:
-    """What a file view's row says of its file at the version it was read at: enough to download it without a
-    bundle call."""
-
-    version: int
-    handle: FileHandle
-    parent_id: Optional[str]
+#: file versions a view's rows describe: (entity id, version) -> what the row says of the file
+KnownFiles = Dict[Tuple[str, Optional[int]], KnownFile]
 
 
 @dataclass
@@ -75,17 +82,16 @@ class QuerySelection:
     rows: int = 0
     refs: List[EntityRef] = field(default_factory=list)
     rows_without_id: int = 0
-    row_files: Dict[str, RowFile] = field(default_factory=dict)  # entity id -> what its row says of its file
+    row_files: Dict[str, KnownFile] = field(default_factory=dict)  # entity id -> what its row says of its file
 
-    def known_files(self, headers: Iterable[EntityHeader]) -> Dict[Tuple[str, Optional[int]], KnownFile]:
+    def known_files(self, headers: Iterable[EntityHeader]) -> KnownFiles:
         """The files of ``headers`` (each at the version it is fetched at) whose row describes that version: only
         a file view's rows may be given here (a table's row versions are the table's)."""
-        known = {}
+        known: KnownFiles = {}
         for header in headers:
             row_file = self.row_files.get(header.id)
             if row_file is not None and row_file.version == header.version_number:
-                known[header.id, header.version_number] = KnownFile(row_file.handle, row_file.version,
-                                                                    row_file.parent_id)
+                known[header.id, header.version_number] = row_file
         return known
 
 
@@ -93,53 +99,108 @@ def select(platform: Platform, sql: str, *, table_id: str) -> QuerySelection:
     """Run ``sql`` on the table or view ``table_id`` (every page) and read the entities its rows select."""
     selection = QuerySelection(sql=sql, table_id=table_id)
     for page in platform.query_table(table_id, sql):
-        _read_page(page, selection)
+        columns = _Columns(page.columns, page.column_types)
+        for row in page.rows:
+            selection.rows += 1
+            entity_id = columns.entity_of(row.values, row=selection.rows)
+            if entity_id is None:
+                selection.rows_without_id += 1
+                continue
+            selection.refs.append(EntityRef(entity_id, columns.version_of(row.values, row=selection.rows)))
+            known = columns.known_file(row.values, row.version)
+            if known is not None:
+                selection.row_files[entity_id] = known
     return selection
 
 
-def _read_page(page: QueryPage, selection: QuerySelection) -> None:
-    columns = _Columns(page.columns)
-    for row in page.rows:
-        selection.rows += 1
-        value = row.values[columns.id]
-        if value is None or not value.strip():
-            selection.rows_without_id += 1
-            continue
-        entity_id, version = _entity_ref(value, row=selection.rows)
-        if columns.version is not None and row.values[columns.version] is not None:
-            version = _whole_number(row.values[columns.version], column=page.columns[columns.version],
-                                    row=selection.rows)
-        selection.refs.append(EntityRef(entity_id, version))
-        if columns.handle is not None and row.version is not None:
-            handle = columns.handle_of(row.values)
-            if handle is not None:
-                parent = row.values[columns.parent] if columns.parent is not None else None
-                selection.row_files[entity_id] = RowFile(row.version, handle, parent)
+class ViewRows:
+    """What a file view's rows (``SELECT *``) say of its files, for a sync planned from it (``view=``): read once,
+    by the first :meth:`get` (a pool task that needs a file's bundle otherwise); thread-safe. A view that cannot
+    stand in for bundles (no handle columns, a failed query) is said once, and every file takes its bundle."""
+
+    def __init__(self, platform: Platform, view: EntityHeader) -> None:
+        if view.type is not EntityType.ENTITY_VIEW:
+            raise ConfigError(f"{view.id} is a {view.type.label}, not a file view: --view takes a file view")
+        self._platform = platform
+        self._view = view
+        self._lock = threading.Lock()
+        self._rows: Optional[KnownFiles] = None
+
+    def get(self, entity_id: str, version: Optional[int]) -> Optional[KnownFile]:
+        with self._lock:  # the others wait for the one read (a few pages: seconds, not minutes)
+            if self._rows is None:
+                self._rows = self._read()
+        return self._rows.get((entity_id, version))
+
+    def _read(self) -> KnownFiles:
+        known: KnownFiles = {}
+        number = 0
+        try:
+            for page in self._platform.query_table(self._view.id, f"SELECT * FROM {self._view.id}"):
+                columns = _Columns(page.columns, page.column_types)
+                if columns.handle is None:
+                    raise ConfigError(f"it has no {', '.join(HANDLE_COLUMNS)} columns")
+                for row in page.rows:
+                    number += 1
+                    entity_id = columns.entity_of(row.values, row=number)
+                    file = columns.known_file(row.values, row.version)
+                    if entity_id is not None and file is not None:
+                        known[entity_id, file.version] = file
+        except SynclientError as exc:
+            log.warning("the file view %s cannot stand in for the files' bundle calls (%s): each file takes its "
+                        "own", self._view.id, exc)
+            return {}
+        return known
 
 
 class _Columns:
     """Where a page's columns of interest are (names as Synapse's file views have them; case ignored)."""
 
-    def __init__(self, names: Sequence[str]) -> None:
+    def __init__(self, names: Sequence[str], types: Sequence[Optional[str]] = ()) -> None:
         where = {name.lower(): index for index, name in enumerate(names)}
         if ID_COLUMN not in where:
             shown = ", ".join(names) or "none"
             raise ConfigError(f"the query selects no 'id' column (its columns: {shown}): select the entity ids, "
                               "e.g. SELECT id, name FROM syn123 ...")
+        self.names = names
         self.id = where[ID_COLUMN]
         self.version = next((where[name.lower()] for name in VERSION_COLUMNS if name.lower() in where), None)
         self.parent = where.get(PARENT_COLUMN.lower())
+        self.concrete_type = where.get(CONCRETE_TYPE_COLUMN.lower())
         handle = [where.get(name.lower()) for name in HANDLE_COLUMNS]
         self.handle: Optional[Tuple[int, int, int]] = (
             (handle[0], handle[1], handle[2]) if None not in handle else None)
+        self.annotations = [(index, name, types[index] if index < len(types) else None)
+                            for index, name in enumerate(names) if name.lower() not in DEFAULT_VIEW_COLUMNS]
 
-    def handle_of(self, values: Sequence[Optional[str]]) -> Optional[FileHandle]:
-        """The row's file handle, when its id, MD5 and size are all there."""
-        assert self.handle is not None
+    def entity_of(self, values: Sequence[Optional[str]], *, row: int) -> Optional[str]:
+        """The row's entity id (None for an empty cell)."""
+        value = values[self.id]
+        if value is None or not value.strip():
+            return None
+        return _entity_ref(value, row=row)[0]
+
+    def version_of(self, values: Sequence[Optional[str]], *, row: int) -> Optional[int]:
+        """The version the row pins: its version column's, else one written into the id (``syn1.2``), else None."""
+        if self.version is not None and values[self.version] is not None:
+            return _whole_number(values[self.version], column=self.names[self.version], row=row)
+        return _entity_ref(values[self.id] or "", row=row)[1]
+
+    def known_file(self, values: Sequence[Optional[str]], row_version: Optional[int]) -> Optional[KnownFile]:
+        """What the row says of its file at ``row_version`` (the RowSet row's), when it says all a download needs:
+        the handle's id, MD5 and size, in the platform's storage as far as the row tells."""
+        if self.handle is None or row_version is None:
+            return None
         handle_id, md5, size = (values[index] for index in self.handle)
         if not handle_id or not md5 or not size or not size.isdigit() or not handle_id.isdigit():
             return None
-        return FileHandle(id=handle_id, content_size=int(size), content_md5=md5)
+        kind = values[self.concrete_type] if self.concrete_type is not None else None
+        if kind and kind not in STORAGE_HANDLES:
+            return None  # an external URL may be one synclient does not fetch: its bundle says which
+        annotations = {name: annotation for index, name, column_type in self.annotations
+                       if (annotation := _annotation(values[index], column_type)) is not None}
+        return KnownFile(FileHandle(id=handle_id, content_size=int(size), content_md5=md5), row_version,
+                         values[self.parent] if self.parent is not None else None, annotations, from_row=True)
 
 
 def _entity_ref(value: str, *, row: int) -> Tuple[str, Optional[int]]:
@@ -155,33 +216,6 @@ def _whole_number(value: str, *, column: str, row: int) -> int:
     if not value.strip().isdigit():
         raise ConfigError(f"row {row} of the query: {value!r} in its {column!r} column is not a version number")
     return int(value)
-
-
-def files_of_view(platform: Platform, view: EntityHeader) -> Dict[Tuple[str, Optional[int]], KnownFile]:
-    """What a file view's rows (``SELECT *``) say of its files, keyed by (id, the version each row describes),
-    annotations from its annotation columns: a sync with ``view=`` takes a file from here, not from its bundle,
-    when its listing shows that same version (a row of a view that lags behind an edit does not match)."""
-    if view.type is not EntityType.ENTITY_VIEW:
-        raise ConfigError(f"{view.id} is a {view.type.label}, not a file view: --view takes a file view")
-    known: Dict[Tuple[str, Optional[int]], KnownFile] = {}
-    for page in platform.query_table(view.id, f"SELECT * FROM {view.id}"):
-        columns = _Columns(page.columns)
-        if columns.handle is None:
-            raise ConfigError(f"the file view {view.id} has no {', '.join(HANDLE_COLUMNS)} columns: it cannot "
-                              "stand in for the files' bundles")
-        annotation_columns = [(index, name, page.column_types[index] if page.column_types else None)
-                              for index, name in enumerate(page.columns) if name.lower() not in DEFAULT_VIEW_COLUMNS]
-        for number, row in enumerate(page.rows, start=1):
-            value = row.values[columns.id]
-            handle = columns.handle_of(row.values)
-            if value is None or handle is None or row.version is None:
-                continue
-            entity_id, _ = _entity_ref(value, row=number)
-            parent = row.values[columns.parent] if columns.parent is not None else None
-            annotations = {name: annotation for index, name, column_type in annotation_columns
-                           if (annotation := _annotation(row.values[index], column_type)) is not None}
-            known[entity_id, row.version] = KnownFile(handle, row.version, parent, annotations)
-    return known
 
 
 def _annotation(cell: Optional[str], column_type: Optional[str]) -> Optional[dict]:

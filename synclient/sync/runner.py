@@ -36,7 +36,7 @@ from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.paths import TargetDirectory
 from synclient.sync.pipeline import FilePipeline
-from synclient.sync.queries import files_of_view, select, table_of
+from synclient.sync.queries import ViewRows, select, table_of
 from synclient.sync.sources import Renamed, SourcePlan, check_container_ref, plan_sources
 from synclient.sync.walker import FoundFile, TreeWalker
 from synclient.synapse_cache import cache_root_of
@@ -137,9 +137,10 @@ class SyncRun:
     def start_files(self, files: Sequence[Tuple[EntityHeader, str]]) -> None:
         """A list of files, each at its own '/'-separated path under the target (its folders made here): straight
         to the pipeline, as a file root is (each row keeps an existing owner)."""
-        self.pipeline.named_files.update(rel_path for _, rel_path in files)  # before any of them is in the pool
+        wanted = [(header, rel_path) for header, rel_path in files if self.options.path_filter.wants_file(rel_path)]
+        self.pipeline.named_files.update(rel_path for _, rel_path in wanted)  # before any of them is in the pool
         found = []
-        for header, rel_path in files:
+        for header, rel_path in wanted:
             try:
                 folder = self.target.root
                 *folders, name = rel_path.split("/")
@@ -304,18 +305,28 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
 
 
 def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = False,
-                   platform: Optional[Platform] = None, syn: Optional[object] = None,
-                   options: Optional[SyncOptions] = None, config: Optional[TransferConfig] = None,
-                   max_workers: Optional[int] = None, observer: Optional[SyncObserver] = None,
-                   **settings: object) -> Union[SyncResults, SyncPlan]:
+                   platform: Optional[Platform] = None, options: Optional[SyncOptions] = None,
+                   config: Optional[TransferConfig] = None, max_workers: Optional[int] = None,
+                   observer: Optional[SyncObserver] = None, on_error: Union[OnError, str, None] = None,
+                   if_collision: Optional[str] = None, include: Optional[Iterable[str]] = None,
+                   exclude: Optional[Iterable[str]] = None, dry_run: Optional[bool] = None,
+                   follow_links: Optional[bool] = None, provenance: Optional[bool] = None,
+                   progress: Optional[bool] = None, entity_details: Optional[bool] = None,
+                   synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
+                   syn: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
     """Download what a SQL query over a file view or table selects (``SELECT id FROM syn123 WHERE ...``) into
-    ``path``, as :func:`download_many` downloads a list of ids: the query's ``id`` column names the entities, a
-    ``currentVersion`` (or ``versionNumber``) column pins their versions, and every page of the query is read
-    first. A file view's rows that carry ``dataFileHandleId``, ``dataFileMD5Hex`` and ``dataFileSizeBytes`` (its
-    default columns) need no bundle call per file (see :mod:`synclient.sync.queries`). ``settings`` are the other
-    keywords of :func:`download_many` (``on_error=``, ``include=``, ``dry_run=``, ...). The report
-    (``results.report.query``) says the query, its table and its row count."""
-    options, config = _settings(options, config, max_workers, **settings)
+    ``path``, as :func:`download_many` downloads a list of ids (its keywords are these): the query's ``id`` column
+    names the entities, a ``currentVersion`` (or ``versionNumber``) column pins their versions, and every page of
+    the query is read first. Files land in ``path`` under their names (with ``recursive=True``, a project or folder
+    selected goes into a sub-folder of its name, whatever the number of rows). A file view's rows that carry
+    ``dataFileHandleId``, ``dataFileMD5Hex`` and ``dataFileSizeBytes`` (its default columns) need no bundle call
+    per file; their annotations are then the view's annotation columns the query selected (see
+    :mod:`synclient.sync.queries`). The report (``results.report.query``) says the query, its table and its row
+    count."""
+    options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
+                                include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
+                                provenance=provenance, progress=progress, entity_details=entity_details,
+                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link)
     table_id = table_of(sql)
 
     def plan(platform: Platform) -> Tuple[SourcePlan, QueryInfo]:
@@ -323,8 +334,8 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
         # the table's header rides along with its rows' entities: it says whether the rows are a view's
         headers = platform.get_entity_headers([table_id] + [ref.entity_id for ref in selection.refs])
         table = headers.get(table_id)
-        plan = (plan_sources(platform, selection.refs, recursive=recursive, known=list(headers.values()))
-                if selection.refs else SourcePlan())
+        plan = (plan_sources(platform, selection.refs, recursive=recursive, known=list(headers.values()),
+                             standalone=False) if selection.refs else SourcePlan())
         if table is not None and table.type is EntityType.ENTITY_VIEW:
             plan.known_files = selection.known_files(plan.file_headers())
         return plan, QueryInfo(sql=sql, table=table_id, rows=selection.rows, entities=len(selection.refs),
@@ -437,13 +448,13 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
     try:
         target = TargetDirectory(path, create=not options.dry_run)
         wants_view = view is not None and not options.needs_bundle  # (bundles wanted anyway: the view is no use)
-        known = files_of_view(platform, platform.get_entity_header(view)) if wants_view else {}
+        view_rows = ViewRows(platform, platform.get_entity_header(view)) if wants_view else None
         bar = _progress_bar(enabled=options.progress and not options.dry_run, description=description)
         with LocalIndex(target.root, read_only=options.dry_run) as index:
             # build
             run = SyncRun(platform=platform, config=config, target=target, index=index, root_id=root_id,
                           options=options, observer=ObserverGroup([observer, bar]))
-            run.pipeline.known.update(known)
+            run.pipeline.view = view_rows
             # run
             try:
                 run.run(start)

@@ -60,6 +60,7 @@ class KnownFile:
     parent_id: Optional[str]
     annotations: dict = field(default_factory=dict)
     entity: Optional[dict] = None  # the entity's record (a bundle's; a view row has none)
+    from_row: bool = False  # a file view's row, not a bundle: what it says may lag behind the platform
 
 
 @dataclass(frozen=True)
@@ -133,16 +134,17 @@ class SourcePlan:
 
 
 def plan_sources(platform: Platform, refs: Sequence[EntityRef], *, recursive: bool,
-                 known: Sequence[EntityHeader] = ()) -> SourcePlan:
+                 known: Sequence[EntityHeader] = (), standalone: Optional[bool] = None) -> SourcePlan:
     """What ``refs`` name, resolved into a :class:`SourcePlan` (see the module docstring). ``known``: headers the
-    caller already has (they are not asked for again)."""
+    caller already has (they are not asked for again); ``standalone``: whether one id fills the target itself
+    (default: when it is the only one; a query's selection never does, whatever its row count)."""
     if not refs:
         raise ConfigError("no ids to download")
     headers = {header.id: header for header in known}
     missing = [ref.entity_id for ref in refs if ref.entity_id not in headers]
     if missing:
         headers.update(platform.get_entity_headers(missing))
-    plan = SourcePlan(standalone=len(refs) == 1)
+    plan = SourcePlan(standalone=len(refs) == 1 if standalone is None else standalone)
     root = _Folder(plan.entries)
     holders: List[Tuple[EntityHeader, Optional[int], _Folder]] = []
     for ref in refs:

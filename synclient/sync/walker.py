@@ -30,6 +30,7 @@ class FoundFile(NamedTuple):
     header: EntityHeader
     destination: Path
     rel_path: str
+    parent_id: Optional[str] = None  # the folder whose listing showed it (None: named by id, or through a link)
 
 
 FilesFound = Callable[[List[FoundFile]], None]  # the files of one listing page at a time
@@ -104,7 +105,7 @@ class TreeWalker:
                 rel = folder.rel(header.name)
                 destination = self._target.child(folder.local_dir, header.name)
                 if self._filter.wants_file(rel):
-                    return FoundFile(header, destination, rel)
+                    return FoundFile(header, destination, rel, folder.header.id)
             elif header.type is EntityType.LINK and self._follow_links:
                 self._target.child(folder.local_dir, header.name)  # refuse a bad name before any call
                 self._pool.submit(Priority.LISTING, self._resolve_link, folder, header)

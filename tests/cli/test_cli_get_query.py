@@ -78,3 +78,6 @@ def test_get_with_a_view_takes_no_bundle_call(env, query_emulator, tmp_path):
     assert (tmp_path / "x" / "b.txt").read_text() == "b\n"
     routes = query_emulator.stats()["api_by_route"]
     assert not any("bundle2" in route for route in routes), routes
+    versioned = run_cli("get", "-r", query_emulator.project, "--view", f"{query_emulator.view}.1",
+                        "--path", str(tmp_path), env=env)
+    assert versioned.returncode == 2 and "without a version" in versioned.stderr

@@ -159,3 +159,28 @@ def test_queries_are_told_from_ids_and_name_their_table():
     assert table_of('SELECT "my id" FROM SYN123.4 WHERE x = 1') == "syn123"
     with pytest.raises(ConfigError, match="SELECT id FROM syn123"):
         table_of("SELECT id FROM my_table")
+
+
+def test_a_row_whose_handle_is_not_platform_storage_takes_the_bundle():
+    columns = COLUMNS + ["dataFileConcreteType"]
+    rows = [(11, 1, file_row(11)[2] + ["org.sagebionetworks.repo.model.file.S3FileHandle"]),
+            (12, 1, file_row(12)[2] + ["org.sagebionetworks.repo.model.file.ExternalFileHandle"]),
+            (13, 1, file_row(13)[2] + [None])]
+    selection = select(FakePlatform(page(rows, columns=columns)), "q", table_id="syn9")
+    assert sorted(selection.known_files([header(11, 1), header(12, 1), header(13, 1)])) == [("syn11", 1),
+                                                                                          ("syn13", 1)]
+
+
+def test_a_rows_annotation_columns_are_its_files_annotations():
+    answer = result([(11, 1, ["syn11", "5", "a" * 32, "7", "rnaSeq", '["a", "b"]', "12", None])],
+                    columns=["id", "dataFileHandleId", "dataFileMD5Hex", "dataFileSizeBytes", "assay", "tags",
+                             "age", "empty"])
+    types = {"tags": "STRING_LIST", "age": "INTEGER"}
+    for column in answer["queryResults"]["headers"]:
+        column["columnType"] = types.get(column["name"], "STRING")
+    selection = select(FakePlatform(QueryPage.from_result(answer)), "q", table_id="syn9")
+    known = selection.known_files([header(11, 1)])["syn11", 1]
+    assert known.annotations == {"assay": {"type": "STRING", "value": ["rnaSeq"]},
+                                 "tags": {"type": "STRING", "value": ["a", "b"]},
+                                 "age": {"type": "LONG", "value": ["12"]}}
+    assert known.from_row and known.parent_id is None
