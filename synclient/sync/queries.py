@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from synclient.client import Platform
-from synclient.errors import ConfigError, SynclientError
+from synclient.errors import CallCancelledError, Cancelled, ConfigError, SynclientError
 from synclient.models import EntityHeader, EntityType, FileHandle, parse_entity_id
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.sources import KnownFile
@@ -146,6 +146,8 @@ class ViewRows:
                     file = columns.known_file(row.values, row.version)
                     if entity_id is not None and file is not None:
                         known[entity_id, file.version] = file
+        except (CallCancelledError, Cancelled):
+            return {}  # the run stops: nothing to say
         except SynclientError as exc:
             log.warning("the file view %s cannot stand in for the files' bundle calls (%s): each file takes its "
                         "own", self._view.id, exc)
