@@ -17,6 +17,8 @@ from benchmarks.emulator import EmulatorProcess, seeded_store
 from benchmarks.scenarios import Scenario
 
 IGNORED_NAMES = {"SYNAPSE_METADATA_MANIFEST.tsv", "manifest.csv"}
+#: synapseclient's `synapse get -q` leaves the query's CSV in the download folder (S8): not one of the files
+IGNORED_PREFIXES = ("SYNAPSE_TABLE_QUERY_",)
 RUN_TIMEOUT = float(os.environ.get("SYNCLIENT_BENCH_TIMEOUT", "1800"))
 
 
@@ -39,6 +41,7 @@ class Run:
     files: int = 0
     bytes: int = 0
     client_report: Dict[str, object] = field(default_factory=dict)
+    rest_by_route: Dict[str, int] = field(default_factory=dict)  # the emulator's API requests per route
     load_average: float = 0.0     # 1-minute load average when the run ended (the machine is shared)
 
 
@@ -58,7 +61,8 @@ def verify(out: Path, expected: Dict[str, Tuple[int, str]]) -> str:
     for here, dirs, names in os.walk(out):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in names:
-            if name in IGNORED_NAMES or name.startswith(".") or name.endswith(".aria2"):
+            if (name in IGNORED_NAMES or name.startswith(".") or name.endswith(".aria2")
+                    or name.startswith(IGNORED_PREFIXES)):
                 continue
             full = Path(here) / name
             found[full.relative_to(out).as_posix()] = full
@@ -78,7 +82,9 @@ def verify(out: Path, expected: Dict[str, Tuple[int, str]]) -> str:
 
 
 def expected_for(scenario: Scenario, data_dir: Path) -> Dict[str, Tuple[int, str]]:
-    cached = data_dir / ("bench-expected-flat.json" if scenario.flat else "bench-expected.json")
+    # one store can serve several jobs (S8 queries the tree S9 syncs): the cached expectation is per job
+    cached = data_dir / {"sync": "bench-expected.json", "ids": "bench-expected-flat.json"}.get(
+        scenario.job, f"bench-expected-{scenario.job}-{scenario.where}.json")
     if cached.exists():
         return {k: tuple(v) for k, v in json.loads(cached.read_text()).items()}
     expected = scenario.expected()
@@ -184,6 +190,7 @@ class ScenarioRunner:
         self.project = ""
         self.urls: List[Tuple[str, str]] = []
         self.ids_file: Optional[Path] = None
+        self.view_id = ""
         self.prepared: set = set()
 
     def __enter__(self) -> "ScenarioRunner":
@@ -194,6 +201,8 @@ class ScenarioRunner:
             self.urls = presigned_urls(self.emu, self.project, self.scenario)
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
+        if self.scenario.view:  # the file view's id (admin route, not counted, before any timed run)
+            self.view_id = self.emu._admin("GET", f"resolve?project={self.project}&path={self.scenario.view}")["id"]
         if self.scenario.job == "ids":
             self.ids_file = self.work / "ids.txt"
             self.ids_file.write_text("".join(i + "\n" for i in file_ids(self.emu, self.project, self.scenario,
@@ -214,7 +223,8 @@ class ScenarioRunner:
 
     def _launch(self, contender: str, out: Path, cache: Path):
         return launch(contender, endpoint=self.emu.endpoint, token=self.emu.token, entity=self.project, out=out,
-                      cache_dir=cache, urls=self.urls, config=self.config, ids_file=self.ids_file)
+                      cache_dir=cache, urls=self.urls, config=self.config, ids_file=self.ids_file,
+                      view_id=self.view_id, where=self.scenario.where if self.scenario.job == "query" else "")
 
     def _prepare_resync(self, contender: str, out: Path, cache: Path) -> Optional[str]:
         setup = "synapseclient" if contender == "synapseclient" else "synclient"
@@ -275,6 +285,7 @@ class ScenarioRunner:
                 result.status = f"unreadable worker output: {stdout[-200:]!r}"
                 return result
         result.rest_calls = int(stats.get("api_requests", 0))
+        result.rest_by_route = {str(k): int(v) for k, v in sorted(stats.get("api_by_route", {}).items())}
         result.throttled_429 = int(stats.get("throttled_429", 0))
         result.data_requests = int(stats.get("data_requests", 0))
         result.data_bytes = int(stats.get("data_bytes", 0))

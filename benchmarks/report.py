@@ -25,7 +25,11 @@ def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optiona
     bound = max(critical path, REST calls x API latency / allowed concurrency, bytes / (connections x cap)).
     REST calls are the minimum a client needs: the root header, one page per 50 children of every container,
     one bundle per file and one URL batch per 100 files (for a no-op re-sync: the header and the listing pages; for a
-    list of ids: one header call for the list, one bundle per file and one URL batch per 100, no listing).
+    list of ids: one header call for the list, one bundle per file and one URL batch per 100, no listing). Issue 17:
+    a query over a file view costs its query jobs (start, the pending polls, the result: per page of rows), one
+    header call per 1,000 rows and one URL batch per 100 files, no bundle (its rows carry the file columns); a sync
+    planned from a view (a scenario with ``view``: the bound is that of its fastest way) costs the listing, the
+    view's query jobs over every file and one URL batch per 100 files, no bundle.
     """
     knobs = dict(scenario.knobs)
     if knobs.get("profile") == "synapse":
@@ -39,7 +43,20 @@ def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optiona
     files = scenario.files
     pages = _listing_pages(scenario.spec["projects"][0]["children"])
     depth = max(rel.count("/") for rel, _, _ in files) + 1  # listings on the way down to the deepest file
-    if scenario.job == "ids":  # POST /entity/header, then bundle -> URL batch -> data: no walk down the tree
+    page_rows = int(knobs.get("query_page_rows") or 1000)
+    per_job = 2 + int(knobs.get("query_pending_polls", 1))  # start, pending polls, the result
+    if scenario.job == "query":  # query pages one after another, then headers -> URL batch -> data
+        query_calls = math.ceil(len(files) / page_rows) * per_job
+        calls = query_calls + math.ceil((len(files) + 1) / 1000) + math.ceil(len(files) / 100)
+        critical = (query_calls + 2) * api + data_first_byte
+        data = len(files) * data_first_byte / workers + (scenario.total_bytes / (workers * cap) if cap else 0.0)
+    elif scenario.view and not scenario.resync:  # listing and the view's rows, then URL batch -> data
+        query_calls = math.ceil(len(scenario.all_files) / page_rows) * per_job
+        calls = 1 + pages + query_calls + math.ceil(len(files) / 100)
+        critical = (max(1 + depth, query_calls) + 1) * api + data_first_byte
+        data = (len(files) * data_first_byte / workers
+                + (scenario.total_bytes / (workers * cap) if cap else 0.0))
+    elif scenario.job == "ids":  # POST /entity/header, then bundle -> URL batch -> data: no walk down the tree
         calls = 1 + len(files) + math.ceil(len(files) / 100)
         critical = 3 * api + data_first_byte
         data = len(files) * data_first_byte / workers + (scenario.total_bytes / (workers * cap) if cap else 0.0)
@@ -66,7 +83,8 @@ def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optiona
 
 
 def _listing_pages(children) -> int:
-    pages = max(1, math.ceil(len(children) / 50))
+    listed = [child for child in children if child["type"] not in ("entityview", "table")]  # not synced
+    pages = max(1, math.ceil(len(listed) / 50))
     for child in children:
         if child["type"] == "folder":
             pages += _listing_pages(child["children"])

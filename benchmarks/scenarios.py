@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from synclient.emulator import seeded_chunks
 
@@ -29,27 +29,50 @@ class Scenario:
     fresh_server_per_run: bool = False  # per-user throttle windows must not leak from one run into the next
     setup_knobs: Dict[str, object] = field(default_factory=dict)  # knobs during the unmeasured first sync
     #: "sync": sync the project into a tree; "ids": download every file by its id (``download_many`` and its peers)
-    #: into one flat directory, so the expected tree is the files' names (unique by construction), no folders
+    #: into one flat directory, so the expected tree is the files' names (unique by construction), no folders;
+    #: "query": download what a query over the file view ``view`` selects (``WHERE select``) into one flat directory
     job: str = "sync"
+    #: name of a file view at the project's top (issue 17): the query's table, or (job "sync") the view a contender
+    #: may plan the sync from (``view=``)
+    view: str = ""
+    #: (annotation, value): the query's ``WHERE annotation = 'value'``; the expected files are those it selects
+    select: Optional[Tuple[str, str]] = None
 
     @property
     def flat(self) -> bool:
-        return self.job == "ids"
+        return self.job in ("ids", "query")
 
     @property
-    def files(self) -> List[Tuple[str, int, int]]:
-        """(relative path, size, seed) of every file in the spec."""
-        found: List[Tuple[str, int, int]] = []
+    def where(self) -> str:
+        return f"{self.select[0]} = '{self.select[1]}'" if self.select else ""
+
+    def _walk(self) -> List[Tuple[str, int, int, dict]]:
+        found: List[Tuple[str, int, int, dict]] = []
 
         def walk(children, prefix):
             for child in children:
                 if child["type"] == "folder":
                     walk(child["children"], prefix + child["name"] + "/")
-                else:
-                    found.append((prefix + child["name"], child["size"], child["seed"]))
+                elif child["type"] == "file":
+                    found.append((prefix + child["name"], child["size"], child["seed"],
+                                  child.get("annotations") or {}))
 
         walk(self.spec["projects"][0]["children"], "")
         return found
+
+    @property
+    def all_files(self) -> List[Tuple[str, int, int]]:
+        """(relative path, size, seed) of every file in the spec (views and tables are not files)."""
+        return [(path, size, seed) for path, size, seed, _ in self._walk()]
+
+    @property
+    def files(self) -> List[Tuple[str, int, int]]:
+        """(relative path, size, seed) of every file the job downloads: all of them, or what the query selects."""
+        if self.select is None:
+            return self.all_files
+        name, value = self.select
+        return [(path, size, seed) for path, size, seed, annotations in self._walk()
+                if value in annotations.get(name, [])]
 
     @property
     def total_bytes(self) -> int:
@@ -83,8 +106,11 @@ class Scenario:
         return result
 
 
-def _file(name: str, size: int, seed: int) -> dict:
-    return {"type": "file", "name": name, "size": size, "seed": seed}
+def _file(name: str, size: int, seed: int, annotations: Optional[dict] = None) -> dict:
+    node = {"type": "file", "name": name, "size": size, "seed": seed}
+    if annotations:
+        node["annotations"] = annotations
+    return node
 
 
 def _project(name: str, children: list) -> dict:
@@ -147,12 +173,33 @@ def spread(folders: int, per_folder: int, size: int = 4096) -> dict:
     return _project(f"spread-{folders}x{per_folder}", children)
 
 
+def viewed(folders: int, per_folder: int, every: int = 5) -> dict:
+    """Issue 17: ``folders`` folders of ``per_folder`` files of 1-4 KiB, names unique across the project, annotated
+    ``assay``: ``rnaSeq`` on every ``every``-th file, ``wgs`` on the others; and a file view ``v`` over the whole
+    project with the default file-view columns and an ``assay`` column."""
+    children = []
+    for f in range(folders):
+        files = []
+        for i in range(per_folder):
+            n = f * per_folder + i
+            files.append(_file(f"f{n:05d}.bin", 1024 + (n * 37) % 3073, 60000 + n,
+                               {"assay": ["rnaSeq" if n % every == 0 else "wgs"]}))
+        children.append({"type": "folder", "name": f"d{f:03d}", "children": files})
+    children.append({"type": "entityview", "name": "v", "scope": [""], "columns": ["assay"]})
+    return _project(f"viewed-{folders}x{per_folder}", children)
+
+
 ALL = PLATFORM_CONTENDERS
 #: rate-bound rows: the serial baseline adds nothing there
 THROTTLED = ("synclient", "synclient-cli", "synapseclient")
 #: rows of a list of ids: download_many (library and `get --from-file`) against synapseclient's syn.get loop
 BY_ID = ("synclient", "synclient-cli", "synapseclient")
 WITH_DATA = PLATFORM_CONTENDERS + DATA_CONTENDERS
+#: issue 17, a query over a file view: download_query with SELECT * (the view's file columns: no bundle per file), with
+#: SELECT id (a bundle per file), `synclient get --query`, and synapseclient's `synapse get -q "SELECT id ..."`
+BY_QUERY = ("synclient", "synclient-id", "synclient-cli", "synapseclient")
+#: issue 17, a first sync planned from a file view (view=) against the same sync without it
+WITH_VIEW = ("synclient", "synclient-view")
 
 
 def build(quick: bool = False) -> Dict[str, Scenario]:
@@ -160,6 +207,9 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
     q = quick
     folders, per_folder = (20, 100) if q else (100, 1000)  # the memory rows: 2,000 or 100,000 files of 64 B
     tree = wide(folders, per_folder, size=64)
+    view_folders, view_per_folder = (10, 20) if q else (100, 100)  # issue 17: 200 or 10,000 files, 1 in 5 selected
+    viewed_tree = viewed(view_folders, view_per_folder)
+    viewed_files = view_folders * view_per_folder
     scenarios = [
         Scenario("S1", "tiny tree (SYNPY-1074 shape)", tiny_tree(60 if q else 400),
                  {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30}, ALL),
@@ -188,6 +238,13 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
         Scenario("S7", f"{100 if q else 1000:,} ids spread over {10 if q else 100} folders",
                  spread(10 if q else 100, 10, size=4096),
                  {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30}, BY_ID, job="ids"),
+        # issue 17: a query over a file view selecting 1 file in 5, and a first sync planned from that view under
+        # Synapse's throttles; one tree (one seeded store) for both rows
+        Scenario("S8", f"query selecting {viewed_files // 5:,} of {viewed_files:,} files in a view",
+                 viewed_tree, {"api_latency_ms": 20 if q else 50, "data_latency_ms": 10 if q else 20}, BY_QUERY,
+                 job="query", view="v", select=("assay", "rnaSeq")),
+        Scenario("S9", f"first sync of {viewed_files:,} files under --profile synapse, with and without "
+                       "view=", viewed_tree, {"profile": "synapse"}, WITH_VIEW, fresh_server_per_run=True, view="v"),
         Scenario("M1", f"memory: first sync of {folders * per_folder:,} files", tree, {}, ("synclient",)),
         Scenario("M1r", f"memory: no-op re-sync of {folders * per_folder:,} files", tree,
                  {"api_latency_ms": 0}, ("synclient",), resync=True, setup_knobs={"api_latency_ms": 0}),

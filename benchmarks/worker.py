@@ -1,7 +1,8 @@
 """One library contender in its own process: ``python -m benchmarks.worker synclient|synapseclient|synclient-dropin``.
 
 With ``--ids-file`` the job is a list of ids into one directory: synclient's ``download_many``, or synapseclient's
-``syn.get(id, downloadLocation=...)`` for every id on a ``ThreadPoolExecutor`` of ``--workers`` threads.
+``syn.get(id, downloadLocation=...)`` for every id on a ``ThreadPoolExecutor`` of ``--workers`` threads. With
+``--query SQL`` it is synclient's ``download_query``; ``--view`` plans synclient's sync from a file view.
 
 Times only the sync call (imports and, for synapseclient, login are outside the timed region) and reads the
 emulator's counters around it; prints one JSON line. The parent measures CPU and peak RSS of this process.
@@ -30,7 +31,7 @@ def _ids(args) -> list:
 
 
 def run_synclient(args) -> dict:
-    from synclient import Platform, TransferConfig, download_many, sync_from_platform
+    from synclient import Platform, TransferConfig, download_many, download_query, sync_from_platform
 
     config = TransferConfig(**json.loads(args.config))
     ids = _ids(args) if args.ids_file else None
@@ -41,14 +42,19 @@ def run_synclient(args) -> dict:
         if ids is not None:
             results = download_many(ids, args.path, platform=platform, config=config, on_error="continue",
                                     synapse_cache=False)
+        elif args.query:
+            results = download_query(args.query, args.path, platform=platform, config=config, on_error="continue",
+                                     synapse_cache=False)
         else:
             results = sync_from_platform(args.entity, args.path, platform=platform, config=config,
-                                         on_error="continue", synapse_cache=False)
+                                         on_error="continue", synapse_cache=False, view=args.view)
         wall = time.perf_counter() - started
     report = results.report
-    return {"wall": wall, "failures": len(results.failures),
-            "client": {"rest_calls": report.rest_calls, "retries": report.retries, "throttled": report.throttled,
-                       "bytes_downloaded": report.bytes_downloaded}}
+    client = {"rest_calls": report.rest_calls, "retries": report.retries, "throttled": report.throttled,
+              "bytes_downloaded": report.bytes_downloaded, "downloaded": report.downloaded}
+    if getattr(report, "query", None) is not None:
+        client["query_rows"] = report.query.rows
+    return {"wall": wall, "failures": len(results.failures), "client": client}
 
 
 def run_synapseclient(args) -> dict:
@@ -106,6 +112,8 @@ def main() -> int:
     parser.add_argument("--config", default="{}", help="TransferConfig fields as JSON")
     parser.add_argument("--cache-dir", help="synapseclient cache root")
     parser.add_argument("--ids-file", help="download these ids (one a line) into --path instead of syncing --entity")
+    parser.add_argument("--query", help="download what this SQL over a file view selects (download_query)")
+    parser.add_argument("--view", help="plan the sync from this file view (sync_from_platform(view=...))")
     parser.add_argument("--workers", type=int, default=8, help="synapseclient's thread pool for --ids-file")
     args = parser.parse_args()
     result = run_synclient(args) if args.kind == "synclient" else run_synapseclient(args)
