@@ -45,3 +45,17 @@ class Api:
                                 "associateObjectType": "FileEntity"}],
             "includePreSignedURLs": True})
         return answer.json()["requestedFiles"][0]["preSignedURL"]
+
+
+def assert_spec_node_refused(emulator, node: dict, message: str) -> None:
+    """Seeding ``node`` as the third child of a project (after a folder ``d`` and a file ``f``) fails with a
+    SpecError that names the node and says ``message``, and leaves no project behind."""
+    import pytest
+    from synclient.emulator import SpecError
+
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": "d"}, {"type": "file", "name": "f", "content": "x"}, {"name": "x", **node}]}]}
+    with pytest.raises(SpecError, match=r"projects\[0\]\.children\[2\]") as raised:
+        emulator.seed_spec(spec)
+    assert message in str(raised.value)
+    assert emulator.info()["projects"] == {}

@@ -4,9 +4,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from emuhelpers import Api
+from emuhelpers import Api, assert_spec_node_refused
 
-from synclient.emulator import SpecError
 
 DATASET = "org.sagebionetworks.repo.model.table.Dataset"
 COLLECTION = "org.sagebionetworks.repo.model.table.DatasetCollection"
@@ -103,9 +102,4 @@ def test_deleting_a_dataset_deletes_its_items(seeded_datasets):
     ({"type": "submissionview"}, "type must be folder, file, link, dataset, datasetcollection, entityview or table"),
 ])
 def test_bad_dataset_specs_name_the_node(emulator, node, message):
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "d"}, {"type": "file", "name": "f", "content": "x"}, {"name": "x", **node}]}]}
-    with pytest.raises(SpecError, match=r"projects\[0\]\.children\[2\]") as raised:
-        emulator.seed_spec(spec)
-    assert message in str(raised.value)
-    assert emulator.info()["projects"] == {}
+    assert_spec_node_refused(emulator, node, message)

@@ -9,9 +9,8 @@ import io
 
 import pytest
 import requests
-from emuhelpers import Api
+from emuhelpers import Api, assert_spec_node_refused
 
-from synclient.emulator import SpecError
 from synclient.emulator.tables import DEFAULT_COLUMN_NAMES
 
 VIEW = "org.sagebionetworks.repo.model.table.EntityView"
@@ -524,12 +523,7 @@ def test_views_and_tables_survive_a_restart(emulator_factory, tmp_path):
     ({"type": "table", "columns": [{"name": "a", "maximumSize": 0}]}, "maximumSize must be a positive integer"),
 ])
 def test_bad_view_and_table_specs_name_the_node(emulator, node, message):
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "d"}, {"type": "file", "name": "f", "content": "x"}, {"name": "x", **node}]}]}
-    with pytest.raises(SpecError, match=r"projects\[0\]\.children\[2\]") as raised:
-        emulator.seed_spec(spec)
-    assert message in str(raised.value)
-    assert emulator.info()["projects"] == {}
+    assert_spec_node_refused(emulator, node, message)
 
 
 def test_views_without_default_columns_and_a_project_scope_by_empty_ref(emulator):
