@@ -24,7 +24,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclient.client import Platform
 from synclient.errors import CallCancelledError, Cancelled, ConfigError, SynclientError
@@ -55,6 +55,9 @@ _ANNOTATION_TYPES = {"STRING": "STRING", "INTEGER": "LONG", "DOUBLE": "DOUBLE", 
 
 log = logging.getLogger("synclient.sync")
 
+#: file versions a view's rows describe: (entity id, version) -> what the row says of the file
+KnownFiles = Dict[Tuple[str, Optional[int]], KnownFile]
+
 
 def looks_like_sql(text: str) -> bool:
     """A command-line argument that is a query, not an id (``SELECT ... FROM syn123``)."""
@@ -69,10 +72,6 @@ def table_of(sql: str) -> str:
     return "syn" + match.group(1)[3:]
 
 
-#: file versions a view's rows describe: (entity id, version) -> what the row says of the file
-KnownFiles = Dict[Tuple[str, Optional[int]], KnownFile]
-
-
 @dataclass
 class QuerySelection:
     """The entities a query selected, in row order, and what its rows say of their files."""
@@ -82,17 +81,9 @@ class QuerySelection:
     rows: int = 0
     refs: List[EntityRef] = field(default_factory=list)
     rows_without_id: int = 0
-    row_files: Dict[str, KnownFile] = field(default_factory=dict)  # entity id -> what its row says of its file
-
-    def known_files(self, headers: Iterable[EntityHeader]) -> KnownFiles:
-        """The files of ``headers`` (each at the version it is fetched at) whose row describes that version: only
-        a file view's rows may be given here (a table's row versions are the table's)."""
-        known: KnownFiles = {}
-        for header in headers:
-            row_file = self.row_files.get(header.id)
-            if row_file is not None and row_file.version == header.version_number:
-                known[header.id, header.version_number] = row_file
-        return known
+    # (entity id, the version its row describes) -> what the row says of the file: a file view's rows only mean
+    # this (a table's row versions are the table's), and only for the version fetched (the pipeline's lookup)
+    row_files: KnownFiles = field(default_factory=dict)
 
 
 def select(platform: Platform, sql: str, *, table_id: str) -> QuerySelection:
@@ -102,14 +93,14 @@ def select(platform: Platform, sql: str, *, table_id: str) -> QuerySelection:
         columns = _Columns(page.columns, page.column_types)
         for row in page.rows:
             selection.rows += 1
-            entity_id = columns.entity_of(row.values, row=selection.rows)
-            if entity_id is None:
+            ref = columns.ref_of(row.values, row=selection.rows)
+            if ref is None:
                 selection.rows_without_id += 1
                 continue
-            selection.refs.append(EntityRef(entity_id, columns.version_of(row.values, row=selection.rows)))
+            selection.refs.append(ref)
             known = columns.known_file(row.values, row.version)
             if known is not None:
-                selection.row_files[entity_id] = known
+                selection.row_files[ref.entity_id, known.version] = known
     return selection
 
 
@@ -142,10 +133,10 @@ class ViewRows:
                     raise ConfigError(f"it has no {', '.join(HANDLE_COLUMNS)} columns")
                 for row in page.rows:
                     number += 1
-                    entity_id = columns.entity_of(row.values, row=number)
+                    ref = columns.ref_of(row.values, row=number)
                     file = columns.known_file(row.values, row.version)
-                    if entity_id is not None and file is not None:
-                        known[entity_id, file.version] = file
+                    if ref is not None and file is not None:
+                        known[ref.entity_id, file.version] = file
         except (CallCancelledError, Cancelled):
             return {}  # the run stops: nothing to say
         except SynclientError as exc:
@@ -175,18 +166,16 @@ class _Columns:
         self.annotations = [(index, name, types[index] if index < len(types) else None)
                             for index, name in enumerate(names) if name.lower() not in DEFAULT_VIEW_COLUMNS]
 
-    def entity_of(self, values: Sequence[Optional[str]], *, row: int) -> Optional[str]:
-        """The row's entity id (None for an empty cell)."""
+    def ref_of(self, values: Sequence[Optional[str]], *, row: int) -> Optional[EntityRef]:
+        """The row's entity (None for an empty id cell), at the version it pins: its version column's, else one
+        written into the id (``syn1.2``), else none."""
         value = values[self.id]
         if value is None or not value.strip():
             return None
-        return _entity_ref(value, row=row)[0]
-
-    def version_of(self, values: Sequence[Optional[str]], *, row: int) -> Optional[int]:
-        """The version the row pins: its version column's, else one written into the id (``syn1.2``), else None."""
+        entity_id, version = _entity_ref(value, row=row)
         if self.version is not None and values[self.version] is not None:
-            return _whole_number(values[self.version], column=self.names[self.version], row=row)
-        return _entity_ref(values[self.id] or "", row=row)[1]
+            version = _whole_number(values[self.version], column=self.names[self.version], row=row)
+        return EntityRef(entity_id, version)
 
     def known_file(self, values: Sequence[Optional[str]], row_version: Optional[int]) -> Optional[KnownFile]:
         """What the row says of its file at ``row_version`` (the RowSet row's), when it says all a download needs:

@@ -337,7 +337,7 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
         plan = (plan_sources(platform, selection.refs, recursive=recursive, known=list(headers.values()),
                              standalone=False) if selection.refs else SourcePlan())
         if table is not None and table.type is EntityType.ENTITY_VIEW:
-            plan.known_files = selection.known_files(plan.file_headers())
+            plan.known_files = selection.row_files
         return plan, QueryInfo(sql=sql, table=table_id, rows=selection.rows, entities=len(selection.refs),
                                rows_without_id=selection.rows_without_id)
 

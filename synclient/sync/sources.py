@@ -106,17 +106,6 @@ class SourcePlan:
     # file versions whose bundle the plan already knows ((id, version) -> file): a file view's rows
     known_files: Dict[Tuple[str, Optional[int]], KnownFile] = field(default_factory=dict)
 
-    def file_headers(self) -> List[EntityHeader]:
-        """Every file entry's header (at the version it is fetched at), a dataset's items included."""
-        found: List[EntityHeader] = []
-        pending = list(self.entries)
-        while pending:
-            entry = pending.pop()
-            if entry.kind is EntryKind.FILE:
-                found.append(entry.header)
-            pending.extend(entry.children)
-        return found
-
     @property
     def one_container(self) -> Optional[EntityHeader]:
         """The project or folder that is the whole plan (synced into the target itself, as by id), if so."""

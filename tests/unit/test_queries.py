@@ -7,7 +7,7 @@ import responses
 
 from client_support import REPO, error
 from synclient.errors import BadRequestError, CallCancelledError, ConfigError, MalformedAnswerError
-from synclient.models import EntityHeader, EntityType, QueryPage, QueryRow
+from synclient.models import QueryPage, QueryRow
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.queries import looks_like_sql, select, table_of
 
@@ -117,10 +117,6 @@ def page(rows, columns=COLUMNS):
     return QueryPage.from_result(result(rows, columns=columns))
 
 
-def header(number, version):
-    return EntityHeader(f"syn{number}", f"f{number}.txt", EntityType.FILE, version)
-
-
 def test_the_id_column_names_the_entities_and_a_version_column_pins_them():
     selection = select(FakePlatform(page([file_row(11, 3)]), page([file_row(12), (13, 1, [None] * 7)])),
                        "SELECT * FROM syn9", table_id="syn9")
@@ -133,12 +129,12 @@ def test_the_id_column_names_the_entities_and_a_version_column_pins_them():
 def test_a_view_row_stands_for_a_bundle_only_at_the_version_it_describes():
     rows = [file_row(11, 2, handle="71", md5="a" * 32, size="5"), file_row(12, 1, md5=None)]
     selection = select(FakePlatform(page(rows)), "q", table_id="syn9")
-    known = selection.known_files([header(11, 2), header(12, 1)])
+    known = selection.row_files  # keyed by (id, the version the row describes): the pipeline looks a file up so
     assert list(known) == [("syn11", 2)]  # syn12's row has no MD5: it takes its bundle call
     assert known["syn11", 2].handle.id == "71" and known["syn11", 2].handle.content_size == 5
     assert known["syn11", 2].parent_id == "syn2"
     # the view lags: syn11 is at version 3 now, so its row (version 2) says nothing of the file fetched
-    assert selection.known_files([header(11, 3)]) == {}
+    assert ("syn11", 3) not in selection.row_files
 
 
 @pytest.mark.parametrize("columns,message", [(["name"], "selects no 'id' column"),
@@ -167,8 +163,7 @@ def test_a_row_whose_handle_is_not_platform_storage_takes_the_bundle():
             (12, 1, file_row(12)[2] + ["org.sagebionetworks.repo.model.file.ExternalFileHandle"]),
             (13, 1, file_row(13)[2] + [None])]
     selection = select(FakePlatform(page(rows, columns=columns)), "q", table_id="syn9")
-    assert sorted(selection.known_files([header(11, 1), header(12, 1), header(13, 1)])) == [("syn11", 1),
-                                                                                          ("syn13", 1)]
+    assert sorted(selection.row_files) == [("syn11", 1), ("syn13", 1)]
 
 
 def test_a_rows_annotation_columns_are_its_files_annotations():
@@ -179,7 +174,7 @@ def test_a_rows_annotation_columns_are_its_files_annotations():
     for column in answer["queryResults"]["headers"]:
         column["columnType"] = types.get(column["name"], "STRING")
     selection = select(FakePlatform(QueryPage.from_result(answer)), "q", table_id="syn9")
-    known = selection.known_files([header(11, 1)])["syn11", 1]
+    known = selection.row_files["syn11", 1]
     assert known.annotations == {"assay": {"type": "STRING", "value": ["rnaSeq"]},
                                  "tags": {"type": "STRING", "value": ["a", "b"]},
                                  "age": {"type": "LONG", "value": ["12"]}}
