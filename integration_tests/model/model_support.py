@@ -116,6 +116,12 @@ def join(parent: str, name: str) -> str:
     return f"{parent}/{name}" if parent else name
 
 
+def ancestors_of(rel: str) -> List[str]:
+    """The folders above ``rel``, nearest first (not the root)."""
+    parts = rel.split("/")
+    return ["/".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+
+
 def under(rel: str, folder: str) -> bool:
     """``rel`` is ``folder`` itself or inside it."""
     return rel == folder or rel.startswith(folder + "/")
@@ -994,10 +1000,11 @@ class ModelWalk:
             if (kind.startswith("symlink") and settled_fetch.get(rel) == "overwrite"
                     and options.if_collision == "overwrite.local"):
                 continue
-            if (kind == "dir" and options.delete and settled_fetch.get(rel) is not None
+            replaced_by = next((p for p in (rel, *ancestors_of(rel)) if settled_fetch.get(p) is not None), None)
+            if (kind == "dir" and options.delete and replaced_by is not None
                     and not any(f.startswith(rel + "/") for f in self.local.user_files)):
                 del self.local.planted[rel]  # an empty folder holds nothing of the user's: with delete, a remote
-                continue                       # file may replace it
+                continue                       # file may replace it, or a folder of synclient's it lies in
             self.violation("user-file-lost", f"{when}: the user's {kind} at {rel!r} is gone "
                                              f"(action there: {settled_fetch.get(rel)})")
 
