@@ -13,6 +13,7 @@ import os
 import re
 import select
 import socket
+import ssl
 import time
 import uuid
 from dataclasses import dataclass
@@ -215,6 +216,8 @@ class ObjectHandler(EmulatorHandler):
         the client went away (the connection is then closed)."""
         stats = self.server.context.stats
         sock = self.connection
+        if isinstance(sock, ssl.SSLSocket):  # TLS encrypts in user space: no zero-copy path
+            return self._send_copied(source, offset, count)
         poller = select.poll()
         poller.register(sock.fileno(), select.POLLOUT)
         timeout_ms = int((sock.gettimeout() or 300) * 1000)
@@ -247,6 +250,28 @@ class ObjectHandler(EmulatorHandler):
                 raise
             return False
         return remaining == 0
+
+    def _send_copied(self, source, offset: int, count: int) -> bool:
+        """The body through Python (a TLS connection); False when the client went away."""
+        stats = self.server.context.stats
+        end = offset + count
+        source.seek(offset)
+        try:
+            while offset < end:
+                chunk = source.read(min(PACED_CHUNK, end - offset))
+                if not chunk:
+                    break
+                stats.transfer_sent(self.plane, len(chunk))  # before it goes out (see _sendfile)
+                try:
+                    self.wfile.write(chunk)
+                except OSError:
+                    stats.transfer_sent(self.plane, -len(chunk))
+                    raise
+                offset += len(chunk)
+        except OSError:
+            self.close_connection = True
+            return False
+        return offset == end
 
     def _paced(self, source, offset: int, count: int, bytes_per_second: int, flip_at: int = -1) -> None:
         """The body in slices, sleeping so the connection never exceeds ``bytes_per_second``; the body's byte

@@ -107,7 +107,7 @@ class SyncRun:
                           is_fatal=lambda error: is_fatal(error, target.root),
                           on_fatal=lambda: self.pool.cancel(grace_seconds=0), list_in_manifest=options.wants_manifest))
         self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
-        self.data_client = DataClient(config.max_workers)
+        self.data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
         self.folders = PlainFolders()  # the per-file folder checks; closed with the data client
         self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
                                  outcome=self.outcome)

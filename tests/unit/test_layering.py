@@ -28,6 +28,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("synclient.config", 3),
     ("synclient.synapse_cache", 3),    # synapseclient's download cache: files only, beside the config it reads
     ("synclient.gate", 3),
+    ("synclient.network", 3),          # what both planes trust (CA bundle): read by client and transfer alike
     ("synclient.progress", 3),
     ("synclient.client", 4),           # control plane
     ("synclient.transfer", 5),         # data plane (the shared pool, URLs, strategies)
