@@ -73,7 +73,7 @@ def test_ca_bundle_is_trusted_on_both_planes_and_handshakes_are_reused(tls_emula
     assert stats["tls_handshakes"] == stats["connections"]  # every connection was TLS
 
 
-def test_an_untrusted_rest_host_is_one_line_naming_it_and_how_to_fix_it(tls_emulator, tmp_path):
+def test_an_untrusted_rest_host_is_one_line_naming_it_and_trusted_by_flag_or_config(tls_emulator, tmp_path):
     project, _ = seed_small(tls_emulator, 3)
     env = {"SYNCLIENT_ENDPOINT": tls_emulator.endpoint, "SYNCLIENT_AUTH_TOKEN": tls_emulator.token,
            "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
@@ -90,6 +90,13 @@ def test_an_untrusted_rest_host_is_one_line_naming_it_and_how_to_fix_it(tls_emul
                         timeout=120)
     assert ok.returncode == 0, ok.stderr
     assert len(local_tree(tmp_path / "o")) == 3
+    config = tmp_path / "synapseConfig"
+    config.write_text(f"[synclient]\nca_bundle = {tls_emulator.ca_bundle}\n", encoding="utf-8")
+    from_config = subprocess.run([sys.executable, "-m", "synclient", "get", "-r", project, "--path",
+                                  str(tmp_path / "c"), "-q"], env={**env, "SYNAPSE_CONFIG_FILE": str(config)},
+                                 capture_output=True, text=True, timeout=120)
+    assert from_config.returncode == 0, from_config.stderr
+    assert len(local_tree(tmp_path / "c")) == 3
 
 
 def test_an_untrusted_storage_host_stops_the_run_once_and_writes_nothing(tls_emulator, tmp_path):

@@ -30,6 +30,7 @@ from .wire import BUCKET
 _MD5 = re.compile(r"^[0-9a-f]{32}$")
 _SINGLE_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 PACED_CHUNK = 64 * 1024
+_ZERO_COPY = hasattr(os, "sendfile") and hasattr(select, "poll")  # Linux and macOS; not Windows
 SENDFILE_STEP = 1 << 30
 #: a paced body goes out in this many slices per second (10 ms each): smooth enough for a TCP receiver
 PACED_SLICES_PER_SECOND = 100
@@ -216,7 +217,7 @@ class ObjectHandler(EmulatorHandler):
         the client went away (the connection is then closed)."""
         stats = self.server.context.stats
         sock = self.connection
-        if isinstance(sock, ssl.SSLSocket):  # TLS encrypts in user space: no zero-copy path
+        if isinstance(sock, ssl.SSLSocket) or not _ZERO_COPY:  # TLS encrypts in user space; Windows has neither
             return self._send_copied(source, offset, count)
         poller = select.poll()
         poller.register(sock.fileno(), select.POLLOUT)
