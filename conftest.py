@@ -8,6 +8,7 @@ import tempfile
 
 import pytest
 
+from synclient import portable
 from synclient.emulator import Emulator
 
 _SESSION_HOME: list = []  # the HOME every test process (and its children) starts from
@@ -41,6 +42,16 @@ def _private_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("SYNAPSE_CONFIG_FILE", str(home / ".synapseConfig"))
+
+
+@pytest.fixture
+def portable_fallbacks(monkeypatch):
+    """Every fallback of :mod:`synclient.portable` in force for this test, as ``SYNCLIENT_PORTABLE=all`` gives at
+    start; the variable is set too, so a child process (a CLI sync) starts with them as well."""
+    previous = portable.use(portable.chosen(portable.Capabilities.names()))
+    monkeypatch.setenv(portable.ENV_VAR, "all")
+    yield portable.CAPABILITIES
+    portable.use(previous)
 
 
 @pytest.fixture
