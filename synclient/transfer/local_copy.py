@@ -83,6 +83,9 @@ def _hard_link(source: Path, temp: Path, folders: Optional[PlainFolders]) -> boo
         pass
     try:
         os.link(source, temp, follow_symlinks=False)
+    except NotImplementedError:  # a system that cannot be told not to follow a symlink: a copy is always right
+        log.debug("cannot hard-link %s without following symlinks here; copying it", source)
+        return False
     except OSError as exc:
         if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP, errno.ENOTSUP):
             raise

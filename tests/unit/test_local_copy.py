@@ -93,6 +93,16 @@ def test_no_hard_link_across_filesystems_means_a_copy(tmp_path, monkeypatch):
     assert run.job.destination.read_bytes() == DATA
 
 
+def test_a_system_that_cannot_link_without_following_symlinks_copies(tmp_path, monkeypatch):
+    def unsupported(source, target, *, follow_symlinks=True):
+        raise NotImplementedError("link: follow_symlinks unavailable on this platform")
+    monkeypatch.setattr(local_copy.os, "link", unsupported)
+    _no_reflink(monkeypatch)
+    run = Run(tmp_path, DATA)
+    assert run.downloader.copy_local(run.job, _source(tmp_path), link=True) is CopyMethod.COPY
+    assert run.job.destination.read_bytes() == DATA
+
+
 @pytest.mark.parametrize("link", [False, True])
 def test_other_bytes_are_refused_and_leave_nothing(tmp_path, link):
     tampered = bytearray(DATA)
