@@ -41,9 +41,10 @@ def aligned_buffer(size: int) -> memoryview:
 
 
 def pwrite_all(fd: int, data: memoryview, offset: int) -> None:
-    """``os.pwrite`` (:data:`synclient.portable.pwrite`) until every byte is written. On a nearly full disk pwrite may write only part of ``data`` and
-    return the count without an error; ignoring that left a hole in a file whose streamed MD5 (of ``data``, not of
-    the disk) still matched, and a corrupt file was installed. The retry of the remainder raises ENOSPC."""
+    """``os.pwrite`` (:data:`synclient.portable.pwrite`) until every byte is written. On a nearly full disk pwrite
+    may write only part of ``data`` and return the count without an error; ignoring that left a hole in a file
+    whose streamed MD5 (of ``data``, not of the disk) still matched, and a corrupt file was installed. The retry of
+    the remainder raises ENOSPC."""
     view = memoryview(data)
     while view:
         written = portable.pwrite(fd, view, offset)

@@ -20,6 +20,11 @@ import os
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
+try:
+    import fcntl  # for the reflink ioctl (Linux)
+except ImportError:  # Windows: no reflink (portable.CAPABILITIES.reflink is False)
+    fcntl = None  # type: ignore[assignment]
+
 from synclient import portable
 from synclient.errors import Cancelled
 from synclient.transfer.direct import DirectFile, pwrite_all
@@ -98,7 +103,6 @@ def _reflink(source_fd: int, fd: int) -> bool:
     """Clone the source's blocks into ``fd``; False (nothing written) where the filesystem or the system cannot."""
     if not portable.CAPABILITIES.reflink:
         return False
-    import fcntl  # Linux only, as FICLONE
     try:
         fcntl.ioctl(fd, FICLONE, source_fd)
     except OSError:  # EOPNOTSUPP, EXDEV, EINVAL, ENOTTY, ...: a plain copy does the job
