@@ -8,8 +8,8 @@ instead, chosen here once so no call site asks again:
 ====================  ==============================================  =============================================
 capability            fast path                                       fallback
 ====================  ==============================================  =============================================
-``positional_io``     ``os.pwrite`` / ``os.preadv``                   a lock per descriptor around ``lseek`` +
-                                                                      ``write`` / ``read``
+``positional_io``     ``os.pwrite`` / ``os.preadv`` (``os.pread``     a lock per descriptor around ``lseek`` +
+                      where a macOS build lacks ``preadv``)           ``write`` / ``read``
 ``flock``             ``fcntl.flock`` on ``.synclient/lock``          the ``filelock`` library (``msvcrt`` on
                                                                       Windows)
 ``direct_io``         ``O_DIRECT`` where ``mountinfo`` says local     off: buffered I/O
@@ -70,7 +70,7 @@ def offered() -> Capabilities:
     """What this system has, whatever the switch says."""
     linux = sys.platform.startswith("linux")
     return Capabilities(
-        positional_io=hasattr(os, "pwrite") and hasattr(os, "preadv"),
+        positional_io=hasattr(os, "pwrite") and hasattr(os, "pread"),  # preadv where it exists, else pread
         flock=_has_fcntl(),
         direct_io=linux and hasattr(os, "O_DIRECT") and os.path.exists("/proc/self/mountinfo"),
         reflink=linux and _has_fcntl(),  # FICLONE is a Linux ioctl number
@@ -129,14 +129,28 @@ def _preadv_with_seek(fd: int, buffers, offset: int) -> int:
     return len(data)
 
 
+def _preadv_by_pread(fd: int, buffers, offset: int) -> int:
+    """One buffer's ``os.preadv`` by ``os.pread`` and a copy (a macOS build without ``preadv``)."""
+    (buffer,) = buffers
+    data = os.pread(fd, len(buffer), offset)
+    buffer[:len(data)] = data
+    return len(data)
+
+
+def _positional_calls(capabilities: Capabilities):
+    """(pwrite, preadv) for ``capabilities``: the system's own calls on the fast path, nothing wrapped around them."""
+    if not capabilities.positional_io:
+        return _pwrite_with_seek, _preadv_with_seek
+    return os.pwrite, getattr(os, "preadv", _preadv_by_pread)
+
+
 # -- the choice, made once ---------------------------------------------------------------------------------------
 
 CAPABILITIES = chosen(disabled_by(os.environ.get(ENV_VAR, "")))
 
-#: ``pwrite(fd, data, offset) -> bytes written`` (may be fewer than ``len(data)``, as ``os.pwrite``)
-pwrite = os.pwrite if CAPABILITIES.positional_io else _pwrite_with_seek
+#: ``pwrite(fd, data, offset) -> bytes written`` (may be fewer than ``len(data)``, as ``os.pwrite``), and
 #: ``preadv(fd, [buffer], offset) -> bytes read`` into the one buffer (as ``os.preadv`` with one buffer)
-preadv = os.preadv if CAPABILITIES.positional_io else _preadv_with_seek
+pwrite, preadv = _positional_calls(CAPABILITIES)
 
 
 def use(capabilities: Capabilities) -> Capabilities:
@@ -145,8 +159,7 @@ def use(capabilities: Capabilities) -> Capabilities:
     global CAPABILITIES, pwrite, preadv
     previous = CAPABILITIES
     CAPABILITIES = capabilities
-    pwrite = os.pwrite if capabilities.positional_io else _pwrite_with_seek
-    preadv = os.preadv if capabilities.positional_io else _preadv_with_seek
+    pwrite, preadv = _positional_calls(capabilities)
     return previous
 
 

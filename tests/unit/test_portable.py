@@ -121,6 +121,19 @@ def test_a_read_past_the_end_gives_what_is_there(tmp_path, portable_fallbacks):
         os.close(fd)
 
 
+@pytest.mark.skipif(not hasattr(os, "pread"), reason="no os.pread here")
+def test_a_read_by_pread_where_preadv_is_missing(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"0123456789")
+    fd = os.open(path, os.O_RDONLY | portable.O_BINARY)
+    try:
+        buffer = bytearray(4)
+        assert portable._preadv_by_pread(fd, [memoryview(buffer)], 3) == 4 and buffer == b"3456"
+        assert portable._preadv_by_pread(fd, [memoryview(buffer)], 8) == 2 and buffer[:2] == b"89"
+    finally:
+        os.close(fd)
+
+
 # -- the target lock ---------------------------------------------------------------------------------------------
 
 HOLDER = """
