@@ -8,6 +8,7 @@ import tempfile
 
 import pytest
 
+from synclient import portable
 from synclient.emulator import Emulator
 
 _SESSION_HOME: list = []  # the HOME every test process (and its children) starts from
@@ -47,6 +48,16 @@ def pytest_generate_tests(metafunc):
     """A test marked ``over_tls`` runs twice: on plain-HTTP emulators and (``[https]``) on emulators serving HTTPS."""
     if "emulator_tls" in metafunc.fixturenames and metafunc.definition.get_closest_marker("over_tls"):
         metafunc.parametrize("emulator_tls", [False, True], ids=["http", "https"])
+
+
+@pytest.fixture
+def portable_fallbacks(monkeypatch):
+    """Every fallback of :mod:`synclient.portable` in force for this test, as ``SYNCLIENT_PORTABLE=all`` gives at
+    start; the variable is set too, so a child process (a CLI sync) starts with them as well."""
+    previous = portable.use(portable.chosen(portable.Capabilities.names()))
+    monkeypatch.setenv(portable.ENV_VAR, "all")
+    yield portable.CAPABILITIES
+    portable.use(previous)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("synclient._version", 0),
     ("synclient.results", 0),          # outcome types: imports nothing of synclient
     ("synclient.errors", 1),
+    ("synclient.portable", 2),        # what this OS offers (fast paths or their fallbacks), chosen once
     ("synclient.choices", 2),
     ("synclient.events", 2),
     ("synclient.models", 3),
