@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import requests
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
@@ -141,3 +142,31 @@ def test_the_environment_bundle_reaches_the_data_plane_too(tls_emulator, tmp_pat
     assert platform.trusted_cas.source == "SSL_CERT_FILE"
     sync_from_platform(project, tmp_path / "out", platform=platform, progress=False)
     assert md5s(tmp_path / "out") == expected_md5s(children)
+
+
+def test_an_untrusted_external_host_fails_its_file_only(tls_emulator, tmp_path):
+    """An external-URL file lives on a host of its own choosing: a certificate the bundle does not trust there fails
+    that file (with the one-line reason), and the platform's own files still come down."""
+    with Emulator(tls=True) as elsewhere:  # another HTTPS host, signed by a CA nobody gave us
+        remote = elsewhere.seed_spec({"projects": [{"name": "q", "children": [
+            {"type": "file", "name": "far.csv", "content": "a,b\n", "external": True}]}]})["q"]
+        far_id = elsewhere.resolve(remote, "far.csv")
+        with requests.Session() as session:
+            session.trust_env = False
+            handle_id = session.get(f"{elsewhere.endpoint}/repo/v1/entity/{far_id}", verify=elsewhere.ca_bundle,
+                                    headers={"Authorization": f"Bearer {elsewhere.token}"},
+                                    timeout=30).json()["dataFileHandleId"]
+        url = f"{elsewhere.external_endpoint}/ext/{handle_id}/far.csv"
+        project = tls_emulator.seed_spec({"projects": [{"name": "p", "children": [
+            {"type": "file", "name": "near.txt", "content": "near"},
+            {"type": "file", "name": "far.csv", "external": url}]}]})["p"]
+        platform = Platform(tls_emulator.endpoint, token=tls_emulator.token, ca_bundle=tls_emulator.ca_bundle)
+        results = sync_from_platform(project, tmp_path / "out", platform=platform, progress=False,
+                                     on_error="continue")
+        by_name = {r.path.name: r for r in results}
+        assert by_name["near.txt"].status is SyncStatus.DOWNLOADED
+        assert by_name["far.csv"].status is SyncStatus.FAILED
+        host = elsewhere.external_endpoint.split("://")[1]
+        assert f"the TLS certificate of the storage host {host} is not trusted" in str(by_name["far.csv"].error)
+        assert sorted(local_tree(tmp_path / "out")) == ["near.txt"]
+        assert elsewhere.stats()["external_requests"] == 0

@@ -104,6 +104,17 @@ class CertificateError(ConfigError):
         self.host = host
 
 
+class ExternalCertificateError(CertificateError):
+    """An external-URL file's host (one of the file's own choosing, not the platform's storage) has a certificate
+    that is not trusted: that file fails, the others go on."""
+
+    nature = ErrorNature.PER_FILE
+
+    @classmethod
+    def of(cls, error: CertificateError) -> "ExternalCertificateError":
+        return cls(str(error), host=error.host)
+
+
 class PlatformError(SynclientError):
     """A control-plane (REST) call failed; carries the HTTP status and the server's ``reason``."""
 
