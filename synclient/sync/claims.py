@@ -70,10 +70,11 @@ class PathClaims:
         """The planner's decision, then what only the run can settle: a path held by synclient's own things (another
         file's keep.both copy, a stale manifest) is free for the remote entity; a folder in the way; the copy name.
         Also returns the copy row this file displaces, if any."""
-        if self._holds_our_leftover(destination, rel_path):
+        local = self._local(destination)  # the remote path, unless the local filesystem needs another name
+        if self._holds_our_leftover(destination, local, rel_path):
             decision = Decision(Action.DOWNLOAD, destination)
             with self._lock:
-                self._displaced.add(rel_path)
+                self._displaced.add(local)
         else:
             decision = decide(destination=destination, handle=handle, row=row, target_root=self._target.root,
                               collision=self._options.if_collision)
@@ -93,22 +94,28 @@ class PathClaims:
         not): it is stale once this file is in, and not "vanished" in this run."""
         if not self._index_has_copies:
             return None
-        other = self._index.copy_at(destination.relative_to(self._target.root).as_posix())
+        other = self._index.copy_at(self._local(destination))
         if other is None or other.rel_path == rel_path:
             return None
         self.handle(other.rel_path)
         return other
 
-    def _holds_our_leftover(self, destination: Path, rel_path: str) -> bool:
-        """The file at a remote file's path is synclient's own and no user's: another entity's keep.both copy
-        (untouched, or given up in this run) or a manifest synclient wrote before the remote had this name."""
-        if self.is_abandoned(rel_path):
+    def _local(self, path: Path) -> str:
+        """A local path as the index spells it (relative to the target, '/'-separated)."""
+        return path.relative_to(self._target.root).as_posix()
+
+    def _holds_our_leftover(self, destination: Path, local: str, rel_path: str) -> bool:
+        """The file at a remote file's local path (``local``; its remote path ``rel_path``) is synclient's own and
+        no user's: another entity's keep.both copy (untouched, or given up in this run) or a manifest synclient
+        wrote before the remote had this name. (A row whose bytes lie away from its remote path because the local
+        filesystem needs another name is the file's own, not another's.)"""
+        if self.is_abandoned(local):
             return True
-        copy = self._index.copy_at(rel_path) if self._index_has_copies else None
-        if copy is not None and copy.local_stat_matches(self._target.root):
+        copy = self._index.copy_at(local) if self._index_has_copies else None
+        if copy is not None and copy.rel_path != rel_path and copy.local_stat_matches(self._target.root):
             return True
         if (destination.name in MANIFEST_FILENAMES and not self._index.get_many([rel_path])
-                and (manifest_name_is_ours(destination.name) or rel_path in self._index.manifest_files())):
+                and (manifest_name_is_ours(destination.name) or local in self._index.manifest_files())):
             try:
                 return stat.S_ISREG(os.lstat(destination).st_mode)
             except OSError:
@@ -191,18 +198,19 @@ class PathClaims:
         """A file where the remote now has a folder (called by the walker). It goes if it is synclient's own and no
         user's: a keep.both copy or manifest of synclient's, or, with ``delete``, a file synclient wrote that nobody
         changed. A dry run removes nothing; it plans what the real run reports."""
-        if self._holds_our_leftover(path, rel_path):
-            copy = self._index.copy_at(rel_path)
+        local = self._local(path)
+        if self._holds_our_leftover(path, local, rel_path):
+            copy = self._index.copy_at(local)
             with self._lock:  # a held copy that was here is its file's no more: that file is decided again
-                self._displaced.add(rel_path)
-            if not self._outcome.remove_own_file(rel_path, path, copy):
+                self._displaced.add(local)
+            if not self._outcome.remove_own_file(local, path, copy):
                 return False
             log.info("%s: removed synclient's own file to make room for a remote folder", path)
             return True
         if not self._options.delete:
             return False
         row = self._index.get_many([rel_path]).get(rel_path)
-        if row is None or row.local_path != rel_path:
+        if row is None or row.local_path != local:
             return False
         removal = self._outcome.remove_indexed(row)
         if removal is None or removal.action is not Action.DELETE or removal.error is not None:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from synclient.client import Platform
-from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
+from synclient.errors import (ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError,
+                              UnsafePathError)
 from synclient.events import ObserverGroup, SyncObserver
 from synclient.models import EntityHeader, EntityType, parse_entity_id  # noqa: F401 (parse_entity_id re-exported)
 from synclient.results import QueryInfo, SyncResults
@@ -31,6 +32,7 @@ from synclient.sync.dry_run import SyncPlan
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.index import LocalIndex
 from synclient.sync.leftovers import sweep_run_partials
+from synclient.sync.local_names import FilesystemNames, LocalRename, Renaming
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
@@ -93,8 +95,10 @@ class SyncRun:
     """The wiring of one sync: every piece built once, around one target and its index, sharing one pool."""
 
     def __init__(self, *, platform: Platform, config: TransferConfig, target: TargetDirectory, index: LocalIndex,
-                 root_id: str, options: SyncOptions, observer: SyncObserver) -> None:
+                 root_id: str, options: SyncOptions, observer: SyncObserver,
+                 names: FilesystemNames = FilesystemNames()) -> None:
         self.platform = platform
+        self.names = names  # what the target's filesystem does with names (local_names.py)
         self.target = target
         self.index = index
         self.root_id = root_id
@@ -120,9 +124,11 @@ class SyncRun:
                                      folders=self.folders, observer=observer)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
                                  on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
-                                 follow_links=options.follow_links, make_room=self.claims.make_room)
+                                 follow_links=options.follow_links, make_room=self.claims.make_room,
+                                 names=names)
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
         self.renamed: List[Renamed] = []  # entries of a list given another name than their own (start_sources)
+        self.renamed_locally: List[LocalRename] = []  # names of a list the local filesystem cannot hold as they are
 
     def start(self, root: EntityHeader, version: Optional[int]) -> None:
         """A container is walked; a file root goes straight to the pipeline (its row keeps an existing owner)."""
@@ -132,7 +138,28 @@ class SyncRun:
         if version is not None:
             root = replace(root, version_number=version)
         self.pipeline.named_files.add(root.name)
-        self.pipeline.files_found([FoundFile(root, self.target.child(self.target.root, root.name), root.name)])
+        destination = self._destination(root, root.name)  # a refused name fails the run, as a bad root does
+        self.pipeline.files_found([FoundFile(root, destination, root.name, None,
+                                             Renaming.WINDOWS.value if destination.name != root.name else "")])
+
+    def _destination(self, header: EntityHeader, rel_path: str) -> Path:
+        """The local path of a file named by id (a file root, an entry of a list), its folders made: each name in
+        the form the local filesystem can hold (Windows' rules, local_names.py; twins among a list's entries are
+        its own renamings', sources.py), reported when that is not the remote name."""
+        folder = self.target.root
+        *folders, name = rel_path.split("/")
+        for part in folders:
+            folder = self.target.make_folder(folder, self.names.legal_form(part))
+        destination = self.target.child(folder, self.names.legal_form(name))
+        if self.names.path_too_long(destination):
+            raise UnsafePathError(f"{destination} is longer than the {self.names.max_path} characters a path may "
+                                  "have on this filesystem; not written (sync it into a shorter target path)")
+        local = self._local(destination)
+        if local != rel_path:
+            renamed = LocalRename(header.id, rel_path, local, Renaming.WINDOWS.value)
+            self.renamed_locally.append(renamed)
+            log.warning("local name: %s", renamed)
+        return destination
 
     def start_files(self, files: Sequence[Tuple[EntityHeader, str]]) -> None:
         """A list of files, each at its own '/'-separated path under the target (its folders made here): straight
@@ -142,11 +169,10 @@ class SyncRun:
         found = []
         for header, rel_path in wanted:
             try:
-                folder = self.target.root
-                *folders, name = rel_path.split("/")
-                for part in folders:
-                    folder = self.target.make_folder(folder, part)
-                found.append(FoundFile(header, self.target.child(folder, name), rel_path))
+                destination = self._destination(header, rel_path)
+                renamed = destination.name != rel_path.rpartition("/")[2]
+                found.append(FoundFile(header, destination, rel_path, None,
+                                       Renaming.WINDOWS.value if renamed else ""))
             except SynclientError as exc:
                 self.pipeline.entity_failed(header, None, exc)
         for start in range(0, len(found), _FILES_PER_BATCH):
@@ -166,7 +192,7 @@ class SyncRun:
             try:
                 folder = self.target.root
                 for part in container.rel_dir.split("/") if container.rel_dir else ():
-                    folder = self.target.make_folder(folder, part)
+                    folder = self.target.make_folder(folder, self.names.legal_form(part))
             except SynclientError as exc:
                 self.walker.unvisited.add(container.rel_dir)
                 self.pipeline.entity_failed(container.header, None, exc)
@@ -191,8 +217,20 @@ class SyncRun:
         """``delete=True``, once the whole tree is listed: files synclient wrote that the remote no longer has."""
         delete_vanished(target=self.target, index=self.index, root_id=self.root_id,
                         path_filter=self.options.path_filter, seen=self.pipeline.seen,
-                        unvisited=self.walker.unvisited, handled=self.claims.handled, listed=set(self.walker.listed),
+                        unvisited=self.walker.unvisited, handled=self.claims.handled,
+                        # folders by remote path and by local path (deletion tidies folders by where they are)
+                        listed=set(self.walker.listed) | {self._local(path) for path in self.walker.listed.values()},
                         dry_run=not self.outcome.writes, report=self.outcome.removed)
+
+    def _local(self, path: Path) -> str:
+        return "" if path == self.target.root else path.relative_to(self.target.root).as_posix()
+
+    @property
+    def renamed_lines(self) -> List[str]:
+        """The report's lines of every renaming: a list's entries whose names were taken, and names the local
+        filesystem cannot hold as they are."""
+        return ([str(entry) for entry in self.renamed] + [str(entry) for entry in self.renamed_locally]
+                + [str(entry) for entry in sorted(self.walker.renamed, key=lambda r: r.remote_path)])
 
     def tidy_up(self) -> None:
         """A real run's end: every folder's manifest, and the sweep of partial downloads no run will resume."""
@@ -452,8 +490,12 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
         bar = _progress_bar(enabled=options.progress and not options.dry_run, description=description)
         with LocalIndex(target.root, read_only=options.dry_run) as index:
             # build
+            names = FilesystemNames.for_target(None if options.dry_run else index.meta_dir,
+                                               forced=options.filesystem_names)
+            if names.maps_names:
+                log.info("local names in %s: %s", target.root, names.describe())
             run = SyncRun(platform=platform, config=config, target=target, index=index, root_id=root_id,
-                          options=options, observer=ObserverGroup([observer, bar]))
+                          options=options, observer=ObserverGroup([observer, bar]), names=names)
             run.pipeline.view = view_rows
             # run
             try:
@@ -477,7 +519,7 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
             if container:
                 run.tidy_up()
             outcome.report.manifest_errors = list(run.manifests.errors)
-            outcome.report.renamed = [str(entry) for entry in run.renamed]
+            outcome.report.renamed = run.renamed_lines
             outcome.report.query = query
             _remember_throughput(outcome, index)
     finally:
