@@ -253,7 +253,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        provenance: Optional[bool] = None, progress: Optional[bool] = None,
                        entity_details: Optional[bool] = None, synapse_cache: Union[bool, str, Path, None] = None,
                        synapse_cache_link: Optional[bool] = None, syn: Optional[object] = None,
-                       view: Optional[str] = None) -> Union[SyncResults, SyncPlan]:
+                       view: Optional[str] = None,
+                       filesystem_names: Union[FilesystemNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
     Returns one :class:`~synclient.results.FileResult` per file (``SyncResults``, with ``.report``), or with
@@ -276,13 +277,16 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       file whose listing shows the version its row describes takes no bundle call (the first sync of N files then
       costs about N/100 URL calls, not N bundle calls); the others (the view lags, or does not cover them) take
       theirs. Annotations then come from the view's annotation columns.
+    - ``filesystem_names``: force what the target's filesystem does with names (``"case,nfd,windows"``; default: a
+      probe of the target, see :mod:`synclient.sync.local_names`).
     """
     # validate
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
                                 delete=delete, manifest=manifest, include=include, exclude=exclude, dry_run=dry_run,
                                 follow_links=follow_links, provenance=provenance, progress=progress,
                                 entity_details=entity_details, synapse_cache=synapse_cache,
-                                synapse_cache_link=synapse_cache_link)
+                                synapse_cache_link=synapse_cache_link,
+                                filesystem_names=filesystem_names)
     entity_id, version = parse_entity_id(entity)
     view_id = _view_id(view)
     platform, own_platform, options = _platform_for(platform, syn, options, config)
@@ -314,7 +318,8 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
                   follow_links: Optional[bool] = None, provenance: Optional[bool] = None,
                   progress: Optional[bool] = None, entity_details: Optional[bool] = None,
                   synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
-                  syn: Optional[object] = None, view: Optional[str] = None) -> Union[SyncResults, SyncPlan]:
+                  syn: Optional[object] = None, view: Optional[str] = None,
+                  filesystem_names: Union[FilesystemNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
     """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or :class:`~synclient.sync.id_lists.EntityRef`)
     into ``path`` as one run: one shared pool, URL batches of up to 100 across all ids, one index, one report.
 
@@ -330,7 +335,8 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
                                 include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
                                 provenance=provenance, progress=progress, entity_details=entity_details,
-                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link)
+                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link,
+                                filesystem_names=filesystem_names)
     if isinstance(ids, (str, EntityRef)):  # one id given bare: a list of one, not a list of its characters
         ids = [ids]
     refs = [ref if isinstance(ref, EntityRef) else EntityRef.parse(ref) for ref in ids]
@@ -351,7 +357,8 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
                    follow_links: Optional[bool] = None, provenance: Optional[bool] = None,
                    progress: Optional[bool] = None, entity_details: Optional[bool] = None,
                    synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
-                   syn: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
+                   syn: Optional[object] = None,
+                   filesystem_names: Union[FilesystemNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
     """Download what a SQL query over a file view or table selects (``SELECT id FROM syn123 WHERE ...``) into
     ``path``, as :func:`download_many` downloads a list of ids (its keywords are these): the query's ``id`` column
     names the entities, a ``currentVersion`` (or ``versionNumber``) column pins their versions, and every page of
@@ -364,7 +371,8 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
                                 include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
                                 provenance=provenance, progress=progress, entity_details=entity_details,
-                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link)
+                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link,
+                                filesystem_names=filesystem_names)
     table_id = table_of(sql)
 
     def plan(platform: Platform) -> Tuple[SourcePlan, QueryInfo]:
