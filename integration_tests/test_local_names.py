@@ -180,3 +180,23 @@ def test_without_a_forced_answer_linux_keeps_every_name(emu, tmp_path, monkeypat
     assert sorted(local_tree(tmp_path)) == ["Case.txt", "a:b", "case.txt"]
     assert not results.report.renamed and all(r.renamed is None for r in results)
     assert sorted(p.name for p in (tmp_path / ".synclient").iterdir() if "probe" in p.name) == []
+
+
+def test_when_the_twin_that_kept_the_name_goes_the_other_stays_put_until_its_next_version(emu, tmp_path):
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file("Case.txt", "upper"), _file("case.txt", "lower")]}]})["p"]
+    older, newer = sorted([emu.resolve(project, "Case.txt"), emu.resolve(project, "case.txt")],
+                          key=lambda i: int(i[3:]))
+    first = _by_id(_sync(emu, project, tmp_path, "case"))
+    kept, renamed = first[older].path.name, first[newer].path.name
+    emu.delete_entity(older)
+    emu.reset_stats()
+    second = _sync(emu, project, tmp_path, "case", delete=True)
+    assert sorted(local_tree(tmp_path)) == [renamed]  # no twin any more, but the file is not moved for that
+    assert {r.status for r in second} == {SyncStatus.DELETED, SyncStatus.SKIPPED}
+    assert emu.stats()["data_requests"] == 0
+    emu.add_version(newer, "new")
+    third = _by_id(_sync(emu, project, tmp_path, "case", delete=True))
+    assert third[newer].status is SyncStatus.DOWNLOADED and third[newer].renamed is None
+    assert sorted(local_tree(tmp_path)) == ["case.txt" if kept == "Case.txt" else "Case.txt"]
+    assert _sync(emu, project, tmp_path, "case")[0].status is SyncStatus.SKIPPED
