@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from synclient import Platform, SyncStatus, sync_from_platform
+from synclient import Platform, SyncStatus, download_many, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import UnsafePathError
 from synclient.sync.local_names import PROBE_ENV, FilesystemNames
@@ -200,3 +200,18 @@ def test_when_the_twin_that_kept_the_name_goes_the_other_stays_put_until_its_nex
     assert third[newer].status is SyncStatus.DOWNLOADED and third[newer].renamed is None
     assert sorted(local_tree(tmp_path)) == ["case.txt" if kept == "Case.txt" else "Case.txt"]
     assert _sync(emu, project, tmp_path, "case")[0].status is SyncStatus.SKIPPED
+
+
+def test_a_list_of_ids_names_its_twins_apart_and_maps_windows_names(emu, tmp_path):
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": "x", "children": [_file("Case.txt", "x"), _file("a:b", "colon")]},
+        {"type": "folder", "name": "y", "children": [_file("case.txt", "y")]}]}]})["p"]
+    upper, lower, colon = (emu.resolve(project, path) for path in ("x/Case.txt", "y/case.txt", "x/a:b"))
+    results = download_many([upper, lower, colon], tmp_path, platform=platform_for(emu), progress=False,
+                            filesystem_names="case,windows")
+    assert {r.status for r in results} == {SyncStatus.DOWNLOADED}
+    assert sorted(local_tree(tmp_path)) == sorted(["Case.txt", f"case ({lower}).txt", "a：b"])
+    assert _by_id(results)[colon].renamed and len(results.report.renamed) == 2
+    again = download_many([upper, lower, colon], tmp_path, platform=platform_for(emu), progress=False,
+                          filesystem_names="case,windows")
+    assert {r.status for r in again} == {SyncStatus.SKIPPED}

@@ -182,7 +182,8 @@ class SyncRun:
         """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources`), named against this target's
         index: what failed to resolve is reported, each project or folder is walked into its own sub-folder, the
         files go as :meth:`start_files`."""
-        layout = plan.laid_out(self.index.rows_in)
+        layout = plan.laid_out(self.index.rows_in,
+                               same_name=lambda name: self.names.same_name_key(self.names.legal_form(name)))
         self.renamed = layout.renamed
         self.pipeline.known.update(plan.known_files)
         for header, error in plan.refused:
