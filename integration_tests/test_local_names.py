@@ -215,3 +215,14 @@ def test_a_list_of_ids_names_its_twins_apart_and_maps_windows_names(emu, tmp_pat
     again = download_many([upper, lower, colon], tmp_path, platform=platform_for(emu), progress=False,
                           filesystem_names="case,windows")
     assert {r.status for r in again} == {SyncStatus.SKIPPED}
+
+
+def test_a_keep_both_copy_name_is_not_a_case_twin_of_a_remote_name(emu, tmp_path):
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file("a.txt", "remote a"), _file("A(1).txt", "remote A(1)")]}]})["p"]
+    (tmp_path / "a.txt").write_text("the user's own a")
+    results = _sync(emu, project, tmp_path, "case", if_collision="keep.both")
+    assert {r.status for r in results} == {SyncStatus.DOWNLOADED}
+    assert sorted(local_tree(tmp_path)) == ["A(1).txt", "a(2).txt", "a.txt"]
+    assert (tmp_path / "a.txt").read_text() == "the user's own a"
+    assert (tmp_path / "a(2).txt").read_text() == "remote a"

@@ -6,7 +6,8 @@ its index row; this settles what is in the way of it.
   free for the remote entity;
 - a local folder where the remote has a file (``Action.BLOCKED``) and a file where it has a folder (the walker's
   ``make_room``) go only when they hold nothing but synclient's untouched files, and only with ``delete``;
-- ``keep.both`` copy names avoid every name of the remote folder and every copy chosen in this run;
+- ``keep.both`` copy names avoid every name of the remote folder and every copy chosen in this run (as the local
+  filesystem compares names: on a case-insensitive one, ``A(1).txt`` is taken by ``a(1).txt``);
 - no two entities of one run ever get one local path (asserted: refused, never mixed).
 """
 from __future__ import annotations
@@ -15,14 +16,16 @@ import logging
 import os
 import stat
 import threading
+from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Dict, Optional, Set, Tuple
+from typing import Callable, Dict, Iterator, Optional, Set, Tuple
 
 from synclient.client import Platform
 from synclient.errors import PathConflictError
 from synclient.models import EntityType, FileHandle
 from synclient.sync.deletion import folder_contents_if_ours
 from synclient.sync.index import IndexRow, LocalIndex
+from synclient.sync.local_names import FilesystemNames, Listed, local_names
 from synclient.sync.manifest import MANIFEST_FILENAMES, manifest_name_is_ours
 from synclient.sync.options import SyncOptions
 from synclient.sync.outcome import Outcome
@@ -36,15 +39,17 @@ class PathClaims:
     """The run-wide bookkeeping of local paths. Thread-safe."""
 
     def __init__(self, *, platform: Platform, target: TargetDirectory, index: LocalIndex, options: SyncOptions,
-                 outcome: Outcome) -> None:
+                 outcome: Outcome, names: FilesystemNames = FilesystemNames()) -> None:
         self._platform = platform
+        self._names = names
         self._target = target
         self._index = index
         self._options = options
         self._outcome = outcome
         self.handled: Set[str] = set()  # rel paths removed (or planned so) during the walk: not vanished again
         self._lock = threading.Lock()
-        self._folder_names: Dict[Path, Set[str]] = {}  # folder -> remote names + copies chosen (keep.both)
+        # folder -> its remote entities' local names + copies chosen (keep.both), as the filesystem compares them
+        self._folder_names: Dict[Path, Set[str]] = {}
         self._copies_lock = threading.Lock()
         self._abandoned: Set[str] = set()  # local paths of copies whose name a remote entity now has
         self._displaced: Set[str] = set()  # local paths of copies that a remote file of that name replaces
@@ -145,7 +150,7 @@ class PathClaims:
         """An earlier keep.both copy whose name a remote entity has now: that entity wins the path."""
         name = copy.local_path.rpartition("/")[2]
         with self._copies_lock:
-            taken = name in self._names_of(folder, parent_id)
+            taken = self._names.same_name_key(name) in self._names_of(folder, parent_id)
         if taken and copy.local_stat_matches(self._target.root):  # untouched: the remote entity may replace it
             with self._lock:
                 self._abandoned.add(copy.local_path)
@@ -156,8 +161,8 @@ class PathClaims:
         this run."""
         with self._copies_lock:
             taken = self._names_of(destination.parent, parent_id)
-            chosen = copy_name(destination, taken=taken)
-            taken.add(chosen.name)
+            chosen = copy_name(destination, taken=_SameNames(taken, self._names.same_name_key))
+            taken.add(self._names.same_name_key(chosen.name))
             self.claim(chosen, entity_id, copy=True)
         return Decision(Action.KEEP_BOTH, chosen)
 
@@ -166,7 +171,10 @@ class PathClaims:
             return set()
         children = self._platform.iter_children(parent_id, include_types=(EntityType.FOLDER, EntityType.FILE,
                                                                           EntityType.LINK))
-        return {header.name for header in children}
+        if not self._names.maps_names:
+            return {header.name for header in children}
+        mapped = local_names((Listed(h.name, h.id, h.type.is_container) for h in children), self._names)
+        return {self._names.same_name_key(local.name) for local in mapped.values()}
 
     def _unblock(self, destination: Path) -> Decision:
         """A local folder where the remote has a file. With ``delete``, a folder that holds only what synclient
@@ -218,3 +226,20 @@ class PathClaims:
         self.handle(rel_path)
         self._outcome.removed(removal)
         return True
+
+
+class _SameNames(AbstractSet):
+    """Names as the local filesystem compares them: ``name in`` asks whether a name is one of them there."""
+
+    def __init__(self, keys: Set[str], same_name: Callable[[str], str]) -> None:
+        self._keys = keys
+        self._same = same_name
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._same(name) in self._keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
