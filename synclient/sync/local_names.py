@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from synclient.errors import ConfigError
+from synclient.errors import ConfigError, UnsafePathError
 
 log = logging.getLogger("synclient.sync")
 
@@ -99,8 +99,17 @@ class FilesystemNames:
         """``name`` as this filesystem can store it (Windows rules, step 1 of the module's doc); else unchanged."""
         return windows_form(name) if self.windows_rules else name
 
-    def path_too_long(self, path: Path) -> bool:
-        return self.max_path is not None and len(str(path)) > self.max_path
+    def check_length(self, path: Path) -> Path:
+        """``path``, if this filesystem can hold a name and a path that long; else :class:`UnsafePathError` (the
+        entity fails with that reason: a name is not cut short, which would make it another name)."""
+        size = len(path.name.encode("utf-8", "surrogateescape"))
+        if size > self.max_name_bytes:
+            raise UnsafePathError(f"{path} has a name of {size} bytes, longer than the {self.max_name_bytes} this "
+                                  "filesystem allows; not written")
+        if self.max_path is not None and len(str(path)) > self.max_path:
+            raise UnsafePathError(f"{path} is longer than the {self.max_path} characters a path may have on this "
+                                  "filesystem; not written (sync it into a shorter target path)")
+        return path
 
     def describe(self) -> str:
         traits = [trait for trait, on in (("case-insensitive", self.case_insensitive),

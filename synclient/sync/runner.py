@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from synclient.client import Platform
-from synclient.errors import (ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError,
-                              UnsafePathError)
+from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
 from synclient.events import ObserverGroup, SyncObserver
 from synclient.models import EntityHeader, EntityType, parse_entity_id  # noqa: F401 (parse_entity_id re-exported)
 from synclient.results import QueryInfo, SyncResults
@@ -150,10 +149,7 @@ class SyncRun:
         *folders, name = rel_path.split("/")
         for part in folders:
             folder = self.target.make_folder(folder, self.names.legal_form(part))
-        destination = self.target.child(folder, self.names.legal_form(name))
-        if self.names.path_too_long(destination):
-            raise UnsafePathError(f"{destination} is longer than the {self.names.max_path} characters a path may "
-                                  "have on this filesystem; not written (sync it into a shorter target path)")
+        destination = self.names.check_length(self.target.child(folder, self.names.legal_form(name)))
         local = self._local(destination)
         if local != rel_path:
             renamed = LocalRename(header.id, rel_path, local, Renaming.WINDOWS.value)

@@ -157,11 +157,7 @@ class TreeWalker:
 
     def _destination(self, folder: Folder, name: str) -> Path:
         """The local path of ``name`` in ``folder``; refused (per entity) where the filesystem's paths end."""
-        path = self._target.child(folder.local_dir, name)
-        if self._names.path_too_long(path):
-            raise UnsafePathError(f"{path} is longer than the {self._names.max_path} characters a path may have on "
-                                  "this filesystem; not written (sync it into a shorter target path)")
-        return path
+        return self._names.check_length(self._target.child(folder.local_dir, name))
 
     def _note_renaming(self, header: EntityHeader, rel: str, path: Path, local: Optional[LocalName]) -> None:
         """Report an entity whose local name is not its remote one (once per run: when it is listed)."""

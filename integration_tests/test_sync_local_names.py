@@ -158,6 +158,9 @@ def test_an_over_long_path_is_one_reported_failure_not_a_traceback(emu, tmp_path
     assert len(failed) == 1 and isinstance(failed[0].error, UnsafePathError)
     assert f"longer than the {limit} characters" in str(failed[0].error)
     assert sorted(local_tree(tmp_path)) == ["short.txt"]
+    again = _sync(emu, project, tmp_path / "again", "max_name=100", on_error="continue")
+    failed = [r for r in again if r.status is SyncStatus.FAILED]
+    assert len(failed) == 1 and "has a name of 124 bytes, longer than the 100" in str(failed[0].error)
 
 
 def test_the_environment_forces_the_probe_and_a_dry_run_plans_the_same_names(emu, tmp_path, monkeypatch):
