@@ -170,6 +170,7 @@ def test_the_environment_forces_the_probe_and_a_dry_run_plans_the_same_names(emu
     monkeypatch.setenv(PROBE_ENV, "case")
     plan = sync_from_platform(project, tmp_path / "t", platform=platform_for(emu), dry_run=True, progress=False)
     planned = sorted(entry.destination.name for entry in plan.entries)
+    assert len(plan.renamed) == 1 and plan.renamed[0].startswith(later) and plan.to_json()["renamed"] == plan.renamed
     sync_from_platform(project, tmp_path / "t", platform=platform_for(emu), progress=False)
     assert planned == sorted(local_tree(tmp_path / "t")) and len(planned) == 2
     assert any(f"({later})" in name for name in planned)

@@ -519,6 +519,7 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
             if isinstance(outcome, PlanOutcome):
                 _estimate_from_history(outcome.plan, index)
                 outcome.plan.folders = dict(run.walker.folder_ids)
+                outcome.plan.renamed = run.renamed_lines
                 return outcome.plan
             _finish_report(outcome, platform, started, before)
             if container:
