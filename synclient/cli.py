@@ -463,6 +463,8 @@ def _report_plan(ctx: CommandContext, plan: SyncPlan) -> ExitCode:
     ctx.out.json_document.update({"dry_run": True, "plan": plan.to_json()})
     failures = plan.failures  # entities that could not even be planned
     _print_failures(ctx, failures)
+    for line in plan.renamed:
+        ctx.out.info(f"renamed: {line}")
     ctx.out.result(plan.summary())
     return ExitCode.FILES_FAILED if failures else ExitCode.OK
 
