@@ -252,46 +252,11 @@ class ObjectHandler(EmulatorHandler):
             return False
         return remaining == 0
 
-    def _send_copied(self, source, offset: int, count: int) -> bool:
-        """The body through Python (a TLS connection); False when the client went away."""
+    def _send_copied(self, source, offset: int, count: int, *, chunk_size: int = PACED_CHUNK, flip_at: int = -1,
+                     bytes_per_second: int = 0) -> bool:
+        """The body through Python: over TLS, without ``sendfile`` (Windows), or to flip byte ``flip_at`` (if >= 0)
+        or pace it to ``bytes_per_second`` in small chunks. False when the client went away."""
         stats = self.server.context.stats
-        end = offset + count
-        source.seek(offset)
-        try:
-            while offset < end:
-                chunk = source.read(min(PACED_CHUNK, end - offset))
-                if not chunk:
-                    break
-                stats.transfer_sent(self.plane, len(chunk))  # before it goes out (see _sendfile)
-                try:
-                    self.wfile.write(chunk)
-                except OSError:
-                    stats.transfer_sent(self.plane, -len(chunk))
-                    raise
-                offset += len(chunk)
-        except OSError:
-            self.close_connection = True
-            return False
-        return offset == end
-
-    def _paced(self, source, offset: int, count: int, bytes_per_second: int, flip_at: int = -1) -> None:
-        """The body in slices, sleeping so the connection never exceeds ``bytes_per_second``; the body's byte
-        ``flip_at`` (if >= 0) goes out inverted. Unaltered slices go out with ``sendfile``: copying them through
-        Python cost the server a core at a few hundred MB/s, CPU the client under test then did not get."""
-        if flip_at < 0 and bytes_per_second:
-            self.wfile.flush()
-            started = time.monotonic()
-            sent_total = 0
-            step = max(4096, bytes_per_second // PACED_SLICES_PER_SECOND)
-            while sent_total < count:
-                size = min(step, count - sent_total)
-                if not self._sendfile(source, offset + sent_total, size):
-                    return
-                sent_total += size
-                _sleep_to_pace(started, sent_total, bytes_per_second)
-            return
-        stats = self.server.context.stats
-        chunk_size = PACED_CHUNK if not bytes_per_second else max(1024, min(PACED_CHUNK, bytes_per_second // 20))
         started = time.monotonic()
         sent_total = 0
         source.seek(offset)
@@ -313,6 +278,28 @@ class ObjectHandler(EmulatorHandler):
                     _sleep_to_pace(started, sent_total, bytes_per_second)
         except OSError:
             self.close_connection = True
+            return False
+        return sent_total == count
+
+    def _paced(self, source, offset: int, count: int, bytes_per_second: int, flip_at: int = -1) -> None:
+        """The body in slices, sleeping so the connection never exceeds ``bytes_per_second``; the body's byte
+        ``flip_at`` (if >= 0) goes out inverted. Unaltered slices go out with ``sendfile``: copying them through
+        Python cost the server a core at a few hundred MB/s, CPU the client under test then did not get."""
+        if flip_at < 0 and bytes_per_second:
+            self.wfile.flush()
+            started = time.monotonic()
+            sent_total = 0
+            step = max(4096, bytes_per_second // PACED_SLICES_PER_SECOND)
+            while sent_total < count:
+                size = min(step, count - sent_total)
+                if not self._sendfile(source, offset + sent_total, size):
+                    return
+                sent_total += size
+                _sleep_to_pace(started, sent_total, bytes_per_second)
+            return
+        chunk_size = PACED_CHUNK if not bytes_per_second else max(1024, min(PACED_CHUNK, bytes_per_second // 20))
+        self._send_copied(source, offset, count, chunk_size=chunk_size, flip_at=flip_at,
+                          bytes_per_second=bytes_per_second)
 
 
 class DataHandler(ObjectHandler):
