@@ -15,6 +15,7 @@ from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import CertificateError
 from synclient.network import CA_BUNDLE_VARIABLES, TrustedCAs
+from synclient.sync import runner
 from connect_proxy import ConnectProxy
 from synctrees import local_tree
 
@@ -100,12 +101,14 @@ def test_an_untrusted_rest_host_is_one_line_naming_it_and_trusted_by_flag_or_con
     assert len(local_tree(tmp_path / "c")) == 3
 
 
-def test_an_untrusted_storage_host_stops_the_run_once_and_writes_nothing(tls_emulator, tmp_path):
+def test_an_untrusted_storage_host_stops_the_run_once_and_writes_nothing(tls_emulator, tmp_path, monkeypatch):
     """REST trusts the CA, the data plane does not (as behind a proxy that re-signs only the storage host): the run
     stops at the first file with one error naming the storage host, instead of failing every file."""
     project, _ = seed_small(tls_emulator, 50)
     platform = Platform(tls_emulator.endpoint, token=tls_emulator.token, ca_bundle=tls_emulator.ca_bundle)
-    platform.trusted_cas = TrustedCAs(path=None, source="a test's certifi default")  # the runs' data plane
+    data_client = runner.DataClient
+    monkeypatch.setattr(runner, "DataClient", lambda pool_size, **_: data_client(  # the runs' data plane only
+        pool_size, trusted_cas=TrustedCAs(path=None, source="a test's certifi default")))
     with pytest.raises(CertificateError) as raised:
         sync_from_platform(project, tmp_path / "out", platform=platform, progress=False, on_error="continue")
     host = tls_emulator.data_endpoint.split("://")[1]

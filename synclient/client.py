@@ -21,6 +21,7 @@ import json
 import logging
 import re
 import socket
+import ssl
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
@@ -186,7 +187,7 @@ class Platform:
         self._endpoint_proven = False
         #: the CAs this platform's REST calls and its runs' data plane trust (see :mod:`synclient.network`)
         self.trusted_cas: TrustedCAs = resolve_trusted_cas(ca_bundle)
-        self._session = _platform_session(self.endpoints.repo, self.trusted_cas)
+        self._session = _platform_session(self.endpoints.repo)
         self.resize_pool(max_connections)
 
     @classmethod
@@ -236,7 +237,8 @@ class Platform:
 
     def resize_pool(self, max_connections: int) -> None:
         """Size the connection pool to the number of threads that may call at once (no 'pool is full')."""
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=max(4, max_connections), max_retries=0)
+        adapter = _ContextAdapter(self.trusted_cas.ssl_context(), pool_connections=4,
+                                  pool_maxsize=max(4, max_connections), max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
 
@@ -571,7 +573,27 @@ def _optional_activity(answer: Any) -> Optional[Dict[str, Any]]:
     return None if answer is None else dict(wire_object(answer, "an activity"))
 
 
-def _platform_session(endpoint: str, trusted_cas: TrustedCAs) -> requests.Session:
+class _ContextAdapter(HTTPAdapter):
+    """requests' adapter with one SSL context for every connection. Given ``verify``, requests hands urllib3 the
+    bundle's path for each new connection, and urllib3 then parses the whole bundle again (see
+    :meth:`TrustedCAs.ssl_context`); here the context carries the CAs and no path reaches urllib3."""
+
+    def __init__(self, ssl_context: ssl.SSLContext, **kwargs: Any) -> None:
+        self._ssl_context = ssl_context  # before super().__init__, which makes the pool manager
+        super().__init__(**kwargs)
+
+    def init_poolmanager(self, *args: Any, **pool_kwargs: Any) -> None:
+        super().init_poolmanager(*args, ssl_context=self._ssl_context, **pool_kwargs)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        return super().proxy_manager_for(proxy, ssl_context=self._ssl_context, **proxy_kwargs)
+
+    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
+        super().cert_verify(conn, url, verify, cert)
+        conn.ca_certs = conn.ca_cert_dir = None  # the context has them
+
+
+def _platform_session(endpoint: str) -> requests.Session:
     """A session whose environment is read once, not on every request.
 
     With ``trust_env`` on, requests re-reads proxy variables, ``~/.netrc`` and CA-bundle variables for every call
@@ -581,7 +603,7 @@ def _platform_session(endpoint: str, trusted_cas: TrustedCAs) -> requests.Sessio
     session = requests.Session()
     session.trust_env = False
     session.proxies.update(requests.utils.get_environ_proxies(endpoint))
-    session.verify = trusted_cas.requests_verify()
+    session.verify = True  # against the context of the adapters (resize_pool), not a bundle path
     session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json"})
     return session
 

@@ -8,10 +8,11 @@ synapseclient, trusts by default). A bundle is a PEM file or an OpenSSL hashed f
 """
 from __future__ import annotations
 
+import functools
 import os
 import ssl
 from dataclasses import dataclass
-from typing import Dict, Iterator, Optional, Union
+from typing import Iterator, Optional
 
 from synclient.config import config_path, read_config_file
 from synclient.errors import CertificateError, ConfigError, exception_chain
@@ -32,17 +33,12 @@ class TrustedCAs:
     path: Optional[str]
     source: str
 
-    def requests_verify(self) -> Union[str, bool]:
-        """``requests``' ``verify``: the bundle, or True for its default (certifi)."""
-        return self.path if self.path is not None else True
-
-    def urllib3_options(self) -> Dict[str, str]:
-        """``urllib3`` pool keywords with the same trust as :meth:`requests_verify` (certifi when no bundle)."""
-        if self.path is None:
-            import certifi  # requests' own dependency: the data plane trusts what the REST plane trusts
-            return {"cert_reqs": "CERT_REQUIRED", "ca_certs": certifi.where()}
-        key = "ca_cert_dir" if os.path.isdir(self.path) else "ca_certs"
-        return {"cert_reqs": "CERT_REQUIRED", key: self.path}
+    def ssl_context(self) -> ssl.SSLContext:
+        """The one client context for these CAs (hostnames checked, certificates required), made once per bundle
+        and shared by every connection of both planes: urllib3 given a bundle *path* parses it again for each new
+        connection, about 15 ms of CPU for certifi's 140 certificates, so a sync opening a hundred connections over
+        HTTPS paid seconds for it."""
+        return _context_for(self.path)
 
     def fix_hint(self) -> str:
         """How to trust a private or proxy CA, and what is trusted now."""
@@ -60,6 +56,16 @@ def resolve_trusted_cas(ca_bundle: Optional[str] = None) -> TrustedCAs:
             raise ConfigError(f"the CA bundle {path} (from {source}) does not exist: fix or unset it")
         return TrustedCAs(path=os.path.abspath(path), source=source)
     return TrustedCAs(path=None, source=DEFAULT_SOURCE)
+
+
+@functools.lru_cache(maxsize=None)
+def _context_for(path: Optional[str]) -> ssl.SSLContext:
+    if path is None:
+        import certifi  # requests' own dependency and default: the data plane trusts what the REST plane trusts
+        return ssl.create_default_context(cafile=certifi.where())
+    if os.path.isdir(path):
+        return ssl.create_default_context(capath=path)
+    return ssl.create_default_context(cafile=path)
 
 
 def _candidates(ca_bundle: Optional[str]) -> Iterator[tuple]:

@@ -62,7 +62,7 @@ class DataClient:
         self._retries = urllib3.Retry(total=3, connect=0, read=0, status=0, other=0, redirect=3,
                                       raise_on_redirect=True, raise_on_status=False)
         self.trusted_cas = trusted_cas or resolve_trusted_cas()
-        self._tls = self.trusted_cas.urllib3_options()
+        self._tls = {"ssl_context": self.trusted_cas.ssl_context()}  # one context: the bundle is parsed once
         self._direct = urllib3.PoolManager(num_pools=8, maxsize=self._pool_size, headers=self._headers,
                                            retries=self._retries, **self._tls)
         self._proxies = urllib.request.getproxies()

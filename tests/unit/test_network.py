@@ -42,14 +42,26 @@ def test_without_any_source_both_planes_trust_certifi(bundles):
 
     trusted = resolve_trusted_cas()
     assert trusted == TrustedCAs(path=None, source=DEFAULT_SOURCE)
-    assert trusted.requests_verify() is True  # requests' own default: certifi
-    assert trusted.urllib3_options() == {"cert_reqs": "CERT_REQUIRED", "ca_certs": certifi.where()}
+    context = trusted.ssl_context()
+    assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
+    expected = ssl.create_default_context(cafile=certifi.where()).cert_store_stats()
+    assert context.cert_store_stats() == expected and expected["x509_ca"] > 50
 
 
-def test_a_hashed_folder_is_handed_to_urllib3_as_a_folder(bundles, tmp_path):
-    trusted = resolve_trusted_cas(str(tmp_path))
-    assert trusted.requests_verify() == str(tmp_path)
-    assert trusted.urllib3_options() == {"cert_reqs": "CERT_REQUIRED", "ca_cert_dir": str(tmp_path)}
+def test_one_context_per_bundle_is_made_once_and_shared(bundles, tmp_path):
+    """urllib3 given a bundle path parses the bundle for every new connection; the context is made once."""
+    import trustme
+
+    pem = tmp_path / "one-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(pem))
+    first = resolve_trusted_cas(str(pem)).ssl_context()
+    assert resolve_trusted_cas(str(pem)).ssl_context() is first
+    assert first.cert_store_stats()["x509_ca"] == 1
+
+
+def test_a_hashed_folder_is_a_context_of_that_folder(bundles, tmp_path):
+    context = resolve_trusted_cas(str(tmp_path)).ssl_context()
+    assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
 
 
 def test_a_bundle_that_does_not_exist_is_a_config_error_naming_its_source(bundles, monkeypatch, tmp_path):
