@@ -167,10 +167,10 @@ def test_a_twin_that_keeps_its_renamed_local_name_still_says_why(emu, tmp_path):
                                        "but records no LocalRename (only SyncRun._destination does, for files)")
 def test_a_listed_folder_given_another_local_name_is_reported(emu, tmp_path):
     project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "CON", "children": [_file("y", "3")]}]}]})["p"]
+        {"type": "folder", "name": "CON", "children": [_file("y", "3")]}, _file("other", "o")]}]})["p"]
     folder = emu.resolve(project, "CON")
-    results = download_many([folder], tmp_path, recursive=True, platform=_platform(emu), filesystem_names="windows",
+    results = download_many([folder, emu.resolve(project, "other")], tmp_path, recursive=True, platform=_platform(emu), filesystem_names="windows",
                             on_error="continue", progress=False)
-    assert sorted(local_tree(tmp_path)) == ["CON_/y"]
+    assert sorted(local_tree(tmp_path)) == ["CON_/y", "other"]
     # docs/cli.md: "each renamed file or folder is a `renamed: ...` line"; observed: report.renamed == []
     assert any(line.startswith(f"{folder}: CON -> CON_") for line in results.report.renamed), results.report.renamed
