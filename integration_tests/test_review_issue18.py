@@ -52,20 +52,6 @@ def emu():
         yield emulator
 
 
-@pytest.mark.xfail(strict=True, reason="manifest names are matched exactly (walker._visit `name in "
-                                       "MANIFEST_FILENAMES`, manifest_assembly.write `path.name == fmt.filename`), "
-                                       "not as a case-insensitive filesystem compares them: the manifest is "
-                                       "written onto the remote file's local copy")
-def test_manifest_is_not_written_over_a_remote_file_whose_name_differs_only_in_case(emu, tmp_path):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file("synapse_metadata_manifest.tsv", "remote tsv"), _file("MANIFEST.CSV", "remote csv"),
-        _file("x.txt", "x")]}]})["p"]
-    results = _sync(emu, project, tmp_path, "case", manifest="all")
-    assert {r.status for r in results} == {SyncStatus.DOWNLOADED}
-    # on a case-insensitive filesystem each pair below is one file: the manifest replaced the remote file's bytes
-    assert _folded_twins(tmp_path) == []
-
-
 @pytest.mark.xfail(strict=True, reason="a file named by id goes through SyncRun._destination, which applies "
                                        "legal_form only; TargetDirectory.child refuses RESERVED_NAME exactly, so "
                                        "'.SYNCLIENT' is the index folder's case twin")

@@ -3,7 +3,9 @@ case-folding filesystem): case and Unicode twins, Windows' names, over-long path
 from __future__ import annotations
 
 import csv
+import os
 import unicodedata
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +33,21 @@ def _sync(emu, project, target, names, **kwargs):
 
 def _by_id(results):
     return {r.entity_id: r for r in results}
+
+
+def _fold(name: str) -> str:
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _folded_twins(root: Path):
+    """Entries of one folder that a case- and normalization-insensitive filesystem would take for one."""
+    twins = []
+    for folder, dirs, files in os.walk(root):
+        seen = {}
+        for name in dirs + files:
+            seen.setdefault(_fold(name), []).append(name)
+        twins += [(os.path.relpath(folder, root), sorted(names)) for names in seen.values() if len(names) > 1]
+    return twins
 
 
 @pytest.fixture
@@ -230,3 +247,18 @@ def test_a_keep_both_copy_name_is_not_a_case_twin_of_a_remote_name(emu, tmp_path
     assert sorted(local_tree(tmp_path)) == ["A(1).txt", "a(2).txt", "a.txt"]
     assert (tmp_path / "a.txt").read_text() == "the user's own a"
     assert (tmp_path / "a(2).txt").read_text() == "remote a"
+
+
+def test_no_manifest_is_written_over_a_remote_file_whose_name_differs_from_it_only_in_case(emu, tmp_path):
+    """Review of issue 18: a remote entity takes a manifest's name as the filesystem compares names (the remote
+    entity wins, as with the exact name): on a case-insensitive disk the manifest would replace its bytes."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file("synapse_metadata_manifest.tsv", "remote tsv"), _file("MANIFEST.CSV", "remote csv"),
+        _file("x.txt", "x")]}]})["p"]
+    results = _sync(emu, project, tmp_path, "case", manifest="all", on_error="continue")
+    assert {r.status for r in results} == {SyncStatus.DOWNLOADED}
+    assert _folded_twins(tmp_path) == []
+    assert (tmp_path / "synapse_metadata_manifest.tsv").read_text() == "remote tsv"
+    assert (tmp_path / "MANIFEST.CSV").read_text() == "remote csv"
+    again = _sync(emu, project, tmp_path, "case", manifest="all", on_error="continue")
+    assert {r.status for r in again} == {SyncStatus.SKIPPED} and _folded_twins(tmp_path) == []

@@ -119,8 +119,10 @@ class PathClaims:
         copy = self._index.copy_at(local) if self._index_has_copies else None
         if copy is not None and copy.rel_path != rel_path and copy.local_stat_matches(self._target.root):
             return True
-        if (destination.name in MANIFEST_FILENAMES and not self._index.get_many([rel_path])
-                and (manifest_name_is_ours(destination.name) or local in self._index.manifest_files())):
+        manifest = next((m for m in MANIFEST_FILENAMES if self._names.same_name(destination.name, m)), None)
+        if (manifest is not None and not self._index.get_many([rel_path])
+                and (manifest_name_is_ours(manifest)
+                     or "/".join(local.split("/")[:-1] + [manifest]) in self._index.manifest_files())):
             try:
                 return stat.S_ISREG(os.lstat(destination).st_mode)
             except OSError:

@@ -15,6 +15,7 @@ in memory, so a re-sync of a million-file tree needs no more memory than one of 
 from __future__ import annotations
 
 import json
+import operator
 import os
 import queue
 import shutil
@@ -298,8 +299,9 @@ class LocalIndex:
         found = self._rows("local_path = ? AND local_path != rel_path", (local_path,))
         return found[0] if found else None
 
-    def local_paths_named(self, name: str) -> List[str]:
-        """Local paths (any root) of indexed files called ``name``, in any folder (one scan of the index)."""
+    def local_paths_named(self, name: str, *, same: Callable[[str, str], bool] = operator.eq) -> List[str]:
+        """Local paths (any root) of indexed files called ``name``, in any folder (one scan of the index); ``same``:
+        whether two names are one (the filesystem's comparison; the scan finds names differing in ASCII case)."""
         if self._reader is None:
             return []
         pattern = "%/" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -310,7 +312,7 @@ class LocalIndex:
                     (name, pattern))]
         except sqlite3.Error:
             return []
-        return [path for path in found if path.rpartition("/")[2] == name]  # LIKE ignores ASCII case
+        return [path for path in found if same(path.rpartition("/")[2], name)]  # LIKE ignores ASCII case
 
     def rows_under(self, local_dir: str) -> List[IndexRow]:
         """Committed rows (any root) whose local file is below the local folder ``local_dir``."""

@@ -95,6 +95,10 @@ class FilesystemNames:
             name = unicodedata.normalize("NFC", name.casefold()) if self.normalizes_unicode else name.casefold()
         return name
 
+    def same_name(self, name: str, other: str) -> bool:
+        """Whether this filesystem takes ``name`` and ``other`` for one name (one file of a folder)."""
+        return name == other or self.same_name_key(name) == self.same_name_key(other)
+
     def legal_form(self, name: str) -> str:
         """``name`` as this filesystem can store it (Windows rules, step 1 of the module's doc); else unchanged."""
         return windows_form(name) if self.windows_rules else name

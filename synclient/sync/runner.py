@@ -114,7 +114,7 @@ class SyncRun:
         self.folders = PlainFolders()  # the per-file folder checks; closed with the data client
         self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
                                  outcome=self.outcome, names=names)
-        self.manifests = ManifestAssembly(target=target, index=index, root_id=root_id)
+        self.manifests = ManifestAssembly(target=target, index=index, root_id=root_id, names=names)
         downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
                                 observer=observer, folders=self.folders)
         self.pipeline = FilePipeline(platform=platform, pool=self.pool, broker=self.broker, downloader=downloader,

@@ -134,7 +134,8 @@ class TreeWalker:
     def _visit(self, folder: Folder, header: EntityHeader, local: Optional[LocalName]) -> Optional[FoundFile]:
         """One entry of a listing; ``local``: its local name where names are mapped (None: its remote name)."""
         name = local.name if local is not None else header.name
-        if name in MANIFEST_FILENAMES:  # the remote entity wins its path: no such manifest in this folder
+        if any(self._names.same_name(name, manifest) for manifest in MANIFEST_FILENAMES):
+            # the remote entity wins its path (as the filesystem compares names): no such manifest in this folder
             self.manifest_taken.add(folder.local_dir / name)
         try:
             if header.type is EntityType.FOLDER:
