@@ -52,21 +52,6 @@ def emu():
         yield emulator
 
 
-@pytest.mark.xfail(strict=True, reason="a file named by id goes through SyncRun._destination, which applies "
-                                       "legal_form only; TargetDirectory.child refuses RESERVED_NAME exactly, so "
-                                       "'.SYNCLIENT' is the index folder's case twin")
-def test_a_file_named_by_id_never_gets_the_index_folders_name_as_the_filesystem_compares_it(emu, tmp_path):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file(".SYNCLIENT", "not the index"), _file("other.txt", "o")]}]})["p"]
-    dot = emu.resolve(project, ".SYNCLIENT")
-    results = download_many([dot, emu.resolve(project, "other.txt")], tmp_path, platform=_platform(emu),
-                            filesystem_names="case", on_error="continue", progress=False)
-    mine = [r for r in results if r.entity_id == dot][0]
-    # a case-insensitive filesystem takes '.SYNCLIENT' for the '.synclient' index folder
-    assert _fold(mine.path.name) != ".synclient"
-    assert _folded_twins(tmp_path) == []
-
-
 @pytest.mark.xfail(strict=True, reason="a folder twin's local name changes when its keeper goes (walker maps "
                                        "'data' to 'data' now), but its indexed files stay at 'data (synN)/...' "
                                        "(pipeline treats local_path != destination as a held keep.both copy): one "

@@ -262,3 +262,25 @@ def test_no_manifest_is_written_over_a_remote_file_whose_name_differs_from_it_on
     assert (tmp_path / "MANIFEST.CSV").read_text() == "remote csv"
     again = _sync(emu, project, tmp_path, "case", manifest="all", on_error="continue")
     assert {r.status for r in again} == {SyncStatus.SKIPPED} and _folded_twins(tmp_path) == []
+
+
+def test_an_entity_named_by_id_never_takes_the_index_folders_name_as_the_filesystem_compares_it(emu, tmp_path):
+    """Review of issue 18: '.SYNCLIENT' is the '.synclient' index folder on a case-insensitive disk: a file of a
+    list, a listed folder and a single-file root get '.SYNCLIENT (synN)', as the walker names a child of the root."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file(".SYNCLIENT", "not the index"), _file("other.txt", "o"),
+        {"type": "folder", "name": "sub", "children": [
+            {"type": "folder", "name": ".Synclient", "children": [_file("in.txt", "i")]}]}]}]})["p"]
+    dot, folder = emu.resolve(project, ".SYNCLIENT"), emu.resolve(project, "sub/.Synclient")
+    results = download_many([dot, emu.resolve(project, "other.txt"), folder], tmp_path, recursive=True,
+                            platform=platform_for(emu), filesystem_names="case", on_error="continue",
+                            progress=False)
+    assert not results.failures
+    assert _by_id(results)[dot].path == tmp_path / f".SYNCLIENT ({dot})"
+    assert sorted(local_tree(tmp_path)) == sorted([f".SYNCLIENT ({dot})", "other.txt",
+                                                   f".Synclient ({folder})/in.txt"])
+    assert _folded_twins(tmp_path) == []
+    alone = tmp_path / "alone"
+    single = _sync(emu, dot, alone, "case", on_error="continue")
+    assert [r.path for r in single] == [alone / f".SYNCLIENT ({dot})"] and single[0].renamed
+    assert (alone / f".SYNCLIENT ({dot})").read_text() == "not the index" and _folded_twins(alone) == []

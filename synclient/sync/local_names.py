@@ -322,10 +322,10 @@ def local_names(listing: Iterable[Listed], rules: FilesystemNames, *,
             result[keeper.name] = LocalName(legal, Renaming.WINDOWS if legal != keeper.name else None)
         losers.extend((entry, form, keeper) for entry, form in rest)
     for entry, legal, keeper in sorted(losers, key=lambda loser: (_id_order(loser[0].entity_id), loser[0].name)):
-        name = _with_id(legal, entry.entity_id, is_folder=entry.is_folder)
+        name = with_id(legal, entry.entity_id, is_folder=entry.is_folder)
         n = 2
         while rules.same_name_key(name) in taken:  # a remote name already spelled like this one (rare)
-            name = _with_id(legal, f"{entry.entity_id}-{n}", is_folder=entry.is_folder)
+            name = with_id(legal, f"{entry.entity_id}-{n}", is_folder=entry.is_folder)
             n += 1
         taken.add(rules.same_name_key(name))
         result[entry.name] = LocalName(name, _twin_kind(entry.name, keeper.name if keeper else None, rules),
@@ -333,7 +333,7 @@ def local_names(listing: Iterable[Listed], rules: FilesystemNames, *,
     return result
 
 
-def _with_id(name: str, label: str, *, is_folder: bool) -> str:
+def with_id(name: str, label: str, *, is_folder: bool) -> str:
     """``name (label).ext`` (a folder: ``name (label)``); a hidden file's leading dot is no extension."""
     stem, ext = (name, "") if is_folder else os.path.splitext(name)
     return f"{stem} ({label}){ext}"
