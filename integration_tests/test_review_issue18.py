@@ -52,45 +52,6 @@ def emu():
         yield emulator
 
 
-@pytest.mark.xfail(strict=True, reason="a folder twin's local name changes when its keeper goes (walker maps "
-                                       "'data' to 'data' now), but its indexed files stay at 'data (synN)/...' "
-                                       "(pipeline treats local_path != destination as a held keep.both copy): one "
-                                       "remote folder ends up as two local folders")
-def test_a_folder_twin_whose_keeper_is_deleted_stays_one_local_folder(emu, tmp_path):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "Data", "children": [_file("a.txt", "big")]},
-        {"type": "folder", "name": "data", "children": [_file("b.txt", "small")]}]}]})["p"]
-    big, small = emu.resolve(project, "Data"), emu.resolve(project, "data")
-    assert int(big[3:]) < int(small[3:])
-    _sync(emu, project, tmp_path, "case", delete=True)
-    assert sorted(local_tree(tmp_path)) == ["Data/a.txt", f"data ({small})/b.txt"]
-    emu.delete_entity(big)
-    _sync(emu, project, tmp_path, "case", delete=True)
-    emu.add_file(small, "c.txt", "new")
-    _sync(emu, project, tmp_path, "case", delete=True)
-    tree = local_tree(tmp_path)
-    # observed: ['data (synN)/b.txt', 'data/c.txt'] -- remote folder 'data' split over two local folders
-    assert len({path.rpartition("/")[0] for path in tree}) == 1, tree
-
-
-@pytest.mark.xfail(strict=True, reason="the 'a name that needs no mapping wins' rule renames an existing mapped "
-                                       "folder ('a:b' -> 'a：b (synN)'), but its untouched files stay in 'a：b/' "
-                                       "(held as keep.both copies), which is now the other remote folder's local "
-                                       "folder: two remote folders' files mixed in one local folder")
-def test_a_literal_folder_taking_a_mapped_folders_name_does_not_mix_their_files(emu, tmp_path):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "a:b", "children": [_file("x", "colon x"), _file("y", "colon y")]}]}]})["p"]
-    colon = emu.resolve(project, "a:b")
-    _sync(emu, project, tmp_path, "windows", delete=True)
-    assert sorted(local_tree(tmp_path)) == ["a\uff1ab/x", "a\uff1ab/y"]
-    literal = emu.add_folder(project, "a\uff1ab")
-    emu.add_file(literal, "x", "literal x")
-    _sync(emu, project, tmp_path, "windows", delete=True)
-    # observed: 'a：b/' holds the literal folder's x and the colon folder's y; 'a：b (synN)/' only x
-    tree = sorted(local_tree(tmp_path))  # (manifests not listed)
-    assert tree == sorted(["a\uff1ab/x", f"a\uff1ab ({colon})/x", f"a\uff1ab ({colon})/y"]), tree
-
-
 @pytest.mark.xfail(strict=True, reason="local_names._twin_kind checks NFC equality, then casefold equality, never "
                                        "both: a twin differing in case and normalization is reported as TAKEN")
 def test_a_case_and_unicode_twin_is_reported_as_such(emu, tmp_path):
@@ -113,25 +74,6 @@ def test_mapping_off_is_the_linux_default_and_keeps_every_name(emu, tmp_path, mo
     results = sync_from_platform(project, tmp_path, platform=_platform(emu), progress=False)
     assert sorted(local_tree(tmp_path)) == ["CON", "Case.txt", "a:b", "case.txt"]
     assert all(r.renamed is None for r in results) and results.report.renamed == []
-
-
-@pytest.mark.xfail(strict=True, reason="a twin that keeps its 'name (synN).ext' after its keeper is gone is settled "
-                                       "as a held keep.both copy (pipeline.settle_held_copies); the walker's "
-                                       "LocalName for it is plain now, so FileResult.renamed is None and "
-                                       "report.renamed has no line, though the file is not at its remote name")
-def test_a_twin_that_keeps_its_renamed_local_name_still_says_why(emu, tmp_path):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file("Case.txt", "upper"), _file("case.txt", "lower")]}]})["p"]
-    upper, lower = emu.resolve(project, "Case.txt"), emu.resolve(project, "case.txt")
-    assert int(upper[3:]) < int(lower[3:])
-    _sync(emu, project, tmp_path, "case")
-    emu.delete_entity(upper)
-    results = _sync(emu, project, tmp_path, "case", delete=True)
-    twin = [r for r in results if r.entity_id == lower][0]
-    assert twin.status is SyncStatus.SKIPPED and twin.path.name == f"case ({lower}).txt"  # kept, as documented
-    # observed: renamed None and no report line for a file whose local name is not its remote name
-    assert twin.renamed is not None
-    assert any(line.startswith(f"{lower}: ") for line in results.report.renamed)
 
 
 @pytest.mark.xfail(strict=True, reason="SyncRun.start_sources makes a listed container's folders with legal_form "

@@ -284,3 +284,66 @@ def test_an_entity_named_by_id_never_takes_the_index_folders_name_as_the_filesys
     single = _sync(emu, dot, alone, "case", on_error="continue")
     assert [r.path for r in single] == [alone / f".SYNCLIENT ({dot})"] and single[0].renamed
     assert (alone / f".SYNCLIENT ({dot})").read_text() == "not the index" and _folded_twins(alone) == []
+
+
+def test_a_folder_twin_whose_keeper_is_deleted_keeps_its_local_folder_for_its_new_files(emu, tmp_path):
+    """Review of issue 18: local names are sticky. 'data' got 'data (synN)' beside 'Data'; once 'Data' is gone it
+    keeps that folder (its new files land there too): one remote folder is one local folder."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": "Data", "children": [_file("a.txt", "big")]},
+        {"type": "folder", "name": "data", "children": [_file("b.txt", "small")]}]}]})["p"]
+    big, small = emu.resolve(project, "Data"), emu.resolve(project, "data")
+    assert int(big[3:]) < int(small[3:])
+    _sync(emu, project, tmp_path, "case", delete=True)
+    assert sorted(local_tree(tmp_path)) == ["Data/a.txt", f"data ({small})/b.txt"]
+    emu.delete_entity(big)
+    second = _sync(emu, project, tmp_path, "case", delete=True)
+    assert sorted(local_tree(tmp_path)) == [f"data ({small})/b.txt"]
+    assert any(line.startswith(f"{small}: data -> data ({small}) (it keeps") for line in second.report.renamed)
+    emu.add_file(small, "c.txt", "new")
+    third = _sync(emu, project, tmp_path, "case", delete=True)
+    assert sorted(local_tree(tmp_path)) == [f"data ({small})/b.txt", f"data ({small})/c.txt"]
+    assert {r.status for r in third} == {SyncStatus.SKIPPED, SyncStatus.DOWNLOADED}
+    again = _sync(emu, project, tmp_path, "case", delete=True)
+    assert {r.status for r in again} == {SyncStatus.SKIPPED}
+
+
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_a_literal_lookalike_added_later_never_takes_the_mapped_name_already_there(emu, tmp_path, kind):
+    """Review of issue 18: 'a:b' synced to 'a：b' keeps it when a literal 'a：b' is added: the newcomer gets its id
+    (nothing re-downloaded, no two remote folders' files mixed in one local folder)."""
+    entity = ({"type": "folder", "name": "a:b", "children": [_file("x", "colon x"), _file("y", "colon y")]}
+              if kind == "folder" else _file("a:b", "colon"))
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [entity]}]})["p"]
+    colon = emu.resolve(project, "a:b")
+    _sync(emu, project, tmp_path, "windows", delete=True)
+    if kind == "folder":
+        literal = emu.add_folder(project, "a\uff1ab")
+        fetched = emu.add_file(literal, "x", "literal x")
+        expected = {"a\uff1ab/x": "colon x", "a\uff1ab/y": "colon y", f"a\uff1ab ({literal})/x": "literal x"}
+    else:
+        literal = fetched = emu.add_file(project, "a\uff1ab", "literal")
+        expected = {"a\uff1ab": "colon", f"a\uff1ab ({literal})": "literal"}
+    emu.reset_stats()
+    results = _sync(emu, project, tmp_path, "windows", delete=True)
+    assert {path: (tmp_path / path).read_text() for path in local_tree(tmp_path)} == expected
+    assert [r.entity_id for r in results if r.status is SyncStatus.DOWNLOADED] == [fetched]
+    assert emu.stats()["data_requests"] == 1
+    assert any(line.startswith(f"{colon}: a:b -> a\uff1ab (Windows") for line in results.report.renamed)
+    assert any(line.startswith(f"{literal}: a\uff1ab -> a\uff1ab ({literal})") for line in results.report.renamed)
+    assert {r.status for r in _sync(emu, project, tmp_path, "windows", delete=True)} == {SyncStatus.SKIPPED}
+
+
+def test_a_twin_that_keeps_its_renamed_local_name_still_says_why(emu, tmp_path):
+    """Review of issue 18: its keeper gone, a twin stays at 'name (synN).ext' and its result and report say so."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file("Case.txt", "upper"), _file("case.txt", "lower")]}]})["p"]
+    upper, lower = emu.resolve(project, "Case.txt"), emu.resolve(project, "case.txt")
+    assert int(upper[3:]) < int(lower[3:])
+    _sync(emu, project, tmp_path, "case")
+    emu.delete_entity(upper)
+    results = _sync(emu, project, tmp_path, "case", delete=True)
+    twin = _by_id(results)[lower]
+    assert twin.status is SyncStatus.SKIPPED and twin.path.name == f"case ({lower}).txt"
+    assert twin.renamed and "keeps the local name" in twin.renamed
+    assert any(line.startswith(f"{lower}: case.txt -> case ({lower}).txt") for line in results.report.renamed)

@@ -124,7 +124,8 @@ class SyncRun:
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
                                  on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links, make_room=self.claims.make_room,
-                                 names=names)
+                                 names=names, held_names=index.local_names_in if names.maps_names else None)
+        self.claims.kept_names = self.walker.kept_names  # keep.both copy names avoid names kept in place too
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
         self.renamed: List[Renamed] = []  # entries of a list given another name than their own (start_sources)
         self.renamed_locally: List[LocalRename] = []  # names of a list the local filesystem cannot hold as they are
