@@ -347,3 +347,14 @@ def test_a_twin_that_keeps_its_renamed_local_name_still_says_why(emu, tmp_path):
     assert twin.status is SyncStatus.SKIPPED and twin.path.name == f"case ({lower}).txt"
     assert twin.renamed and "keeps the local name" in twin.renamed
     assert any(line.startswith(f"{lower}: case.txt -> case ({lower}).txt") for line in results.report.renamed)
+
+
+def test_a_twin_differing_in_case_and_unicode_normalization_says_so(emu, tmp_path):
+    """Review of issue 18: 'Café.txt' decomposed and 'café.txt' composed differ in both: the reason names both."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file(unicodedata.normalize("NFD", "Caf\u00e9.txt"), "upper"),
+        _file(unicodedata.normalize("NFC", "caf\u00e9.txt"), "lower")]}]})["p"]
+    results = _sync(emu, project, tmp_path, "case,nfd")
+    renamed = [r.renamed for r in results if r.renamed]
+    assert len(renamed) == 1 and "differs only in case and Unicode normalization" in renamed[0], renamed
+    assert _folded_twins(tmp_path) == []

@@ -70,6 +70,8 @@ class Renaming(enum.Enum):
     WINDOWS = "Windows cannot hold this name"
     CASE_TWIN = "another name of the folder differs only in case, which this filesystem ignores"
     UNICODE_TWIN = "another name of the folder differs only in Unicode normalization, which this filesystem ignores"
+    CASE_AND_UNICODE_TWIN = ("another name of the folder differs only in case and Unicode normalization, which this "
+                             "filesystem ignores")
     TAKEN = "another name of the folder gets this local name"
     RESERVED = "the name is synclient's own here (its index folder)"
     KEPT = "it keeps the local name it already has (given when a twin had its name)"
@@ -409,6 +411,9 @@ def _twin_kind(name: str, keeper: Optional[str], rules: FilesystemNames) -> Rena
         return Renaming.UNICODE_TWIN
     if rules.case_insensitive and name.casefold() == keeper.casefold():
         return Renaming.CASE_TWIN
+    if (rules.case_insensitive and rules.normalizes_unicode is not None
+            and rules.same_name_key(name) == rules.same_name_key(keeper)):
+        return Renaming.CASE_AND_UNICODE_TWIN
     return Renaming.TAKEN
 
 

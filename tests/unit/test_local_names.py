@@ -119,3 +119,12 @@ def test_a_local_name_an_entry_already_has_is_kept_and_newcomers_go_around_it():
     # two entries holding one name as the filesystem compares it: the older keeps it
     kept, _ = names({"A": "A", "a": "a"}, ("A", "syn2"), ("a", "syn1"))
     assert kept == {"a": "a", "A": "A (syn2)"}
+
+
+def test_a_twin_differing_in_case_and_unicode_normalization_is_reported_as_such():
+    rules = FilesystemNames(case_insensitive=True, normalizes_unicode=Normalization.NFD)
+    upper, lower = unicodedata.normalize("NFD", "Caf\u00e9.txt"), unicodedata.normalize("NFC", "caf\u00e9.txt")
+    mapped = local_names([Listed(upper, "syn1"), Listed(lower, "syn2")], rules)
+    assert mapped[upper].renaming is None
+    assert mapped[lower].renaming is Renaming.CASE_AND_UNICODE_TWIN and mapped[lower].twin_of == upper
+    assert "case and Unicode" in mapped[lower].reason()
