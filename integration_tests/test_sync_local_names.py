@@ -358,3 +358,16 @@ def test_a_twin_differing_in_case_and_unicode_normalization_says_so(emu, tmp_pat
     renamed = [r.renamed for r in results if r.renamed]
     assert len(renamed) == 1 and "differs only in case and Unicode normalization" in renamed[0], renamed
     assert _folded_twins(tmp_path) == []
+
+
+def test_a_listed_folder_given_another_local_name_is_reported(emu, tmp_path):
+    """Review of issue 18: a folder named by id ('CON', with recursive) lands at 'CON_' and is a renamed: line."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": "CON", "children": [_file("y", "3")]}, _file("other", "o")]}]})["p"]
+    folder = emu.resolve(project, "CON")
+    results = download_many([folder, emu.resolve(project, "other")], tmp_path, recursive=True,
+                            platform=platform_for(emu), filesystem_names="windows", on_error="continue",
+                            progress=False)
+    assert sorted(local_tree(tmp_path)) == ["CON_/y", "other"]
+    assert [line for line in results.report.renamed if line.startswith(f"{folder}: ")] == [
+        f"{folder}: CON -> CON_ (Windows cannot hold this name)"]

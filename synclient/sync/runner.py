@@ -197,6 +197,11 @@ class SyncRun:
                 self.walker.unvisited.add(container.rel_dir)
                 self.pipeline.entity_failed(container.header, None, exc)
                 continue
+            if self._local(folder) != container.rel_dir:  # a name the filesystem cannot hold as it is
+                renamed = LocalRename(container.header.id, container.rel_dir, self._local(folder),
+                                      Renaming.WINDOWS.value)
+                self.renamed_locally.append(renamed)
+                log.warning("local name: %s", renamed)
             self.walker.walk(container.header, folder, rel_dir=container.rel_dir)
 
     def run(self, start: Callable[["SyncRun"], None]) -> None:
