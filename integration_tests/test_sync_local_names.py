@@ -371,3 +371,14 @@ def test_a_listed_folder_given_another_local_name_is_reported(emu, tmp_path):
     assert sorted(local_tree(tmp_path)) == ["CON_/y", "other"]
     assert [line for line in results.report.renamed if line.startswith(f"{folder}: ")] == [
         f"{folder}: CON -> CON_ (Windows cannot hold this name)"]
+
+
+def test_a_keep_both_copy_name_longer_than_the_filesystem_allows_fails_its_file_only(emu, tmp_path):
+    name = "n" * 16 + ".txt"  # 20 bytes: the limit; its copy name 'nnn...(1).txt' is longer
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file(name, "remote"), _file("ok.txt", "ok")]}]})["p"]
+    (tmp_path / name).write_text("the user's own")
+    results = _sync(emu, project, tmp_path, "max_name=20", if_collision="keep.both", on_error="continue")
+    failed = [r for r in results if r.status is SyncStatus.FAILED]
+    assert len(failed) == 1 and isinstance(failed[0].error, UnsafePathError) and "20" in str(failed[0].error)
+    assert sorted(local_tree(tmp_path)) == [name, "ok.txt"] and (tmp_path / name).read_text() == "the user's own"

@@ -166,6 +166,7 @@ class PathClaims:
         with self._copies_lock:
             taken = self._names_of(destination.parent, parent_id)
             chosen = copy_name(destination, taken=_SameNames(taken, self._names.same_name_key))
+            self._names.check_length(chosen)  # a copy name too long for this filesystem fails its file, as any name
             taken.add(self._names.same_name_key(chosen.name))
             self.claim(chosen, entity_id, copy=True)
         return Decision(Action.KEEP_BOTH, chosen)

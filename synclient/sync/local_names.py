@@ -257,7 +257,11 @@ _CONTROL = re.compile("[\x01-\x1f]")
 
 
 def windows_form(name: str) -> str:
-    """``name`` as Windows can store it (step 1 of the module's doc); a name Windows takes as it is is unchanged."""
+    """``name`` as Windows can store it (step 1 of the module's doc); a name Windows takes as it is is unchanged,
+    and so is a hostile one (empty, ``.``, ``..``, a ``/`` or NUL in it): refused as it is, never mapped into a
+    name that passes (``..`` would become ``.．``)."""
+    if name in ("", ".", "..") or "/" in name or "\x00" in name:
+        return name
     mapped = "".join(WINDOWS_CHARACTERS.get(c, c) for c in name)
     mapped = _CONTROL.sub(lambda m: chr(0x2400 + ord(m.group())), mapped)
     if mapped.endswith("."):
