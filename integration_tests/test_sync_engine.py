@@ -138,7 +138,10 @@ def test_access_denied_file_fails_alone_and_is_reported(tmp_path):
         assert sorted(r.status.value for r in results) == ["failed", "skipped"]
 
 
-def test_hostile_names_never_write_outside_the_target(tmp_path):
+@pytest.mark.parametrize("fs_names", ["none", "case,nfd,windows"])
+def test_hostile_names_never_write_outside_the_target(tmp_path, fs_names):
+    """Hostile names are refused before any mapping of names the filesystem cannot hold ('..' never becomes
+    '.．'); with the mapping, a backslash is a lookalike and case twins get their id."""
     names = ["a/b", "/abs", "nul\x00x", "back\\slash", "Case.txt", "case.txt", "ok.txt"]
     spec = {"projects": [{"name": "p", "children": [
         {"type": "folder", "name": "..", "children": [{"type": "file", "name": "escape.txt", "content": "x"}]},
@@ -148,11 +151,16 @@ def test_hostile_names_never_write_outside_the_target(tmp_path):
     target = tmp_path / "target"
     with Emulator() as emu:
         project = emu.seed_spec(spec)["p"]
-        results = sync_from_platform(project, target, platform=platform_for(emu), on_error="continue")
+        lower = emu.resolve(project, "case.txt")
+        results = sync_from_platform(project, target, platform=platform_for(emu), on_error="continue",
+                                     filesystem_names=fs_names)
     assert sorted(os.listdir(tmp_path)) == sorted(outside_before + ["target"])
-    assert sorted(local_tree(target)) == ["Case.txt", "case.txt", "ok.txt"]
+    if fs_names == "none":
+        assert sorted(local_tree(target)) == ["Case.txt", "case.txt", "ok.txt"]
+    else:
+        assert sorted(local_tree(target)) == sorted(["Case.txt", f"case ({lower}).txt", "back\uff3cslash", "ok.txt"])
     failed = [r for r in results if r.status is SyncStatus.FAILED]
-    assert len(failed) == 6  # 5 unsafe file names + the ".." folder
+    assert len(failed) == (6 if fs_names == "none" else 5)  # unsafe file names (a backslash: mapped) + the ".."
     assert (target / "sub").is_dir()
     assert all(isinstance(r.error, UnsafePathError) for r in failed)
 

@@ -3,7 +3,9 @@ case-folding filesystem): case and Unicode twins, Windows' names, over-long path
 from __future__ import annotations
 
 import csv
+import os
 import unicodedata
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +33,21 @@ def _sync(emu, project, target, names, **kwargs):
 
 def _by_id(results):
     return {r.entity_id: r for r in results}
+
+
+def _fold(name: str) -> str:
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _folded_twins(root: Path):
+    """Entries of one folder that a case- and normalization-insensitive filesystem would take for one."""
+    twins = []
+    for folder, dirs, files in os.walk(root):
+        seen = {}
+        for name in dirs + files:
+            seen.setdefault(_fold(name), []).append(name)
+        twins += [(os.path.relpath(folder, root), sorted(names)) for names in seen.values() if len(names) > 1]
+    return twins
 
 
 @pytest.fixture
@@ -230,3 +247,138 @@ def test_a_keep_both_copy_name_is_not_a_case_twin_of_a_remote_name(emu, tmp_path
     assert sorted(local_tree(tmp_path)) == ["A(1).txt", "a(2).txt", "a.txt"]
     assert (tmp_path / "a.txt").read_text() == "the user's own a"
     assert (tmp_path / "a(2).txt").read_text() == "remote a"
+
+
+def test_no_manifest_is_written_over_a_remote_file_whose_name_differs_from_it_only_in_case(emu, tmp_path):
+    """Review of issue 18: a remote entity takes a manifest's name as the filesystem compares names (the remote
+    entity wins, as with the exact name): on a case-insensitive disk the manifest would replace its bytes."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file("synapse_metadata_manifest.tsv", "remote tsv"), _file("MANIFEST.CSV", "remote csv"),
+        _file("x.txt", "x")]}]})["p"]
+    results = _sync(emu, project, tmp_path, "case", manifest="all", on_error="continue")
+    assert {r.status for r in results} == {SyncStatus.DOWNLOADED}
+    assert _folded_twins(tmp_path) == []
+    assert (tmp_path / "synapse_metadata_manifest.tsv").read_text() == "remote tsv"
+    assert (tmp_path / "MANIFEST.CSV").read_text() == "remote csv"
+    again = _sync(emu, project, tmp_path, "case", manifest="all", on_error="continue")
+    assert {r.status for r in again} == {SyncStatus.SKIPPED} and _folded_twins(tmp_path) == []
+
+
+def test_an_entity_named_by_id_never_takes_the_index_folders_name_as_the_filesystem_compares_it(emu, tmp_path):
+    """Review of issue 18: '.SYNCLIENT' is the '.synclient' index folder on a case-insensitive disk: a file of a
+    list, a listed folder and a single-file root get '.SYNCLIENT (synN)', as the walker names a child of the root."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file(".SYNCLIENT", "not the index"), _file("other.txt", "o"),
+        {"type": "folder", "name": "sub", "children": [
+            {"type": "folder", "name": ".Synclient", "children": [_file("in.txt", "i")]}]}]}]})["p"]
+    dot, folder = emu.resolve(project, ".SYNCLIENT"), emu.resolve(project, "sub/.Synclient")
+    results = download_many([dot, emu.resolve(project, "other.txt"), folder], tmp_path, recursive=True,
+                            platform=platform_for(emu), filesystem_names="case", on_error="continue",
+                            progress=False)
+    assert not results.failures
+    assert _by_id(results)[dot].path == tmp_path / f".SYNCLIENT ({dot})"
+    assert sorted(local_tree(tmp_path)) == sorted([f".SYNCLIENT ({dot})", "other.txt",
+                                                   f".Synclient ({folder})/in.txt"])
+    assert _folded_twins(tmp_path) == []
+    alone = tmp_path / "alone"
+    single = _sync(emu, dot, alone, "case", on_error="continue")
+    assert [r.path for r in single] == [alone / f".SYNCLIENT ({dot})"] and single[0].renamed
+    assert (alone / f".SYNCLIENT ({dot})").read_text() == "not the index" and _folded_twins(alone) == []
+
+
+def test_a_folder_twin_whose_keeper_is_deleted_keeps_its_local_folder_for_its_new_files(emu, tmp_path):
+    """Review of issue 18: local names are sticky. 'data' got 'data (synN)' beside 'Data'; once 'Data' is gone it
+    keeps that folder (its new files land there too): one remote folder is one local folder."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": "Data", "children": [_file("a.txt", "big")]},
+        {"type": "folder", "name": "data", "children": [_file("b.txt", "small")]}]}]})["p"]
+    big, small = emu.resolve(project, "Data"), emu.resolve(project, "data")
+    assert int(big[3:]) < int(small[3:])
+    _sync(emu, project, tmp_path, "case", delete=True)
+    assert sorted(local_tree(tmp_path)) == ["Data/a.txt", f"data ({small})/b.txt"]
+    emu.delete_entity(big)
+    second = _sync(emu, project, tmp_path, "case", delete=True)
+    assert sorted(local_tree(tmp_path)) == [f"data ({small})/b.txt"]
+    assert any(line.startswith(f"{small}: data -> data ({small}) (it keeps") for line in second.report.renamed)
+    emu.add_file(small, "c.txt", "new")
+    third = _sync(emu, project, tmp_path, "case", delete=True)
+    assert sorted(local_tree(tmp_path)) == [f"data ({small})/b.txt", f"data ({small})/c.txt"]
+    assert {r.status for r in third} == {SyncStatus.SKIPPED, SyncStatus.DOWNLOADED}
+    again = _sync(emu, project, tmp_path, "case", delete=True)
+    assert {r.status for r in again} == {SyncStatus.SKIPPED}
+
+
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_a_literal_lookalike_added_later_never_takes_the_mapped_name_already_there(emu, tmp_path, kind):
+    """Review of issue 18: 'a:b' synced to 'a：b' keeps it when a literal 'a：b' is added: the newcomer gets its id
+    (nothing re-downloaded, no two remote folders' files mixed in one local folder)."""
+    entity = ({"type": "folder", "name": "a:b", "children": [_file("x", "colon x"), _file("y", "colon y")]}
+              if kind == "folder" else _file("a:b", "colon"))
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [entity]}]})["p"]
+    colon = emu.resolve(project, "a:b")
+    _sync(emu, project, tmp_path, "windows", delete=True)
+    if kind == "folder":
+        literal = emu.add_folder(project, "a\uff1ab")
+        fetched = emu.add_file(literal, "x", "literal x")
+        expected = {"a\uff1ab/x": "colon x", "a\uff1ab/y": "colon y", f"a\uff1ab ({literal})/x": "literal x"}
+    else:
+        literal = fetched = emu.add_file(project, "a\uff1ab", "literal")
+        expected = {"a\uff1ab": "colon", f"a\uff1ab ({literal})": "literal"}
+    emu.reset_stats()
+    results = _sync(emu, project, tmp_path, "windows", delete=True)
+    assert {path: (tmp_path / path).read_text() for path in local_tree(tmp_path)} == expected
+    assert [r.entity_id for r in results if r.status is SyncStatus.DOWNLOADED] == [fetched]
+    assert emu.stats()["data_requests"] == 1
+    assert any(line.startswith(f"{colon}: a:b -> a\uff1ab (Windows") for line in results.report.renamed)
+    assert any(line.startswith(f"{literal}: a\uff1ab -> a\uff1ab ({literal})") for line in results.report.renamed)
+    assert {r.status for r in _sync(emu, project, tmp_path, "windows", delete=True)} == {SyncStatus.SKIPPED}
+
+
+def test_a_twin_that_keeps_its_renamed_local_name_still_says_why(emu, tmp_path):
+    """Review of issue 18: its keeper gone, a twin stays at 'name (synN).ext' and its result and report say so."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file("Case.txt", "upper"), _file("case.txt", "lower")]}]})["p"]
+    upper, lower = emu.resolve(project, "Case.txt"), emu.resolve(project, "case.txt")
+    assert int(upper[3:]) < int(lower[3:])
+    _sync(emu, project, tmp_path, "case")
+    emu.delete_entity(upper)
+    results = _sync(emu, project, tmp_path, "case", delete=True)
+    twin = _by_id(results)[lower]
+    assert twin.status is SyncStatus.SKIPPED and twin.path.name == f"case ({lower}).txt"
+    assert twin.renamed and "keeps the local name" in twin.renamed
+    assert any(line.startswith(f"{lower}: case.txt -> case ({lower}).txt") for line in results.report.renamed)
+
+
+def test_a_twin_differing_in_case_and_unicode_normalization_says_so(emu, tmp_path):
+    """Review of issue 18: 'Café.txt' decomposed and 'café.txt' composed differ in both: the reason names both."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file(unicodedata.normalize("NFD", "Caf\u00e9.txt"), "upper"),
+        _file(unicodedata.normalize("NFC", "caf\u00e9.txt"), "lower")]}]})["p"]
+    results = _sync(emu, project, tmp_path, "case,nfd")
+    renamed = [r.renamed for r in results if r.renamed]
+    assert len(renamed) == 1 and "differs only in case and Unicode normalization" in renamed[0], renamed
+    assert _folded_twins(tmp_path) == []
+
+
+def test_a_listed_folder_given_another_local_name_is_reported(emu, tmp_path):
+    """Review of issue 18: a folder named by id ('CON', with recursive) lands at 'CON_' and is a renamed: line."""
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": "CON", "children": [_file("y", "3")]}, _file("other", "o")]}]})["p"]
+    folder = emu.resolve(project, "CON")
+    results = download_many([folder, emu.resolve(project, "other")], tmp_path, recursive=True,
+                            platform=platform_for(emu), filesystem_names="windows", on_error="continue",
+                            progress=False)
+    assert sorted(local_tree(tmp_path)) == ["CON_/y", "other"]
+    assert [line for line in results.report.renamed if line.startswith(f"{folder}: ")] == [
+        f"{folder}: CON -> CON_ (Windows cannot hold this name)"]
+
+
+def test_a_keep_both_copy_name_longer_than_the_filesystem_allows_fails_its_file_only(emu, tmp_path):
+    name = "n" * 16 + ".txt"  # 20 bytes: the limit; its copy name 'nnn...(1).txt' is longer
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        _file(name, "remote"), _file("ok.txt", "ok")]}]})["p"]
+    (tmp_path / name).write_text("the user's own")
+    results = _sync(emu, project, tmp_path, "max_name=20", if_collision="keep.both", on_error="continue")
+    failed = [r for r in results if r.status is SyncStatus.FAILED]
+    assert len(failed) == 1 and isinstance(failed[0].error, UnsafePathError) and "20" in str(failed[0].error)
+    assert sorted(local_tree(tmp_path)) == [name, "ok.txt"] and (tmp_path / name).read_text() == "the user's own"

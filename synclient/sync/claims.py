@@ -50,6 +50,8 @@ class PathClaims:
         self._lock = threading.Lock()
         # folder -> its remote entities' local names + copies chosen (keep.both), as the filesystem compares them
         self._folder_names: Dict[Path, Set[str]] = {}
+        # local folder -> keys of names its remote entities keep where the plain mapping differs (the walker's)
+        self.kept_names: Dict[Path, Set[str]] = {}
         self._copies_lock = threading.Lock()
         self._abandoned: Set[str] = set()  # local paths of copies whose name a remote entity now has
         self._displaced: Set[str] = set()  # local paths of copies that a remote file of that name replaces
@@ -119,8 +121,10 @@ class PathClaims:
         copy = self._index.copy_at(local) if self._index_has_copies else None
         if copy is not None and copy.rel_path != rel_path and copy.local_stat_matches(self._target.root):
             return True
-        if (destination.name in MANIFEST_FILENAMES and not self._index.get_many([rel_path])
-                and (manifest_name_is_ours(destination.name) or local in self._index.manifest_files())):
+        manifest = next((m for m in MANIFEST_FILENAMES if self._names.same_name(destination.name, m)), None)
+        if (manifest is not None and not self._index.get_many([rel_path])
+                and (manifest_name_is_ours(manifest)
+                     or "/".join(local.split("/")[:-1] + [manifest]) in self._index.manifest_files())):
             try:
                 return stat.S_ISREG(os.lstat(destination).st_mode)
             except OSError:
@@ -143,7 +147,7 @@ class PathClaims:
         names this run chose there. Call with ``_copies_lock`` held."""
         names = self._folder_names.get(folder)
         if names is None:
-            names = self._folder_names[folder] = self._remote_names(parent_id)
+            names = self._folder_names[folder] = self._remote_names(parent_id) | self.kept_names.get(folder, set())
         return names
 
     def copy_name_taken(self, copy: IndexRow, folder: Path, parent_id: Optional[str]) -> bool:
@@ -162,6 +166,7 @@ class PathClaims:
         with self._copies_lock:
             taken = self._names_of(destination.parent, parent_id)
             chosen = copy_name(destination, taken=_SameNames(taken, self._names.same_name_key))
+            self._names.check_length(chosen)  # a copy name too long for this filesystem fails its file, as any name
             taken.add(self._names.same_name_key(chosen.name))
             self.claim(chosen, entity_id, copy=True)
         return Decision(Action.KEEP_BOTH, chosen)

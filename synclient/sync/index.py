@@ -15,6 +15,7 @@ in memory, so a re-sync of a million-file tree needs no more memory than one of 
 from __future__ import annotations
 
 import json
+import operator
 import os
 import queue
 import shutil
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Literal, Optional, Set, Tuple, overload
 
@@ -94,6 +95,15 @@ _ROW_COLUMNS = IndexRow.__slots__
 _COLUMNS = _ROW_COLUMNS + ("annotations", "synced_at")
 _SELECT = f"SELECT {', '.join(_ROW_COLUMNS)} FROM files"
 _MAX_KEYS_PER_QUERY = 500  # well below SQLite's bound on query parameters (999 in older builds)
+
+
+@dataclass
+class LocalNamesHeld:
+    """What :meth:`LocalIndex.local_names_in` found: remote name -> (entity id, version, local name) of files, remote
+    name -> local name of folders."""
+
+    files: Dict[str, Tuple[str, Optional[int], str]] = field(default_factory=dict)
+    folders: Dict[str, str] = field(default_factory=dict)
 
 
 def _below(folder: str) -> Tuple[str, str]:
@@ -298,8 +308,9 @@ class LocalIndex:
         found = self._rows("local_path = ? AND local_path != rel_path", (local_path,))
         return found[0] if found else None
 
-    def local_paths_named(self, name: str) -> List[str]:
-        """Local paths (any root) of indexed files called ``name``, in any folder (one scan of the index)."""
+    def local_paths_named(self, name: str, *, same: Callable[[str, str], bool] = operator.eq) -> List[str]:
+        """Local paths (any root) of indexed files called ``name``, in any folder (one scan of the index); ``same``:
+        whether two names are one (the filesystem's comparison; the scan finds names differing in ASCII case)."""
         if self._reader is None:
             return []
         pattern = "%/" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -310,11 +321,46 @@ class LocalIndex:
                     (name, pattern))]
         except sqlite3.Error:
             return []
-        return [path for path in found if path.rpartition("/")[2] == name]  # LIKE ignores ASCII case
+        return [path for path in found if same(path.rpartition("/")[2], name)]  # LIKE ignores ASCII case
 
     def rows_under(self, local_dir: str) -> List[IndexRow]:
         """Committed rows (any root) whose local file is below the local folder ``local_dir``."""
         return self._rows("local_path >= ? AND local_path < ?", _below(local_dir))
+
+    def local_names_in(self, rel_dir: str, local_dir: str) -> "LocalNamesHeld":
+        """The local names that the entries of the remote folder ``rel_dir`` (local folder ``local_dir``; '' for the
+        target itself) have in the index, where they are not their remote names: a file's (by its remote name: its
+        entity id, version and local name) and a folder's (the local folder where most of its files are). One
+        grouped query; rows whose local path is their remote path are not read."""
+        held = LocalNamesHeld()
+        if self._reader is None:
+            return held
+        rel_prefix, local_prefix = (f"{rel_dir}/" if rel_dir else ""), (f"{local_dir}/" if local_dir else "")
+        where = ["local_path != rel_path"]
+        params: List[object] = [len(rel_prefix) + 1, len(local_prefix) + 1]
+        for column, folder in (("rel_path", rel_dir), ("local_path", local_dir)):
+            if folder:
+                where.append(f"{column} >= ? AND {column} < ?")
+                params.extend(_below(folder))
+        query = (
+            "WITH r AS (SELECT substr(rel_path, ?) AS rr, substr(local_path, ?) AS lr, entity_id, version FROM files "
+            f"WHERE {' AND '.join(where)}) "
+            "SELECT CASE WHEN instr(rr, '/') THEN substr(rr, 1, instr(rr, '/') - 1) ELSE rr END, "
+            "CASE WHEN instr(lr, '/') THEN substr(lr, 1, instr(lr, '/') - 1) ELSE lr END, "
+            "instr(rr, '/') = 0 AND instr(lr, '/') = 0, "
+            "CASE WHEN instr(rr, '/') = 0 THEN entity_id END, CASE WHEN instr(rr, '/') = 0 THEN version END, "
+            "count(*) FROM r WHERE (instr(rr, '/') = 0) = (instr(lr, '/') = 0) GROUP BY 1, 2, 3, 4, 5")
+        try:
+            with self._reader_lock:
+                found = self._reader.execute(query, params).fetchall()
+        except sqlite3.Error:
+            return held
+        for remote, local, is_file, entity_id, version, count in sorted(found, key=lambda f: (-f[5], f[1])):
+            if is_file:
+                held.files[remote] = (entity_id, version, local)
+            else:
+                held.folders.setdefault(remote, local)  # the local folder where most of its files are
+        return held
 
     def rows_in(self, folder: str) -> List[IndexRow]:
         """Committed rows (any root) whose remote path or local file is directly in the '/'-separated ``folder``

@@ -16,9 +16,15 @@ local names, deterministically:
    already have); every other twin gets its entity id before its extension, ``case (syn456).txt`` (a folder:
    ``Data (syn456)``), the format synclient already uses for the entries of a list that share a name.
 
-The mapping depends only on the folder's set of (name, id) pairs, never on the listing's order, so a re-sync maps
-every name the same way. Each renamed entity is reported (:class:`LocalRename`); the index keeps the remote path
-and the local one, and the manifests list the remote name with the local path.
+3. Sticky names: an entry that already has a local name (the index's: a file at the version fetched, a folder
+   where its files are) keeps it while that is still one of its forms (its legal form, or that with its id) and
+   no older entry keeps the same name; the others are mapped as above around the names kept. So a newcomer never
+   renames what is there, and a folder twin whose keeper goes stays in its local folder.
+
+The mapping depends only on the folder's set of (name, id) pairs and the local names they have, never on the
+listing's order, so a re-sync maps every name the same way. Each renamed entity is reported
+(:class:`LocalRename`); the index keeps the remote path and the local one, and the manifests list the remote name
+with the local path.
 """
 from __future__ import annotations
 
@@ -64,8 +70,11 @@ class Renaming(enum.Enum):
     WINDOWS = "Windows cannot hold this name"
     CASE_TWIN = "another name of the folder differs only in case, which this filesystem ignores"
     UNICODE_TWIN = "another name of the folder differs only in Unicode normalization, which this filesystem ignores"
+    CASE_AND_UNICODE_TWIN = ("another name of the folder differs only in case and Unicode normalization, which this "
+                             "filesystem ignores")
     TAKEN = "another name of the folder gets this local name"
     RESERVED = "the name is synclient's own here (its index folder)"
+    KEPT = "it keeps the local name it already has (given when a twin had its name)"
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,10 @@ class FilesystemNames:
         if self.case_insensitive:
             name = unicodedata.normalize("NFC", name.casefold()) if self.normalizes_unicode else name.casefold()
         return name
+
+    def same_name(self, name: str, other: str) -> bool:
+        """Whether this filesystem takes ``name`` and ``other`` for one name (one file of a folder)."""
+        return name == other or self.same_name_key(name) == self.same_name_key(other)
 
     def legal_form(self, name: str) -> str:
         """``name`` as this filesystem can store it (Windows rules, step 1 of the module's doc); else unchanged."""
@@ -244,7 +257,11 @@ _CONTROL = re.compile("[\x01-\x1f]")
 
 
 def windows_form(name: str) -> str:
-    """``name`` as Windows can store it (step 1 of the module's doc); a name Windows takes as it is is unchanged."""
+    """``name`` as Windows can store it (step 1 of the module's doc); a name Windows takes as it is is unchanged,
+    and so is a hostile one (empty, ``.``, ``..``, a ``/`` or NUL in it): refused as it is, never mapped into a
+    name that passes (``..`` would become ``.．``)."""
+    if name in ("", ".", "..") or "/" in name or "\x00" in name:
+        return name
     mapped = "".join(WINDOWS_CHARACTERS.get(c, c) for c in name)
     mapped = _CONTROL.sub(lambda m: chr(0x2400 + ord(m.group())), mapped)
     if mapped.endswith("."):
@@ -293,11 +310,14 @@ class LocalRename:
         return f"{self.entity_id}: {self.remote_path} -> {self.local_path} ({self.reason})"
 
 
-def local_names(listing: Iterable[Listed], rules: FilesystemNames, *,
-                reserved: Iterable[str] = ()) -> Dict[str, LocalName]:
+def local_names(listing: Iterable[Listed], rules: FilesystemNames, *, reserved: Iterable[str] = (),
+                current: Optional[Dict[str, str]] = None) -> Dict[str, LocalName]:
     """Remote name -> local name for every entry of one folder's listing (the whole folder: a twin may be on any
-    page), under ``rules``; ``reserved``: names no entry may take (synclient's index folder at the target's top).
-    Deterministic: depends on the set of entries, not their order (see the module's doc)."""
+    page), under ``rules``; ``reserved``: names no entry may take (synclient's index folder at the target's top);
+    ``current``: remote name -> the local name that entry already has (the index's). Local names are sticky: an
+    entry keeps the local name it has while that is still one the mapping could give it (its legal form, or that
+    with its id) and no older entry keeps the same name; the others are mapped as the module's doc says around the
+    names kept. Deterministic: depends on the set of entries (and ``current``), not their order."""
     entries = list(listing)
     if not rules.maps_names:
         return {entry.name: LocalName(entry.name) for entry in entries}
@@ -306,22 +326,32 @@ def local_names(listing: Iterable[Listed], rules: FilesystemNames, *,
         legal = rules.legal_form(entry.name)
         groups.setdefault(rules.same_name_key(legal), []).append((entry, legal))
     taken = {rules.same_name_key(name) for name in reserved}
+    reserved_keys = set(taken)
+    holder: Dict[str, Listed] = {}  # local name's key -> the entry that has it
+    kept = _kept_names(entries, rules, current or {}, taken, holder)
     result: Dict[str, LocalName] = {}
-    losers: List[Tuple[Listed, str, Listed]] = []  # (entry, its legal form, the entry that kept the name)
+    losers: List[Tuple[Listed, str, Optional[Listed]]] = []  # (entry, its legal form, the entry that has the name)
     for key in sorted(groups):
-        members = sorted(groups[key], key=lambda m: (m[1] != m[0].name, _id_order(m[0].entity_id), m[0].name))
+        members = [m for m in sorted(groups[key], key=lambda m: (m[1] != m[0].name, _id_order(m[0].entity_id),
+                                                                 m[0].name)) if m[0].name not in kept]
+        if not members:
+            continue
         (keeper, legal), rest = members[0], members[1:]
-        if key in taken:  # a reserved name: every member is renamed
-            rest, keeper = members, None
+        if key in taken:  # a reserved name, or one an entry keeps: every other member is renamed
+            rest, keeper = members, holder.get(key)
         else:
             taken.add(key)
+            holder[key] = keeper
             result[keeper.name] = LocalName(legal, Renaming.WINDOWS if legal != keeper.name else None)
         losers.extend((entry, form, keeper) for entry, form in rest)
+    for entry in entries:
+        if entry.name in kept:
+            result[entry.name] = _kept_reason(entry, kept[entry.name], rules, holder, reserved_keys)
     for entry, legal, keeper in sorted(losers, key=lambda loser: (_id_order(loser[0].entity_id), loser[0].name)):
-        name = _with_id(legal, entry.entity_id, is_folder=entry.is_folder)
+        name = with_id(legal, entry.entity_id, is_folder=entry.is_folder)
         n = 2
         while rules.same_name_key(name) in taken:  # a remote name already spelled like this one (rare)
-            name = _with_id(legal, f"{entry.entity_id}-{n}", is_folder=entry.is_folder)
+            name = with_id(legal, f"{entry.entity_id}-{n}", is_folder=entry.is_folder)
             n += 1
         taken.add(rules.same_name_key(name))
         result[entry.name] = LocalName(name, _twin_kind(entry.name, keeper.name if keeper else None, rules),
@@ -329,7 +359,49 @@ def local_names(listing: Iterable[Listed], rules: FilesystemNames, *,
     return result
 
 
-def _with_id(name: str, label: str, *, is_folder: bool) -> str:
+def _kept_names(entries: List[Listed], rules: FilesystemNames, current: Dict[str, str], taken: set,
+                holder: Dict[str, Listed]) -> Dict[str, str]:
+    """Remote name -> the local name it keeps (see :func:`local_names`), oldest entry first; ``taken`` and
+    ``holder`` get each kept name's key."""
+    kept: Dict[str, str] = {}
+    for entry in sorted((e for e in entries if e.name in current), key=lambda e: (_id_order(e.entity_id), e.name)):
+        name, legal = current[entry.name], rules.legal_form(entry.name)
+        key = rules.same_name_key(name)
+        if name != legal and not _is_id_form(name, legal, entry):
+            continue  # not a name the mapping gives this entry (a keep.both copy's, another rule's): not kept
+        if rules.legal_form(name) != name or key in taken:
+            continue
+        taken.add(key)
+        holder[key] = entry
+        kept[entry.name] = name
+    return kept
+
+
+def _is_id_form(name: str, legal: str, entry: Listed) -> bool:
+    """Whether ``name`` is ``legal`` with ``entry``'s id in it (``case (syn4).txt``, ``case (syn4-2).txt``)."""
+    stem, ext = (legal, "") if entry.is_folder else os.path.splitext(legal)
+    pattern = f"{re.escape(stem)} \\({re.escape(entry.entity_id)}(-[0-9]+)?\\){re.escape(ext)}"
+    return re.fullmatch(pattern, name) is not None
+
+
+def _kept_reason(entry: Listed, name: str, rules: FilesystemNames, holder: Dict[str, Listed],
+                 reserved_keys: set) -> LocalName:
+    """The :class:`LocalName` of an entry that keeps ``name``: why it is not the remote name, if it is not."""
+    legal = rules.legal_form(entry.name)
+    if name == entry.name:
+        return LocalName(name)
+    if name == legal:
+        return LocalName(name, Renaming.WINDOWS)
+    key = rules.same_name_key(legal)
+    if key in reserved_keys:
+        return LocalName(name, Renaming.RESERVED)
+    other = holder.get(key)
+    if other is None or other is entry:  # no twin has the name now: the entry stays where it is
+        return LocalName(name, Renaming.KEPT)
+    return LocalName(name, _twin_kind(entry.name, other.name, rules), other.name)
+
+
+def with_id(name: str, label: str, *, is_folder: bool) -> str:
     """``name (label).ext`` (a folder: ``name (label)``); a hidden file's leading dot is no extension."""
     stem, ext = (name, "") if is_folder else os.path.splitext(name)
     return f"{stem} ({label}){ext}"
@@ -343,6 +415,9 @@ def _twin_kind(name: str, keeper: Optional[str], rules: FilesystemNames) -> Rena
         return Renaming.UNICODE_TWIN
     if rules.case_insensitive and name.casefold() == keeper.casefold():
         return Renaming.CASE_TWIN
+    if (rules.case_insensitive and rules.normalizes_unicode is not None
+            and rules.same_name_key(name) == rules.same_name_key(keeper)):
+        return Renaming.CASE_AND_UNICODE_TWIN
     return Renaming.TAKEN
 
 

@@ -17,6 +17,7 @@ from typing import AbstractSet, Dict, Iterable, Iterator, List, Mapping, Set
 
 from synclient.sync.deletion import remove_stale_manifest
 from synclient.sync.index import LocalIndex
+from synclient.sync.local_names import FilesystemNames
 from synclient.sync.manifest import ManifestFormat, ManifestMode, ManifestRow, Provenance, write_manifests
 from synclient.sync.paths import TargetDirectory
 
@@ -26,8 +27,10 @@ log = logging.getLogger("synclient.sync")
 class ManifestAssembly:
     """What the manifests of one run list, gathered while the run goes (thread-safe), written once at its end."""
 
-    def __init__(self, *, target: TargetDirectory, index: LocalIndex, root_id: str) -> None:
+    def __init__(self, *, target: TargetDirectory, index: LocalIndex, root_id: str,
+                 names: FilesystemNames = FilesystemNames()) -> None:
         self._target = target
+        self._names = names  # a remote entity takes a manifest's name as the filesystem compares names
         self._index = index
         self._root_id = root_id
         self._lock = threading.Lock()
@@ -69,8 +72,10 @@ class ManifestAssembly:
         # a remote entity named like a manifest, listed now or indexed from before: it keeps its path
         taken: Dict[ManifestFormat, Set[Path]] = {}
         for fmt in ManifestFormat:
-            indexed = {root / path for path in self._index.local_paths_named(fmt.filename)}
-            taken[fmt] = {path.parent for path in set(manifest_taken) | indexed if path.name == fmt.filename}
+            named = self._index.local_paths_named(fmt.filename, same=self._names.same_name)
+            indexed = {root / path for path in named}
+            taken[fmt] = {path.parent for path in set(manifest_taken) | indexed
+                          if self._names.same_name(path.name, fmt.filename)}
             for folder in sorted(taken[fmt]) if fmt in formats else ():
                 log.warning("%s has a remote entity named %s; no manifest is written there", folder, fmt.filename)
         written, failures = write_manifests(lambda: self.rows(listed_paths), root, mode, formats=formats,

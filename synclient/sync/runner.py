@@ -31,11 +31,11 @@ from synclient.sync.dry_run import SyncPlan
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.index import LocalIndex
 from synclient.sync.leftovers import sweep_run_partials
-from synclient.sync.local_names import FilesystemNames, LocalRename, Renaming
+from synclient.sync.local_names import FilesystemNames, LocalRename, Renaming, with_id
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
-from synclient.sync.paths import TargetDirectory
+from synclient.sync.paths import RESERVED_NAME, TargetDirectory
 from synclient.sync.pipeline import FilePipeline
 from synclient.sync.queries import ViewRows, select, table_of
 from synclient.sync.sources import Renamed, SourcePlan, check_container_ref, plan_sources
@@ -114,7 +114,7 @@ class SyncRun:
         self.folders = PlainFolders()  # the per-file folder checks; closed with the data client
         self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
                                  outcome=self.outcome, names=names)
-        self.manifests = ManifestAssembly(target=target, index=index, root_id=root_id)
+        self.manifests = ManifestAssembly(target=target, index=index, root_id=root_id, names=names)
         downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
                                 observer=observer, folders=self.folders)
         self.pipeline = FilePipeline(platform=platform, pool=self.pool, broker=self.broker, downloader=downloader,
@@ -124,7 +124,8 @@ class SyncRun:
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
                                  on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links, make_room=self.claims.make_room,
-                                 names=names)
+                                 names=names, held_names=index.local_names_in if names.maps_names else None)
+        self.claims.kept_names = self.walker.kept_names  # keep.both copy names avoid names kept in place too
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
         self.renamed: List[Renamed] = []  # entries of a list given another name than their own (start_sources)
         self.renamed_locally: List[LocalRename] = []  # names of a list the local filesystem cannot hold as they are
@@ -137,25 +138,28 @@ class SyncRun:
         if version is not None:
             root = replace(root, version_number=version)
         self.pipeline.named_files.add(root.name)
-        destination = self._destination(root, root.name)  # a refused name fails the run, as a bad root does
-        self.pipeline.files_found([FoundFile(root, destination, root.name, None,
-                                             Renaming.WINDOWS.value if destination.name != root.name else "")])
+        destination, reason = self._destination(root, root.name)  # a refused name fails the run, as a bad root does
+        self.pipeline.files_found([FoundFile(root, destination, root.name, None, reason)])
 
-    def _destination(self, header: EntityHeader, rel_path: str) -> Path:
+    def _destination(self, header: EntityHeader, rel_path: str) -> Tuple[Path, str]:
         """The local path of a file named by id (a file root, an entry of a list), its folders made: each name in
         the form the local filesystem can hold (Windows' rules, local_names.py; twins among a list's entries are
-        its own renamings', sources.py), reported when that is not the remote name."""
+        its own renamings', sources.py), reported when that is not the remote name; and why ("": it is)."""
         folder = self.target.root
         *folders, name = rel_path.split("/")
         for part in folders:
             folder = self.target.make_folder(folder, self.names.legal_form(part))
-        destination = self.names.check_length(self.target.child(folder, self.names.legal_form(name)))
+        legal, reason = self.names.legal_form(name), Renaming.WINDOWS
+        if not folders and self.names.maps_names and self.names.same_name(legal, RESERVED_NAME):
+            # the index folder's twin (".SYNCLIENT" on a case-insensitive disk): the index keeps its name
+            legal, reason = with_id(legal, header.id, is_folder=False), Renaming.RESERVED
+        destination = self.names.check_length(self.target.child(folder, legal))
         local = self._local(destination)
         if local != rel_path:
-            renamed = LocalRename(header.id, rel_path, local, Renaming.WINDOWS.value)
+            renamed = LocalRename(header.id, rel_path, local, reason.value)
             self.renamed_locally.append(renamed)
             log.warning("local name: %s", renamed)
-        return destination
+        return destination, reason.value if destination.name != name else ""
 
     def start_files(self, files: Sequence[Tuple[EntityHeader, str]]) -> None:
         """A list of files, each at its own '/'-separated path under the target (its folders made here): straight
@@ -165,10 +169,8 @@ class SyncRun:
         found = []
         for header, rel_path in wanted:
             try:
-                destination = self._destination(header, rel_path)
-                renamed = destination.name != rel_path.rpartition("/")[2]
-                found.append(FoundFile(header, destination, rel_path, None,
-                                       Renaming.WINDOWS.value if renamed else ""))
+                destination, reason = self._destination(header, rel_path)
+                found.append(FoundFile(header, destination, rel_path, None, reason))
             except SynclientError as exc:
                 self.pipeline.entity_failed(header, None, exc)
         for start in range(0, len(found), _FILES_PER_BATCH):
@@ -179,7 +181,8 @@ class SyncRun:
         index: what failed to resolve is reported, each project or folder is walked into its own sub-folder, the
         files go as :meth:`start_files`."""
         layout = plan.laid_out(self.index.rows_in,
-                               same_name=lambda name: self.names.same_name_key(self.names.legal_form(name)))
+                               same_name=lambda name: self.names.same_name_key(self.names.legal_form(name)),
+                               reserved=(RESERVED_NAME,) if self.names.maps_names else ())
         self.renamed = layout.renamed
         self.pipeline.known.update(plan.known_files)
         for header, error in plan.refused:
@@ -194,6 +197,11 @@ class SyncRun:
                 self.walker.unvisited.add(container.rel_dir)
                 self.pipeline.entity_failed(container.header, None, exc)
                 continue
+            if self._local(folder) != container.rel_dir:  # a name the filesystem cannot hold as it is
+                renamed = LocalRename(container.header.id, container.rel_dir, self._local(folder),
+                                      Renaming.WINDOWS.value)
+                self.renamed_locally.append(renamed)
+                log.warning("local name: %s", renamed)
             self.walker.walk(container.header, folder, rel_dir=container.rel_dir)
 
     def run(self, start: Callable[["SyncRun"], None]) -> None:

@@ -114,15 +114,16 @@ class SourcePlan:
         only = self.entries[0] if len(self.entries) == 1 and not self.refused else None
         return only.header if only is not None and only.kind is EntryKind.CONTAINER and self.standalone else None
 
-    def laid_out(self, rows_in: RowsIn, *, same_name: SameName = str) -> Layout:
+    def laid_out(self, rows_in: RowsIn, *, same_name: SameName = str, reserved: Sequence[str] = ()) -> Layout:
         """Every entry named (see the module docstring), against the target's index (``rows_in``). ``same_name``:
         what the local filesystem compares of a name (two names with one value are one file there: case- or
-        Unicode-insensitive folders; see :mod:`synclient.sync.local_names`)."""
+        Unicode-insensitive folders; see :mod:`synclient.sync.local_names`); ``reserved``: names no entry at the
+        target's top may take (synclient's index folder, as the filesystem compares names)."""
         layout = Layout()
         if self.one_container is not None:
             layout.containers.append(ListedContainer(self.one_container, ""))
             return layout
-        _name_folder(self.entries, "", rows_in, layout, same_name)
+        _name_folder(self.entries, "", rows_in, layout, same_name, reserved)
         return layout
 
 
@@ -239,9 +240,10 @@ def _add_items(platform: Platform, holders: Sequence[Tuple[EntityHeader, Optiona
 class _Names:
     """The names of one folder: those this run gave, and those the index holds (name -> entity ids there)."""
 
-    def __init__(self, rows: Sequence[IndexRow], folder: str, same_name: SameName = str) -> None:
+    def __init__(self, rows: Sequence[IndexRow], folder: str, same_name: SameName = str,
+                 reserved: Sequence[str] = ()) -> None:
         self._same = same_name  # names are compared as the local filesystem compares them
-        self.given: Set[str] = set()
+        self.given: Set[str] = {same_name(name) for name in reserved}
         self.given_to: Dict[str, Set[str]] = {}  # entity id -> names this run gave it here
         self.held: Dict[str, Set[str]] = {}
         prefix = f"{folder}/" if folder else ""
@@ -286,8 +288,8 @@ def _candidates(name: str, header: EntityHeader, *, is_folder: bool, versioned_f
 
 
 def _name_folder(entries: Sequence[Entry], folder: str, rows_in: RowsIn, layout: Layout,
-                 same_name: SameName = str) -> None:
-    names = _Names(rows_in(folder), folder, same_name)
+                 same_name: SameName = str, reserved: Sequence[str] = ()) -> None:
+    names = _Names(rows_in(folder), folder, same_name, reserved)
     for entry in entries:
         given = names.name_for(entry)
         path = _join(folder, given)

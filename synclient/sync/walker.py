@@ -22,6 +22,7 @@ from synclient.client import Platform
 from synclient.errors import FileInTheWayError, SynclientError, UnsafePathError
 from synclient.models import EntityHeader, EntityType
 from synclient.sync.filters import PathFilter
+from synclient.sync.index import LocalNamesHeld
 from synclient.sync.local_names import FilesystemNames, Listed, LocalName, LocalRename, local_names
 from synclient.sync.manifest import MANIFEST_FILENAMES
 from synclient.sync.paths import RESERVED_NAME, TargetDirectory
@@ -43,6 +44,7 @@ class FoundFile(NamedTuple):
 FilesFound = Callable[[List[FoundFile]], None]  # the files of one listing page at a time
 EntityFailed = Callable[[EntityHeader, Optional[Path], SynclientError], None]
 MakeRoom = Callable[[str, Path], bool]  # (rel path, local path) of a file in a remote folder's way: removed?
+HeldNames = Callable[[str, str], LocalNamesHeld]  # (rel dir, local dir) -> local names the index holds there
 _FILES_PER_CALL = 500  # files handed to the runner at once (one index query each): a listing page's worth
 
 
@@ -63,7 +65,7 @@ class TreeWalker:
     def __init__(self, *, platform: Platform, pool: TaskPool, target: TargetDirectory, on_files: FilesFound,
                  on_failure: EntityFailed, path_filter: PathFilter = PathFilter(),
                  follow_links: bool = False, make_room: Optional[MakeRoom] = None,
-                 names: FilesystemNames = FilesystemNames()) -> None:
+                 names: FilesystemNames = FilesystemNames(), held_names: Optional[HeldNames] = None) -> None:
         self._platform = platform
         self._pool = pool
         self._target = target
@@ -74,6 +76,7 @@ class TreeWalker:
         self._include = (EntityType.FOLDER, EntityType.FILE) + ((EntityType.LINK,) if follow_links else ())
         self._make_room = make_room
         self._names = names
+        self._held_names = held_names  # local names are sticky: what each entry has now (mapped names only)
         self._gathered: Dict[str, List[EntityHeader]] = {}  # rel dir -> headers of the pages listed so far
         self._gathered_lock = threading.Lock()
         # What the rest of the run needs to know about folders (folders only: small even for huge trees). Each set
@@ -83,6 +86,8 @@ class TreeWalker:
         self.manifest_taken: Set[Path] = set()  # local paths of remote children named like a manifest
         self.folder_ids: Dict[str, str] = {}  # rel path -> id of every folder found (via a link: its target)
         self.renamed: List[LocalRename] = []  # entities given another local name than their remote one
+        # local folder -> keys of the local names entries kept there though the plain mapping would differ
+        self.kept_names: Dict[Path, Set[str]] = {}
 
     def walk(self, container: EntityHeader, local_dir: Path, *, rel_dir: str = "") -> None:
         """Start listing ``container`` into ``local_dir``, its files' paths under ``rel_dir`` ('' for the sync root;
@@ -126,15 +131,40 @@ class TreeWalker:
         with self._gathered_lock:
             every = self._gathered.pop(folder.rel_dir, [])
         reserved = (RESERVED_NAME,) if folder.local_dir == self._target.root else ()
-        names = local_names((Listed(h.name, h.id, h.type.is_container) for h in every), self._names,
-                            reserved=reserved)
+        listing = [Listed(h.name, h.id, h.type.is_container) for h in every]
+        current = self._current_names(folder, every)
+        names = local_names(listing, self._names, reserved=reserved, current=current)
+        if current:
+            plain = local_names(listing, self._names, reserved=reserved)
+            kept = {self._names.same_name_key(local.name) for name, local in names.items() if plain[name] != local}
+            if kept:
+                self.kept_names[folder.local_dir] = kept
         self._visit_all(folder, every, names)
         self.listed[folder.rel_dir] = folder.local_dir
+
+    def _current_names(self, folder: Folder, headers: List[EntityHeader]) -> Dict[str, str]:
+        """Remote name -> the local name the index holds for that entry (a file at this version; a folder where its
+        files are), for the entries whose local name is not their remote name."""
+        if self._held_names is None:
+            return {}
+        local_dir = "" if folder.local_dir == self._target.root else folder.local_dir.relative_to(
+            self._target.root).as_posix()
+        held = self._held_names(folder.rel_dir, local_dir)
+        current: Dict[str, str] = {}
+        for header in headers:
+            if header.type is EntityType.FILE and header.name in held.files:
+                entity_id, version, name = held.files[header.name]
+                if entity_id == header.id and version == header.version_number:  # a new version: mapped anew
+                    current[header.name] = name
+            elif header.type is EntityType.FOLDER and header.name in held.folders:
+                current[header.name] = held.folders[header.name]
+        return current
 
     def _visit(self, folder: Folder, header: EntityHeader, local: Optional[LocalName]) -> Optional[FoundFile]:
         """One entry of a listing; ``local``: its local name where names are mapped (None: its remote name)."""
         name = local.name if local is not None else header.name
-        if name in MANIFEST_FILENAMES:  # the remote entity wins its path: no such manifest in this folder
+        if any(self._names.same_name(name, manifest) for manifest in MANIFEST_FILENAMES):
+            # the remote entity wins its path (as the filesystem compares names): no such manifest in this folder
             self.manifest_taken.add(folder.local_dir / name)
         try:
             if header.type is EntityType.FOLDER:

@@ -100,3 +100,31 @@ def test_reserved_names_are_never_given():
 
 def test_without_rules_every_name_is_its_own():
     assert _names(FilesystemNames(), ("a:b", "syn1"), ("A:B", "syn2")) == {"a:b": "a:b", "A:B": "A:B"}
+
+
+def test_a_local_name_an_entry_already_has_is_kept_and_newcomers_go_around_it():
+    def names(current, *entries):
+        mapped = local_names([Listed(*e) for e in entries], WINDOWS, current=current)
+        return {name: local.name for name, local in mapped.items()}, mapped
+
+    # the keeper gone, a twin keeps 'data (syn9)', saying why
+    kept, mapped = names({"data": "data (syn9)"}, ("data", "syn9", True))
+    assert kept == {"data": "data (syn9)"} and mapped["data"].renaming is Renaming.KEPT
+    # a mapped name already there beats a literal lookalike added later (which needs no mapping)
+    kept, mapped = names({"a:b": "a\uff1ab"}, ("a:b", "syn3"), ("a\uff1ab", "syn5"))
+    assert kept == {"a:b": "a\uff1ab", "a\uff1ab": "a\uff1ab (syn5)"} and mapped["a\uff1ab"].twin_of == "a:b"
+    # a name that is not one of the entry's forms (a keep.both copy's, another id's) is not kept
+    assert names({"x.txt": "x(1).txt"}, ("x.txt", "syn4"))[0] == {"x.txt": "x.txt"}
+    assert names({"data": "data (syn1)"}, ("data", "syn9", True))[0] == {"data": "data"}
+    # two entries holding one name as the filesystem compares it: the older keeps it
+    kept, _ = names({"A": "A", "a": "a"}, ("A", "syn2"), ("a", "syn1"))
+    assert kept == {"a": "a", "A": "A (syn2)"}
+
+
+def test_a_twin_differing_in_case_and_unicode_normalization_is_reported_as_such():
+    rules = FilesystemNames(case_insensitive=True, normalizes_unicode=Normalization.NFD)
+    upper, lower = unicodedata.normalize("NFD", "Caf\u00e9.txt"), unicodedata.normalize("NFC", "caf\u00e9.txt")
+    mapped = local_names([Listed(upper, "syn1"), Listed(lower, "syn2")], rules)
+    assert mapped[upper].renaming is None
+    assert mapped[lower].renaming is Renaming.CASE_AND_UNICODE_TWIN and mapped[lower].twin_of == upper
+    assert "case and Unicode" in mapped[lower].reason()
