@@ -15,7 +15,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def test_quick_benchmark_run_is_byte_exact(tmp_path):
     out = tmp_path / "quick.json"
     # Its own store cache: nothing shared with another run on the machine, nothing left from an older seeding.
-    # The timeout only guards against a hang (about 90-110 s here); it is not a timing assertion.
+    # The timeout only guards against a hang (about 150 s here with the HTTPS rows); it is not a timing assertion.
     env = {**os.environ, "SYNCLIENT_BENCH_CACHE": str(tmp_path / "stores")}
     completed = subprocess.run(
         [sys.executable, "-m", "benchmarks", "run", "--quick", "--out", str(out), "--work", str(tmp_path / "work")],
