@@ -19,6 +19,7 @@ import json
 import multiprocessing
 import re
 import resource
+import shutil
 import socket
 import ssl
 import statistics
@@ -124,9 +125,12 @@ def main(argv=None) -> int:
     tls = {"ca": str(folder / "ca.pem"), "cert": str(folder / "cert.pem"), "key": str(folder / "key.pem")}
     total = int(args.gib * GiB)
     runs = {"plain": [], "tls": []}
-    for _ in range(args.repeat):  # alternating
-        runs["plain"].append(transfer(total, None))
-        runs["tls"].append(transfer(total, tls))
+    try:
+        for _ in range(args.repeat):  # alternating
+            runs["plain"].append(transfer(total, None))
+            runs["tls"].append(transfer(total, tls))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     gb = total / 1e9
     med = {mode: {key: statistics.median(run[key] for run in mode_runs)
                   for key in ("wall", "client_cpu", "server_cpu")} for mode, mode_runs in runs.items()}
