@@ -16,7 +16,7 @@ from typing import Dict, List, Optional
 
 from benchmarks import harness, report
 from benchmarks.contenders import ON_REQUEST, ORDER
-from benchmarks.scenarios import build
+from benchmarks.scenarios import TLS_SUFFIX, build, lookup, plain_of
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -56,17 +56,38 @@ def machine() -> Dict[str, object]:
             "versions": versions}
 
 
-def _knobs_text(knobs: Dict[str, object]) -> str:
-    return " ".join(f"--{k.replace('_', '-')} {v}" for k, v in knobs.items())
+def _knobs_text(knobs: Dict[str, object], tls: bool = False) -> str:
+    return " ".join([f"--{k.replace('_', '-')} {v}" for k, v in knobs.items()] + (["--tls"] if tls else []))
+
+
+def _side_by_side(names: List[str]) -> List[List[str]]:
+    """The named scenarios in run order, a scenario and its HTTPS variant (S5, S5h) grouped to run side by side."""
+    groups: List[List[str]] = []
+    for name in names:
+        plain = plain_of(name)
+        if plain in names:
+            continue  # runs with its plain row
+        groups.append([name] + ([name + TLS_SUFFIX] if name + TLS_SUFFIX in names else []))
+    return groups
+
+
+def _https_name(scenarios: dict, name: str) -> str:
+    """The name of ``name``'s HTTPS variant (``name`` itself when it is one)."""
+    scenario = lookup(scenarios, name)
+    return name if scenario is not None and scenario.tls else name + TLS_SUFFIX
 
 
 def cmd_run(args) -> int:
     scenarios = build(quick=args.quick)
-    names = args.scenarios or list(scenarios)
-    unknown = [n for n in names if n not in scenarios]
+    names = list(dict.fromkeys(args.scenarios or list(scenarios)))
+    if args.tls:  # every named scenario also over HTTPS
+        names = list(dict.fromkeys(n for name in names for n in (name, _https_name(scenarios, name))))
+    unknown = [n for n in names if lookup(scenarios, n) is None]
     if unknown:
-        print(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(scenarios)}", file=sys.stderr)
+        print(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(scenarios)} (and the HTTPS variant "
+              f"of any: its name + {TLS_SUFFIX!r})", file=sys.stderr)
         return 2
+    scenarios = {name: lookup(scenarios, name) for name in names}
     contenders = args.contenders.split(",") if args.contenders else None
     work = Path(args.work or tempfile.mkdtemp(prefix="synclient-bench-work-"))
     repeat = args.repeat or (1 if args.quick else 3)
@@ -76,24 +97,27 @@ def cmd_run(args) -> int:
     suffix = "-quick" if args.quick else ""
     out = Path(args.out) if args.out else RESULTS / f"{datetime.date.today().isoformat()}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        scenario = scenarios[name]
+    for group in _side_by_side(names):
+        scenario = scenarios[group[0]]
         chosen = [c for c in scenario.contenders if contenders is None or c in contenders]
         # contenders run only when named: where synclient runs, so can its drop-in
         chosen += [c for c in ON_REQUEST if contenders and c in contenders and "synclient" in scenario.contenders
                    and scenario.job == "sync"]  # the drop-in is syncFromSynapse's: it has no list-of-ids form
-        print(f"{name}: {scenario.title} ({len(scenario.files)} files, {scenario.total_bytes / 1e6:,.1f} MB)",
-              flush=True)
-        runs = harness.run_scenario(scenario, work, chosen, repeat,
-                                    log=lambda text: print(text, flush=True),
-                                    max_slow_repeats=None if args.quick else args.slow_after)
-        dicts = harness.as_dicts(runs)
-        failed += [f"{name}/{r['contender']}: {r['status']}" for r in dicts
-                   if not r["ok"] and not r["status"].startswith("skipped")]
-        results["scenarios"][name] = {
-            "title": scenario.title, "files": len(scenario.files), "bytes": scenario.total_bytes,
-            "knobs": scenario.knobs, "knobs_text": _knobs_text(scenario.knobs),
-            "bound": report.latency_bound(scenario), "runs": dicts, "summary": report.summarize(scenario, dicts)}
+        print(f"{' + '.join(group)}: {scenario.title} ({len(scenario.files)} files, "
+              f"{scenario.total_bytes / 1e6:,.1f} MB)" + (", plain and over HTTPS, side by side" if len(group) > 1
+                                                          else ""), flush=True)
+        by_name = harness.run_side_by_side([scenarios[name] for name in group], work, chosen, repeat,
+                                           log=lambda text: print(text, flush=True),
+                                           max_slow_repeats=None if args.quick else args.slow_after)
+        for name in group:
+            variant = scenarios[name]
+            dicts = harness.as_dicts(by_name[name])
+            failed += [f"{name}/{r['contender']}: {r['status']}" for r in dicts
+                       if not r["ok"] and not r["status"].startswith("skipped")]
+            results["scenarios"][name] = {
+                "title": variant.title, "files": len(variant.files), "bytes": variant.total_bytes,
+                "knobs": variant.knobs, "knobs_text": _knobs_text(variant.knobs, variant.tls), "tls": variant.tls,
+                "bound": report.latency_bound(variant), "runs": dicts, "summary": report.summarize(variant, dicts)}
         results["load_average_at_end"] = os.getloadavg()
         out.write_text(json.dumps(results, indent=1))  # after every scenario: a long run keeps what it measured
     _publish(results, out, args.write_docs)
@@ -106,6 +130,8 @@ def cmd_run(args) -> int:
 def _publish(results: dict, out: Path, write_docs: bool) -> None:
     table = report.markdown(results)
     print(table)
+    if any(entry.get("tls") for entry in results["scenarios"].values()):
+        print(report.tls_markdown(results))
     print(f"results: {out}")
     if write_docs:
         pngs = report.plots(results, RESULTS)
@@ -128,8 +154,8 @@ def cmd_report(args) -> int:
     results = json.loads(out.read_text())
     scenarios = build(quick=results.get("quick", False))
     for name, entry in results["scenarios"].items():
-        entry["summary"] = report.summarize(scenarios[name], entry["runs"])
-        entry["bound"] = report.latency_bound(scenarios[name])
+        entry["summary"] = report.summarize(lookup(scenarios, name), entry["runs"])
+        entry["bound"] = report.latency_bound(lookup(scenarios, name))
     out.write_text(json.dumps(results, indent=1))
     _publish(results, out, args.write_docs)
     return 0
@@ -230,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, helptext in (("run", "run scenarios with every contender"), ("sweep", "sweep TransferConfig knobs")):
         sub = commands.add_parser(name, help=helptext)
         sub.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                         help="S1 S1t S2 S3 S4 S5 S6 S6s S7 M1 M1r (default: all)")
+                         help="S1 S1h S1t S2 S3 S3h S4 S5 S5h S6 S6s S7 S8 S9 M1 M1r, or any name + 'h': over "
+                              "HTTPS (default: all)")
         sub.add_argument("--repeat", type=int, default=None, help="runs per contender (default 3; 1 with --quick)")
         sub.add_argument("--quick", action="store_true", help="small sizes (the CI smoke test)")
         sub.add_argument("--out", help="results JSON path (default benchmarks/results/<date>.json)")
@@ -240,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--knob", action="append", help="sweep only this knob (repeatable; default: all)")
         if name == "run":
             sub.add_argument("--contenders", help=f"comma-separated subset of {','.join(ORDER)}")
+            sub.add_argument("--tls", action="store_true",
+                             help="also run every named scenario over HTTPS (its 'h' variant), side by side with it")
             sub.add_argument("--slow-after", type=float, default=60.0,
                              help="a contender whose run takes longer than this many seconds is not repeated")
     rep = commands.add_parser("report", help="re-render the table/plots from a results JSON")

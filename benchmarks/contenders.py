@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -36,6 +36,31 @@ DESCRIPTIONS = {
 class Launch:
     argv: List[str]
     kind: str                 # "worker" (prints a JSON line, times itself) or "process" (timed by the harness)
+    env: Dict[str, str] = field(default_factory=dict)  # set over the harness's environment
+
+
+#: issue 18: the variables that name a CA bundle to requests (synapseclient, synclient), httpx and OpenSSL
+#: (synapseclient's async half) and curl; over HTTPS each is set to the emulator's CA for every contender, so no
+#: contender falls back to the machine's bundle (which this machine's environment names in all three)
+CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE")
+
+
+def with_ca(plan: Launch, name: str, ca_bundle: Optional[str]) -> Launch:
+    """``plan`` given the CA over HTTPS: the environment variables for every contender, and each tool's own flag
+    (synclient: ``--ca-bundle``; aria2c: ``--ca-certificate``; curl: ``--cacert``). Plain HTTP: unchanged."""
+    if not ca_bundle:
+        return plan
+    argv = list(plan.argv)
+    if plan.kind == "worker":
+        argv += ["--ca-bundle", ca_bundle]  # synclient's Platform(ca_bundle=) and the worker's admin calls
+    elif name.startswith("synclient"):
+        at = argv.index("-m") + 2  # a global option: right after `python -m synclient`
+        argv[at:at] = ["--ca-bundle", ca_bundle]
+    elif name == "aria2c":
+        argv.append(f"--ca-certificate={ca_bundle}")
+    elif name == "curl":
+        argv[1:1] = ["--cacert", ca_bundle]
+    return Launch(argv, plan.kind, {**plan.env, **{variable: ca_bundle for variable in CA_VARIABLES}})
 
 
 def missing_tool(name: str) -> Optional[str]:
@@ -64,11 +89,21 @@ SYNAPSECLIENT_ID_WORKERS = 8
 
 def launch(name: str, *, endpoint: str, token: str, entity: str, out: Path, cache_dir: Path,
            urls: Sequence[Tuple[str, str]], config: Optional[Dict[str, object]] = None,
-           ids_file: Optional[Path] = None, view_id: str = "", where: str = "") -> Launch:
+           ids_file: Optional[Path] = None, view_id: str = "", where: str = "",
+           ca_bundle: Optional[str] = None) -> Launch:
     """``urls``: (relative path, pre-signed URL) for the data-plane tools. ``ids_file``: one entity id a line; when
     given, the job is "download these ids into ``out``" (download_many, ``get --from-file``, a ``syn.get`` loop)
     instead of syncing ``entity``. ``where``: the job is "download what ``SELECT ... FROM view_id WHERE where``
-    selects into ``out``"; without it, ``view_id`` is the file view ``synclient-view`` plans its sync from."""
+    selects into ``out``"; without it, ``view_id`` is the file view ``synclient-view`` plans its sync from.
+    ``ca_bundle``: the emulator serves HTTPS and every contender trusts this CA (see :func:`with_ca`)."""
+    return with_ca(_launch(name, endpoint=endpoint, token=token, entity=entity, out=out, cache_dir=cache_dir,
+                           urls=urls, config=config, ids_file=ids_file, view_id=view_id, where=where),
+                   name, ca_bundle)
+
+
+def _launch(name: str, *, endpoint: str, token: str, entity: str, out: Path, cache_dir: Path,
+            urls: Sequence[Tuple[str, str]], config: Optional[Dict[str, object]], ids_file: Optional[Path],
+            view_id: str, where: str) -> Launch:
     worker = [sys.executable, "-m", "benchmarks.worker"]
     common = ["--endpoint", endpoint, "--token", token, "--entity", entity, "--path", str(out)]
     if where:

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import threading
+from contextlib import ExitStack
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,6 +44,11 @@ class Run:
     client_report: Dict[str, object] = field(default_factory=dict)
     rest_by_route: Dict[str, int] = field(default_factory=dict)  # the emulator's API requests per route
     load_average: float = 0.0     # 1-minute load average when the run ended (the machine is shared)
+    tls: bool = False             # issue 18: against an emulator serving HTTPS, the contender given its CA
+    server_cpu_seconds: float = 0.0  # user + system of the emulator process over the contender's whole process
+    connections: Dict[str, int] = field(default_factory=dict)  # connections the emulator accepted, per listener
+    tls_handshakes: Dict[str, int] = field(default_factory=dict)  # of those, TLS handshakes completed, per listener
+    tls_resumed: Dict[str, int] = field(default_factory=dict)  # of those, resumed TLS sessions, per listener
 
 
 def _md5(path: Path) -> str:
@@ -110,7 +116,7 @@ def presigned_urls(emu: EmulatorProcess, project: str, scenario: Scenario) -> Li
     from synclient.models import FileHandleRequest
 
     pairs = []
-    with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
+    with Platform(endpoint=emu.endpoint, token=emu.token, ca_bundle=emu.ca_bundle) as platform:
         requests_ = []
         for rel, _size, _seed in scenario.files:
             answer = emu._admin("GET", "resolve?project=" + project + "&path=" + rel)
@@ -150,10 +156,11 @@ def vm_hwm_mb(pid: str = "self") -> float:
     return 0.0
 
 
-def spawn(argv: Sequence[str]) -> Tuple[int, float, object, str, str, float]:
-    """Run ``argv``; (exit code, wall, rusage, stdout, stderr, peak RSS MB polled every 10 ms from /proc)."""
+def spawn(argv: Sequence[str], env: Optional[Dict[str, str]] = None) -> Tuple[int, float, object, str, str, float]:
+    """Run ``argv`` (``env`` set over the harness's environment); (exit code, wall, rusage, stdout, stderr, peak RSS
+    MB polled every 10 ms from /proc)."""
     env = dict(os.environ, SYNCLIENT_DISABLE_PROGRESS="1", PYTHONPATH=str(Path(__file__).resolve().parent.parent)
-               + os.pathsep + os.environ.get("PYTHONPATH", ""))
+               + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
     started = time.perf_counter()
     process = _Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak = [0.0]
@@ -196,7 +203,7 @@ class ScenarioRunner:
     def __enter__(self) -> "ScenarioRunner":
         data_dir, self.project = seeded_store(self.scenario.spec)
         self.expected = expected_for(self.scenario, data_dir)
-        self.emu = EmulatorProcess(data_dir, self.scenario.knobs).start()
+        self.emu = EmulatorProcess(data_dir, self.scenario.knobs, tls=self.scenario.tls).start()
         if any(c in ("aria2c", "curl") for c in self.contenders):
             self.urls = presigned_urls(self.emu, self.project, self.scenario)
         shutil.rmtree(self.work, ignore_errors=True)
@@ -224,7 +231,8 @@ class ScenarioRunner:
     def _launch(self, contender: str, out: Path, cache: Path):
         return launch(contender, endpoint=self.emu.endpoint, token=self.emu.token, entity=self.project, out=out,
                       cache_dir=cache, urls=self.urls, config=self.config, ids_file=self.ids_file,
-                      view_id=self.view_id, where=self.scenario.where if self.scenario.job == "query" else "")
+                      view_id=self.view_id, where=self.scenario.where if self.scenario.job == "query" else "",
+                      ca_bundle=self.emu.ca_bundle)
 
     def _prepare_resync(self, contender: str, out: Path, cache: Path) -> Optional[str]:
         setup = "synapseclient" if contender == "synapseclient" else "synclient"
@@ -234,7 +242,8 @@ class ScenarioRunner:
         if self.scenario.setup_knobs:
             self.emu.set_knobs(**self.scenario.setup_knobs)
         try:
-            code, wall, _usage, _out, err, _rss = spawn(self._launch(setup, out, cache).argv)
+            plan = self._launch(setup, out, cache)
+            code, wall, _usage, _out, err, _rss = spawn(plan.argv, plan.env)
         finally:
             if self.scenario.setup_knobs:
                 self.emu.set_knobs(**{k: self.scenario.knobs[k] for k in self.scenario.setup_knobs})
@@ -245,7 +254,8 @@ class ScenarioRunner:
         return None
 
     def run(self, contender: str, repeat: int) -> Run:
-        result = Run(contender, repeat, files=len(self.expected), bytes=sum(s for s, _ in self.expected.values()))
+        result = Run(contender, repeat, files=len(self.expected), bytes=sum(s for s, _ in self.expected.values()),
+                     tls=self.scenario.tls)
         skipped = missing_tool(contender)
         if skipped:
             result.status = skipped
@@ -266,7 +276,9 @@ class ScenarioRunner:
         # hyperfine's --prepare sync): no run shares the disk with its predecessor's writeback.
         os.sync()
         self.emu.reset_stats()
-        code, process_wall, usage, stdout, stderr, polled_rss = spawn(plan.argv)
+        server_cpu = self.emu.cpu_seconds()
+        code, process_wall, usage, stdout, stderr, polled_rss = spawn(plan.argv, plan.env)
+        result.server_cpu_seconds = self.emu.cpu_seconds() - server_cpu
         stats = self.emu.stats()
         result.load_average = os.getloadavg()[0]
         result.process_wall = process_wall
@@ -291,6 +303,8 @@ class ScenarioRunner:
         result.data_bytes = int(stats.get("data_bytes", 0))
         result.peak_data_connections = int(stats.get("peak_data_concurrency", 0))
         result.paced_body_seconds = float(stats.get("paced_body_seconds", 0.0))
+        for name in ("connections", "tls_handshakes", "tls_resumed"):
+            setattr(result, name, {str(k): int(v) for k, v in sorted((stats.get(name) or {}).items())})
         if code != 0:
             result.status = f"exit {code}: {stderr.strip()[-400:]}"
         else:
@@ -310,21 +324,40 @@ def run_scenario(scenario: Scenario, work: Path, contenders: Sequence[str], repe
     A contender whose first run took longer than ``max_slow_repeats`` seconds runs only once (the serial
     baselines on multi-GiB rows); that is recorded in the results as its number of runs.
     """
-    runs: List[Run] = []
+    return run_side_by_side([scenario], work, contenders, repeat, config, log, max_slow_repeats)[scenario.name]
+
+
+def _rotated(items: Sequence, by: int) -> list:
+    return list(items[by % len(items):]) + list(items[:by % len(items)])
+
+
+def run_side_by_side(scenarios: Sequence[Scenario], work: Path, contenders: Sequence[str], repeat: int,
+                     config: Optional[Dict[str, object]] = None, log=print,
+                     max_slow_repeats: Optional[float] = 60.0) -> Dict[str, List[Run]]:
+    """Variants of one scenario (issue 18: plain and over HTTPS), each on its own emulator, all up at once, run
+    interleaved: in each round every contender runs in every variant before the next contender starts; the starting
+    contender and the starting variant rotate each round, so both variants see the same machine state. As in
+    :func:`run_scenario`, a (variant, contender) whose first run is slower than ``max_slow_repeats`` runs once."""
+    runs: Dict[str, List[Run]] = {scenario.name: [] for scenario in scenarios}
     slow: set = set()
-    with ScenarioRunner(scenario, work, contenders, config, log) as runner:
+    with ExitStack() as stack:
+        runners = [stack.enter_context(ScenarioRunner(scenario, work, contenders, config, log))
+                   for scenario in scenarios]
         for r in range(repeat):
-            order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
-            for contender in order:
-                if contender in slow:
-                    continue
-                result = runner.run(contender, r)
-                runs.append(result)
-                log(f"  {scenario.name} #{r + 1} {contender:14s} {result.wall:8.2f} s  calls={result.rest_calls:<6d}"
-                    f" 429={result.throttled_429:<5d} rss={result.peak_rss_mb:6.0f} MB cpu={result.cpu_seconds:6.2f} s"
-                    f"  {result.status}")
-                if not result.ok or (max_slow_repeats is not None and result.wall > max_slow_repeats):
-                    slow.add(contender)
+            variants = _rotated(runners, r)
+            for contender in _rotated(contenders, r):
+                for runner in variants:
+                    name = runner.scenario.name
+                    if (name, contender) in slow:
+                        continue
+                    result = runner.run(contender, r)
+                    runs[name].append(result)
+                    log(f"  {name} #{r + 1} {contender:14s} {result.wall:8.2f} s  calls={result.rest_calls:<6d}"
+                        f" 429={result.throttled_429:<5d} rss={result.peak_rss_mb:6.0f} MB"
+                        f" cpu={result.cpu_seconds:6.2f} s server={result.server_cpu_seconds:6.2f} s"
+                        + (f" handshakes={result.tls_handshakes}" if result.tls else "") + f"  {result.status}")
+                    if not result.ok or (max_slow_repeats is not None and result.wall > max_slow_repeats):
+                        slow.add((name, contender))
     return runs
 
 

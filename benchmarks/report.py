@@ -111,7 +111,12 @@ def summarize(scenario: Scenario, runs: List[dict]) -> Dict[str, dict]:
                "throttled_429": med("throttled_429"), "peak_rss_mb": max(r["peak_rss_mb"] for r in good),
                "cpu_seconds": med("cpu_seconds"), "data_requests": med("data_requests"),
                "process_wall": med("process_wall"),
-               "load_average": max(r.get("load_average", 0.0) for r in good)}
+               "load_average": max(r.get("load_average", 0.0) for r in good),
+               "server_cpu_seconds": statistics.median(r.get("server_cpu_seconds", 0.0) for r in good)}
+        for counter in ("connections", "tls_handshakes", "tls_resumed"):  # issue 18: medians per listener
+            listeners = sorted({listener for r in good for listener in r.get(counter) or {}})
+            row[counter] = {listener: statistics.median((r.get(counter) or {}).get(listener, 0) for r in good)
+                            for listener in listeners}
         cap = _num(scenario.knobs.get("bandwidth_per_conn", 0))
         row["peak_connections"] = max(r.get("peak_data_connections", 0) for r in good)
         paced = [r for r in good if r.get("paced_body_seconds")]
@@ -163,6 +168,58 @@ def markdown(results: dict) -> str:
                  "x per-connection cap): how much of each open connection's cap the client's reading used; in "
                  "brackets the same over the whole wall time at the peak connection count (idle gaps count).")
     return "\n".join(lines) + "\n"
+
+
+def tls_markdown(results: dict) -> str:
+    """Issue 18: each scenario next to its HTTPS variant, per contender: median walls, their ratio, the client's and
+    the emulator's CPU (medians), the extra CPU per GB over HTTPS, handshakes, and the ratio to synapseclient."""
+    from benchmarks.scenarios import plain_of
+
+    lines = []
+    for name, tls_entry in results["scenarios"].items():
+        plain = plain_of(name)
+        if not tls_entry.get("tls") or plain not in results["scenarios"]:
+            continue
+        entry = results["scenarios"][plain]
+        gb = entry["bytes"] / 1e9
+        per_gb = gb >= 0.1  # CPU per GB only where the bytes, not the calls, are the work
+        lines.append(f"#### {plain} plain and {name} over HTTPS: {entry['title']}")
+        lines.append("")
+        lines.append("| contender | plain: median wall s (runs) | HTTPS: median wall s (runs) | HTTPS / plain "
+                     "| client CPU s, plain / HTTPS | emulator CPU s, plain / HTTPS "
+                     + ("| extra CPU s per GB over HTTPS, client / emulator " if per_gb else "")
+                     + "| TLS handshakes (API + data) | x synapseclient, plain / HTTPS |")
+        lines.append("|---|---|---|---|---|---|" + ("---|" if per_gb else "") + "---|---|")
+        for contender in ORDER:
+            a, b = entry["summary"].get(contender), tls_entry["summary"].get(contender)
+            if a is None and b is None:
+                continue
+            if not (a and a.get("ok") and b and b.get("ok")):
+                lines.append(f"| {contender} | {_wall_cell(a)} | {_wall_cell(b)} |  |  |  |"
+                             + (" |" if per_gb else "") + "  |  |")
+                continue
+            handshakes = b.get("tls_handshakes") or {}
+            shakes = (f"{handshakes.get('api', 0):.0f} + {handshakes.get('data', 0):.0f}"
+                      + (f" + {handshakes['external']:.0f} ext." if handshakes.get("external") else ""))
+            ratio = " / ".join(f"{r['ratios']['synapseclient']:.2f}" if "synapseclient" in r.get("ratios", {})
+                               else "-" for r in (a, b))
+            extra = (f"| {(b['cpu_seconds'] - a['cpu_seconds']) / gb:.2f} / "
+                     f"{(b.get('server_cpu_seconds', 0) - a.get('server_cpu_seconds', 0)) / gb:.2f} " if per_gb
+                     else "")
+            lines.append(f"| {contender} | {_wall_cell(a)} | {_wall_cell(b)} | {b['wall'] / a['wall']:.2f} "
+                         f"| {a['cpu_seconds']:.2f} / {b['cpu_seconds']:.2f} "
+                         f"| {a.get('server_cpu_seconds', 0):.2f} / {b.get('server_cpu_seconds', 0):.2f} {extra}"
+                         f"| {shakes} | {ratio} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _wall_cell(row: Optional[dict]) -> str:
+    if row is None:
+        return ""
+    if not row.get("ok"):
+        return row["status"]
+    return f"{row['wall']:.3f} ({', '.join(f'{w:.2f}' for w in row['walls'])})"
 
 
 def plots(results: dict, directory: Path) -> List[Path]:

@@ -3,6 +3,7 @@ emulator), the emulator knobs, and which contenders apply."""
 from __future__ import annotations
 
 import hashlib
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
@@ -37,6 +38,8 @@ class Scenario:
     view: str = ""
     #: (annotation, value): the query's ``WHERE annotation = 'value'``; the expected files are those it selects
     select: Optional[Tuple[str, str]] = None
+    #: issue 18: the emulator serves HTTPS (``serve --tls``, a throwaway CA) and every contender is given its CA
+    tls: bool = False
 
     @property
     def flat(self) -> bool:
@@ -202,6 +205,32 @@ BY_QUERY = ("synclient", "synclient-id", "synclient-cli", "synapseclient")
 WITH_VIEW = ("synclient", "synclient-view")
 
 
+#: issue 18: the suffix of a scenario's HTTPS variant (S1 -> S1h) and the rows that have one in every run
+TLS_SUFFIX = "h"
+TLS_ROWS = ("S1", "S3", "S5")
+
+
+def over_tls(scenario: Scenario) -> Scenario:
+    """The same scenario against an emulator serving HTTPS (``serve --tls``); every contender gets its CA."""
+    return dataclasses.replace(scenario, name=scenario.name + TLS_SUFFIX, title=scenario.title + ", over HTTPS",
+                               tls=True)
+
+
+def plain_of(name: str) -> Optional[str]:
+    """The plain scenario whose HTTPS variant ``name`` is (``S5h`` -> ``S5``), else None."""
+    return name[:-len(TLS_SUFFIX)] if name.endswith(TLS_SUFFIX) and len(name) > len(TLS_SUFFIX) else None
+
+
+def lookup(scenarios: Dict[str, Scenario], name: str) -> Optional[Scenario]:
+    """``name`` from ``scenarios``, or the HTTPS variant of any of them (``S2h``); None when unknown."""
+    if name in scenarios:
+        return scenarios[name]
+    plain = plain_of(name)
+    if plain in scenarios and not scenarios[plain].tls:
+        return over_tls(scenarios[plain])
+    return None
+
+
 def build(quick: bool = False) -> Dict[str, Scenario]:
     """Full sizes from the issue, or ``quick`` sizes for the CI smoke test (< 3 minutes in all)."""
     q = quick
@@ -251,4 +280,6 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
     ]
     if q:  # at quick sizes S6 and S6s are the same run
         scenarios = [s for s in scenarios if s.name != "S6"]
+    # issue 18: S1, S3 and S5 also over HTTPS, each right after its plain row (run side by side with it)
+    scenarios = [variant for s in scenarios for variant in ([s, over_tls(s)] if s.name in TLS_ROWS else [s])]
     return {s.name: s for s in scenarios}

@@ -12,15 +12,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import ssl
 import sys
 import time
 import urllib.request
 
 
+#: the emulator's CA over HTTPS (``--ca-bundle``), for the admin calls around the timed region
+_SSL = None
+
+
 def _admin(endpoint: str, path: str, method: str = "GET") -> dict:
     request = urllib.request.Request(endpoint + "/emulator/" + path, data=b"" if method == "POST" else None,
                                      method=method)
-    with urllib.request.urlopen(request, timeout=30) as answer:
+    with urllib.request.urlopen(request, timeout=30, context=_SSL) as answer:
         text = answer.read()
     return json.loads(text) if text else {}
 
@@ -35,7 +40,8 @@ def run_synclient(args) -> dict:
 
     config = TransferConfig(**json.loads(args.config))
     ids = _ids(args) if args.ids_file else None
-    with Platform(endpoint=args.endpoint, token=args.token, max_connections=config.max_workers) as platform:
+    with Platform(endpoint=args.endpoint, token=args.token, max_connections=config.max_workers,
+                  ca_bundle=args.ca_bundle) as platform:
         _admin(args.endpoint, "stats/reset", "POST")
         started = time.perf_counter()
         # no synapseclient cache: every contender downloads every byte (and the emulator's handles stay out of it)
@@ -115,7 +121,12 @@ def main() -> int:
     parser.add_argument("--query", help="download what this SQL over a file view selects (download_query)")
     parser.add_argument("--view", help="plan the sync from this file view (sync_from_platform(view=...))")
     parser.add_argument("--workers", type=int, default=8, help="synapseclient's thread pool for --ids-file")
+    parser.add_argument("--ca-bundle", help="the emulator's CA over HTTPS (synclient: Platform(ca_bundle=); "
+                                            "synapseclient reads REQUESTS_CA_BUNDLE/SSL_CERT_FILE, set by the harness)")
     args = parser.parse_args()
+    global _SSL
+    if args.ca_bundle:
+        _SSL = ssl.create_default_context(cafile=args.ca_bundle)
     result = run_synclient(args) if args.kind == "synclient" else run_synapseclient(args)
     result["stats"] = _admin(args.endpoint, "stats")
     from benchmarks.harness import vm_hwm_mb

@@ -1,6 +1,6 @@
 """Smoke test of the benchmark suite: ``python -m benchmarks run --quick`` finishes and every contender that ran
-was byte-exact. No timing assertions: figures on a shared CI machine mean nothing. Missing tools (aria2c, curl,
-synapseclient) are reported as skipped by the runner, not failed."""
+was byte-exact, plain and (S1h, S3h, S5h) over HTTPS. No timing assertions: figures on a shared CI machine mean
+nothing. Missing tools (aria2c, curl, synapseclient) are reported as skipped by the runner, not failed."""
 from __future__ import annotations
 
 import json
@@ -15,14 +15,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def test_quick_benchmark_run_is_byte_exact(tmp_path):
     out = tmp_path / "quick.json"
     # Its own store cache: nothing shared with another run on the machine, nothing left from an older seeding.
-    # The timeout only guards against a hang (about 90-110 s here); it is not a timing assertion.
+    # The timeout only guards against a hang (about 150 s here with the HTTPS rows); it is not a timing assertion.
     env = {**os.environ, "SYNCLIENT_BENCH_CACHE": str(tmp_path / "stores")}
     completed = subprocess.run(
         [sys.executable, "-m", "benchmarks", "run", "--quick", "--out", str(out), "--work", str(tmp_path / "work")],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     results = json.loads(out.read_text())
-    assert set(results["scenarios"]) == {"S1", "S1t", "S2", "S3", "S4", "S5", "S6s", "S7", "S8", "S9", "M1", "M1r"}
+    assert set(results["scenarios"]) == {"S1", "S1h", "S1t", "S2", "S3", "S3h", "S4", "S5", "S5h", "S6s", "S7", "S8",
+                                         "S9", "M1", "M1r"}
     ran = 0
     for name, entry in results["scenarios"].items():
         for run in entry["runs"]:
@@ -30,15 +31,67 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
                 continue
             ran += 1
             assert run["ok"] and run["status"] == "byte-exact", (name, run["contender"], run["status"])
-    # at least synclient (library, CLI, serial) in S1-S5, library and CLI in S7, three synclient forms in S8, both
-    # sides of S9, M1 and M1r
-    assert ran >= 27
+    # at least synclient (library, CLI, serial) in S1-S5 and S1h, S3h, S5h, library and CLI in S7, three synclient
+    # forms in S8, both sides of S9, M1 and M1r
+    assert ran >= 36
     # S7 is download_many of 100 ids: one header call, one bundle per file, one URL batch per 100 (a count, not a time)
     s7 = results["scenarios"]["S7"]
     for run in s7["runs"]:
         if run["contender"] in ("synclient", "synclient-cli"):
             assert run["rest_calls"] <= s7["files"] + -(-s7["files"] // 100) + 1, run
     _check_query_and_view_rows(results["scenarios"]["S8"], results["scenarios"]["S9"])
+    _check_tls_rows(results["scenarios"])
+
+
+def _check_tls_rows(scenarios: dict) -> None:
+    """Issue 18: the HTTPS rows ran against a TLS emulator (every contender that ran shook hands with the data host,
+    so it trusted the emulator's CA: the machine's bundle would have refused it), the plain rows did not; a
+    contender of the plain row is in the HTTPS row too. Counts, not times."""
+    for plain, tls in (("S1", "S1h"), ("S3", "S3h"), ("S5", "S5h")):
+        assert scenarios[tls]["tls"] and not scenarios[plain]["tls"] and "--tls" in scenarios[tls]["knobs_text"]
+        assert ({run["contender"] for run in scenarios[tls]["runs"]}
+                == {run["contender"] for run in scenarios[plain]["runs"]})
+        for run in scenarios[plain]["runs"]:
+            assert not run["tls"] and not run["tls_handshakes"], run
+        for run in scenarios[tls]["runs"]:
+            if run["status"].startswith("skipped"):
+                continue
+            assert run["tls"] and run["tls_handshakes"].get("data", 0) >= 1, run
+            assert run["tls_handshakes"]["data"] <= run["connections"]["data"]
+            assert run["server_cpu_seconds"] >= 0.0
+
+
+def test_every_contender_is_given_the_emulators_ca(tmp_path):
+    """Over HTTPS each contender trusts the emulator's CA: its own flag where it has one, and the three variables
+    that name a CA bundle (this machine's environment may point them at the system bundle); plain HTTP: nothing."""
+    from benchmarks.contenders import CA_VARIABLES, launch
+
+    ca = str(tmp_path / "ca.pem")
+    common = dict(endpoint="https://127.0.0.1:1", token="t", entity="syn1", out=tmp_path / "out",
+                  cache_dir=tmp_path / "cache", urls=[("a.bin", "https://127.0.0.1:2/a")])
+    flags = {"synclient": ["--ca-bundle", ca], "synclient-w1": ["--ca-bundle", ca],
+             "synclient-cli": ["--ca-bundle", ca], "synapseclient": ["--ca-bundle", ca],
+             "aria2c": [f"--ca-certificate={ca}"], "curl": ["--cacert", ca]}
+    for name, flag in flags.items():
+        plan = launch(name, ca_bundle=ca, **common)
+        joined = " ".join(plan.argv)
+        assert " ".join(flag) in joined, (name, plan.argv)
+        assert plan.env == {variable: ca for variable in CA_VARIABLES}, name
+        plain = launch(name, **common)
+        assert "--ca-bundle" not in plain.argv and "--cacert" not in plain.argv and plain.env == {}, name
+    cli = launch("synclient-cli", ca_bundle=ca, **common).argv
+    assert cli[cli.index("--ca-bundle") - 1] == "synclient"  # a global option, before the subcommand
+
+
+def test_a_scenario_and_its_https_variant_run_side_by_side():
+    from benchmarks.cli import _side_by_side
+    from benchmarks.scenarios import build, lookup
+
+    scenarios = build(quick=True)
+    assert scenarios["S5h"].tls and not scenarios["S5"].tls and scenarios["S5h"].spec == scenarios["S5"].spec
+    assert lookup(scenarios, "S2h").tls and lookup(scenarios, "S2h").name == "S2h"
+    assert lookup(scenarios, "S5hh") is None and lookup(scenarios, "nope") is None
+    assert _side_by_side(["S1", "S1h", "S2", "S5h", "S5", "S3h"]) == [["S1", "S1h"], ["S2"], ["S5", "S5h"], ["S3h"]]
 
 
 def test_sweep_refuses_an_unknown_knob_in_one_line(capsys):
