@@ -8,6 +8,7 @@ import tempfile
 
 import pytest
 
+from synclient import portable
 from synclient.emulator import Emulator
 
 _SESSION_HOME: list = []  # the HOME every test process (and its children) starts from
@@ -54,21 +55,56 @@ def _private_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SYNAPSE_CONFIG_FILE", str(home / ".synapseConfig"))
 
 
+def pytest_generate_tests(metafunc):
+    """A test marked ``over_tls`` runs twice: on plain-HTTP emulators and (``[https]``) on emulators serving HTTPS."""
+    if "emulator_tls" in metafunc.fixturenames and metafunc.definition.get_closest_marker("over_tls"):
+        metafunc.parametrize("emulator_tls", [False, True], ids=["http", "https"])
+
+
 @pytest.fixture
-def emulator():
-    """A started Emulator with a temporary store, stopped (and removed) after the test."""
-    with Emulator() as emu:
+def portable_fallbacks(monkeypatch):
+    """Every fallback of :mod:`synclient.portable` in force for this test, as ``SYNCLIENT_PORTABLE=all`` gives at
+    start; the variable is set too, so a child process (a CLI sync) starts with them as well."""
+    previous = portable.use(portable.chosen(portable.Capabilities.names()))
+    monkeypatch.setenv(portable.ENV_VAR, "all")
+    yield portable.CAPABILITIES
+    portable.use(previous)
+
+
+@pytest.fixture
+def emulator_tls() -> bool:
+    """Whether this test's emulators serve HTTPS (parametrized for tests marked ``over_tls``)."""
+    return False
+
+
+def trust_emulator_ca(emu: Emulator, monkeypatch) -> None:
+    """Point every client of the test (synclient, synapseclient's requests and httpx, child processes) at the
+    CA of an emulator serving HTTPS, through the variables a user behind a private CA would set."""
+    for name in ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
+        monkeypatch.setenv(name, emu.ca_bundle)
+
+
+@pytest.fixture
+def emulator(emulator_tls, monkeypatch):
+    """A started Emulator with a temporary store, stopped (and removed) after the test; over HTTPS when
+    ``emulator_tls`` (its CA then trusted through the environment)."""
+    with Emulator(tls=emulator_tls) as emu:
+        if emulator_tls:
+            trust_emulator_ca(emu, monkeypatch)
         yield emu
 
 
 @pytest.fixture
-def emulator_factory(tmp_path):
-    """Start emulators with custom knobs/data dirs; all are stopped at teardown."""
+def emulator_factory(tmp_path, emulator_tls, monkeypatch):
+    """Start emulators with custom knobs/data dirs (over HTTPS when ``emulator_tls``, as ``emulator``); all are
+    stopped at teardown."""
     started = []
 
     def make(data_dir=None, **knobs) -> Emulator:
-        emu = Emulator(data_dir=str(data_dir) if data_dir else None, **knobs)
+        emu = Emulator(data_dir=str(data_dir) if data_dir else None, tls=emulator_tls, **knobs)
         emu.start()
+        if emulator_tls:
+            trust_emulator_ca(emu, monkeypatch)
         started.append(emu)
         return emu
 

@@ -12,6 +12,7 @@ import pytest
 from synclient.emulator import seeded_bytes
 
 synapseutils = pytest.importorskip("synapseutils")
+pytestmark = pytest.mark.over_tls
 
 MiB = 1024 * 1024
 MANIFESTS = {"SYNAPSE_METADATA_MANIFEST.tsv", "manifest.csv"}

@@ -19,7 +19,8 @@ from synclient.synapse_cache import CACHE_MAP, SynapseCache
 from synctrees import local_tree
 
 pytest.importorskip("synapseclient")
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # synapseclient 4.14's own, about syn.get
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # synapseclient 4.14's own, about syn.get
+              pytest.mark.over_tls]  # each test also runs against an emulator serving HTTPS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024

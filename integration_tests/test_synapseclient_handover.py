@@ -8,6 +8,8 @@ import pytest
 from synclient import Platform, SyncStatus, sync_from_platform, syncFromPlatform
 from synclient.errors import ConfigError
 
+pytestmark = pytest.mark.over_tls  # each test also runs against an emulator serving HTTPS
+
 synapseclient = pytest.importorskip("synapseclient")
 
 SPEC = {"projects": [{"name": "p", "children": [

@@ -17,6 +17,8 @@ from synclient.sync.index import LocalIndex
 from synclient.sync.dry_run import SyncPlan
 from synctrees import MANIFEST, MiB, local_tree, seeded_md5, sigkill_sync_after
 
+pytestmark = pytest.mark.over_tls  # each test also runs against an emulator serving HTTPS
+
 PARTIAL = ".synclient-partial"
 
 

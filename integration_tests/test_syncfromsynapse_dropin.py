@@ -12,6 +12,8 @@ import pytest
 
 from synclient import syncFromSynapse
 
+pytestmark = pytest.mark.over_tls  # each test also runs against an emulator serving HTTPS
+
 synapseutils = pytest.importorskip("synapseutils")
 
 SPEC = {"projects": [{"name": "p", "children": [

@@ -168,6 +168,10 @@ def _add_global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool)
     group.add_argument("--profile", metavar="NAME", default=unset,
                        help="profile: the [profile NAME] section of ~/.synapseConfig and the keyring entry NAME "
                             "(default: SYNCLIENT_PROFILE, SYNAPSE_PROFILE, else 'default')")
+    group.add_argument("--ca-bundle", metavar="PATH", default=unset,
+                       help="CA certificates (PEM file or hashed folder) that REST and storage hosts must chain to "
+                            "(default: REQUESTS_CA_BUNDLE, SSL_CERT_FILE, CURL_CA_BUNDLE, ~/.synapseConfig "
+                            "[synclient] ca_bundle, else certifi's bundle)")
     group.add_argument("-q", "--quiet", action="store_true", default=unset if in_subcommand else False,
                        help="no progress and no narration; only results and errors")
     group.add_argument("-v", "--verbose", action="count", default=unset if in_subcommand else 0,
@@ -283,7 +287,8 @@ class CommandContext:
         resolved = token or (self.token.token if self.token else None)
         endpoints = resolve_endpoints(self.args.endpoint)
         return Platform(repo_endpoint=endpoints.repo, file_endpoint=endpoints.file, auth_endpoint=endpoints.auth,
-                        token=resolved or None, profile=self.args.profile, max_connections=max_connections)
+                        token=resolved or None, profile=self.args.profile, max_connections=max_connections,
+                        ca_bundle=self.args.ca_bundle)
 
     def want_progress(self) -> bool:
         return not (self.out.quiet or getattr(self.args, "no_progress", False))
@@ -458,6 +463,8 @@ def _report_plan(ctx: CommandContext, plan: SyncPlan) -> ExitCode:
     ctx.out.json_document.update({"dry_run": True, "plan": plan.to_json()})
     failures = plan.failures  # entities that could not even be planned
     _print_failures(ctx, failures)
+    for line in plan.renamed:
+        ctx.out.info(f"renamed: {line}")
     ctx.out.result(plan.summary())
     return ExitCode.FILES_FAILED if failures else ExitCode.OK
 

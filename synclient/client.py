@@ -19,7 +19,6 @@ import contextlib
 import functools
 import json
 import logging
-import os
 import re
 import socket
 import threading
@@ -35,11 +34,12 @@ from synclient._version import __version__
 from synclient.config import Endpoints, clean_token, resolve_endpoints, resolve_token
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError, ConfigError,
                               EndpointError, MalformedAnswerError, NotFoundError, PermanentServerError,
-                              PlatformError, ServerError, SynclientError, ThrottledError)
+                              PlatformError, ServerError, SynclientError, ThrottledError, exception_chain)
 from synclient.gate import AdaptiveGate, Throttle, ThrottleKind, shared_gate
 from synclient.models import (QUERY_BUNDLE_REQUEST, QUERY_RESULTS_PART, ChildrenPage, Entity, EntityHeader,
                               EntityType, FileBundle, FileHandleRequest, PresignedUrlAnswer, QueryPage,
                               user_profile_from_wire, wire_object)
+from synclient.network import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
 
 log = logging.getLogger("synclient.client")
 
@@ -172,7 +172,7 @@ class Platform:
                  auth_endpoint: Optional[str] = None, profile: Optional[str] = None,
                  max_connections: int = 64, timeout: Tuple[float, float] = (10.0, 60.0),
                  retry: RetryPolicy = RetryPolicy(), gate: Optional[AdaptiveGate] = None,
-                 cancel_event: Optional[threading.Event] = None) -> None:
+                 cancel_event: Optional[threading.Event] = None, ca_bundle: Optional[str] = None) -> None:
         self.endpoints: Endpoints = resolve_endpoints(endpoint, repo_endpoint=repo_endpoint,
                                                       file_endpoint=file_endpoint, auth_endpoint=auth_endpoint)
         self._token = resolve_token(token, profile=profile)
@@ -184,7 +184,9 @@ class Platform:
         self.gate = gate or shared_gate(self.endpoints.repo, self._token, max_limit=max(3, max_connections))
         self.stats = CallStats()
         self._endpoint_proven = False
-        self._session = _platform_session(self.endpoints.repo)
+        #: the CAs this platform's REST calls and its runs' data plane trust (see :mod:`synclient.network`)
+        self.trusted_cas: TrustedCAs = resolve_trusted_cas(ca_bundle)
+        self._session = _platform_session(self.endpoints.repo, self.trusted_cas)
         self.resize_pool(max_connections)
 
     @classmethod
@@ -380,6 +382,9 @@ class Platform:
         """A connection that failed: retryable, except a TLS failure on an endpoint that never answered."""
         error = ServerError(f"{call.route}: connection failed ({exc.__class__.__name__})", method=call.method,
                             url=call.url)
+        untrusted = certificate_problem(exc)
+        if untrusted is not None:  # every call would fail alike: no retry
+            return untrusted_certificate(f"endpoint {call.base}", untrusted, self.trusted_cas)
         problem = f"endpoint {call.base} {_connection_problem(exc, connect_timeout=self._timeout()[0])}"
         if isinstance(exc, requests.exceptions.SSLError) and not self._endpoint_proven:
             return EndpointError(problem, endpoint=call.base)
@@ -566,7 +571,7 @@ def _optional_activity(answer: Any) -> Optional[Dict[str, Any]]:
     return None if answer is None else dict(wire_object(answer, "an activity"))
 
 
-def _platform_session(endpoint: str) -> requests.Session:
+def _platform_session(endpoint: str, trusted_cas: TrustedCAs) -> requests.Session:
     """A session whose environment is read once, not on every request.
 
     With ``trust_env`` on, requests re-reads proxy variables, ``~/.netrc`` and CA-bundle variables for every call
@@ -576,9 +581,7 @@ def _platform_session(endpoint: str) -> requests.Session:
     session = requests.Session()
     session.trust_env = False
     session.proxies.update(requests.utils.get_environ_proxies(endpoint))
-    ca_bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-    if ca_bundle:
-        session.verify = ca_bundle
+    session.verify = trusted_cas.requests_verify()
     session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json"})
     return session
 
@@ -640,7 +643,7 @@ def _connection_problem(exc: Exception, *, connect_timeout: float) -> str:
         return f"did not accept a connection within {connect_timeout:g} s"
     if isinstance(exc, requests.Timeout):
         return "accepted the connection but did not answer in time"
-    causes = list(_causes(exc))
+    causes = list(exception_chain(exc))
     if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
         return "refused the connection (is the service running, and is the port right?)"
     if any(isinstance(cause, socket.gaierror) for cause in causes):
@@ -648,16 +651,3 @@ def _connection_problem(exc: Exception, *, connect_timeout: float) -> str:
     if any(isinstance(cause, ConnectionResetError) for cause in causes):
         return "reset the connection"
     return f"could not be reached ({exc.__class__.__name__})"
-
-
-def _causes(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and what it wraps: chained exceptions and the ``reason``/first argument urllib3 keeps them in."""
-    seen, pending = set(), [exc]
-    while pending:
-        current = pending.pop()
-        if current is None or id(current) in seen or len(seen) > 20:
-            continue
-        seen.add(id(current))
-        yield current
-        pending.extend([current.__cause__, current.__context__, getattr(current, "reason", None)])
-        pending.extend(arg for arg in current.args[:1] if isinstance(arg, BaseException))

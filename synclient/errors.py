@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import errno
 import sqlite3
-from typing import TYPE_CHECKING, ClassVar, List, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar, Iterator, List, Optional, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from synclient.results import FileResult
@@ -42,6 +42,20 @@ class SynclientError(Exception):
         """Mark this error as raised after its retries ran out (see :attr:`retries_spent`); returns it."""
         self.retries_spent = True
         return self
+
+
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it wraps: chained exceptions and the ``reason``/first argument urllib3 keeps them in (only
+    exceptions: a ``reason`` may also be a plain string)."""
+    seen, pending = set(), [exc]
+    while pending:
+        current = pending.pop()
+        if not isinstance(current, BaseException) or id(current) in seen or len(seen) > 20:
+            continue
+        seen.add(id(current))
+        yield current
+        pending.extend([current.__cause__, current.__context__, getattr(current, "reason", None)])
+        pending.extend(current.args[:1])
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -80,6 +94,26 @@ class EndpointError(ConfigError):
     def __init__(self, message: str, *, endpoint: str) -> None:
         super().__init__(message)
         self.endpoint = endpoint
+
+
+class CertificateError(ConfigError):
+    """A host's TLS certificate does not chain to a trusted CA: every file from there would fail the same way, so
+    the run stops with one line naming the host and how to trust its CA (``--ca-bundle``, ``REQUESTS_CA_BUNDLE``)."""
+
+    def __init__(self, message: str, *, host: str) -> None:
+        super().__init__(message)
+        self.host = host
+
+
+class ExternalCertificateError(CertificateError):
+    """An external-URL file's host (one of the file's own choosing, not the platform's storage) has a certificate
+    that is not trusted: that file fails, the others go on."""
+
+    nature = ErrorNature.PER_FILE
+
+    @classmethod
+    def of(cls, error: CertificateError) -> "ExternalCertificateError":
+        return cls(str(error), host=error.host)
 
 
 class PlatformError(SynclientError):

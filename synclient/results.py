@@ -69,7 +69,9 @@ class FileResult:
     handle's ``contentMd5``, ``fileName``, ...) when the sync was asked for them
     (``SyncOptions(entity_details=True)``), else None. ``verification``: what the bytes of a downloaded file were
     checked against (:class:`Verification`; ``NONE`` for an external-URL file whose handle records neither MD5 nor
-    size), None for the other statuses.
+    size), None for the other statuses. ``renamed``: why the file's local name is not its remote name (a name the
+    local filesystem cannot hold, or cannot tell from another of its folder: docs/cli.md, "Names your filesystem
+    cannot hold"), None when it is its remote name.
 
     A slotted, read-only class rather than a dataclass: a sync of a million files returns a million of these, so
     the path is kept as a string and turned into a ``Path`` when asked for, and the annotations are kept as the
@@ -77,13 +79,13 @@ class FileResult:
     """
 
     __slots__ = ("entity_id", "version", "_path", "size", "md5", "status", "error", "action", "_annotations",
-                 "entity", "file_handle", "verification")
+                 "entity", "file_handle", "verification", "renamed")
 
     def __init__(self, entity_id: str, version: Optional[int], path: Optional[Path], size: Optional[int],
                  md5: Optional[str], status: SyncStatus, error: Optional[Exception] = None,
                  action: Optional[str] = None, *, annotations: Union[Mapping[str, Any], str, None] = None,
                  entity: Optional[Mapping[str, Any]] = None, file_handle: Optional[Mapping[str, Any]] = None,
-                 verification: Optional[Verification] = None) -> None:
+                 verification: Optional[Verification] = None, renamed: Optional[str] = None) -> None:
         set_ = object.__setattr__
         set_(self, "entity_id", entity_id)
         set_(self, "version", version)
@@ -97,6 +99,7 @@ class FileResult:
         set_(self, "entity", entity)
         set_(self, "file_handle", file_handle)
         set_(self, "verification", verification)
+        set_(self, "renamed", renamed)
 
     @property
     def annotations(self) -> Dict[str, List[object]]:
@@ -133,7 +136,8 @@ class FileResult:
         return {"entity_id": self.entity_id, "version": self.version, "path": self._path, "size": self.size,
                 "md5": self.md5, "status": self.status.value, "action": self.action,
                 "error": str(self.error) if self.error else None,
-                "verification": self.verification.value if self.verification else None}
+                "verification": self.verification.value if self.verification else None,
+                "renamed": self.renamed}
 
 
 @dataclass
@@ -163,7 +167,9 @@ class SyncReport:
     throttled: int = 0
     unverified: int = 0  # of the downloaded: external-URL files whose handle records neither MD5 nor size
     manifest_errors: List[str] = field(default_factory=list)  # one line per folder whose manifest failed
-    renamed: List[str] = field(default_factory=list)  # entries of a list or dataset given another name, one line each
+    # entries of a list or dataset given another name, and entities whose names the local filesystem cannot hold
+    # as they are (docs/cli.md), one line each
+    renamed: List[str] = field(default_factory=list)
     query: Optional[QueryInfo] = None  # the query whose selection this run downloaded
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -201,7 +207,7 @@ class SyncReport:
         if self.unverified:
             notes.append(f"{self.unverified} unverified: no MD5 or size recorded")
         noted = f" ({'; '.join(notes)})" if notes else ""
-        renamed = f", {len(self.renamed)} renamed (names taken)" if self.renamed else ""
+        renamed = f", {len(self.renamed)} renamed" if self.renamed else ""
         return (f"{self.downloaded} downloaded{noted}, {self.skipped} skipped, {deleted}{self.failed} failed"
                 f"{renamed}{manifests}; "
                 f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "

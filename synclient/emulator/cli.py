@@ -110,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--external-port", type=_checked(int), default=0,
                        help="port of the web server behind external file handles (0 = any free port)")
     serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    serve.add_argument("--tls", action="store_true",
+                       help="serve HTTPS on every listener, with a CA made at start (its PEM file: 'ca_bundle' in the "
+                            "JSON line); needs the 'trustme' package (the test extra)")
     serve.add_argument("--profile", choices=sorted(PROFILES), help="preset knobs; explicit flags win")
     _add_seed_options(serve)
     for name, (kind, text) in _KNOB_FLAGS.items():
@@ -181,7 +184,7 @@ def _seed(emu: Emulator, args: argparse.Namespace) -> Dict[str, str]:
 def serve(args: argparse.Namespace) -> int:
     knobs = knobs_from_args(args)
     emu = Emulator(data_dir=args.data_dir, knobs=knobs, host=args.host, port=args.port, data_port=args.data_port,
-                   external_port=args.external_port)
+                   external_port=args.external_port, tls=args.tls)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

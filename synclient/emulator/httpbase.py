@@ -4,26 +4,37 @@ from __future__ import annotations
 import email.utils
 import logging
 import socket
+import ssl
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Dict, Optional, Set
 
+from .tls import handshake, wrap_accepted
+
 log = logging.getLogger("synclient.emulator")
 
 
 class EmulatorHTTPServer(ThreadingHTTPServer):
-    """Keeps track of open connections so ``stop`` can cut them (clients then see a reset)."""
+    """Keeps track of open connections so ``stop`` can cut them (clients then see a reset). ``listener`` names it
+    in the stats ("api", "data", "external"); with ``ssl_context`` it serves HTTPS."""
 
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 1024  # 64+ clients connecting at once must not overflow the backlog
 
-    def __init__(self, address, handler, context) -> None:
+    def __init__(self, address, handler, context, *, listener: str = "api",
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
         self.context = context
+        self.listener = listener
+        self.ssl_context = ssl_context
         self._connections: Set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         super().__init__(address, handler)
+
+    def get_request(self):
+        sock, address = super().get_request()
+        return wrap_accepted(self.ssl_context, sock), address
 
     def process_request(self, request, client_address) -> None:
         with self._connections_lock:
@@ -55,6 +66,9 @@ class EmulatorHandler(BaseHTTPRequestHandler):
     timeout = 300  # idle keep-alive connections are dropped after this
 
     def setup(self) -> None:
+        resumed = handshake(self.request)  # in this thread, not the accept loop's
+        self.server.context.stats.connection_accepted(self.server.listener, tls=resumed is not None,
+                                                      resumed=bool(resumed))
         super().setup()
         # Headers and body go out in separate writes on the data plane; without NODELAY,
         # Nagle + delayed ACK would add ~40 ms to small answers.

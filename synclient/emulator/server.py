@@ -18,6 +18,7 @@ from .external import ExternalHandler
 from .httpbase import EmulatorHTTPServer
 from .knobs import Knobs, profile_knobs
 from .store import Store
+from .tls import EmulatorTls
 
 Content = Union[bytes, str, Iterable[bytes]]
 
@@ -28,12 +29,13 @@ class Emulator:
     ``with Emulator() as emu:`` starts its three listeners (API, data, external) on free ports of 127.0.0.1; with
     ``data_dir=None`` the store lives in a temporary directory removed on exit.
     Knob overrides are ``Knobs`` field names: ``Emulator(api_latency_ms=100)``;
-    ``profile="synapse"`` applies the production limits first.
+    ``profile="synapse"`` applies the production limits first. ``tls=True`` serves all three over HTTPS with a
+    certificate from a CA made at start, whose PEM file is ``ca_bundle`` (as real Synapse and S3 are HTTPS only).
     """
 
     def __init__(self, data_dir: Optional[str] = None, knobs: Optional[Knobs] = None, *,
                  host: str = "127.0.0.1", port: int = 0, data_port: int = 0, external_port: int = 0,
-                 profile: Optional[str] = None, **knob_overrides) -> None:
+                 profile: Optional[str] = None, tls: bool = False, **knob_overrides) -> None:
         knobs = knobs or Knobs()
         if profile is not None:  # the profile's values, then explicit overrides on top
             knob_overrides = {**profile_knobs(profile), **knob_overrides}
@@ -50,6 +52,8 @@ class Emulator:
         self.data_endpoint = ""
         #: base URL of the external web server that serves emulator-hosted external file handles
         self.external_endpoint = ""
+        self._tls_wanted = tls
+        self._tls: Optional[EmulatorTls] = None
 
     # --- lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> "Emulator":
@@ -82,9 +86,10 @@ class Emulator:
         api_server.routes = Routes(context)
         api_server.admin_routes = AdminRoutes(context, self.admin, self.info)
         self._servers = {"api": api_server, "data": data_server, "external": external_server}
-        self.endpoint = f"http://{self.host}:{api_server.server_address[1]}"
-        self.data_endpoint = f"http://{self.host}:{data_server.server_address[1]}"
-        self.external_endpoint = f"http://{self.host}:{external_server.server_address[1]}"
+        scheme = "https" if self._tls is not None else "http"
+        self.endpoint = f"{scheme}://{self.host}:{api_server.server_address[1]}"
+        self.data_endpoint = f"{scheme}://{self.host}:{data_server.server_address[1]}"
+        self.external_endpoint = f"{scheme}://{self.host}:{external_server.server_address[1]}"
         # restart() must come back on the same ports
         self._requested_ports = tuple(server.server_address[1] for server in (api_server, data_server,
                                                                                external_server))
@@ -99,10 +104,15 @@ class Emulator:
 
     def _bind(self, context: EmulatorContext):
         """The API, data and external servers on the requested ports; if one port is taken, none stays bound."""
+        if self._tls_wanted and self._tls is None:
+            self._tls = EmulatorTls(self.host)
+        ssl_context = self._tls.server_context() if self._tls is not None else None
         bound = []
         try:
-            for port, handler in zip(self._requested_ports, (ApiHandler, DataHandler, ExternalHandler)):
-                bound.append(EmulatorHTTPServer((self.host, port), handler, context))
+            for port, handler, listener in zip(self._requested_ports, (ApiHandler, DataHandler, ExternalHandler),
+                                               ("api", "data", "external")):
+                bound.append(EmulatorHTTPServer((self.host, port), handler, context, listener=listener,
+                                                ssl_context=ssl_context))
         except OSError:
             for server in bound:
                 server.server_close()
@@ -134,6 +144,9 @@ class Emulator:
         if self._owns_data_dir and self._data_dir is not None:
             shutil.rmtree(self._data_dir, ignore_errors=True)
             self._data_dir = None
+        if self._tls is not None:
+            self._tls.close()
+            self._tls = None
 
     def restart(self) -> None:
         """Stop the listeners and start again on the same ports with the same (persisted) store."""
@@ -159,10 +172,19 @@ class Emulator:
     def store(self) -> Store:
         return self._open_store().store
 
+    @property
+    def ca_bundle(self) -> Optional[str]:
+        """The PEM file of the CA that signed the listeners' certificate (``tls=True``, once started), else None."""
+        return self._tls.ca_bundle if self._tls is not None else None
+
     def info(self) -> Dict[str, object]:
         projects = {name: f"syn{entity_id}" for name, entity_id in self.store.projects().items()}
-        return {"endpoint": self.endpoint, "data_endpoint": self.data_endpoint,
-                "external_endpoint": self.external_endpoint, "token": self.token, "projects": projects}
+        info: Dict[str, object] = {"endpoint": self.endpoint, "data_endpoint": self.data_endpoint,
+                                   "external_endpoint": self.external_endpoint, "token": self.token,
+                                   "projects": projects}
+        if self.ca_bundle is not None:
+            info["ca_bundle"] = self.ca_bundle
+        return info
 
     # --- seeding ------------------------------------------------------------------------------
     def seed_spec(self, spec: dict) -> Dict[str, str]:

@@ -61,6 +61,16 @@ class Stats:
             self.data_cuts_injected = 0
             self.data_stalls_injected = 0
             self.api_by_status: Counter = Counter()
+            self.connections: Counter = Counter()  # listener -> connections accepted (and handshaken, over TLS)
+            self.tls_handshakes: Counter = Counter()  # listener -> completed TLS handshakes
+            self.tls_resumed: Counter = Counter()  # listener -> of those, resumed sessions
+
+    def connection_accepted(self, listener: str, *, tls: bool, resumed: bool) -> None:
+        with self._lock:
+            self.connections[listener] += 1
+            if tls:
+                self.tls_handshakes[listener] += 1
+                self.tls_resumed[listener] += int(resumed)
 
     def api_started(self, method: str, path: str) -> None:
         with self._lock:
@@ -150,4 +160,7 @@ class Stats:
                 "api_5xx_injected": self.api_5xx_injected,
                 "data_cuts_injected": self.data_cuts_injected,
                 "data_stalls_injected": self.data_stalls_injected,
+                "connections": dict(self.connections),
+                "tls_handshakes": dict(self.tls_handshakes),
+                "tls_resumed": dict(self.tls_resumed),
             }

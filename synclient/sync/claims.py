@@ -6,7 +6,8 @@ its index row; this settles what is in the way of it.
   free for the remote entity;
 - a local folder where the remote has a file (``Action.BLOCKED``) and a file where it has a folder (the walker's
   ``make_room``) go only when they hold nothing but synclient's untouched files, and only with ``delete``;
-- ``keep.both`` copy names avoid every name of the remote folder and every copy chosen in this run;
+- ``keep.both`` copy names avoid every name of the remote folder and every copy chosen in this run (as the local
+  filesystem compares names: on a case-insensitive one, ``A(1).txt`` is taken by ``a(1).txt``);
 - no two entities of one run ever get one local path (asserted: refused, never mixed).
 """
 from __future__ import annotations
@@ -15,14 +16,16 @@ import logging
 import os
 import stat
 import threading
+from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Dict, Optional, Set, Tuple
+from typing import Callable, Dict, Iterator, Optional, Set, Tuple
 
 from synclient.client import Platform
 from synclient.errors import PathConflictError
 from synclient.models import EntityType, FileHandle
 from synclient.sync.deletion import folder_contents_if_ours
 from synclient.sync.index import IndexRow, LocalIndex
+from synclient.sync.local_names import FilesystemNames, Listed, local_names
 from synclient.sync.manifest import MANIFEST_FILENAMES, manifest_name_is_ours
 from synclient.sync.options import SyncOptions
 from synclient.sync.outcome import Outcome
@@ -36,15 +39,17 @@ class PathClaims:
     """The run-wide bookkeeping of local paths. Thread-safe."""
 
     def __init__(self, *, platform: Platform, target: TargetDirectory, index: LocalIndex, options: SyncOptions,
-                 outcome: Outcome) -> None:
+                 outcome: Outcome, names: FilesystemNames = FilesystemNames()) -> None:
         self._platform = platform
+        self._names = names
         self._target = target
         self._index = index
         self._options = options
         self._outcome = outcome
         self.handled: Set[str] = set()  # rel paths removed (or planned so) during the walk: not vanished again
         self._lock = threading.Lock()
-        self._folder_names: Dict[Path, Set[str]] = {}  # folder -> remote names + copies chosen (keep.both)
+        # folder -> its remote entities' local names + copies chosen (keep.both), as the filesystem compares them
+        self._folder_names: Dict[Path, Set[str]] = {}
         self._copies_lock = threading.Lock()
         self._abandoned: Set[str] = set()  # local paths of copies whose name a remote entity now has
         self._displaced: Set[str] = set()  # local paths of copies that a remote file of that name replaces
@@ -70,10 +75,11 @@ class PathClaims:
         """The planner's decision, then what only the run can settle: a path held by synclient's own things (another
         file's keep.both copy, a stale manifest) is free for the remote entity; a folder in the way; the copy name.
         Also returns the copy row this file displaces, if any."""
-        if self._holds_our_leftover(destination, rel_path):
+        local = self._local(destination)  # the remote path, unless the local filesystem needs another name
+        if self._holds_our_leftover(destination, local, rel_path):
             decision = Decision(Action.DOWNLOAD, destination)
             with self._lock:
-                self._displaced.add(rel_path)
+                self._displaced.add(local)
         else:
             decision = decide(destination=destination, handle=handle, row=row, target_root=self._target.root,
                               collision=self._options.if_collision)
@@ -93,22 +99,28 @@ class PathClaims:
         not): it is stale once this file is in, and not "vanished" in this run."""
         if not self._index_has_copies:
             return None
-        other = self._index.copy_at(destination.relative_to(self._target.root).as_posix())
+        other = self._index.copy_at(self._local(destination))
         if other is None or other.rel_path == rel_path:
             return None
         self.handle(other.rel_path)
         return other
 
-    def _holds_our_leftover(self, destination: Path, rel_path: str) -> bool:
-        """The file at a remote file's path is synclient's own and no user's: another entity's keep.both copy
-        (untouched, or given up in this run) or a manifest synclient wrote before the remote had this name."""
-        if self.is_abandoned(rel_path):
+    def _local(self, path: Path) -> str:
+        """A local path as the index spells it (relative to the target, '/'-separated)."""
+        return path.relative_to(self._target.root).as_posix()
+
+    def _holds_our_leftover(self, destination: Path, local: str, rel_path: str) -> bool:
+        """The file at a remote file's local path (``local``; its remote path ``rel_path``) is synclient's own and
+        no user's: another entity's keep.both copy (untouched, or given up in this run) or a manifest synclient
+        wrote before the remote had this name. (A row whose bytes lie away from its remote path because the local
+        filesystem needs another name is the file's own, not another's.)"""
+        if self.is_abandoned(local):
             return True
-        copy = self._index.copy_at(rel_path) if self._index_has_copies else None
-        if copy is not None and copy.local_stat_matches(self._target.root):
+        copy = self._index.copy_at(local) if self._index_has_copies else None
+        if copy is not None and copy.rel_path != rel_path and copy.local_stat_matches(self._target.root):
             return True
         if (destination.name in MANIFEST_FILENAMES and not self._index.get_many([rel_path])
-                and (manifest_name_is_ours(destination.name) or rel_path in self._index.manifest_files())):
+                and (manifest_name_is_ours(destination.name) or local in self._index.manifest_files())):
             try:
                 return stat.S_ISREG(os.lstat(destination).st_mode)
             except OSError:
@@ -138,7 +150,7 @@ class PathClaims:
         """An earlier keep.both copy whose name a remote entity has now: that entity wins the path."""
         name = copy.local_path.rpartition("/")[2]
         with self._copies_lock:
-            taken = name in self._names_of(folder, parent_id)
+            taken = self._names.same_name_key(name) in self._names_of(folder, parent_id)
         if taken and copy.local_stat_matches(self._target.root):  # untouched: the remote entity may replace it
             with self._lock:
                 self._abandoned.add(copy.local_path)
@@ -149,8 +161,8 @@ class PathClaims:
         this run."""
         with self._copies_lock:
             taken = self._names_of(destination.parent, parent_id)
-            chosen = copy_name(destination, taken=taken)
-            taken.add(chosen.name)
+            chosen = copy_name(destination, taken=_SameNames(taken, self._names.same_name_key))
+            taken.add(self._names.same_name_key(chosen.name))
             self.claim(chosen, entity_id, copy=True)
         return Decision(Action.KEEP_BOTH, chosen)
 
@@ -159,7 +171,10 @@ class PathClaims:
             return set()
         children = self._platform.iter_children(parent_id, include_types=(EntityType.FOLDER, EntityType.FILE,
                                                                           EntityType.LINK))
-        return {header.name for header in children}
+        if not self._names.maps_names:
+            return {header.name for header in children}
+        mapped = local_names((Listed(h.name, h.id, h.type.is_container) for h in children), self._names)
+        return {self._names.same_name_key(local.name) for local in mapped.values()}
 
     def _unblock(self, destination: Path) -> Decision:
         """A local folder where the remote has a file. With ``delete``, a folder that holds only what synclient
@@ -191,18 +206,19 @@ class PathClaims:
         """A file where the remote now has a folder (called by the walker). It goes if it is synclient's own and no
         user's: a keep.both copy or manifest of synclient's, or, with ``delete``, a file synclient wrote that nobody
         changed. A dry run removes nothing; it plans what the real run reports."""
-        if self._holds_our_leftover(path, rel_path):
-            copy = self._index.copy_at(rel_path)
+        local = self._local(path)
+        if self._holds_our_leftover(path, local, rel_path):
+            copy = self._index.copy_at(local)
             with self._lock:  # a held copy that was here is its file's no more: that file is decided again
-                self._displaced.add(rel_path)
-            if not self._outcome.remove_own_file(rel_path, path, copy):
+                self._displaced.add(local)
+            if not self._outcome.remove_own_file(local, path, copy):
                 return False
             log.info("%s: removed synclient's own file to make room for a remote folder", path)
             return True
         if not self._options.delete:
             return False
         row = self._index.get_many([rel_path]).get(rel_path)
-        if row is None or row.local_path != rel_path:
+        if row is None or row.local_path != local:
             return False
         removal = self._outcome.remove_indexed(row)
         if removal is None or removal.action is not Action.DELETE or removal.error is not None:
@@ -210,3 +226,20 @@ class PathClaims:
         self.handle(rel_path)
         self._outcome.removed(removal)
         return True
+
+
+class _SameNames(AbstractSet):
+    """Names as the local filesystem compares them: ``name in`` asks whether a name is one of them there."""
+
+    def __init__(self, keys: Set[str], same_name: Callable[[str], str]) -> None:
+        self._keys = keys
+        self._same = same_name
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._same(name) in self._keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)

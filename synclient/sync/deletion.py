@@ -174,14 +174,14 @@ def folder_contents_if_ours(target: TargetDirectory, index: LocalIndex, rel_dir:
     while pending:
         folder = pending.pop()
         try:
-            fd = target.open_folder(folder)
+            held = target.open_folder(folder)
         except (OSError, UnsafePathError):
             return None
         try:
-            names = os.listdir(fd)
+            names = held.listdir()
             for name in names:
                 rel = f"{folder}/{name}"
-                info = os.lstat(name, dir_fd=fd)
+                info = held.lstat(name)
                 row = rows.get(rel)
                 if stat.S_ISDIR(info.st_mode):
                     pending.append(rel)
@@ -192,10 +192,10 @@ def folder_contents_if_ours(target: TargetDirectory, index: LocalIndex, rel_dir:
                 elif not (stat.S_ISREG(info.st_mode) and (manifest_name_is_ours(name) or rel in manifests
                                                           or name.endswith(PARTIAL_SUFFIXES))):
                     return None
-        except OSError:
+        except (OSError, UnsafePathError):
             return None
         finally:
-            os.close(fd)
+            held.close()
     return found
 
 
@@ -209,35 +209,34 @@ def clear_folder(target: TargetDirectory, rel_dir: str) -> bool:
         folder = pending.pop()
         order.append(folder)
         try:
-            fd = target.open_folder(folder)
+            held = target.open_folder(folder)
         except (OSError, UnsafePathError):
             return False
         try:
-            for name in os.listdir(fd):
-                info = os.lstat(name, dir_fd=fd)
+            for name in held.listdir():
+                info = held.lstat(name)
                 if stat.S_ISDIR(info.st_mode):
                     pending.append(f"{folder}/{name}")
                 elif stat.S_ISREG(info.st_mode) and (name in MANIFEST_FILENAMES
                                                      or name.endswith(PARTIAL_SUFFIXES)):
-                    os.unlink(name, dir_fd=fd)  # a manifest.csv here passed folder_contents_if_ours: synclient's
+                    held.unlink(name)  # a manifest.csv here passed folder_contents_if_ours: synclient's
                 else:  # appeared since the check: not ours, so the folder stays
                     return False
-        except OSError:
+        except (OSError, UnsafePathError):
             return False
         finally:
-            os.close(fd)
+            held.close()
     for folder in reversed(order):
         parent, _, name = folder.rpartition("/")
         try:
-            fd = target.open_folder(parent)
+            held = target.open_folder(parent)
         except (OSError, UnsafePathError):
             return False
-        try:
-            os.rmdir(name, dir_fd=fd)
-        except OSError:
-            return False
-        finally:
-            os.close(fd)
+        with held:
+            try:
+                held.rmdir(name)
+            except (OSError, UnsafePathError):
+                return False
     return True
 
 

@@ -41,6 +41,7 @@ class SyncPlan:
     entries: List[PlanEntry] = field(default_factory=list)
     failures: List[FileResult] = field(default_factory=list)  # entities that could not be planned
     folders: Dict[str, str] = field(default_factory=dict)  # every folder found: rel path -> entity id
+    renamed: List[str] = field(default_factory=list)  # what would get another local name, one line each
     bytes_per_second: float = DEFAULT_BYTES_PER_SECOND
     files_per_second: float = DEFAULT_FILES_PER_SECOND
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -82,4 +83,4 @@ class SyncPlan:
                 "conflicts": self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH),
                 "to_delete": self.count(Action.DELETE), "estimate_seconds": round(self.estimate_seconds, 2),
                 "entries": [e.to_json() for e in sorted(self.entries, key=lambda e: e.rel_path)],
-                "failures": [f.to_json() for f in self.failures]}
+                "failures": [f.to_json() for f in self.failures], "renamed": list(self.renamed)}

@@ -9,7 +9,8 @@ I/O) and committed as soon as they arrive, so an interrupted sync keeps what it 
 one query per listing page (the rows of that page's files) on one shared read connection: the index is never held
 in memory, so a re-sync of a million-file tree needs no more memory than one of a thousand files.
 
-``<target>/.synclient/lock`` is held (``flock``) for the whole sync: a second sync into the same folder fails fast.
+``<target>/.synclient/lock`` is held for the whole sync (:func:`synclient.portable.try_lock_file`: ``flock``, or
+``filelock``): a second sync into the same folder fails fast.
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Literal, Optional, Set, Tuple, overload
+from typing import Callable, Dict, Iterator, List, Literal, Optional, Set, Tuple, overload
 
+from synclient import portable
 from synclient.errors import LocalIOError, SyncLockedError
 
 META_DIR = ".synclient"
@@ -120,7 +122,7 @@ class LocalIndex:
         self._reader: Optional[sqlite3.Connection] = None  # None: no index to read (none yet)
         self._reader_lock = threading.Lock()  # held for one query, never across network I/O
         self._meta: Dict[str, str] = {}  # read-only mode: the meta table, read at open (there is no connection)
-        self._lock_fd = -1
+        self._unlock: Optional[Callable[[], None]] = None  # releases the target lock while it is held
         self._db: Optional[sqlite3.Connection] = None
         self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()
         self._writer: Optional[threading.Thread] = None
@@ -201,23 +203,15 @@ class LocalIndex:
         self.close()
 
     def _take_lock(self) -> None:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no advisory lock, documented
-            return
-        self._lock_fd = os.open(self.meta_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
+        self._unlock = portable.try_lock_file(self.meta_dir / LOCK_FILE)
+        if self._unlock is None:
             raise SyncLockedError(f"another sync is running into {self.target_root} (lock "
-                                  f"{self.meta_dir / LOCK_FILE}); wait for it to finish") from None
+                                  f"{self.meta_dir / LOCK_FILE}); wait for it to finish")
 
     def _release_lock(self) -> None:
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)  # closing drops the flock
-            self._lock_fd = -1
+        unlock, self._unlock = self._unlock, None
+        if unlock is not None:
+            unlock()
 
     def _open_reader(self, uri: str) -> None:
         self._read_uri = uri

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import FrozenSet, Iterable, Tuple, Union
+from typing import FrozenSet, Iterable, Optional, Tuple, Union
 
 from synclient.choices import Choice
 from synclient.errors import ConfigError
 from synclient.sync.filters import PathFilter
+from synclient.sync.local_names import FilesystemNames
 from synclient.sync.manifest import ManifestFormat, ManifestMode
 from synclient.sync.planner import Collision
 
@@ -51,6 +52,11 @@ class SyncOptions:
       cache root (a ``Synapse``'s ``syn.cache.cache_root_dir``), used when it exists. ``synapse_cache_link``:
       hard-link such a file instead of copying it (no bytes written, but the two names are one file: a change to
       either is a change to both).
+    - ``filesystem_names``: what the target's filesystem does with names (case-insensitive, Unicode-normalizing,
+      Windows' rules), which decides the local name of a remote name it cannot hold
+      (:mod:`synclient.sync.local_names`). None (the default): ``SYNCLIENT_FS_PROBE`` if set, else a probe of the
+      target at the start of the run; or a :class:`~synclient.sync.local_names.FilesystemNames`, or its spelling
+      (``"case,nfd,windows"``), to force the answer.
     """
 
     if_collision: Collision
@@ -67,6 +73,7 @@ class SyncOptions:
     entity_details: bool
     synapse_cache: Union[bool, Path]
     synapse_cache_link: bool
+    filesystem_names: Optional[FilesystemNames]
 
     def __init__(self, *, if_collision: Union[Collision, str] = Collision.OVERWRITE_LOCAL, delete: bool = False,
                  manifest: Union[ManifestMode, str] = ManifestMode.ALL, include: Union[str, Iterable[str]] = (),
@@ -76,7 +83,8 @@ class SyncOptions:
                  manifest_formats: Union[str, ManifestFormat, Iterable[Union[str, ManifestFormat]]] = (
                      ManifestFormat.TSV, ManifestFormat.CSV),
                  entity_details: bool = False, synapse_cache: Union[bool, str, Path] = True,
-                 synapse_cache_link: bool = False) -> None:
+                 synapse_cache_link: bool = False,
+                 filesystem_names: Union[FilesystemNames, str, None] = None) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
         set_(self, "delete", bool(delete))
@@ -96,6 +104,8 @@ class SyncOptions:
         set_(self, "synapse_cache", Path(synapse_cache).expanduser() if isinstance(synapse_cache, (str, Path))
              else bool(synapse_cache))
         set_(self, "synapse_cache_link", bool(synapse_cache_link))
+        set_(self, "filesystem_names", FilesystemNames.parse(filesystem_names) if isinstance(filesystem_names, str)
+             else filesystem_names)
 
     def replace(self, **changes: object) -> "SyncOptions":
         """A copy with some choices changed (``dataclasses.replace`` cannot call a keyword-only ``__init__``'s

@@ -41,9 +41,9 @@ class Outcome(abc.ABC):
     # -- per file ----------------------------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def up_to_date(self, row: IndexRow, *, annotations: Optional[str] = None) -> None:
+    def up_to_date(self, row: IndexRow, *, annotations: Optional[str] = None, renamed: str = "") -> None:
         """An indexed file found untouched at the remote's version: nothing to do (``annotations``: the JSON text
-        the index keeps of them)."""
+        the index keeps of them; ``renamed``: why its local name is not its remote one, if it is not)."""
 
     @abc.abstractmethod
     def decided(self, entry: PlanEntry, carry_out: Callable[[], None]) -> None:
@@ -96,9 +96,10 @@ class RecordOutcome(Outcome):
         with self._lock:
             return list(self._results)
 
-    def up_to_date(self, row: IndexRow, *, annotations: Optional[str] = None) -> None:
+    def up_to_date(self, row: IndexRow, *, annotations: Optional[str] = None, renamed: str = "") -> None:
         self.finished(FileResult(row.entity_id, row.version, self.target.root / row.local_path, row.size, row.md5,
-                                 SyncStatus.SKIPPED, action=Action.SKIP.value, annotations=annotations),
+                                 SyncStatus.SKIPPED, action=Action.SKIP.value, annotations=annotations,
+                                 renamed=renamed or None),
                       manifest_path=row.rel_path)
 
     def decided(self, entry: PlanEntry, carry_out: Callable[[], None]) -> None:
@@ -166,7 +167,7 @@ class PlanOutcome(Outcome):
         super().__init__(target=target, index=index)
         self.plan = SyncPlan()
 
-    def up_to_date(self, row: IndexRow, *, annotations: Optional[str] = None) -> None:
+    def up_to_date(self, row: IndexRow, *, annotations: Optional[str] = None, renamed: str = "") -> None:
         self.plan.add(PlanEntry(row.rel_path, row.entity_id, row.version, row.size, Action.SKIP,
                                 self.target.root / row.local_path))
 

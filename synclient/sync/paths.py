@@ -1,19 +1,19 @@
 """Remote names become local paths only after validation; nothing a server says escapes the target directory."""
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
+from synclient import portable
 from synclient.errors import FileInTheWayError, LocalIOError, TargetError, UnsafePathError
+from synclient.sync.folders import CheckedPathFolder, DescriptorFolder
 from synclient.transfer.partial import PARTIAL_SUFFIXES, PlainFolders, realpath
 
 NAME_MAX_BYTES = 255
 RESERVED_NAME = ".synclient"  # the index folder at the target's top
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+Folder = Union[DescriptorFolder, CheckedPathFolder]  # what open_folder gives, as this system allows
 _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
                      *(f"LPT{i}" for i in range(1, 10))}
 
@@ -110,44 +110,26 @@ class TargetDirectory:
         if not self.contains(path.parent):
             raise UnsafePathError(f"{path.parent} resolves outside the target; not written")
 
-    def open_folder(self, rel_dir: str) -> int:
-        """A descriptor of the folder ``rel_dir`` ('/'-separated, relative to the root), reached one component at a
-        time without following any symlink: whatever a user or another process put in the way, a path used with it
-        (``dir_fd=``) is inside the target at the moment of use. A symlink on the way is an
-        :class:`UnsafePathError`; a missing folder is ``FileNotFoundError``. The caller closes the descriptor."""
-        fd = os.open(self.root, os.O_RDONLY | _O_DIRECTORY)
-        try:
-            for part in (p for p in rel_dir.split("/") if p):
-                try:
-                    child = os.open(part, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW, dir_fd=fd)
-                except OSError as exc:
-                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                        raise
-                    if stat.S_ISLNK(os.lstat(part, dir_fd=fd).st_mode):
-                        raise UnsafePathError(f"{self.root / rel_dir} is reached through a symlink ({part!r}); "
-                                              "not followed") from None
-                    # a file where a folder was: the folder is gone
-                    raise FileNotFoundError(errno.ENOENT, "not a folder", str(self.root / rel_dir)) from None
-                os.close(fd)
-                fd = child
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+    def open_folder(self, rel_dir: str) -> Folder:
+        """The folder ``rel_dir`` ('/'-separated, relative to the root), reached one component at a time without
+        following any symlink: whatever a user or another process put in the way, a name used with it is inside
+        the target at the moment of use (:mod:`synclient.sync.folders`). A symlink on the way is an
+        :class:`UnsafePathError`; a missing folder is ``FileNotFoundError``. The caller closes the folder."""
+        opener = DescriptorFolder if portable.CAPABILITIES.dir_fd else CheckedPathFolder
+        return opener.open(self.root, rel_dir)
 
     def lstat_inside(self, rel_path: str) -> Optional[os.stat_result]:
         """``lstat`` of a path inside the target reached without following symlinks; None when absent."""
         folder, _, name = rel_path.rpartition("/")
         try:
-            fd = self.open_folder(folder)
+            held = self.open_folder(folder)
         except FileNotFoundError:
             return None
-        try:
-            return os.lstat(name, dir_fd=fd)
-        except FileNotFoundError:
-            return None
-        finally:
-            os.close(fd)
+        with held:
+            try:
+                return held.lstat(name)
+            except FileNotFoundError:
+                return None
 
     def unlink_inside(self, rel_path: str, *, expected: "os.stat_result") -> bool:
         """Remove the regular file at ``rel_path`` if it is still the one ``expected`` describes (same inode, size
@@ -155,34 +137,31 @@ class TargetDirectory:
         False (and removes nothing) when the file changed or is gone."""
         folder, _, name = rel_path.rpartition("/")
         try:
-            fd = self.open_folder(folder)
+            held = self.open_folder(folder)
         except FileNotFoundError:
             return False
-        try:
+        with held:
             try:
-                now = os.lstat(name, dir_fd=fd)
+                now = held.lstat(name)
             except FileNotFoundError:
                 return False
             if not (stat.S_ISREG(now.st_mode) and (now.st_ino, now.st_dev, now.st_size, now.st_mtime_ns) ==
                     (expected.st_ino, expected.st_dev, expected.st_size, expected.st_mtime_ns)):
                 return False
-            os.unlink(name, dir_fd=fd)
+            held.unlink(name)
             return True
-        finally:
-            os.close(fd)
 
     def remove_empty_folders(self, rel_dir: str, *, stop_at: str = "") -> None:
         """``rmdir`` ``rel_dir`` and its parents while they are empty, up to (not including) ``stop_at``."""
         while rel_dir and rel_dir != stop_at:
             parent, _, name = rel_dir.rpartition("/")
             try:
-                fd = self.open_folder(parent)
+                held = self.open_folder(parent)
             except (OSError, UnsafePathError):
                 return
-            try:
-                os.rmdir(name, dir_fd=fd)
-            except OSError:
-                return
-            finally:
-                os.close(fd)
+            with held:
+                try:
+                    held.rmdir(name)
+                except (OSError, UnsafePathError):
+                    return
             rel_dir = parent

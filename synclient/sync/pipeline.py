@@ -60,11 +60,13 @@ class FileContext:
     displaced: Optional[IndexRow] = None  # another file's copy this file replaces: that row goes once this is in
     from_cache: bool = False  # its bytes came from synapseclient's cache, not from storage
     from_row: bool = False  # its handle is a view row's (no bundle call): the URL batch may find it replaced
+    renamed: str = ""  # why its local name is not its remote name (local_names.py; "": it is)
 
     @property
     def details(self) -> dict:
         """What its :class:`~synclient.results.FileResult` carries beyond the outcome (keyword arguments)."""
-        return {"annotations": self.annotations, "entity": self.entity, "file_handle": self.file_handle}
+        return {"annotations": self.annotations, "entity": self.entity, "file_handle": self.file_handle,
+                "renamed": self.renamed or None}
 
 
 #: the external URLs synclient fetches itself (others, such as sftp:// and ftp://, fail their file with a reason)
@@ -139,23 +141,27 @@ class FilePipeline:
                 self.seen.update(file.rel_path for file in files)
         rows = self._index.get_many([file.rel_path for file in files], with_annotations=True)
         for found in files:
-            header, destination, rel_path, listed_in = found
+            header, destination, rel_path, listed_in = found[:4]
             row, stored_annotations = rows.get(rel_path, (None, None))
             if is_up_to_date(row, header, self._target.root) and not self._options.needs_bundle:
                 named = rel_path in self.named_files
                 if row.root_id != self._root_id and row.root_id == row.entity_id and not named:
                     self._index.set_owner(rel_path, self._root_id)  # a single-file get's row joins the tree
-                if row.local_path != rel_path and not named:
+                if row.local_path != self._local(destination) and not named:
                     with self._lock:  # a keep.both copy: settled when every remote file has claimed its path
                         self._held_copies.append((found, row, stored_annotations))
                     continue
-                self._outcome.up_to_date(row, annotations=stored_annotations)
+                self._outcome.up_to_date(row, annotations=stored_annotations, renamed=found.renamed)
                 continue
             known = self._known(header, listed_in)
             if known is not None:
-                self._pool.submit(Priority.BUNDLE, self._decide, header, destination, rel_path, row, known)
+                self._pool.submit(Priority.BUNDLE, self._decide, found, row, known)
             else:
-                self._pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
+                self._pool.submit(Priority.BUNDLE, self._bundle, found, row)
+
+    def _local(self, path: Path) -> str:
+        """A local path as the index spells it (relative to the target, '/'-separated)."""
+        return path.relative_to(self._target.root).as_posix()
 
     def _known(self, header: EntityHeader, listed_in: Optional[str]) -> Optional[KnownFile]:
         """What a view's row says of this file version, if anything (the folder it was listed in is its parent: a
@@ -175,20 +181,21 @@ class FilePipeline:
             return
         with self._lock:
             held, self._held_copies = self._held_copies, []
-        for (header, destination, rel_path, _), row, stored_annotations in held:
+        for found, row, stored_annotations in held:
             if self._claims.is_displaced(row.local_path):
-                self._pool.submit(Priority.BUNDLE, self._bundle, header, destination, rel_path, row)
+                self._pool.submit(Priority.BUNDLE, self._bundle, found, row)
                 continue
             try:
                 self._claims.claim(self._target.root / row.local_path, row.entity_id, copy=True)
             except PathConflictError as exc:
-                self.entity_failed(header, destination, exc)
+                self.entity_failed(found.header, found.destination, exc)
                 continue
-            self._outcome.up_to_date(row, annotations=stored_annotations)
+            self._outcome.up_to_date(row, annotations=stored_annotations, renamed=found.renamed)
 
     # -- bundle -> decision ------------------------------------------------------------------------------------
 
-    def _bundle(self, header: EntityHeader, destination: Path, rel_path: str, row: Optional[IndexRow]) -> None:
+    def _bundle(self, found: FoundFile, row: Optional[IndexRow]) -> None:
+        header = found.header
         try:
             # annotations always: they cost nothing in this call, and every result and index row carries them
             bundle = self._platform.get_file_bundle(header.id, version=header.version_number,
@@ -196,15 +203,15 @@ class FilePipeline:
             if bundle.file_handle is None:
                 raise NotFoundError(f"{header.id} has no data file handle in its bundle")
         except SynclientError as exc:
-            self.entity_failed(header, destination, exc)
+            self.entity_failed(header, found.destination, exc)
             return
-        self._decide(header, destination, rel_path, row, KnownFile(
+        self._decide(found, row, KnownFile(
             bundle.file_handle, bundle.entity.version_number, bundle.entity.parent_id,
             (bundle.annotations or {}).get("annotations") or {}, bundle.entity.raw))
 
-    def _decide(self, header: EntityHeader, destination: Path, rel_path: str, row: Optional[IndexRow],
-                known: KnownFile) -> None:
+    def _decide(self, found: FoundFile, row: Optional[IndexRow], known: KnownFile) -> None:
         """A file version's action, from what its bundle (or its view row, then as a BUNDLE task) says of it."""
+        header, destination, rel_path = found.header, found.destination, found.rel_path
         handle = known.handle
         try:
             check_fetchable(header.id, handle)
@@ -212,7 +219,7 @@ class FilePipeline:
             if self._options.provenance:
                 self._manifests.add_provenance(rel_path, provenance_from_activity(
                     self._platform.get_activity(header.id, version=known.version)))
-            copy = row if row is not None and row.local_path != rel_path else None
+            copy = row if row is not None and row.local_path != self._local(destination) else None
             if copy is not None and self._claims.copy_name_taken(copy, destination.parent, known.parent_id):
                 row = copy = None  # that name is a remote entity's now: this file gets another copy name
             decision, displaced = self._claims.decide(destination, rel_path, handle, row, copy,
@@ -230,7 +237,7 @@ class FilePipeline:
                       else None)
         context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,
                               *((known.entity, handle.raw) if self._options.entity_details else (None, None)),
-                              superseded, displaced, from_row=known.from_row)
+                              superseded, displaced, from_row=known.from_row, renamed=found.renamed)
         entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination,
                           context.entity, context.file_handle, annotations if self._options.entity_details else None)
         self._outcome.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))

@@ -31,6 +31,7 @@ from synclient.sync.dry_run import SyncPlan
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.index import LocalIndex
 from synclient.sync.leftovers import sweep_run_partials
+from synclient.sync.local_names import FilesystemNames, LocalRename, Renaming
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
@@ -93,8 +94,10 @@ class SyncRun:
     """The wiring of one sync: every piece built once, around one target and its index, sharing one pool."""
 
     def __init__(self, *, platform: Platform, config: TransferConfig, target: TargetDirectory, index: LocalIndex,
-                 root_id: str, options: SyncOptions, observer: SyncObserver) -> None:
+                 root_id: str, options: SyncOptions, observer: SyncObserver,
+                 names: FilesystemNames = FilesystemNames()) -> None:
         self.platform = platform
+        self.names = names  # what the target's filesystem does with names (local_names.py)
         self.target = target
         self.index = index
         self.root_id = root_id
@@ -107,10 +110,10 @@ class SyncRun:
                           is_fatal=lambda error: is_fatal(error, target.root),
                           on_fatal=lambda: self.pool.cancel(grace_seconds=0), list_in_manifest=options.wants_manifest))
         self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
-        self.data_client = DataClient(config.max_workers)
+        self.data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
         self.folders = PlainFolders()  # the per-file folder checks; closed with the data client
         self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
-                                 outcome=self.outcome)
+                                 outcome=self.outcome, names=names)
         self.manifests = ManifestAssembly(target=target, index=index, root_id=root_id)
         downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
                                 observer=observer, folders=self.folders)
@@ -120,9 +123,11 @@ class SyncRun:
                                      folders=self.folders, observer=observer)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
                                  on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
-                                 follow_links=options.follow_links, make_room=self.claims.make_room)
+                                 follow_links=options.follow_links, make_room=self.claims.make_room,
+                                 names=names)
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
         self.renamed: List[Renamed] = []  # entries of a list given another name than their own (start_sources)
+        self.renamed_locally: List[LocalRename] = []  # names of a list the local filesystem cannot hold as they are
 
     def start(self, root: EntityHeader, version: Optional[int]) -> None:
         """A container is walked; a file root goes straight to the pipeline (its row keeps an existing owner)."""
@@ -132,7 +137,25 @@ class SyncRun:
         if version is not None:
             root = replace(root, version_number=version)
         self.pipeline.named_files.add(root.name)
-        self.pipeline.files_found([FoundFile(root, self.target.child(self.target.root, root.name), root.name)])
+        destination = self._destination(root, root.name)  # a refused name fails the run, as a bad root does
+        self.pipeline.files_found([FoundFile(root, destination, root.name, None,
+                                             Renaming.WINDOWS.value if destination.name != root.name else "")])
+
+    def _destination(self, header: EntityHeader, rel_path: str) -> Path:
+        """The local path of a file named by id (a file root, an entry of a list), its folders made: each name in
+        the form the local filesystem can hold (Windows' rules, local_names.py; twins among a list's entries are
+        its own renamings', sources.py), reported when that is not the remote name."""
+        folder = self.target.root
+        *folders, name = rel_path.split("/")
+        for part in folders:
+            folder = self.target.make_folder(folder, self.names.legal_form(part))
+        destination = self.names.check_length(self.target.child(folder, self.names.legal_form(name)))
+        local = self._local(destination)
+        if local != rel_path:
+            renamed = LocalRename(header.id, rel_path, local, Renaming.WINDOWS.value)
+            self.renamed_locally.append(renamed)
+            log.warning("local name: %s", renamed)
+        return destination
 
     def start_files(self, files: Sequence[Tuple[EntityHeader, str]]) -> None:
         """A list of files, each at its own '/'-separated path under the target (its folders made here): straight
@@ -142,11 +165,10 @@ class SyncRun:
         found = []
         for header, rel_path in wanted:
             try:
-                folder = self.target.root
-                *folders, name = rel_path.split("/")
-                for part in folders:
-                    folder = self.target.make_folder(folder, part)
-                found.append(FoundFile(header, self.target.child(folder, name), rel_path))
+                destination = self._destination(header, rel_path)
+                renamed = destination.name != rel_path.rpartition("/")[2]
+                found.append(FoundFile(header, destination, rel_path, None,
+                                       Renaming.WINDOWS.value if renamed else ""))
             except SynclientError as exc:
                 self.pipeline.entity_failed(header, None, exc)
         for start in range(0, len(found), _FILES_PER_BATCH):
@@ -156,7 +178,8 @@ class SyncRun:
         """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources`), named against this target's
         index: what failed to resolve is reported, each project or folder is walked into its own sub-folder, the
         files go as :meth:`start_files`."""
-        layout = plan.laid_out(self.index.rows_in)
+        layout = plan.laid_out(self.index.rows_in,
+                               same_name=lambda name: self.names.same_name_key(self.names.legal_form(name)))
         self.renamed = layout.renamed
         self.pipeline.known.update(plan.known_files)
         for header, error in plan.refused:
@@ -166,7 +189,7 @@ class SyncRun:
             try:
                 folder = self.target.root
                 for part in container.rel_dir.split("/") if container.rel_dir else ():
-                    folder = self.target.make_folder(folder, part)
+                    folder = self.target.make_folder(folder, self.names.legal_form(part))
             except SynclientError as exc:
                 self.walker.unvisited.add(container.rel_dir)
                 self.pipeline.entity_failed(container.header, None, exc)
@@ -191,8 +214,20 @@ class SyncRun:
         """``delete=True``, once the whole tree is listed: files synclient wrote that the remote no longer has."""
         delete_vanished(target=self.target, index=self.index, root_id=self.root_id,
                         path_filter=self.options.path_filter, seen=self.pipeline.seen,
-                        unvisited=self.walker.unvisited, handled=self.claims.handled, listed=set(self.walker.listed),
+                        unvisited=self.walker.unvisited, handled=self.claims.handled,
+                        # folders by remote path and by local path (deletion tidies folders by where they are)
+                        listed=set(self.walker.listed) | {self._local(path) for path in self.walker.listed.values()},
                         dry_run=not self.outcome.writes, report=self.outcome.removed)
+
+    def _local(self, path: Path) -> str:
+        return "" if path == self.target.root else path.relative_to(self.target.root).as_posix()
+
+    @property
+    def renamed_lines(self) -> List[str]:
+        """The report's lines of every renaming: a list's entries whose names were taken, and names the local
+        filesystem cannot hold as they are."""
+        return ([str(entry) for entry in self.renamed] + [str(entry) for entry in self.renamed_locally]
+                + [str(entry) for entry in sorted(self.walker.renamed, key=lambda r: r.remote_path)])
 
     def tidy_up(self) -> None:
         """A real run's end: every folder's manifest, and the sweep of partial downloads no run will resume."""
@@ -215,7 +250,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        provenance: Optional[bool] = None, progress: Optional[bool] = None,
                        entity_details: Optional[bool] = None, synapse_cache: Union[bool, str, Path, None] = None,
                        synapse_cache_link: Optional[bool] = None, syn: Optional[object] = None,
-                       view: Optional[str] = None) -> Union[SyncResults, SyncPlan]:
+                       view: Optional[str] = None,
+                       filesystem_names: Union[FilesystemNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
     Returns one :class:`~synclient.results.FileResult` per file (``SyncResults``, with ``.report``), or with
@@ -238,13 +274,16 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       file whose listing shows the version its row describes takes no bundle call (the first sync of N files then
       costs about N/100 URL calls, not N bundle calls); the others (the view lags, or does not cover them) take
       theirs. Annotations then come from the view's annotation columns.
+    - ``filesystem_names``: force what the target's filesystem does with names (``"case,nfd,windows"``; default: a
+      probe of the target, see :mod:`synclient.sync.local_names`).
     """
     # validate
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
                                 delete=delete, manifest=manifest, include=include, exclude=exclude, dry_run=dry_run,
                                 follow_links=follow_links, provenance=provenance, progress=progress,
                                 entity_details=entity_details, synapse_cache=synapse_cache,
-                                synapse_cache_link=synapse_cache_link)
+                                synapse_cache_link=synapse_cache_link,
+                                filesystem_names=filesystem_names)
     entity_id, version = parse_entity_id(entity)
     view_id = _view_id(view)
     platform, own_platform, options = _platform_for(platform, syn, options, config)
@@ -276,7 +315,8 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
                   follow_links: Optional[bool] = None, provenance: Optional[bool] = None,
                   progress: Optional[bool] = None, entity_details: Optional[bool] = None,
                   synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
-                  syn: Optional[object] = None, view: Optional[str] = None) -> Union[SyncResults, SyncPlan]:
+                  syn: Optional[object] = None, view: Optional[str] = None,
+                  filesystem_names: Union[FilesystemNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
     """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or :class:`~synclient.sync.id_lists.EntityRef`)
     into ``path`` as one run: one shared pool, URL batches of up to 100 across all ids, one index, one report.
 
@@ -292,7 +332,8 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
                                 include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
                                 provenance=provenance, progress=progress, entity_details=entity_details,
-                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link)
+                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link,
+                                filesystem_names=filesystem_names)
     if isinstance(ids, (str, EntityRef)):  # one id given bare: a list of one, not a list of its characters
         ids = [ids]
     refs = [ref if isinstance(ref, EntityRef) else EntityRef.parse(ref) for ref in ids]
@@ -313,7 +354,8 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
                    follow_links: Optional[bool] = None, provenance: Optional[bool] = None,
                    progress: Optional[bool] = None, entity_details: Optional[bool] = None,
                    synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
-                   syn: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
+                   syn: Optional[object] = None,
+                   filesystem_names: Union[FilesystemNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
     """Download what a SQL query over a file view or table selects (``SELECT id FROM syn123 WHERE ...``) into
     ``path``, as :func:`download_many` downloads a list of ids (its keywords are these): the query's ``id`` column
     names the entities, a ``currentVersion`` (or ``versionNumber``) column pins their versions, and every page of
@@ -326,7 +368,8 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
                                 include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
                                 provenance=provenance, progress=progress, entity_details=entity_details,
-                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link)
+                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link,
+                                filesystem_names=filesystem_names)
     table_id = table_of(sql)
 
     def plan(platform: Platform) -> Tuple[SourcePlan, QueryInfo]:
@@ -452,8 +495,12 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
         bar = _progress_bar(enabled=options.progress and not options.dry_run, description=description)
         with LocalIndex(target.root, read_only=options.dry_run) as index:
             # build
+            names = FilesystemNames.for_target(None if options.dry_run else index.meta_dir,
+                                               forced=options.filesystem_names)
+            if names.maps_names:
+                log.info("local names in %s: %s", target.root, names.describe())
             run = SyncRun(platform=platform, config=config, target=target, index=index, root_id=root_id,
-                          options=options, observer=ObserverGroup([observer, bar]))
+                          options=options, observer=ObserverGroup([observer, bar]), names=names)
             run.pipeline.view = view_rows
             # run
             try:
@@ -472,12 +519,13 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
             if isinstance(outcome, PlanOutcome):
                 _estimate_from_history(outcome.plan, index)
                 outcome.plan.folders = dict(run.walker.folder_ids)
+                outcome.plan.renamed = run.renamed_lines
                 return outcome.plan
             _finish_report(outcome, platform, started, before)
             if container:
                 run.tidy_up()
             outcome.report.manifest_errors = list(run.manifests.errors)
-            outcome.report.renamed = [str(entry) for entry in run.renamed]
+            outcome.report.renamed = run.renamed_lines
             outcome.report.query = query
             _remember_throughput(outcome, index)
     finally:

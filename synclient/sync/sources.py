@@ -94,6 +94,8 @@ class Layout:
 
 #: the index rows directly in a '/'-separated folder of the target ('' for the target itself)
 RowsIn = Callable[[str], Sequence[IndexRow]]
+#: a name as the local filesystem compares it (the name itself where it compares names exactly)
+SameName = Callable[[str], str]
 
 
 @dataclass
@@ -112,13 +114,15 @@ class SourcePlan:
         only = self.entries[0] if len(self.entries) == 1 and not self.refused else None
         return only.header if only is not None and only.kind is EntryKind.CONTAINER and self.standalone else None
 
-    def laid_out(self, rows_in: RowsIn) -> Layout:
-        """Every entry named (see the module docstring), against the target's index (``rows_in``)."""
+    def laid_out(self, rows_in: RowsIn, *, same_name: SameName = str) -> Layout:
+        """Every entry named (see the module docstring), against the target's index (``rows_in``). ``same_name``:
+        what the local filesystem compares of a name (two names with one value are one file there: case- or
+        Unicode-insensitive folders; see :mod:`synclient.sync.local_names`)."""
         layout = Layout()
         if self.one_container is not None:
             layout.containers.append(ListedContainer(self.one_container, ""))
             return layout
-        _name_folder(self.entries, "", rows_in, layout)
+        _name_folder(self.entries, "", rows_in, layout, same_name)
         return layout
 
 
@@ -235,7 +239,8 @@ def _add_items(platform: Platform, holders: Sequence[Tuple[EntityHeader, Optiona
 class _Names:
     """The names of one folder: those this run gave, and those the index holds (name -> entity ids there)."""
 
-    def __init__(self, rows: Sequence[IndexRow], folder: str) -> None:
+    def __init__(self, rows: Sequence[IndexRow], folder: str, same_name: SameName = str) -> None:
+        self._same = same_name  # names are compared as the local filesystem compares them
         self.given: Set[str] = set()
         self.given_to: Dict[str, Set[str]] = {}  # entity id -> names this run gave it here
         self.held: Dict[str, Set[str]] = {}
@@ -244,18 +249,19 @@ class _Names:
             for path in {row.rel_path, row.local_path}:
                 name = path[len(prefix):] if path.startswith(prefix) else None
                 if name and "/" not in name:
-                    self.held.setdefault(name, set()).add(row.entity_id)
+                    self.held.setdefault(same_name(name), set()).add(row.entity_id)
 
     def free_for(self, name: str, entity_id: str) -> bool:
-        return name not in self.given and self.held.get(name, {entity_id}) == {entity_id}
+        key = self._same(name)
+        return key not in self.given and self.held.get(key, {entity_id}) == {entity_id}
 
     def name_for(self, entry: Entry) -> str:
         header = entry.header
         candidates = _candidates(header.name, header, is_folder=entry.kind is not EntryKind.FILE,
                                  versioned_first=bool(self.given_to.get(header.id)))
         # a name the index already holds for this file first: names do not flip when the list's order changes
-        given = next((c for c in candidates if c not in self.given and entry.kind is EntryKind.FILE
-                      and self.held.get(c) == {header.id}), None)
+        given = next((c for c in candidates if self._same(c) not in self.given and entry.kind is EntryKind.FILE
+                      and self.held.get(self._same(c)) == {header.id}), None)
         given = given or next((c for c in candidates if self.free_for(c, header.id)), None)
         n = 2
         while given is None:  # only names made to clash with ours get here
@@ -263,7 +269,7 @@ class _Names:
             numbered = f"{stem}-{n}{suffix}"
             given = numbered if self.free_for(numbered, header.id) else None
             n += 1
-        self.given.add(given)
+        self.given.add(self._same(given))
         self.given_to.setdefault(header.id, set()).add(given)
         return given
 
@@ -279,8 +285,9 @@ def _candidates(name: str, header: EntityHeader, *, is_folder: bool, versioned_f
     return [name] + [f"{stem} ({label}){suffix}" for label in labels]
 
 
-def _name_folder(entries: Sequence[Entry], folder: str, rows_in: RowsIn, layout: Layout) -> None:
-    names = _Names(rows_in(folder), folder)
+def _name_folder(entries: Sequence[Entry], folder: str, rows_in: RowsIn, layout: Layout,
+                 same_name: SameName = str) -> None:
+    names = _Names(rows_in(folder), folder, same_name)
     for entry in entries:
         given = names.name_for(entry)
         path = _join(folder, given)
@@ -293,7 +300,7 @@ def _name_folder(entries: Sequence[Entry], folder: str, rows_in: RowsIn, layout:
         elif entry.kind is EntryKind.CONTAINER:
             layout.containers.append(ListedContainer(entry.header, path))
         else:
-            _name_folder(entry.children, path, rows_in, layout)
+            _name_folder(entry.children, path, rows_in, layout, same_name)
 
 
 def _unknown(entity_id: str, version: Optional[int]) -> EntityHeader:

@@ -5,10 +5,15 @@ together (each with its destination and its '/'-separated path relative to the s
 sub-folders and its own next page as new tasks. Nothing waits inside the pool. With ``follow_links`` a Link entity
 is resolved (two calls) to the file or folder it points to, which then appears under the link's own name; a link
 to a folder that is already on the path from the root is a cycle and is reported, not followed.
+
+Where the target's filesystem cannot hold every remote name as it is (:mod:`synclient.sync.local_names`: case- or
+Unicode-insensitive folders, Windows' rules), a folder's pages are gathered and its names mapped once the whole
+folder is listed (a twin may be on any page); each renamed entity is reported (:attr:`TreeWalker.renamed`).
 """
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, NamedTuple, Optional, Set
@@ -17,8 +22,9 @@ from synclient.client import Platform
 from synclient.errors import FileInTheWayError, SynclientError, UnsafePathError
 from synclient.models import EntityHeader, EntityType
 from synclient.sync.filters import PathFilter
+from synclient.sync.local_names import FilesystemNames, Listed, LocalName, LocalRename, local_names
 from synclient.sync.manifest import MANIFEST_FILENAMES
-from synclient.sync.paths import TargetDirectory
+from synclient.sync.paths import RESERVED_NAME, TargetDirectory
 from synclient.transfer.pool import Priority, TaskPool
 
 log = logging.getLogger("synclient.sync")
@@ -31,11 +37,13 @@ class FoundFile(NamedTuple):
     destination: Path
     rel_path: str
     parent_id: Optional[str] = None  # the folder whose listing showed it (None: named by id, or through a link)
+    renamed: str = ""  # why its local name is not its remote name ("": it is)
 
 
 FilesFound = Callable[[List[FoundFile]], None]  # the files of one listing page at a time
 EntityFailed = Callable[[EntityHeader, Optional[Path], SynclientError], None]
 MakeRoom = Callable[[str, Path], bool]  # (rel path, local path) of a file in a remote folder's way: removed?
+_FILES_PER_CALL = 500  # files handed to the runner at once (one index query each): a listing page's worth
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,8 @@ class Folder:
 class TreeWalker:
     def __init__(self, *, platform: Platform, pool: TaskPool, target: TargetDirectory, on_files: FilesFound,
                  on_failure: EntityFailed, path_filter: PathFilter = PathFilter(),
-                 follow_links: bool = False, make_room: Optional[MakeRoom] = None) -> None:
+                 follow_links: bool = False, make_room: Optional[MakeRoom] = None,
+                 names: FilesystemNames = FilesystemNames()) -> None:
         self._platform = platform
         self._pool = pool
         self._target = target
@@ -64,12 +73,16 @@ class TreeWalker:
         self._follow_links = follow_links
         self._include = (EntityType.FOLDER, EntityType.FILE) + ((EntityType.LINK,) if follow_links else ())
         self._make_room = make_room
+        self._names = names
+        self._gathered: Dict[str, List[EntityHeader]] = {}  # rel dir -> headers of the pages listed so far
+        self._gathered_lock = threading.Lock()
         # What the rest of the run needs to know about folders (folders only: small even for huge trees). Each set
         # or dict takes single adds from many threads (atomic under the GIL) and is read after the walk.
         self.unvisited: Set[str] = set()  # rel paths of folders whose listing or local visit failed
         self.listed: Dict[str, Path] = {}  # rel path -> local folder, for folders whose every page was listed
         self.manifest_taken: Set[Path] = set()  # local paths of remote children named like a manifest
         self.folder_ids: Dict[str, str] = {}  # rel path -> id of every folder found (via a link: its target)
+        self.renamed: List[LocalRename] = []  # entities given another local name than their remote one
 
     def walk(self, container: EntityHeader, local_dir: Path, *, rel_dir: str = "") -> None:
         """Start listing ``container`` into ``local_dir``, its files' paths under ``rel_dir`` ('' for the sync root;
@@ -87,33 +100,72 @@ class TreeWalker:
             self.unvisited.add(folder.rel_dir)
             self._on_failure(folder.header, folder.local_dir, exc)
             return
+        if self._names.maps_names:
+            self._gather(folder, page.headers, page.next_page_token)
+            return
         if page.next_page_token:  # keep the next page flowing before working through this one
             self._pool.submit(Priority.LISTING, self._list_page, folder, page.next_page_token)
-        files = [found for found in (self._visit(folder, header) for header in page.headers) if found]
-        if files:
-            self._on_files(files)  # together: the runner looks their index rows up in one query
+        self._visit_all(folder, page.headers, {})
         if not page.next_page_token:  # pages of a folder come one after another: this was the last
             self.listed[folder.rel_dir] = folder.local_dir
 
-    def _visit(self, folder: Folder, header: EntityHeader) -> Optional[FoundFile]:
-        if header.name in MANIFEST_FILENAMES:  # the remote entity wins its path: no such manifest in this folder
-            self.manifest_taken.add(folder.local_dir / header.name)
+    def _visit_all(self, folder: Folder, headers: List[EntityHeader], names: Dict[str, LocalName]) -> None:
+        files = [found for found in (self._visit(folder, header, names.get(header.name)) for header in headers)
+                 if found]
+        for start in range(0, len(files), _FILES_PER_CALL):  # together: the runner reads their rows in one query
+            self._on_files(files[start:start + _FILES_PER_CALL])
+
+    def _gather(self, folder: Folder, headers: List[EntityHeader], next_page_token: Optional[str]) -> None:
+        """A page of a folder whose names are mapped: kept until the last page, then the whole folder is visited.
+        The page's headers are kept before the next page is asked for, so the last page finds every other one."""
+        with self._gathered_lock:
+            self._gathered.setdefault(folder.rel_dir, []).extend(headers)
+        if next_page_token:
+            self._pool.submit(Priority.LISTING, self._list_page, folder, next_page_token)
+            return
+        with self._gathered_lock:
+            every = self._gathered.pop(folder.rel_dir, [])
+        reserved = (RESERVED_NAME,) if folder.local_dir == self._target.root else ()
+        names = local_names((Listed(h.name, h.id, h.type.is_container) for h in every), self._names,
+                            reserved=reserved)
+        self._visit_all(folder, every, names)
+        self.listed[folder.rel_dir] = folder.local_dir
+
+    def _visit(self, folder: Folder, header: EntityHeader, local: Optional[LocalName]) -> Optional[FoundFile]:
+        """One entry of a listing; ``local``: its local name where names are mapped (None: its remote name)."""
+        name = local.name if local is not None else header.name
+        if name in MANIFEST_FILENAMES:  # the remote entity wins its path: no such manifest in this folder
+            self.manifest_taken.add(folder.local_dir / name)
         try:
             if header.type is EntityType.FOLDER:
-                self._enter(folder, header, header)
+                self._enter(folder, header, header, name, local)
             elif header.type is EntityType.FILE:
                 rel = folder.rel(header.name)
-                destination = self._target.child(folder.local_dir, header.name)
+                destination = self._destination(folder, name)
                 if self._filter.wants_file(rel):
-                    return FoundFile(header, destination, rel, folder.header.id)
+                    self._note_renaming(header, rel, destination, local)
+                    return FoundFile(header, destination, rel, folder.header.id,
+                                     local.reason() if local is not None else "")
             elif header.type is EntityType.LINK and self._follow_links:
-                self._target.child(folder.local_dir, header.name)  # refuse a bad name before any call
-                self._pool.submit(Priority.LISTING, self._resolve_link, folder, header)
+                self._destination(folder, name)  # refuse a bad name before any call
+                self._pool.submit(Priority.LISTING, self._resolve_link, folder, header, local)
         except SynclientError as exc:
             if header.type is not EntityType.FILE:
                 self.unvisited.add(folder.rel(header.name))
-            self._on_failure(header, self._local_path(folder, header.name), exc)
+            self._on_failure(header, self._local_path(folder, name), exc)
         return None
+
+    def _destination(self, folder: Folder, name: str) -> Path:
+        """The local path of ``name`` in ``folder``; refused (per entity) where the filesystem's paths end."""
+        return self._names.check_length(self._target.child(folder.local_dir, name))
+
+    def _note_renaming(self, header: EntityHeader, rel: str, path: Path, local: Optional[LocalName]) -> None:
+        """Report an entity whose local name is not its remote one (once per run: when it is listed)."""
+        if local is None or local.renaming is None:
+            return
+        renamed = LocalRename(header.id, rel, path.relative_to(self._target.root).as_posix(), local.reason())
+        self.renamed.append(renamed)
+        log.warning("local name: %s", renamed)
 
     def _local_path(self, folder: Folder, name: str) -> Optional[Path]:
         """Where an entity of this name would be, for reports; None when the name itself is refused."""
@@ -122,8 +174,10 @@ class TreeWalker:
         except SynclientError:
             return None
 
-    def _enter(self, folder: Folder, named: EntityHeader, container: EntityHeader) -> None:
-        """List ``container`` as a sub-folder called ``named.name`` (the same entity unless via a link)."""
+    def _enter(self, folder: Folder, named: EntityHeader, container: EntityHeader, name: str,
+               local: Optional[LocalName] = None) -> None:
+        """List ``container`` as a sub-folder called ``named.name`` remotely and ``name`` locally (the same entity
+        unless via a link)."""
         rel = folder.rel(named.name)
         if self._filter.prunes_folder(rel):
             self.folder_ids[rel] = container.id  # found, not listed
@@ -132,34 +186,40 @@ class TreeWalker:
             raise UnsafePathError(f"link {named.id} ({rel}) leads back to {container.id}, a folder above it; "
                                   "not followed (cycle)")
         self.folder_ids[rel] = container.id
+        self._destination(folder, name)
         try:
-            local = self._target.make_folder(folder.local_dir, named.name)
+            local_dir = self._target.make_folder(folder.local_dir, name)
         except FileInTheWayError:
             # a file where the remote now has a folder: the runner removes it if it is ours and delete is on
-            path = self._target.child(folder.local_dir, named.name)
+            path = self._target.child(folder.local_dir, name)
             if self._make_room is None or not self._make_room(rel, path):
                 raise
             # a dry run removed nothing: it lists on as the real run would once the file is gone
-            local = self._target.make_folder(folder.local_dir, named.name) if self._target.create else path
-        child = Folder(container, local, rel, folder.ancestors | {container.id})
+            local_dir = self._target.make_folder(folder.local_dir, name) if self._target.create else path
+        self._note_renaming(named, rel, local_dir, local)
+        child = Folder(container, local_dir, rel, folder.ancestors | {container.id})
         self._pool.submit(Priority.LISTING, self._list_page, child, None)
 
-    def _resolve_link(self, folder: Folder, link: EntityHeader) -> None:
+    def _resolve_link(self, folder: Folder, link: EntityHeader, local: Optional[LocalName] = None) -> None:
         try:
             entity = self._platform.get_entity(link.id)
             if not entity.link_target_id:
                 raise UnsafePathError(f"link {link.id} has no target")
             target = self._platform.get_entity_header(entity.link_target_id)
+            name = local.name if local is not None else link.name
             if target.type.is_container:
-                self._enter(folder, link, target)
+                self._enter(folder, link, target, name, local)
             elif target.type is EntityType.FILE:
                 version = entity.link_target_version or target.version_number
                 as_file = EntityHeader(id=target.id, name=link.name, type=EntityType.FILE, version_number=version)
                 rel = folder.rel(link.name)
                 if self._filter.wants_file(rel):
-                    self._on_files([FoundFile(as_file, self._target.child(folder.local_dir, link.name), rel)])
+                    destination = self._destination(folder, name)
+                    self._note_renaming(link, rel, destination, local)
+                    self._on_files([FoundFile(as_file, destination, rel, None,
+                                              local.reason() if local is not None else "")])
             else:
                 raise UnsafePathError(f"link {link.id} points to a {target.type.name.lower()}; not followed")
         except SynclientError as exc:
             self.unvisited.add(folder.rel(link.name))
-            self._on_failure(link, self._local_path(folder, link.name), exc)
+            self._on_failure(link, self._local_path(folder, local.name if local is not None else link.name), exc)

@@ -23,6 +23,8 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from synclient import portable
+
 #: multiple of every common logical block size (512 and 4096); also the page size the buffers are aligned to
 ALIGN = 4096
 
@@ -39,12 +41,13 @@ def aligned_buffer(size: int) -> memoryview:
 
 
 def pwrite_all(fd: int, data: memoryview, offset: int) -> None:
-    """``os.pwrite`` until every byte is written. On a nearly full disk pwrite may write only part of ``data`` and
-    return the count without an error; ignoring that left a hole in a file whose streamed MD5 (of ``data``, not of
-    the disk) still matched, and a corrupt file was installed. The retry of the remainder raises ENOSPC."""
+    """``os.pwrite`` (:data:`synclient.portable.pwrite`) until every byte is written. On a nearly full disk pwrite
+    may write only part of ``data`` and return the count without an error; ignoring that left a hole in a file
+    whose streamed MD5 (of ``data``, not of the disk) still matched, and a corrupt file was installed. The retry of
+    the remainder raises ENOSPC."""
     view = memoryview(data)
     while view:
-        written = os.pwrite(fd, view, offset)
+        written = portable.pwrite(fd, view, offset)
         if written <= 0:
             raise OSError(errno.ENOSPC, "short write")
         view = view[written:]
@@ -77,7 +80,7 @@ def filesystem_type(path: Path, mountinfo: str = "/proc/self/mountinfo") -> Opti
 def open_direct(path: Path) -> int:
     """A second descriptor of the existing file ``path`` that bypasses the page cache, or -1 where that is not
     possible or not wise (not Linux, not a local disk filesystem, refused)."""
-    if not _DIRECT_FLAG or filesystem_type(path.parent) not in _DIRECT_FILESYSTEMS:
+    if not portable.CAPABILITIES.direct_io or filesystem_type(path.parent) not in _DIRECT_FILESYSTEMS:
         return -1
     flags = os.O_RDWR | _DIRECT_FLAG | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -126,14 +129,14 @@ class DirectFile:
             start = offset - offset % ALIGN
             stop = min(start + len(buffer), -(-end // ALIGN) * ALIGN)
             try:
-                received = os.preadv(self.direct_fd, [buffer[:stop - start]], start)
+                received = portable.preadv(self.direct_fd, [buffer[:stop - start]], start)
                 skip = offset - start
                 return buffer[skip:max(skip, min(received, end - start))]
             except OSError as exc:
                 if exc.errno != errno.EINVAL:
                     raise
                 self._direct = False
-        received = os.preadv(self.fd, [buffer[:min(len(buffer), end - offset)]], offset)
+        received = portable.preadv(self.fd, [buffer[:min(len(buffer), end - offset)]], offset)
         return buffer[:received]
 
     def close(self) -> None:

@@ -21,8 +21,8 @@ from typing import Callable, Deque, Dict, Iterator, List, Optional, Set
 
 import tenacity
 
-from synclient.errors import (Cancelled, IntegrityError, LocalIOError, RangeNotHonouredError,
-                              SynclientError, is_retryable)
+from synclient.errors import (Cancelled, CertificateError, ExternalCertificateError, IntegrityError, LocalIOError,
+                              RangeNotHonouredError, SynclientError, is_retryable)
 from synclient.events import PlannedFile, SyncObserver
 from synclient.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
@@ -61,6 +61,8 @@ class FileJob:
 
     def __post_init__(self) -> None:
         self.planned = PlannedFile(self.entity_id, self.version, self.destination, self.handle.content_size or 0)
+        if self.handle.external_url is not None:  # its host is the file's own: an untrusted one fails this file only
+            self.on_done = _external_host_failures_are_per_file(self.on_done)
 
     @property
     def request(self) -> FileHandleRequest:
@@ -74,6 +76,13 @@ class FileJob:
     def size_known(self) -> bool:
         """False for an external-URL file whose handle records no ``contentSize``: one GET to the end, no parts."""
         return self.handle.content_size is not None
+
+
+def _external_host_failures_are_per_file(report: Callable[[Optional[SynclientError]], None]
+                                         ) -> Callable[[Optional[SynclientError]], None]:
+    def reported(error: Optional[SynclientError]) -> None:
+        report(ExternalCertificateError.of(error) if type(error) is CertificateError else error)
+    return reported
 
 
 def local_error(path: Path, exc: OSError) -> LocalIOError:

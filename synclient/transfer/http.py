@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import urllib3
 
 from synclient._version import __version__
+from synclient.network import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
 from synclient.errors import (Cancelled, IntegrityError, RangeNotHonouredError, TransferError,
                               UrlRejectedError)  # noqa: F401 (UrlRejectedError re-exported)
 from synclient.transfer.direct import aligned_buffer
@@ -47,10 +48,13 @@ class DataClient:
     ``requests`` costs about twice the CPU per request (request preparation, hooks, per-request environment
     lookups); with many small files that CPU is the bottleneck on a 2-core machine, so the data plane talks
     urllib3. Nothing here ever adds an ``Authorization`` header, cookies or ``~/.netrc`` credentials. Proxies from
-    the environment (``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``) are read once and honoured per host.
+    the environment (``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``) are read once and honoured per host; HTTPS goes
+    through a proxy as a CONNECT tunnel, verified end to end. ``trusted_cas``: the CAs certificates must chain to,
+    the platform's (:attr:`~synclient.client.Platform.trusted_cas`), so both planes trust alike. Connections (and
+    so TLS handshakes) are kept per host and reused across files.
     """
 
-    def __init__(self, pool_size: int) -> None:
+    def __init__(self, pool_size: int, *, trusted_cas: Optional[TrustedCAs] = None) -> None:
         install_url_redaction()  # DEBUG lines of this client show signed URLs without their query
         self._pool_size = max(4, pool_size)
         self._headers = {"User-Agent": f"synclient/{__version__}",
@@ -58,8 +62,10 @@ class DataClient:
                          "Accept-Encoding": "identity"}
         self._retries = urllib3.Retry(total=3, connect=0, read=0, status=0, other=0, redirect=3,
                                       raise_on_redirect=True, raise_on_status=False)
+        self.trusted_cas = trusted_cas or resolve_trusted_cas()
+        self._tls = self.trusted_cas.urllib3_options()
         self._direct = urllib3.PoolManager(num_pools=8, maxsize=self._pool_size, headers=self._headers,
-                                           retries=self._retries)
+                                           retries=self._retries, **self._tls)
         self._proxies = urllib.request.getproxies()
         self._proxy_managers: Dict[str, urllib3.ProxyManager] = {}
         self._lock = threading.Lock()
@@ -72,7 +78,8 @@ class DataClient:
         with self._lock:
             if proxy not in self._proxy_managers:
                 self._proxy_managers[proxy] = urllib3.ProxyManager(proxy, num_pools=8, maxsize=self._pool_size,
-                                                                   headers=self._headers, retries=self._retries)
+                                                                   headers=self._headers, retries=self._retries,
+                                                                   **self._tls)
             return self._proxy_managers[proxy]
 
     def get(self, url: str, *, headers: Dict[str, str], connect_timeout: float,
@@ -169,6 +176,10 @@ def _get(client: DataClient, url: SignedUrl, headers: Dict[str, str], *, where: 
     try:
         return client.get(url.url, headers=headers, connect_timeout=connect_timeout, read_timeout=stall_timeout)
     except (urllib3.exceptions.HTTPError, OSError) as exc:
+        untrusted = certificate_problem(exc)
+        if untrusted is not None:  # every file from this host would fail alike: the run stops (fatal)
+            raise untrusted_certificate(f"the storage host {urlsplit(url.url).netloc}", untrusted,
+                                        client.trusted_cas) from None
         raise TransferError(f"GET {where}: {exc.__class__.__name__}") from None
 
 

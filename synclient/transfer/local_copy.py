@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import enum
 import errno
-import fcntl
 import hashlib
 import logging
 import os
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
+try:
+    import fcntl  # for the reflink ioctl (Linux)
+except ImportError:  # Windows: no reflink (portable.CAPABILITIES.reflink is False)
+    fcntl = None  # type: ignore[assignment]
+
+from synclient import portable
 from synclient.errors import Cancelled
 from synclient.transfer.direct import DirectFile, pwrite_all
 from synclient.transfer.hashing import HASH_READ, hash_file_range
@@ -30,7 +35,7 @@ log = logging.getLogger("synclient.transfer")
 
 #: ``_IOW(0x94, 9, int)`` from linux/fs.h: make the target file share the source file's blocks
 FICLONE = 0x40049409
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | portable.O_BINARY
 
 
 class CopyMethod(enum.Enum):
@@ -83,6 +88,9 @@ def _hard_link(source: Path, temp: Path, folders: Optional[PlainFolders]) -> boo
         pass
     try:
         os.link(source, temp, follow_symlinks=False)
+    except NotImplementedError:  # a system that cannot be told not to follow a symlink: a copy is always right
+        log.debug("cannot hard-link %s without following symlinks here; copying it", source)
+        return False
     except OSError as exc:
         if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP, errno.ENOTSUP):
             raise
@@ -92,7 +100,9 @@ def _hard_link(source: Path, temp: Path, folders: Optional[PlainFolders]) -> boo
 
 
 def _reflink(source_fd: int, fd: int) -> bool:
-    """Clone the source's blocks into ``fd``; False (nothing written) where the filesystem cannot."""
+    """Clone the source's blocks into ``fd``; False (nothing written) where the filesystem or the system cannot."""
+    if not portable.CAPABILITIES.reflink:
+        return False
     try:
         fcntl.ioctl(fd, FICLONE, source_fd)
     except OSError:  # EOPNOTSUPP, EXDEV, EINVAL, ENOTTY, ...: a plain copy does the job
@@ -116,7 +126,7 @@ def _copy(source_fd: int, fd: int, cancelled: Callable[[], bool]) -> tuple:
     while True:
         if cancelled():
             raise Cancelled()
-        count = os.preadv(source_fd, [buffer], offset)
+        count = portable.preadv(source_fd, [buffer], offset)
         if not count:
             return md5.hexdigest(), offset
         pwrite_all(fd, buffer[:count], offset)

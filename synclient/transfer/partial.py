@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import AbstractSet, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from synclient import portable
 from synclient.errors import UnsafePathError
 
 log = logging.getLogger(__name__)
@@ -174,7 +175,6 @@ def _partials_in(folder: Path) -> Dict[str, List[Tuple[str, Path]]]:
     return found
 
 
-_O_PATH = getattr(os, "O_PATH", 0)  # Linux: a descriptor that only names a file, whose path /proc/self/fd tells
 
 
 def realpath(path: Path) -> str:
@@ -183,7 +183,8 @@ def realpath(path: Path) -> str:
     ``os.path.realpath`` calls ``lstat`` on every component (five for a folder four levels down), and the checks
     below run for every downloaded file. Here the kernel resolves the path once (``open(O_PATH)``, ``readlink`` of
     its ``/proc/self/fd`` entry): when that is the path itself, it is also what ``os.path.realpath`` returns. Any
-    other outcome (a symlink on the way, a missing folder, no ``/proc``) is decided by ``os.path.realpath``.
+    other outcome (a symlink on the way, a missing folder, no ``/proc`` or no ``O_PATH``: the ``proc_fd``
+    capability of :mod:`synclient.portable`) is decided by ``os.path.realpath``.
     """
     text = str(path)
     fd = _open_plain(text)
@@ -196,10 +197,10 @@ def realpath(path: Path) -> str:
 def _open_plain(text: str) -> Optional[int]:
     """An ``O_PATH`` descriptor of the folder ``text`` when the kernel resolves ``text`` to itself (no symlink on
     the way), else None (also without ``O_PATH`` or ``/proc``)."""
-    if not _O_PATH or not text.startswith("/"):
+    if not portable.CAPABILITIES.proc_fd or not text.startswith("/"):
         return None
-    try:
-        fd = os.open(text, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:  # O_PATH: a descriptor that only names the folder, whose path /proc/self/fd tells
+        fd = os.open(text, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
@@ -272,7 +273,7 @@ def check_plain_folder(folder: Path, folders: Optional[PlainFolders] = None) -> 
 
 
 #: a temp file is opened for writing, created if missing, never through a symlink planted at its name
-_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | portable.O_BINARY
 
 
 def open_temp(path: Path, *, truncate: bool = False, folders: Optional[PlainFolders] = None) -> int:
@@ -346,7 +347,7 @@ class ResumeJournal:
         return {int(line) for line in lines[1:] if line.strip().isdigit()}
 
     def open(self, *, fresh: bool) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | portable.O_BINARY
         if fresh:
             flags |= os.O_TRUNC
         self._fd = os.open(self.path, flags, 0o644)

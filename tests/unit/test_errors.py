@@ -52,6 +52,8 @@ def test_every_error_states_its_nature():
 
     expected = {
         "SynclientError": N.PER_FILE, "ConfigError": N.FATAL, "KeyringUnavailableError": N.FATAL,
+        "CertificateError": N.FATAL,  # every file from that host would fail alike
+        "ExternalCertificateError": N.PER_FILE,  # an external-URL file's own host: that file only
         "EndpointError": N.PER_FILE,  # a redirect on one call of a run fails that file, as it always did
         "PlatformError": N.PER_FILE, "AuthenticationError": N.FATAL, "AccessDeniedError": N.PER_FILE,
         "NotFoundError": N.PER_FILE, "ThrottledError": N.RETRYABLE, "ServerError": N.RETRYABLE,

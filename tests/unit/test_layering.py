@@ -22,12 +22,14 @@ LAYERS: List[Tuple[str, int]] = [
     ("synclient._version", 0),
     ("synclient.results", 0),          # outcome types: imports nothing of synclient
     ("synclient.errors", 1),
+    ("synclient.portable", 2),        # what this OS offers (fast paths or their fallbacks), chosen once
     ("synclient.choices", 2),
     ("synclient.events", 2),
     ("synclient.models", 3),
     ("synclient.config", 3),
     ("synclient.synapse_cache", 3),    # synapseclient's download cache: files only, beside the config it reads
     ("synclient.gate", 3),
+    ("synclient.network", 3),          # what both planes trust (CA bundle): read by client and transfer alike
     ("synclient.progress", 3),
     ("synclient.client", 4),           # control plane
     ("synclient.transfer", 5),         # data plane (the shared pool, URLs, strategies)

@@ -2,12 +2,14 @@
 download is (``Downloader.copy_local``), and nothing left behind when the copy is not the file."""
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
 import os
 
 import pytest
 
+from synclient import portable
 from synclient.errors import Cancelled, IntegrityError, LocalIOError
 from synclient.events import SyncObserver
 from synclient.transfer import local_copy
@@ -36,7 +38,8 @@ def _source(tmp_path, data: bytes = DATA):
 def _no_reflink(monkeypatch):
     def refuse(fd, request, arg):
         raise OSError(errno.EOPNOTSUPP, "Operation not supported")
-    monkeypatch.setattr(local_copy.fcntl, "ioctl", refuse)
+    if portable.CAPABILITIES.reflink:  # else no reflink is tried at all
+        monkeypatch.setattr("fcntl.ioctl", refuse)
 
 
 def _leftovers(run):
@@ -58,7 +61,9 @@ def test_a_reflink_where_the_filesystem_clones_and_its_bytes_are_hashed(tmp_path
     def clone(fd, request, source_fd):  # what FICLONE leaves: the target holds the source's bytes
         assert request == local_copy.FICLONE
         os.write(fd, os.pread(source_fd, len(DATA) + 1, 0))
-    monkeypatch.setattr(local_copy.fcntl, "ioctl", clone)
+    pytest.importorskip("fcntl")
+    monkeypatch.setattr(portable, "CAPABILITIES", dataclasses.replace(portable.CAPABILITIES, reflink=True))
+    monkeypatch.setattr("fcntl.ioctl", clone)
     run = Run(tmp_path, DATA)
     assert run.downloader.copy_local(run.job, _source(tmp_path)) is CopyMethod.REFLINK
     assert run.job.destination.read_bytes() == DATA
@@ -82,6 +87,16 @@ def test_no_hard_link_across_filesystems_means_a_copy(tmp_path, monkeypatch):
     def cross_device(source, target, *, follow_symlinks=True):
         raise OSError(errno.EXDEV, "Invalid cross-device link")
     monkeypatch.setattr(local_copy.os, "link", cross_device)
+    _no_reflink(monkeypatch)
+    run = Run(tmp_path, DATA)
+    assert run.downloader.copy_local(run.job, _source(tmp_path), link=True) is CopyMethod.COPY
+    assert run.job.destination.read_bytes() == DATA
+
+
+def test_a_system_that_cannot_link_without_following_symlinks_copies(tmp_path, monkeypatch):
+    def unsupported(source, target, *, follow_symlinks=True):
+        raise NotImplementedError("link: follow_symlinks unavailable on this platform")
+    monkeypatch.setattr(local_copy.os, "link", unsupported)
     _no_reflink(monkeypatch)
     run = Run(tmp_path, DATA)
     assert run.downloader.copy_local(run.job, _source(tmp_path), link=True) is CopyMethod.COPY

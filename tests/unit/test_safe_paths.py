@@ -1,18 +1,26 @@
 """Paths used to delete are reached without following symlinks; filters prune what cannot match (issue 12)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
 
+from synclient import portable
 from synclient.errors import FileInTheWayError, UnsafePathError
 from synclient.sync.deletion import is_under_any
 from synclient.sync.filters import PathFilter
 from synclient.sync.paths import TargetDirectory, validate_name
 
 
-@pytest.fixture
-def target(tmp_path):
+@pytest.fixture(params=["dir_fd", "checked path"])
+def target(request, tmp_path, monkeypatch):
+    """Each test twice: folders reached by descriptor (``dir_fd``, where the system has it) and by checked path
+    (the fallback of systems without ``dir_fd``, as on Windows)."""
+    by_descriptor = request.param == "dir_fd"
+    if by_descriptor and not portable.offered().dir_fd:
+        pytest.skip("no dir_fd on this system")
+    monkeypatch.setattr(portable, "CAPABILITIES", dataclasses.replace(portable.CAPABILITIES, dir_fd=by_descriptor))
     (tmp_path / "t" / "d").mkdir(parents=True)
     (tmp_path / "t" / "d" / "f.txt").write_text("ours")
     (tmp_path / "outside").mkdir()
