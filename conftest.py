@@ -13,6 +13,10 @@ from synclient.emulator import Emulator
 
 _SESSION_HOME: list = []  # the HOME every test process (and its children) starts from
 
+#: The fast subset, ``python -m pytest -m fast``: every unit and CLI test, and the one end-to-end sync marked
+#: ``fast`` in integration_tests/test_sync_engine.py. .ci/run runs it on Python 3.9 and 3.13, tox as pyXY-fast.
+FAST_DIRS = ("tests/unit/", "tests/cli/")
+
 
 def pytest_configure(config):
     # Several tests interrupt a child sync with SIGINT. A shell that starts the suite in the background (`cmd &`,
@@ -26,6 +30,13 @@ def pytest_configure(config):
     _SESSION_HOME.append(tempfile.mkdtemp(prefix="synclient-tests-home-"))
     os.environ["HOME"] = _SESSION_HOME[0]
     os.environ["SYNAPSE_CONFIG_FILE"] = os.path.join(_SESSION_HOME[0], ".synapseConfig")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid.startswith(FAST_DIRS):
+            item.add_marker(pytest.mark.fast)
 
 
 def pytest_unconfigure(config):

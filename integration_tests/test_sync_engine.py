@@ -51,7 +51,8 @@ def platform_for(emu: Emulator) -> Platform:
     return Platform(endpoint=emu.endpoint, token=emu.token)
 
 
-@pytest.mark.parametrize("workers", [1, 2, 32])
+# workers=32: the fast subset's one end-to-end sync (conftest.py)
+@pytest.mark.parametrize("workers", [1, 2, pytest.param(32, marks=pytest.mark.fast)])
 def test_mixed_tree_is_byte_exact_at_any_pool_size(emu, tree, tmp_path, workers):
     results = sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu),
                                  config=TransferConfig(max_workers=workers, **SMALL_PARTS))

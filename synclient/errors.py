@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import errno
+import sqlite3
 from typing import TYPE_CHECKING, ClassVar, Iterator, List, Optional, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -214,6 +215,7 @@ class UnsafePathError(SynclientError, ValueError):
 
 _DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 _SQLITE_FULL = 13  # sqlite3.SQLITE_FULL: "database or disk is full"
+_SQLITE_FULL_MESSAGE = "database or disk is full"  # what tells it before Python 3.11 (no sqlite_errorcode)
 #: local errors every remaining file would meet too: no space, no quota, a read-only filesystem
 _FATAL_ERRNOS = frozenset(_DISK_FULL_ERRNOS + (errno.EROFS,))
 
@@ -232,13 +234,20 @@ class LocalIOError(SynclientError, OSError):
         quota reads "disk full" with errno ``ENOSPC`` whichever layer (file, manifest, SQLite index) hit it first,
         so callers and users see one answer for one cause."""
         code = getattr(exc, "errno", None)
-        if code in _DISK_FULL_ERRNOS or getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL:
+        if code in _DISK_FULL_ERRNOS or _is_sqlite_full(exc):
             reason, code = "disk full", code if code in _DISK_FULL_ERRNOS else errno.ENOSPC
         else:
             reason = getattr(exc, "strerror", None) or str(exc)
         error = cls(f"{action}: {reason}")
         error.errno = code
         return error
+
+
+def _is_sqlite_full(exc: BaseException) -> bool:
+    if not isinstance(exc, sqlite3.Error):
+        return False
+    sqlite_code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    return sqlite_code == _SQLITE_FULL if sqlite_code is not None else str(exc) == _SQLITE_FULL_MESSAGE
 
 
 class TargetError(LocalIOError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import re
+import socket
 import threading
 import urllib.request
 from dataclasses import dataclass
@@ -193,6 +194,10 @@ def _check_body_ends(response: urllib3.BaseHTTPResponse, offset: int, where: str
         raise IntegrityError(f"GET {where}: the body goes on past byte {offset}, where the recorded size ends it")
 
 
+#: a read that timed out: socket.timeout is TimeoutError from Python 3.10 on, a mere OSError before
+_TIMEOUTS = (TimeoutError, socket.timeout)
+
+
 def _pump(response: urllib3.BaseHTTPResponse, offset: int, end: Optional[int], *,
           sink: Callable[[int, memoryview], None], chunk_size: int, cancelled: Callable[[], bool], where: str) -> int:
     """Read the body into the sink from ``offset`` until ``end`` (None: until the body ends); the offset reached."""
@@ -210,9 +215,9 @@ def _pump(response: urllib3.BaseHTTPResponse, offset: int, end: Optional[int], *
             sink(offset, buffer[:received])
             offset += received
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        if isinstance(exc, OSError) and not isinstance(exc, (ConnectionError, TimeoutError)):
+        if isinstance(exc, OSError) and not isinstance(exc, (ConnectionError, _TIMEOUTS)):
             raise  # local trouble (e.g. disk full in the sink) is not a transfer problem
-        kind = "stalled" if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)) else "cut"
+        kind = "stalled" if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, _TIMEOUTS)) else "cut"
         raise TransferError(f"GET {where}: body {kind} at byte {offset}"
                             + (f" of {end}" if end is not None else "")) from None
     return offset

@@ -92,7 +92,8 @@ def _token_in_every_source(monkeypatch, config_file, raw):
     """Yield (source, find) per token source, each holding ``raw``, with the earlier sources cleared."""
     keyring.get_keyring().set_password(config.KEYRING_SERVICE, config.DEFAULT_PROFILE, raw)  # as another tool would
     yield config.TokenSource.KEYRING, lambda: config.find_token()
-    config_file.write_text(f"[authentication]\nauthtoken = {raw}\n", newline="")
+    with open(config_file, "w", newline="") as file:  # Path.write_text has no newline= before Python 3.10
+        file.write(f"[authentication]\nauthtoken = {raw}\n")
     yield config.TokenSource.CONFIG_FILE, lambda: config.find_token()
     for variable, source in (("SYNAPSE_AUTH_TOKEN", config.TokenSource.SYNAPSE_ENV),
                              ("SYNCLIENT_AUTH_TOKEN", config.TokenSource.SYNCLIENT_ENV)):

@@ -1,7 +1,9 @@
-"""Documentation that must stay true: docs/cli.md against the parser, README's commands against .ci/run."""
+"""Documentation that must stay true: docs/cli.md against the parser, README's commands against .ci/run and the
+GitHub workflow, the supported Pythons alike in README, setup.cfg, tox.ini, .ci/run and the workflow."""
 from __future__ import annotations
 
 import argparse
+import configparser
 import re
 import shlex
 
@@ -13,6 +15,8 @@ from synclient.cli import build_parser
 CLI_DOC = (REPO_ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 CI_RUN = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+WORKFLOW = REPO_ROOT / ".github" / "workflows" / "ci.yml"
+SUPPORTED_PYTHONS = ["3.9", "3.10", "3.11", "3.12", "3.13"]
 
 
 def _subcommands(parser: argparse.ArgumentParser):
@@ -80,6 +84,31 @@ def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv():
     assert expected in command_lines, f".ci/run must contain: {expected}"
     assert command_lines[-1] == expected  # last: its exit code (pytest's) is the script's
     assert (REPO_ROOT / ".ci" / "run").stat().st_mode & 0o111, ".ci/run must be executable"
+
+
+def test_github_workflow_runs_the_readme_test_command_on_each_os_with_the_oldest_and_newest_python():
+    yaml = pytest.importorskip("yaml")
+    (job,) = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"].values()
+    assert job["strategy"]["fail-fast"] is False
+    matrix = job["strategy"]["matrix"]
+    assert sorted(matrix["os"]) == ["macos-latest", "ubuntu-latest", "windows-latest"]
+    assert matrix["python"] == [SUPPORTED_PYTHONS[0], SUPPORTED_PYTHONS[-1]]
+    assert job["defaults"]["run"]["shell"] == "bash"  # the README's quoting, on Windows too
+    (setup_python,) = [step for step in job["steps"] if step.get("uses", "").startswith("actions/setup-python@")]
+    assert setup_python["with"]["python-version"] == "${{ matrix.python }}"
+    assert [step["run"] for step in job["steps"] if "run" in step] == [_quick_start_commands()[1]]
+
+
+def test_the_supported_pythons_are_said_alike_everywhere():
+    setup_cfg = (REPO_ROOT / "setup.cfg").read_text(encoding="utf-8")
+    assert f"python_requires = >={SUPPORTED_PYTHONS[0]}\n" in setup_cfg
+    assert re.findall(r"Programming Language :: Python :: (3\.\d+)$", setup_cfg, re.M) == SUPPORTED_PYTHONS
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(REPO_ROOT / "tox.ini", encoding="utf-8")
+    envlist = [name.strip() for name in tox["tox"]["envlist"].split(",")]
+    assert envlist == ["py" + version.replace(".", "") for version in SUPPORTED_PYTHONS]
+    assert f"Python {SUPPORTED_PYTHONS[0]} to {SUPPORTED_PYTHONS[-1]}" in README
+    assert f"for version in {SUPPORTED_PYTHONS[0]} {SUPPORTED_PYTHONS[-1]}; do" in CI_RUN
 
 
 def _exit_code_rows():
