@@ -37,8 +37,12 @@ class TrustedCAs:
         """The one client context for these CAs (hostnames checked, certificates required), made once per bundle
         and shared by every connection of both planes: urllib3 given a bundle *path* parses it again for each new
         connection, about 15 ms of CPU for certifi's 140 certificates, so a sync opening a hundred connections over
-        HTTPS paid seconds for it."""
-        return _context_for(self.path)
+        HTTPS paid seconds for it. A bundle that holds no readable certificate is a :class:`ConfigError`."""
+        try:
+            return _context_for(self.path)
+        except (ssl.SSLError, OSError) as exc:
+            raise ConfigError(f"the CA bundle {self.path} (from {self.source}) cannot be read as PEM certificates "
+                              f"({exc.__class__.__name__}): fix or unset it") from None
 
     def fix_hint(self) -> str:
         """How to trust a private or proxy CA, and what is trusted now."""

@@ -84,3 +84,11 @@ def test_certificate_problems_are_found_inside_the_wrapping_libraries_add():
     assert certificate_problem(outer) == "self-signed certificate in certificate chain"
     assert certificate_problem(ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")) is None
     assert certificate_problem(ConnectionRefusedError()) is None
+
+
+def test_a_bundle_without_certificates_is_a_config_error_naming_its_source(bundles, monkeypatch, tmp_path):
+    garbage = tmp_path / "not-pem.pem"
+    garbage.write_text("this is no certificate\n", encoding="ascii")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(garbage))
+    with pytest.raises(ConfigError, match=r"not-pem\.pem \(from REQUESTS_CA_BUNDLE\) cannot be read as PEM"):
+        resolve_trusted_cas().ssl_context()
