@@ -77,7 +77,7 @@ class PathClaims:
         """The planner's decision, then what only the run can settle: a path held by synclient's own things (another
         file's keep.both copy, a stale manifest) is free for the remote entity; a folder in the way; the copy name.
         Also returns the copy row this file displaces, if any."""
-        local = self._local(destination)  # the remote path, unless the local filesystem needs another name
+        local = self._target.relative(destination)  # the remote path, unless the filesystem needs another name
         if self._holds_our_leftover(destination, local, rel_path):
             decision = Decision(Action.DOWNLOAD, destination)
             with self._lock:
@@ -101,15 +101,11 @@ class PathClaims:
         not): it is stale once this file is in, and not "vanished" in this run."""
         if not self._index_has_copies:
             return None
-        other = self._index.copy_at(self._local(destination))
+        other = self._index.copy_at(self._target.relative(destination))
         if other is None or other.rel_path == rel_path:
             return None
         self.handle(other.rel_path)
         return other
-
-    def _local(self, path: Path) -> str:
-        """A local path as the index spells it (relative to the target, '/'-separated)."""
-        return path.relative_to(self._target.root).as_posix()
 
     def _holds_our_leftover(self, destination: Path, local: str, rel_path: str) -> bool:
         """The file at a remote file's local path (``local``; its remote path ``rel_path``) is synclient's own and
@@ -186,7 +182,7 @@ class PathClaims:
         wrote (untouched files, manifests, partials) is removed and the file downloaded, whatever ``if_collision``
         says (nothing of the user's is in the way). Otherwise ``if_collision`` applies, and ``overwrite.local`` is a
         conflict reported with its path: a folder is never overwritten, and nothing is written."""
-        rel_dir = destination.relative_to(self._target.root).as_posix()
+        rel_dir = self._target.relative(destination)
         rows = (folder_contents_if_ours(self._target, self._index, rel_dir, path_filter=self._options.path_filter)
                 if self._options.delete else None)
         if rows is None:
@@ -211,7 +207,7 @@ class PathClaims:
         """A file where the remote now has a folder (called by the walker). It goes if it is synclient's own and no
         user's: a keep.both copy or manifest of synclient's, or, with ``delete``, a file synclient wrote that nobody
         changed. A dry run removes nothing; it plans what the real run reports."""
-        local = self._local(path)
+        local = self._target.relative(path)
         if self._holds_our_leftover(path, local, rel_path):
             copy = self._index.copy_at(local)
             with self._lock:  # a held copy that was here is its file's no more: that file is decided again

@@ -88,13 +88,10 @@ class ManifestAssembly:
         ours_before = self._index.manifest_files()
         self._remove_stale(written=written, failed=failed, taken=taken, listed_folders=listed_folders,
                            ours=ours_before)
-        self._index.set_manifest_folders(sorted({self._relative(path.parent) for path in written}))
+        self._index.set_manifest_folders(sorted({self._target.relative(path.parent) for path in written}))
         # one that failed now is still synclient's if it was before: a later run may replace or remove it
-        self._index.set_manifest_files(sorted({self._relative(path) for path in written}
-                                              | {self._relative(path) for path in failed} & ours_before))
-
-    def _relative(self, path: Path) -> str:
-        return "" if path == self._target.root else path.relative_to(self._target.root).as_posix()
+        self._index.set_manifest_files(sorted({self._target.relative(path) for path in written}
+                                              | {self._target.relative(path) for path in failed} & ours_before))
 
     def _remove_stale(self, *, written: List[Path], failed: List[Path], taken: Mapping[ManifestFormat, Set[Path]],
                       listed_folders: Mapping[str, Path], ours: AbstractSet[str]) -> None:
@@ -105,7 +102,7 @@ class ManifestAssembly:
         earlier = {rel_dir: root / rel_dir for rel_dir in self._index.manifest_folders()}
         for path in ours:
             folder = (root / path).parent
-            earlier[self._relative(folder)] = folder
+            earlier[self._target.relative(folder)] = folder
         for fmt in ManifestFormat:
             keep = {path.parent for path in written + failed if path.name == fmt.filename} | taken[fmt]
             for rel_dir, folder in {**earlier, **listed_folders}.items():

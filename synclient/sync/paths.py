@@ -60,6 +60,10 @@ class TargetDirectory:
             raise TargetError(f"target {path} is not a directory")
         self.root = Path(os.path.realpath(path))
 
+    def relative(self, path: Path) -> str:
+        """A path under the root as the index spells it: relative, '/'-separated; the root itself is ""."""
+        return "" if path == self.root else path.relative_to(self.root).as_posix()
+
     def contains(self, path: Path) -> bool:
         return self._spelled_inside(realpath(path))
 

@@ -147,7 +147,7 @@ class FilePipeline:
                 named = rel_path in self.named_files
                 if row.root_id != self._root_id and row.root_id == row.entity_id and not named:
                     self._index.set_owner(rel_path, self._root_id)  # a single-file get's row joins the tree
-                if row.local_path != self._local(destination) and not named:
+                if row.local_path != self._target.relative(destination) and not named:
                     with self._lock:  # a keep.both copy: settled when every remote file has claimed its path
                         self._held_copies.append((found, row, stored_annotations))
                     continue
@@ -158,10 +158,6 @@ class FilePipeline:
                 self._pool.submit(Priority.BUNDLE, self._decide, found, row, known)
             else:
                 self._pool.submit(Priority.BUNDLE, self._bundle, found, row)
-
-    def _local(self, path: Path) -> str:
-        """A local path as the index spells it (relative to the target, '/'-separated)."""
-        return path.relative_to(self._target.root).as_posix()
 
     def _known(self, header: EntityHeader, listed_in: Optional[str]) -> Optional[KnownFile]:
         """What a view's row says of this file version, if anything (the folder it was listed in is its parent: a
@@ -219,7 +215,7 @@ class FilePipeline:
             if self._options.provenance:
                 self._manifests.add_provenance(rel_path, provenance_from_activity(
                     self._platform.get_activity(header.id, version=known.version)))
-            copy = row if row is not None and row.local_path != self._local(destination) else None
+            copy = row if row is not None and row.local_path != self._target.relative(destination) else None
             if copy is not None and self._claims.copy_name_taken(copy, destination.parent, known.parent_id):
                 row = copy = None  # that name is a remote entity's now: this file gets another copy name
             decision, displaced = self._claims.decide(destination, rel_path, handle, row, copy,
@@ -411,7 +407,7 @@ class FilePipeline:
                     context: FileContext) -> None:
         info = os.lstat(local)
         self._index.record(IndexRow(
-            rel_path=context.rel_path, local_path=local.relative_to(self._target.root).as_posix(),
+            rel_path=context.rel_path, local_path=self._target.relative(local),
             root_id=context.root_id, entity_id=entity_id, version=version, file_handle_id=handle.id,
             md5=(handle.content_md5 or "").lower() or None,
             size=handle.content_size if handle.content_size is not None else info.st_size,

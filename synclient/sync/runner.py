@@ -154,7 +154,7 @@ class SyncRun:
             # the index folder's twin (".SYNCLIENT" on a case-insensitive disk): the index keeps its name
             legal, reason = with_id(legal, header.id, is_folder=False), Renaming.RESERVED
         destination = self.names.check_length(self.target.child(folder, legal))
-        local = self._local(destination)
+        local = self.target.relative(destination)
         if local != rel_path:
             renamed = LocalRename(header.id, rel_path, local, reason.value)
             self.renamed_locally.append(renamed)
@@ -197,8 +197,8 @@ class SyncRun:
                 self.walker.unvisited.add(container.rel_dir)
                 self.pipeline.entity_failed(container.header, None, exc)
                 continue
-            if self._local(folder) != container.rel_dir:  # a name the filesystem cannot hold as it is
-                renamed = LocalRename(container.header.id, container.rel_dir, self._local(folder),
+            if self.target.relative(folder) != container.rel_dir:  # a name the filesystem cannot hold as it is
+                renamed = LocalRename(container.header.id, container.rel_dir, self.target.relative(folder),
                                       Renaming.WINDOWS.value)
                 self.renamed_locally.append(renamed)
                 log.warning("local name: %s", renamed)
@@ -224,11 +224,8 @@ class SyncRun:
                         path_filter=self.options.path_filter, seen=self.pipeline.seen,
                         unvisited=self.walker.unvisited, handled=self.claims.handled,
                         # folders by remote path and by local path (deletion tidies folders by where they are)
-                        listed=set(self.walker.listed) | {self._local(path) for path in self.walker.listed.values()},
+                        listed=set(self.walker.listed) | {self.target.relative(p) for p in self.walker.listed.values()},
                         dry_run=not self.outcome.writes, report=self.outcome.removed)
-
-    def _local(self, path: Path) -> str:
-        return "" if path == self.target.root else path.relative_to(self.target.root).as_posix()
 
     @property
     def renamed_lines(self) -> List[str]:

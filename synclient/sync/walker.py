@@ -147,8 +147,7 @@ class TreeWalker:
         files are), for the entries whose local name is not their remote name."""
         if self._held_names is None:
             return {}
-        local_dir = "" if folder.local_dir == self._target.root else folder.local_dir.relative_to(
-            self._target.root).as_posix()
+        local_dir = self._target.relative(folder.local_dir)
         held = self._held_names(folder.rel_dir, local_dir)
         current: Dict[str, str] = {}
         for header in headers:
@@ -193,7 +192,7 @@ class TreeWalker:
         """Report an entity whose local name is not its remote one (once per run: when it is listed)."""
         if local is None or local.renaming is None:
             return
-        renamed = LocalRename(header.id, rel, path.relative_to(self._target.root).as_posix(), local.reason())
+        renamed = LocalRename(header.id, rel, self._target.relative(path), local.reason())
         self.renamed.append(renamed)
         log.warning("local name: %s", renamed)
 
