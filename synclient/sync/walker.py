@@ -76,6 +76,8 @@ class TreeWalker:
         self._include = (EntityType.FOLDER, EntityType.FILE) + ((EntityType.LINK,) if follow_links else ())
         self._make_room = make_room
         self._names = names
+        # manifest names as this filesystem compares names: one lookup per listed entry
+        self._manifest_keys = frozenset(names.same_name_key(manifest) for manifest in MANIFEST_FILENAMES)
         self._held_names = held_names  # local names are sticky: what each entry has now (mapped names only)
         self._gathered: Dict[str, List[EntityHeader]] = {}  # rel dir -> headers of the pages listed so far
         self._gathered_lock = threading.Lock()
@@ -162,7 +164,7 @@ class TreeWalker:
     def _visit(self, folder: Folder, header: EntityHeader, local: Optional[LocalName]) -> Optional[FoundFile]:
         """One entry of a listing; ``local``: its local name where names are mapped (None: its remote name)."""
         name = local.name if local is not None else header.name
-        if any(self._names.same_name(name, manifest) for manifest in MANIFEST_FILENAMES):
+        if self._names.same_name_key(name) in self._manifest_keys:
             # the remote entity wins its path (as the filesystem compares names): no such manifest in this folder
             self.manifest_taken.add(folder.local_dir / name)
         try:
