@@ -43,6 +43,24 @@ class SynclientError(Exception):
         self.retries_spent = True
         return self
 
+    def __reduce__(self):
+        """Pickled whole (its class, message and attributes), whatever its constructor takes: a file's error travels
+        back from the Dask worker that fetched it (:mod:`synclient.cluster`) as it was raised there."""
+        state = dict(self.__dict__)
+        if isinstance(self, OSError):
+            state["errno"] = self.errno
+        return _rebuilt, (type(self), self.args, state)
+
+
+def _rebuilt(cls: type, args: tuple, state: dict) -> SynclientError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    code = state.pop("errno", None)
+    error.__dict__.update(state)
+    if code is not None:
+        error.errno = code
+    return error
+
 
 def exception_chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and what it wraps: chained exceptions and the ``reason``/first argument urllib3 keeps them in (only
@@ -288,6 +306,11 @@ class PathConflictError(SynclientError):
 
 class FileInTheWayError(PathConflictError, LocalIOError):
     """A local file (or other non-folder) stands where a remote folder must be created."""
+
+
+class ShardFailedError(SynclientError):
+    """The Dask worker that was to fetch this file could not run its shard (every try of it failed, or its worker
+    died more often than the scheduler allows): that shard's files fail, the next run resumes them."""
 
 
 class CacheLockTimeoutError(SynclientError, TimeoutError):

@@ -53,6 +53,7 @@ class TaskPool:
         self._running: Dict[Priority, int] = {p: 0 for p in Priority}
         self._in_flight = 0
         self._idle_checks: List[Callable[[], None]] = []
+        self._expected = 0  # results promised from outside the pool (a Dask shard's files): the run waits for them
         self.unexpected_errors: List[BaseException] = []
 
     # -- called from anywhere, never blocks --------------------------------------------------------------------
@@ -67,6 +68,19 @@ class TaskPool:
         """Queued plus running tasks of these priorities."""
         with self._cond:
             return sum(len(self._queues[p]) + self._running[p] for p in priorities)
+
+    def expect(self, count: int = 1) -> None:
+        """``count`` results will arrive from outside the pool (work running elsewhere, such as a Dask shard): the
+        run does not end before each has been delivered (:meth:`deliver`) or the run is cancelled."""
+        with self._cond:
+            self._expected += count
+
+    def deliver(self, priority: Priority, fn: Callable[..., None], *args, count: int = 1) -> None:
+        """An expected result arrived: ``fn(*args)`` becomes a task, and ``count`` fewer results are awaited."""
+        with self._cond:
+            self._expected -= count
+            self._queues[priority].append(lambda: fn(*args))
+            self._cond.notify()
 
     def add_idle_check(self, check: Callable[[], None]) -> None:
         """``check`` runs in the dispatcher thread on every dispatch round; it may submit tasks."""
@@ -121,7 +135,7 @@ class TaskPool:
             with self._cond:
                 task_priority = self._next_priority()
                 if task_priority is None:
-                    if self._in_flight == 0 and not any(self._queues.values()):
+                    if self._in_flight == 0 and not self._expected and not any(self._queues.values()):
                         if not self._pending_after_checks():
                             return
                         continue
@@ -151,7 +165,7 @@ class TaskPool:
                 check()
         finally:
             self._cond.acquire()
-        return self._in_flight > 0 or any(self._queues.values())
+        return self._in_flight > 0 or self._expected > 0 or any(self._queues.values())
 
     def _next_priority(self) -> Optional[Priority]:
         if self._in_flight >= self.max_workers or self.cancel_event.is_set():

@@ -63,6 +63,7 @@ def test_every_error_states_its_nature():
         "UnsafePathError": N.PER_FILE, "UnsupportedError": N.PER_FILE, "TargetError": N.FATAL,
         "SyncLockedError": N.FATAL, "SyncError": N.PER_FILE,
         "PathConflictError": N.PER_FILE, "FileInTheWayError": N.PER_FILE,
+        "ShardFailedError": N.PER_FILE,  # a Dask shard that could not run: its files fail, the next run resumes
         "CacheLockTimeoutError": N.PER_FILE,  # only ever logged: that file is not recorded in synapseclient's cache
     }
     classes = {name: cls for name, cls in vars(errors).items()
@@ -76,3 +77,21 @@ def test_every_error_states_its_nature():
     assert local.nature is N.PER_FILE
     local.errno = errno.ENOSPC
     assert local.nature is N.FATAL
+
+
+def test_every_error_pickles_whole():
+    """A file's error comes back from the Dask worker that fetched it: class, message and attributes, whatever the
+    constructor's arguments (keyword-only ones, an errno)."""
+    import pickle
+
+    from synclient import errors
+    cert = errors.CertificateError("the storage host 127.0.0.1:1 is not trusted", host="127.0.0.1:1")
+    disk = errors.LocalIOError.from_exception("cannot write /t/x", OSError(errno.ENOSPC, "No space left"))
+    server = errors.ServerError("GET /x: 503", status=503, method="GET", url="http://h/x").spent()
+    for error in (cert, disk, server, errors.ShardFailedError("worker lost"), errors.EndpointError(
+            "a redirect", endpoint="http://h/repo/v1")):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error) and str(copy) == str(error) and copy.nature is error.nature
+        assert copy.__dict__ == error.__dict__
+    assert pickle.loads(pickle.dumps(disk)).errno == errno.ENOSPC
+    assert pickle.loads(pickle.dumps(server)).retries_spent and pickle.loads(pickle.dumps(cert)).host == "127.0.0.1:1"
