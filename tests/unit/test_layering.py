@@ -34,6 +34,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("synclient.client", 4),           # control plane
     ("synclient.transfer", 5),         # data plane (the shared pool, URLs, strategies)
     ("synclient.sync", 6),             # planner, walker, pipeline, outcomes, runner
+    ("synclient.cluster", 6),          # a run sharded over a Dask cluster: the user's limits shared by its processes
     ("synclient.emulator", 7),         # the platform stand-in: a program of its own
     ("synclient.cli", 8),
     ("synclient.demo", 8),
