@@ -36,7 +36,7 @@ from synclient.config import Endpoints, clean_token, resolve_endpoints, resolve_
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError, ConfigError,
                               EndpointError, MalformedAnswerError, NotFoundError, PermanentServerError,
                               PlatformError, ServerError, SynclientError, ThrottledError, exception_chain)
-from synclient.gate import AdaptiveGate, Throttle, ThrottleKind, shared_gate
+from synclient.gate import AdaptiveGate, RestAdmission, Throttle, ThrottleKind, shared_gate
 from synclient.models import (QUERY_BUNDLE_REQUEST, QUERY_RESULTS_PART, ChildrenPage, Entity, EntityHeader,
                               EntityType, FileBundle, FileHandleRequest, PresignedUrlAnswer, QueryPage,
                               user_profile_from_wire, wire_object)
@@ -166,6 +166,10 @@ class Platform:
     Cancellation: when ``cancel_event`` (given here, assigned later, or swapped in for a while with
     :meth:`cancel_on`) is set, a call waiting to retry stops at once with :class:`CallCancelledError`, and no
     new attempt is sent.
+
+    ``admission`` (given here or assigned later, e.g. for one sharded run): limits shared with the user's other
+    processes (:class:`~synclient.gate.RestAdmission`). Each attempt the process gate let through enters it too,
+    and leaves when its answer was read; the time waited there, as in the gate, is not retry time.
     """
 
     def __init__(self, endpoint: Optional[str] = None, *, token: Optional[str] = None,
@@ -173,7 +177,8 @@ class Platform:
                  auth_endpoint: Optional[str] = None, profile: Optional[str] = None,
                  max_connections: int = 64, timeout: Tuple[float, float] = (10.0, 60.0),
                  retry: RetryPolicy = RetryPolicy(), gate: Optional[AdaptiveGate] = None,
-                 cancel_event: Optional[threading.Event] = None, ca_bundle: Optional[str] = None) -> None:
+                 cancel_event: Optional[threading.Event] = None, ca_bundle: Optional[str] = None,
+                 admission: Optional[RestAdmission] = None) -> None:
         self.endpoints: Endpoints = resolve_endpoints(endpoint, repo_endpoint=repo_endpoint,
                                                       file_endpoint=file_endpoint, auth_endpoint=auth_endpoint)
         self._token = resolve_token(token, profile=profile)
@@ -183,6 +188,8 @@ class Platform:
         # one gate per platform user in the process (the limits are per user); its ceiling is the number of
         # threads that may call at once, and it adapts below that on 429s
         self.gate = gate or shared_gate(self.endpoints.repo, self._token, max_limit=max(3, max_connections))
+        #: admission shared with the user's other processes (a Dask cluster's), after the gate; None: this one only
+        self.admission: Optional[RestAdmission] = admission
         self.stats = CallStats()
         self._endpoint_proven = False
         #: the CAs this platform's REST calls and its runs' data plane trust (see :mod:`synclient.network`)
@@ -339,25 +346,29 @@ class Platform:
         ticket = self.gate.acquire(cancel=self.cancel_event)
         call.gate_wait += ticket.waited
         throttle: Optional[Throttle] = None
+        sent = False
         try:
-            try:
-                response = self._session.request(call.method, call.url, params=params, headers=headers,
-                                                 data=json.dumps(body) if body is not None else None,
-                                                 timeout=self._timeout(), allow_redirects=False)
-                content = response.content  # read fully inside the gate: a cut body is retried below
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                raise self._connection_failure(call, exc) from None
-            status = response.status_code
-            if status == 429:
-                reason = _reason(content)
-                throttle = Throttle.from_reason(reason, retry_after=_retry_after_seconds(response))
-                if reason is not None or self._endpoint_proven:
-                    # the platform's own throttle: the gate paces the next try, so it is not a failure (a 429
-                    # page from an endpoint never proven to be Synapse still is: a wrong endpoint fails fast)
-                    call.throttled_attempts += 1
-        finally:
+            with self._admitted(call):
+                sent = True
+                try:
+                    response = self._session.request(call.method, call.url, params=params, headers=headers,
+                                                     data=json.dumps(body) if body is not None else None,
+                                                     timeout=self._timeout(), allow_redirects=False)
+                    content = response.content  # read fully inside the gate: a cut body is retried below
+                except (requests.ConnectionError, requests.Timeout) as exc:
+                    raise self._connection_failure(call, exc) from None
+                status = response.status_code
+                if status == 429:
+                    reason = _reason(content)
+                    throttle = Throttle.from_reason(reason, retry_after=_retry_after_seconds(response))
+                    if reason is not None or self._endpoint_proven:
+                        # the platform's own throttle: the gate paces the next try, so it is not a failure (a 429
+                        # page from an endpoint never proven to be Synapse still is: a wrong endpoint fails fast)
+                        call.throttled_attempts += 1
+        finally:  # also when the admission was cancelled: the gate's slot is never kept
             self.gate.release(ticket, throttle)
-            self.stats.count(call.route, retry=call.attempts > 1, throttled=throttle is not None)
+            if sent:
+                self.stats.count(call.route, retry=call.attempts > 1, throttled=throttle is not None)
         if 300 <= status < 400:
             raise _redirect_error(call, response)
         if status >= 400:
@@ -373,6 +384,20 @@ class Platform:
             problem = (f"endpoint {call.base} gave a malformed answer ({_content_kind(response)}, not JSON), so "
                        f"it is probably not a Synapse API")
             raise _RetryableFailure(error, endpoint_problem=problem) from None
+
+    @contextlib.contextmanager
+    def _admitted(self, call: "_Call") -> Iterator[None]:
+        """Inside: the attempt is admitted by the limits shared with the user's other processes, when there are
+        any (:attr:`admission`). Raises :class:`CallCancelledError` when ``cancel_event`` is set while waiting."""
+        admission = self.admission  # the one entered is the one left, should the run swap it meanwhile
+        if admission is None:
+            yield
+            return
+        call.gate_wait += admission.enter(cancel=self.cancel_event)
+        try:
+            yield
+        finally:
+            admission.leave()
 
     def _timeout(self) -> Tuple[float, float]:
         if self._endpoint_proven:

@@ -24,6 +24,10 @@ wraps it for threads.
   the next refusal measures it again (a measured size is probed only every fifth window).
 - ``Retry-After``, when a server sends one, holds every start back for that long (at most five minutes).
 
+The gate paces one process. When several processes of one user share the limits (a run sharded over a Dask
+cluster), a :class:`RestAdmission` admits each attempt the gate let through against limits kept for all of them
+(:mod:`synclient.cluster.budget`).
+
 Stability: every quantity is bounded (limit in [min, ceiling], budget in [1, stated size], cool-down at most
 :data:`MAX_COOL_DOWN` ahead); decreases need a fresh refusal of a request started after the last decrease, and
 increases need only time without refusals, so no state is absorbing (a property test drives arbitrary histories
@@ -42,7 +46,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Deque, Optional, Tuple
+from typing import Callable, Deque, Optional, Protocol, Tuple
 
 from synclient.errors import CallCancelledError
 
@@ -246,17 +250,17 @@ class ThrottlePolicy:
         # what the server took in its window: our starts it did not refuse, less those still in flight (which it
         # may refuse too)
         admitted = max(1, len(self._starts) - self.in_flight)
-        if throttle.allowed and self.budget_ceiling != _with_reserve(throttle.allowed):
-            self.budget = self.budget_ceiling = _with_reserve(throttle.allowed)
+        if throttle.allowed and self.budget_ceiling != with_reserve(throttle.allowed):
+            self.budget = self.budget_ceiling = with_reserve(throttle.allowed)
             log.info("the platform allows %d requests every %.0f s: pacing REST calls at %d per %.1f s",
                      throttle.allowed, self.window_seconds, self.budget, self.counted_window)
         elif self.budget is None:
-            self.budget = _with_reserve(admitted)
+            self.budget = with_reserve(admitted)
             log.info("the platform refused a request after %d in %.0f s: pacing REST calls at %d per %.1f s",
                      admitted, self.window_seconds, self.budget, self.counted_window)
         else:
             # refused within our budget: another process of this user shares the window; take what it left us
-            self.budget = max(1, min(self.budget - 1, _with_reserve(admitted)))
+            self.budget = max(1, min(self.budget - 1, with_reserve(admitted)))
             # said once (the CLI shows it as a note), then only in the debug log: sharing goes on for a while
             log.log(logging.DEBUG if self._shared_noted else logging.INFO,
                     "refused within the request budget: another client of this user shares the window; pacing "
@@ -278,8 +282,24 @@ class ThrottlePolicy:
             pass  # already out of the window
 
 
-def _with_reserve(size: int) -> int:
+def with_reserve(size: int) -> int:
+    """The starts a window of ``size`` requests allows us: the size less a 1% reserve (at least one)."""
     return max(1, size - max(1, math.ceil(size * RESERVE_SHARE))) if size > 1 else 1
+
+
+class RestAdmission(Protocol):
+    """Admission to limits the process shares with the user's other processes (the workers of a Dask cluster:
+    :mod:`synclient.cluster.budget`). Every REST attempt that the process gate admitted then enters, and leaves when
+    its answer was read; the platform's limits are per user, and the process gate knows only its own process."""
+
+    def enter(self, *, cancel: Optional[threading.Event]) -> float:
+        """Wait until this process may start one more request; the seconds waited. :class:`CallCancelledError`
+        once ``cancel`` is set while waiting (looked at every :data:`CANCEL_POLL_SECONDS` at least)."""
+        ...
+
+    def leave(self) -> None:
+        """The request that entered ended."""
+        ...
 
 
 class AdaptiveGate:
