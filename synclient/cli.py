@@ -8,6 +8,7 @@ carries exactly one JSON object (also on errors), and nothing else.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import enum
 import getpass
 import json
@@ -20,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, ContextManager, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from synclient._version import __version__
 from synclient.client import Platform
@@ -213,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="version N of the one file ID (as syn123.N)")
     get.add_argument("-r", "--recursive", action="store_true", help="download projects and folders recursively")
     get.add_argument("--path", metavar="DIR", default=".", help="local directory to sync into (default: .)")
+    get.add_argument("--dask", metavar="ADDRESS", help="fetch on a Dask cluster: a scheduler's address "
+                     "(tcp://host:8786) or scheduler file, or local:N for N worker processes on this machine; this "
+                     "process plans and indexes, the workers fetch (pip install 'synclient[dask]'; docs/dask.md)")
     get.add_argument("--max-workers", metavar="N", type=_positive_int,
                      help=f"threads of the shared transfer pool (default: {TransferConfig().max_workers})")
     get.add_argument("--if-collision", metavar="MODE", choices=COLLISION_MODES,
@@ -411,16 +415,18 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
             description = root.name
         else:
             description = f"{len(refs)} ids"
-        observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=description)
-        try:
-            if one is not None:
-                outcome = sync_from_platform(str(one), path, platform=platform, max_workers=args.max_workers,
-                                             options=options, observer=observer, view=view)
-            else:
-                outcome = download_many(refs, path, recursive=args.recursive, platform=platform,
-                                        max_workers=args.max_workers, options=options, observer=observer, view=view)
-        finally:
-            observer.close()
+        with _dask_for(args) as dask:
+            observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=description)
+            try:
+                if one is not None:
+                    outcome = sync_from_platform(str(one), path, platform=platform, max_workers=args.max_workers,
+                                                 options=options, observer=observer, view=view, dask=dask)
+                else:
+                    outcome = download_many(refs, path, recursive=args.recursive, platform=platform,
+                                            max_workers=args.max_workers, options=options, observer=observer,
+                                            view=view, dask=dask)
+            finally:
+                observer.close()
     if args.dry_run:
         return _report_plan(ctx, outcome)
     return _report_sync(ctx, outcome)
@@ -443,11 +449,12 @@ def _get_query(ctx: CommandContext) -> ExitCode:
     _check_target(path)
     ctx.out.json_document.update({"command": "get", "path": str(path.resolve()), "query": sql})
     workers = args.max_workers or TransferConfig().max_workers
-    with ctx.platform(max_connections=workers) as platform:
+    with ctx.platform(max_connections=workers) as platform, _dask_for(args) as dask:
         observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description="query")
         try:
             outcome = download_query(sql, path, recursive=args.recursive, platform=platform,
-                                     max_workers=args.max_workers, options=_sync_options(args), observer=observer)
+                                     max_workers=args.max_workers, options=_sync_options(args), observer=observer,
+                                     dask=dask)
         except BadRequestError as exc:
             if "/table/query" not in (exc.url or ""):
                 raise
@@ -457,6 +464,14 @@ def _get_query(ctx: CommandContext) -> ExitCode:
     if args.dry_run:
         return _report_plan(ctx, outcome)
     return _report_sync(ctx, outcome)
+
+
+def _dask_for(args: argparse.Namespace) -> ContextManager[Optional[object]]:
+    """``--dask``: the client of the cluster that fetches (None: this process fetches); a dry run needs none."""
+    if args.dask is None or args.dry_run:
+        return contextlib.nullcontext()
+    from synclient.cluster.connect import dask_client
+    return dask_client(args.dask)
 
 
 def _report_plan(ctx: CommandContext, plan: SyncPlan) -> ExitCode:
@@ -481,6 +496,11 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
         query = report.query
         ctx.out.info(f"query: {query.rows} rows of {query.table} named {query.entities} entities"
                      + (f" ({query.rows_without_id} rows without an id)" if query.rows_without_id else ""))
+    for counts in report.workers:
+        ctx.out.info(f"worker {counts.worker}: {counts.shards} shard{'s' if counts.shards != 1 else ''}, "
+                     f"{counts.files} files, "
+                     f"{counts.bytes / 1e6:.1f} MB in {counts.seconds:.1f} s ({counts.cpu_seconds:.1f} CPU s), "
+                     f"{counts.rest_calls} REST calls")
     ctx.out.result(report.summary())
     return ExitCode.FILES_FAILED if results.failures or report.manifest_errors else ExitCode.OK
 

@@ -227,6 +227,10 @@ class Platform:
     def has_token(self) -> bool:
         return bool(self._token)
 
+    def token_for_workers(self) -> Optional[str]:
+        """The token, for the processes of a sharded run (:mod:`synclient.cluster`) that call as this user."""
+        return self._token
+
     @property
     def endpoint_proven(self) -> bool:
         """True once the endpoint has given one well-formed Synapse answer (success or JSON error)."""

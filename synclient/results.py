@@ -152,6 +152,21 @@ class QueryInfo:
 
 
 @dataclass
+class WorkerCounts:
+    """What one Dask worker did in a sharded run (:mod:`synclient.cluster`): its shards, the files it installed and
+    their bytes, the seconds its shards ran and the CPU its process spent meanwhile, its REST calls and 429s."""
+
+    worker: str
+    shards: int = 0
+    files: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    rest_calls: int = 0
+    throttled: int = 0
+
+
+@dataclass
 class SyncReport:
     """Totals of one run, for the summary line and ``--json``."""
 
@@ -171,6 +186,7 @@ class SyncReport:
     # as they are (docs/cli.md), one line each
     renamed: List[str] = field(default_factory=list)
     query: Optional[QueryInfo] = None  # the query whose selection this run downloaded
+    workers: List[WorkerCounts] = field(default_factory=list)  # a sharded run's Dask workers (rest_calls: all)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(self, result: FileResult) -> None:
@@ -197,6 +213,7 @@ class SyncReport:
     def to_json(self) -> Dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
         data["query"] = asdict(self.query) if self.query is not None else None
+        data["workers"] = [asdict(counts) for counts in self.workers]
         data["mb_per_second"] = round(self.mb_per_second, 2)
         return data
 
@@ -212,7 +229,8 @@ class SyncReport:
                 f"{renamed}{manifests}; "
                 f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
                 f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
-                f"{self.throttled} throttled")
+                f"{self.throttled} throttled"
+                + (f"; on {len(self.workers)} Dask workers" if self.workers else ""))
 
 
 class SyncResults(List[FileResult]):

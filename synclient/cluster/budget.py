@@ -31,11 +31,12 @@ whose event loop stalled past the timeout, come back before their window ended: 
 requests early, which the platform may refuse (429) and the process gates pace as usual. With a lease timeout of
 ``"inf"`` nothing expires: a dead process's leases are lost to the run.
 
-Closing. :meth:`ClusterAdmission.close` (the driver at the end of a run; a worker, through :func:`close_admission`,
-once it is done with a run) refuses new attempts and returns at once. The timer thread still gives back the window
-leases held when they are due, never early (the run's other processes may still be calling), then stops, and the
-refresh callbacks with it; a process that exits first leaves them to the lease timeout. The scheduler keeps the two
-semaphores' names and counts (a few bytes per run) until it stops.
+Closing. :meth:`ClusterAdmission.close` (the driver at the end of a run; every worker, through
+:func:`close_admission`, once the run is over) refuses new attempts and returns at once. The window leases still
+held are not given back but left to the scheduler's lease timeout: a budget is one run's (a fresh name per run), so
+once the run is over no process takes them again, and a release at that point would only race the cluster's own
+shutdown (a ``local:N`` cluster stops right after the run). The timer and the refresh callbacks stop. The scheduler
+keeps the two semaphores' names and counts (a few bytes per run) until it stops.
 """
 from __future__ import annotations
 
@@ -181,7 +182,8 @@ class ClusterAdmission:
         self._concurrent.give_back(quiet=self._closed.is_set())
 
     def close(self) -> None:
-        """No new attempt enters; the window leases held go back when due (see the module's docstring)."""
+        """No new attempt enters; the window leases held are left to the lease timeout (see the module's
+        docstring): call it once the run is over."""
         with self._cond:
             self._closed.set()
             self._cond.notify_all()
@@ -191,12 +193,12 @@ class ClusterAdmission:
 
     def _give_back_when_due(self) -> None:
         """The timer thread: each window lease back when its start's window ended, in the order taken (as
-        ``Semaphore.release()`` gives back its oldest lease); once closed and every lease is back, the end."""
+        ``Semaphore.release()`` gives back its oldest lease), until the admission is closed."""
         while True:
             with self._cond:
                 while not self._due and not self._closed.is_set():
                     self._cond.wait()
-                if not self._due:
+                if self._closed.is_set():
                     break
                 delay = self._due[0] - self._clock()
                 if delay > 0:
@@ -250,14 +252,17 @@ class _Leases:
         Dask's lease timeout, since this process no longer refreshes it."""
         try:
             self._semaphore.release()
-        except _SCHEDULER_TROUBLE as exc:
+        except Exception as exc:  # noqa: BLE001 - also what distributed raises once the client's loop is gone
             log.log(logging.DEBUG if quiet else logging.WARNING, "could not give back a lease of %s (%s: %s); the "
                     "scheduler takes it back after its lease timeout", self._semaphore.name, type(exc).__name__, exc)
 
     def stop_refreshing(self) -> None:
         refresh = getattr(self._semaphore, "refresh_callback", None)  # none with a lease timeout of "inf"
         if refresh is not None:
-            self._semaphore.loop.add_callback(refresh.stop)  # on its loop: tornado's callbacks are not thread-safe
+            try:
+                self._semaphore.loop.add_callback(refresh.stop)  # on its loop: tornado's callbacks are not thread-safe
+            except RuntimeError:  # the loop is closed: nothing refreshes any more
+                pass
 
     def _acquire_within(self, seconds: float) -> bool:
         try:

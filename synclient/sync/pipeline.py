@@ -15,7 +15,7 @@ import os
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Protocol, Set, Tuple
 from urllib.parse import urlsplit
 
 from synclient.client import Platform
@@ -93,6 +93,13 @@ def check_scheme(entity_id: str, url: str) -> None:
                                f"fetches http(s) URLs only; download it with a client for {scheme or 'that URL'}")
 
 
+class RemoteFetcher(Protocol):
+    """Fetches files somewhere else than this process (a Dask cluster: :mod:`synclient.cluster.driver`)."""
+
+    def fetch(self, job: FileJob, on_fetched: Callable[[Optional[SynclientError], Optional[int]], None]) -> None:
+        """Bring ``job`` to its destination, verified; ``on_fetched(error, received)`` runs as a pool task."""
+
+
 class FilePipeline:
     """Takes each listed file through its stages on the shared pool. Thread-safe; one per run."""
 
@@ -119,6 +126,7 @@ class FilePipeline:
         # file versions whose handle the run already knows (a file view's rows): no bundle call for them
         self.known: Dict[Tuple[str, Optional[int]], KnownFile] = {}
         self.view: Optional[ViewRows] = None  # a sync planned from a file view: its rows, read when first needed
+        self.remote: Optional[RemoteFetcher] = None  # fetches go to a Dask cluster instead of this pool
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
         self.leftovers = LeftoverPartials()
@@ -286,7 +294,23 @@ class FilePipeline:
     # -- fetch: URL -> download -> index --------------------------------------------------------------------------
 
     def _request_url(self, job: FileJob, context: FileContext) -> None:
+        if self.remote is not None:
+            self.remote.fetch(job, lambda error, received: self._fetched_remotely(job, context, error, received))
+            return
         self._broker.request(job.request, lambda url, error: self._url_ready(job, context, url, error))
+
+    def _fetched_remotely(self, job: FileJob, context: FileContext, error: Optional[SynclientError],
+                          received: Optional[int]) -> None:
+        """A file fetched elsewhere (a Dask worker) came back, installed or not; a view row's handle the URL batch
+        refused gets its bundle's chance, as in :meth:`_url_ready`."""
+        if isinstance(error, (AccessDeniedError, NotFoundError)) and context.from_row:
+            context.from_row = False
+            self._pool.submit(Priority.BUNDLE, self._handle_from_bundle, job, context, error)
+            return
+        job.received = received
+        if error is None:  # its bytes arrived elsewhere: the progress completes here
+            self._observer.bytes_transferred(job.planned, received if received is not None else job.size)
+        job.on_done(error)
 
     def _url_ready(self, job: FileJob, context: FileContext, url: Optional[SignedUrl],
                    error: Optional[SynclientError]) -> None:

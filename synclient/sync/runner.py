@@ -12,19 +12,20 @@ batches, downloads, parts) and the downloader, around one target directory and i
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from synclient.client import Platform
 from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
 from synclient.events import ObserverGroup, SyncObserver
 from synclient.models import EntityHeader, EntityType, parse_entity_id  # noqa: F401 (parse_entity_id re-exported)
-from synclient.results import QueryInfo, SyncResults
+from synclient.results import QueryInfo, SyncResults, WorkerCounts
 from synclient.sync.claims import PathClaims
 from synclient.sync.deletion import delete_vanished
 from synclient.sync.dry_run import SyncPlan
@@ -47,6 +48,9 @@ from synclient.transfer.http import DataClient
 from synclient.transfer.partial import PlainFolders
 from synclient.transfer.pool import TaskPool
 from synclient.transfer.urls import UrlBroker
+
+if TYPE_CHECKING:
+    from synclient.cluster.driver import DaskSettings
 
 log = logging.getLogger("synclient.sync")
 
@@ -97,6 +101,7 @@ class SyncRun:
                  root_id: str, options: SyncOptions, observer: SyncObserver,
                  names: FilesystemNames = FilesystemNames()) -> None:
         self.platform = platform
+        self.config = config
         self.names = names  # what the target's filesystem does with names (local_names.py)
         self.target = target
         self.index = index
@@ -256,7 +261,8 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        entity_details: Optional[bool] = None, synapse_cache: Union[bool, str, Path, None] = None,
                        synapse_cache_link: Optional[bool] = None, syn: Optional[object] = None,
                        view: Optional[str] = None,
-                       filesystem_names: Union[FilesystemNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
+                       filesystem_names: Union[FilesystemNames, str, None] = None,
+                       dask: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
     Returns one :class:`~synclient.results.FileResult` per file (``SyncResults``, with ``.report``), or with
@@ -281,6 +287,9 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       theirs. Annotations then come from the view's annotation columns.
     - ``filesystem_names``: force what the target's filesystem does with names (``"case,nfd,windows"``; default: a
       probe of the target, see :mod:`synclient.sync.local_names`).
+    - ``dask``: a ``distributed.Client`` (or :class:`~synclient.cluster.driver.DaskSettings`): this process plans
+      and indexes, the cluster's workers fetch the files in shards, every process within one shared REST budget
+      (docs/dask.md). The target must be a filesystem every worker sees at the same path.
     """
     # validate
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
@@ -289,6 +298,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                                 entity_details=entity_details, synapse_cache=synapse_cache,
                                 synapse_cache_link=synapse_cache_link,
                                 filesystem_names=filesystem_names)
+    cluster = _dask_settings(dask)
     entity_id, version = parse_entity_id(entity)
     view_id = _view_id(view)
     platform, own_platform, options = _platform_for(platform, syn, options, config)
@@ -305,10 +315,11 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
         return _execute(platform=platform, own_platform=own_platform, options=_for_sources(options),
                         config=config, path=Path(path), root_id=entity_id, description=root.name, container=False,
                         observer=observer, start=lambda run: run.start_sources(plan), counted=counted,
-                        view=view_id)
+                        view=view_id, cluster=cluster)
     return _execute(platform=platform, own_platform=own_platform, options=options, config=config, path=Path(path),
                     root_id=entity_id, description=root.name, container=root.type.is_container,
-                    observer=observer, start=lambda run: run.start(root, version), counted=counted, view=view_id)
+                    observer=observer, start=lambda run: run.start(root, version), counted=counted, view=view_id,
+                    cluster=cluster)
 
 
 def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ".", *, recursive: bool = False,
@@ -321,7 +332,8 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
                   progress: Optional[bool] = None, entity_details: Optional[bool] = None,
                   synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
                   syn: Optional[object] = None, view: Optional[str] = None,
-                  filesystem_names: Union[FilesystemNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
+                  filesystem_names: Union[FilesystemNames, str, None] = None,
+                  dask: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
     """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or :class:`~synclient.sync.id_lists.EntityRef`)
     into ``path`` as one run: one shared pool, URL batches of up to 100 across all ids, one index, one report.
 
@@ -332,7 +344,8 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     :class:`~synclient.results.SyncResults` (or, with ``dry_run``, :class:`~synclient.sync.dry_run.SyncPlan`) as
     :func:`sync_from_platform`, whose keywords these are; nothing is deleted and no manifest is written, except when
     the only id is a project or folder (then this is :func:`sync_from_platform`'s sync of it, manifests included).
-    ``view``: a file view over those files, as for :func:`sync_from_platform`.
+    ``view``: a file view over those files, and ``dask``: a Dask cluster to fetch them on, as for
+    :func:`sync_from_platform`.
     """
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
                                 include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
@@ -347,7 +360,7 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     view_id = _view_id(view)
     return _download_sources(lambda platform: (plan_sources(platform, refs, recursive=recursive), None), refs,
                              path=Path(path), platform=platform, syn=syn, options=options, config=config,
-                             observer=observer, view=view_id)
+                             observer=observer, view=view_id, cluster=_dask_settings(dask))
 
 
 def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = False,
@@ -360,7 +373,8 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
                    progress: Optional[bool] = None, entity_details: Optional[bool] = None,
                    synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
                    syn: Optional[object] = None,
-                   filesystem_names: Union[FilesystemNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
+                   filesystem_names: Union[FilesystemNames, str, None] = None,
+                   dask: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
     """Download what a SQL query over a file view or table selects (``SELECT id FROM syn123 WHERE ...``) into
     ``path``, as :func:`download_many` downloads a list of ids (its keywords are these): the query's ``id`` column
     names the entities, a ``currentVersion`` (or ``versionNumber``) column pins their versions, and every page of
@@ -375,6 +389,7 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
                                 provenance=provenance, progress=progress, entity_details=entity_details,
                                 synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link,
                                 filesystem_names=filesystem_names)
+    cluster = _dask_settings(dask)
     table_id = table_of(sql)
 
     def plan(platform: Platform) -> Tuple[SourcePlan, QueryInfo]:
@@ -390,13 +405,14 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
                                rows_without_id=selection.rows_without_id)
 
     return _download_sources(plan, [], path=Path(path), platform=platform, syn=syn, options=options,
-                             config=config, observer=observer)
+                             config=config, observer=observer, cluster=cluster)
 
 
 def _download_sources(plan_with: Callable[[Platform], Tuple[SourcePlan, Optional[QueryInfo]]],
                       refs: Sequence[EntityRef], *, path: Path, platform: Optional[Platform], syn: Optional[object],
                       options: SyncOptions, config: TransferConfig, observer: Optional[SyncObserver],
-                      view: Optional[str] = None) -> Union[SyncResults, SyncPlan]:
+                      view: Optional[str] = None, cluster: Optional["DaskSettings"] = None
+                      ) -> Union[SyncResults, SyncPlan]:
     """A run of what ``plan_with`` resolves (the ids ``refs``, or a query's): as one sync when it is one project or
     folder, else as a list (no manifest, no deletion)."""
     platform, own_platform, options = _platform_for(platform, syn, options, config)
@@ -413,7 +429,8 @@ def _download_sources(plan_with: Callable[[Platform], Tuple[SourcePlan, Optional
     return _execute(platform=platform, own_platform=own_platform,
                     options=options if container else _for_sources(options), config=config, path=path,
                     root_id=root_id, description=description, container=container is not None, observer=observer,
-                    start=lambda run: run.start_sources(plan), counted=counted, query=query, view=view)
+                    start=lambda run: run.start_sources(plan), counted=counted, query=query, view=view,
+                    cluster=cluster)
 
 
 def _view_id(view: Optional[str]) -> Optional[str]:
@@ -488,10 +505,10 @@ def _platform_for(platform: Optional[Platform], syn: Optional[object], options: 
 def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, config: TransferConfig, path: Path,
              root_id: str, description: str, container: bool, observer: Optional[SyncObserver],
              start: Callable[[SyncRun], None], counted: "_Counted", query: Optional[QueryInfo] = None,
-             view: Optional[str] = None) -> Union[SyncResults, SyncPlan]:
+             view: Optional[str] = None, cluster: Optional["DaskSettings"] = None) -> Union[SyncResults, SyncPlan]:
     """Build, run and report one run into ``path`` (``start`` gives it its files: a walk or a list; ``counted``:
     since when its calls and time count; ``query``: the query that selected them, for the report; ``view``: the
-    file view whose rows stand in for bundle calls)."""
+    file view whose rows stand in for bundle calls; ``cluster``: the Dask cluster that fetches the files)."""
     started, before = counted.started, counted.before
     try:
         target = TargetDirectory(path, create=not options.dry_run)
@@ -508,15 +525,16 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
                           options=options, observer=ObserverGroup([observer, bar]), names=names)
             run.pipeline.view = view_rows
             # run
-            try:
-                run.run(start)
-            finally:
-                if bar is not None:
-                    bar.close()
+            with _fetching_on(cluster if not options.dry_run else None, run) as workers:
+                try:
+                    run.run(start)
+                finally:
+                    if bar is not None:
+                        bar.close()
             outcome = run.outcome
             if isinstance(outcome, RecordOutcome) and outcome.fatal is not None:
                 # finished files are indexed, partials kept: the same command resumes
-                _finish_report(outcome, platform, started, before)
+                _finish_report(outcome, platform, started, before, workers)
                 raise outcome.fatal
             if options.delete and container:
                 run.delete_vanished()
@@ -526,7 +544,7 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
                 outcome.plan.folders = dict(run.walker.folder_ids)
                 outcome.plan.renamed = run.renamed_lines
                 return outcome.plan
-            _finish_report(outcome, platform, started, before)
+            _finish_report(outcome, platform, started, before, workers)
             if container:
                 run.tidy_up()
             outcome.report.manifest_errors = list(run.manifests.errors)
@@ -564,12 +582,36 @@ def _progress_bar(*, enabled: bool, description: str):
     return None
 
 
-def _finish_report(outcome: RecordOutcome, platform: Platform, started: float, before: _CallCounts) -> None:
+def _finish_report(outcome: RecordOutcome, platform: Platform, started: float, before: _CallCounts,
+                   workers: Callable[[], List[WorkerCounts]]) -> None:
+    """The report's totals: time, and the REST calls of this process and of the run's Dask workers."""
     report, now = outcome.report, _CallCounts.of(platform)
     report.wall_seconds = time.monotonic() - started
-    report.rest_calls = now.calls - before.calls
+    report.workers = workers()
+    report.rest_calls = now.calls - before.calls + sum(counts.rest_calls for counts in report.workers)
     report.retries = now.retries - before.retries
-    report.throttled = now.throttled - before.throttled
+    report.throttled = now.throttled - before.throttled + sum(counts.throttled for counts in report.workers)
+
+
+def _dask_settings(dask: Optional[object]) -> Optional["DaskSettings"]:
+    """``dask=``: a ``distributed.Client`` or :class:`~synclient.cluster.driver.DaskSettings`, checked now."""
+    if dask is None:
+        return None
+    from synclient.cluster.driver import DaskSettings
+    return DaskSettings.of(dask)
+
+
+@contextlib.contextmanager
+def _fetching_on(cluster: Optional["DaskSettings"], run: SyncRun) -> Iterator[Callable[[], List[WorkerCounts]]]:
+    """The run's fetches go to the Dask cluster (when there is one) while inside; yields what reads the workers'
+    counts once the run is over."""
+    if cluster is None:
+        yield list
+        return
+    from synclient.cluster.driver import DaskFetcher
+    with DaskFetcher(cluster, pool=run.pool, platform=run.platform, config=run.config) as fetcher:
+        run.pipeline.remote = fetcher
+        yield fetcher.worker_counts
 
 
 def _remember_throughput(outcome: RecordOutcome, index: LocalIndex) -> None:

@@ -1,0 +1,51 @@
+"""The command line's ``--dask``: a Dask client for a running scheduler, or a cluster of worker processes here.
+
+``local:N`` starts a ``distributed.LocalCluster`` of N worker processes (one thread each: a shard runs its own
+pool of threads) for the run and stops it afterwards; an address (``tcp://host:8786``, ``tls://...``) or a
+scheduler file (what ``dask scheduler --scheduler-file`` and dask-jobqueue write) connects to a running one.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from synclient.errors import ConfigError
+
+#: how long connecting to a running scheduler may take before the run stops with one line
+CONNECT_TIMEOUT = "20s"
+_LOCAL = re.compile(r"local:(\d+)")
+
+
+def import_distributed() -> Any:
+    """The ``distributed`` package, or one line saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise ConfigError("--dask needs Dask: pip install 'synclient[dask]'") from None
+    return distributed
+
+
+@contextlib.contextmanager
+def dask_client(spec: str) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``spec`` (``local:N``, a scheduler address or a scheduler file), closed after."""
+    distributed = import_distributed()
+    local = _LOCAL.fullmatch(spec.strip())
+    if local is not None:
+        workers = int(local.group(1))
+        if workers < 1:
+            raise ConfigError(f"--dask {spec}: give at least one worker process (local:2)")
+        with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+            yield client
+        return
+    if spec.startswith("local"):
+        raise ConfigError(f"--dask {spec}: write local:N for N worker processes on this machine (local:2)")
+    where = {"scheduler_file": spec} if Path(spec).is_file() else {"address": spec}
+    try:
+        client = distributed.Client(**where, timeout=CONNECT_TIMEOUT)
+    except (OSError, ValueError, TypeError) as exc:  # unreachable, timed out, an address Dask cannot parse
+        raise ConfigError(f"--dask {spec}: cannot reach the Dask scheduler: {exc}") from None
+    with client:
+        yield client

@@ -1,0 +1,181 @@
+"""The driver's side of a sharded sync: the run's fetches go to a Dask cluster as shards, their outcomes come back.
+
+The driver runs the ordinary engine (walk, index fast path, bundles, claims and decisions, the synapseclient
+cache); only the fetch itself moves. Where a local run asks for a file's URL, :class:`DaskFetcher` takes the file
+(:meth:`DaskFetcher.fetch`), the :class:`~synclient.cluster.shards.Sharder` groups files into shards, and each
+shard is one Dask task (:func:`~synclient.cluster.shard_run.run_shard`) that the scheduler places, runs again
+after a failure (``retries``) and reschedules when its worker dies. Each finished shard comes back to the driver's
+pool as one task (:meth:`~synclient.transfer.pool.TaskPool.deliver`) that hands every file's outcome to the
+pipeline, which indexes it, records it in synapseclient's cache and reports it, as after a local download: the
+driver is the only writer of the index and the manifests.
+
+Every REST call of the run, the driver's and the workers', passes one :class:`~synclient.cluster.budget.ClusterBudget`
+(Synapse's limits are per user): see :mod:`synclient.cluster.budget`.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from synclient.client import Platform
+from synclient.cluster.budget import ClusterBudget, close_admission
+from synclient.cluster.shard_run import PlatformAccess, ShardOutcome, ShardTask, run_shard
+from synclient.cluster.shards import LocalState, Shard, ShardFile, Sharder, ShardSizes
+from synclient.errors import ConfigError, ShardFailedError, SynclientError
+from synclient.results import WorkerCounts
+from synclient.transfer.config import TransferConfig
+from synclient.transfer.download import FileJob
+from synclient.transfer.pool import Priority, TaskPool
+
+log = logging.getLogger("synclient.cluster")
+
+#: what a fetch run elsewhere reports: the file's error (None: installed, verified) and the bytes it got
+Fetched = Callable[[Optional[SynclientError], Optional[int]], None]
+
+
+@dataclass(frozen=True)
+class DaskSettings:
+    """How a sync uses a Dask cluster: ``sync_from_platform(..., dask=DaskSettings(client, ...))`` (or just
+    ``dask=client``). ``budget``: the REST limits every process of the run shares (Synapse's documented 3
+    concurrent and 600 per 60 s by default); ``shard_sizes``: when a shard is sealed while the walk goes on;
+    ``retries``: how often Dask runs a shard again after it raised (a worker that dies is rescheduled by the
+    scheduler itself, up to its ``allowed-failures``)."""
+
+    client: Any
+    budget: Optional[ClusterBudget] = None
+    shard_sizes: ShardSizes = field(default_factory=ShardSizes)
+    retries: int = 2
+
+    @classmethod
+    def of(cls, dask: Any) -> "DaskSettings":
+        settings = dask if isinstance(dask, cls) else cls(dask)
+        if not hasattr(settings.client, "submit") or not hasattr(settings.client, "scheduler_info"):
+            raise ConfigError(f"dask= takes a distributed.Client (or DaskSettings), not {type(dask).__name__}")
+        if settings.retries < 0:
+            raise ConfigError(f"DaskSettings.retries must not be negative, got {settings.retries}")
+        return settings
+
+
+class DaskFetcher:
+    """The pipeline's remote fetcher for one run (``with DaskFetcher(...) as fetcher``): thread-safe."""
+
+    def __init__(self, settings: DaskSettings, *, pool: TaskPool, platform: Platform,
+                 config: TransferConfig) -> None:
+        self._client = settings.client
+        self._retries = settings.retries
+        self._pool = pool
+        self._platform = platform
+        self.budget = settings.budget or ClusterBudget.for_run()
+        self._task = ShardTask(Shard(-1, ()), PlatformAccess.of(platform), config, self.budget)
+        self._run = uuid.uuid4().hex[:12]
+        self._sharder = Sharder(sizes=settings.shard_sizes)
+        self._lock = threading.Lock()
+        self._waiting: Dict[str, Tuple[FileJob, Fetched]] = {}  # by destination (one file per local path)
+        self._futures: Dict[int, Any] = {}  # shard number -> its Dask future, while it runs
+        self._workers: Dict[str, WorkerCounts] = {}
+        self._previous_admission = None
+
+    # -- the run around it --------------------------------------------------------------------------------------
+
+    def __enter__(self) -> "DaskFetcher":
+        self._previous_admission = self._platform.admission
+        self._platform.admission = self.budget.admission()  # the driver's calls count in the cluster's budget
+        self._pool.add_idle_check(self._drain_when_idle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Shards still out (a cancelled run) are cancelled (their partial files stay for the next run), and every
+        process lets go of the run's budget (window leases still held go back when due, never early)."""
+        with self._lock:
+            running = list(self._futures.values())
+            self._futures.clear()
+        if running:
+            self._client.cancel(running)
+        self._platform.admission = self._previous_admission
+        close_admission(self.budget.name)
+        try:
+            self._client.run(close_admission, self.budget.name)
+        except Exception as error:  # noqa: BLE001 - a worker gone or a scheduler lost: their leases expire anyway
+            log.debug("could not close the run's REST budget on every worker: %s: %s", type(error).__name__, error)
+
+    # -- files in --------------------------------------------------------------------------------------------------
+
+    def fetch(self, job: FileJob, on_fetched: Fetched) -> None:
+        """Fetch ``job`` on the cluster; ``on_fetched(error, received)`` runs as a task of the driver's pool."""
+        file = ShardFile(job.entity_id, job.version, job.handle, str(job.destination),
+                         LocalState.of(job.destination))
+        with self._lock:
+            self._waiting[file.destination] = (job, on_fetched)
+            shard = self._sharder.add(file)
+        if shard is not None:
+            self._submit(shard)
+
+    def _drain_when_idle(self) -> None:
+        """Pool idle check: once the driver has nothing else to do (the walk and every decision are done), the
+        files still waiting go out as one shard per worker."""
+        if not self._sharder.pending or self._pool.outstanding(*Priority):
+            return
+        workers = max(1, len(self._client.scheduler_info().get("workers", {})))
+        with self._lock:
+            shards = self._sharder.drain(parts=workers)
+        for shard in shards:
+            self._submit(shard)
+
+    def _submit(self, shard: Shard) -> None:
+        self._pool.expect(len(shard.files))
+        task = ShardTask(shard, self._task.access, self._task.config, self.budget)
+        future = self._client.submit(run_shard, task, key=f"synclient-shard-{self._run}-{shard.number}",
+                                     retries=self._retries, pure=False)
+        with self._lock:
+            self._futures[shard.number] = future
+        log.debug("shard %d: %d files, %d bytes", shard.number, len(shard.files), shard.bytes)
+        future.add_done_callback(lambda done, shard=shard: self._shard_done(done, shard))
+
+    # -- outcomes back ------------------------------------------------------------------------------------------
+
+    def _shard_done(self, future: Any, shard: Shard) -> None:
+        """Dask's callback thread: the shard's outcome (or why it could not run) goes to the driver's pool."""
+        outcome: Optional[ShardOutcome] = None
+        failure: Optional[SynclientError] = None
+        try:
+            outcome = future.result()
+        except BaseException as exc:  # noqa: BLE001 - a task error, KilledWorker, a cancelled future
+            failure = ShardFailedError(f"the Dask cluster could not run shard {shard.number}: "
+                                       f"{type(exc).__name__}: {exc}")
+        with self._lock:
+            self._futures.pop(shard.number, None)
+        self._pool.deliver(Priority.DOWNLOAD, self._settle, shard, outcome, failure, count=len(shard.files))
+
+    def _settle(self, shard: Shard, outcome: Optional[ShardOutcome], failure: Optional[SynclientError]) -> None:
+        """Pool task: each file's outcome to the pipeline; the worker's counts to the report."""
+        got = {fetched.destination: fetched for fetched in outcome.files} if outcome is not None else {}
+        if outcome is not None:
+            self._count(outcome)
+        for file in shard.files:
+            with self._lock:
+                job, on_fetched = self._waiting.pop(file.destination)
+            fetched = got.get(file.destination)
+            if fetched is None:
+                on_fetched(failure or ShardFailedError(f"shard {shard.number} did not report {file.destination}"),
+                           None)
+            else:
+                on_fetched(fetched.error, fetched.received)
+
+    def _count(self, outcome: ShardOutcome) -> None:
+        with self._lock:
+            counts = self._workers.setdefault(outcome.worker, WorkerCounts(outcome.worker))
+            counts.shards += 1
+            counts.files += sum(1 for fetched in outcome.files if fetched.error is None)
+            counts.bytes += outcome.bytes
+            counts.seconds += outcome.seconds
+            counts.cpu_seconds += outcome.cpu_seconds
+            counts.rest_calls += outcome.rest_calls
+            counts.throttled += outcome.throttled
+
+    def worker_counts(self) -> List[WorkerCounts]:
+        """Per worker: shards, files, bytes, seconds and CPU seconds spent in shards, REST calls, 429s."""
+        with self._lock:
+            return [self._workers[name] for name in sorted(self._workers)]

@@ -1,0 +1,184 @@
+"""The driver's side of a sync over Dask (synclient/cluster/driver.py), against a fake Dask client: shards go out
+as files come, the rest once the driver is idle (one per worker), each file's outcome comes back to the run's
+pool, a shard that could not run fails its files, and shards still out when the run ends are cancelled."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import List, Optional
+
+import pytest
+
+pytest.importorskip("distributed")  # the driver imports the budget, which needs it
+
+from synclient.cluster.driver import DaskFetcher, DaskSettings  # noqa: E402
+from synclient.cluster.shard_run import FileFetched, ShardOutcome, ShardTask  # noqa: E402
+from synclient.cluster.shards import ShardSizes
+from synclient.config import Endpoints
+from synclient.errors import ConfigError, NotFoundError, ShardFailedError
+from synclient.models import FileHandle
+from synclient.network import TrustedCAs
+from synclient.transfer.download import FileJob
+from synclient.transfer.pool import Priority, TaskPool
+
+
+class FakeFuture:
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._callbacks = []
+        self._outcome = None
+        self._error: Optional[BaseException] = None
+        self._done = False
+        self._lock = threading.Lock()
+
+    def add_done_callback(self, callback) -> None:
+        with self._lock:
+            if not self._done:
+                self._callbacks.append(callback)
+                return
+        threading.Thread(target=callback, args=(self,)).start()  # as Dask does for a finished future
+
+    def result(self):
+        if self._error is not None:
+            raise self._error
+        return self._outcome
+
+    def finish(self, outcome=None, error: Optional[BaseException] = None) -> None:
+        with self._lock:
+            self._outcome, self._error, self._done = outcome, error, True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:  # as Dask does: from a thread of its own
+            threading.Thread(target=callback, args=(self,)).start()
+
+
+class FakeClient:
+    """What DaskFetcher uses of a distributed.Client; each submitted task is kept for the test to finish."""
+
+    def __init__(self, workers: int = 2) -> None:
+        self.workers = workers
+        self.submitted: List[tuple] = []  # (task, future, retries)
+        self.cancelled: List[FakeFuture] = []
+        self.lock = threading.Lock()
+        self.on_submit = lambda task, future: None
+
+    def submit(self, fn, task: ShardTask, *, key: str, retries: int, pure: bool) -> FakeFuture:
+        future = FakeFuture(key)
+        with self.lock:
+            self.submitted.append((task, future, retries))
+        self.on_submit(task, future)
+        return future
+
+    def scheduler_info(self) -> dict:
+        return {"workers": {f"tcp://w{n}": {} for n in range(self.workers)}}
+
+    def cancel(self, futures) -> None:
+        self.cancelled.extend(futures)
+
+
+class FakeBudget:
+    name = "budget-test"
+
+    def admission(self):
+        return SimpleNamespace(enter=lambda *, cancel=None: 0.0, leave=lambda: None)
+
+
+def _platform():
+    return SimpleNamespace(endpoints=Endpoints.from_root("http://127.0.0.1:1"), token_for_workers=lambda: "t0ken",
+                           trusted_cas=TrustedCAs(None, "certifi"), admission=None)
+
+
+def _jobs(tmp_path: Path, count: int, size: int = 10) -> List[FileJob]:
+    return [FileJob(entity_id=f"syn{n}", version=1, handle=FileHandle(str(n), size, "0" * 32),
+                    destination=tmp_path / f"f{n}", on_done=lambda error: None) for n in range(count)]
+
+
+def _outcome(task: ShardTask, *, worker: str = "tcp://w0", errors=None) -> ShardOutcome:
+    errors = errors or {}
+    files = tuple(FileFetched(f.entity_id, f.destination, errors.get(f.entity_id), f.size) for f in task.shard.files)
+    return ShardOutcome(task.shard.number, worker, files, seconds=1.5, cpu_seconds=0.5, rest_calls=2, throttled=1)
+
+
+def _run(client: FakeClient, jobs: List[FileJob], *, sizes: ShardSizes, answer) -> dict:
+    """Feed ``jobs`` to a DaskFetcher on a real TaskPool; ``answer(task, future)`` finishes each shard."""
+    pool = TaskPool(1)  # the files come in order, as from one listing page
+    platform = _platform()
+    got = {}
+    client.on_submit = answer
+    with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=sizes), pool=pool, platform=platform,
+                     config=SimpleNamespace(max_workers=4)) as fetcher:
+        assert platform.admission is not None  # the driver's calls pass the cluster's budget during the run
+        for job in jobs:
+            pool.submit(Priority.BUNDLE, fetcher.fetch, job,
+                        lambda error, received, job=job: got.__setitem__(job.entity_id, (error, received)))
+        pool.run()
+        counts = fetcher.worker_counts()
+    assert platform.admission is None  # and no longer after it
+    return {"got": got, "counts": counts}
+
+
+def test_files_go_out_in_shards_and_every_outcome_comes_back(tmp_path):
+    client = FakeClient(workers=2)
+    jobs = _jobs(tmp_path, 7)
+    missing = NotFoundError("gone")
+    done = _run(client, jobs, sizes=ShardSizes(files=3),
+                answer=lambda task, future: future.finish(_outcome(task, errors={"syn4": missing})))
+    shards = [task.shard for task, _, _ in client.submitted]
+    # two full shards while files came, then the last file alone (one file: one shard, whatever the workers)
+    assert [len(shard.files) for shard in shards] == [3, 3, 1]
+    assert [f.entity_id for shard in shards for f in shard.files] == [f"syn{n}" for n in range(7)]
+    assert all(retries == 2 for _, _, retries in client.submitted)
+    assert set(done["got"]) == {f"syn{n}" for n in range(7)}
+    assert done["got"]["syn4"][0] is missing and done["got"]["syn0"] == (None, 10)
+    (counts,) = done["counts"]
+    assert (counts.worker, counts.shards, counts.files, counts.bytes, counts.rest_calls, counts.throttled) == (
+        "tcp://w0", 3, 6, 60, 6, 3)
+
+
+def test_what_is_left_when_the_driver_is_idle_goes_out_as_one_shard_per_worker(tmp_path):
+    client = FakeClient(workers=3)
+    _run(client, _jobs(tmp_path, 9), sizes=ShardSizes(files=100),
+         answer=lambda task, future: future.finish(_outcome(task)))
+    assert [len(task.shard.files) for task, _, _ in client.submitted] == [3, 3, 3]
+
+
+def test_a_shard_the_cluster_could_not_run_fails_its_files_and_only_those(tmp_path):
+    client = FakeClient(workers=2)
+
+    def answer(task, future):
+        if task.shard.number == 0:
+            future.finish(error=RuntimeError("KilledWorker: worker died 3 times"))
+        else:
+            future.finish(_outcome(task))
+
+    done = _run(client, _jobs(tmp_path, 4), sizes=ShardSizes(files=2), answer=answer)
+    for name in ("syn0", "syn1"):
+        error, received = done["got"][name]
+        assert isinstance(error, ShardFailedError) and "shard 0" in str(error) and "KilledWorker" in str(error)
+    assert done["got"]["syn2"] == (None, 10) and done["got"]["syn3"] == (None, 10)
+
+
+def test_shards_still_out_when_the_run_is_cancelled_are_cancelled(tmp_path):
+    client = FakeClient(workers=1)
+    pool = TaskPool(2)
+    platform = _platform()
+    with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=1)), pool=pool,
+                     platform=platform, config=SimpleNamespace(max_workers=4)) as fetcher:
+        fetcher.fetch(_jobs(tmp_path, 1)[0], lambda error, received: None)
+        pool.cancel(grace_seconds=0)
+    assert [future.key for future in client.cancelled] == [client.submitted[0][1].key]
+
+
+def test_the_token_reaches_the_task_but_no_repr(tmp_path):
+    client = FakeClient(workers=1)
+    _run(client, _jobs(tmp_path, 1), sizes=ShardSizes(files=1),
+         answer=lambda task, future: future.finish(_outcome(task)))
+    task = client.submitted[0][0]
+    assert task.access.token == "t0ken" and "t0ken" not in repr(task)
+
+
+def test_dask_must_be_a_client():
+    with pytest.raises(ConfigError, match="distributed.Client"):
+        DaskSettings.of("tcp://127.0.0.1:8786")
+    with pytest.raises(ConfigError, match="retries"):
+        DaskSettings.of(DaskSettings(FakeClient(), retries=-1))
