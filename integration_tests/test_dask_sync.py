@@ -1,0 +1,176 @@
+"""Issue 19: the same sync sharded over a Dask cluster (a LocalCluster of 2 worker processes, against the emulator).
+
+The driver (this process) walks, decides and indexes; the workers fetch shards into the shared target. Checked:
+byte-exact on the mixed tree, a re-sync (sharded or local) that is a no-op with listing calls only, nothing written
+outside the target (a symlinked folder is not followed), a worker SIGKILLed mid-shard (the run still completes,
+byte-exact, resuming from what is on disk), and Synapse's limits under ``--profile synapse`` shared by every
+process of the run (under 1% 429s).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from benchmarks.emulator import EmulatorProcess, seeded_store  # noqa: E402
+from synctrees import MiB, assert_tree_matches, local_tree, mixed_tree  # noqa: E402
+from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform  # noqa: E402
+from synclient.cluster.budget import ClusterBudget  # noqa: E402
+from synclient.cluster.driver import DaskSettings  # noqa: E402
+from synclient.cluster.shards import ShardSizes  # noqa: E402
+
+pytestmark = pytest.mark.slow
+#: multipart on the workers at test sizes
+CONFIG = TransferConfig(max_workers=4, multipart_threshold=2 * MiB, part_size=1 * MiB)
+
+
+@pytest.fixture(scope="module")
+def dask_client(tmp_path_factory):
+    """Two worker processes (one thread each: a shard runs its own pool), as ``--dask local:2`` starts them."""
+    scratch = tmp_path_factory.mktemp("dask-scratch")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                  local_directory=str(scratch)) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def _settings(client, **sizes) -> DaskSettings:
+    return DaskSettings(client, shard_sizes=ShardSizes(**sizes) if sizes else ShardSizes())
+
+
+def _sync(emu, project, target, client, **kwargs):
+    with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
+        return sync_from_platform(project, str(target), platform=platform, config=kwargs.pop("config", CONFIG),
+                                  progress=False, **kwargs)
+
+
+def test_a_mixed_tree_is_byte_exact_and_a_second_run_only_lists(emulator, dask_client, tmp_path):
+    tree = mixed_tree(tiny_per_leaf=10, mib_files=6, big_size=9 * MiB + 4321)
+    project = emulator.seed_spec(tree.spec())["p"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "top3").symlink_to(outside, target_is_directory=True)  # adversary: a folder of the tree, elsewhere
+    results = _sync(emulator, project, target, dask_client, dask=_settings(dask_client, files=40),
+                    on_error="continue")
+    failed = {r.path.relative_to(target).as_posix() if r.path else r.entity_id for r in results.failures}
+    assert failed == {"top3"}, failed  # the symlinked folder is refused, nothing written through it
+    assert list(outside.iterdir()) == []
+    expected = {path: md5 for path, md5 in tree.expected.items() if not path.startswith("top3/")}
+    assert_tree_matches(target, expected)  # (the symlink is no file of it)
+    report = results.report
+    assert report.downloaded == len(expected) and report.workers
+    assert sum(counts.files for counts in report.workers) == len(expected)  # every file came from a worker
+    assert sum(counts.bytes for counts in report.workers) == report.bytes_downloaded
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outside", "target"]  # nothing else written here
+    print("workers:", [(c.worker, c.shards, c.files, c.bytes) for c in report.workers])
+
+    # the same run again, sharded: nothing to fetch, no shard, listings only
+    before = emulator.stats()
+    again = _sync(emulator, project, target, dask_client, dask=dask_client, on_error="continue")
+    calls = emulator.stats()["api_requests"] - before["api_requests"]
+    assert [r.status for r in again].count(SyncStatus.SKIPPED) == len(expected) and len(again.failures) == 1
+    # the root's header, then every listing page but top3's and its three folders' (not entered): no bundle, no URL
+    assert not again.report.workers and calls == 1 + tree.listing_pages() - 4, calls
+    # and a local run of the same target agrees: the index the driver wrote is the index a local sync keeps
+    local = _sync(emulator, project, target, None, on_error="continue")
+    assert [r.status for r in local].count(SyncStatus.SKIPPED) == len(expected) and len(local.failures) == 1
+
+
+def test_a_worker_killed_mid_shard_does_not_lose_the_run(emulator_factory, dask_client, tmp_path):
+    """SIGKILL of the worker processing a shard while its large files stream: Dask reschedules the shard, which
+    resumes from the parts on disk; the run completes byte-exact and leaves no partial file."""
+    tree = mixed_tree(tiny_per_leaf=2, mib_files=2, big_size=12 * MiB + 77)
+    emu = emulator_factory(bandwidth_per_conn=3_000_000)
+    project = emu.seed_spec(tree.spec())["p"]
+    target = tmp_path / "target"
+    outcome = {}
+
+    def run():
+        outcome["results"] = _sync(emu, project, target, dask_client, dask=_settings(dask_client, files=1000),
+                                   on_error="continue")
+
+    sync = threading.Thread(target=run)
+    sync.start()
+    killed = _kill_a_busy_worker(dask_client, emu, after_bytes=3 * MiB)
+    sync.join(180)
+    assert not sync.is_alive()
+    results = outcome["results"]
+    assert killed, "no worker was processing a shard once 3 MiB were served"
+    assert not results.failures, [str(r.error) for r in results.failures]
+    assert_tree_matches(target, tree.expected)  # (a partial left anywhere would be an extra file)
+    print("killed", killed, "; served", emu.stats()["data_bytes"], "bytes; workers:",
+          [(c.worker, c.shards, c.files) for c in results.report.workers])
+
+
+def _kill_a_busy_worker(client, emu, *, after_bytes: int):
+    """Once the emulator served ``after_bytes`` data bytes, SIGKILL the worker process running a shard (waits on
+    the emulator's count and the scheduler's state, at most 60 s)."""
+    deadline = time.monotonic() + 60
+    while emu.stats()["data_bytes"] < after_bytes and time.monotonic() < deadline:
+        time.sleep(0.02)
+    while time.monotonic() < deadline:
+        busy = [address for address, keys in client.processing().items()
+                if any(str(key).startswith("synclient-shard-") for key in keys)]
+        if busy:
+            pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+            os.kill(pid, signal.SIGKILL)
+            return busy[0]
+        time.sleep(0.02)
+    return None
+
+
+def test_synapse_limits_are_shared_by_every_process_of_the_run(dask_client, tmp_path):
+    """1,500 files under Synapse's limits (3 concurrent, 600 per window; the window 6 s instead of 60 so the run
+    takes seconds): the driver's bundle calls and the workers' URL batches (10 handles each here, so the workers
+    call often) all run at once, and every process passes the one cluster budget: under 1% answered 429."""
+    spec = {"projects": [{"name": "w", "children": [
+        {"type": "folder", "name": f"d{f:02d}", "children": [
+            {"type": "file", "name": f"f{i:03d}.bin", "size": 512, "seed": 5000 + f * 100 + i} for i in range(100)]}
+        for f in range(15)]}]}
+    data_dir, project = seeded_store(spec)
+    knobs = {"profile": "synapse", "rate_window_seconds": 6, "api_latency_ms": 5, "api_latency_jitter_ms": 2,
+             "data_latency_ms": 2}
+    config = TransferConfig(max_workers=4, url_batch_size=10)
+    budget = ClusterBudget.for_run(window_seconds=6)
+    with EmulatorProcess(data_dir, knobs) as emu:
+        with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
+            results = sync_from_platform(project, str(tmp_path / "out"), platform=platform, config=config,
+                                         progress=False, dask=DaskSettings(dask_client, budget=budget,
+                                                                           shard_sizes=ShardSizes(files=100)))
+        stats = emu.stats()
+    report = results.report
+    print(f"{stats['api_requests']} calls, {stats['throttled_429']} answered 429, {report.wall_seconds:.1f} s; "
+          f"workers: {[(c.worker, c.shards, c.rest_calls, c.throttled) for c in report.workers]}")
+    assert not results.failures and report.downloaded == 1500
+    assert stats["api_requests"] > 2.5 * 600  # the run needs more than two full windows: the limit is reached
+    assert sum(c.rest_calls for c in report.workers) >= 150  # the workers' URL batches: 1,500 handles / 10
+    assert stats["throttled_429"] < 0.01 * stats["api_requests"], stats
+    assert report.throttled == stats["throttled_429"]  # the report counts every process's 429s
+
+
+def test_the_cli_runs_a_sync_on_a_local_cluster(emulator, tmp_path):
+    tree = mixed_tree(tiny_per_leaf=2, mib_files=2, big_size=3 * MiB)
+    project = emulator.seed_spec(tree.spec())["p"]
+    target = tmp_path / "cli"
+    env = {**os.environ, "SYNCLIENT_ENDPOINT": emulator.endpoint, "SYNCLIENT_AUTH_TOKEN": emulator.token}
+    done = subprocess.run([sys.executable, "-m", "synclient", "--json", "get", "-r", project, "--path", str(target),
+                           "--dask", "local:2"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    document = json.loads(done.stdout)
+    workers = document["report"]["workers"]
+    assert workers and sum(w["files"] for w in workers) == tree.file_count
+    assert local_tree(target) == tree.expected
+    for spec, words in (("local:0", "at least one worker"), ("local", "local:N")):
+        bad = subprocess.run([sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(target),
+                              "--dask", spec], capture_output=True, text=True, env=env, timeout=120)
+        assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1
