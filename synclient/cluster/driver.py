@@ -52,7 +52,7 @@ class DaskSettings:
     @classmethod
     def of(cls, dask: Any) -> "DaskSettings":
         settings = dask if isinstance(dask, cls) else cls(dask)
-        if not hasattr(settings.client, "submit") or not hasattr(settings.client, "scheduler_info"):
+        if not hasattr(settings.client, "submit") or not hasattr(settings.client, "nthreads"):
             raise ConfigError(f"dask= takes a distributed.Client (or DaskSettings), not {type(dask).__name__}")
         if settings.retries < 0:
             raise ConfigError(f"DaskSettings.retries must not be negative, got {settings.retries}")
@@ -115,10 +115,10 @@ class DaskFetcher:
 
     def _drain_when_idle(self) -> None:
         """Pool idle check: once the driver has nothing else to do (the walk and every decision are done), the
-        files still waiting go out as one shard per worker."""
+        files still waiting go out as one shard per worker thread (each runs one shard at a time)."""
         if not self._sharder.pending or self._pool.outstanding(*Priority):
             return
-        workers = max(1, len(self._client.scheduler_info().get("workers", {})))
+        workers = max(1, sum(self._client.nthreads().values()))
         with self._lock:
             shards = self._sharder.drain(parts=workers)
         for shard in shards:

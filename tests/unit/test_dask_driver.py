@@ -69,8 +69,8 @@ class FakeClient:
         self.on_submit(task, future)
         return future
 
-    def scheduler_info(self) -> dict:
-        return {"workers": {f"tcp://w{n}": {} for n in range(self.workers)}}
+    def nthreads(self) -> dict:
+        return {f"tcp://w{n}": 1 for n in range(self.workers)}
 
     def cancel(self, futures) -> None:
         self.cancelled.extend(futures)
