@@ -400,6 +400,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     options = _sync_options(args)
     path = Path(args.path)
     _check_target(path)
+    _check_dask(args)
     one = refs[0] if len(refs) == 1 and not args.from_file else None
     ctx.out.json_document.update({"command": "get", "path": str(path.resolve())})
     ctx.out.json_document.update({"entity": str(one)} if one else {"entities": [str(ref) for ref in refs]})
@@ -447,6 +448,7 @@ def _get_query(ctx: CommandContext) -> ExitCode:
     table_of(sql)  # a query that names no table is a usage error before any call
     path = Path(args.path)
     _check_target(path)
+    _check_dask(args)
     ctx.out.json_document.update({"command": "get", "path": str(path.resolve()), "query": sql})
     workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform, _dask_for(args) as dask:
@@ -464,6 +466,13 @@ def _get_query(ctx: CommandContext) -> ExitCode:
     if args.dry_run:
         return _report_plan(ctx, outcome)
     return _report_sync(ctx, outcome)
+
+
+def _check_dask(args: argparse.Namespace) -> None:
+    """``--dask``: Dask installed and ``local:N`` well formed, said before any call."""
+    if args.dask is not None and not args.dry_run:
+        from synclient.cluster.connect import local_workers
+        local_workers(args.dask)
 
 
 def _dask_for(args: argparse.Namespace) -> ContextManager[Optional[object]]:

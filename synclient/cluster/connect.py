@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from synclient.errors import ConfigError
 
@@ -27,21 +27,31 @@ def import_distributed() -> Any:
     return distributed
 
 
+def local_workers(spec: str) -> Optional[int]:
+    """The N of ``local:N`` (None: ``spec`` names a running scheduler); checked, as Dask's presence is, before the
+    run makes any call."""
+    import_distributed()
+    local = _LOCAL.fullmatch(spec.strip())
+    if local is None:
+        if spec.strip().startswith("local"):
+            raise ConfigError(f"--dask {spec}: write local:N for N worker processes on this machine (local:2)")
+        return None
+    workers = int(local.group(1))
+    if workers < 1:
+        raise ConfigError(f"--dask {spec}: give at least one worker process (local:2)")
+    return workers
+
+
 @contextlib.contextmanager
 def dask_client(spec: str) -> Iterator[Any]:
     """A ``distributed.Client`` for ``spec`` (``local:N``, a scheduler address or a scheduler file), closed after."""
+    workers = local_workers(spec)
     distributed = import_distributed()
-    local = _LOCAL.fullmatch(spec.strip())
-    if local is not None:
-        workers = int(local.group(1))
-        if workers < 1:
-            raise ConfigError(f"--dask {spec}: give at least one worker process (local:2)")
+    if workers is not None:
         with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                       dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
             yield client
         return
-    if spec.startswith("local"):
-        raise ConfigError(f"--dask {spec}: write local:N for N worker processes on this machine (local:2)")
     where = {"scheduler_file": spec} if Path(spec).is_file() else {"address": spec}
     try:
         client = distributed.Client(**where, timeout=CONNECT_TIMEOUT)
