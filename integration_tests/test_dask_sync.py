@@ -52,7 +52,7 @@ def _sync(emu, project, target, client, **kwargs):
 
 
 def test_a_mixed_tree_is_byte_exact_and_a_second_run_only_lists(emulator, dask_client, tmp_path):
-    tree = mixed_tree(tiny_per_leaf=10, mib_files=6, big_size=9 * MiB + 4321)
+    tree = mixed_tree()  # the suite's mixed tree at full size: 3 levels, 501 files, one 64 MiB file of odd size
     project = emulator.seed_spec(tree.spec())["p"]
     outside = tmp_path / "outside"
     outside.mkdir()
