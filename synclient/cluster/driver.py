@@ -32,6 +32,8 @@ from synclient.transfer.pool import Priority, TaskPool
 
 log = logging.getLogger("synclient.cluster")
 
+#: shards out at the cluster per worker thread before the walk waits for them
+SHARDS_AHEAD_PER_THREAD = 4
 #: what a fetch run elsewhere reports: the file's error (None: installed, verified) and the bytes it got
 Fetched = Callable[[Optional[SynclientError], Optional[int]], None]
 
@@ -84,6 +86,10 @@ class DaskFetcher:
         self._previous_admission = self._platform.admission
         self._platform.admission = self.budget.admission()  # the driver's calls count in the cluster's budget
         self._pool.add_idle_check(self._drain_when_idle)
+        # the walk runs ahead of the cluster by a bounded amount (the files out there cost the driver memory):
+        # enough for every worker thread to have shards queued behind the one it runs
+        threads = max(1, sum(self._client.nthreads().values()))
+        self._pool.expected_high_water = SHARDS_AHEAD_PER_THREAD * threads * self._sharder.sizes.files
         return self
 
     def __exit__(self, *exc) -> None:

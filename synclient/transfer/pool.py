@@ -54,6 +54,7 @@ class TaskPool:
         self._in_flight = 0
         self._idle_checks: List[Callable[[], None]] = []
         self._expected = 0  # results promised from outside the pool (a Dask shard's files): the run waits for them
+        self.expected_high_water: Optional[int] = None  # listings wait while more than these are expected
         self.unexpected_errors: List[BaseException] = []
 
     # -- called from anywhere, never blocks --------------------------------------------------------------------
@@ -176,8 +177,10 @@ class TaskPool:
                 continue
             if priority in CONTROL_PLANE and control_running >= max(1, self._control_plane_limit()):
                 continue  # a worker would only sit in the gate; let data tasks have it
-            if priority is Priority.LISTING and self._backlog() >= self._backlog_high_water:
-                continue
+            if priority is Priority.LISTING and (
+                    self._backlog() >= self._backlog_high_water
+                    or (self.expected_high_water is not None and self._expected >= self.expected_high_water)):
+                continue  # the walk waits for the files it found to be fetched (here, or on a Dask cluster)
             return priority
         return None
 

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("distributed")  # the driver imports the budget, which needs it
 
-from synclient.cluster.driver import DaskFetcher, DaskSettings  # noqa: E402
+from synclient.cluster.driver import SHARDS_AHEAD_PER_THREAD, DaskFetcher, DaskSettings  # noqa: E402
 from synclient.cluster.shard_run import FileFetched, ShardOutcome, ShardTask  # noqa: E402
 from synclient.cluster.shards import ShardSizes
 from synclient.config import Endpoints
@@ -108,6 +108,8 @@ def _run(client: FakeClient, jobs: List[FileJob], *, sizes: ShardSizes, answer) 
     with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=sizes), pool=pool, platform=platform,
                      config=SimpleNamespace(max_workers=4)) as fetcher:
         assert platform.admission is not None  # the driver's calls pass the cluster's budget during the run
+        # the walk runs ahead of the cluster by a bounded number of files: shards queued behind each worker thread
+        assert pool.expected_high_water == SHARDS_AHEAD_PER_THREAD * client.workers * sizes.files
         for job in jobs:
             pool.submit(Priority.BUNDLE, fetcher.fetch, job,
                         lambda error, received, job=job: got.__setitem__(job.entity_id, (error, received)))

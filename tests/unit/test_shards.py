@@ -88,3 +88,27 @@ def test_a_pool_does_not_end_while_results_from_outside_are_expected():
     pool.submit(Priority.LISTING, start)
     pool.run()
     assert ran == ["delivered"]
+
+
+def test_listings_wait_while_too_many_results_are_expected_from_outside():
+    """The walk runs ahead of a Dask cluster by a bounded amount: with ``expected_high_water`` results out, a
+    listing waits until one is delivered."""
+    pool = TaskPool(2)
+    pool.expected_high_water = 1
+    order, held = [], threading.Event()
+    # the listing is all that is left (had it run, it would have said so first)
+    pool.add_idle_check(lambda: held.set() if (pool.outstanding(*Priority) == pool.outstanding(Priority.LISTING) == 1
+                                               and not order) else None)
+
+    def elsewhere():
+        held.wait(10)  # (never set when the listing ran at once: the order below then says so)
+        pool.deliver(Priority.DOWNLOAD, order.append, "delivered", count=1)
+
+    def start():
+        pool.expect(1)
+        pool.submit(Priority.LISTING, order.append, "listed")
+        threading.Thread(target=elsewhere, daemon=True).start()
+
+    pool.submit(Priority.BUNDLE, start)
+    pool.run()
+    assert order == ["delivered", "listed"]
