@@ -181,3 +181,31 @@ def test_the_cli_runs_a_sync_on_a_local_cluster(emulator, tmp_path):
     workers = document["report"]["workers"]
     assert workers and sum(w["files"] for w in workers) == tree.file_count
     assert local_tree(target) == tree.expected
+
+
+def test_other_sources_run_on_the_cluster_too_and_a_lagging_view_falls_back_to_the_bundle(dask_client, tmp_path):
+    """download_many and download_query take dask= as sync_from_platform does; a file view's row whose handle was
+    replaced in place (the URL batch on the worker refuses it) gets its bundle on the driver and is fetched on
+    the cluster again, as in a local run (test_view_planned_sync.py)."""
+    from synclient import download_many, download_query
+    from synclient.emulator import Emulator
+    from test_view_planned_sync import SPEC, bundle_calls
+    with Emulator(data_dir=str(tmp_path / "emu")) as emu:
+        project = emu.seed_spec(SPEC)["p"]
+        at = lambda path: emu.resolve(project, path)  # noqa: E731
+        emu.set_knobs(view_lag=True)
+        emu.refresh_views()
+        emu.replace_file_handle(at("A/a1.txt"))  # same bytes, same version, another handle
+        emu.reset_stats()
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            viewed = sync_from_platform(project, tmp_path / "v", platform=platform, view=at("files"),
+                                        synapse_cache=False, progress=False, dask=dask_client)
+            assert not viewed.failures and bundle_calls(emu) == 1  # the one refused by the worker's URL batch
+            assert (tmp_path / "v" / "A" / "a1.txt").read_text() == "a1\n" and viewed.report.workers
+            listed = download_many([at("A/a2.txt"), at("B/b1.txt")], tmp_path / "ids", platform=platform,
+                                   synapse_cache=False, progress=False, dask=dask_client)
+            picked = download_query(f"SELECT * FROM {at('files')} WHERE name = 'top.csv'", tmp_path / "q",
+                                    platform=platform, synapse_cache=False, progress=False, dask=dask_client)
+    assert sorted(p.name for p in (tmp_path / "ids").iterdir() if p.is_file()) == ["a2.txt", "b1.txt"]
+    assert sum(c.files for c in listed.report.workers) == 2 and not listed.failures
+    assert (tmp_path / "q" / "top.csv").read_text() == "x,y\n" and sum(c.files for c in picked.report.workers) == 1
