@@ -17,9 +17,9 @@ counted them, and 429s. Prints a table of medians and writes every run as JSON (
 ``benchmarks/results/2026-11-25-issue19-dask-scaling.json``; ``--quick`` writes only with ``--out``).
 
 A run during which a worker process was replaced is flagged (``worker_replaced``: its CPU is then undercounted). On
-Python 3.11 a worker can deadlock in Dask's statistical profiler (``sys._current_frames`` against the GIL, CPython
-gh-116969; seen on 3.11.7, and 3.12 is not affected) until the scheduler drops it (``worker-ttl``, 5 minutes) and
-the nanny restarts it.
+Python 3.11 a worker could deadlock in Dask's statistical profiler (``sys._current_frames`` against the GIL, CPython
+gh-116969; seen on 3.11.7, and 3.12 is not affected) until the scheduler dropped it (``worker-ttl``, 5 minutes):
+the clusters here start without it before 3.12, as synclient's own do, and a shard stops it on its worker.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ import os
 import resource
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -96,11 +97,14 @@ class Cluster:
     """A LocalCluster of ``workers`` worker processes and its client, started once per condition."""
 
     def __init__(self, workers: int, local_directory: Path) -> None:
+        import dask
         from distributed import Client, LocalCluster
 
         started = time.perf_counter()
-        self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                    local_directory=str(local_directory))
+        # as `synclient get --dask local:N` starts them: no sampling profiler before Python 3.12 (gh-116969)
+        with dask.config.set({"distributed.worker.profile.enabled": sys.version_info >= (3, 12)}):
+            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                        dashboard_address=":0", local_directory=str(local_directory))
         self.client = Client(self.cluster)
         self.client.wait_for_workers(workers)
         self.start_seconds = time.perf_counter() - started

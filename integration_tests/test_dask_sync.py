@@ -25,6 +25,7 @@ from benchmarks.emulator import EmulatorProcess, seeded_store  # noqa: E402
 from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree  # noqa: E402
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform  # noqa: E402
 from synclient.cluster.budget import ClusterBudget  # noqa: E402
+from synclient.cluster.connect import dask_client as dask_client_for  # noqa: E402
 from synclient.cluster.driver import DaskSettings  # noqa: E402
 from synclient.cluster.shards import ShardSizes  # noqa: E402
 
@@ -34,11 +35,9 @@ CONFIG = TransferConfig(max_workers=4, multipart_threshold=2 * MiB, part_size=1 
 
 
 @pytest.fixture(scope="module")
-def dask_client(tmp_path_factory):
-    """Two worker processes (one thread each: a shard runs its own pool), as ``--dask local:2`` starts them."""
-    scratch = tmp_path_factory.mktemp("dask-scratch")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                  local_directory=str(scratch)) as cluster, distributed.Client(cluster) as client:
+def dask_client():
+    """Two worker processes (one thread each: a shard runs its own pool), started as ``--dask local:2`` starts them."""
+    with dask_client_for("local:2") as client:
         yield client
 
 

@@ -154,7 +154,7 @@ class QueryInfo:
 @dataclass
 class WorkerCounts:
     """What one Dask worker did in a sharded run (:mod:`synclient.cluster`): its shards, the files it installed and
-    their bytes, the seconds its shards ran and the CPU its process spent meanwhile, its REST calls and 429s."""
+    their bytes, the seconds its shards ran and the CPU their threads took, its REST calls, retries and 429s."""
 
     worker: str
     shards: int = 0
@@ -163,6 +163,7 @@ class WorkerCounts:
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     rest_calls: int = 0
+    retries: int = 0
     throttled: int = 0
 
 

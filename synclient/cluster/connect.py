@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -48,8 +49,12 @@ def dask_client(spec: str) -> Iterator[Any]:
     workers = local_workers(spec)
     distributed = import_distributed()
     if workers is not None:
-        with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                      dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        import dask
+        # Dask's sampling profiler reads every thread's frame every 10 ms; before Python 3.12 that can deadlock a
+        # worker whose many threads allocate (CPython gh-116969), and a shard runs dozens of threads
+        with dask.config.set({"distributed.worker.profile.enabled": sys.version_info >= (3, 12)}), \
+                distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                         dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
             yield client
         return
     where = {"scheduler_file": spec} if Path(spec).is_file() else {"address": spec}

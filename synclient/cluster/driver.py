@@ -179,6 +179,7 @@ class DaskFetcher:
             counts.seconds += outcome.seconds
             counts.cpu_seconds += outcome.cpu_seconds
             counts.rest_calls += outcome.rest_calls
+            counts.retries += outcome.retries
             counts.throttled += outcome.throttled
 
     def worker_counts(self) -> List[WorkerCounts]:

@@ -17,6 +17,7 @@ import logging
 import os
 import pickle
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -91,9 +92,10 @@ class ShardOutcome:
     worker: str
     files: Tuple[FileFetched, ...]
     seconds: float
-    cpu_seconds: float  # the worker process's CPU time over the shard (every thread of it)
+    cpu_seconds: float  # CPU time of the shard's threads (its pool's tasks and the task's own thread)
     rest_calls: int
     throttled: int
+    retries: int = 0
 
     @property
     def bytes(self) -> int:
@@ -102,7 +104,8 @@ class ShardOutcome:
 
 def run_shard(task: ShardTask) -> ShardOutcome:
     """The Dask task: fetch the shard's files into the shared target; every file's outcome comes back."""
-    started, cpu_started = time.monotonic(), time.process_time()
+    started, cpu_started = time.monotonic(), time.thread_time()
+    _stop_sampling_profiler()
     config = task.config
     platform = task.access.connect(max_connections=config.max_workers)
     if task.budget is not None:
@@ -138,8 +141,9 @@ def run_shard(task: ShardTask) -> ShardOutcome:
         platform.close()
     seconds = time.monotonic() - started
     log.info("shard %d: %d files in %.1f s", task.shard.number, len(fetched), seconds)
-    return ShardOutcome(task.shard.number, _worker_name(), tuple(fetched), seconds,
-                        time.process_time() - cpu_started, platform.stats.calls, platform.stats.throttled)
+    cpu = time.thread_time() - cpu_started + pool.cpu_seconds
+    return ShardOutcome(task.shard.number, _worker_name(), tuple(fetched), seconds, cpu, platform.stats.calls,
+                        platform.stats.throttled, platform.stats.retries)
 
 
 def _reporting(done, file: ShardFile, job: FileJob):
@@ -187,6 +191,24 @@ def _portable(error: Optional[SynclientError]) -> Optional[SynclientError]:
         return error
     except Exception:  # noqa: BLE001 - whatever pickle refuses
         return ShardFailedError(f"{type(error).__name__}: {error}")
+
+
+def _stop_sampling_profiler() -> None:
+    """Before Python 3.12, Dask's sampling profiler (``sys._current_frames()`` every 10 ms) can deadlock a worker
+    whose many threads allocate (CPython gh-116969; a shard runs dozens of threads): it is stopped on this worker
+    (its dashboard loses the profile, the run keeps going). ``synclient get --dask local:N`` starts workers
+    without it."""
+    if sys.version_info >= (3, 12):
+        return
+    try:
+        from distributed import get_worker
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return
+    for name in ("profile", "profile-cycle"):
+        callback = worker.periodic_callbacks.get(name)
+        if callback is not None:
+            worker.loop.add_callback(callback.stop)  # on the worker's loop: tornado's callbacks are not thread-safe
 
 
 def _worker_name() -> str:

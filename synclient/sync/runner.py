@@ -589,7 +589,7 @@ def _finish_report(outcome: RecordOutcome, platform: Platform, started: float, b
     report.wall_seconds = time.monotonic() - started
     report.workers = workers()
     report.rest_calls = now.calls - before.calls + sum(counts.rest_calls for counts in report.workers)
-    report.retries = now.retries - before.retries
+    report.retries = now.retries - before.retries + sum(counts.retries for counts in report.workers)
     report.throttled = now.throttled - before.throttled + sum(counts.throttled for counts in report.workers)
 
 

@@ -55,6 +55,7 @@ class TaskPool:
         self._idle_checks: List[Callable[[], None]] = []
         self._expected = 0  # results promised from outside the pool (a Dask shard's files): the run waits for them
         self.expected_high_water: Optional[int] = None  # listings wait while more than these are expected
+        self.cpu_seconds = 0.0  # CPU time the tasks took, summed over their threads (a shard's own, per worker)
         self.unexpected_errors: List[BaseException] = []
 
     # -- called from anywhere, never blocks --------------------------------------------------------------------
@@ -188,6 +189,7 @@ class TaskPool:
         return len(self._queues[Priority.BUNDLE]) + len(self._queues[Priority.DOWNLOAD])
 
     def _run_task(self, priority: Priority, task: Callable[[], None]) -> None:
+        cpu_started = time.thread_time()
         try:
             if not self.cancel_event.is_set():
                 task()
@@ -198,7 +200,9 @@ class TaskPool:
             with self._cond:
                 self.unexpected_errors.append(exc)
         finally:
+            cpu = time.thread_time() - cpu_started
             with self._cond:
+                self.cpu_seconds += cpu
                 self._running[priority] -= 1
                 self._in_flight -= 1
                 self._cond.notify_all()

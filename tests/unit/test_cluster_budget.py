@@ -28,19 +28,25 @@ HANDSHAKE_SECONDS = 30.0  # only reached when something is broken
 
 
 # dashboard_address=":0": any free port (the scheduler's HTTP server is there without a dashboard too, and two
-# clusters would contend for its default 8787)
+# clusters would contend for its default 8787). No sampling profiler: before Python 3.12 it can deadlock a worker
+# whose threads allocate (CPython gh-116969), as synclient's own clusters are started (synclient.cluster.connect).
+NO_PROFILER = {"distributed.worker.profile.enabled": False}
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """A Dask cluster in this process (the driver's default client)."""
-    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0") as client:
+    with dask.config.set(NO_PROFILER), \
+            distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0") as client:
         yield client
 
 
 @pytest.fixture(scope="module")
 def process_cluster():
     """A Dask cluster whose worker is a process of its own (not the default client: use ``as_current()``)."""
-    with distributed.LocalCluster(processes=True, n_workers=1, threads_per_worker=1, dashboard_address=":0",
-                                  silence_logs=40) as local, \
+    with dask.config.set(NO_PROFILER), \
+            distributed.LocalCluster(processes=True, n_workers=1, threads_per_worker=1, dashboard_address=":0",
+                                     silence_logs=40) as local, \
             distributed.Client(local, set_as_default=False) as client:
         yield client
 
@@ -327,7 +333,7 @@ def test_a_window_lease_outlives_dasks_lease_timeout():
     though its admission was made in one thread and used from another. Shrunk: a timeout of 1 s, a window of 30 s."""
     timeouts = {"distributed.scheduler.locks.lease-timeout": "1s",
                 "distributed.scheduler.locks.lease-validation-interval": "0.1s"}
-    with dask.config.set(timeouts), \
+    with dask.config.set({**timeouts, **NO_PROFILER}), \
             distributed.Client(processes=False, n_workers=0, dashboard_address=":0", set_as_default=False) as client, \
             client.as_current():
         budget = ClusterBudget.for_run(requests=100, window_seconds=30.0)

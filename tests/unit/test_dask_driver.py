@@ -96,7 +96,8 @@ def _jobs(tmp_path: Path, count: int, size: int = 10) -> List[FileJob]:
 def _outcome(task: ShardTask, *, worker: str = "tcp://w0", errors=None) -> ShardOutcome:
     errors = errors or {}
     files = tuple(FileFetched(f.entity_id, f.destination, errors.get(f.entity_id), f.size) for f in task.shard.files)
-    return ShardOutcome(task.shard.number, worker, files, seconds=1.5, cpu_seconds=0.5, rest_calls=2, throttled=1)
+    return ShardOutcome(task.shard.number, worker, files, seconds=1.5, cpu_seconds=0.5, rest_calls=2, throttled=1,
+                        retries=1)
 
 
 def _run(client: FakeClient, jobs: List[FileJob], *, sizes: ShardSizes, answer) -> dict:
@@ -133,8 +134,8 @@ def test_files_go_out_in_shards_and_every_outcome_comes_back(tmp_path):
     assert set(done["got"]) == {f"syn{n}" for n in range(7)}
     assert done["got"]["syn4"][0] is missing and done["got"]["syn0"] == (None, 10)
     (counts,) = done["counts"]
-    assert (counts.worker, counts.shards, counts.files, counts.bytes, counts.rest_calls, counts.throttled) == (
-        "tcp://w0", 3, 6, 60, 6, 3)
+    assert (counts.worker, counts.shards, counts.files, counts.bytes, counts.rest_calls, counts.retries,
+            counts.throttled, counts.seconds, counts.cpu_seconds) == ("tcp://w0", 3, 6, 60, 6, 3, 3, 4.5, 1.5)
 
 
 def test_what_is_left_when_the_driver_is_idle_goes_out_as_one_shard_per_worker(tmp_path):
