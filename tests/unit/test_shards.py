@@ -93,7 +93,7 @@ def test_a_pool_does_not_end_while_results_from_outside_are_expected():
 def test_listings_wait_while_too_many_results_are_expected_from_outside():
     """The walk runs ahead of a Dask cluster by a bounded amount: with ``expected_high_water`` results out, a
     listing waits until one is delivered."""
-    pool = TaskPool(2)
+    pool = TaskPool(1)  # one task at a time: the order they run in is the order they were dispatched in
     pool.expected_high_water = 1
     order, held = [], threading.Event()
     # the listing is all that is left (had it run, it would have said so first)
