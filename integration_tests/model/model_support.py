@@ -44,6 +44,15 @@ Invariants (names as printed on failure):
 A file view covers the project (it is no file or folder: listings leave it out); some syncs are planned from it
 (``view=``), and a rule makes the view lag behind the edits (or catch up), as real views do: every invariant holds
 with and without it.
+
+Over Dask (``ModelWalk(dask_client=...)``): a seeded-random three quarters of the syncs (first runs, dry runs and
+second runs each drawn on their own) fetch on the client's cluster (``dask=DaskSettings(client, shard_sizes=...)``,
+shards of 1, 2, 5 or 500 files), the others run locally, so a sharded run follows a local one on the same target
+and the reverse; every invariant above holds for both. Half the SIGKILLed CLI syncs run with ``--dask <the
+scheduler's address>``: the driver dies while its shards run, and ``orphan-shards-ran-on`` checks that the shards
+stop (no worker still runs one) within :data:`ORPHAN_STOP_SECONDS` of the kill, before the next sync starts. The
+Dask draws come from a random generator of their own, so a seed's rules are the same with and without Dask (a
+violation over Dask can be replayed locally).
 """
 from __future__ import annotations
 
@@ -88,6 +97,12 @@ COMMON_NAMES = ("a.txt", "a(1).txt", "a(2).txt", "b.txt", "b(1).txt", "x", "x(1)
 RARE_NAMES = (MANIFEST, META_DIR, ".a.txt.7.synclient-partial")
 MAX_DEPTH = 3
 VIEW_NAME = "view of the model"  # a name no rule gives (the pools above)
+#: the shard sizes (files) a sync over Dask draws from: one file per shard up to one shard for the whole run
+DASK_SHARD_FILES = (1, 2, 5, 500)
+#: after the SIGKILL of a CLI sync over Dask, its shards must have stopped on every worker within this long
+ORPHAN_STOP_SECONDS = 30.0
+#: bytes/s per data connection meanwhile: a file or part still to fetch then takes longer than that
+ORPHAN_CRAWL = 4096
 KILL_CHILD = textwrap.dedent("""
     import dataclasses, sys
     from synclient.transfer.config import TransferConfig
@@ -357,10 +372,12 @@ class ModelWalk:
     ``keep_going``, collects one violation per invariant name and raises them all at the end)."""
 
     def __init__(self, *, seed: int, steps: int, workdir: Path, emu: Emulator, keep_going: bool = False,
-                 log_path: Optional[Path] = None) -> None:
+                 log_path: Optional[Path] = None, dask_client=None) -> None:
         self.seed = seed
         self.steps = steps
         self.rng = random.Random(seed)
+        self.dask_client = dask_client  # a distributed.Client: some syncs fetch on its cluster (module docstring)
+        self.dask_rng = random.Random(f"dask-{seed}")  # its own draws: the rules stay those of the seed
         self.emu = emu
         self.keep_going = keep_going
         self.verbose = os.environ.get("SYNCLIENT_MODEL_VERBOSE") == "1"  # every result of every sync in the log
@@ -403,7 +420,8 @@ class ModelWalk:
     def _with_replay(self, message: str) -> str:
         self.log_path.write_text("\n".join(self.log) + "\n", encoding="utf-8")
         shown = self.log if len(self.log) <= 150 else ["..."] + self.log[-150:]
-        return (message + f"replay: SYNCLIENT_MODEL_SEED={self.seed} SYNCLIENT_MODEL_STEPS={self.step} "
+        over_dask = " SYNCLIENT_MODEL_DASK=1" if self.dask_client is not None else ""
+        return (message + f"replay: SYNCLIENT_MODEL_SEED={self.seed} SYNCLIENT_MODEL_STEPS={self.step}{over_dask} "
                 f"python -m pytest integration_tests/model -x\n"
                 f"rules and syncs so far ({len(self.log)} lines; all in {self.log_path}):\n  "
                 + "\n  ".join(shown))
@@ -763,13 +781,26 @@ class ModelWalk:
     # -- syncing -----------------------------------------------------------------------------------------------------
 
     def run_sync(self, options: SyncOptions, *, dry_run: bool = False):
+        dask = self._dask_for_sync()
+        if dask is not None:
+            self.stats["syncs over dask"] += 1
+            self.note(f"  ({'dry run' if dry_run else 'sync'} over Dask, shards of {dask.shard_sizes.files} files)")
         try:
             return sync_from_platform(self.remote.root_id, self.target, platform=self.platform, config=CONFIG,
-                                      on_error="continue", progress=False, dry_run=dry_run, **options.kwargs())
+                                      on_error="continue", progress=False, dry_run=dry_run, dask=dask,
+                                      **options.kwargs())
         except Exception as exc:  # noqa: BLE001 - any exception is the finding
             self.violation("sync-raised", f"{'dry run' if dry_run else 'sync'} with {options} raised "
                                           f"{type(exc).__name__}: {exc}")
             return None
+
+    def _dask_for_sync(self):
+        """Over Dask: this sync's settings (three syncs in four), or None (a local sync)."""
+        if self.dask_client is None or self.dask_rng.random() >= 0.75:
+            return None
+        from synclient.cluster.driver import DaskSettings
+        from synclient.cluster.shards import ShardSizes
+        return DaskSettings(self.dask_client, shard_sizes=ShardSizes(files=self.dask_rng.choice(DASK_SHARD_FILES)))
 
     def sync_and_check(self, options: SyncOptions) -> None:
         self.stats["syncs"] += 1
@@ -1170,6 +1201,25 @@ class ModelWalk:
 
     # -- SIGKILL mid-sync --------------------------------------------------------------------------------------------
 
+    def _await_shards_stopped(self) -> None:
+        """After the SIGKILL of a driver: every shard of its run stops on the workers (Dask cancels the tasks of a
+        client that is gone, and a running shard must notice), at most :data:`ORPHAN_STOP_SECONDS` later; until then
+        the next sync does not start, so what a shard still did is in the checks of this step."""
+        def running_shards(dask_worker) -> List[str]:
+            tasks = dask_worker.state.executing | dask_worker.state.long_running  # cancelled ones still running too
+            return sorted(str(task.key) for task in tasks if str(task.key).startswith("synclient-shard-"))
+
+        deadline = time.monotonic() + ORPHAN_STOP_SECONDS
+        while True:
+            running = [key for keys in self.dask_client.run(running_shards).values() for key in keys]
+            if not running:
+                return
+            if time.monotonic() > deadline:
+                self.violation("orphan-shards-ran-on", f"{len(running)} shards of the killed driver still run "
+                                                       f"{ORPHAN_STOP_SECONDS:.0f} s after its SIGKILL: {running}")
+                return
+            time.sleep(0.05)  # polling the workers' state, not waiting for time to pass
+
     def kill_mid_sync(self, options: SyncOptions) -> None:
         """Something big to fetch, a slow data plane, the CLI in a child, SIGKILL once N bytes were served."""
         bigs = sorted(p for p, f in self.remote.files.items() if len(f.content) > PART and wanted(p, (), ()))
@@ -1185,9 +1235,14 @@ class ModelWalk:
             self.remote.add_file("", name, data)
         threshold = self.rng.randint(1, len(data) - 1)
         bandwidth = self.rng.choice((150_000, 400_000))
-        self.note(f"kill: new bytes for {rel!r} ({len(data)} bytes); CLI sync ({options}) at {bandwidth} B/s per "
-                  f"connection, SIGKILL after {threshold} data bytes")
+        over_dask = self.dask_client is not None and self.dask_rng.random() < 0.5
+        dask_args = ["--dask", self.dask_client.scheduler.address] if over_dask else []
+        self.note(f"kill: new bytes for {rel!r} ({len(data)} bytes); CLI sync ({options}"
+                  f"{', over Dask' if over_dask else ''}) at {bandwidth} B/s per connection, SIGKILL after "
+                  f"{threshold} data bytes")
         self.stats["kills"] += 1
+        if over_dask:
+            self.stats["kills over dask"] += 1
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCLIENT_", "SYNAPSE_"))}
         env.update(HOME=str(self.home), SYNCLIENT_DISABLE_PROGRESS="1",
                    PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
@@ -1197,7 +1252,8 @@ class ModelWalk:
         child = subprocess.Popen(
             [sys.executable, "-c", KILL_CHILD, "--endpoint", self.emu.endpoint, "--token", self.emu.token,
              "--json", "-q", "get", "-r", self.remote.root_id, "--path", str(self.target), "--no-progress",
-             *options.cli_args()], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(self.home))
+             *options.cli_args(), *dask_args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+            cwd=str(self.home))
         try:
             deadline = time.monotonic() + 60
             while (child.poll() is None and self.emu.stats()["data_bytes"] < threshold
@@ -1211,6 +1267,9 @@ class ModelWalk:
             if child.poll() is None:
                 child.kill()
                 child.wait()
+            if over_dask:  # at a crawl from now on: a shard that went on would not finish in time
+                self.emu.set_knobs(bandwidth_per_conn=ORPHAN_CRAWL)
+                self._await_shards_stopped()
             self.emu.set_knobs(bandwidth_per_conn=0)
         served = self.emu.stats()["data_bytes"]
         if killed:
