@@ -301,12 +301,15 @@ class Local:
     user_files: Dict[str, bytes] = field(default_factory=dict)
     planted: Dict[str, str] = field(default_factory=dict)  # rel -> "dir" | "symlink:<kind>"
     owned: Set[str] = field(default_factory=set)
+    #: planted folders a remote folder of the same path was synced into: synclient cannot tell them from its own
+    shared_dirs: Set[str] = field(default_factory=set)
     copies: Dict[str, str] = field(default_factory=dict)  # keep.both copy path -> the remote path it is a copy of
 
     def forget_under(self, rel: str) -> None:
         self.user_files = {p: c for p, c in self.user_files.items() if not under(p, rel)}
         self.planted = {p: k for p, k in self.planted.items() if not under(p, rel)}
         self.owned = {p for p in self.owned if not under(p, rel)}
+        self.shared_dirs = {p for p in self.shared_dirs if not under(p, rel)}
 
     def user_things(self) -> List[Tuple[str, str]]:
         return [(p, "file") for p in self.user_files] + list(self.planted.items())
@@ -815,6 +818,10 @@ class ModelWalk:
                 self.violation("dry-run-wrote", f"the dry run with {options} changed the target: "
                                                 f"{diff_snapshots(before, after)}")
             self.check_outside("the dry run")
+        # a planted folder at the path of a remote folder this sync lists is the remote folder's local folder
+        self.local.shared_dirs |= {rel for rel, kind in self.local.planted.items()
+                                   if kind == "dir" and rel in self.remote.folders
+                                   and wanted(join(rel, "f"), options.include, options.exclude)}
         results = self.run_sync(options)
         if results is None:
             return
@@ -1032,10 +1039,14 @@ class ModelWalk:
                     and options.if_collision == "overwrite.local"):
                 continue
             replaced_by = next((p for p in (rel, *ancestors_of(rel)) if settled_fetch.get(p) is not None), None)
-            if (kind == "dir" and options.delete and replaced_by is not None
+            shared = any(p in self.local.shared_dirs for p in (rel, *ancestors_of(rel)))
+            if (kind == "dir" and options.delete and (replaced_by is not None or shared)
                     and not any(f.startswith(rel + "/") for f in self.local.user_files)):
-                del self.local.planted[rel]  # an empty folder holds nothing of the user's: with delete, a remote
-                continue                       # file may replace it, or a folder of synclient's it lies in
+                # an empty folder holds nothing of the user's: with delete, a remote file may replace it, or a
+                # folder of synclient's it lies in; and one a remote folder of the same path synced into is
+                # synclient's folder too, removed when that remote folder goes
+                del self.local.planted[rel]
+                continue
             self.violation("user-file-lost", f"{when}: the user's {kind} at {rel!r} is gone "
                                              f"(action there: {settled_fetch.get(rel)})")
 
