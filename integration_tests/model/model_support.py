@@ -303,6 +303,9 @@ class Local:
     owned: Set[str] = field(default_factory=set)
     #: planted folders a remote folder of the same path was synced into: synclient cannot tell them from its own
     shared_dirs: Set[str] = field(default_factory=set)
+    #: files a SIGKILLed run (or a shard of it that ran on) put in place but never indexed: synclient cannot tell
+    #: them from the user's files, so they may stand in a remote folder's way as the user's do
+    unindexed: Set[str] = field(default_factory=set)
     copies: Dict[str, str] = field(default_factory=dict)  # keep.both copy path -> the remote path it is a copy of
 
     def forget_under(self, rel: str) -> None:
@@ -310,6 +313,7 @@ class Local:
         self.planted = {p: k for p, k in self.planted.items() if not under(p, rel)}
         self.owned = {p for p in self.owned if not under(p, rel)}
         self.shared_dirs = {p for p in self.shared_dirs if not under(p, rel)}
+        self.unindexed = {p for p in self.unindexed if not under(p, rel)}
 
     def user_things(self) -> List[Tuple[str, str]]:
         return [(p, "file") for p in self.user_files] + list(self.planted.items())
@@ -317,7 +321,7 @@ class Local:
     def blocks(self, rel: str, *, exact_file_blocks: bool = False) -> Optional[str]:
         """A user thing that legitimately keeps ``rel`` (a remote file path) from converging, if any: one above it
         (where a folder must be), one below it (``rel`` is a folder locally), or a planted folder at it."""
-        for path, kind in self.user_things():
+        for path, kind in self.user_things() + [(p, "file") for p in sorted(self.unindexed)]:
             if under(rel, path) and rel != path:
                 return path
             if under(path, rel) and rel != path:
@@ -1094,6 +1098,7 @@ class ModelWalk:
             rel = self._rel(result.path)
             if rel is None or result.status is SyncStatus.FAILED:
                 continue
+            self.local.unindexed.discard(rel)  # a sync settled what is at that path: it is indexed (or gone) now
             if result.status is SyncStatus.DELETED:
                 self.local.owned.discard(rel)
             elif result.action in ("download", "overwrite", "keep-both", "skip", "adopt"):
@@ -1258,6 +1263,7 @@ class ModelWalk:
         env.update(HOME=str(self.home), SYNCLIENT_DISABLE_PROGRESS="1",
                    PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
         user_before = dict(self.local.user_files)
+        tree_before = tree_snapshot(self.root, skip_meta=True)
         self.emu.set_knobs(bandwidth_per_conn=bandwidth)
         self.emu.reset_stats()
         child = subprocess.Popen(
@@ -1291,6 +1297,12 @@ class ModelWalk:
                 raise RuntimeError(f"the CLI child failed to run: exit {child.returncode}: "
                                    f"{stderr.decode(errors='replace')[-2000:]}")
         self.check_outside("the killed sync")
+        # what the killed run put in place may not be in its index (rows are committed by a writer thread; a shard
+        # that ran on after its driver died indexes nothing): files synclient may take for the user's
+        for krel, entry in tree_snapshot(self.root, skip_meta=True).items():
+            if (entry[0] == "file" and tree_before.get(krel) != entry and krel not in self.local.user_files
+                    and name_of(krel) not in MANIFESTS and not name_of(krel).endswith(PARTIAL_SUFFIXES)):
+                self.local.unindexed.add(krel)
         for urel, udata in sorted(user_before.items()):
             path = self.root / urel
             current = path.read_bytes() if path.is_file() and not path.is_symlink() else None
