@@ -10,9 +10,15 @@ does that, once, from the returned :class:`ShardOutcome`.
 A shard is idempotent, so Dask may run it again (a retry, or its worker died): a file an earlier try installed is
 recognised (the destination is no longer what the driver saw, and holds the handle's size and MD5) and not fetched
 again, and a large file resumes from the parts its journal records (:mod:`synclient.transfer.partial`).
+
+A shard Dask no longer wants stops: Dask cannot interrupt a running task (a cancelled future, a driver that died,
+a worker the scheduler removed), so a watcher thread looks at the task's state and cancels the shard's pool, which
+stops every file at its next chunk and leaves its partial file for the next run. Otherwise the shard would go on
+writing into the target after its run ended, beside the next run.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
@@ -21,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 from synclient.client import Platform
 from synclient.cluster.budget import ClusterBudget
@@ -29,6 +35,7 @@ from synclient.cluster.shards import LocalState, Shard, ShardFile
 from synclient.config import Endpoints
 from synclient.errors import ShardFailedError, SynclientError, UnsupportedError
 from synclient.events import SyncObserver
+from synclient.gate import CANCEL_POLL_SECONDS
 from synclient.models import FileHandle
 from synclient.sync.pipeline import check_scheme
 from synclient.transfer.config import TransferConfig
@@ -100,9 +107,12 @@ class ShardOutcome:
         return sum(0 if f.error or f.earlier_try else f.received or 0 for f in self.files)
 
 
-def run_shard(task: ShardTask) -> ShardOutcome:
-    """The Dask task: fetch the shard's files into the shared target; every file's outcome comes back."""
+def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None) -> ShardOutcome:
+    """The Dask task: fetch the shard's files into the shared target; every file's outcome comes back.
+
+    ``released`` says when the shard is no longer wanted (default: Dask released its task); it then stops."""
     started, cpu_started = time.monotonic(), time.process_time()
+    released = released or _dask_task_released()
     config = task.config
     platform = task.access.connect(max_connections=config.max_workers)
     if task.budget is not None:
@@ -122,24 +132,76 @@ def run_shard(task: ShardTask) -> ShardOutcome:
     downloader = Downloader(pool=pool, broker=broker, client=data_client, config=config, observer=SyncObserver(),
                             folders=folders)
     try:
-        for file in task.shard.files:
-            if _installed_by_earlier_try(file):
-                done(file, None, None, earlier=True)
-                continue
-            job = FileJob(entity_id=file.entity_id, version=file.version, handle=file.handle,
-                          destination=Path(file.destination), on_done=lambda error, f=file: None)
-            job.on_done = _reporting(done, file, job)
-            broker.request(job.request, lambda url, error, job=job: _url_ready(pool, downloader, job, url, error))
-        with platform.cancel_on(pool.cancel_event):
-            pool.run()
+        with _stopped_when(released, pool):
+            for file in task.shard.files:
+                if _installed_by_earlier_try(file):
+                    done(file, None, None, earlier=True)
+                    continue
+                job = FileJob(entity_id=file.entity_id, version=file.version, handle=file.handle,
+                              destination=Path(file.destination), on_done=lambda error, f=file: None)
+                job.on_done = _reporting(done, file, job)
+                broker.request(job.request,
+                               lambda url, error, job=job: _url_ready(pool, downloader, job, url, error))
+            with platform.cancel_on(pool.cancel_event):
+                pool.run()
     finally:
         data_client.close()
         folders.close()
         platform.close()
     seconds = time.monotonic() - started
-    log.info("shard %d: %d files in %.1f s", task.shard.number, len(fetched), seconds)
+    log.info("shard %d: %d files in %.1f s%s", task.shard.number, len(fetched), seconds,
+             " (stopped: released by Dask)" if pool.cancel_event.is_set() else "")
     return ShardOutcome(task.shard.number, _worker_name(), tuple(fetched), seconds,
                         time.process_time() - cpu_started, platform.stats.calls, platform.stats.throttled)
+
+
+#: the states of a running task whose result Dask still wants ("resumed": cancelled, then asked for again)
+_WANTED_STATES = frozenset({"executing", "long-running", "resumed"})
+#: a worker in any other state is going away (the scheduler removed it, or it is closing)
+_STAYING_WORKER = frozenset({"running", "paused", "closing_gracefully"})
+
+
+def _dask_task_released() -> Callable[[], bool]:
+    """In a Dask task: whether Dask no longer wants its result (its future was cancelled or its client went away,
+    or the worker is closing: the scheduler gives the task to another worker). Outside a task: never."""
+    try:
+        from distributed import get_worker
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return lambda: False
+    key = worker.get_current_task()
+
+    def released() -> bool:
+        task = worker.state.tasks.get(key)  # read from another thread: one dict lookup, and a retry later
+        return (task is None or task.state not in _WANTED_STATES
+                or getattr(worker.status, "name", "running") not in _STAYING_WORKER)
+    return released
+
+
+@contextlib.contextmanager
+def _stopped_when(released: Callable[[], bool], pool: TaskPool) -> Iterator[None]:
+    """Inside, a watcher thread cancels ``pool`` once ``released()`` (looked at every ``CANCEL_POLL_SECONDS``)."""
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.wait(CANCEL_POLL_SECONDS):
+            try:
+                gone = released()
+            except Exception as exc:  # noqa: BLE001 - a state we cannot read is no reason to stop
+                log.debug("cannot read the shard's task state: %s: %s", type(exc).__name__, exc)
+                continue
+            if gone:
+                log.info("the shard's task was released by Dask: stopping (partial files stay for the next run)")
+                pool.cancel(grace_seconds=0)
+                return
+
+    watcher = threading.Thread(target=watch, name="synclient-shard-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        watcher.join()
 
 
 def _reporting(done, file: ShardFile, job: FileJob):
