@@ -8,8 +8,9 @@ checked, ``os.replace``), and returns what became of each file. It writes no ind
 does that, once, from the returned :class:`ShardOutcome`.
 
 A shard is idempotent, so Dask may run it again (a retry, or its worker died): a file an earlier try installed is
-recognised (the destination is no longer what the driver saw, and holds the handle's size and MD5) and not fetched
-again, and a large file resumes from the parts its journal records (:mod:`synclient.transfer.partial`).
+recognised (the destination is no longer what the driver saw, and is a regular file in a plain folder holding the
+handle's size and MD5) and not fetched again, and a large file resumes from the parts its journal records
+(:mod:`synclient.transfer.partial`).
 
 A shard Dask no longer wants stops: Dask cannot interrupt a running task (a cancelled future, a driver that died,
 a worker the scheduler removed), so a watcher thread looks at the task's state and cancels the shard's pool, which
@@ -19,10 +20,12 @@ writing into the target after its run ended, beside the next run.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import pickle
 import socket
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,8 +42,9 @@ from synclient.gate import CANCEL_POLL_SECONDS
 from synclient.models import FileHandle
 from synclient.sync.pipeline import check_scheme
 from synclient.transfer.config import TransferConfig
+from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import Downloader, FileJob
-from synclient.transfer.hashing import file_md5
+from synclient.transfer.hashing import hash_file_range
 from synclient.transfer.http import DataClient
 from synclient.transfer.partial import PlainFolders
 from synclient.transfer.pool import Priority, TaskPool
@@ -134,7 +138,7 @@ def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None)
     try:
         with _stopped_when(released, pool):
             for file in task.shard.files:
-                if _installed_by_earlier_try(file):
+                if _installed_by_earlier_try(file, folders):
                     done(file, None, None, earlier=True)
                     continue
                 job = FileJob(entity_id=file.entity_id, version=file.version, handle=file.handle,
@@ -225,19 +229,45 @@ def _url_ready(pool: TaskPool, downloader: Downloader, job: FileJob, url: Option
     pool.submit(Priority.DOWNLOAD, downloader.start, job)
 
 
-def _installed_by_earlier_try(file: ShardFile) -> bool:
+def _installed_by_earlier_try(file: ShardFile, folders: PlainFolders) -> bool:
     """Dask ran this shard before (a retry, or its worker died after installing some files): a destination that is
-    no longer what the driver decided on and holds exactly the handle's bytes was put there by that try."""
+    no longer what the driver decided on and is a regular file, in a folder still plain (no symlink on the way, as
+    every write of the shard checks), holding exactly the handle's bytes, was put there by that try. Anything else
+    (a symlink, a FIFO, a folder swapped for a symlink, unreadable) is not: the file is fetched, and refused where a
+    local run refuses it."""
     handle: FileHandle = file.handle
     if not handle.content_md5 or handle.content_size is None:
         return False  # nothing to recognise it by: fetched again
-    now = LocalState.of(file.destination)
-    if now is None or now == file.before or now.size != handle.content_size:
-        return False
+    destination = Path(file.destination)
     try:
-        return file_md5(file.destination) == handle.content_md5.lower()
-    except OSError:
+        if not folders.plain(destination.parent):
+            return False
+        info = os.lstat(destination)
+        now = LocalState(info.st_size, info.st_mtime_ns, info.st_ino)
+        if not stat.S_ISREG(info.st_mode) or now == file.before or info.st_size != handle.content_size:
+            return False
+        return _md5_of_regular_file(destination, info) == handle.content_md5.lower()
+    except (OSError, SynclientError):
         return False
+
+
+#: read without following a symlink, and without waiting for a writer should a FIFO have taken the name
+_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_CLOEXEC", 0))
+
+
+def _md5_of_regular_file(path: Path, seen: os.stat_result) -> Optional[str]:
+    """MD5 of the file at ``path`` if it is still the regular file ``seen`` (None if something else took its name)."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_ino != seen.st_ino or info.st_size != seen.st_size:
+            return None
+        md5 = hashlib.md5()
+        hash_file_range(DirectFile(fd), 0, info.st_size, md5)
+        return md5.hexdigest()
+    finally:
+        os.close(fd)
 
 
 def _portable(error: Optional[SynclientError]) -> Optional[SynclientError]:

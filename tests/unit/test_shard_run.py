@@ -1,0 +1,83 @@
+"""A shard on a worker (synclient/cluster/shard_run.py), called directly, without Dask or a server: what a try of a
+shard takes for a file an earlier try installed (only a regular file in a plain folder, holding the handle's bytes,
+changed since the driver's decision)."""
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")  # shard_run imports the budget, which needs it
+
+from synclient.cluster.shard_run import _installed_by_earlier_try  # noqa: E402
+from synclient.cluster.shards import LocalState, ShardFile  # noqa: E402
+from synclient.models import FileHandle  # noqa: E402
+from synclient.transfer.partial import PlainFolders  # noqa: E402
+
+HANG_GUARD_SECONDS = 30.0  # only reached when the check blocks (a FIFO opened for reading waits for a writer)
+
+
+def _file(destination: Path, data: bytes, before=None) -> ShardFile:
+    handle = FileHandle("77", len(data), hashlib.md5(data).hexdigest())
+    return ShardFile("syn1", 1, handle, str(destination), before)
+
+
+def _earlier(file: ShardFile) -> bool:
+    folders = PlainFolders()
+    try:
+        return _installed_by_earlier_try(file, folders)
+    finally:
+        folders.close()
+
+
+def test_a_file_an_earlier_try_installed_is_recognised_and_only_that(tmp_path):
+    data = b"the remote's bytes\n" * 10
+    destination = tmp_path / "f.txt"
+    destination.write_bytes(data)
+    assert _earlier(_file(destination, data))  # nothing there when decided, the bytes now: installed before
+    assert not _earlier(_file(destination, data, before=LocalState.of(destination)))  # what the driver saw
+    destination.write_bytes(b"x" * len(data))  # same size, other bytes
+    assert not _earlier(_file(destination, data))
+
+
+def test_a_symlink_to_the_right_bytes_is_not_an_installed_file(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "copy.bin"
+    data = b"z" * len(str(target))  # the symlink's own size (its text) is the handle's size
+    target.write_bytes(data)
+    folder = tmp_path / "target"
+    folder.mkdir()
+    destination = folder / "f.bin"
+    destination.symlink_to(target)
+    assert os.lstat(destination).st_size == len(data)
+    assert not _earlier(_file(destination, data))
+
+
+def test_a_folder_swapped_for_a_symlink_is_not_looked_through(tmp_path):
+    data = b"the remote's bytes"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_bytes(data)  # the right bytes, elsewhere
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "d").symlink_to(outside, target_is_directory=True)  # after the driver decided target/d/f.txt
+    assert not _earlier(_file(target / "d" / "f.txt", data))
+
+
+def test_a_fifo_at_the_destination_is_not_read(tmp_path):
+    destination = tmp_path / "f.txt"
+    os.mkfifo(destination)
+    answer = []
+    check = threading.Thread(target=lambda: answer.append(_earlier(_file(destination, b""))), daemon=True)
+    check.start()
+    check.join(HANG_GUARD_SECONDS)
+    assert answer == [False]
+
+
+def test_a_destination_it_cannot_look_at_is_fetched_not_a_failure_of_the_shard(tmp_path):
+    (tmp_path / "d").write_bytes(b"a file where the folder was")
+    destination = tmp_path / "d" / "f.txt"
+    assert LocalState.of(destination) is None  # NotADirectoryError: nothing that can be seen there
+    assert not _earlier(_file(destination, b"data"))
