@@ -114,13 +114,13 @@ class ShardOutcome:
 def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None) -> ShardOutcome:
     """The Dask task: fetch the shard's files into the shared target; every file's outcome comes back.
 
-    ``released`` says when the shard is no longer wanted (default: Dask released its task); it then stops."""
+    ``released`` says when the shard is no longer wanted (default: Dask released its task); it then stops. A
+    synclient error while setting up (a CA bundle this node lacks, a scheduler out of reach) fails every file of the
+    shard with that error, its nature kept (a fatal one stops the run, once); other exceptions go to Dask, which
+    runs the shard again."""
     started, cpu_started = time.monotonic(), time.process_time()
     released = released or _dask_task_released()
     config = task.config
-    platform = task.access.connect(max_connections=config.max_workers)
-    if task.budget is not None:
-        platform.admission = task.budget.admission()
     fetched: List[FileFetched] = []
     lock = threading.Lock()
 
@@ -129,9 +129,20 @@ def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None)
         with lock:
             fetched.append(FileFetched(file.entity_id, file.destination, _portable(error), received, earlier))
 
+    try:
+        platform = task.access.connect(max_connections=config.max_workers)
+    except SynclientError as exc:
+        return _every_file_failed(task, exc, started, cpu_started)
+    data_client: Optional[DataClient] = None
+    try:
+        if task.budget is not None:
+            platform.admission = task.budget.admission()
+        data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
+    except SynclientError as exc:
+        platform.close()
+        return _every_file_failed(task, exc, started, cpu_started)
     pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
     broker = UrlBroker(platform, pool, batch_size=config.url_batch_size)
-    data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
     folders = PlainFolders()
     downloader = Downloader(pool=pool, broker=broker, client=data_client, config=config, observer=SyncObserver(),
                             folders=folders)
@@ -157,6 +168,14 @@ def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None)
              " (stopped: released by Dask)" if pool.cancel_event.is_set() else "")
     return ShardOutcome(task.shard.number, _worker_name(), tuple(fetched), seconds,
                         time.process_time() - cpu_started, platform.stats.calls, platform.stats.throttled)
+
+
+def _every_file_failed(task: ShardTask, error: SynclientError, started: float, cpu_started: float) -> ShardOutcome:
+    log.warning("shard %d cannot run here: %s", task.shard.number, error)
+    portable = _portable(error)
+    return ShardOutcome(task.shard.number, _worker_name(),
+                        tuple(FileFetched(file.entity_id, file.destination, portable) for file in task.shard.files),
+                        time.monotonic() - started, time.process_time() - cpu_started, 0, 0)
 
 
 #: the states of a running task whose result Dask still wants ("resumed": cancelled, then asked for again)

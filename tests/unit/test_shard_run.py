@@ -1,6 +1,6 @@
 """A shard on a worker (synclient/cluster/shard_run.py), called directly, without Dask or a server: what a try of a
 shard takes for a file an earlier try installed (only a regular file in a plain folder, holding the handle's bytes,
-changed since the driver's decision)."""
+changed since the driver's decision), and a shard that cannot even set up."""
 import hashlib
 import os
 import threading
@@ -10,9 +10,12 @@ import pytest
 
 pytest.importorskip("distributed")  # shard_run imports the budget, which needs it
 
-from synclient.cluster.shard_run import _installed_by_earlier_try  # noqa: E402
-from synclient.cluster.shards import LocalState, ShardFile  # noqa: E402
+from synclient.cluster.shard_run import PlatformAccess, ShardTask, _installed_by_earlier_try, run_shard  # noqa: E402
+from synclient.cluster.shards import LocalState, Shard, ShardFile  # noqa: E402
+from synclient.config import Endpoints  # noqa: E402
+from synclient.errors import ConfigError, ErrorNature  # noqa: E402
 from synclient.models import FileHandle  # noqa: E402
+from synclient.transfer.config import TransferConfig  # noqa: E402
 from synclient.transfer.partial import PlainFolders  # noqa: E402
 
 HANG_GUARD_SECONDS = 30.0  # only reached when the check blocks (a FIFO opened for reading waits for a writer)
@@ -81,3 +84,15 @@ def test_a_destination_it_cannot_look_at_is_fetched_not_a_failure_of_the_shard(t
     destination = tmp_path / "d" / "f.txt"
     assert LocalState.of(destination) is None  # NotADirectoryError: nothing that can be seen there
     assert not _earlier(_file(destination, b"data"))
+
+
+def test_a_shard_that_cannot_set_up_fails_every_file_with_that_error(tmp_path):
+    """A CA bundle the worker's node does not have: a fatal ConfigError for every file (the driver stops the run
+    once, as a local run does), not an exception Dask would run again and the driver would see as a per-file one."""
+    files = tuple(_file(tmp_path / f"f{n}", b"data") for n in range(3))
+    access = PlatformAccess(Endpoints.from_root("http://127.0.0.1:1"), "t0ken", str(tmp_path / "missing-ca.pem"))
+    outcome = run_shard(ShardTask(Shard(4, files), access, TransferConfig(max_workers=2)))
+    assert [fetched.destination for fetched in outcome.files] == [file.destination for file in files]
+    assert all(isinstance(fetched.error, ConfigError) and "missing-ca.pem" in str(fetched.error)
+               for fetched in outcome.files)
+    assert outcome.files[0].error.nature is ErrorNature.FATAL and outcome.number == 4
