@@ -82,7 +82,8 @@ class DaskFetcher:
 
     def __enter__(self) -> "DaskFetcher":
         self._previous_admission = self._platform.admission
-        self._platform.admission = self.budget.admission()  # the driver's calls count in the cluster's budget
+        # the driver's calls count in the cluster's budget, on the scheduler of the client given (not the default)
+        self._platform.admission = self.budget.admission(client=self._client)
         self._pool.add_idle_check(self._drain_when_idle)
         return self
 

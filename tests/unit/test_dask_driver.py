@@ -79,7 +79,11 @@ class FakeClient:
 class FakeBudget:
     name = "budget-test"
 
-    def admission(self):
+    def __init__(self) -> None:
+        self.clients = []  # the client each admission was made for
+
+    def admission(self, *, client=None):
+        self.clients.append(client)
         return SimpleNamespace(enter=lambda *, cancel=None: 0.0, leave=lambda: None)
 
 
@@ -182,6 +186,16 @@ def test_dask_must_be_a_client():
         DaskSettings.of("tcp://127.0.0.1:8786")
     with pytest.raises(ConfigError, match="retries"):
         DaskSettings.of(DaskSettings(FakeClient(), retries=-1))
+
+
+def test_the_drivers_calls_pass_the_budget_on_the_runs_own_client(tmp_path):
+    """Not on the process's default client (the last one made), which may be another cluster's."""
+    client, budget = FakeClient(workers=1), FakeBudget()
+    pool = TaskPool(1)
+    with DaskFetcher(DaskSettings(client, budget=budget), pool=pool, platform=_platform(),
+                     config=SimpleNamespace(max_workers=4)):
+        pass
+    assert budget.clients == [client]
 
 
 def _run_guarded(client: FakeClient, jobs: List[FileJob], *, sizes: ShardSizes, answer) -> dict:
