@@ -174,7 +174,10 @@ def test_the_cli_runs_a_sync_on_a_local_cluster(emulator, tmp_path):
     workers = document["report"]["workers"]
     assert workers and sum(w["files"] for w in workers) == tree.file_count
     assert local_tree(target) == tree.expected
-    for spec, words in (("local:0", "at least one worker"), ("local", "local:N")):
+    garbage = tmp_path / "scheduler.json"
+    garbage.write_text("not a scheduler file")  # (Dask itself failed on it with an AssertionError)
+    for spec, words in (("local:0", "at least one worker"), ("local", "local:N"),
+                        (str(garbage), "not a Dask scheduler file")):
         bad = subprocess.run([sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(target),
                               "--dask", spec], capture_output=True, text=True, env=env, timeout=120)
         assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
