@@ -26,6 +26,7 @@ distributed = pytest.importorskip("distributed")
 from benchmarks.emulator import EmulatorProcess, seeded_store  # noqa: E402
 from synctrees import MiB, assert_tree_matches, local_tree, mixed_tree  # noqa: E402
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform  # noqa: E402
+from synclient.config import Endpoints  # noqa: E402
 from synclient.cluster.budget import ClusterBudget  # noqa: E402
 from synclient.cluster.driver import DaskSettings  # noqa: E402
 from synclient.cluster.shard_run import PlatformAccess, ShardTask, run_shard  # noqa: E402
@@ -252,3 +253,20 @@ def test_a_shard_whose_future_is_cancelled_stops_on_its_worker(dask_client, emul
     future.cancel()
     _wait_for(lambda: not any(dask_client.run(_running_shards).values()), "the cancelled shard still runs")
     assert not os.path.lexists(task.shard.files[0].destination)
+
+
+def test_a_failing_shard_leaves_no_token_in_dasks_logs_or_its_error(dask_client, tmp_path):
+    """Dask logs a failed task ("Compute Failed"; older versions of Dask with the task's arguments, which
+    carry the token, up to 1,000 characters of their repr) and sends its error and traceback back: the token is in
+    none of them (the repr of a task is checked on its own in tests/unit/test_dask_driver.py)."""
+    token = f"secret-{uuid.uuid4().hex}"
+    access = PlatformAccess(Endpoints.from_root("http://127.0.0.1:1"), token, None)
+    broken = ShardTask(Shard(0, None), access, CONFIG)  # fails in the task: its files cannot be listed
+    future = dask_client.submit(run_shard, broken, key=f"synclient-shard-test-{uuid.uuid4().hex}", pure=False)
+    with pytest.raises(TypeError) as info:
+        future.result()
+    assert token not in str(info.value)
+    logs = [message for worker in dask_client.get_worker_logs().values() for _, message in worker]
+    logs += [message for _, message in dask_client.get_scheduler_logs()]
+    assert any("Compute Failed" in message and future.key in message for message in logs)  # it was logged
+    assert not [message for message in logs if token in message]
