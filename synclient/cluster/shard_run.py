@@ -12,6 +12,9 @@ recognised (the destination is no longer what the driver saw, and is a regular f
 handle's size and MD5) and not fetched again, and a large file resumes from the parts its journal records
 (:mod:`synclient.transfer.partial`).
 
+A destination that changed otherwise since the driver decided (a file the user wrote or changed meanwhile: a shard
+may wait long for a worker) is not overwritten: that file fails, and the next run decides again.
+
 A shard Dask no longer wants stops: Dask cannot interrupt a running task (a cancelled future, a driver that died,
 a worker the scheduler removed), so a watcher thread looks at the task's state and cancels the shard's pool, which
 stops every file at its next chunk and leaves its partial file for the next run. Otherwise the shard would go on
@@ -36,7 +39,7 @@ from synclient.client import Platform
 from synclient.cluster.budget import ClusterBudget
 from synclient.cluster.shards import LocalState, Shard, ShardFile
 from synclient.config import Endpoints
-from synclient.errors import ShardFailedError, SynclientError, UnsupportedError
+from synclient.errors import PathConflictError, ShardFailedError, SynclientError, UnsupportedError
 from synclient.events import SyncObserver
 from synclient.gate import CANCEL_POLL_SECONDS
 from synclient.models import FileHandle
@@ -151,6 +154,10 @@ def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None)
             for file in task.shard.files:
                 if _installed_by_earlier_try(file, folders):
                     done(file, None, None, earlier=True)
+                    continue
+                changed = _changed_since_decided(file)
+                if changed is not None:
+                    done(file, None, changed)
                     continue
                 job = FileJob(entity_id=file.entity_id, version=file.version, handle=file.handle,
                               destination=Path(file.destination), on_done=lambda error, f=file: None)
@@ -268,6 +275,18 @@ def _installed_by_earlier_try(file: ShardFile, folders: PlainFolders) -> bool:
         return _md5_of_regular_file(destination, info) == handle.content_md5.lower()
     except (OSError, SynclientError):
         return False
+
+
+def _changed_since_decided(file: ShardFile) -> Optional[PathConflictError]:
+    """Something other than what the driver decided on now stands at the destination (the user wrote a file where
+    there was none, or changed the one the run would overwrite, while the shard waited for a worker): it is not
+    overwritten, and the next run decides again (a local run decides moments before it writes; a shard may wait)."""
+    now = LocalState.of(file.destination)
+    if now is None or now == file.before:
+        return None  # as decided (or gone since: nothing there to lose)
+    what = "a file appeared there" if file.before is None else "the file there changed"
+    return PathConflictError(f"{file.destination}: {what} since this run decided to write it; not overwritten "
+                             "(the next run decides again)")
 
 
 #: read without following a symlink, and without waiting for a writer should a FIFO have taken the name

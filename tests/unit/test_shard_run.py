@@ -1,6 +1,7 @@
 """A shard on a worker (synclient/cluster/shard_run.py), called directly, without Dask or a server: what a try of a
 shard takes for a file an earlier try installed (only a regular file in a plain folder, holding the handle's bytes,
-changed since the driver's decision), and a shard that cannot even set up."""
+changed since the driver's decision), what it does not overwrite (a file changed since the decision in any other
+way), and a shard that cannot even set up."""
 import hashlib
 import os
 import threading
@@ -10,10 +11,11 @@ import pytest
 
 pytest.importorskip("distributed")  # shard_run imports the budget, which needs it
 
-from synclient.cluster.shard_run import PlatformAccess, ShardTask, _installed_by_earlier_try, run_shard  # noqa: E402
+from synclient.cluster.shard_run import (PlatformAccess, ShardTask, _changed_since_decided,  # noqa: E402
+                                        _installed_by_earlier_try, run_shard)
 from synclient.cluster.shards import LocalState, Shard, ShardFile  # noqa: E402
 from synclient.config import Endpoints  # noqa: E402
-from synclient.errors import ConfigError, ErrorNature  # noqa: E402
+from synclient.errors import ConfigError, ErrorNature, PathConflictError  # noqa: E402
 from synclient.models import FileHandle  # noqa: E402
 from synclient.transfer.config import TransferConfig  # noqa: E402
 from synclient.transfer.partial import PlainFolders  # noqa: E402
@@ -96,3 +98,24 @@ def test_a_shard_that_cannot_set_up_fails_every_file_with_that_error(tmp_path):
     assert all(isinstance(fetched.error, ConfigError) and "missing-ca.pem" in str(fetched.error)
                for fetched in outcome.files)
     assert outcome.files[0].error.nature is ErrorNature.FATAL and outcome.number == 4
+
+
+def test_a_file_written_or_changed_since_the_decision_is_not_overwritten(tmp_path):
+    """The driver decided while the destination was absent (or held what it saw); a shard may wait long for a
+    worker, and meanwhile the user wrote a file there: that file fails, untouched, and the next run decides."""
+    appeared, edited, gone = tmp_path / "new.txt", tmp_path / "old.txt", tmp_path / "gone.txt"
+    edited.write_bytes(b"the version the run decided to overwrite")
+    gone.write_bytes(b"decided on, then deleted by the user")
+    files = (_file(appeared, b"remote"), _file(edited, b"remote", before=LocalState.of(edited)),
+             _file(gone, b"remote", before=LocalState.of(gone)))
+    appeared.write_bytes(b"the user's new file")
+    edited.write_bytes(b"the user's newer edit, longer than before")
+    gone.unlink()
+    assert _changed_since_decided(files[2]) is None  # nothing there to lose: fetched as decided
+    access = PlatformAccess(Endpoints.from_root("http://127.0.0.1:1"), "t0ken", None)
+    outcome = run_shard(ShardTask(Shard(0, files[:2]), access, TransferConfig(max_workers=2)))
+    assert [type(fetched.error) for fetched in outcome.files] == [PathConflictError, PathConflictError]
+    assert "a file appeared there" in str(outcome.files[0].error)
+    assert "the file there changed" in str(outcome.files[1].error)
+    assert appeared.read_bytes() == b"the user's new file"
+    assert edited.read_bytes() == b"the user's newer edit, longer than before"
