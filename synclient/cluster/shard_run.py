@@ -23,6 +23,7 @@ writing into the target after its run ended, beside the next run.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import logging
 import os
@@ -309,14 +310,30 @@ def _md5_of_regular_file(path: Path, seen: os.stat_result) -> Optional[str]:
 
 
 def _portable(error: Optional[SynclientError]) -> Optional[SynclientError]:
-    """The error as it can travel back to the driver (an attribute that does not pickle: its message only)."""
-    if error is None:
-        return None
-    try:
-        pickle.dumps(error)
+    """The error as it can travel back to the driver: itself, or a copy of it (same class and message, so the same
+    nature: a fatal one still stops the run) without what does not pickle; its message alone only if even that
+    fails."""
+    if error is None or _pickles(error):
         return error
+    try:
+        stripped = copy.copy(error)  # SynclientError.__reduce__: class, args and attributes
+        stripped.args = tuple(arg if _pickles(arg) else str(arg) for arg in error.args)
+        for name, value in list(vars(stripped).items()):
+            if not _pickles(value):
+                delattr(stripped, name)
+        if _pickles(stripped):
+            return stripped
+    except Exception:  # noqa: BLE001 - whatever copying or pickle refuses
+        pass
+    return ShardFailedError(f"{type(error).__name__}: {error}")
+
+
+def _pickles(value: object) -> bool:
+    try:
+        pickle.dumps(value)
+        return True
     except Exception:  # noqa: BLE001 - whatever pickle refuses
-        return ShardFailedError(f"{type(error).__name__}: {error}")
+        return False
 
 
 def _worker_name() -> str:

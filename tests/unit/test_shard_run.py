@@ -2,6 +2,7 @@
 shard takes for a file an earlier try installed (only a regular file in a plain folder, holding the handle's bytes,
 changed since the driver's decision), what it does not overwrite (a file changed since the decision in any other
 way), and a shard that cannot even set up."""
+import errno
 import hashlib
 import os
 import threading
@@ -12,10 +13,11 @@ import pytest
 pytest.importorskip("distributed")  # shard_run imports the budget, which needs it
 
 from synclient.cluster.shard_run import (PlatformAccess, ShardTask, _changed_since_decided,  # noqa: E402
-                                        _installed_by_earlier_try, run_shard)
+                                        _installed_by_earlier_try, _portable, run_shard)
 from synclient.cluster.shards import LocalState, Shard, ShardFile  # noqa: E402
 from synclient.config import Endpoints  # noqa: E402
-from synclient.errors import ConfigError, ErrorNature, PathConflictError  # noqa: E402
+from synclient.errors import (AuthenticationError, ConfigError, ErrorNature, LocalIOError,  # noqa: E402
+                              PathConflictError)
 from synclient.models import FileHandle  # noqa: E402
 from synclient.transfer.config import TransferConfig  # noqa: E402
 from synclient.transfer.partial import PlainFolders  # noqa: E402
@@ -119,3 +121,17 @@ def test_a_file_written_or_changed_since_the_decision_is_not_overwritten(tmp_pat
     assert "the file there changed" in str(outcome.files[1].error)
     assert appeared.read_bytes() == b"the user's new file"
     assert edited.read_bytes() == b"the user's newer edit, longer than before"
+
+
+def test_an_error_that_does_not_pickle_comes_back_as_itself_with_its_nature():
+    """A fatal error with an attribute pickle refuses (a lock, say) must still stop the run on the driver: its
+    class and message travel, the attribute does not."""
+    denied = AuthenticationError("401 on POST /fileHandle/batch: the token expired", status=401)
+    denied.lock = threading.Lock()
+    back = _portable(denied)
+    assert type(back) is AuthenticationError and str(back) == str(denied) and back.status == 401
+    assert back.nature is ErrorNature.FATAL and not hasattr(back, "lock") and hasattr(denied, "lock")
+    full = LocalIOError.from_exception("cannot write /t/f", OSError(errno.ENOSPC, "No space left on device"))
+    full.args = (full.args[0], threading.Lock())
+    back = _portable(full)
+    assert type(back) is LocalIOError and back.errno == errno.ENOSPC and back.nature is ErrorNature.FATAL
