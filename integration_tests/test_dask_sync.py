@@ -8,6 +8,7 @@ process of the run (under 1% 429s).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -15,7 +16,9 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -24,10 +27,13 @@ distributed = pytest.importorskip("distributed")
 from benchmarks.emulator import EmulatorProcess, seeded_store  # noqa: E402
 from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree  # noqa: E402
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform  # noqa: E402
+from synclient.config import Endpoints  # noqa: E402
 from synclient.cluster.budget import ClusterBudget  # noqa: E402
 from synclient.cluster.connect import dask_client as dask_client_for  # noqa: E402
 from synclient.cluster.driver import DaskSettings  # noqa: E402
-from synclient.cluster.shards import ShardSizes  # noqa: E402
+from synclient.cluster.shard_run import PlatformAccess, ShardTask, run_shard  # noqa: E402
+from synclient.cluster.shards import LocalState, Shard, ShardFile, ShardSizes  # noqa: E402
+from synclient.transfer.partial import journal_path, temp_path  # noqa: E402
 
 pytestmark = pytest.mark.slow
 #: multipart on the workers at test sizes
@@ -208,3 +214,90 @@ def test_other_sources_run_on_the_cluster_too_and_a_lagging_view_falls_back_to_t
     assert sorted(p.name for p in (tmp_path / "ids").iterdir() if p.is_file()) == ["a2.txt", "b1.txt"]
     assert sum(c.files for c in listed.report.workers) == 2 and not listed.failures
     assert (tmp_path / "q" / "top.csv").read_text() == "x,y\n" and sum(c.files for c in picked.report.workers) == 1
+
+
+# -- a shard Dask no longer wants stops ------------------------------------------------------------------------------
+
+STOP_DEADLINE_SECONDS = 60.0  # only reached when a released shard goes on (it would need minutes at the crawl)
+
+
+def _one_file_shard(emu, tmp_path, size: int, config: TransferConfig) -> ShardTask:
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "file", "name": "big.bin", "size": size, "seed": 19}]}]})["p"]
+    with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
+        entity = emu.resolve(project, "big.bin")
+        handle = platform.get_file_bundle(entity).file_handle
+        access = PlatformAccess.of(platform)
+    target = tmp_path / "target"
+    target.mkdir()
+    destination = target / "big.bin"
+    file = ShardFile(entity, 1, handle, str(destination), LocalState.of(destination))
+    return ShardTask(Shard(0, (file,)), access, config)
+
+
+def _wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + STOP_DEADLINE_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)  # polling a state, not waiting for time to pass
+
+
+def test_a_released_shard_stops_and_its_next_try_resumes_from_its_parts(emulator_factory, tmp_path):
+    """Released (its future cancelled, its driver gone): the shard stops at its next chunk, nothing at the final
+    path, its journal kept; the next try fetches only the parts not journaled and installs the file verified."""
+    part = 1 * MiB
+    emu = emulator_factory(bandwidth_per_conn=400_000)
+    task = _one_file_shard(emu, tmp_path, 3 * part + 5, TransferConfig(
+        max_workers=2, multipart_threshold=2 * MiB, part_size=part, streams_per_file=1))
+    file = task.shard.files[0]
+    journal = journal_path(temp_path(Path(file.destination), file.handle.id))
+    released, outcome = threading.Event(), {}
+    first = threading.Thread(target=lambda: outcome.update(first=run_shard(task, released=released.is_set)))
+    first.start()
+    _wait_for(lambda: journal.exists() and len(journal.read_text().splitlines()) >= 2, "no part was journaled")
+    released.set()
+    first.join(STOP_DEADLINE_SECONDS)
+    assert not first.is_alive(), "the released shard went on"
+    assert outcome["first"].files == () and not os.path.lexists(file.destination)  # stopped, nothing installed
+    emu.set_knobs(bandwidth_per_conn=0)
+    emu.reset_stats()
+    again = run_shard(task)
+    assert [fetched.error for fetched in again.files] == [None]
+    assert hashlib.md5(Path(file.destination).read_bytes()).hexdigest() == file.handle.content_md5
+    assert emu.stats()["data_bytes"] <= 2 * part + 5  # at least one part came from the first try
+
+
+def _running_shards(dask_worker):
+    tasks = dask_worker.state.executing | dask_worker.state.long_running  # cancelled ones still running too
+    return sorted(str(task.key) for task in tasks if str(task.key).startswith("synclient-shard-"))
+
+
+def test_a_shard_whose_future_is_cancelled_stops_on_its_worker(dask_client, emulator_factory, tmp_path):
+    """Dask cannot interrupt a running task: after Ctrl-C or a fatal error on the driver (which cancel the run's
+    futures) or the driver's death, the shard must stop by itself rather than write into the target for minutes."""
+    emu = emulator_factory(bandwidth_per_conn=8_000)  # the file would take minutes
+    # the cancel event is looked at between chunks: small ones, so a chunk takes a moment at this crawl
+    config = TransferConfig(max_workers=4, multipart_threshold=2 * MiB, part_size=1 * MiB, chunk_size=4096)
+    task = _one_file_shard(emu, tmp_path, 2 * MiB + 1, config)
+    future = dask_client.submit(run_shard, task, key=f"synclient-shard-test-{uuid.uuid4().hex}", pure=False)
+    _wait_for(lambda: emu.stats()["data_bytes"] > 0, "the shard never started")
+    future.cancel()
+    _wait_for(lambda: not any(dask_client.run(_running_shards).values()), "the cancelled shard still runs")
+    assert not os.path.lexists(task.shard.files[0].destination)
+
+
+def test_a_failing_shard_leaves_no_token_in_dasks_logs_or_its_error(dask_client, tmp_path):
+    """Dask logs a failed task ("Compute Failed"; older versions of Dask with the task's arguments, which
+    carry the token, up to 1,000 characters of their repr) and sends its error and traceback back: the token is in
+    none of them (the repr of a task is checked on its own in tests/unit/test_dask_driver.py)."""
+    token = f"secret-{uuid.uuid4().hex}"
+    access = PlatformAccess(Endpoints.from_root("http://127.0.0.1:1"), token, None)
+    broken = ShardTask(Shard(0, None), access, CONFIG)  # fails in the task: its files cannot be listed
+    future = dask_client.submit(run_shard, broken, key=f"synclient-shard-test-{uuid.uuid4().hex}", pure=False)
+    with pytest.raises(TypeError) as info:
+        future.result()
+    assert token not in str(info.value)
+    logs = [message for worker in dask_client.get_worker_logs().values() for _, message in worker]
+    logs += [message for _, message in dask_client.get_scheduler_logs()]
+    assert any("Compute Failed" in message and future.key in message for message in logs)  # it was logged
+    assert not [message for message in logs if token in message]

@@ -469,10 +469,10 @@ def _get_query(ctx: CommandContext) -> ExitCode:
 
 
 def _check_dask(args: argparse.Namespace) -> None:
-    """``--dask``: Dask installed and ``local:N`` well formed, said before any call."""
+    """``--dask``: Dask installed, ``local:N`` well formed, a scheduler file readable: said before any call."""
     if args.dask is not None and not args.dry_run:
-        from synclient.cluster.connect import local_workers
-        local_workers(args.dask)
+        from synclient.cluster.connect import check_spec
+        check_spec(args.dask)
 
 
 def _dask_for(args: argparse.Namespace) -> ContextManager[Optional[object]]:

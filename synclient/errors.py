@@ -313,6 +313,13 @@ class ShardFailedError(SynclientError):
     died more often than the scheduler allows): that shard's files fail, the next run resumes them."""
 
 
+class ClusterLostError(ShardFailedError):
+    """The run's Dask client lost its scheduler (or was closed) while shards were out: every shard would fail alike,
+    so the run stops, once; the next run resumes what the shards left."""
+
+    nature = ErrorNature.FATAL
+
+
 class CacheLockTimeoutError(SynclientError, TimeoutError):
     """synapseclient's download cache stayed locked by someone else for longer than synapseclient itself waits
     (70 s): the file is not recorded in it, and the sync goes on."""

@@ -44,6 +44,15 @@ Invariants (names as printed on failure):
 A file view covers the project (it is no file or folder: listings leave it out); some syncs are planned from it
 (``view=``), and a rule makes the view lag behind the edits (or catch up), as real views do: every invariant holds
 with and without it.
+
+Over Dask (``ModelWalk(dask_client=...)``): a seeded-random three quarters of the syncs (first runs, dry runs and
+second runs each drawn on their own) fetch on the client's cluster (``dask=DaskSettings(client, shard_sizes=...)``,
+shards of 1, 2, 5 or 500 files), the others run locally, so a sharded run follows a local one on the same target
+and the reverse; every invariant above holds for both. Half the SIGKILLed CLI syncs run with ``--dask <the
+scheduler's address>``: the driver dies while its shards run, and ``orphan-shards-ran-on`` checks that the shards
+stop (no worker still runs one) within :data:`ORPHAN_STOP_SECONDS` of the kill, before the next sync starts. The
+Dask draws come from a random generator of their own, so a seed's rules are the same with and without Dask (a
+violation over Dask can be replayed locally).
 """
 from __future__ import annotations
 
@@ -88,6 +97,12 @@ COMMON_NAMES = ("a.txt", "a(1).txt", "a(2).txt", "b.txt", "b(1).txt", "x", "x(1)
 RARE_NAMES = (MANIFEST, META_DIR, ".a.txt.7.synclient-partial")
 MAX_DEPTH = 3
 VIEW_NAME = "view of the model"  # a name no rule gives (the pools above)
+#: the shard sizes (files) a sync over Dask draws from: one file per shard up to one shard for the whole run
+DASK_SHARD_FILES = (1, 2, 5, 500)
+#: after the SIGKILL of a CLI sync over Dask, its shards must have stopped on every worker within this long
+ORPHAN_STOP_SECONDS = 30.0
+#: bytes/s per data connection meanwhile: a file or part still to fetch then takes longer than that
+ORPHAN_CRAWL = 4096
 KILL_CHILD = textwrap.dedent("""
     import dataclasses, sys
     from synclient.transfer.config import TransferConfig
@@ -286,12 +301,19 @@ class Local:
     user_files: Dict[str, bytes] = field(default_factory=dict)
     planted: Dict[str, str] = field(default_factory=dict)  # rel -> "dir" | "symlink:<kind>"
     owned: Set[str] = field(default_factory=set)
+    #: planted folders a remote folder of the same path was synced into: synclient cannot tell them from its own
+    shared_dirs: Set[str] = field(default_factory=set)
+    #: files a SIGKILLed run (or a shard of it that ran on) put in place but never indexed: synclient cannot tell
+    #: them from the user's files, so they may stand in a remote folder's way as the user's do
+    unindexed: Set[str] = field(default_factory=set)
     copies: Dict[str, str] = field(default_factory=dict)  # keep.both copy path -> the remote path it is a copy of
 
     def forget_under(self, rel: str) -> None:
         self.user_files = {p: c for p, c in self.user_files.items() if not under(p, rel)}
         self.planted = {p: k for p, k in self.planted.items() if not under(p, rel)}
         self.owned = {p for p in self.owned if not under(p, rel)}
+        self.shared_dirs = {p for p in self.shared_dirs if not under(p, rel)}
+        self.unindexed = {p for p in self.unindexed if not under(p, rel)}
 
     def user_things(self) -> List[Tuple[str, str]]:
         return [(p, "file") for p in self.user_files] + list(self.planted.items())
@@ -299,7 +321,7 @@ class Local:
     def blocks(self, rel: str, *, exact_file_blocks: bool = False) -> Optional[str]:
         """A user thing that legitimately keeps ``rel`` (a remote file path) from converging, if any: one above it
         (where a folder must be), one below it (``rel`` is a folder locally), or a planted folder at it."""
-        for path, kind in self.user_things():
+        for path, kind in self.user_things() + [(p, "file") for p in sorted(self.unindexed)]:
             if under(rel, path) and rel != path:
                 return path
             if under(path, rel) and rel != path:
@@ -357,10 +379,12 @@ class ModelWalk:
     ``keep_going``, collects one violation per invariant name and raises them all at the end)."""
 
     def __init__(self, *, seed: int, steps: int, workdir: Path, emu: Emulator, keep_going: bool = False,
-                 log_path: Optional[Path] = None) -> None:
+                 log_path: Optional[Path] = None, dask_client=None) -> None:
         self.seed = seed
         self.steps = steps
         self.rng = random.Random(seed)
+        self.dask_client = dask_client  # a distributed.Client: some syncs fetch on its cluster (module docstring)
+        self.dask_rng = random.Random(f"dask-{seed}")  # its own draws: the rules stay those of the seed
         self.emu = emu
         self.keep_going = keep_going
         self.verbose = os.environ.get("SYNCLIENT_MODEL_VERBOSE") == "1"  # every result of every sync in the log
@@ -403,7 +427,8 @@ class ModelWalk:
     def _with_replay(self, message: str) -> str:
         self.log_path.write_text("\n".join(self.log) + "\n", encoding="utf-8")
         shown = self.log if len(self.log) <= 150 else ["..."] + self.log[-150:]
-        return (message + f"replay: SYNCLIENT_MODEL_SEED={self.seed} SYNCLIENT_MODEL_STEPS={self.step} "
+        over_dask = " SYNCLIENT_MODEL_DASK=1" if self.dask_client is not None else ""
+        return (message + f"replay: SYNCLIENT_MODEL_SEED={self.seed} SYNCLIENT_MODEL_STEPS={self.step}{over_dask} "
                 f"python -m pytest integration_tests/model -x\n"
                 f"rules and syncs so far ({len(self.log)} lines; all in {self.log_path}):\n  "
                 + "\n  ".join(shown))
@@ -763,13 +788,26 @@ class ModelWalk:
     # -- syncing -----------------------------------------------------------------------------------------------------
 
     def run_sync(self, options: SyncOptions, *, dry_run: bool = False):
+        dask = self._dask_for_sync()
+        if dask is not None:
+            self.stats["syncs over dask"] += 1
+            self.note(f"  ({'dry run' if dry_run else 'sync'} over Dask, shards of {dask.shard_sizes.files} files)")
         try:
             return sync_from_platform(self.remote.root_id, self.target, platform=self.platform, config=CONFIG,
-                                      on_error="continue", progress=False, dry_run=dry_run, **options.kwargs())
+                                      on_error="continue", progress=False, dry_run=dry_run, dask=dask,
+                                      **options.kwargs())
         except Exception as exc:  # noqa: BLE001 - any exception is the finding
             self.violation("sync-raised", f"{'dry run' if dry_run else 'sync'} with {options} raised "
                                           f"{type(exc).__name__}: {exc}")
             return None
+
+    def _dask_for_sync(self):
+        """Over Dask: this sync's settings (three syncs in four), or None (a local sync)."""
+        if self.dask_client is None or self.dask_rng.random() >= 0.75:
+            return None
+        from synclient.cluster.driver import DaskSettings
+        from synclient.cluster.shards import ShardSizes
+        return DaskSettings(self.dask_client, shard_sizes=ShardSizes(files=self.dask_rng.choice(DASK_SHARD_FILES)))
 
     def sync_and_check(self, options: SyncOptions) -> None:
         self.stats["syncs"] += 1
@@ -784,6 +822,10 @@ class ModelWalk:
                 self.violation("dry-run-wrote", f"the dry run with {options} changed the target: "
                                                 f"{diff_snapshots(before, after)}")
             self.check_outside("the dry run")
+        # a planted folder at the path of a remote folder this sync lists is the remote folder's local folder
+        self.local.shared_dirs |= {rel for rel, kind in self.local.planted.items()
+                                   if kind == "dir" and rel in self.remote.folders
+                                   and wanted(join(rel, "f"), options.include, options.exclude)}
         results = self.run_sync(options)
         if results is None:
             return
@@ -1001,10 +1043,14 @@ class ModelWalk:
                     and options.if_collision == "overwrite.local"):
                 continue
             replaced_by = next((p for p in (rel, *ancestors_of(rel)) if settled_fetch.get(p) is not None), None)
-            if (kind == "dir" and options.delete and replaced_by is not None
+            shared = any(p in self.local.shared_dirs for p in (rel, *ancestors_of(rel)))
+            if (kind == "dir" and options.delete and (replaced_by is not None or shared)
                     and not any(f.startswith(rel + "/") for f in self.local.user_files)):
-                del self.local.planted[rel]  # an empty folder holds nothing of the user's: with delete, a remote
-                continue                       # file may replace it, or a folder of synclient's it lies in
+                # an empty folder holds nothing of the user's: with delete, a remote file may replace it, or a
+                # folder of synclient's it lies in; and one a remote folder of the same path synced into is
+                # synclient's folder too, removed when that remote folder goes
+                del self.local.planted[rel]
+                continue
             self.violation("user-file-lost", f"{when}: the user's {kind} at {rel!r} is gone "
                                              f"(action there: {settled_fetch.get(rel)})")
 
@@ -1052,6 +1098,7 @@ class ModelWalk:
             rel = self._rel(result.path)
             if rel is None or result.status is SyncStatus.FAILED:
                 continue
+            self.local.unindexed.discard(rel)  # a sync settled what is at that path: it is indexed (or gone) now
             if result.status is SyncStatus.DELETED:
                 self.local.owned.discard(rel)
             elif result.action in ("download", "overwrite", "keep-both", "skip", "adopt"):
@@ -1170,6 +1217,25 @@ class ModelWalk:
 
     # -- SIGKILL mid-sync --------------------------------------------------------------------------------------------
 
+    def _await_shards_stopped(self) -> None:
+        """After the SIGKILL of a driver: every shard of its run stops on the workers (Dask cancels the tasks of a
+        client that is gone, and a running shard must notice), at most :data:`ORPHAN_STOP_SECONDS` later; until then
+        the next sync does not start, so what a shard still did is in the checks of this step."""
+        def running_shards(dask_worker) -> List[str]:
+            tasks = dask_worker.state.executing | dask_worker.state.long_running  # cancelled ones still running too
+            return sorted(str(task.key) for task in tasks if str(task.key).startswith("synclient-shard-"))
+
+        deadline = time.monotonic() + ORPHAN_STOP_SECONDS
+        while True:
+            running = [key for keys in self.dask_client.run(running_shards).values() for key in keys]
+            if not running:
+                return
+            if time.monotonic() > deadline:
+                self.violation("orphan-shards-ran-on", f"{len(running)} shards of the killed driver still run "
+                                                       f"{ORPHAN_STOP_SECONDS:.0f} s after its SIGKILL: {running}")
+                return
+            time.sleep(0.05)  # polling the workers' state, not waiting for time to pass
+
     def kill_mid_sync(self, options: SyncOptions) -> None:
         """Something big to fetch, a slow data plane, the CLI in a child, SIGKILL once N bytes were served."""
         bigs = sorted(p for p, f in self.remote.files.items() if len(f.content) > PART and wanted(p, (), ()))
@@ -1185,19 +1251,26 @@ class ModelWalk:
             self.remote.add_file("", name, data)
         threshold = self.rng.randint(1, len(data) - 1)
         bandwidth = self.rng.choice((150_000, 400_000))
-        self.note(f"kill: new bytes for {rel!r} ({len(data)} bytes); CLI sync ({options}) at {bandwidth} B/s per "
-                  f"connection, SIGKILL after {threshold} data bytes")
+        over_dask = self.dask_client is not None and self.dask_rng.random() < 0.5
+        dask_args = ["--dask", self.dask_client.scheduler.address] if over_dask else []
+        self.note(f"kill: new bytes for {rel!r} ({len(data)} bytes); CLI sync ({options}"
+                  f"{', over Dask' if over_dask else ''}) at {bandwidth} B/s per connection, SIGKILL after "
+                  f"{threshold} data bytes")
         self.stats["kills"] += 1
+        if over_dask:
+            self.stats["kills over dask"] += 1
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCLIENT_", "SYNAPSE_"))}
         env.update(HOME=str(self.home), SYNCLIENT_DISABLE_PROGRESS="1",
                    PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
         user_before = dict(self.local.user_files)
+        tree_before = tree_snapshot(self.root, skip_meta=True)
         self.emu.set_knobs(bandwidth_per_conn=bandwidth)
         self.emu.reset_stats()
         child = subprocess.Popen(
             [sys.executable, "-c", KILL_CHILD, "--endpoint", self.emu.endpoint, "--token", self.emu.token,
              "--json", "-q", "get", "-r", self.remote.root_id, "--path", str(self.target), "--no-progress",
-             *options.cli_args()], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(self.home))
+             *options.cli_args(), *dask_args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+            cwd=str(self.home))
         try:
             deadline = time.monotonic() + 60
             while (child.poll() is None and self.emu.stats()["data_bytes"] < threshold
@@ -1211,6 +1284,9 @@ class ModelWalk:
             if child.poll() is None:
                 child.kill()
                 child.wait()
+            if over_dask:  # at a crawl from now on: a shard that went on would not finish in time
+                self.emu.set_knobs(bandwidth_per_conn=ORPHAN_CRAWL)
+                self._await_shards_stopped()
             self.emu.set_knobs(bandwidth_per_conn=0)
         served = self.emu.stats()["data_bytes"]
         if killed:
@@ -1221,6 +1297,12 @@ class ModelWalk:
                 raise RuntimeError(f"the CLI child failed to run: exit {child.returncode}: "
                                    f"{stderr.decode(errors='replace')[-2000:]}")
         self.check_outside("the killed sync")
+        # what the killed run put in place may not be in its index (rows are committed by a writer thread; a shard
+        # that ran on after its driver died indexes nothing): files synclient may take for the user's
+        for krel, entry in tree_snapshot(self.root, skip_meta=True).items():
+            if (entry[0] == "file" and tree_before.get(krel) != entry and krel not in self.local.user_files
+                    and name_of(krel) not in MANIFESTS and not name_of(krel).endswith(PARTIAL_SUFFIXES)):
+                self.local.unindexed.add(krel)
         for urel, udata in sorted(user_before.items()):
             path = self.root / urel
             current = path.read_bytes() if path.is_file() and not path.is_symlink() else None

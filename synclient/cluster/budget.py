@@ -110,14 +110,15 @@ class ClusterBudget:
         """How long a start keeps its window lease: the window, plus the gate's margin for network jitter."""
         return self.window_seconds * (1.0 + MARGIN_SHARE)
 
-    def admission(self) -> "ClusterAdmission":
+    def admission(self, *, client: Any = None) -> "ClusterAdmission":
         """This process's admission to the budget, shared by all its threads and Platforms. The first call in a
-        process must come from a task's thread or from the driver once its ``distributed.Client`` exists."""
+        process must come from a task's thread, or from the driver with its ``client`` (without one: the
+        process's default client, which need not be the run's)."""
         with _admissions_lock:
             admission = _admissions.get(self.name)
         if admission is None:
             # made outside the lock (it calls the scheduler, and close_admission may run on the event loop)
-            made = ClusterAdmission(budget=self)
+            made = ClusterAdmission(budget=self, client=client)
             with _admissions_lock:
                 admission = _admissions.setdefault(self.name, made)
             if admission is not made:
@@ -131,12 +132,15 @@ class ClusterAdmission:
     """One process's admission to a :class:`ClusterBudget`: a :class:`~synclient.gate.RestAdmission`.
 
     ``ClusterBudget.admission()`` gives the process's one; made here directly, it is a second one (tests).
-    ``clock``: monotonic seconds, read once when an attempt starts (and by the timer)."""
+    ``clock``: monotonic seconds, read once when an attempt starts (and by the timer); ``client``: the driver's
+    ``distributed.Client`` whose scheduler keeps the semaphores (None: this thread's worker's, or the default
+    client's)."""
 
-    def __init__(self, *, budget: ClusterBudget, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, *, budget: ClusterBudget, clock: Callable[[], float] = time.monotonic,
+                 client: Any = None) -> None:
         self.budget = budget
         self._clock = clock
-        scheduler, loop = _scheduler_and_loop(budget.name)
+        scheduler, loop = (client.scheduler, client.loop) if client is not None else _scheduler_and_loop(budget.name)
         self._window = _Leases(budget.window_leases, budget_name=budget.name, role="window", scheduler=scheduler,
                                loop=loop)
         try:

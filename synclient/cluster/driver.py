@@ -24,7 +24,7 @@ from synclient.client import Platform
 from synclient.cluster.budget import ClusterBudget, close_admission
 from synclient.cluster.shard_run import PlatformAccess, ShardOutcome, ShardTask, run_shard
 from synclient.cluster.shards import LocalState, Shard, ShardFile, Sharder, ShardSizes
-from synclient.errors import ConfigError, ShardFailedError, SynclientError
+from synclient.errors import ClusterLostError, ConfigError, ShardFailedError, SynclientError
 from synclient.results import WorkerCounts
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import FileJob
@@ -84,24 +84,31 @@ class DaskFetcher:
 
     def __enter__(self) -> "DaskFetcher":
         self._previous_admission = self._platform.admission
-        self._platform.admission = self.budget.admission()  # the driver's calls count in the cluster's budget
+        # the driver's calls count in the cluster's budget, on the scheduler of the client given (not the default)
+        self._platform.admission = self.budget.admission(client=self._client)
         self._pool.add_idle_check(self._drain_when_idle)
         # the walk runs ahead of the cluster by a bounded amount (the files out there cost the driver memory):
         # enough for every worker thread to have shards queued behind the one it runs
-        threads = max(1, sum(self._client.nthreads().values()))
-        self._pool.expected_high_water = SHARDS_AHEAD_PER_THREAD * threads * self._sharder.sizes.files
+        self._pool.expected_high_water = SHARDS_AHEAD_PER_THREAD * self._worker_threads() * self._sharder.sizes.files
         return self
 
     def __exit__(self, *exc) -> None:
-        """Shards still out (a cancelled run) are cancelled (their partial files stay for the next run), and every
-        process lets go of the run's budget (window leases still held go back when due, never early)."""
+        """Shards still out (a cancelled run) are cancelled: each stops at its next chunk (run_shard watches its
+        task), its partial files stay for the next run. Every process lets go of the run's budget (window leases
+        still held go back when due, never early). Never raises: it runs after a fatal error or Ctrl-C too, and a
+        client that lost its scheduler must not replace the run's own error with one of Dask's."""
         with self._lock:
             running = list(self._futures.values())
             self._futures.clear()
         if running:
-            self._client.cancel(running)
+            try:
+                self._client.cancel(running)
+            except Exception as error:  # noqa: BLE001 - a closed client, a lost scheduler: its tasks go with it
+                log.debug("could not cancel the shards still out: %s: %s", type(error).__name__, error)
         self._platform.admission = self._previous_admission
         close_admission(self.budget.name)
+        if not _connected(self._client):
+            return  # (asking the workers would only wait for the scheduler; their leases expire anyway)
         try:
             self._client.run(close_admission, self.budget.name)
         except Exception as error:  # noqa: BLE001 - a worker gone or a scheduler lost: their leases expire anyway
@@ -124,17 +131,31 @@ class DaskFetcher:
         files still waiting go out as one shard per worker thread (each runs one shard at a time)."""
         if not self._sharder.pending or self._pool.outstanding(*Priority):
             return
-        workers = max(1, sum(self._client.nthreads().values()))
+        workers = self._worker_threads()
         with self._lock:
             shards = self._sharder.drain(parts=workers)
         for shard in shards:
             self._submit(shard)
 
+    def _worker_threads(self) -> int:
+        """The cluster's worker threads now (each runs one shard at a time); 1 when the scheduler cannot say."""
+        try:
+            return max(1, sum(self._client.nthreads().values()))
+        except Exception as error:  # noqa: BLE001 - the scheduler is out of reach: the submission will say so
+            log.debug("cannot count the Dask workers: %s: %s", type(error).__name__, error)
+            return 1
+
     def _submit(self, shard: Shard) -> None:
         self._pool.expect(len(shard.files))
         task = ShardTask(shard, self._task.access, self._task.config, self.budget)
-        future = self._client.submit(run_shard, task, key=f"synclient-shard-{self._run}-{shard.number}",
-                                     retries=self._retries, pure=False)
+        try:
+            future = self._client.submit(run_shard, task, key=f"synclient-shard-{self._run}-{shard.number}",
+                                         retries=self._retries, pure=False)
+        except Exception as exc:  # noqa: BLE001 - a closed client, a lost scheduler: the files fail, and the
+            # pool, which expects them, must hear of them (else the run would wait for them for ever)
+            self._pool.deliver(Priority.DOWNLOAD, self._settle, shard, None, self._failure(shard, exc),
+                               count=len(shard.files))
+            return
         with self._lock:
             self._futures[shard.number] = future
         log.debug("shard %d: %d files, %d bytes", shard.number, len(shard.files), shard.bytes)
@@ -149,11 +170,22 @@ class DaskFetcher:
         try:
             outcome = future.result()
         except BaseException as exc:  # noqa: BLE001 - a task error, KilledWorker, a cancelled future
-            failure = ShardFailedError(f"the Dask cluster could not run shard {shard.number}: "
-                                       f"{type(exc).__name__}: {exc}")
+            failure = self._failure(shard, exc)
         with self._lock:
             self._futures.pop(shard.number, None)
         self._pool.deliver(Priority.DOWNLOAD, self._settle, shard, outcome, failure, count=len(shard.files))
+
+    def _failure(self, shard: Shard, exc: BaseException) -> SynclientError:
+        """What a shard that could not run (or not be sent) means for its files, in one line: a synclient error
+        the shard raised as it is (its nature too); :class:`ClusterLostError` once the client lost its scheduler
+        (every shard would fail alike: the run stops); else :class:`ShardFailedError`."""
+        if isinstance(exc, SynclientError):
+            return exc
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        if not _connected(self._client):
+            return ClusterLostError(f"the Dask scheduler is out of reach; the run stops, the next run resumes "
+                                    f"({reason})")
+        return ShardFailedError(f"the Dask cluster could not run shard {shard.number}: {reason}")
 
     def _settle(self, shard: Shard, outcome: Optional[ShardOutcome], failure: Optional[SynclientError]) -> None:
         """Pool task: each file's outcome to the pipeline; the worker's counts to the report."""
@@ -186,3 +218,8 @@ class DaskFetcher:
         """Per worker: shards, files, bytes, seconds and CPU seconds spent in shards, REST calls, 429s."""
         with self._lock:
             return [self._workers[name] for name in sorted(self._workers)]
+
+
+def _connected(client: Any) -> bool:
+    """The client still talks to its scheduler (a client that lost it is reconnecting, closing or closed)."""
+    return getattr(client, "status", "running") == "running"

@@ -8,33 +8,48 @@ checked, ``os.replace``), and returns what became of each file. It writes no ind
 does that, once, from the returned :class:`ShardOutcome`.
 
 A shard is idempotent, so Dask may run it again (a retry, or its worker died): a file an earlier try installed is
-recognised (the destination is no longer what the driver saw, and holds the handle's size and MD5) and not fetched
-again, and a large file resumes from the parts its journal records (:mod:`synclient.transfer.partial`).
+recognised (the destination is no longer what the driver saw, and is a regular file in a plain folder holding the
+handle's size and MD5) and not fetched again, and a large file resumes from the parts its journal records
+(:mod:`synclient.transfer.partial`).
+
+A destination that changed otherwise since the driver decided (a file the user wrote or changed meanwhile: a shard
+may wait long for a worker) is not overwritten: that file fails, and the next run decides again.
+
+A shard Dask no longer wants stops: Dask cannot interrupt a running task (a cancelled future, a driver that died,
+a worker the scheduler removed), so a watcher thread looks at the task's state and cancels the shard's pool, which
+stops every file at its next chunk and leaves its partial file for the next run. Otherwise the shard would go on
+writing into the target after its run ended, beside the next run.
 """
 from __future__ import annotations
 
+import contextlib
+import copy
+import hashlib
 import logging
 import os
 import pickle
 import socket
+import stat
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 from synclient.client import Platform
 from synclient.cluster.budget import ClusterBudget
 from synclient.cluster.shards import LocalState, Shard, ShardFile
 from synclient.config import Endpoints
-from synclient.errors import ShardFailedError, SynclientError, UnsupportedError
+from synclient.errors import PathConflictError, ShardFailedError, SynclientError, UnsupportedError
 from synclient.events import SyncObserver
+from synclient.gate import CANCEL_POLL_SECONDS
 from synclient.models import FileHandle
 from synclient.sync.pipeline import check_scheme
 from synclient.transfer.config import TransferConfig
+from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import Downloader, FileJob
-from synclient.transfer.hashing import file_md5
+from synclient.transfer.hashing import hash_file_range
 from synclient.transfer.http import DataClient
 from synclient.transfer.partial import PlainFolders
 from synclient.transfer.pool import Priority, TaskPool
@@ -102,14 +117,17 @@ class ShardOutcome:
         return sum(0 if f.error or f.earlier_try else f.received or 0 for f in self.files)
 
 
-def run_shard(task: ShardTask) -> ShardOutcome:
-    """The Dask task: fetch the shard's files into the shared target; every file's outcome comes back."""
+def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None) -> ShardOutcome:
+    """The Dask task: fetch the shard's files into the shared target; every file's outcome comes back.
+
+    ``released`` says when the shard is no longer wanted (default: Dask released its task); it then stops. A
+    synclient error while setting up (a CA bundle this node lacks, a scheduler out of reach) fails every file of the
+    shard with that error, its nature kept (a fatal one stops the run, once); other exceptions go to Dask, which
+    runs the shard again."""
     started, cpu_started = time.monotonic(), time.thread_time()
+    released = released or _dask_task_released()
     _stop_sampling_profiler()
     config = task.config
-    platform = task.access.connect(max_connections=config.max_workers)
-    if task.budget is not None:
-        platform.admission = task.budget.admission()
     fetched: List[FileFetched] = []
     lock = threading.Lock()
 
@@ -118,32 +136,107 @@ def run_shard(task: ShardTask) -> ShardOutcome:
         with lock:
             fetched.append(FileFetched(file.entity_id, file.destination, _portable(error), received, earlier))
 
+    try:
+        platform = task.access.connect(max_connections=config.max_workers)
+    except SynclientError as exc:
+        return _every_file_failed(task, exc, started, cpu_started)
+    data_client: Optional[DataClient] = None
+    try:
+        if task.budget is not None:
+            platform.admission = task.budget.admission()
+        data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
+    except SynclientError as exc:
+        platform.close()
+        return _every_file_failed(task, exc, started, cpu_started)
     pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
     broker = UrlBroker(platform, pool, batch_size=config.url_batch_size)
-    data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
     folders = PlainFolders()
     downloader = Downloader(pool=pool, broker=broker, client=data_client, config=config, observer=SyncObserver(),
                             folders=folders)
     try:
-        for file in task.shard.files:
-            if _installed_by_earlier_try(file):
-                done(file, None, None, earlier=True)
-                continue
-            job = FileJob(entity_id=file.entity_id, version=file.version, handle=file.handle,
-                          destination=Path(file.destination), on_done=lambda error, f=file: None)
-            job.on_done = _reporting(done, file, job)
-            broker.request(job.request, lambda url, error, job=job: _url_ready(pool, downloader, job, url, error))
-        with platform.cancel_on(pool.cancel_event):
-            pool.run()
+        with _stopped_when(released, pool):
+            for file in task.shard.files:
+                if _installed_by_earlier_try(file, folders):
+                    done(file, None, None, earlier=True)
+                    continue
+                changed = _changed_since_decided(file)
+                if changed is not None:
+                    done(file, None, changed)
+                    continue
+                job = FileJob(entity_id=file.entity_id, version=file.version, handle=file.handle,
+                              destination=Path(file.destination), on_done=lambda error, f=file: None)
+                job.on_done = _reporting(done, file, job)
+                broker.request(job.request,
+                               lambda url, error, job=job: _url_ready(pool, downloader, job, url, error))
+            with platform.cancel_on(pool.cancel_event):
+                pool.run()
     finally:
         data_client.close()
         folders.close()
         platform.close()
     seconds = time.monotonic() - started
-    log.info("shard %d: %d files in %.1f s", task.shard.number, len(fetched), seconds)
+    log.info("shard %d: %d files in %.1f s%s", task.shard.number, len(fetched), seconds,
+             " (stopped: released by Dask)" if pool.cancel_event.is_set() else "")
     cpu = time.thread_time() - cpu_started + pool.cpu_seconds
     return ShardOutcome(task.shard.number, _worker_name(), tuple(fetched), seconds, cpu, platform.stats.calls,
                         platform.stats.throttled, platform.stats.retries)
+
+
+def _every_file_failed(task: ShardTask, error: SynclientError, started: float, cpu_started: float) -> ShardOutcome:
+    log.warning("shard %d cannot run here: %s", task.shard.number, error)
+    portable = _portable(error)
+    return ShardOutcome(task.shard.number, _worker_name(),
+                        tuple(FileFetched(file.entity_id, file.destination, portable) for file in task.shard.files),
+                        time.monotonic() - started, time.thread_time() - cpu_started, 0, 0)
+
+
+#: the states of a running task whose result Dask still wants ("resumed": cancelled, then asked for again)
+_WANTED_STATES = frozenset({"executing", "long-running", "resumed"})
+#: a worker in any other state is going away (the scheduler removed it, or it is closing)
+_STAYING_WORKER = frozenset({"running", "paused", "closing_gracefully"})
+
+
+def _dask_task_released() -> Callable[[], bool]:
+    """In a Dask task: whether Dask no longer wants its result (its future was cancelled or its client went away,
+    or the worker is closing: the scheduler gives the task to another worker). Outside a task: never."""
+    try:
+        from distributed import get_worker
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return lambda: False
+    key = worker.get_current_task()
+
+    def released() -> bool:
+        task = worker.state.tasks.get(key)  # read from another thread: one dict lookup, and a retry later
+        return (task is None or task.state not in _WANTED_STATES
+                or getattr(worker.status, "name", "running") not in _STAYING_WORKER)
+    return released
+
+
+@contextlib.contextmanager
+def _stopped_when(released: Callable[[], bool], pool: TaskPool) -> Iterator[None]:
+    """Inside, a watcher thread cancels ``pool`` once ``released()`` (looked at every ``CANCEL_POLL_SECONDS``)."""
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.wait(CANCEL_POLL_SECONDS):
+            try:
+                gone = released()
+            except Exception as exc:  # noqa: BLE001 - a state we cannot read is no reason to stop
+                log.debug("cannot read the shard's task state: %s: %s", type(exc).__name__, exc)
+                continue
+            if gone:
+                log.info("the shard's task was released by Dask: stopping (partial files stay for the next run)")
+                pool.cancel(grace_seconds=0)
+                return
+
+    watcher = threading.Thread(target=watch, name="synclient-shard-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        watcher.join()
 
 
 def _reporting(done, file: ShardFile, job: FileJob):
@@ -167,30 +260,84 @@ def _url_ready(pool: TaskPool, downloader: Downloader, job: FileJob, url: Option
     pool.submit(Priority.DOWNLOAD, downloader.start, job)
 
 
-def _installed_by_earlier_try(file: ShardFile) -> bool:
+def _installed_by_earlier_try(file: ShardFile, folders: PlainFolders) -> bool:
     """Dask ran this shard before (a retry, or its worker died after installing some files): a destination that is
-    no longer what the driver decided on and holds exactly the handle's bytes was put there by that try."""
+    no longer what the driver decided on and is a regular file, in a folder still plain (no symlink on the way, as
+    every write of the shard checks), holding exactly the handle's bytes, was put there by that try. Anything else
+    (a symlink, a FIFO, a folder swapped for a symlink, unreadable) is not: the file is fetched, and refused where a
+    local run refuses it."""
     handle: FileHandle = file.handle
     if not handle.content_md5 or handle.content_size is None:
         return False  # nothing to recognise it by: fetched again
-    now = LocalState.of(file.destination)
-    if now is None or now == file.before or now.size != handle.content_size:
-        return False
+    destination = Path(file.destination)
     try:
-        return file_md5(file.destination) == handle.content_md5.lower()
-    except OSError:
+        if not folders.plain(destination.parent):
+            return False
+        info = os.lstat(destination)
+        now = LocalState(info.st_size, info.st_mtime_ns, info.st_ino)
+        if not stat.S_ISREG(info.st_mode) or now == file.before or info.st_size != handle.content_size:
+            return False
+        return _md5_of_regular_file(destination, info) == handle.content_md5.lower()
+    except (OSError, SynclientError):
         return False
+
+
+def _changed_since_decided(file: ShardFile) -> Optional[PathConflictError]:
+    """Something other than what the driver decided on now stands at the destination (the user wrote a file where
+    there was none, or changed the one the run would overwrite, while the shard waited for a worker): it is not
+    overwritten, and the next run decides again (a local run decides moments before it writes; a shard may wait)."""
+    now = LocalState.of(file.destination)
+    if now is None or now == file.before:
+        return None  # as decided (or gone since: nothing there to lose)
+    what = "a file appeared there" if file.before is None else "the file there changed"
+    return PathConflictError(f"{file.destination}: {what} since this run decided to write it; not overwritten "
+                             "(the next run decides again)")
+
+
+#: read without following a symlink, and without waiting for a writer should a FIFO have taken the name
+_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_CLOEXEC", 0))
+
+
+def _md5_of_regular_file(path: Path, seen: os.stat_result) -> Optional[str]:
+    """MD5 of the file at ``path`` if it is still the regular file ``seen`` (None if something else took its name)."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_ino != seen.st_ino or info.st_size != seen.st_size:
+            return None
+        md5 = hashlib.md5()
+        hash_file_range(DirectFile(fd), 0, info.st_size, md5)
+        return md5.hexdigest()
+    finally:
+        os.close(fd)
 
 
 def _portable(error: Optional[SynclientError]) -> Optional[SynclientError]:
-    """The error as it can travel back to the driver (an attribute that does not pickle: its message only)."""
-    if error is None:
-        return None
-    try:
-        pickle.dumps(error)
+    """The error as it can travel back to the driver: itself, or a copy of it (same class and message, so the same
+    nature: a fatal one still stops the run) without what does not pickle; its message alone only if even that
+    fails."""
+    if error is None or _pickles(error):
         return error
+    try:
+        stripped = copy.copy(error)  # SynclientError.__reduce__: class, args and attributes
+        stripped.args = tuple(arg if _pickles(arg) else str(arg) for arg in error.args)
+        for name, value in list(vars(stripped).items()):
+            if not _pickles(value):
+                delattr(stripped, name)
+        if _pickles(stripped):
+            return stripped
+    except Exception:  # noqa: BLE001 - whatever copying or pickle refuses
+        pass
+    return ShardFailedError(f"{type(error).__name__}: {error}")
+
+
+def _pickles(value: object) -> bool:
+    try:
+        pickle.dumps(value)
+        return True
     except Exception:  # noqa: BLE001 - whatever pickle refuses
-        return ShardFailedError(f"{type(error).__name__}: {error}")
+        return False
 
 
 def _stop_sampling_profiler() -> None:

@@ -34,9 +34,11 @@ class LocalState:
 
     @classmethod
     def of(cls, path: "os.PathLike[str]") -> Optional["LocalState"]:
+        """None when nothing is there, or it cannot be seen (a folder on the way is now a file, or unreadable:
+        the fetch then fails where a local one fails, per file)."""
         try:
             info = os.lstat(path)
-        except FileNotFoundError:
+        except OSError:
             return None
         return cls(info.st_size, info.st_mtime_ns, info.st_ino)
 

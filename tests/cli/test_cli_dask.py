@@ -34,6 +34,15 @@ def test_a_malformed_local_cluster_is_a_usage_error(tmp_path, spec, words):
     assert done.returncode == 2 and words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+def test_a_file_that_is_no_scheduler_file_is_a_usage_error(tmp_path):
+    pytest.importorskip("distributed")
+    garbage = tmp_path / "scheduler.json"
+    garbage.write_text("not a scheduler file")  # (Dask itself failed on it with an AssertionError)
+    done = _get(tmp_path, "get", "-r", "syn1", "--path", str(tmp_path / "t"), "--dask", str(garbage))
+    assert done.returncode == 2 and "not a Dask scheduler file" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 def test_a_dry_run_needs_no_cluster(tmp_path):
     """--dry-run plans only: --dask is not even looked at (the run then fails on the closed endpoint, exit 2)."""
     done = _get(tmp_path, "get", "-r", "syn1", "--path", str(tmp_path / "t"), "--dask", "local:0", "--dry-run",

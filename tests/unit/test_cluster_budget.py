@@ -150,6 +150,23 @@ def test_a_name_the_scheduler_knows_with_other_limits_is_a_config_error(cluster)
         ClusterAdmission(budget=ClusterBudget(name=budget.name, requests=50, window_seconds=0.1))
 
 
+def test_an_admission_made_for_a_client_keeps_its_semaphores_on_that_clients_scheduler(cluster, process_cluster):
+    """The driver makes its admission with the run's client, which need not be the process's default one."""
+    budget = ClusterBudget.for_run(window_seconds=0.1)
+    admission = budget.admission(client=process_cluster)  # ``cluster`` is the default client here
+
+    def semaphores(dask_scheduler):
+        return sorted(dask_scheduler.extensions["semaphores"].max_leases)
+
+    try:
+        assert f"{budget.name}-window" in process_cluster.run_on_scheduler(semaphores)
+        assert f"{budget.name}-window" not in cluster.run_on_scheduler(semaphores)
+        assert admission.enter(cancel=None) >= 0  # and its leases are taken there
+        admission.leave()
+    finally:
+        admission.close()
+
+
 # -- the limits, from many threads ---------------------------------------------------------------------------------
 
 def test_never_more_requests_in_flight_than_the_concurrency_allows(cluster):

@@ -16,7 +16,7 @@ from synclient.cluster.driver import SHARDS_AHEAD_PER_THREAD, DaskFetcher, DaskS
 from synclient.cluster.shard_run import FileFetched, ShardOutcome, ShardTask  # noqa: E402
 from synclient.cluster.shards import ShardSizes
 from synclient.config import Endpoints
-from synclient.errors import ConfigError, NotFoundError, ShardFailedError
+from synclient.errors import ClusterLostError, ConfigError, ErrorNature, NotFoundError, ShardFailedError
 from synclient.models import FileHandle
 from synclient.network import TrustedCAs
 from synclient.transfer.download import FileJob
@@ -79,7 +79,11 @@ class FakeClient:
 class FakeBudget:
     name = "budget-test"
 
-    def admission(self):
+    def __init__(self) -> None:
+        self.clients = []  # the client each admission was made for
+
+    def admission(self, *, client=None):
+        self.clients.append(client)
         return SimpleNamespace(enter=lambda *, cancel=None: 0.0, leave=lambda: None)
 
 
@@ -185,3 +189,91 @@ def test_dask_must_be_a_client():
         DaskSettings.of("tcp://127.0.0.1:8786")
     with pytest.raises(ConfigError, match="retries"):
         DaskSettings.of(DaskSettings(FakeClient(), retries=-1))
+
+
+def test_the_drivers_calls_pass_the_budget_on_the_runs_own_client(tmp_path):
+    """Not on the process's default client (the last one made), which may be another cluster's."""
+    client, budget = FakeClient(workers=1), FakeBudget()
+    pool = TaskPool(1)
+    with DaskFetcher(DaskSettings(client, budget=budget), pool=pool, platform=_platform(),
+                     config=SimpleNamespace(max_workers=4)):
+        pass
+    assert budget.clients == [client]
+
+
+def _run_guarded(client: FakeClient, jobs: List[FileJob], *, sizes: ShardSizes, answer) -> dict:
+    """``_run`` in a thread: a run that would wait for ever fails the test instead of hanging it."""
+    done = {}
+    runner = threading.Thread(target=lambda: done.update(_run(client, jobs, sizes=sizes, answer=answer)),
+                              daemon=True)
+    runner.start()
+    runner.join(HANG_GUARD_SECONDS)
+    assert not runner.is_alive(), "the run waits for files that will never come back"
+    return done
+
+
+HANG_GUARD_SECONDS = 30.0
+
+
+class UnreachableClient(FakeClient):
+    """A client whose submissions fail (closed, or its scheduler lost): ``status`` says which."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(workers=1)
+        self.status = status
+
+    def submit(self, fn, task, *, key, retries, pure):
+        raise RuntimeError(f"Client is {self.status}")
+
+    def scheduler_info(self) -> dict:
+        raise OSError("Timed out trying to connect")
+
+    def cancel(self, futures) -> None:
+        raise RuntimeError("Client is closed. Can't send cancel-keys message.")
+
+
+def test_a_shard_that_cannot_be_sent_fails_its_files_and_the_run_ends(tmp_path):
+    done = _run_guarded(UnreachableClient("running"), _jobs(tmp_path, 3), sizes=ShardSizes(files=2),
+                        answer=lambda task, future: None)
+    assert set(done["got"]) == {"syn0", "syn1", "syn2"}  # the full shard and the rest (drained: idle check)
+    for error, received in done["got"].values():
+        assert isinstance(error, ShardFailedError) and "Client is running" in str(error) and received is None
+        assert error.nature is ErrorNature.PER_FILE
+
+
+def test_once_the_client_lost_its_scheduler_every_file_fails_with_one_fatal_line(tmp_path):
+    done = _run_guarded(UnreachableClient("closed"), _jobs(tmp_path, 2), sizes=ShardSizes(files=1),
+                        answer=lambda task, future: None)
+    for error, _ in done["got"].values():
+        assert isinstance(error, ClusterLostError) and error.nature is ErrorNature.FATAL
+        assert "scheduler is out of reach" in str(error)
+
+
+def test_what_a_future_raised_comes_back_in_one_line_and_a_synclient_error_as_it_is(tmp_path):
+    client = FakeClient(workers=2)
+    fatal = ConfigError("the CA bundle /etc/ca.pem (from --ca-bundle) does not exist")
+
+    def answer(task, future):
+        if task.shard.number == 0:
+            future.finish(error=fatal)
+        else:
+            future.finish(error=RuntimeError("FutureCancelledError: cancelled for reason: lost.\nPlease re-run."))
+
+    done = _run_guarded(client, _jobs(tmp_path, 2), sizes=ShardSizes(files=1), answer=answer)
+    assert done["got"]["syn0"][0] is fatal  # its nature (fatal: the run stops once) comes with it
+    other = done["got"]["syn1"][0]
+    assert isinstance(other, ShardFailedError) and "\n" not in str(other) and "Please re-run." in str(other)
+
+
+def test_ending_a_run_whose_client_is_gone_raises_nothing_and_asks_no_worker(tmp_path):
+    """After Ctrl-C or a fatal error, with the scheduler lost: the run's own error must reach the caller, not
+    Dask's complaint about a closed client, and nothing waits for a scheduler that is not there."""
+    client = UnreachableClient("closed")
+    client.submit = FakeClient.submit.__get__(client)  # the shard went out before the scheduler was lost
+    client.run = lambda *args, **kwargs: pytest.fail("asked the workers of a client that lost its scheduler")
+    pool = TaskPool(2)
+    with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=1)), pool=pool,
+                     platform=_platform(), config=SimpleNamespace(max_workers=4)) as fetcher:
+        fetcher.fetch(_jobs(tmp_path, 1)[0], lambda error, received: None)
+        pool.cancel(grace_seconds=0)
+    assert len(client.submitted) == 1

@@ -64,6 +64,7 @@ def test_every_error_states_its_nature():
         "SyncLockedError": N.FATAL, "SyncError": N.PER_FILE,
         "PathConflictError": N.PER_FILE, "FileInTheWayError": N.PER_FILE,
         "ShardFailedError": N.PER_FILE,  # a Dask shard that could not run: its files fail, the next run resumes
+        "ClusterLostError": N.FATAL,  # the Dask scheduler is gone: every shard would fail alike
         "CacheLockTimeoutError": N.PER_FILE,  # only ever logged: that file is not recorded in synapseclient's cache
     }
     classes = {name: cls for name, cls in vars(errors).items()
