@@ -22,6 +22,10 @@ _LOCAL = re.compile(r"local:(\d+)")
 #: ``local:N`` starts at most this many worker processes per core (each runs a pool of threads: more only
 #: crowds the machine, and a typo such as local:1000 must not start a thousand interpreters)
 LOCAL_WORKERS_PER_CORE = 4
+#: the worker processes of ``local:N`` (merged into Dask's configuration in each): no sampling profiler before
+#: Python 3.12, which reads every thread's frame every 10 ms and can then deadlock a worker whose many threads
+#: allocate (CPython gh-116969; a shard runs dozens of threads)
+WORKER_CONFIG = {"distributed.worker.profile.enabled": sys.version_info >= (3, 12)}
 
 
 def import_distributed() -> Any:
@@ -63,15 +67,11 @@ def dask_client(spec: str) -> Iterator[Any]:
     workers = local_workers(spec)
     distributed = import_distributed()
     if workers is not None:
-        import dask
         with contextlib.ExitStack() as stack:
             try:
-                # Dask's sampling profiler reads every thread's frame every 10 ms; before Python 3.12 that can
-                # deadlock a worker whose many threads allocate (CPython gh-116969): a shard runs dozens of threads
-                profiler = {"distributed.worker.profile.enabled": sys.version_info >= (3, 12)}
-                stack.enter_context(dask.config.set(profiler))
                 cluster = stack.enter_context(distributed.LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"))
+                    n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                    config=WORKER_CONFIG))
                 client = stack.enter_context(distributed.Client(cluster))
             except Exception as exc:  # noqa: BLE001 - whatever Dask raises when its processes cannot start
                 reason = " ".join(f"{exc}".split()) or type(exc).__name__

@@ -67,7 +67,7 @@ def test_more_local_workers_than_the_machine_takes_start_nothing(dask, monkeypat
     assert dask.asked == []
     assert _open("local:8").name == "client"  # the most allowed
     assert dask.asked[0] == ("LocalCluster", (), dict(n_workers=8, threads_per_worker=1, processes=True,
-                                                     dashboard_address=":0"))
+                                                     dashboard_address=":0", config=connect.WORKER_CONFIG))
 
 
 def test_local_workers_that_cannot_start_are_one_line(dask):
