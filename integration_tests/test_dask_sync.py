@@ -308,3 +308,35 @@ def test_a_scheduler_lost_mid_run_stops_it_once_and_the_next_run_resumes(emulato
     emu.set_knobs(bandwidth_per_conn=0)
     again = _sync(emu, project, target, None)
     assert not again.failures and local_tree(target) == expected
+
+
+def test_ctrl_c_on_the_driver_stops_its_shards_and_the_next_run_resumes(dask_client, emulator_factory, tmp_path):
+    """Ctrl-C on a CLI run over a running cluster: exit 130 in one line, the run's shards stop on the workers (the
+    data plane crawls from then on: a shard that went on would need minutes), nothing unverified at a final path,
+    and the next run completes the target."""
+    emu = emulator_factory(bandwidth_per_conn=100_000)
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "file", "name": f"f{i}.bin", "size": 300_000, "seed": 90 + i} for i in range(8)]}]}
+    project = emu.seed_spec(spec)["p"]
+    target = tmp_path / "target"
+    env = {**os.environ, "SYNCLIENT_ENDPOINT": emu.endpoint, "SYNCLIENT_AUTH_TOKEN": emu.token,
+           "SYNCLIENT_DISABLE_PROGRESS": "1"}
+    child = subprocess.Popen([sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(target),
+                              "--max-workers", "2", "--dask", dask_client.scheduler.address],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        _wait_for(lambda: emu.stats()["data_bytes"] > 100_000, "no shard started")
+        emu.set_knobs(bandwidth_per_conn=2_000)
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=STOP_DEADLINE_SECONDS)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
+    _wait_for(lambda: not any(dask_client.run(_running_shards).values()), "the interrupted run's shards still run")
+    expected = {f"f{i}.bin": seeded_md5(300_000, 90 + i) for i in range(8)}
+    assert all(expected[name] == md5 for name, md5 in local_tree(target).items())  # what is there is right
+    emu.set_knobs(bandwidth_per_conn=0)
+    again = _sync(emu, project, target, None)
+    assert not again.failures and local_tree(target) == expected
