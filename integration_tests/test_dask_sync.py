@@ -28,7 +28,7 @@ from benchmarks.emulator import EmulatorProcess, seeded_store  # noqa: E402
 from synctrees import MiB, assert_tree_matches, local_tree, mixed_tree, seeded_md5  # noqa: E402
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform  # noqa: E402
 from synclient.config import Endpoints  # noqa: E402
-from synclient.errors import ErrorNature, SynclientError  # noqa: E402
+from synclient.errors import AuthenticationError, ErrorNature, SynclientError  # noqa: E402
 from synclient.cluster.budget import ClusterBudget  # noqa: E402
 from synclient.cluster.driver import DaskSettings  # noqa: E402
 from synclient.cluster.shard_run import PlatformAccess, ShardTask, run_shard  # noqa: E402
@@ -340,3 +340,17 @@ def test_ctrl_c_on_the_driver_stops_its_shards_and_the_next_run_resumes(dask_cli
     emu.set_knobs(bandwidth_per_conn=0)
     again = _sync(emu, project, target, None)
     assert not again.failures and local_tree(target) == expected
+
+
+def test_a_fatal_error_on_a_worker_stops_the_run_once(dask_client, emulator, tmp_path, monkeypatch):
+    """The workers' token is refused (401, as when it expires mid-run): every file of every shard fails with it on
+    its worker, and the driver stops the run once with that error, as a local run stops at its first 401."""
+    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "file", "name": f"f{i}.txt", "size": 100, "seed": i} for i in range(6)]}]})["p"]
+    monkeypatch.setattr(Platform, "token_for_workers", lambda platform: "a-token-the-platform-refuses")
+    with pytest.raises(AuthenticationError) as info:
+        _sync(emulator, project, tmp_path / "target", dask_client, on_error="continue",
+              dask=_settings(dask_client, files=2))
+    assert info.value.nature is ErrorNature.FATAL and "\n" not in str(info.value)
+    assert "a-token-the-platform-refuses" not in str(info.value)
+    assert local_tree(tmp_path / "target") == {}
