@@ -23,11 +23,13 @@ from pathlib import Path
 import pytest
 
 distributed = pytest.importorskip("distributed")
+import dask  # noqa: E402 (installed with distributed)
 
 from benchmarks.emulator import EmulatorProcess, seeded_store  # noqa: E402
-from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree  # noqa: E402
+from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree, seeded_md5  # noqa: E402
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform  # noqa: E402
 from synclient.config import Endpoints  # noqa: E402
+from synclient.errors import AuthenticationError, ErrorNature, SynclientError  # noqa: E402
 from synclient.cluster.budget import ClusterBudget  # noqa: E402
 from synclient.cluster.connect import dask_client as dask_client_for  # noqa: E402
 from synclient.cluster.driver import DaskSettings  # noqa: E402
@@ -301,3 +303,85 @@ def test_a_failing_shard_leaves_no_token_in_dasks_logs_or_its_error(dask_client,
     logs += [message for _, message in dask_client.get_scheduler_logs()]
     assert any("Compute Failed" in message and future.key in message for message in logs)  # it was logged
     assert not [message for message in logs if token in message]
+
+
+def test_a_scheduler_lost_mid_run_stops_it_once_and_the_next_run_resumes(emulator_factory, tmp_path):
+    """The scheduler goes away while shards run: the run stops with one fatal error (not one failure per file, not
+    a hang), nothing unverified is left at a final path, and the next run (here a local one) completes it."""
+    emu = emulator_factory(bandwidth_per_conn=100_000)
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "file", "name": f"f{i}.bin", "size": 300_000, "seed": 70 + i} for i in range(6)]}]}
+    project = emu.seed_spec(spec)["p"]
+    target, outcome = tmp_path / "target", {}
+    # (Dask's connect timeout bounds how long it tries to reach the lost scheduler again: 30 s by default)
+    with dask.config.set({"distributed.comm.timeouts.connect": "5s"}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                     local_directory=str(tmp_path / "scratch")) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        def run():
+            try:
+                outcome["results"] = _sync(emu, project, target, client, on_error="continue",
+                                           dask=DaskSettings(client, shard_sizes=ShardSizes(files=2)))
+            except Exception as exc:  # noqa: BLE001 - what the run raised is the finding
+                outcome["raised"] = exc
+
+        sync = threading.Thread(target=run)
+        sync.start()
+        _wait_for(lambda: emu.stats()["data_bytes"] > 0, "no shard started")
+        cluster.sync(cluster.scheduler.close)
+        sync.join(180)
+        assert not sync.is_alive(), "the run waits for a scheduler that is gone"
+    error = outcome.get("raised")
+    assert isinstance(error, SynclientError) and error.nature is ErrorNature.FATAL, outcome
+    assert "scheduler" in str(error) and "\n" not in str(error)
+    expected = {f"f{i}.bin": seeded_md5(300_000, 70 + i) for i in range(6)}
+    assert all(expected[name] == md5 for name, md5 in local_tree(target).items())  # what is there is right
+    emu.set_knobs(bandwidth_per_conn=0)
+    again = _sync(emu, project, target, None)
+    assert not again.failures and local_tree(target) == expected
+
+
+def test_ctrl_c_on_the_driver_stops_its_shards_and_the_next_run_resumes(dask_client, emulator_factory, tmp_path):
+    """Ctrl-C on a CLI run over a running cluster: exit 130 in one line, the run's shards stop on the workers (the
+    data plane crawls from then on: a shard that went on would need minutes), nothing unverified at a final path,
+    and the next run completes the target."""
+    emu = emulator_factory(bandwidth_per_conn=100_000)
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "file", "name": f"f{i}.bin", "size": 300_000, "seed": 90 + i} for i in range(8)]}]}
+    project = emu.seed_spec(spec)["p"]
+    target = tmp_path / "target"
+    env = {**os.environ, "SYNCLIENT_ENDPOINT": emu.endpoint, "SYNCLIENT_AUTH_TOKEN": emu.token,
+           "SYNCLIENT_DISABLE_PROGRESS": "1"}
+    child = subprocess.Popen([sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(target),
+                              "--max-workers", "2", "--dask", dask_client.scheduler.address],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        _wait_for(lambda: emu.stats()["data_bytes"] > 100_000, "no shard started")
+        emu.set_knobs(bandwidth_per_conn=2_000)
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=STOP_DEADLINE_SECONDS)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
+    _wait_for(lambda: not any(dask_client.run(_running_shards).values()), "the interrupted run's shards still run")
+    expected = {f"f{i}.bin": seeded_md5(300_000, 90 + i) for i in range(8)}
+    assert all(expected[name] == md5 for name, md5 in local_tree(target).items())  # what is there is right
+    emu.set_knobs(bandwidth_per_conn=0)
+    again = _sync(emu, project, target, None)
+    assert not again.failures and local_tree(target) == expected
+
+
+def test_a_fatal_error_on_a_worker_stops_the_run_once(dask_client, emulator, tmp_path, monkeypatch):
+    """The workers' token is refused (401, as when it expires mid-run): every file of every shard fails with it on
+    its worker, and the driver stops the run once with that error, as a local run stops at its first 401."""
+    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "file", "name": f"f{i}.txt", "size": 100, "seed": i} for i in range(6)]}]})["p"]
+    monkeypatch.setattr(Platform, "token_for_workers", lambda platform: "a-token-the-platform-refuses")
+    with pytest.raises(AuthenticationError) as info:
+        _sync(emulator, project, tmp_path / "target", dask_client, on_error="continue",
+              dask=_settings(dask_client, files=2))
+    assert info.value.nature is ErrorNature.FATAL and "\n" not in str(info.value)
+    assert "a-token-the-platform-refuses" not in str(info.value)
+    assert local_tree(tmp_path / "target") == {}
