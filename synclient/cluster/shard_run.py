@@ -41,11 +41,11 @@ from synclient.client import Platform
 from synclient.cluster.budget import ClusterBudget
 from synclient.cluster.shards import LocalState, Shard, ShardFile
 from synclient.config import Endpoints
-from synclient.errors import PathConflictError, ShardFailedError, SynclientError, UnsupportedError
+from synclient.errors import PathConflictError, ShardFailedError, SynclientError
 from synclient.events import SyncObserver
 from synclient.gate import CANCEL_POLL_SECONDS
 from synclient.models import FileHandle
-from synclient.sync.pipeline import check_scheme
+from synclient.sync.pipeline import url_refusal
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import Downloader, FileJob
@@ -248,11 +248,7 @@ def _reporting(done, file: ShardFile, job: FileJob):
 def _url_ready(pool: TaskPool, downloader: Downloader, job: FileJob, url: Optional[SignedUrl],
                error: Optional[SynclientError]) -> None:
     """As the local pipeline does: a URL synclient cannot fetch fails its file; else the download starts."""
-    if error is None and url is not None:
-        try:
-            check_scheme(job.entity_id, url.url)
-        except UnsupportedError as exc:
-            error = exc
+    error = url_refusal(job.entity_id, url, error)
     if error is not None:
         job.on_done(error)
         return

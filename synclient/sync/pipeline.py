@@ -84,6 +84,18 @@ def check_fetchable(entity_id: str, handle: FileHandle) -> None:
     check_scheme(entity_id, url)
 
 
+def url_refusal(entity_id: str, url: Optional[SignedUrl],
+                error: Optional[SynclientError]) -> Optional[SynclientError]:
+    """What a URL batch's answer for a file refuses it with: the batch's own error, or a URL synclient does not
+    fetch (an :class:`UnsupportedError`); None for a URL to download from."""
+    if error is None and url is not None:
+        try:
+            check_scheme(entity_id, url.url)
+        except UnsupportedError as exc:
+            return exc
+    return error
+
+
 def check_scheme(entity_id: str, url: str) -> None:
     """Raise :class:`UnsupportedError` for a URL synclient does not fetch (a handle known only from a view row shows
     its external URL only when the URL batch answers it)."""
@@ -314,11 +326,7 @@ class FilePipeline:
 
     def _url_ready(self, job: FileJob, context: FileContext, url: Optional[SignedUrl],
                    error: Optional[SynclientError]) -> None:
-        if error is None and url is not None:
-            try:
-                check_scheme(job.entity_id, url.url)
-            except UnsupportedError as exc:
-                error = exc
+        error = url_refusal(job.entity_id, url, error)
         if isinstance(error, (AccessDeniedError, NotFoundError)) and context.from_row:
             context.from_row = False  # once: the bundle's word is final
             self._pool.submit(Priority.BUNDLE, self._handle_from_bundle, job, context, error)
