@@ -71,7 +71,8 @@ class DaskFetcher:
         self._pool = pool
         self._platform = platform
         self.budget = settings.budget or ClusterBudget.for_run()
-        self._task = ShardTask(Shard(-1, ()), PlatformAccess.of(platform), config, self.budget)
+        self._access = PlatformAccess.of(platform)
+        self._config = config
         self._run = uuid.uuid4().hex[:12]
         self._sharder = Sharder(sizes=settings.shard_sizes)
         self._lock = threading.Lock()
@@ -95,8 +96,9 @@ class DaskFetcher:
     def __exit__(self, *exc) -> None:
         """Shards still out (a cancelled run) are cancelled: each stops at its next chunk (run_shard watches its
         task), its partial files stay for the next run. Every process lets go of the run's budget (window leases
-        still held go back when due, never early). Never raises: it runs after a fatal error or Ctrl-C too, and a
-        client that lost its scheduler must not replace the run's own error with one of Dask's."""
+        still held are left to the lease timeout: the budget is this run's own). Never raises: it runs after a
+        fatal error or Ctrl-C too, and a client that lost its scheduler must not replace the run's own error with
+        one of Dask's."""
         with self._lock:
             running = list(self._futures.values())
             self._futures.clear()
@@ -147,7 +149,7 @@ class DaskFetcher:
 
     def _submit(self, shard: Shard) -> None:
         self._pool.expect(len(shard.files))
-        task = ShardTask(shard, self._task.access, self._task.config, self.budget)
+        task = ShardTask(shard, self._access, self._config, self.budget)
         try:
             future = self._client.submit(run_shard, task, key=f"synclient-shard-{self._run}-{shard.number}",
                                          retries=self._retries, pure=False)
@@ -215,7 +217,7 @@ class DaskFetcher:
             counts.throttled += outcome.throttled
 
     def worker_counts(self) -> List[WorkerCounts]:
-        """Per worker: shards, files, bytes, seconds and CPU seconds spent in shards, REST calls, 429s."""
+        """Per worker: shards, files, bytes, seconds and CPU seconds spent in shards, REST calls, retries, 429s."""
         with self._lock:
             return [self._workers[name] for name in sorted(self._workers)]
 

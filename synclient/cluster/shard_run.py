@@ -163,9 +163,7 @@ def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None)
                 if changed is not None:
                     done(file, None, changed)
                     continue
-                job = FileJob(entity_id=file.entity_id, version=file.version, handle=file.handle,
-                              destination=Path(file.destination), on_done=lambda error, f=file: None)
-                job.on_done = _reporting(done, file, job)
+                job = _job_for(file, done)
                 broker.request(job.request,
                                lambda url, error, job=job: _url_ready(pool, downloader, job, url, error))
             with platform.cancel_on(pool.cancel_event):
@@ -239,10 +237,12 @@ def _stopped_when(released: Callable[[], bool], pool: TaskPool) -> Iterator[None
         watcher.join()
 
 
-def _reporting(done, file: ShardFile, job: FileJob):
-    def on_done(error: Optional[SynclientError]) -> None:
-        done(file, job, error)
-    return on_done
+def _job_for(file: ShardFile, done) -> FileJob:
+    """The download job of one file of the shard, whose outcome goes to ``done(file, job, error)`` (given to the
+    constructor, so a handle's own wrapping of it, as for an external URL's host, applies)."""
+    job = FileJob(entity_id=file.entity_id, version=file.version, handle=file.handle,
+                  destination=Path(file.destination), on_done=lambda error: done(file, job, error))
+    return job
 
 
 def _url_ready(pool: TaskPool, downloader: Downloader, job: FileJob, url: Optional[SignedUrl],

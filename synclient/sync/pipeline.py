@@ -315,9 +315,7 @@ class FilePipeline:
                           received: Optional[int]) -> None:
         """A file fetched elsewhere (a Dask worker) came back, installed or not; a view row's handle the URL batch
         refused gets its bundle's chance, as in :meth:`_url_ready`."""
-        if isinstance(error, (AccessDeniedError, NotFoundError)) and context.from_row:
-            context.from_row = False
-            self._pool.submit(Priority.BUNDLE, self._handle_from_bundle, job, context, error)
+        if self._bundle_retried(job, context, error):
             return
         job.received = received
         if error is None:  # its bytes arrived elsewhere: the progress completes here
@@ -327,15 +325,22 @@ class FilePipeline:
     def _url_ready(self, job: FileJob, context: FileContext, url: Optional[SignedUrl],
                    error: Optional[SynclientError]) -> None:
         error = url_refusal(job.entity_id, url, error)
-        if isinstance(error, (AccessDeniedError, NotFoundError)) and context.from_row:
-            context.from_row = False  # once: the bundle's word is final
-            self._pool.submit(Priority.BUNDLE, self._handle_from_bundle, job, context, error)
+        if self._bundle_retried(job, context, error):
             return
         if error is not None:
             job.on_done(error)
             return
         job.url = url
         self._pool.submit(Priority.DOWNLOAD, self._downloader.start, job)
+
+    def _bundle_retried(self, job: FileJob, context: FileContext, error: Optional[SynclientError]) -> bool:
+        """A view row's handle refused (access denied, not found) gets one more chance, from the bundle: True when
+        that was submitted (once: the bundle's word is final)."""
+        if not (isinstance(error, (AccessDeniedError, NotFoundError)) and context.from_row):
+            return False
+        context.from_row = False
+        self._pool.submit(Priority.BUNDLE, self._handle_from_bundle, job, context, error)
+        return True
 
     def _handle_from_bundle(self, job: FileJob, context: FileContext, refused: SynclientError) -> None:
         """BUNDLE task: the URL batch refused a view row's handle. A view lags behind a handle replaced in place
