@@ -171,6 +171,12 @@ def hostile_name(seed: int, key: str, name: str) -> str:
     return RESERVED_NAMES[_pick(seed, "reserved", key, len(RESERVED_NAMES))]
 
 
+def answered_name(knobs, entity_id: str, name: str) -> str:
+    """The name hostile-server mode answers, in every answer, for entity ``entity_id`` (``syn<n>``) whose real
+    name is ``name``: ``hostile_name`` for a chosen entity, else ``name``."""
+    return hostile_name(knobs.fault_seed, entity_id, name) if chosen(knobs, "names", entity_id) else name
+
+
 def hostile_size(seed: int, key: str, size: object):
     """The bad ``contentSize`` answered for a handle whose real size is ``size``."""
     real = size if isinstance(size, int) and not isinstance(size, bool) else 0

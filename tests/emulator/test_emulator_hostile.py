@@ -229,6 +229,8 @@ def test_names_rate_is_a_stable_seeded_fraction(site):
     first = mutated(SEED)
     assert 0 < len(first) < FILES
     assert first == {f for f in files if hostile.chosen(emu.knobs, "names", f)}
+    assert {h["id"]: h["name"] for h in api.post("/repo/v1/entity/children", {"parentId": ids("d")}).json()[
+        "page"]} == {f: hostile.answered_name(emu.knobs, f, real[f]) for f in files}
     assert mutated(SEED) == first, "same seed, same mutation"
     assert mutated(SEED + 1) != first, "another seed chooses other entities"
 
