@@ -34,6 +34,7 @@ decision with the functions below. Kinds and their keys:
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import re
@@ -177,6 +178,15 @@ def answered_name(knobs, entity_id: str, name: str) -> str:
     return hostile_name(knobs.fault_seed, entity_id, name) if chosen(knobs, "names", entity_id) else name
 
 
+def file_name(knobs, handle_id: str, name: str) -> str:
+    """A handle's ``fileName`` as answered (bundle2's ``fileName``; the walker below does the handle's own)."""
+    key = f"handle:{handle_id}"
+    if not chosen(knobs, "names", key):
+        return name
+    count("names")
+    return hostile_name(knobs.fault_seed, key, name)
+
+
 def hostile_size(seed: int, key: str, size: object):
     """The bad ``contentSize`` answered for a handle whose real size is ``size``."""
     real = size if isinstance(size, int) and not isinstance(size, bool) else 0
@@ -240,6 +250,7 @@ def dead_port() -> int:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.bind(("127.0.0.1", 0))
             _dead.append(sock)
+            atexit.register(sock.close)
         return _dead[0].getsockname()[1]
 
 
@@ -309,10 +320,6 @@ class _Mutator:
         for key in ("dataFileHandleId", "fileHandleId"):
             if key in original:
                 result[key] = self.handle_id(original[key])
-        if "fileName" in original and "fileHandles" in original:  # a bundle's fileName: its handle's
-            handles = original.get("fileHandles") or [{}]
-            handle_id = handles[0].get("id") if isinstance(handles[0], dict) else None
-            result["fileName"] = self.name(f"handle:{handle_id}", original["fileName"])
         return result
 
     def file_handle(self, original: Dict[str, object], result: Dict[str, object]) -> None:
@@ -320,8 +327,8 @@ class _Mutator:
         if "contentSize" in original and chosen(self.knobs, "sizes", handle_id):
             count("sizes")
             result["contentSize"] = hostile_size(self.seed, handle_id, original["contentSize"])
-        if "fileName" in original:
-            result["fileName"] = self.name(f"handle:{handle_id}", original["fileName"])
+        if isinstance(original.get("fileName"), str):
+            result["fileName"] = file_name(self.knobs, handle_id, original["fileName"])
         if isinstance(original.get("externalURL"), str):
             result["externalURL"] = external_url(self.knobs, handle_id, original["externalURL"])
         result["id"] = self.handle_id(original.get("id"))

@@ -190,7 +190,7 @@ class Routes:
         if wanted.get("includeFileHandles"):
             body["fileHandles"] = [self._handle_json(handle)] if handle else []
         if wanted.get("includeFileName") and handle:
-            body["fileName"] = handle.file_name
+            body["fileName"] = hostile.file_name(self.context.knobs, str(handle.id), handle.file_name)
         if wanted.get("includeRestrictionInformation"):
             body["restrictionInformation"] = wire.restriction_information(entity)
         if wanted.get("includeThreadCount"):

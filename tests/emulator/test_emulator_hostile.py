@@ -209,6 +209,8 @@ def test_names_are_hostile_and_the_same_in_every_answer(site):
         handle_id = bundle["fileHandles"][0]["id"]
         file_name = hostile.hostile_name(SEED, f"handle:{handle_id}", real[entity_id])
         assert bundle["fileName"] == bundle["fileHandles"][0]["fileName"] == file_name
+        alone = api.post(f"/repo/v1/entity/{entity_id}/bundle2", {"includeFileName": True}).json()
+        assert alone == {"fileName": file_name}
     # a folder and the project are entities too: the dataset/collection/list sources see their names the same way
     folder = api.get(f"/repo/v1/entity/{ids('d')}").json()
     assert folder["name"] == hostile.hostile_name(SEED, ids("d"), "d")
