@@ -42,7 +42,7 @@ import socket
 import threading
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 from .knobs import HOSTILE_KINDS
@@ -139,8 +139,6 @@ def json_payload(body) -> Optional[bytes]:
     if isinstance(body, (bytes, bytearray, str)):
         return None
     return json.dumps(body if body is not None else {}).encode("utf-8")
-
-
 
 
 # --- hostile-server mode: the decisions ------------------------------------------------------------------------
