@@ -94,6 +94,8 @@ class ApiHandler(EmulatorHandler):
                 raise ApiError(status, "Injected fault: the server had a temporary problem.")
             request = Request(method, path, query, body, user, params)
             response = route.handler(self.server.routes, request)
+            if 200 <= response.status < 300 and isinstance(response.body, (dict, list)):
+                response.body = hostile.mutate_answer(knobs, response.body)  # hostile-server mode (hostile.py)
             pick = context.faults.api_malformed(knobs, route.route_class, request_key)
             if pick is not None and 200 <= response.status < 300:
                 payload = hostile.json_payload(response.body)

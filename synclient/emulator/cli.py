@@ -12,7 +12,8 @@ import sys
 import threading
 from typing import Dict, List, Optional
 
-from .knobs import Knobs, PROFILES, RateWindow, parse_rate, parse_route_rates, parse_size, parse_window, profile_knobs
+from .knobs import (HOSTILE_KINDS, Knobs, PROFILES, RateWindow, parse_kinds, parse_rate, parse_route_rates, parse_size,
+                    parse_window, profile_knobs)
 from .seed import SpecError
 from .server import Emulator
 
@@ -61,6 +62,14 @@ _KNOB_FLAGS = {
     "stall_seconds": (_positive_float, "how long a stalled body stays silent"),
     "query_pending_polls": (int, "GETs of a table query job answered 202 before its result (default 1)"),
     "query_page_rows": (int, "rows per page of a table query (default 1000)"),
+    "fault_api_malformed_rate": (parse_route_rates, "probability of a truncated or non-JSON 2xx answer: 0.05, or "
+                                                    "per class"),
+    "fault_data_corrupt_rate": (parse_rate, "probability that a data body has one byte flipped"),
+    "hostile_handle_rate": (parse_rate, "stable fraction of file handles that misdescribe their bytes"),
+    "hostile_handle_mode": (str, "how those handles lie: md5, size+1 or size-1"),
+    "hostile_rate": (parse_rate, "hostile-server mode: stable fraction of entities/handles/listings/objects mutated"),
+    "hostile_kinds": (parse_kinds, "what hostile-server mode mutates: all (default), or a comma list of "
+                                   + ",".join(HOSTILE_KINDS)),
 }
 _KNOB_SWITCHES = {
     "data_ignore_range": "answer ranged GETs with 200 and the whole body",

@@ -20,6 +20,8 @@ class EmulatorContext:
         self.stats = Stats()
         self.faults = FaultPlan(knobs.fault_seed)
         self.gate = ThrottleGate()
+        #: base URL of the API listener (hostile redirects may point there); set once it is bound
+        self.api_endpoint = ""
         #: base URL of the data listener (pre-signed URLs point there); set once it is bound
         self.data_endpoint = ""
         #: base URL of the external listener (emulator-served externalURLs point there); set once it is bound

@@ -146,6 +146,13 @@ class ObjectHandler(EmulatorHandler):
     def _send_object(self, source, size: int, md5: str, head_only: bool, knobs) -> None:
         context = self.server.context
         policy = self._policy(knobs)
+        parts = urlsplit(self.path)
+        location = hostile.redirect_location(knobs, parts.path, self.path, context.api_endpoint)
+        if location is not None:  # hostile-server mode: the object is "somewhere else"
+            hostile.count("redirects")
+            context.stats.transfer_answered(self.plane, 302)
+            self.send_whole(302, {"Location": location}, b"", head_only)
+            return
         try:
             wanted = parse_range(self.headers.get("Range"), size) if policy.honour_range else None
         except RangeNotSatisfiable:
@@ -176,6 +183,10 @@ class ObjectHandler(EmulatorHandler):
             request_key = f"{urlsplit(self.path).path} {self.headers.get('Range')}"
             fault, cut_fraction = context.faults.data_fault(knobs, request_key)
             corrupt_pick = context.faults.data_corrupt(knobs, request_key)
+        plan = hostile.body_plan(knobs, parts.path, count)
+        if plan is not None:  # hostile-server mode: a body longer or shorter than the object
+            self._send_hostile_body(source, status, headers, offset, count, plan, head_only, knobs)
+            return
         context.stats.transfer_answered(self.plane, status)
         if not policy.send_length:
             self.close_connection = True  # the body ends where the connection does
@@ -204,6 +215,26 @@ class ObjectHandler(EmulatorHandler):
                 context.stats.data_body_sent(time.monotonic() - started)
         else:
             self._sendfile(source, offset, count)
+
+    def _send_hostile_body(self, source, status: int, headers: Dict[str, str], offset: int, count: int,
+                           plan: "hostile.BodyPlan", head_only: bool, knobs) -> None:
+        """``plan.count`` bytes where the object has ``count`` (its bytes cut short, or followed by a tail), with a
+        Content-Length that says ``plan.count`` or none at all; other data faults do not apply to this body."""
+        self.server.context.stats.transfer_answered(self.plane, status)
+        if not plan.send_length:
+            self.close_connection = True
+        self.wfile.write(self.response_head(status, headers, plan.count if plan.send_length else None))
+        if head_only:
+            return
+        hostile.count("bodies")
+        if self._send_copied(source, offset, min(count, plan.count), bytes_per_second=knobs.bandwidth_per_conn) \
+                and plan.count > count:
+            tail = hostile.tail_bytes(plan.count - count)
+            self.server.context.stats.transfer_sent(self.plane, len(tail))
+            try:
+                self.wfile.write(tail)
+            except OSError:
+                self.close_connection = True
 
     def _drop_connection(self) -> None:
         self.close_connection = True

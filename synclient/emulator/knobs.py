@@ -9,7 +9,7 @@ import dataclasses
 import enum
 import re
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, Iterable, Optional, Tuple, Union
 
 class RateWindow(str, enum.Enum):
     """How the per-user request window is counted."""
@@ -23,6 +23,9 @@ class RateWindow(str, enum.Enum):
 
 #: Route classes that API 5xx faults can target separately.
 ROUTE_CLASSES = ("children", "bundle", "filehandle", "entity", "query", "other")
+
+#: What hostile-server mode (``hostile_rate``) can mutate; see hostile.py and docs/emulator.md.
+HOSTILE_KINDS = ("names", "sizes", "handle_ids", "paging", "url_credentials", "redirects", "bodies")
 
 _SIZE_UNITS = {
     "": 1, "b": 1,
@@ -75,6 +78,24 @@ def parse_route_rates(text: Union[str, float, Dict[str, float]]) -> Union[float,
         key, _, value = item.partition("=")
         pairs[key.strip()] = value.strip()
     return parse_route_rates(pairs)
+
+
+def parse_kinds(text: Union[str, Iterable[str], None]) -> Tuple[str, ...]:
+    """``all`` (or None), ``none``, ``names,sizes`` or a list of kinds -> the kinds, in ``HOSTILE_KINDS`` order."""
+    if text is None:
+        return HOSTILE_KINDS
+    if isinstance(text, str):
+        word = text.strip().lower()
+        if word == "all":
+            return HOSTILE_KINDS
+        items = [] if word in ("", "none") else [item.strip() for item in word.split(",") if item.strip()]
+    else:
+        items = [str(item).strip().lower() for item in text]
+    unknown = sorted(set(items) - set(HOSTILE_KINDS))
+    if unknown:
+        raise ValueError(f"unknown hostile kind(s) {', '.join(unknown)}; known: {', '.join(HOSTILE_KINDS)} "
+                         "(or all, none)")
+    return tuple(kind for kind in HOSTILE_KINDS if kind in items)
 
 
 def parse_window(text: Union[str, Tuple[float, float], None]) -> Optional[Tuple[float, float]]:
@@ -141,6 +162,11 @@ class Knobs:
     hostile_handle_rate: float = 0.0
     #: how those handles lie: "md5", "size+1" or "size-1" (see hostile.py)
     hostile_handle_mode: str = "md5"
+    #: hostile-server mode: the stable seeded fraction of eligible entities/handles/listings/objects whose answers
+    #: are mutated the way a broken or malicious server would (0 = off); see hostile.py
+    hostile_rate: float = 0.0
+    #: which mutations hostile_rate applies (``HOSTILE_KINDS``; a tuple, or "all", "none", "names,sizes")
+    hostile_kinds: Tuple[str, ...] = HOSTILE_KINDS
     #: the external listener honours Range (206); off: always 200 with the whole body, no Accept-Ranges
     external_ranges: bool = True
     #: the external listener sends Content-Length; off: none, the body ends when the connection closes
@@ -183,8 +209,9 @@ class Knobs:
         if not self.fault_api_5xx_statuses or any(not 500 <= s <= 599 for s in self.fault_api_5xx_statuses):
             raise ValueError("fault_api_5xx_statuses must be non-empty 5xx codes")
         for name in ("fault_api_429_rate", "fault_data_cut_rate", "fault_data_stall_rate",
-                     "fault_data_corrupt_rate", "hostile_handle_rate"):
+                     "fault_data_corrupt_rate", "hostile_handle_rate", "hostile_rate"):
             setattr(self, name, parse_rate(getattr(self, name)))
+        self.hostile_kinds = parse_kinds(self.hostile_kinds)
         self.maintenance_window = parse_window(self.maintenance_window)
         self.query_pending_polls = int(self.query_pending_polls)
         self.query_page_rows = int(self.query_page_rows)
@@ -205,6 +232,10 @@ class Knobs:
         if isinstance(self.fault_api_malformed_rate, dict):
             return self.fault_api_malformed_rate.get(route_class, 0.0)
         return self.fault_api_malformed_rate
+
+    def hostile(self, kind: str) -> bool:
+        """Whether hostile-server mode may apply ``kind`` at all (a rate above 0 and the kind chosen)."""
+        return self.hostile_rate > 0 and kind in self.hostile_kinds
 
     def replace(self, **changes) -> "Knobs":
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}

@@ -119,7 +119,8 @@ class Routes:
     def _presigned_url(self, handle) -> str:
         """A signed data-host URL; for an external handle Synapse answers its externalURL itself."""
         if handle.storage.is_external:
-            return wire.external_url(handle, self.context.external_endpoint)
+            return hostile.external_url(self.context.knobs, str(handle.id),
+                                        wire.external_url(handle, self.context.external_endpoint))
         return sign_url(self.store.secret, self.context.data_endpoint, wire.data_path(handle),
                         self.context.knobs.url_lifetime)
 
@@ -189,7 +190,7 @@ class Routes:
         if wanted.get("includeFileHandles"):
             body["fileHandles"] = [self._handle_json(handle)] if handle else []
         if wanted.get("includeFileName") and handle:
-            body["fileName"] = handle.file_name
+            body["fileName"] = hostile.file_name(self.context.knobs, str(handle.id), handle.file_name)
         if wanted.get("includeRestrictionInformation"):
             body["restrictionInformation"] = wire.restriction_information(entity)
         if wanted.get("includeThreadCount"):
@@ -223,11 +224,15 @@ class Routes:
         direction = query.get("sortDirection") or "ASC"
         if direction not in ("ASC", "DESC"):
             raise ApiError(400, f"Unknown sortDirection: {direction}")
-        limit, offset = parse_page_token(query.get("nextPageToken"))
+        asked = query.get("nextPageToken")
+        limit, offset = parse_page_token(asked)
         page = self.store.children(parent_id, kinds, sort_by, direction == "ASC", limit + 1, offset)
         body: Dict[str, object] = {"page": [wire.entity_header(self.store, e) for e in page[:limit]]}
-        if len(page) > limit:
-            body["nextPageToken"] = make_page_token(limit, offset + limit)
+        honest = make_page_token(limit, offset + limit) if len(page) > limit else None
+        token = hostile.children_token(self.context.knobs, "root" if parent_id is None else f"syn{parent_id}",
+                                       asked or None, honest, make_page_token(limit, 0))
+        if token is not None:
+            body["nextPageToken"] = token
         if query.get("includeTotalChildCount") or query.get("includeSumFileSizes"):
             count, total = self.store.count_children(parent_id, kinds)
             if query.get("includeTotalChildCount"):

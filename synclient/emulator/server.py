@@ -93,6 +93,7 @@ class Emulator:
         # restart() must come back on the same ports
         self._requested_ports = tuple(server.server_address[1] for server in (api_server, data_server,
                                                                                external_server))
+        context.api_endpoint = self.endpoint
         context.data_endpoint = self.data_endpoint
         context.external_endpoint = self.external_endpoint
         for name, server in self._servers.items():

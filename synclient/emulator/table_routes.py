@@ -8,9 +8,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
-from . import wire
+from . import hostile, wire
 from .routes import ApiError, Request, Response, Routes, _ID, _route
 from .sql import QueryError
 from .store import EntityKind, parse_syn_id
@@ -103,9 +103,11 @@ def _page_token(entity_id: int, state: dict) -> Dict[str, object]:
     return {"concreteType": QUERY_NEXT_PAGE_TOKEN, "entityId": f"syn{entity_id}", "token": token}
 
 
-def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict) -> Dict[str, object]:
+def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict,
+                  asked: Optional[str] = None) -> Dict[str, object]:
     """A QueryResult: one page of the rows (``state``: sql, offset, limit, includeEntityEtag) and, when more rows
-    remain, the token of the next page."""
+    remain, the token of the next page. Under hostile ``paging`` for this table every page has a token: the one
+    asked with (``asked``) again, or on the first page the honest next one or this page's own (hostile.py)."""
     offset, limit = state["offset"], state["limit"]
     window = outcome.rows[offset:] if limit is None else outcome.rows[offset:offset + limit]
     page_rows = routes.context.knobs.query_page_rows
@@ -121,6 +123,12 @@ def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict) ->
     if len(window) > page_rows:
         result["nextPageToken"] = _page_token(entity.id, dict(
             state, offset=offset + page_rows, limit=None if limit is None else limit - page_rows))
+    if hostile.chosen(routes.context.knobs, "paging", f"query:syn{entity.id}"):
+        hostile.count("paging")
+        if asked is not None:
+            result["nextPageToken"] = dict(_page_token(entity.id, {}), token=asked)
+        elif "nextPageToken" not in result:
+            result["nextPageToken"] = _page_token(entity.id, state)
     return result
 
 
@@ -199,7 +207,7 @@ def next_page_get(routes: Routes, request: Request) -> Response:
         except (ValueError, binascii.Error, UnicodeError):
             raise ApiError(400, "Invalid nextPageToken.") from None
         entity, outcome = _run(routes, job, state["sql"])
-        return _query_result(routes, entity, outcome, state)
+        return _query_result(routes, entity, outcome, state, asked=str(job.request["token"]))
 
     return _get(routes, request, "nextPage", run)
 
