@@ -388,11 +388,11 @@ class PageTrail:
             return None
         key = json.dumps(token, sort_keys=True, default=str)
         if key in self._seen:
-            raise MalformedAnswerError(f"{self.what}: page {self.pages} gives a next page token given before "
-                                       f"({_shown(token)}): the listing would never end").spent()
+            raise MalformedAnswerError(f"{self.what}: malformed answer: page {self.pages} repeats the next page "
+                                       f"token of an earlier page ({_shown(token)}): it would never end").spent()
         if rows == 0:
-            raise MalformedAnswerError(f"{self.what}: page {self.pages} has no rows yet names a next page: the "
-                                       "listing makes no progress").spent()
+            raise MalformedAnswerError(f"{self.what}: malformed answer: page {self.pages} has no rows yet names a "
+                                       "next page: it makes no progress").spent()
         self._seen.add(key)
         return token
 

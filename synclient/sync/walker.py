@@ -57,7 +57,7 @@ class Folder:
     rel_dir: str
     ancestors: FrozenSet[str]
     #: the page tokens of its listing so far (its pages come one after another): a repeated one ends it
-    pages: PageTrail = field(default_factory=lambda: PageTrail("its children listing"), compare=False, repr=False)
+    pages: PageTrail = field(default_factory=lambda: PageTrail("the children listing"), compare=False, repr=False)
 
     def rel(self, name: str) -> str:
         return f"{self.rel_dir}/{name}" if self.rel_dir else name

@@ -150,14 +150,14 @@ def test_a_page_trail_follows_new_tokens_and_refuses_repeats_and_empty_pages():
     trail = PageTrail("the children of syn1")
     assert trail.follow("a", rows=2) == "a" and trail.follow({"token": "b"}, rows=1) == {"token": "b"}
     assert trail.follow(None, rows=0) is None
-    with pytest.raises(MalformedAnswerError, match="given before") as info:
+    with pytest.raises(MalformedAnswerError, match="repeats the next page token") as info:
         trail.follow("a", rows=5)
     assert not info.value.retryable
     with pytest.raises(MalformedAnswerError, match="no rows yet names a next page"):
         PageTrail("x").follow("c", rows=0)
     query = PageTrail("x")
     query.follow({"a": 1, "b": 2}, rows=1)
-    with pytest.raises(MalformedAnswerError, match="given before"):  # a query's tokens compare by content
+    with pytest.raises(MalformedAnswerError, match="repeats the next page token"):  # a query's tokens compare by content
         query.follow({"b": 2, "a": 1}, rows=1)
 
 
@@ -166,7 +166,7 @@ def test_children_answering_the_same_token_forever_end_with_a_malformed_answer(p
     prove(platform)
     responses.add(responses.POST, REPO + "/entity/children",
                   json={"page": [{"id": "syn5", "name": "a", "type": FILE_ENTITY}], "nextPageToken": "same"})
-    with pytest.raises(MalformedAnswerError, match="the children of syn1: page 2 gives a next page token given"):
+    with pytest.raises(MalformedAnswerError, match="the children of syn1: malformed answer: page 2 repeats"):
         list(platform.iter_children("syn1", include_types=[]))
     calls = [call for call in responses.calls if call.request.url.endswith("/entity/children")]
     assert len(calls) == 2 and json.loads(calls[1].request.body)["nextPageToken"] == "same"
@@ -194,7 +194,7 @@ def test_a_query_answering_the_same_token_forever_ends_with_a_malformed_answer(p
     responses.add(responses.POST, query + "/nextPage/async/start", json={"token": "j2"}, status=201)
     responses.add(responses.GET, query + "/nextPage/async/get/j2",
                   json={"queryResults": rows, "nextPageToken": token})
-    with pytest.raises(MalformedAnswerError, match="the query of syn9: page 2"):
+    with pytest.raises(MalformedAnswerError, match="the query of syn9: malformed answer: page 2"):
         list(platform.query_table("syn9", "SELECT id FROM syn9"))
     assert sum("/nextPage/async/start" in call.request.url for call in responses.calls) == 1
 
