@@ -29,6 +29,14 @@ class EntityRef:
     entity_id: str
     version: Optional[int] = None
 
+    def __post_init__(self) -> None:
+        """The id canonical however the ref was made (``EntityRef("SYN007")`` is syn7): the platform's answers name
+        it so, and one entity is one ref. An id that is not one is a :class:`ConfigError`."""
+        entity_id, version = parse_entity_id(self.entity_id)
+        if version is not None:
+            raise ConfigError(f"{self.entity_id!r}: give the version apart (EntityRef(id, version))")
+        object.__setattr__(self, "entity_id", entity_id)
+
     @classmethod
     def parse(cls, text: str) -> "EntityRef":
         return cls(*parse_entity_id(text))

@@ -212,6 +212,9 @@ def test_id_lists_and_queries_canonicalise_ids():
     assert ids_from_text("syn007\nSYN08.2\n", where="f") == [EntityRef("syn7"), EntityRef("syn8", 2)]
     assert ids_from_text("id\tname\nsyn009\ta\n", where="f") == [EntityRef("syn9")]
     assert table_of("SELECT id FROM syn0042 WHERE x = 1") == "syn42"
+    assert EntityRef("SYN007", 2) == EntityRef("syn7", 2) and str(EntityRef("syn0010")) == "syn10"
+    with pytest.raises(ConfigError):
+        EntityRef("syn7.2")
 
 
 # -- query cells: ASCII digits only (defect 8) ------------------------------------------------------------------------
