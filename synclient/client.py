@@ -38,7 +38,7 @@ from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequest
                               PlatformError, ServerError, SynclientError, ThrottledError, exception_chain)
 from synclient.gate import AdaptiveGate, RestAdmission, Throttle, ThrottleKind, shared_gate
 from synclient.models import (QUERY_BUNDLE_REQUEST, QUERY_RESULTS_PART, ChildrenPage, Entity, EntityHeader,
-                              EntityType, FileBundle, FileHandleRequest, PresignedUrlAnswer, QueryPage,
+                              EntityType, FileBundle, FileHandleRequest, PageTrail, PresignedUrlAnswer, QueryPage,
                               user_profile_from_wire, wire_object)
 from synclient.network import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
 
@@ -479,12 +479,14 @@ class Platform:
                           route="POST /entity/children")
 
     def iter_children(self, parent_id: str, *, include_types: Iterable[EntityType]) -> Iterator[EntityHeader]:
-        """Every child of ``parent_id`` of these types, page after page."""
+        """Every child of ``parent_id`` of these types, page after page (a token given twice, or an empty page
+        with a next one, is a :class:`MalformedAnswerError`: see :class:`PageTrail`)."""
+        trail = PageTrail(f"the children of {parent_id}")
         page_token: Optional[str] = None
         while True:
             page = self.list_children(parent_id, include_types=include_types, page_token=page_token)
             yield from page.headers
-            page_token = page.next_page_token
+            page_token = trail.follow(page.next_page_token, rows=len(page.headers))
             if not page_token:
                 return
 
@@ -519,10 +521,11 @@ class Platform:
         the answer has a next page token)."""
         body = {"concreteType": QUERY_BUNDLE_REQUEST, "entityId": table_id, "partMask": QUERY_RESULTS_PART,
                 "query": {"sql": sql, "isConsistent": True, "includeEntityEtag": False}}
+        trail = PageTrail(f"the query of {table_id}")
         page = self._async_job(f"/entity/{table_id}/table/query", body, parse=QueryPage.from_bundle,
                                route="/entity/{id}/table/query")
         yield page
-        while page.next_page_token:
+        while trail.follow(page.next_page_token, rows=len(page.rows)):
             page = self._async_job(f"/entity/{table_id}/table/query/nextPage", page.next_page_token,
                                    parse=QueryPage.from_result, route="/entity/{id}/table/query/nextPage")
             yield page
@@ -592,10 +595,19 @@ def _entity_path(entity_id: str, version: Optional[int]) -> str:
 
 
 def _header_list(answer: Any) -> List[EntityHeader]:
+    """The headers of a ``POST /entity/header`` answer. A malformed row is left out (said in a warning), so its
+    entity alone is missing from the answer, as one that does not exist or may not be read is."""
     rows = wire_object(answer, "a list of entity headers").get("results") or []
     if not isinstance(rows, list):
         raise MalformedAnswerError("the 'results' of a list of entity headers is not a list")
-    return [EntityHeader.from_wire(row) for row in rows]
+    headers = []
+    for row in rows:
+        try:
+            headers.append(EntityHeader.from_wire(row))
+        except MalformedAnswerError as exc:
+            entity = row.get("id") if isinstance(row, Mapping) else None
+            log.warning("POST /entity/header: the header of %.40r is malformed (%s): left out", entity, exc)
+    return headers
 
 
 def _optional_activity(answer: Any) -> Optional[Dict[str, Any]]:

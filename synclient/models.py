@@ -1,11 +1,17 @@
 """Dataclasses for the platform objects synclient uses, parsed from the wire JSON, and the entity id syntax.
 
-An answer that lacks a field the API documents as always present raises :class:`MalformedAnswerError` (never a
-bare ``KeyError``); :class:`~synclient.client.Platform` adds which call and endpoint gave it.
+The wire boundary validates: every ``from_wire`` checks what it keeps before anything else sees it: types (a name
+is a string, a size a whole number and not a bool), ranges (sizes 0..2**63-1, version numbers from 1) and id shapes
+(entity ids ``synNNN``, kept canonical; file handle ids ASCII digits, which name local files; an MD5 32 hex digits).
+An answer that breaks one, or lacks a field the API documents as always present, raises
+:class:`MalformedAnswerError` naming the field (never a bare ``KeyError``, ``ValueError`` or ``OverflowError`` from
+further in); :class:`~synclient.client.Platform` adds which call and endpoint gave it, and the call's entity fails
+alone. :class:`PageTrail` ends a paged listing whose server repeats a page token or sends empty pages that go on.
 """
 from __future__ import annotations
 
 import enum
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -21,13 +27,96 @@ _ENTITY_ID = re.compile(r"(?i:syn)([0-9]{1,19})(?:\.([0-9]{1,19}))?")
 
 def parse_entity_id(text: str) -> Tuple[str, Optional[int]]:
     """``"syn123"`` -> ("syn123", None); ``"syn123.4"`` -> ("syn123", 4). Surrounding whitespace is ignored; anything
-    else that is not ``synNNN`` or ``synNNN.VERSION`` is a :class:`ConfigError`."""
+    else that is not ``synNNN`` or ``synNNN.VERSION`` is a :class:`ConfigError`. The id is canonical from here on:
+    ``SYN0012`` is ``syn12`` (the platform's own spelling, so it matches the ids of its answers)."""
     match = _ENTITY_ID.fullmatch(str(text).strip())
     if match is None:
         shown = str(text) if len(str(text)) <= 40 else str(text)[:40] + "..."
         raise ConfigError(f"not a platform id: {shown!r} (expected synNNN or synNNN.VERSION, ASCII digits)")
     number, version = match.groups()
-    return "syn" + number, int(version) if version is not None else None
+    return "syn" + str(int(number)), int(version) if version is not None else None
+
+
+#: the largest size or id on the wire (Synapse's are Java longs)
+WIRE_MAX = 2 ** 63 - 1
+_WIRE_DIGITS = re.compile(r"[0-9]{1,19}")
+_WIRE_ENTITY_ID = re.compile(r"(?i:syn)([0-9]{1,19})")
+_WIRE_MD5 = re.compile(r"[0-9a-fA-F]{32}")
+
+
+def _shown(value: Any) -> str:
+    """A value of an answer as a message shows it: its repr, cut short (an answer may hold anything)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def wire_whole_number(value: Any, key: str, what: str, *, minimum: int = 0, maximum: int = WIRE_MAX) -> int:
+    """A JSON number (or a string of ASCII digits) that is a whole number from ``minimum`` to ``maximum``; not a
+    bool, not a fraction, not "²"; else :class:`MalformedAnswerError` naming ``key`` of ``what``."""
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and _WIRE_DIGITS.fullmatch(value):
+        number = int(value)
+    else:
+        number = None
+    if number is None:
+        raise MalformedAnswerError(f"the {key!r} of {what} is not a whole number: {_shown(value)}")
+    if not minimum <= number <= maximum:
+        raise MalformedAnswerError(f"the {key!r} of {what} is out of range ({minimum} to {maximum}): {_shown(value)}")
+    return number
+
+
+def wire_entity_id(value: Any, key: str, what: str) -> str:
+    """An entity id of an answer (``syn123``), canonical (``syn0012`` is ``syn12``)."""
+    match = _WIRE_ENTITY_ID.fullmatch(value) if isinstance(value, str) else None
+    if match is None or int(match.group(1)) > WIRE_MAX:
+        raise MalformedAnswerError(f"the {key!r} of {what} is not an entity id (synNNN): {_shown(value)}")
+    return "syn" + str(int(match.group(1)))
+
+
+def wire_handle_id(value: Any, key: str, what: str) -> str:
+    """A file handle id of an answer: ASCII digits (a JSON string or number), canonical. Partial files and the
+    synapseclient cache are named by it, so nothing else passes (``../../x`` is refused here)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not _WIRE_DIGITS.fullmatch(str(value)):
+        raise MalformedAnswerError(f"the {key!r} of {what} is not a file handle id (digits): {_shown(value)}")
+    return str(wire_whole_number(int(value), key, what))
+
+
+def wire_md5(value: Any, key: str, what: str) -> Optional[str]:
+    """An MD5 of an answer: None when absent (or empty), else 32 hex digits."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not _WIRE_MD5.fullmatch(value):
+        raise MalformedAnswerError(f"the {key!r} of {what} is not an MD5 (32 hex digits): {_shown(value)}")
+    return value
+
+
+def _string(obj: Mapping[str, Any], key: str, what: str) -> str:
+    value = _required(obj, key, what)
+    if not isinstance(value, str):
+        raise MalformedAnswerError(f"the {key!r} of {what} is not a string: {_shown(value)}")
+    return value
+
+
+def _optional_string(obj: Mapping[str, Any], key: str, what: str) -> Optional[str]:
+    value = wire_object(obj, what).get(key)
+    if value is not None and not isinstance(value, str):
+        raise MalformedAnswerError(f"the {key!r} of {what} is not a string: {_shown(value)}")
+    return value
+
+
+def _optional_entity_id(obj: Mapping[str, Any], key: str, what: str) -> Optional[str]:
+    value = wire_object(obj, what).get(key)
+    return None if value is None else wire_entity_id(value, key, what)
+
+
+def _optional_version(obj: Mapping[str, Any], key: str, what: str) -> Optional[int]:
+    """A version number of an entity: from 1."""
+    return _optional_int(obj, key, what, minimum=1)
 
 
 def wire_object(value: Any, what: str) -> Mapping[str, Any]:
@@ -44,14 +133,9 @@ def _required(obj: Mapping[str, Any], key: str, what: str) -> Any:
     return value
 
 
-def _optional_int(obj: Mapping[str, Any], key: str, what: str) -> Optional[int]:
+def _optional_int(obj: Mapping[str, Any], key: str, what: str, *, minimum: int = 0) -> Optional[int]:
     value = wire_object(obj, what).get(key)
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise MalformedAnswerError(f"the {key!r} of {what} is not a whole number") from None
+    return None if value is None else wire_whole_number(value, key, what, minimum=minimum)
 
 
 class EntityType(enum.Enum):
@@ -114,9 +198,10 @@ class EntityHeader:
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> "EntityHeader":
         what = "entity header"
-        return cls(id=_required(obj, "id", what), name=_required(obj, "name", what),
-                   type=EntityType.from_wire(obj.get("type")), version_number=_optional_int(obj, "versionNumber", what),
-                   modified_on=obj.get("modifiedOn"))
+        return cls(id=wire_entity_id(_required(obj, "id", what), "id", what), name=_string(obj, "name", what),
+                   type=EntityType.from_wire(_optional_string(obj, "type", what)),
+                   version_number=_optional_version(obj, "versionNumber", what),
+                   modified_on=_optional_string(obj, "modifiedOn", what))
 
 
 @dataclass(frozen=True)
@@ -129,7 +214,15 @@ class ChildrenPage:
         rows = wire_object(obj, "a children page").get("page") or []
         if not isinstance(rows, list):
             raise MalformedAnswerError("the 'page' of a children page is not a list")
-        return cls(headers=[EntityHeader.from_wire(row) for row in rows], next_page_token=obj.get("nextPageToken"))
+        # one bad child fails the page (its folder is then not visited, so nothing there is deleted as gone)
+        headers = []
+        for number, row in enumerate(rows, start=1):
+            try:
+                headers.append(EntityHeader.from_wire(row))
+            except MalformedAnswerError as exc:
+                child = row.get("id") if isinstance(row, Mapping) else None
+                raise MalformedAnswerError(f"child {number} of the page ({_shown(child)}): {exc}") from None
+        return cls(headers=headers, next_page_token=_optional_string(obj, "nextPageToken", "a children page"))
 
 
 EXTERNAL_FILE_HANDLE = _MODEL + "file.ExternalFileHandle"
@@ -156,9 +249,13 @@ class FileHandle:
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> "FileHandle":
         what = "file handle"
-        return cls(id=str(_required(obj, "id", what)), content_size=_optional_int(obj, "contentSize", what),
-                   content_md5=obj.get("contentMd5"), file_name=obj.get("fileName"),
-                   content_type=obj.get("contentType"), concrete_type=obj.get("concreteType"), raw=dict(obj))
+        handle_id = wire_handle_id(_required(obj, "id", what), "id", what)
+        _optional_string(obj, "externalURL", what)
+        return cls(id=handle_id, content_size=_optional_int(obj, "contentSize", what),
+                   content_md5=wire_md5(obj.get("contentMd5"), "contentMd5", what),
+                   file_name=_optional_string(obj, "fileName", what),
+                   content_type=_optional_string(obj, "contentType", what),
+                   concrete_type=_optional_string(obj, "concreteType", what), raw=dict(obj))
 
 
 @dataclass(frozen=True)
@@ -180,14 +277,18 @@ class Entity:
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> "Entity":
         what = "entity"
-        target = wire_object(wire_object(obj, what).get("linksTo") or {}, "the linksTo of an entity")
+        entity_id = wire_entity_id(_required(obj, "id", what), "id", what)
+        links = "the linksTo of an entity"
+        target = wire_object(wire_object(obj, what).get("linksTo") or {}, links)
         handle = obj.get("dataFileHandleId")
-        return cls(id=_required(obj, "id", what), name=_required(obj, "name", what),
-                   type=EntityType.from_wire(obj.get("concreteType")), parent_id=obj.get("parentId"),
-                   version_number=_optional_int(obj, "versionNumber", what),
-                   data_file_handle_id=str(handle) if handle is not None else None,
-                   link_target_id=target.get("targetId"),
-                   link_target_version=_optional_int(target, "targetVersionNumber", "the linksTo of an entity"),
+        return cls(id=entity_id, name=_string(obj, "name", what),
+                   type=EntityType.from_wire(_optional_string(obj, "concreteType", what)),
+                   parent_id=_optional_entity_id(obj, "parentId", what),
+                   version_number=_optional_version(obj, "versionNumber", what),
+                   data_file_handle_id=(wire_handle_id(handle, "dataFileHandleId", what)
+                                        if handle is not None else None),
+                   link_target_id=_optional_entity_id(target, "targetId", links),
+                   link_target_version=_optional_version(target, "targetVersionNumber", links),
                    items=_entity_refs(obj.get("items"), "the items of an entity"), raw=dict(obj))
 
 
@@ -197,8 +298,9 @@ def _entity_refs(rows: Any, what: str) -> Tuple[Tuple[str, Optional[int]], ...]:
         return ()
     if not isinstance(rows, list):
         raise MalformedAnswerError(f"{what} is not a list")
-    return tuple((str(_required(row, "entityId", "an item (EntityRef)")),
-                  _optional_int(row, "versionNumber", "an item (EntityRef)")) for row in rows)
+    item = "an item (EntityRef)"
+    return tuple((wire_entity_id(_required(row, "entityId", item), "entityId", item),
+                  _optional_version(row, "versionNumber", item)) for row in rows)
 
 
 @dataclass(frozen=True)
@@ -217,7 +319,11 @@ class FileBundle:
             raise MalformedAnswerError("the 'fileHandles' of a bundle is not a list")
         handles = [FileHandle.from_wire(row) for row in rows]
         data_handle = next((h for h in handles if h.id == entity.data_file_handle_id), None)
-        return cls(entity=entity, file_handle=data_handle, annotations=obj.get("annotations") or {})
+        annotations = wire_object(obj.get("annotations") or {}, "the annotations of a bundle")
+        inner = annotations.get("annotations")
+        if inner is not None:
+            wire_object(inner, "the annotations of a bundle's annotations")
+        return cls(entity=entity, file_handle=data_handle, annotations=dict(annotations))
 
 
 def user_profile_from_wire(obj: Mapping[str, Any]) -> Dict[str, Any]:
@@ -248,9 +354,47 @@ class PresignedUrlAnswer:
         rows = wire_object(obj, "a file handle batch answer").get("requestedFiles") or []
         if not isinstance(rows, list):
             raise MalformedAnswerError("the 'requestedFiles' of a file handle batch answer is not a list")
-        answers = (cls(file_handle_id=str(_required(row, "fileHandleId", "a file handle batch row")),
-                       url=row.get("preSignedURL"), failure_code=row.get("failureCode")) for row in rows)
+        answers = (cls._row(row) for row in rows)
         return {answer.file_handle_id: answer for answer in answers}
+
+    @classmethod
+    def _row(cls, row: Any) -> "PresignedUrlAnswer":
+        """One row; a row that names its handle but garbles the rest is that handle's failure alone (a row that
+        names no handle cannot be told apart: the batch fails)."""
+        what = "a file handle batch row"
+        handle_id = wire_handle_id(_required(row, "fileHandleId", what), "fileHandleId", what)
+        try:
+            return cls(file_handle_id=handle_id, url=_optional_string(row, "preSignedURL", what),
+                       failure_code=_optional_string(row, "failureCode", what))
+        except MalformedAnswerError as exc:
+            return cls(file_handle_id=handle_id, failure_code=f"malformed answer: {exc}")
+
+
+class PageTrail:
+    """The page tokens one paged listing (children, query results) has followed, so that a server that repeats a
+    token, or sends pages with no rows that still name a next page, ends the listing with a
+    :class:`MalformedAnswerError` instead of listing for ever. Every pager calls :meth:`follow` with each page."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.pages = 0
+        self._seen: set = set()
+
+    def follow(self, token: Any, *, rows: int) -> Any:
+        """``token`` (the page's next page token, None or empty on the last page) once it is known to lead
+        somewhere new; raises when it does not. ``rows``: how many rows the page held."""
+        self.pages += 1
+        if not token:
+            return None
+        key = json.dumps(token, sort_keys=True, default=str)
+        if key in self._seen:
+            raise MalformedAnswerError(f"{self.what}: malformed answer: page {self.pages} repeats the next page "
+                                       f"token of an earlier page ({_shown(token)}): it would never end").spent()
+        if rows == 0:
+            raise MalformedAnswerError(f"{self.what}: malformed answer: page {self.pages} has no rows yet names a "
+                                       "next page: it makes no progress").spent()
+        self._seen.add(key)
+        return token
 
 
 # -- table queries (QueryBundleRequest -> QueryResultBundle, QueryNextPageToken -> QueryResult) --------------------
@@ -291,7 +435,7 @@ class QueryPage:
         rows = row_set.get("rows") or []
         if not isinstance(headers, list) or not isinstance(rows, list):
             raise MalformedAnswerError("the headers or rows of a row set are not lists")
-        columns = tuple(str(_required(header, "name", "select column")) for header in headers)
+        columns = tuple(_string(header, "name", "select column") for header in headers)
         parsed = []
         for row in rows:
             values = wire_object(row, "a row").get("values") or []
@@ -304,4 +448,4 @@ class QueryPage:
         if token is not None and not isinstance(token, Mapping):
             raise MalformedAnswerError("the nextPageToken of a query result is not an object")
         return cls(columns, tuple(parsed), dict(token) if token else None,
-                   tuple(header.get("columnType") for header in headers))
+                   tuple(_optional_string(header, "columnType", "select column") for header in headers))

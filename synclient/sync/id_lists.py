@@ -29,6 +29,14 @@ class EntityRef:
     entity_id: str
     version: Optional[int] = None
 
+    def __post_init__(self) -> None:
+        """The id canonical however the ref was made (``EntityRef("SYN007")`` is syn7): the platform's answers name
+        it so, and one entity is one ref. An id that is not one is a :class:`ConfigError`."""
+        entity_id, version = parse_entity_id(self.entity_id)
+        if version is not None:
+            raise ConfigError(f"{self.entity_id!r}: give the version apart (EntityRef(id, version))")
+        object.__setattr__(self, "entity_id", entity_id)
+
     @classmethod
     def parse(cls, text: str) -> "EntityRef":
         return cls(*parse_entity_id(text))
@@ -79,19 +87,36 @@ def _content(line: str) -> str:
 
 def _ids_from_table(lines: List[str], header: int, *, where: str, delimiter: str) -> List[EntityRef]:
     """The id column of the table whose header is ``lines[header]``. Comment lines are blanked, not dropped, so
-    the line numbers in messages are the file's."""
+    the line numbers in messages are the file's.
+
+    A tab-separated file is read unquoted (``csv.QUOTE_NONE``), as synapseutils and synclient write the manifest:
+    a ``"`` in an annotation is a character like any other (read as a quote, it swallowed the rows up to the next
+    one, and their ids with them). A comma-separated file is quoted CSV, read strictly. A row that cannot be read,
+    or that stops before the id column, is a :class:`ConfigError` naming its line: an id is never skipped unsaid."""
     rows = ["" if line.lstrip().startswith("#") else line for line in lines[header:]]
-    reader = csv.DictReader(io.StringIO("\n".join(rows)), delimiter=delimiter)
-    fields = [name.strip() for name in reader.fieldnames or ()]
-    reader.fieldnames = fields
-    column = next((name for name in ID_COLUMNS if name in fields), None)
-    if column is None:
-        raise ConfigError(f"{where}: a table of ids needs an 'id' column (its columns: {', '.join(fields)})")
-    refs = []
-    for row in reader:
-        value = (row.get(column) or "").strip()
-        if value:
-            refs.append(_ref_at(value, where, header + reader.line_num))
+    tsv = delimiter == "\t"
+    dialect = {"delimiter": delimiter, "quoting": csv.QUOTE_NONE} if tsv else {"delimiter": delimiter, "strict": True}
+    reader = csv.reader(io.StringIO("\n".join(rows)), **dialect)
+    refs: List[EntityRef] = []
+    try:
+        fields = [name.strip() for name in next(reader, [])]
+        column = next((name for name in ID_COLUMNS if name in fields), None)
+        if column is None:
+            raise ConfigError(f"{where}: a table of ids needs an 'id' column (its columns: {', '.join(fields)})")
+        index = fields.index(column)
+        for row in reader:
+            line = header + reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue  # a blank or comment line
+            if len(row) <= index:
+                raise ConfigError(f"{where}, line {line}: the row has {len(row)} of the header's {len(fields)} "
+                                  f"fields, so no {column!r} value")
+            value = row[index].strip()
+            if value:
+                refs.append(_ref_at(value, where, line))
+    except csv.Error as exc:
+        kind = "tab-separated values" if tsv else "CSV"
+        raise ConfigError(f"{where}, line {header + reader.line_num}: cannot be read as {kind} ({exc})") from None
     return refs
 
 

@@ -27,13 +27,16 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclient.client import Platform
-from synclient.errors import CallCancelledError, Cancelled, ConfigError, SynclientError
-from synclient.models import EntityHeader, EntityType, FileHandle, parse_entity_id
+from synclient.errors import CallCancelledError, Cancelled, ConfigError, MalformedAnswerError, SynclientError
+from synclient.models import (EntityHeader, EntityType, FileHandle, parse_entity_id, wire_handle_id, wire_md5,
+                              wire_whole_number)
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.sources import KnownFile
 
 #: the table or view a query reads: ``FROM syn123`` (as synapseclient finds it)
-_FROM_TABLE = re.compile(r"\bfrom\s+(syn[0-9]+)(?:\.[0-9]+)?\b", re.IGNORECASE)
+_FROM_TABLE = re.compile(r"\bfrom\s+(syn[0-9]+)(?:\.[0-9]+)?\b", re.IGNORECASE | re.ASCII)
+#: a whole number in a cell: ASCII digits only (``str.isdigit`` also takes "²", which ``int`` then refuses)
+_DIGITS = re.compile(r"[0-9]{1,19}", re.ASCII)
 ID_COLUMN = "id"
 VERSION_COLUMNS = ("currentVersion", "versionNumber")
 #: the file view columns that describe a row's file handle completely (id, MD5, size)
@@ -69,7 +72,7 @@ def table_of(sql: str) -> str:
     match = _FROM_TABLE.search(sql)
     if match is None:
         raise ConfigError("a query reads one table or file view by its id: SELECT id FROM syn123 WHERE ...")
-    return "syn" + match.group(1)[3:]
+    return parse_entity_id(match.group(1))[0]
 
 
 @dataclass
@@ -183,28 +186,34 @@ class _Columns:
         if self.handle is None or row_version is None:
             return None
         handle_id, md5, size = (values[index] for index in self.handle)
-        if not handle_id or not md5 or not size or not size.isdigit() or not handle_id.isdigit():
+        if not handle_id or not md5 or not size:
+            return None
+        try:  # as a bundle's handle is checked (models.py); a cell that is not one leaves the file to its bundle
+            handle = FileHandle(id=wire_handle_id(handle_id, "dataFileHandleId", "a view row"),
+                                content_size=wire_whole_number(size, "dataFileSizeBytes", "a view row"),
+                                content_md5=wire_md5(md5, "dataFileMD5Hex", "a view row"))
+        except MalformedAnswerError:
             return None
         kind = values[self.concrete_type] if self.concrete_type is not None else None
         if kind and kind not in STORAGE_HANDLES:
             return None  # an external URL may be one synclient does not fetch: its bundle says which
         annotations = {name: annotation for index, name, column_type in self.annotations
                        if (annotation := _annotation(values[index], column_type)) is not None}
-        return KnownFile(FileHandle(id=handle_id, content_size=int(size), content_md5=md5), row_version,
-                         values[self.parent] if self.parent is not None else None, annotations, from_row=True)
+        return KnownFile(handle, row_version, values[self.parent] if self.parent is not None else None, annotations,
+                         from_row=True)
 
 
 def _entity_ref(value: str, *, row: int) -> Tuple[str, Optional[int]]:
     """An id cell: ``syn123``, ``syn123.4`` or a bare number (a column of type ENTITYID may hold either)."""
     text = value.strip()
     try:
-        return parse_entity_id(f"syn{text}" if text.isdigit() else text)
+        return parse_entity_id(f"syn{text}" if _DIGITS.fullmatch(text) else text)
     except ConfigError:
         raise ConfigError(f"row {row} of the query: {value!r} in its 'id' column is not a platform id") from None
 
 
 def _whole_number(value: str, *, column: str, row: int) -> int:
-    if not value.strip().isdigit():
+    if not _DIGITS.fullmatch(value.strip()):
         raise ConfigError(f"row {row} of the query: {value!r} in its {column!r} column is not a version number")
     return int(value)
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, NamedTuple, Optional, Set
 
 from synclient.client import Platform
 from synclient.errors import FileInTheWayError, SynclientError, UnsafePathError
-from synclient.models import EntityHeader, EntityType
+from synclient.models import EntityHeader, EntityType, PageTrail
 from synclient.sync.filters import PathFilter
 from synclient.sync.index import LocalNamesHeld
 from synclient.sync.local_names import FilesystemNames, Listed, LocalName, LocalRename, local_names
@@ -56,6 +56,8 @@ class Folder:
     local_dir: Path
     rel_dir: str
     ancestors: FrozenSet[str]
+    #: the page tokens of its listing so far (its pages come one after another): a repeated one ends it
+    pages: PageTrail = field(default_factory=lambda: PageTrail("the children listing"), compare=False, repr=False)
 
     def rel(self, name: str) -> str:
         return f"{self.rel_dir}/{name}" if self.rel_dir else name
@@ -103,17 +105,18 @@ class TreeWalker:
         try:
             page = self._platform.list_children(folder.header.id, include_types=self._include,
                                                 page_token=page_token)
+            next_token = folder.pages.follow(page.next_page_token, rows=len(page.headers))
         except SynclientError as exc:
             self.unvisited.add(folder.rel_dir)
             self._on_failure(folder.header, folder.local_dir, exc)
             return
         if self._names.maps_names:
-            self._gather(folder, page.headers, page.next_page_token)
+            self._gather(folder, page.headers, next_token)
             return
-        if page.next_page_token:  # keep the next page flowing before working through this one
-            self._pool.submit(Priority.LISTING, self._list_page, folder, page.next_page_token)
+        if next_token:  # keep the next page flowing before working through this one
+            self._pool.submit(Priority.LISTING, self._list_page, folder, next_token)
         self._visit_all(folder, page.headers, {})
-        if not page.next_page_token:  # pages of a folder come one after another: this was the last
+        if not next_token:  # pages of a folder come one after another: this was the last
             self.listed[folder.rel_dir] = folder.local_dir
 
     def _visit_all(self, folder: Folder, headers: List[EntityHeader], names: Dict[str, LocalName]) -> None:

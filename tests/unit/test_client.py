@@ -158,7 +158,7 @@ def test_bundle_picks_the_data_file_handle(platform):
     responses.add(responses.POST, REPO + "/entity/syn2/version/3/bundle2", json={
         "entity": {"id": "syn2", "name": "a.txt", "concreteType": "org.sagebionetworks.repo.model.FileEntity",
                    "versionNumber": 3, "dataFileHandleId": "10"},
-        "fileHandles": [{"id": "9", "contentSize": 1}, {"id": "10", "contentSize": 42, "contentMd5": "ab"}]})
+        "fileHandles": [{"id": "9", "contentSize": 1}, {"id": "10", "contentSize": 42, "contentMd5": "ab" * 16}]})
     bundle = platform.get_file_bundle("syn2", version=3)
     assert bundle.file_handle.id == "10" and bundle.file_handle.content_size == 42
 

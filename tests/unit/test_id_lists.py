@@ -7,6 +7,7 @@ import pytest
 
 from synclient.errors import ConfigError, LocalIOError
 from synclient.sync.id_lists import EntityRef, ids_from_text, parse_refs, read_id_file
+from synclient.sync.manifest import MANIFEST_FILENAME, ManifestMode, ManifestRow, write_manifests
 
 
 def refs(*texts):
@@ -80,3 +81,22 @@ def test_a_bad_row_of_a_table_is_named_by_its_line_in_the_file():
         ids_from_text("# c\n# c2\nid,x\nsyn1,a\nbad,b\n", where="f")
     with pytest.raises(ConfigError, match=r"f, line 4: not a platform id: 'bad'"):
         ids_from_text('id,note\nsyn1,"two\nlines"\nbad,x\n', where="f")  # a quoted cell over two lines
+
+
+def test_a_manifest_whose_annotation_holds_an_unbalanced_quote_gives_every_id(tmp_path):
+    """Issue 29, defect 4: the TSV is unquoted (synapseutils' and ours); read as quoted, the '"' swallowed the rows
+    up to the next one, and 5 files listed gave 2 ids."""
+    rows = [ManifestRow(tmp_path / f"f{n}.txt", "syn1", f"f{n}.txt", f"syn{10 + n}", "text/plain",
+                        {"note": {"type": "STRING", "value": [note]}})
+            for n, note in enumerate(['a "quoted', "plain", 'inch 3"', '"', "end"])]
+    written, failures = write_manifests(lambda: iter(rows), tmp_path, ManifestMode.ROOT)
+    assert failures == [] and written == [tmp_path / MANIFEST_FILENAME]
+    assert '\ta "quoted\n' in written[0].read_text()  # as written, unquoted
+    assert read_id_file(str(written[0])) == refs("syn10", "syn11", "syn12", "syn13", "syn14")
+
+
+def test_a_row_of_a_table_that_cannot_be_read_is_an_error_naming_its_line():
+    with pytest.raises(ConfigError, match=r"^f, line 3: the row has 1 of the header's 3 fields, so no 'id' value$"):
+        ids_from_text("path\tname\tid\n/a\ta\tsyn1\n/b\n", where="f")
+    with pytest.raises(ConfigError, match=r"^f, line \d: cannot be read as CSV \(.*\)$"):
+        ids_from_text('id,note\nsyn1,"open\nsyn2,x\n', where="f")  # a quote never closed: not a silent skip
