@@ -379,23 +379,25 @@ class Downloader:
         journal = ResumeJournal(journal_path(temp), JournalHeader(file_handle_id=job.handle.id, size=size,
                                                                   md5=job.handle.content_md5 or "",
                                                                   part_size=part_size))
-        state = journal.load()
-        partial = open_for_write(temp, resume=state.partial if state is not None else None, folders=self._folders)
-        finished: Set[int] = set(state.finished) if state is not None and partial.size == size else set()
+        recorded = journal.load()
+        partial = open_for_write(temp, resume=recorded.partial if recorded is not None else None,
+                                 folders=self._folders)
+        finished: Set[int] = (set(recorded.finished) if recorded is not None and partial.resumed
+                              and partial.size == size else set())
+        if partial.resumed and not finished:  # ours, but nothing to continue: a fresh file, preallocated
+            os.close(partial.fd)
+            partial = open_for_write(temp, folders=self._folders)
+        fd = partial.fd
         try:
-            if partial.resumed and not finished:  # ours, but nothing to continue: a fresh file, preallocated
-                os.close(partial.fd)
-                partial = open_for_write(temp, folders=self._folders)
             if not finished:
-                preallocate(partial.fd, size, job.destination)
+                preallocate(fd, size, job.destination)
             journal.start(partial.identity, finished, folders=self._folders)
         except BaseException as exc:
-            os.close(partial.fd)
+            os.close(fd)
             journal.close()
             if isinstance(exc, NoRoomForFileError):
                 _forget(temp, journal)
             raise
-        fd = partial.fd
         parts = plan_parts(size, part_size)
         finished &= set(range(len(parts)))
         file = DirectFile(fd, open_direct(temp, fd) if self._config.direct_io else -1)

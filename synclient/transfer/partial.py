@@ -422,7 +422,10 @@ def check_room(folder: Path, size: int, path: Path) -> None:
         info = os.statvfs(folder)
     except OSError:
         return
-    free = info.f_bavail * info.f_frsize
+    if not info.f_blocks:  # a filesystem that does not tell its size: nothing to judge by
+        return
+    root = hasattr(os, "geteuid") and os.geteuid() == 0  # may use the blocks reserved for root
+    free = (info.f_bfree if root else info.f_bavail) * info.f_frsize
     if size > free:
         raise NoRoomForFileError.of(path, size, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), free=free)
 
