@@ -342,20 +342,16 @@ def open_for_write(path: Path, *, resume: Optional[FileIdentity] = None, folders
         found = _reopen(path, resume, extra)
         if found is not None:
             return found
-    for tries_left in (1, 0):
-        try:
-            fd = os.open(path, _CREATE_FLAGS | extra, 0o644)
-        except FileExistsError:
-            if not tries_left:
-                raise
-            _discard_name(path)
-            continue
-        try:
-            return WriteTarget(fd, FileIdentity.of(os.fstat(fd)), 0, False)
-        except BaseException:
-            os.close(fd)
-            raise
-    raise AssertionError("unreachable")  # pragma: no cover
+    try:
+        fd = os.open(path, _CREATE_FLAGS | extra, 0o644)
+    except FileExistsError:
+        _discard_name(path)
+        fd = os.open(path, _CREATE_FLAGS | extra, 0o644)  # one made again meanwhile is someone else's: raised
+    try:
+        return WriteTarget(fd, FileIdentity.of(os.fstat(fd)), 0, False)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _reopen(path: Path, identity: FileIdentity, extra: int) -> Optional[WriteTarget]:
