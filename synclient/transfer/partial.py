@@ -402,7 +402,7 @@ def preallocate(fd: int, size: int, path: Path) -> None:
             return
         except OSError as exc:
             if exc.errno in _NO_SPACE:
-                raise NoRoomForFileError.of(path, size, exc) from None
+                raise NoRoomForFileError.of(path, size, exc, free=free_space(path.parent)) from None
             if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)):
                 raise
     os.ftruncate(fd, size)
@@ -412,18 +412,24 @@ def check_room(folder: Path, size: int, path: Path) -> None:
     """Refuse a file of ``size`` bytes that the filesystem of ``folder`` has no room for now
     (:class:`NoRoomForFileError`, this file's failure), before a byte of it is written: a file larger than the free
     space would otherwise fill the disk and fail every file after it."""
+    free = free_space(folder)
+    if free is not None and size > free:
+        raise NoRoomForFileError.of(path, size, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), free=free)
+
+
+def free_space(folder: Path) -> Optional[int]:
+    """Bytes this process may still write on the filesystem of ``folder`` (root may use the blocks reserved for
+    it), or None where the system or the filesystem does not tell."""
     if not hasattr(os, "statvfs"):
-        return
+        return None
     try:
         info = os.statvfs(folder)
     except OSError:
-        return
+        return None
     if not info.f_blocks:  # a filesystem that does not tell its size: nothing to judge by
-        return
-    root = hasattr(os, "geteuid") and os.geteuid() == 0  # may use the blocks reserved for root
-    free = (info.f_bfree if root else info.f_bavail) * info.f_frsize
-    if size > free:
-        raise NoRoomForFileError.of(path, size, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), free=free)
+        return None
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    return (info.f_bfree if root else info.f_bavail) * info.f_frsize
 
 
 @dataclass(frozen=True)
