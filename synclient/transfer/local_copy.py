@@ -85,7 +85,7 @@ def _hard_link(source: Path, temp: Path, folders: Optional[PlainFolders]) -> boo
     without hard links, too many links): the caller copies instead."""
     check_plain_folder(temp.parent, folders)
     try:
-        temp.unlink()  # a partial under this name (or a symlink planted there): the link takes its place
+        temp.unlink()  # an earlier copy's leftover (or a symlink planted there): the link takes its place
     except FileNotFoundError:
         pass
     try:
