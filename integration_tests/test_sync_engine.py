@@ -15,7 +15,7 @@ import pytest
 from synclient import Platform, SyncStatus, TransferConfig, portable, sync_from_platform
 from synclient.errors import SyncError, UnsafePathError
 from synclient.emulator import Emulator
-from synclient.transfer.partial import temp_path
+from synclient.transfer.partial import FileIdentity, JournalHeader, ResumeJournal, journal_path, temp_path
 from synctrees import (MiB, Tree, assert_tree_matches, local_tree, mixed_tree, rest_bound, seeded_md5,
                        KILLED_SYNC, sigkill_sync_after)
 
@@ -174,11 +174,31 @@ def test_small_file_resumes_with_a_range_request(emu, tree, tmp_path):
     seed = _seed_of(tree, "mb/m3.bin")
     full = random.Random(seed).randbytes(handle.content_size)
     have = 400_000
-    temp_path(destination, handle.id).write_bytes(full[:have])
+    temp = temp_path(destination, handle.id)
+    temp.write_bytes(full[:have])
+    # what an interrupted run leaves: the partial and its journal, which names the partial's device and inode
+    journal = ResumeJournal(journal_path(temp), JournalHeader(handle.id, handle.content_size, handle.content_md5, 0))
+    journal.start(FileIdentity.of(os.lstat(temp)))
+    journal.close()
     emu.reset_stats()
     sync_from_platform(f"{entity}", tmp_path, platform=platform)
     assert destination.read_bytes() == full
     assert emu.stats()["data_bytes"] == handle.content_size - have
+    assert not temp.exists() and not journal_path(temp).exists()
+
+
+def test_a_partial_without_its_journal_is_never_resumed(emu, tree, tmp_path):
+    """The write rule: bytes under a partial's name that no journal vouches for are not ours to continue."""
+    entity = emu.resolve(emu.project_id, "mb/m3.bin")
+    platform = platform_for(emu)
+    handle = platform.get_file_bundle(entity).file_handle
+    destination = tmp_path / "m3.bin"
+    full = random.Random(_seed_of(tree, "mb/m3.bin")).randbytes(handle.content_size)
+    temp_path(destination, handle.id).write_bytes(full[:400_000])
+    emu.reset_stats()
+    sync_from_platform(f"{entity}", tmp_path, platform=platform)
+    assert destination.read_bytes() == full
+    assert emu.stats()["data_bytes"] == handle.content_size
 
 
 def _seed_of(tree: Tree, relpath: str) -> int:
@@ -383,7 +403,8 @@ def test_a_large_file_is_written_direct_only_when_asked(tmp_path, monkeypatch, d
     from synclient.transfer.direct import filesystem_type, open_direct
 
     opened = []
-    monkeypatch.setattr(download, "open_direct", lambda path: opened.append(open_direct(path)) or opened[-1])
+    monkeypatch.setattr(download, "open_direct",
+                        lambda path, same_as: opened.append(open_direct(path, same_as)) or opened[-1])
     size = 5 * MiB + 1234  # unaligned tail
     spec = _one_file_project(size, 13)
     with Emulator() as emu:

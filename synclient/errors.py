@@ -268,6 +268,21 @@ def _is_sqlite_full(exc: BaseException) -> bool:
     return sqlite_code == _SQLITE_FULL if sqlite_code is not None else str(exc) == _SQLITE_FULL_MESSAGE
 
 
+class NoRoomForFileError(LocalIOError):
+    """One file does not fit in the space left (its preallocation was refused, or it is larger than the free space):
+    that file fails, and the run goes on (smaller files may still fit). Only a write that fails for lack of space
+    is fatal (:class:`LocalIOError`)."""
+
+    nature = ErrorNature.PER_FILE
+
+    @classmethod
+    def of(cls, path: object, size: int, exc: OSError, *, free: Optional[int] = None) -> "NoRoomForFileError":
+        room = f" ({free} bytes free)" if free is not None else ""
+        error = cls(f"cannot write {path}: no room for its {size} bytes{room}")
+        error.errno = exc.errno
+        return error
+
+
 class TargetError(LocalIOError):
     """The target path cannot be used: it exists as a file, or is otherwise not a directory we can sync into."""
 

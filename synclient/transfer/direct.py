@@ -77,16 +77,27 @@ def filesystem_type(path: Path, mountinfo: str = "/proc/self/mountinfo") -> Opti
     return best_type
 
 
-def open_direct(path: Path) -> int:
-    """A second descriptor of the existing file ``path`` that bypasses the page cache, or -1 where that is not
-    possible or not wise (not Linux, not a local disk filesystem, refused)."""
+def open_direct(path: Path, same_as: int) -> int:
+    """A second descriptor of the file ``path`` that bypasses the page cache, or -1 where that is not possible or
+    not wise (not Linux, not a local disk filesystem, refused). It must be the very file ``same_as`` (a descriptor
+    :func:`synclient.transfer.partial.open_for_write` gave) is open on: a name swapped meanwhile gives -1, never a
+    descriptor of another file (the write rule)."""
     if not portable.CAPABILITIES.direct_io or filesystem_type(path.parent) not in _DIRECT_FILESYSTEMS:
         return -1
     flags = os.O_RDWR | _DIRECT_FLAG | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        return os.open(path, flags)
+        fd = os.open(path, flags)
     except OSError:
         return -1
+    try:
+        mine, found = os.fstat(same_as), os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return -1
+    if (found.st_dev, found.st_ino) != (mine.st_dev, mine.st_ino):
+        os.close(fd)
+        return -1
+    return fd
 
 
 class DirectFile:

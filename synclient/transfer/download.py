@@ -22,7 +22,7 @@ from typing import Callable, Deque, Dict, Iterator, List, Optional, Set
 import tenacity
 
 from synclient.errors import (Cancelled, CertificateError, ExternalCertificateError, IntegrityError, LocalIOError,
-                              RangeNotHonouredError, SynclientError, is_retryable)
+                              NoRoomForFileError, RangeNotHonouredError, SynclientError, is_retryable)
 from synclient.events import PlannedFile, SyncObserver
 from synclient.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
@@ -31,14 +31,20 @@ from synclient.transfer.direct import DirectFile, open_direct, pwrite_all
 from synclient.transfer.hashing import EMPTY_MD5, PrefixHasher, hash_file_range
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range, fetch_whole
 from synclient.transfer.local_copy import CopyMethod, fill_temp
-from synclient.transfer.partial import (JournalHeader, PlainFolders, ResumeJournal, check_plain_folder, journal_path,
-                                        open_temp, open_temp_sized, preallocate, temp_path)
+from synclient.transfer.partial import (JournalHeader, PlainFolders, ResumeJournal, WriteTarget, check_plain_folder,
+                                        check_room, copy_temp_path, journal_path, open_for_write, preallocate,
+                                        temp_path)
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
 log = logging.getLogger("synclient.transfer")
 #: a fresh multipart download whose MD5 does not match is fetched again this many times before it fails
 MULTIPART_VERIFY_RETRIES = 2
+#: a single-stream download of at least this many bytes keeps a resume journal, so that a later run continues it
+#: (a partial without one is never resumed: partial.open_for_write); a smaller one is fetched again whole
+SINGLE_RESUME_MIN = 1024 * 1024
+#: what makes a partial worth nothing: bytes that failed a check, a file the disk has no room for
+_WORTHLESS = (IntegrityError, NoRoomForFileError)
 
 
 @dataclass
@@ -111,6 +117,14 @@ def _remove_quietly(path: Path) -> None:
         path.unlink()
     except OSError:
         pass
+
+
+def _forget(temp: Path, journal: Optional[ResumeJournal]) -> None:
+    """Remove a partial that must never be resumed: its journal first (a partial without one is never resumed,
+    whatever happens between the two removals), then the file."""
+    if journal is not None:
+        journal.remove()
+    _remove_quietly(temp)
 
 
 def plan_parts(size: int, part_size: int) -> List[ByteRange]:
@@ -241,7 +255,7 @@ class Downloader:
         a download would use, hashed on the way, verified (size and MD5) and installed as a download is. Raises
         (:class:`IntegrityError` for other bytes, :class:`LocalIOError`) and leaves no partial behind when the copy
         is not the file; the caller downloads it then. Does not call ``job.on_done``."""
-        temp = temp_path(job.destination, job.handle.id)
+        temp = copy_temp_path(job.destination, job.handle.id)  # never a resumable partial's name (write rule)
         try:
             filled = fill_temp(source, temp, link=link, folders=self._folders,
                                cancelled=self._pool.cancel_event.is_set)
@@ -255,7 +269,9 @@ class Downloader:
             if isinstance(exc, OSError) and not isinstance(exc, SynclientError):
                 raise local_error(job.destination, exc) from None
             raise
-        _remove_quietly(journal_path(temp))  # an earlier run's multipart journal of this file: nothing to resume
+        partial = temp_path(job.destination, job.handle.id)  # an earlier run's download of this file: done with
+        _remove_quietly(journal_path(partial))  # (the journal first: see _forget)
+        _remove_quietly(partial)
         self._observer.bytes_transferred(job.planned, job.size)  # arrived, from the disk: the progress completes
         return filled.method
 
@@ -263,25 +279,53 @@ class Downloader:
 
     def _download_single(self, job: FileJob, *, fresh: bool = False) -> None:
         temp = temp_path(job.destination, job.handle.id)
-        if job.size == 0:
-            open_fd = open_temp(temp, truncate=True, folders=self._folders)
-            os.close(open_fd)
-            self._verify(job, EMPTY_MD5)
-        else:
-            self._retrying()(self._stream_single, job, temp, fresh)
+        journal = (ResumeJournal(journal_path(temp), JournalHeader(file_handle_id=job.handle.id, size=job.size,
+                                                                   md5=job.handle.content_md5 or "", part_size=0))
+                   if job.size >= SINGLE_RESUME_MIN else None)
+        partial = self._open_partial(temp, journal, fresh=fresh)
+        try:
+            if job.size == 0:
+                self._verify(job, EMPTY_MD5)
+            else:
+                if not partial.resumed and journal is not None:
+                    check_room(temp.parent, job.size, job.destination)
+                self._retrying()(self._stream_single, job, partial.fd)
+        except _WORTHLESS:
+            _forget(temp, journal)
+            raise
+        finally:
+            os.close(partial.fd)
+            if journal is not None:
+                journal.close()
         self._install(job, temp)
+        if journal is not None:
+            journal.remove()
         job.on_done(None)
 
-    def _stream_single(self, job: FileJob, temp: Path, fresh: bool, size: Optional[int] = None) -> None:
-        """One try at the whole file, from what the partial file holds (``size``: the file's, when the handle does not
-        record it but the server announced it)."""
+    def _open_partial(self, temp: Path, journal: Optional[ResumeJournal], *, fresh: bool = False) -> WriteTarget:
+        """The partial file of a single stream: the one its journal names when it is still that file (resumed),
+        else a fresh one (:func:`~synclient.transfer.partial.open_for_write`); its journal written anew."""
+        state = journal.load() if journal is not None and not fresh else None
+        partial = open_for_write(temp, resume=state.partial if state is not None else None, folders=self._folders)
+        if journal is not None:
+            try:
+                journal.start(partial.identity, folders=self._folders)
+            except BaseException:
+                os.close(partial.fd)
+                raise
+        return partial
+
+    def _stream_single(self, job: FileJob, fd: int, size: Optional[int] = None) -> None:
+        """One try at the whole file into the partial file ``fd``, from what it holds (``size``: the file's, when the
+        handle does not record it but the server announced it)."""
         size = job.size if size is None else size
-        fd, have = open_temp_sized(temp, truncate=fresh, folders=self._folders)
+        have = os.fstat(fd).st_size
+        if have > size or (have == size and not job.handle.content_md5):
+            # longer is foreign data; exactly full without an MD5 to check it could be a body that ran longer
+            have = 0
+            os.ftruncate(fd, 0)
+        write = _HashedWrite(fd, self._observer, job.planned)
         try:
-            if have >= size:  # longer is foreign data; exactly full was never verified: start over cheaply
-                have = 0 if have > size else have
-                os.ftruncate(fd, have)
-            write = _HashedWrite(fd, self._observer, job.planned)
             hash_file_range(DirectFile(fd), 0, have, write.md5)
             if have < size:
                 try:
@@ -291,13 +335,10 @@ class Downloader:
                         raise
                     write.restart()  # the server cannot resume: take the whole body
                     self._fetch(job, ByteRange(0, size, size), write)
-            try:
-                self._verify(job, write.md5.hexdigest())
-            except IntegrityError:
-                os.ftruncate(fd, 0)  # the next try starts clean
-                raise
-        finally:
-            os.close(fd)
+            self._verify(job, write.md5.hexdigest())
+        except IntegrityError:
+            os.ftruncate(fd, 0)  # bytes that failed a check are never reused: the next try starts clean
+            raise
 
     def _download_unsized(self, job: FileJob) -> None:
         """A file whose handle records no size: one GET to the end of the body, checked against the MD5 when the
@@ -305,29 +346,30 @@ class Downloader:
         takes ranges; else it starts over. A file that fails leaves no partial (no later run could trust it)."""
         temp = temp_path(job.destination, job.handle.id)
         try:
-            self._retrying()(self._stream_unsized, job, temp)
+            fd = open_for_write(temp, folders=self._folders).fd  # never resumed from an earlier run
+            try:
+                self._retrying()(self._stream_unsized, job, fd)
+            finally:
+                os.close(fd)
             self._install(job, temp)
         except BaseException:
             _remove_quietly(temp)  # (also when cancelled: the next run starts over anyway)
             raise
         job.on_done(None)
 
-    def _stream_unsized(self, job: FileJob, temp: Path) -> None:
+    def _stream_unsized(self, job: FileJob, fd: int) -> None:
         if job.announced is not None and job.ranges:  # an earlier try learned the size and that ranges work
-            self._stream_single(job, temp, False, size=job.announced)
+            self._stream_single(job, fd, size=job.announced)
             job.received = job.announced
             return
-        fd = open_temp(temp, truncate=True, folders=self._folders)
-        try:
-            write = _HashedWrite(fd, self._observer, job.planned)
+        os.ftruncate(fd, 0)
+        write = _HashedWrite(fd, self._observer, job.planned)
 
-            def learned(length: Optional[int], ranges: bool) -> None:
-                job.announced, job.ranges = length, ranges
+        def learned(length: Optional[int], ranges: bool) -> None:
+            job.announced, job.ranges = length, ranges
 
-            job.received = self._fetch(job, None, write, on_head=learned)
-            self._verify(job, write.md5.hexdigest())
-        finally:
-            os.close(fd)
+        job.received = self._fetch(job, None, write, on_head=learned)
+        self._verify(job, write.md5.hexdigest())
 
     # -- parallel ranged parts -----------------------------------------------------------------------------------
 
@@ -337,21 +379,28 @@ class Downloader:
         journal = ResumeJournal(journal_path(temp), JournalHeader(file_handle_id=job.handle.id, size=size,
                                                                   md5=job.handle.content_md5 or "",
                                                                   part_size=part_size))
-        finished: Set[int] = set()
-        if temp.is_file() and temp.stat().st_size == size:
-            finished = journal.load_finished()
-        fd = open_temp(temp, truncate=not finished, folders=self._folders)
+        recorded = journal.load()
+        partial = open_for_write(temp, resume=recorded.partial if recorded is not None else None,
+                                 folders=self._folders)
+        finished: Set[int] = (set(recorded.finished) if recorded is not None and partial.resumed
+                              and partial.size == size else set())
+        if partial.resumed and not finished:  # ours, but nothing to continue: a fresh file, preallocated
+            os.close(partial.fd)
+            partial = open_for_write(temp, folders=self._folders)
+        fd = partial.fd
         try:
             if not finished:
-                preallocate(fd, size)
-            journal.open(fresh=not finished)
-        except OSError:
+                preallocate(fd, size, job.destination)
+            journal.start(partial.identity, finished, folders=self._folders)
+        except BaseException as exc:
             os.close(fd)
             journal.close()
+            if isinstance(exc, NoRoomForFileError):
+                _forget(temp, journal)
             raise
         parts = plan_parts(size, part_size)
         finished &= set(range(len(parts)))
-        file = DirectFile(fd, open_direct(temp) if self._config.direct_io else -1)
+        file = DirectFile(fd, open_direct(temp, fd) if self._config.direct_io else -1)
         todo = [i for i in range(len(parts)) if i not in finished]
         # +1: this task's own count, so parts finishing early cannot finalize (see Countdown)
         state = _Multipart(job=job, temp=temp, file=file, journal=journal, parts=parts,

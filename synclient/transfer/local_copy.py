@@ -1,8 +1,9 @@
 """A file's bytes from a copy already on this machine (synapseclient's download cache) instead of from storage.
 
-The bytes go to the same partial file a download would write (``partial.temp_path``), are hashed on the way, and
-the caller verifies and installs them exactly as a download's (``Downloader.copy_local``): a file never appears at
-its final path unless complete and verified. The cheapest way the filesystem allows:
+The bytes go to a temporary name of their own beside the destination (``partial.copy_temp_path``: never a
+download's resumable partial, so no later run writes into a linked file), are hashed on the way, and the caller
+verifies and installs them exactly as a download's (``Downloader.copy_local``): a file never appears at its final
+path unless complete and verified. The cheapest way the filesystem allows:
 
 - a reflink (``ioctl(FICLONE)``: btrfs, XFS, bcachefs, ...): the new file shares the source's blocks
   copy-on-write, so a change to either never shows in the other; refused elsewhere, and then silently a copy;
@@ -27,9 +28,9 @@ except ImportError:  # Windows: no reflink (portable.CAPABILITIES.reflink is Fal
 
 from synclient import portable
 from synclient.errors import Cancelled
-from synclient.transfer.direct import DirectFile, pwrite_all
+from synclient.transfer.direct import DirectFile, aligned_buffer, pwrite_all
 from synclient.transfer.hashing import HASH_READ, hash_file_range
-from synclient.transfer.partial import PlainFolders, check_plain_folder, open_temp
+from synclient.transfer.partial import PlainFolders, check_plain_folder, open_for_write
 
 log = logging.getLogger("synclient.transfer")
 
@@ -54,21 +55,22 @@ class FilledTemp(NamedTuple):
 
 def fill_temp(source: Path, temp: Path, *, link: bool = False, folders: Optional[PlainFolders] = None,
               cancelled: Callable[[], bool] = lambda: False) -> FilledTemp:
-    """Put the bytes of ``source`` (a regular file, never followed through a symlink) at ``temp``, replacing what
-    was there, and hash them. ``cancelled`` is asked between chunks of a copy (:class:`Cancelled`)."""
+    """Put the bytes of ``source`` (a regular file, never followed through a symlink) at ``temp`` (a name no download
+    resumes from: ``partial.copy_temp_path``), replacing what was there, and hash them. ``cancelled`` is asked
+    between chunks of a copy or hash (:class:`Cancelled`); the caller removes ``temp`` when this raises."""
     if link and _hard_link(source, temp, folders):
         fd = os.open(temp, _READ_FLAGS)
         try:
-            md5, size = _hash_fd(fd)
+            md5, size = _hash_fd(fd, cancelled)
         finally:
             os.close(fd)
         return FilledTemp(md5, size, CopyMethod.HARD_LINK)
     source_fd = os.open(source, _READ_FLAGS)
     try:
-        fd = open_temp(temp, truncate=True, folders=folders)
+        fd = open_for_write(temp, folders=folders).fd  # a fresh file of this run: what was at the name is unlinked
         try:
             if _reflink(source_fd, fd):
-                md5, size = _hash_fd(fd)
+                md5, size = _hash_fd(fd, cancelled)
                 return FilledTemp(md5, size, CopyMethod.REFLINK)
             md5, size = _copy(source_fd, fd, cancelled)
             return FilledTemp(md5, size, CopyMethod.COPY)
@@ -83,7 +85,7 @@ def _hard_link(source: Path, temp: Path, folders: Optional[PlainFolders]) -> boo
     without hard links, too many links): the caller copies instead."""
     check_plain_folder(temp.parent, folders)
     try:
-        temp.unlink()  # a partial under this name (or a symlink planted there): the link takes its place
+        temp.unlink()  # an earlier copy's leftover (or a symlink planted there): the link takes its place
     except FileNotFoundError:
         pass
     try:
@@ -110,11 +112,16 @@ def _reflink(source_fd: int, fd: int) -> bool:
     return True
 
 
-def _hash_fd(fd: int) -> tuple:
-    """(MD5, size) of the file behind ``fd``, read from its start."""
+def _hash_fd(fd: int, cancelled: Callable[[], bool] = lambda: False) -> tuple:
+    """(MD5, size) of the file behind ``fd``, read from its start; ``cancelled`` is asked between reads."""
     size = os.fstat(fd).st_size
     md5 = hashlib.md5()
-    hash_file_range(DirectFile(fd), 0, size, md5)
+    file = DirectFile(fd)
+    buffer = aligned_buffer(min(HASH_READ, size)) if size else None
+    for start in range(0, size, HASH_READ):
+        if cancelled():
+            raise Cancelled()
+        hash_file_range(file, start, min(start + HASH_READ, size), md5, buffer)
     return md5.hexdigest(), size
 
 

@@ -7,26 +7,38 @@ id, size, MD5, part size) and then one line per finished part, appended with ``O
 A part is listed only after its bytes were written, and the final MD5 check catches anything the journal got wrong.
 Partials of other handles than the one a run settles for a file can never resume; :class:`LeftoverPartials` removes
 them.
+
+The write rule (:func:`open_for_write`, the one way synclient opens a file to write a download's bytes into): data
+goes only to a file this run created with ``O_CREAT | O_EXCL``, or to a partial whose journal names its device and
+inode, found with that identity and one link (checked with ``fstat`` on the opened descriptor, never through a
+symlink). Anything else under the name (a hard link to a file elsewhere, a symlink, another inode, a partial of a
+failed verification, whose journal is removed first) is unlinked, never written through, and the file starts afresh.
+A copy from synapseclient's cache (reflink, hard link or copy) is made under a name of its own
+(:func:`copy_temp_path`) that no resume ever opens, and renamed into place once verified.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
+import stat
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import AbstractSet, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 from synclient import portable
-from synclient.errors import UnsafePathError
+from synclient.errors import NoRoomForFileError, UnsafePathError
 
 log = logging.getLogger(__name__)
 
 TEMP_SUFFIX = ".synclient-partial"
 JOURNAL_SUFFIX = ".parts"
-PARTIAL_SUFFIXES = (TEMP_SUFFIX, TEMP_SUFFIX + JOURNAL_SUFFIX)  # names of in-flight downloads beside their files
+COPY_SUFFIX = ".synclient-copy"  # a copy from synapseclient's cache being verified: never resumed
+#: names of in-flight downloads beside their files (a remote name ending so is refused: sync/paths.py)
+PARTIAL_SUFFIXES = (TEMP_SUFFIX, TEMP_SUFFIX + JOURNAL_SUFFIX, COPY_SUFFIX)
 _MAX_TEMP_NAME = 200  # stay well below NAME_MAX (255) with our prefix and suffixes
 _DIGEST_STEM = ".synclient-"  # the temp stem of a name too long to spell out
 _HANDLE_ROOM = 21  # "." and a file handle id (a 64-bit number has at most 20 digits)
@@ -34,6 +46,12 @@ _HANDLE_ROOM = 21  # "." and a file handle id (a 64-bit number has at most 20 di
 
 def temp_path(destination: Path, file_handle_id: str) -> Path:
     return destination.with_name(f"{_temp_stem(destination)}.{file_handle_id}{TEMP_SUFFIX}")
+
+
+def copy_temp_path(destination: Path, file_handle_id: str) -> Path:
+    """Where a copy from synapseclient's cache (a hard link or reflink included) is made and verified before it is
+    renamed into place: a name of its own, so that no download ever resumes from (writes into) a linked file."""
+    return destination.with_name(f"{_temp_stem(destination)}.{file_handle_id}{COPY_SUFFIX}")
 
 
 def _temp_stem(destination: Path) -> str:
@@ -83,12 +101,12 @@ class LeftoverPartials:
             found += self._adopt(key, folder, keep_handle, destination)
         if not found:
             return
-        kept = [(handle, path) for handle, path in found if handle == keep_handle]
+        kept = [(handle, path) for handle, path in found if handle == keep_handle and _resumable(path)]
         if kept:  # the download about to start resumes from them
             self._resuming.add((key, stem))
             folder[stem] = kept
         for handle, path in found:
-            if handle == keep_handle:
+            if (handle, path) in kept:
                 continue
             _remove(path, "stale partial download")
 
@@ -97,11 +115,12 @@ class LeftoverPartials:
         """Partials of ``handle`` under another name of the folder, renamed to ``destination``'s partial names.
         Never those another file of this run is resuming from."""
         for other in list(folder):
-            if (key, other) in self._resuming or not any(h == handle for h, _ in folder.get(other, ())):
+            if (key, other) in self._resuming or not any(h == handle and _resumable(path)
+                                                         for h, path in folder.get(other, ())):
                 continue
             entries = folder.pop(other, None) or []
-            mine = [path for h, path in entries if h == handle]
-            rest = [(h, path) for h, path in entries if h != handle]
+            mine = [path for h, path in entries if h == handle and _resumable(path)]
+            rest = [(h, path) for h, path in entries if path not in mine]
             if rest:
                 folder.setdefault(other, []).extend(rest)
             temp = temp_path(destination, handle)
@@ -139,11 +158,16 @@ def sweep_partials(folders: Iterable[Path], *, keep: AbstractSet[Tuple[str, str]
         for stem, entries in _partials_in(folder).items():
             name = None if stem.startswith(_DIGEST_STEM) else stem[1:]
             if (str(folder), stem) in keep or spare(folder, name):
-                continue
+                entries = [(handle, path) for handle, path in entries if not _resumable(path)]
             for _handle, path in entries:
                 if _remove(path, "partial download of a file that is no longer there"):
                     removed += 1
     return removed
+
+
+def _resumable(path: Path) -> bool:
+    """A partial file or journal a download may resume from; not a cache copy left half-verified (never resumed)."""
+    return not path.name.endswith(COPY_SUFFIX)
 
 
 def _remove(path: Path, what: str) -> bool:
@@ -272,36 +296,104 @@ def check_plain_folder(folder: Path, folders: Optional[PlainFolders] = None) -> 
         raise UnsafePathError(f"{folder} is now reached through a symlink; not written")
 
 
-#: a temp file is opened for writing, created if missing, never through a symlink planted at its name
-_TEMP_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | portable.O_BINARY
+@dataclass(frozen=True)
+class FileIdentity:
+    """Which file a name stood for: its device and inode (``st_dev``, ``st_ino``)."""
+
+    device: int
+    inode: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> "FileIdentity":
+        return cls(info.st_dev, info.st_ino)
 
 
-def open_temp(path: Path, *, truncate: bool = False, folders: Optional[PlainFolders] = None) -> int:
-    """Open (creating) a temp file for writing without following a symlink planted at its name, in a folder that
-    is still a plain folder (:func:`check_plain_folder`)."""
+class WriteTarget(NamedTuple):
+    """A file opened by :func:`open_for_write`: its descriptor, identity, the bytes it holds (0 when fresh) and
+    whether it is the partial an earlier try or run left (``resumed``) rather than a file created now."""
+
+    fd: int
+    identity: FileIdentity
+    size: int
+    resumed: bool
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+#: a fresh file: created by this call or not at all, never through a symlink planted at its name
+_CREATE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | portable.O_BINARY
+#: an existing partial: never created, never through a symlink, never blocking on something that is not a file
+_REOPEN_FLAGS = (os.O_RDWR | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | portable.O_BINARY)
+
+
+def open_for_write(path: Path, *, resume: Optional[FileIdentity] = None, folders: Optional[PlainFolders] = None,
+                   append: bool = False) -> WriteTarget:
+    """The one way synclient opens a file to write data into (the write rule).
+
+    With ``resume`` (the identity a resume journal recorded for this partial), the file at ``path`` is continued
+    when the opened descriptor (``fstat``, not the path) is a regular file of exactly that device and inode with one
+    link. Anything else found there (a hard link to a file elsewhere, a symlink, another inode, a folder's entry that
+    is not a file) is discarded: unlinked, never written through. The file is then created with ``O_CREAT |
+    O_EXCL``, so the bytes go to an inode this call made. Raises ``OSError`` (and :class:`UnsafePathError` for a
+    folder now reached through a symlink: :func:`check_plain_folder`)."""
     check_plain_folder(path.parent, folders)
-    return os.open(path, _TEMP_FLAGS | (os.O_TRUNC if truncate else 0), 0o644)
-
-
-def open_temp_sized(path: Path, *, truncate: bool = False,
-                    folders: Optional[PlainFolders] = None) -> Tuple[int, int]:
-    """:func:`open_temp`, and the bytes the file already holds: 0 without asking when this call created it (a fresh
-    name, the usual case: one system call fewer per file), else its size (an earlier try's or run's partial)."""
-    check_plain_folder(path.parent, folders)
+    extra = os.O_APPEND if append else 0
+    if resume is not None:
+        found = _reopen(path, resume, extra)
+        if found is not None:
+            return found
     try:
-        return os.open(path, _TEMP_FLAGS | os.O_EXCL, 0o644), 0  # O_EXCL: never through a symlink either
+        fd = os.open(path, _CREATE_FLAGS | extra, 0o644)
     except FileExistsError:
-        pass
-    fd = os.open(path, _TEMP_FLAGS | (os.O_TRUNC if truncate else 0), 0o644)
+        _discard_name(path)
+        fd = os.open(path, _CREATE_FLAGS | extra, 0o644)  # one made again meanwhile is someone else's: raised
     try:
-        return fd, os.fstat(fd).st_size
+        return WriteTarget(fd, FileIdentity.of(os.fstat(fd)), 0, False)
     except BaseException:
         os.close(fd)
         raise
 
 
-def preallocate(fd: int, size: int) -> None:
-    """Reserve the file's blocks up front (a full disk fails now, not at 97%); fall back to a sparse size."""
+def _reopen(path: Path, identity: FileIdentity, extra: int) -> Optional[WriteTarget]:
+    """The partial at ``path`` opened for writing when it is ``identity``'s file with one link, else None."""
+    try:  # a first look at the name: nothing but a regular file is ever opened (a FIFO or device could act on it)
+        seen = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(seen.st_mode) or seen.st_nlink != 1 or FileIdentity.of(seen) != identity:
+        log.info("%s is not the partial download its journal recorded; starting it afresh", path)
+        return None
+    try:
+        fd = os.open(path, _REOPEN_FLAGS | extra)
+    except OSError:  # gone, or a symlink swapped in meanwhile (ELOOP): not followed
+        return None
+    try:
+        info = os.fstat(fd)  # the descriptor decides: the name may have changed since lstat
+        if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and FileIdentity.of(info) == identity:
+            return WriteTarget(fd, identity, info.st_size, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    log.info("%s changed while it was opened; starting it afresh", path)
+    return None
+
+
+def _discard_name(path: Path) -> None:
+    """Unlink whatever is at ``path`` (a stale partial, a hard link, a symlink: the name only, never its target)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def preallocate(fd: int, size: int, path: Path) -> None:
+    """Reserve the file's blocks up front (a full disk fails now, not at 97%); fall back to a sparse size. A
+    filesystem that refuses them for lack of space refuses this file (:class:`NoRoomForFileError`, this file's
+    failure): smaller files may still fit."""
     if size == 0:
         return
     if hasattr(os, "posix_fallocate"):
@@ -309,10 +401,35 @@ def preallocate(fd: int, size: int) -> None:
             os.posix_fallocate(fd, 0, size)
             return
         except OSError as exc:
-            import errno
+            if exc.errno in _NO_SPACE:
+                raise NoRoomForFileError.of(path, size, exc, free=free_space(path.parent)) from None
             if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)):
                 raise
     os.ftruncate(fd, size)
+
+
+def check_room(folder: Path, size: int, path: Path) -> None:
+    """Refuse a file of ``size`` bytes that the filesystem of ``folder`` has no room for now
+    (:class:`NoRoomForFileError`, this file's failure), before a byte of it is written: a file larger than the free
+    space would otherwise fill the disk and fail every file after it."""
+    free = free_space(folder)
+    if free is not None and size > free:
+        raise NoRoomForFileError.of(path, size, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), free=free)
+
+
+def free_space(folder: Path) -> Optional[int]:
+    """Bytes this process may still write on the filesystem of ``folder`` (root may use the blocks reserved for
+    it), or None where the system or the filesystem does not tell."""
+    if not hasattr(os, "statvfs"):
+        return None
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return None
+    if not info.f_blocks:  # a filesystem that does not tell its size: nothing to judge by
+        return None
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    return (info.f_bfree if root else info.f_bavail) * info.f_frsize
 
 
 @dataclass(frozen=True)
@@ -320,39 +437,65 @@ class JournalHeader:
     file_handle_id: str
     size: int
     md5: str
-    part_size: int
+    part_size: int  # 0: one stream, continued from the partial's length
+
+
+class JournalState(NamedTuple):
+    """What a journal vouches for: the partial file it was written with, and the parts finished in it."""
+
+    partial: FileIdentity
+    finished: FrozenSet[int]
+
+
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | portable.O_BINARY
 
 
 class ResumeJournal:
-    """The list of finished parts of one multipart download."""
+    """The resume record of one partial download: a header line (the file handle, size, MD5 and part size, and the
+    device and inode of the partial file it goes with) and one line per finished part. Without it (or with another
+    header, or another inode) a partial is never resumed: :func:`open_for_write` discards it."""
 
     def __init__(self, path: Path, header: JournalHeader) -> None:
         self.path = path
         self.header = header
         self._fd = -1
 
+    def load(self) -> Optional[JournalState]:
+        """The partial and parts an earlier try or run recorded for the same header; None for a journal that is
+        missing, unreadable, foreign or of another file."""
+        try:
+            fd = os.open(self.path, _READ_FLAGS)
+        except OSError:
+            return None
+        try:
+            with os.fdopen(fd, "rb") as journal:
+                lines = journal.read().decode("utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return None
+        if not lines:
+            return None
+        try:
+            fields = json.loads(lines[0])
+            partial = FileIdentity(int(fields.pop("device")), int(fields.pop("inode")))
+            if JournalHeader(**fields) != self.header:
+                return None
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+        return JournalState(partial, frozenset(int(line) for line in lines[1:] if line.strip().isdigit()))
+
     def load_finished(self) -> Set[int]:
         """Parts an earlier run finished for the same header; an unreadable or foreign journal counts as none."""
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            return set()
-        if not lines:
-            return set()
-        try:
-            if JournalHeader(**json.loads(lines[0])) != self.header:
-                return set()
-        except (ValueError, TypeError):
-            return set()
-        return {int(line) for line in lines[1:] if line.strip().isdigit()}
+        state = self.load()
+        return set(state.finished) if state is not None else set()
 
-    def open(self, *, fresh: bool) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | portable.O_BINARY
-        if fresh:
-            flags |= os.O_TRUNC
-        self._fd = os.open(self.path, flags, 0o644)
-        if fresh:
-            os.write(self._fd, (json.dumps(asdict(self.header)) + "\n").encode())
+    def start(self, partial: FileIdentity, finished: AbstractSet[int] = frozenset(), *,
+              folders: Optional[PlainFolders] = None) -> None:
+        """Write the journal of ``partial`` afresh (a file of this run: :func:`open_for_write`), listing the parts
+        already ``finished``; later parts are appended by :meth:`mark_finished`."""
+        self.close()
+        self._fd = open_for_write(self.path, folders=folders, append=True).fd
+        header = dict(asdict(self.header), device=partial.device, inode=partial.inode)
+        os.write(self._fd, (json.dumps(header) + "\n" + "".join(f"{i}\n" for i in sorted(finished))).encode())
 
     def mark_finished(self, index: int) -> None:
         os.write(self._fd, f"{index}\n".encode())  # one small O_APPEND write: atomic among threads

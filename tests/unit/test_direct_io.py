@@ -16,7 +16,7 @@ from synclient.transfer.hashing import PrefixHasher, hash_file_range, hash_with_
 def _direct_file(path: Path, size: int) -> DirectFile:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     os.ftruncate(fd, size)
-    direct_fd = open_direct(path)
+    direct_fd = open_direct(path, fd)
     if direct_fd < 0:
         os.close(fd)
         pytest.skip(f"no O_DIRECT on {filesystem_type(path.parent)} here")
@@ -33,9 +33,11 @@ def test_no_direct_descriptor_on_memory_or_pseudo_filesystems(tmp_path):
         pytest.skip("no tmpfs at /dev/shm")
     target = Path("/dev/shm") / f"synclient-direct-{os.getpid()}"
     target.write_bytes(b"x")
+    fd = os.open(target, os.O_RDONLY)
     try:
-        assert open_direct(target) == -1
+        assert open_direct(target, fd) == -1
     finally:
+        os.close(fd)
         target.unlink()
 
 

@@ -63,6 +63,7 @@ def test_every_error_states_its_nature():
         "UnsafePathError": N.PER_FILE, "UnsupportedError": N.PER_FILE, "TargetError": N.FATAL,
         "SyncLockedError": N.FATAL, "SyncError": N.PER_FILE,
         "PathConflictError": N.PER_FILE, "FileInTheWayError": N.PER_FILE,
+        "NoRoomForFileError": N.PER_FILE,  # one file the disk has no room for: smaller ones may still fit
         "ShardFailedError": N.PER_FILE,  # a Dask shard that could not run: its files fail, the next run resumes
         "ClusterLostError": N.FATAL,  # the Dask scheduler is gone: every shard would fail alike
         "CacheLockTimeoutError": N.PER_FILE,  # only ever logged: that file is not recorded in synapseclient's cache

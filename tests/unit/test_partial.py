@@ -9,8 +9,8 @@ from synclient import portable
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import plan_parts
 from synclient.transfer.hashing import PrefixHasher
-from synclient.transfer.partial import (JournalHeader, LeftoverPartials, PlainFolders, ResumeJournal, journal_path,
-                                        open_temp_sized, realpath, temp_path)
+from synclient.transfer.partial import (FileIdentity, JournalHeader, LeftoverPartials, PlainFolders, ResumeJournal,
+                                        journal_path, realpath, temp_path)
 
 
 @given(size=st.integers(1, 5000), part_size=st.integers(1, 700))
@@ -92,13 +92,23 @@ def test_journal_round_trip_and_foreign_header_is_ignored(tmp_path):
     assert temp.parent == tmp_path and temp.name.startswith(".big.bin.77")
     header = JournalHeader(file_handle_id="77", size=100, md5="m", part_size=10)
     journal = ResumeJournal(journal_path(temp), header)
-    journal.open(fresh=True)
+    journal.start(FileIdentity(5, 42), {1})
     for index in (3, 0, 7):
         journal.mark_finished(index)
     journal.close()
-    assert ResumeJournal(journal_path(temp), header).load_finished() == {0, 3, 7}
+    assert ResumeJournal(journal_path(temp), header).load() == (FileIdentity(5, 42), {0, 1, 3, 7})
+    assert ResumeJournal(journal_path(temp), header).load_finished() == {0, 1, 3, 7}
     other = JournalHeader(file_handle_id="78", size=100, md5="m", part_size=10)
+    assert ResumeJournal(journal_path(temp), other).load() is None
     assert ResumeJournal(journal_path(temp), other).load_finished() == set()
+
+
+def test_a_journal_without_the_partials_identity_vouches_for_nothing(tmp_path):
+    """A journal of before the write rule (no device and inode) or a hand-made one: nothing is resumed from it."""
+    temp = temp_path(tmp_path / "big.bin", "77")
+    header = JournalHeader(file_handle_id="77", size=100, md5="m", part_size=10)
+    journal_path(temp).write_text('{"file_handle_id": "77", "size": 100, "md5": "m", "part_size": 10}\n0\n1\n')
+    assert ResumeJournal(journal_path(temp), header).load() is None
 
 
 def test_temp_name_of_a_very_long_name_stays_short(tmp_path):
@@ -160,27 +170,6 @@ def test_realpath_is_os_path_realpath(tmp_path):
              root / "missing" / "deeper", f"{root}/a/./b", f"{root}//a/b/", root / "a" / ".." / "a", "a", "."]
     for case in cases:
         assert realpath(case) == os.path.realpath(case), case
-
-
-def test_open_temp_sized_says_what_is_there_and_never_follows_a_symlink(tmp_path):
-    root = tmp_path.resolve()
-    fresh = root / ".a.bin.7.synclient-partial"
-    fd, have = open_temp_sized(fresh)
-    os.close(fd)
-    assert have == 0 and fresh.is_file()
-    fresh.write_bytes(b"12345")
-    fd, have = open_temp_sized(fresh)  # an earlier try's bytes: resumed from
-    os.close(fd)
-    assert have == 5 and fresh.read_bytes() == b"12345"
-    fd, have = open_temp_sized(fresh, truncate=True)
-    os.close(fd)
-    assert have == 0 and fresh.read_bytes() == b""
-    outside = root / "outside"
-    planted = root / ".b.bin.7.synclient-partial"
-    planted.symlink_to(outside)
-    with pytest.raises(OSError):
-        open_temp_sized(planted)
-    assert not outside.exists()
 
 
 def test_plain_folders_give_realpaths_verdict_as_folders_change(tmp_path):
