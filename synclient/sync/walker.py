@@ -25,6 +25,7 @@ from synclient.sync.filters import PathFilter
 from synclient.sync.index import LocalNamesHeld
 from synclient.sync.local_names import FilesystemNames, Listed, LocalName, LocalRename, local_names
 from synclient.sync.manifest import MANIFEST_FILENAMES
+from synclient.sync.name_gate import NameGate, RemotePath
 from synclient.sync.paths import RESERVED_NAME, TargetDirectory
 from synclient.transfer.pool import Priority, TaskPool
 
@@ -54,21 +55,28 @@ class Folder:
 
     header: EntityHeader
     local_dir: Path
-    rel_dir: str
+    remote: RemotePath
     ancestors: FrozenSet[str]
 
+    @property
+    def rel_dir(self) -> str:
+        return self.remote.text
+
     def rel(self, name: str) -> str:
-        return f"{self.rel_dir}/{name}" if self.rel_dir else name
+        """The remote path text of the entry ``name`` (for filters and reports: the name may yet be refused)."""
+        return self.remote.spelled(name)
 
 
 class TreeWalker:
     def __init__(self, *, platform: Platform, pool: TaskPool, target: TargetDirectory, on_files: FilesFound,
                  on_failure: EntityFailed, path_filter: PathFilter = PathFilter(),
                  follow_links: bool = False, make_room: Optional[MakeRoom] = None,
-                 names: FilesystemNames = FilesystemNames(), held_names: Optional[HeldNames] = None) -> None:
+                 names: FilesystemNames = FilesystemNames(), held_names: Optional[HeldNames] = None,
+                 gate: Optional[NameGate] = None) -> None:
         self._platform = platform
         self._pool = pool
         self._target = target
+        self._gate = gate if gate is not None else NameGate(target, names)  # every local path of an entity
         self._on_files = on_files
         self._on_failure = on_failure
         self._filter = path_filter
@@ -91,12 +99,12 @@ class TreeWalker:
         # local folder -> keys of the local names entries kept there though the plain mapping would differ
         self.kept_names: Dict[Path, Set[str]] = {}
 
-    def walk(self, container: EntityHeader, local_dir: Path, *, rel_dir: str = "") -> None:
-        """Start listing ``container`` into ``local_dir``, its files' paths under ``rel_dir`` ('' for the sync root;
-        a sub-folder when a list of ids walks several containers). Returns at once; the pool does the work."""
-        if rel_dir:
-            self.folder_ids[rel_dir] = container.id
-        root = Folder(container, local_dir, rel_dir, frozenset({container.id}))
+    def walk(self, container: EntityHeader, local_dir: Path, *, remote: RemotePath = RemotePath()) -> None:
+        """Start listing ``container`` into ``local_dir``, its files' paths under ``remote`` (the sync root; a
+        sub-folder when a list of ids walks several containers). Returns at once; the pool does the work."""
+        if remote.names:
+            self.folder_ids[remote.text] = container.id
+        root = Folder(container, local_dir, remote, frozenset({container.id}))
         self._pool.submit(Priority.LISTING, self._list_page, root, None)
 
     def _list_page(self, folder: Folder, page_token: Optional[str]) -> None:
@@ -166,29 +174,32 @@ class TreeWalker:
         name = local.name if local is not None else header.name
         if self._names.same_name_key(name) in self._manifest_keys:
             # the remote entity wins its path (as the filesystem compares names): no such manifest in this folder
-            self.manifest_taken.add(folder.local_dir / name)
+            taken = self._local_path(folder, header.name, local)
+            if taken is not None:  # (a path too long for the filesystem: no manifest beside it either)
+                self.manifest_taken.add(taken)
         try:
             if header.type is EntityType.FOLDER:
-                self._enter(folder, header, header, name, local)
+                self._enter(folder, header, header, local)
             elif header.type is EntityType.FILE:
                 rel = folder.rel(header.name)
-                destination = self._destination(folder, name)
+                path = self._path(folder, header.name, local)  # refused (per entity) whether wanted or not
                 if self._filter.wants_file(rel):
-                    self._note_renaming(header, rel, destination, local)
-                    return FoundFile(header, destination, rel, folder.header.id,
+                    # (its renaming is reported once the run knows the file is at that name: the pipeline's)
+                    return FoundFile(header, self._gate.registry.claim(path, header.id), rel, folder.header.id,
                                      local.reason() if local is not None else "")
             elif header.type is EntityType.LINK and self._follow_links:
-                self._destination(folder, name)  # refuse a bad name before any call
+                self._path(folder, header.name, local)  # refuse a bad name before any call
                 self._pool.submit(Priority.LISTING, self._resolve_link, folder, header, local)
         except SynclientError as exc:
             if header.type is not EntityType.FILE:
                 self.unvisited.add(folder.rel(header.name))
-            self._on_failure(header, self._local_path(folder, name), exc)
+            self._on_failure(header, self._local_path(folder, header.name, local), exc)
         return None
 
-    def _destination(self, folder: Folder, name: str) -> Path:
-        """The local path of ``name`` in ``folder``; refused (per entity) where the filesystem's paths end."""
-        return self._names.check_length(self._target.child(folder.local_dir, name))
+    def _path(self, folder: Folder, name: str, local: Optional[LocalName]) -> Path:
+        """The local path of the remote ``name`` in ``folder`` (``local``: its mapped name), through the gate: not
+        claimed yet; refused (per entity) for a name that can be no local name."""
+        return self._gate.path(folder.local_dir, name, local_name=local.name if local is not None else None)
 
     def _note_renaming(self, header: EntityHeader, rel: str, path: Path, local: Optional[LocalName]) -> None:
         """Report an entity whose local name is not its remote one (once per run: when it is listed)."""
@@ -198,18 +209,19 @@ class TreeWalker:
         self.renamed.append(renamed)
         log.warning("local name: %s", renamed)
 
-    def _local_path(self, folder: Folder, name: str) -> Optional[Path]:
+    def _local_path(self, folder: Folder, name: str, local: Optional[LocalName]) -> Optional[Path]:
         """Where an entity of this name would be, for reports; None when the name itself is refused."""
         try:
-            return self._target.child(folder.local_dir, name)
+            return self._path(folder, name, local)
         except SynclientError:
             return None
 
-    def _enter(self, folder: Folder, named: EntityHeader, container: EntityHeader, name: str,
+    def _enter(self, folder: Folder, named: EntityHeader, container: EntityHeader,
                local: Optional[LocalName] = None) -> None:
-        """List ``container`` as a sub-folder called ``named.name`` remotely and ``name`` locally (the same entity
-        unless via a link)."""
+        """List ``container`` as a sub-folder called ``named.name`` remotely (the same entity unless via a link;
+        ``local``: its mapped local name)."""
         rel = folder.rel(named.name)
+        remote = folder.remote.child(named.name)  # UnsafePathError: this folder is refused, its siblings go on
         if self._filter.prunes_folder(rel):
             self.folder_ids[rel] = container.id  # found, not listed
             return
@@ -217,18 +229,17 @@ class TreeWalker:
             raise UnsafePathError(f"link {named.id} ({rel}) leads back to {container.id}, a folder above it; "
                                   "not followed (cycle)")
         self.folder_ids[rel] = container.id
-        self._destination(folder, name)
+        path = self._gate.registry.claim(self._path(folder, named.name, local), named.id)
         try:
-            local_dir = self._target.make_folder(folder.local_dir, name)
+            local_dir = self._target.make_folder(folder.local_dir, path.name)
         except FileInTheWayError:
             # a file where the remote now has a folder: the runner removes it if it is ours and delete is on
-            path = self._target.child(folder.local_dir, name)
             if self._make_room is None or not self._make_room(rel, path):
                 raise
             # a dry run removed nothing: it lists on as the real run would once the file is gone
-            local_dir = self._target.make_folder(folder.local_dir, name) if self._target.create else path
+            local_dir = self._target.make_folder(folder.local_dir, path.name) if self._target.create else path
         self._note_renaming(named, rel, local_dir, local)
-        child = Folder(container, local_dir, rel, folder.ancestors | {container.id})
+        child = Folder(container, local_dir, remote, folder.ancestors | {container.id})
         self._pool.submit(Priority.LISTING, self._list_page, child, None)
 
     def _resolve_link(self, folder: Folder, link: EntityHeader, local: Optional[LocalName] = None) -> None:
@@ -237,20 +248,18 @@ class TreeWalker:
             if not entity.link_target_id:
                 raise UnsafePathError(f"link {link.id} has no target")
             target = self._platform.get_entity_header(entity.link_target_id)
-            name = local.name if local is not None else link.name
             if target.type.is_container:
-                self._enter(folder, link, target, name, local)
+                self._enter(folder, link, target, local)
             elif target.type is EntityType.FILE:
                 version = entity.link_target_version or target.version_number
                 as_file = EntityHeader(id=target.id, name=link.name, type=EntityType.FILE, version_number=version)
                 rel = folder.rel(link.name)
                 if self._filter.wants_file(rel):
-                    destination = self._destination(folder, name)
-                    self._note_renaming(link, rel, destination, local)
+                    destination = self._gate.registry.claim(self._path(folder, link.name, local), as_file.id)
                     self._on_files([FoundFile(as_file, destination, rel, None,
                                               local.reason() if local is not None else "")])
             else:
                 raise UnsafePathError(f"link {link.id} points to a {target.type.name.lower()}; not followed")
         except SynclientError as exc:
             self.unvisited.add(folder.rel(link.name))
-            self._on_failure(link, self._local_path(folder, local.name if local is not None else link.name), exc)
+            self._on_failure(link, self._local_path(folder, link.name, local), exc)
