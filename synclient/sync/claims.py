@@ -124,7 +124,7 @@ class PathClaims:
         manifest = next((m for m in MANIFEST_FILENAMES if self._names.same_name(destination.name, m)), None)
         if (manifest is not None and not self._index.get_many([rel_path])
                 and (manifest_name_is_ours(manifest)
-                     or "/".join(local.split("/")[:-1] + [manifest]) in self._index.manifest_files())):
+                     or self._target.relative(destination.with_name(manifest)) in self._index.manifest_files())):
             try:
                 return stat.S_ISREG(os.lstat(destination).st_mode)
             except OSError:

@@ -62,6 +62,7 @@ class FileContext:
     from_cache: bool = False  # its bytes came from synapseclient's cache, not from storage
     from_row: bool = False  # its handle is a view row's (no bundle call): the URL batch may find it replaced
     renamed: str = ""  # why its local name is not its remote name (local_names.py; "": it is)
+    name: str = ""  # its remote name (the last of rel_path's names)
 
     @property
     def details(self) -> dict:
@@ -271,7 +272,7 @@ class FilePipeline:
                                  else self._target.relative(decision.destination))
         context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,
                               *((known.entity, handle.raw) if self._options.entity_details else (None, None)),
-                              superseded, displaced, from_row=known.from_row, renamed=renamed)
+                              superseded, displaced, from_row=known.from_row, renamed=renamed, name=header.name)
         entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination,
                           context.entity, context.file_handle, annotations if self._options.entity_details else None)
         self._outcome.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))
@@ -305,7 +306,7 @@ class FilePipeline:
                 self._outcome.finished(result)  # a folder or symlink kept in the way: no file to list
                 return
             self._manifests.add_unindexed(ManifestRow(
-                decision.destination, context.parent_id, context.rel_path.rsplit("/", 1)[-1], entity_id,
+                decision.destination, context.parent_id, context.name, entity_id,
                 handle.content_type, context.annotations, self._manifests.provenance_of(context.rel_path)))
             self._outcome.finished(result)
             return
