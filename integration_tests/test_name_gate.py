@@ -101,12 +101,16 @@ def test_the_walk_refuses_the_slash_named_file_and_keeps_the_folder_file(emu, tm
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_a_rename_is_reported_only_where_the_file_is(tmp_path, dry_run):
     spec = {"projects": [{"name": "p", "children": [
-        {"type": "file", "name": name, "content": name} for name in ("Case.txt", "case.txt", "a:b")]}]}
+        {"type": "file", "name": name, "content": name} for name in ("Case.txt", "case.txt", "a:b")] + [
+        {"type": "folder", "name": name, "children": [{"type": "file", "name": "f.txt", "content": name}]}
+        for name in ("Data", "data", "x:y")]}]}
+    before = files(**{n: n for n in ("Case.txt", "case.txt", "a:b")},
+                   **{f"{n}/f.txt": n for n in ("Data", "data", "x:y")})
     with Emulator() as emu:
         project = emu.seed_spec(spec)["p"]
         with Platform(emu.endpoint, token=emu.token) as platform:
             first = sync_from_platform(project, tmp_path, platform=platform, progress=False)
-            assert first.report.renamed == [] and len(first) == 3
+            assert first.report.renamed == [] and len(first) == 6
             for _ in range(2):  # the same target, now said to be case-insensitive with Windows' names
                 again = sync_from_platform(project, tmp_path, platform=platform, progress=False,
                                            filesystem_names="case,windows", dry_run=dry_run)
@@ -117,11 +121,12 @@ def test_a_rename_is_reported_only_where_the_file_is(tmp_path, dry_run):
                     assert all(r.renamed is None for r in again)
                 else:
                     assert not again.failures and not again.fetch_entries
-            assert local_tree(tmp_path) == files(**{n: n for n in ("Case.txt", "case.txt", "a:b")})
+                assert local_tree(tmp_path) == before
             # a new target with those rules: the files are at the other names, and so says the report
             fresh = sync_from_platform(project, tmp_path / "fresh", platform=platform, progress=False,
                                        filesystem_names="case,windows", dry_run=dry_run)
             renamed = fresh.renamed if dry_run else fresh.report.renamed
-            assert len(renamed) == 2 and any("a：b" in line for line in renamed), renamed
+            assert len(renamed) == 4 and any("a：b" in line for line in renamed), renamed
+            assert any(line.startswith(f"{emu.resolve(project, 'x:y')}: x:y -> x：y ") for line in renamed), renamed
             if not dry_run:
-                assert "a：b" in local_tree(tmp_path / "fresh")
+                assert {"a：b", "x：y/f.txt"} <= set(local_tree(tmp_path / "fresh"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -143,6 +144,7 @@ class FilePipeline:
         self.remote: Optional[RemoteFetcher] = None  # fetches go to a Dask cluster instead of this pool
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.renamed: List[LocalRename] = []  # files at (or planned to) another local name than their remote one
+        self.filled: Set[str] = set()  # local folders (relative) that hold (or will hold) a file of this run
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
         self.leftovers = LeftoverPartials()
         # up-to-date keep.both copies (with their annotations' JSON), settled once all is decided
@@ -216,7 +218,13 @@ class FilePipeline:
     def _renaming(self, found: FoundFile, local_path: Optional[str]) -> str:
         """Why ``found``'s local name is not its remote one, if the file is (or a dry run would put it) at the name
         it was given for that reason (``local_path``: where it is or goes; None: nowhere), reported once; else ""
-        (it stays where it is: a name mapped for this filesystem that its file does not have is no renaming)."""
+        (it stays where it is: a name mapped for this filesystem that its file does not have is no renaming).
+        Notes the folder the file is in (a renamed folder is reported when a file of the run is in it)."""
+        if local_path is not None:
+            folder = posixpath.dirname(local_path)
+            if folder not in self.filled:
+                with self._lock:
+                    self.filled.add(folder)
         if not found.renamed or local_path is None or local_path != self._target.relative(found.destination):
             return ""
         renamed = LocalRename(found.header.id, found.rel_path, local_path, found.renamed)

@@ -238,9 +238,16 @@ class SyncRun:
     def renamed_lines(self) -> List[str]:
         """The report's lines of every renaming: a list's entries whose names were taken, and names the local
         filesystem cannot hold as they are (a file's once it is, or a dry run would put it, at that name)."""
+        folders = [entry for entry in self.walker.renamed if self._is_there(entry)]
         return ([str(entry) for entry in self.renamed] + [str(entry) for entry in self.renamed_locally]
-                + [str(entry) for entry in sorted(self.walker.renamed + self.pipeline.renamed,
-                                                  key=lambda r: r.remote_path)])
+                + [str(entry) for entry in sorted(folders + self.pipeline.renamed, key=lambda r: r.remote_path)])
+
+    def _is_there(self, folder: LocalRename) -> bool:
+        """A walked folder given another local name is at it for this run: a file of the run is (or a dry run would
+        put it) in it, or the remote folder holds nothing (its files may stay where an earlier run put them)."""
+        inside = folder.local_path + "/"
+        return folder.remote_path not in self.walker.holding or any(
+            filled == folder.local_path or filled.startswith(inside) for filled in self.pipeline.filled)
 
     def tidy_up(self) -> None:
         """A real run's end: every folder's manifest, and the sweep of partial downloads no run will resume."""

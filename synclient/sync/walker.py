@@ -95,7 +95,10 @@ class TreeWalker:
         self.listed: Dict[str, Path] = {}  # rel path -> local folder, for folders whose every page was listed
         self.manifest_taken: Set[Path] = set()  # local paths of remote children named like a manifest
         self.folder_ids: Dict[str, str] = {}  # rel path -> id of every folder found (via a link: its target)
-        self.renamed: List[LocalRename] = []  # entities given another local name than their remote one
+        # folders given another local name than their remote one (a file's renaming is the pipeline's to report,
+        # once the file is at that name); and the remote folders (rel paths) that hold anything
+        self.renamed: List[LocalRename] = []
+        self.holding: Set[str] = set()
         # local folder -> keys of the local names entries kept there though the plain mapping would differ
         self.kept_names: Dict[Path, Set[str]] = {}
 
@@ -140,6 +143,8 @@ class TreeWalker:
             return
         with self._gathered_lock:
             every = self._gathered.pop(folder.rel_dir, [])
+        if every:
+            self.holding.add(folder.rel_dir)
         reserved = (RESERVED_NAME,) if folder.local_dir == self._target.root else ()
         listing = [Listed(h.name, h.id, h.type.is_container) for h in every]
         current = self._current_names(folder, every)
@@ -202,12 +207,13 @@ class TreeWalker:
         return self._gate.path(folder.local_dir, name, local_name=local.name if local is not None else None)
 
     def _note_renaming(self, header: EntityHeader, rel: str, path: Path, local: Optional[LocalName]) -> None:
-        """Report an entity whose local name is not its remote one (once per run: when it is listed)."""
+        """Note a folder whose local name is not its remote one (once per run: when it is listed); the run reports
+        it if it holds a file of the run, or nothing at all remotely (:meth:`SyncRun.renamed_lines`)."""
         if local is None or local.renaming is None:
             return
         renamed = LocalRename(header.id, rel, self._target.relative(path), local.reason())
         self.renamed.append(renamed)
-        log.warning("local name: %s", renamed)
+        log.debug("local name: %s", renamed)
 
     def _local_path(self, folder: Folder, name: str, local: Optional[LocalName]) -> Optional[Path]:
         """Where an entity of this name would be, for reports; None when the name itself is refused."""
