@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from synclient import Platform, SyncStatus, download_many, sync_from_platform
+from synclient import Platform, SyncStatus, download_many, download_query, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import UnsafePathError
 from synctrees import local_tree
@@ -23,6 +23,7 @@ SPEC = {"projects": [{"name": "p", "children": [
     {"type": "dataset", "name": "x/ds", "items": [{"ref": "ok.txt"}]},
     {"type": "dataset", "name": "fine", "items": [{"ref": "ok.txt"}]},
     {"type": "datasetcollection", "name": "coll", "items": [{"ref": ["x/ds"]}, {"ref": "fine"}]},
+    {"type": "entityview", "name": "files", "scope": [""], "columns": []},
 ]}]}
 
 
@@ -31,7 +32,7 @@ def emu(tmp_path_factory):
     with Emulator(data_dir=str(tmp_path_factory.mktemp("emu"))) as emulator:
         project = emulator.seed_spec(SPEC)["p"]
         emulator.ids = {name: emulator.resolve(project, [name]) for name in
-                        ("sub/evil.txt", "sub", "ok.txt", "x/ds", "fine", "coll")}
+                        ("sub/evil.txt", "sub", "ok.txt", "x/ds", "fine", "coll", "files")}
         emulator.project = project
         yield emulator
 
@@ -88,6 +89,15 @@ def test_a_folder_and_a_slash_named_file_never_share_a_path_and_reruns_are_stabl
     assert [entry.rel_path for entry in plan.fetch_entries] == ["sub/evil.txt"]
     assert max(destinations.values()) == 1, destinations
     assert [f.entity_id for f in plan.failures] == [emu.ids["sub/evil.txt"]]
+
+
+@pytest.mark.parametrize("columns", ["id", "*"])  # by bundle, or known from the view's own rows
+def test_a_query_selecting_a_slash_named_file_fetches_the_others(emu, tmp_path, columns):
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_query(f"SELECT {columns} FROM {emu.ids['files']}", tmp_path, platform=platform,
+                                 on_error="continue", progress=False)
+    _refused(results, emu.ids["sub/evil.txt"])
+    assert local_tree(tmp_path) == files(**{"ok.txt": "ok", "evil.txt": "good"})
 
 
 def test_the_walk_refuses_the_slash_named_file_and_keeps_the_folder_file(emu, tmp_path):
