@@ -140,3 +140,24 @@ def test_a_rename_is_reported_only_where_the_file_is(tmp_path, dry_run):
             assert any(line.startswith(f"{emu.resolve(project, 'x:y')}: x:y -> x：y ") for line in renamed), renamed
             if not dry_run:
                 assert {"a：b", "x：y/f.txt"} <= set(local_tree(tmp_path / "fresh"))
+
+
+def test_two_entries_of_one_name_in_a_listing_never_share_a_path(tmp_path):
+    """A server that answers a folder's listing with two files of one name (the emulator refuses to make them: the
+    second is renamed in its store directly): the first listed keeps the path, the other fails, run after run."""
+    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "dup.txt", "content": "one"},
+                                                    {"type": "file", "name": "dup2.txt", "content": "two"}]}]}
+    with Emulator() as emu:
+        project = emu.seed_spec(spec)["p"]
+        first, second = emu.resolve(project, "dup.txt"), emu.resolve(project, "dup2.txt")
+        with emu.store._lock:
+            emu.store._touch(int(second[3:]), "name = ?", ("dup.txt",))
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            for dry_run in (False, False, True):
+                results = sync_from_platform(project, tmp_path, platform=platform, on_error="continue",
+                                             progress=False, dry_run=dry_run)
+                assert [f.entity_id for f in results.failures] == [second]
+                assert "already the local path of" in str(results.failures[0].error)
+                assert local_tree(tmp_path) == files(**{"dup.txt": "one"})
+                if dry_run:
+                    assert [(e.entity_id, e.destination) for e in results.entries] == [(first, tmp_path / "dup.txt")]

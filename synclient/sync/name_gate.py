@@ -5,9 +5,10 @@ rows) and so every Dask shard (whose destinations are the driver's decisions) ge
 nothing else in :mod:`synclient.sync` or :mod:`synclient.cluster` joins a remote name into a path
 (``tests/unit/test_name_gate.py::test_no_remote_name_is_joined_into_a_path_outside_the_gate`` walks their AST).
 
-- A remote path is a :class:`RemotePath`: a sequence of names, each checked by :func:`~synclient.sync.paths.validate_name`
-  when the path is made (no separator, no ``.``/``..``, no NUL, at most 255 bytes). Its ``'/'``-joined text (the
-  index's key, the report's spelling) is one-to-one with it and is never split back into a path.
+- A remote path is a :class:`RemotePath`: a sequence of names, each checked by
+  :func:`~synclient.sync.paths.validate_name` when the path is made (no separator, no ``.``/``..``, no NUL, at
+  most 255 bytes). Its ``'/'``-joined text (the index's key, the report's spelling) is one-to-one with it and is
+  never split back into a path.
 - :class:`NameGate` turns a validated name into a local path under a local folder: the local filesystem's form of
   the name (:meth:`~synclient.sync.local_names.FilesystemNames.legal_form`, or the name the walk's listing mapping
   gave it), synclient's own names refused (its index folder, partial downloads:
@@ -19,7 +20,10 @@ nothing else in :mod:`synclient.sync` or :mod:`synclient.cluster` joins a remote
   holds is refused (:class:`~synclient.errors.PathConflictError`, that entity fails alone): two entities never share
   a path, in a real run or a dry run. The sources' own rules name twins apart before they ask (a folder's listing:
   :func:`~synclient.sync.local_names.local_names`; a list: :mod:`synclient.sync.sources`), so a refusal here means
-  a server answered with two entries of one name.
+  a server answered with two entries of one name. ``keep.both`` copies are claimed in it too
+  (:mod:`synclient.sync.claims`). Where the rules say two spellings are one name but the disk holds two files (a
+  forced probe, a target moved from another filesystem), the disk is asked and each keeps its own path. It costs one
+  key per file of the run (about 0.1 KB), like the run's other per-file state.
 """
 from __future__ import annotations
 

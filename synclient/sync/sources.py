@@ -20,7 +20,9 @@ path, and no entry takes a path the index holds for another file (a file of an e
 ``keep.both`` copy): an entry that already has a path in the index keeps it (names do not flip when the list's
 order changes); otherwise the first entry in the order given (a dataset's items in its order) gets its name, and
 each later one its id in it, ``name (syn456).ext``, or ``name (syn456.2).ext`` when that file's id is already in
-the name of another of its versions. Each renaming is reported.
+the name of another of its versions. Each renaming is reported. Paths are :class:`~synclient.sync.name_gate.RemotePath`
+values: an entry whose name can be no path component (a ``/``, ``..``, NUL, too long) is refused alone, with what it
+holds, as the walk refuses it; the runner's name gate makes the local paths.
 """
 from __future__ import annotations
 

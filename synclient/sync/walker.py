@@ -1,14 +1,16 @@
 """Concurrent traversal of the remote tree on the shared pool.
 
 Each children page is one LISTING task; it creates the local folders it finds, hands the page's files to the runner
-together (each with its destination and its '/'-separated path relative to the sync root), and submits its
-sub-folders and its own next page as new tasks. Nothing waits inside the pool. With ``follow_links`` a Link entity
-is resolved (two calls) to the file or folder it points to, which then appears under the link's own name; a link
-to a folder that is already on the path from the root is a cycle and is reported, not followed.
+together (each with its destination, from the run's name gate, :mod:`synclient.sync.name_gate`, and its remote
+path's text relative to the sync root), and submits its sub-folders and its own next page as new tasks. Nothing
+waits inside the pool. With ``follow_links`` a Link entity is resolved (two calls) to the file or folder it points
+to, which then appears under the link's own name; a link to a folder that is already on the path from the root is
+a cycle and is reported, not followed.
 
 Where the target's filesystem cannot hold every remote name as it is (:mod:`synclient.sync.local_names`: case- or
 Unicode-insensitive folders, Windows' rules), a folder's pages are gathered and its names mapped once the whole
-folder is listed (a twin may be on any page); each renamed entity is reported (:attr:`TreeWalker.renamed`).
+folder is listed (a twin may be on any page); each renamed folder is noted (:attr:`TreeWalker.renamed`), and
+reported where a file of the run is in it; a renamed file is reported by the pipeline once it is at that name.
 """
 from __future__ import annotations
 
