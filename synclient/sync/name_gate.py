@@ -5,13 +5,14 @@ rows) and so every Dask shard (whose destinations are the driver's decisions) ge
 nothing else in :mod:`synclient.sync` or :mod:`synclient.cluster` joins a remote name into a path
 (``tests/unit/test_name_gate.py::test_no_remote_name_is_joined_into_a_path_outside_the_gate`` walks their AST).
 
-- A remote path is a :class:`RemotePath`: a sequence of names, each checked by
-  :func:`~synclient.sync.paths.validate_name` when the path is made (no separator, no ``.``/``..``, no NUL, at
-  most 255 bytes). Its ``'/'``-joined text (the index's key, the report's spelling) is one-to-one with it and is
-  never split back into a path.
-- :class:`NameGate` turns a validated name into a local path under a local folder: the local filesystem's form of
+- A remote path is a :class:`RemotePath`: a sequence of names, each checked by :func:`check_remote_name` when the
+  path is made (not empty, no ``/``, not ``.``/``..``, no NUL, valid Unicode: a name no filesystem rule may map
+  into a harmless one). Its ``'/'``-joined text (the index's key, the report's spelling) is one-to-one with it and
+  is never split back into a path.
+- :class:`NameGate` turns a checked name into a local path under a local folder: the local filesystem's form of
   the name (:meth:`~synclient.sync.local_names.FilesystemNames.legal_form`, or the name the walk's listing mapping
-  gave it), synclient's own names refused (its index folder, partial downloads:
+  gave it), then that local name checked as one component on this OS (:func:`~synclient.sync.paths.validate_name`:
+  a backslash, 255 bytes), synclient's own names refused (its index folder, partial downloads:
   :meth:`~synclient.sync.paths.TargetDirectory.child`), the filesystem's length limits
   (:meth:`~synclient.sync.local_names.FilesystemNames.check_length`), and the path **claimed** in the run's one
   :class:`PathRegistry`.
@@ -33,9 +34,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-from synclient.errors import PathConflictError
+from synclient.errors import PathConflictError, UnsafePathError
 from synclient.sync.local_names import FilesystemNames, Renaming, with_id
-from synclient.sync.paths import RESERVED_NAME, TargetDirectory, validate_name
+from synclient.sync.paths import RESERVED_NAME, TargetDirectory
+
+
+def check_remote_name(name: str) -> str:
+    """``name`` if it can be one component of a remote path, else :class:`UnsafePathError`: what no mapping for a
+    local filesystem may turn into a harmless name (``..`` must never become ``.．``). What only the local
+    filesystem cannot hold (a backslash, a name too long, Windows' names) is checked on the local name, once
+    mapped (:meth:`NameGate.path`)."""
+    if not isinstance(name, str) or not name:
+        raise UnsafePathError("empty name")
+    if name in (".", ".."):
+        raise UnsafePathError(f"name {name!r} is a directory reference")
+    if "\x00" in name:
+        raise UnsafePathError(f"name {name!r} contains NUL")
+    if "/" in name:
+        raise UnsafePathError(f"name {name!r} contains a path separator")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from the server's JSON: no file name on disk spells it
+        raise UnsafePathError(f"name {name!r} is not valid Unicode") from None
+    return name
 
 
 @dataclass(frozen=True)
@@ -46,7 +67,7 @@ class RemotePath:
 
     def __post_init__(self) -> None:
         for name in self.names:
-            validate_name(name)  # UnsafePathError: this entity's name can be no path component
+            check_remote_name(name)  # UnsafePathError: this entity's name can be no path component
 
     def child(self, name: str) -> "RemotePath":
         return RemotePath(self.names + (name,))
@@ -144,9 +165,9 @@ class NameGate:
         """The local path of the remote ``name`` in the local ``folder`` (``local_name``: the name a listing's
         mapping gave it; default: the filesystem's form of ``name``), checked, not claimed (for a report, or
         before a call): :class:`~synclient.errors.UnsafePathError` for a name that can be no local name."""
-        validate_name(name)
+        check_remote_name(name)
         local = local_name if local_name is not None else self.names.legal_form(name)
-        return self.names.check_length(self.target.child(folder, local))
+        return self.names.check_length(self.target.child(folder, local))  # (child: validate_name of the local one)
 
     def file(self, folder: Path, name: str, owner: str, *, local_name: Optional[str] = None) -> Path:
         """:meth:`path`, claimed for the entity ``owner``."""

@@ -3,6 +3,7 @@ run; and that nothing else in synclient.sync or synclient.cluster joins a remote
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
@@ -156,7 +157,7 @@ def test_the_ast_check_finds_a_join_of_a_remote_name(tmp_path, monkeypatch):
         "    return f'{folder}/{entity.name}'\n"
         "def local(folder):\n"
         "    return folder / 'manifest.csv'\n")
-    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
     assert [line.split(":")[0:2] for line in remote_name_joins()] == [["sync/bad.py", "3"], ["sync/bad.py", "5"]]
 
 
@@ -169,12 +170,25 @@ def test_every_allowed_entry_still_exists():
 
 # -- RemotePath ----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["sub/evil.txt", "..", ".", "", "a\x00b", "x" * 256, "back\\slash"])
-def test_a_remote_path_refuses_a_name_that_is_no_component(name):
+@pytest.mark.parametrize("name", ["sub/evil.txt", "..", ".", "", "a\x00b", "\udc80"])
+def test_a_remote_path_refuses_a_name_that_is_no_component(name, tmp_path):
     with pytest.raises(UnsafePathError):
         RemotePath(("ok", name))
     with pytest.raises(UnsafePathError):
         RemotePath().child(name)
+    for names in (FilesystemNames(), FilesystemNames(windows_rules=True)):  # refused before any mapping
+        with pytest.raises(UnsafePathError):
+            NameGate(TargetDirectory(tmp_path), names).path(tmp_path, name)
+
+
+def test_what_only_the_local_filesystem_cannot_hold_is_checked_on_the_mapped_name(tmp_path):
+    plain, windows = NameGate(TargetDirectory(tmp_path)), NameGate(TargetDirectory(tmp_path),
+                                                                    FilesystemNames(windows_rules=True))
+    for name in ("back\\slash", "x" * 256):
+        RemotePath((name,))  # a remote path may hold it
+        with pytest.raises(UnsafePathError):
+            plain.path(tmp_path, name)
+    assert windows.path(tmp_path, "back\\slash") == tmp_path / "back\uff3cslash"
 
 
 def test_a_remote_path_text_is_its_names_joined_once():
