@@ -34,9 +34,9 @@ from synclient.sync.index import LocalIndex
 from synclient.sync.leftovers import sweep_run_partials
 from synclient.sync.local_names import FilesystemNames, LocalRename, Renaming
 from synclient.sync.manifest_assembly import ManifestAssembly
+from synclient.sync.name_gate import NameGate, PathRegistry, RemotePath
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
-from synclient.sync.name_gate import NameGate, PathRegistry, RemotePath
 from synclient.sync.paths import RESERVED_NAME, TargetDirectory
 from synclient.sync.pipeline import FilePipeline
 from synclient.sync.queries import ViewRows, select, table_of
