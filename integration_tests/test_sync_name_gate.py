@@ -161,3 +161,23 @@ def test_two_entries_of_one_name_in_a_listing_never_share_a_path(tmp_path):
                 assert local_tree(tmp_path) == files(**{"dup.txt": "one"})
                 if dry_run:
                     assert [(e.entity_id, e.destination) for e in results.entries] == [(first, tmp_path / "dup.txt")]
+
+
+def test_a_keep_both_copy_stays_its_files_when_a_remote_file_of_its_name_fails(tmp_path):
+    """A remote file that now has the name of an earlier keep.both copy, and fails before it could take the path:
+    the copy is still its own file's, up to date, in this run."""
+    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "x.txt", "content": "remote"}]}]}
+    with Emulator() as emu:
+        project = emu.seed_spec(spec)["p"]
+        (tmp_path / "x.txt").write_text("the user's")
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            first = sync_from_platform(project, tmp_path, platform=platform, if_collision="keep.both",
+                                       progress=False)
+            assert [r.path.name for r in first] == ["x(1).txt"]
+            newcomer = emu.add_file(project, "x(1).txt", b"new")
+            emu.set_deny(newcomer, "read")  # its bundle is refused: it fails before it is decided
+            again = sync_from_platform(project, tmp_path, platform=platform, if_collision="keep.both",
+                                       progress=False, on_error="continue")
+        assert [f.entity_id for f in again.failures] == [newcomer]
+        assert [(r.status, r.path.name) for r in again if r.ok] == [(SyncStatus.SKIPPED, "x(1).txt")]
+        assert local_tree(tmp_path) == files(**{"x.txt": "the user's", "x(1).txt": "remote"})

@@ -131,10 +131,14 @@ class PathClaims:
                 return False
         return False
 
-    def claim(self, destination: Path, entity_id: str) -> None:
+    def claim(self, destination: Path, entity_id: str, *, unless_failed: AbstractSet[str] = frozenset()) -> None:
         """Assert that no other entity of this run has this local path (a defect if one has: refuse, never mix),
         in the run's one registry: a file's own path was claimed when the name gate gave it; a copy's
-        (``keep.both``, or found at a copy's path) is claimed here."""
+        (``keep.both``, or found at a copy's path) is claimed here. ``unless_failed``: entities that failed in this
+        run (nothing of theirs is written): a path one of them was given is free again."""
+        owner = self._registry.owner_of(destination) if unless_failed else None
+        if owner is not None and owner != entity_id and owner in unless_failed:
+            self._registry.release(destination, owner)
         self._registry.claim(destination, entity_id)
 
     def _names_of(self, folder: Path, parent_id: Optional[str]) -> Set[str]:

@@ -128,6 +128,18 @@ class PathRegistry:
             return apart, exact
         return self._owners.setdefault(self.key(Path(exact)), (owner, exact))
 
+    def release(self, path: Path, owner: str) -> None:
+        """``owner`` failed: ``path`` is not its (nothing of it is written there), and an entity that is there
+        already, untouched (an earlier run's copy), keeps it in this run."""
+        exact = str(path)
+        with self._lock:
+            if self._apart.get(exact) == owner:
+                del self._apart[exact]
+                return
+            key = self.key(path)
+            if self._owners.get(key) == (owner, exact):
+                del self._owners[key]
+
     def owner_of(self, path: Path) -> Optional[str]:
         with self._lock:
             apart = self._apart.get(str(path))

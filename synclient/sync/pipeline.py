@@ -145,6 +145,7 @@ class FilePipeline:
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.renamed: List[LocalRename] = []  # files at (or planned to) another local name than their remote one
         self.filled: Set[str] = set()  # local folders (relative) that hold (or will hold) a file of this run
+        self._failed_ids: Set[str] = set()  # entities that failed in this run (failures only: small)
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
         self.leftovers = LeftoverPartials()
         # up-to-date keep.both copies (with their annotations' JSON), settled once all is decided
@@ -208,7 +209,8 @@ class FilePipeline:
                 self._pool.submit(Priority.BUNDLE, self._bundle, found, row)
                 continue
             try:
-                self._claims.claim(self._target.root / row.local_path, row.entity_id)
+                # (a remote file of its name that failed before it could displace it: the copy stays in place)
+                self._claims.claim(self._target.root / row.local_path, row.entity_id, unless_failed=self._failed_ids)
             except PathConflictError as exc:
                 self.entity_failed(found.header, found.destination, exc)
                 continue
@@ -487,6 +489,8 @@ class FilePipeline:
 
     def entity_failed(self, header: EntityHeader, path: Optional[Path], error: SynclientError) -> None:
         """A file (or a folder, from the walker) that could not be planned or fetched."""
+        with self._lock:
+            self._failed_ids.add(header.id)
         if path is not None:  # a partial of it (an earlier run's) stays for the run that gets further
             with self._lock:
                 self.failed_partials.add(partial_key(path))

@@ -251,3 +251,13 @@ def test_a_shard_takes_only_a_path_the_gate_could_give(destination):
     from synclient.models import FileHandle
     with pytest.raises(UnsafePathError):
         ShardFile("syn1", 1, FileHandle("1", 1, "0" * 32), destination)
+
+
+def test_a_failed_entity_releases_its_path_and_only_its_own(tmp_path):
+    registry = PathRegistry()
+    registry.claim(tmp_path / "a.txt", "syn1")
+    registry.release(tmp_path / "a.txt", "syn2")  # not syn2's: kept
+    assert registry.owner_of(tmp_path / "a.txt") == "syn1"
+    registry.release(tmp_path / "a.txt", "syn1")
+    assert registry.owner_of(tmp_path / "a.txt") is None
+    registry.claim(tmp_path / "a.txt", "syn3")
