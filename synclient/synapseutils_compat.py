@@ -30,6 +30,7 @@ from synclient.results import FileResult, SyncStatus, typed_annotations
 from synclient.sync.dry_run import PlanEntry, SyncPlan
 from synclient.models import EntityHeader, EntityType
 from synclient.sync.options import SyncOptions
+from synclient.sync.name_gate import RemotePath
 from synclient.sync.runner import sync_found_files, sync_from_platform
 from synclient.sync.paths import validate_name
 from synclient.synapse_cache import SynapseCache, cache_root_of
@@ -247,8 +248,8 @@ def into_synapse_cache(syn: Any, entity_id: str, *, follow_links: bool, download
             continue
         header = EntityHeader(id=entry.entity_id, name=name, type=EntityType.FILE, version_number=entry.version)
         handle_of[(entry.entity_id, entry.version)] = handle_id
-        destination = cache.cache_dir(handle_id) / name  # synapseclient's layout: <root>/<id % 1000>/<id>/<name>
-        wanted.append((header, destination.relative_to(root).as_posix()))
+        # synapseclient's layout: <root>/<id % 1000>/<id>/<name>, placed by synclient's name gate
+        wanted.append((header, RemotePath(cache.cache_dir(handle_id).relative_to(root).parts + (name,))))
     if wanted:
         options = SyncOptions(if_collision="overwrite.local", progress=False, synapse_cache=root,
                               on_error="continue")

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from synclient.errors import ConfigError
+from synclient.errors import ConfigError, UnsafePathError
 from synclient.models import FileHandle
 
 MiB = 1 << 20
@@ -45,13 +45,20 @@ class LocalState:
 
 @dataclass(frozen=True)
 class ShardFile:
-    """One file version to fetch to ``destination`` (absolute, inside the target: the driver made the path)."""
+    """One file version to fetch to ``destination`` (absolute, inside the target: the driver's name gate made the
+    path, :mod:`synclient.sync.name_gate`; a worker makes no path of a remote name)."""
 
     entity_id: str
     version: Optional[int]
     handle: FileHandle
     destination: str
     before: Optional[LocalState] = None
+
+    def __post_init__(self) -> None:
+        parts = self.destination.replace(os.sep, "/").split("/")
+        if not os.path.isabs(self.destination) or ".." in parts or "\x00" in self.destination:
+            raise UnsafePathError(f"{self.entity_id}: a shard's destination {self.destination!r} is not a path "
+                                  "the driver's name gate gives")
 
     @property
     def size(self) -> int:

@@ -8,7 +8,8 @@ its index row; this settles what is in the way of it.
   ``make_room``) go only when they hold nothing but synclient's untouched files, and only with ``delete``;
 - ``keep.both`` copy names avoid every name of the remote folder and every copy chosen in this run (as the local
   filesystem compares names: on a case-insensitive one, ``A(1).txt`` is taken by ``a(1).txt``);
-- no two entities of one run ever get one local path (asserted: refused, never mixed).
+- no two entities of one run ever get one local path (the name gate's registry, :mod:`synclient.sync.name_gate`,
+  holds every path given, copies included: refused, never mixed).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from synclient.sync.deletion import folder_contents_if_ours
 from synclient.sync.index import IndexRow, LocalIndex
 from synclient.sync.local_names import FilesystemNames, Listed, local_names
 from synclient.sync.manifest import MANIFEST_FILENAMES, manifest_name_is_ours
+from synclient.sync.name_gate import PathRegistry
 from synclient.sync.options import SyncOptions
 from synclient.sync.outcome import Outcome
 from synclient.sync.paths import TargetDirectory
@@ -39,7 +41,8 @@ class PathClaims:
     """The run-wide bookkeeping of local paths. Thread-safe."""
 
     def __init__(self, *, platform: Platform, target: TargetDirectory, index: LocalIndex, options: SyncOptions,
-                 outcome: Outcome, names: FilesystemNames = FilesystemNames()) -> None:
+                 outcome: Outcome, names: FilesystemNames = FilesystemNames(),
+                 registry: Optional[PathRegistry] = None) -> None:
         self._platform = platform
         self._names = names
         self._target = target
@@ -55,7 +58,8 @@ class PathClaims:
         self._copies_lock = threading.Lock()
         self._abandoned: Set[str] = set()  # local paths of copies whose name a remote entity now has
         self._displaced: Set[str] = set()  # local paths of copies that a remote file of that name replaces
-        self._copy_claims: Dict[str, str] = {}  # copy path -> entity id (natural paths are unique by listing)
+        # every local path of the run -> its entity: the gate's (each entity's own path), and the copies chosen here
+        self._registry = registry if registry is not None else PathRegistry(names)
         self._index_has_copies = index.has_copies()  # else no lookup by local path can find anything
 
     def is_displaced(self, local_path: str) -> bool:
@@ -93,7 +97,7 @@ class PathClaims:
                 decision = Decision(Action.KEEP_BOTH, self._target.root / copy.local_path)  # the new bytes go there
             else:
                 return self._keep_both(destination, parent_id, entity_id), displaced
-        self.claim(decision.destination, entity_id, copy=decision.destination != destination)
+        self.claim(decision.destination, entity_id)
         return decision, displaced
 
     def _displaced_row(self, destination: Path, rel_path: str) -> Optional[IndexRow]:
@@ -120,23 +124,22 @@ class PathClaims:
         manifest = next((m for m in MANIFEST_FILENAMES if self._names.same_name(destination.name, m)), None)
         if (manifest is not None and not self._index.get_many([rel_path])
                 and (manifest_name_is_ours(manifest)
-                     or "/".join(local.split("/")[:-1] + [manifest]) in self._index.manifest_files())):
+                     or self._target.relative(destination.with_name(manifest)) in self._index.manifest_files())):
             try:
                 return stat.S_ISREG(os.lstat(destination).st_mode)
             except OSError:
                 return False
         return False
 
-    def claim(self, destination: Path, entity_id: str, *, copy: bool) -> None:
-        """Assert that no other entity of this run has this local path (a defect if one has: refuse, never mix).
-        A remote file's own path is unique in its folder's listing, so only copies (``keep.both``, or found at a
-        copy's path) are kept; a file's own path is checked against them."""
-        key = str(destination)
-        with self._lock:
-            other = self._copy_claims.setdefault(key, entity_id) if copy else self._copy_claims.get(key, entity_id)
-        if other != entity_id:
-            raise PathConflictError(f"{destination} is already the local path of {other} in this run; "
-                                    f"{entity_id} is not written there")
+    def claim(self, destination: Path, entity_id: str, *, unless_failed: AbstractSet[str] = frozenset()) -> None:
+        """Assert that no other entity of this run has this local path (a defect if one has: refuse, never mix),
+        in the run's one registry: a file's own path was claimed when the name gate gave it; a copy's
+        (``keep.both``, or found at a copy's path) is claimed here. ``unless_failed``: entities that failed in this
+        run (nothing of theirs is written): a path one of them was given is free again."""
+        owner = self._registry.owner_of(destination) if unless_failed else None
+        if owner is not None and owner != entity_id and owner in unless_failed:
+            self._registry.release(destination, owner)
+        self._registry.claim(destination, entity_id)
 
     def _names_of(self, folder: Path, parent_id: Optional[str]) -> Set[str]:
         """The remote folder's names (listed once more, whole, the first time this run needs them) plus the copy
@@ -157,14 +160,16 @@ class PathClaims:
         return taken
 
     def _keep_both(self, destination: Path, parent_id: Optional[str], entity_id: str) -> Decision:
-        """``keep.both``: a copy name that neither the local folder nor the remote folder has, nor another copy of
-        this run."""
+        """``keep.both``: a copy name that neither the local folder nor the remote folder has, nor another entity of
+        this run (a copy, or an entry of a list)."""
         with self._copies_lock:
             taken = self._names_of(destination.parent, parent_id)
-            chosen = copy_name(destination, taken=_SameNames(taken, self._names.same_name_key))
+            chosen = copy_name(destination, taken=_SameNames(
+                taken, self._names.same_name_key,
+                given=lambda name: self._registry.owner_of(destination.with_name(name)) is not None))
             self._names.check_length(chosen)  # a copy name too long for this filesystem fails its file, as any name
             taken.add(self._names.same_name_key(chosen.name))
-            self.claim(chosen, entity_id, copy=True)
+            self.claim(chosen, entity_id)
         return Decision(Action.KEEP_BOTH, chosen)
 
     def _remote_names(self, parent_id: Optional[str]) -> Set[str]:
@@ -232,12 +237,14 @@ class PathClaims:
 class _SameNames(AbstractSet):
     """Names as the local filesystem compares them: ``name in`` asks whether a name is one of them there."""
 
-    def __init__(self, keys: Set[str], same_name: Callable[[str], str]) -> None:
+    def __init__(self, keys: Set[str], same_name: Callable[[str], str],
+                 given: Callable[[str], bool] = lambda name: False) -> None:
         self._keys = keys
         self._same = same_name
+        self._given = given  # a name of the folder the run gave another entity
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self._same(name) in self._keys
+        return isinstance(name, str) and (self._same(name) in self._keys or self._given(name))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)

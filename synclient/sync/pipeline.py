@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from synclient.synapse_cache import SynapseCache
 from synclient.sync.claims import PathClaims
 from synclient.sync.dry_run import PlanEntry
 from synclient.sync.index import IndexRow, LocalIndex
+from synclient.sync.local_names import LocalRename
 from synclient.sync.manifest import ManifestRow, provenance_from_activity
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import SyncOptions
@@ -61,6 +63,7 @@ class FileContext:
     from_cache: bool = False  # its bytes came from synapseclient's cache, not from storage
     from_row: bool = False  # its handle is a view row's (no bundle call): the URL batch may find it replaced
     renamed: str = ""  # why its local name is not its remote name (local_names.py; "": it is)
+    name: str = ""  # its remote name (the last of rel_path's names)
 
     @property
     def details(self) -> dict:
@@ -140,6 +143,9 @@ class FilePipeline:
         self.view: Optional[ViewRows] = None  # a sync planned from a file view: its rows, read when first needed
         self.remote: Optional[RemoteFetcher] = None  # fetches go to a Dask cluster instead of this pool
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
+        self.renamed: List[LocalRename] = []  # files at (or planned to) another local name than their remote one
+        self.filled: Set[str] = set()  # local folders (relative) that hold (or will hold) a file of this run
+        self._failed_ids: Set[str] = set()  # entities that failed in this run (failures only: small)
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
         self.leftovers = LeftoverPartials()
         # up-to-date keep.both copies (with their annotations' JSON), settled once all is decided
@@ -171,7 +177,8 @@ class FilePipeline:
                     with self._lock:  # a keep.both copy: settled when every remote file has claimed its path
                         self._held_copies.append((found, row, stored_annotations))
                     continue
-                self._outcome.up_to_date(row, annotations=stored_annotations, renamed=found.renamed)
+                self._outcome.up_to_date(row, annotations=stored_annotations,
+                                         renamed=self._renaming(found, row.local_path))
                 continue
             known = self._known(header, listed_in)
             if known is not None:
@@ -202,11 +209,31 @@ class FilePipeline:
                 self._pool.submit(Priority.BUNDLE, self._bundle, found, row)
                 continue
             try:
-                self._claims.claim(self._target.root / row.local_path, row.entity_id, copy=True)
+                # (a remote file of its name that failed before it could displace it: the copy stays in place)
+                self._claims.claim(self._target.root / row.local_path, row.entity_id, unless_failed=self._failed_ids)
             except PathConflictError as exc:
                 self.entity_failed(found.header, found.destination, exc)
                 continue
-            self._outcome.up_to_date(row, annotations=stored_annotations, renamed=found.renamed)
+            self._outcome.up_to_date(row, annotations=stored_annotations,
+                                     renamed=self._renaming(found, row.local_path))
+
+    def _renaming(self, found: FoundFile, local_path: Optional[str]) -> str:
+        """Why ``found``'s local name is not its remote one, if the file is (or a dry run would put it) at the name
+        it was given for that reason (``local_path``: where it is or goes; None: nowhere), reported once; else ""
+        (it stays where it is: a name mapped for this filesystem that its file does not have is no renaming).
+        Notes the folder the file is in (a renamed folder is reported when a file of the run is in it)."""
+        if local_path is not None:
+            folder = posixpath.dirname(local_path)
+            if folder not in self.filled:
+                with self._lock:
+                    self.filled.add(folder)
+        if not found.renamed or local_path is None or local_path != self._target.relative(found.destination):
+            return ""
+        renamed = LocalRename(found.header.id, found.rel_path, local_path, found.renamed)
+        with self._lock:
+            self.renamed.append(renamed)
+        log.warning("local name: %s", renamed)
+        return found.renamed
 
     # -- bundle -> decision ------------------------------------------------------------------------------------
 
@@ -251,9 +278,11 @@ class FilePipeline:
         owner = row.root_id if (rel_path in self.named_files and row is not None) else self._root_id
         superseded = (copy if copy is not None and decision.destination != self._target.root / copy.local_path
                       else None)
+        renamed = self._renaming(found, None if decision.action is Action.KEEP_LOCAL  # (the remote is not there)
+                                 else self._target.relative(decision.destination))
         context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,
                               *((known.entity, handle.raw) if self._options.entity_details else (None, None)),
-                              superseded, displaced, from_row=known.from_row, renamed=found.renamed)
+                              superseded, displaced, from_row=known.from_row, renamed=renamed, name=header.name)
         entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination,
                           context.entity, context.file_handle, annotations if self._options.entity_details else None)
         self._outcome.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))
@@ -287,7 +316,7 @@ class FilePipeline:
                 self._outcome.finished(result)  # a folder or symlink kept in the way: no file to list
                 return
             self._manifests.add_unindexed(ManifestRow(
-                decision.destination, context.parent_id, context.rel_path.rsplit("/", 1)[-1], entity_id,
+                decision.destination, context.parent_id, context.name, entity_id,
                 handle.content_type, context.annotations, self._manifests.provenance_of(context.rel_path)))
             self._outcome.finished(result)
             return
@@ -460,6 +489,8 @@ class FilePipeline:
 
     def entity_failed(self, header: EntityHeader, path: Optional[Path], error: SynclientError) -> None:
         """A file (or a folder, from the walker) that could not be planned or fetched."""
+        with self._lock:
+            self._failed_ids.add(header.id)
         if path is not None:  # a partial of it (an earlier run's) stays for the run that gets further
             with self._lock:
                 self.failed_partials.add(partial_key(path))

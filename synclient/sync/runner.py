@@ -32,8 +32,9 @@ from synclient.sync.dry_run import SyncPlan
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.index import LocalIndex
 from synclient.sync.leftovers import sweep_run_partials
-from synclient.sync.local_names import FilesystemNames, LocalRename, Renaming, with_id
+from synclient.sync.local_names import FilesystemNames, LocalRename, Renaming
 from synclient.sync.manifest_assembly import ManifestAssembly
+from synclient.sync.name_gate import NameGate, PathRegistry, RemotePath
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.paths import RESERVED_NAME, TargetDirectory
@@ -117,8 +118,10 @@ class SyncRun:
         self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
         self.data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
         self.folders = PlainFolders()  # the per-file folder checks; closed with the data client
+        # the one way from a remote name to a local path, and the run's one registry of local paths
+        self.gate = NameGate(target, names, PathRegistry(names))
         self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
-                                 outcome=self.outcome, names=names)
+                                 outcome=self.outcome, names=names, registry=self.gate.registry)
         self.manifests = ManifestAssembly(target=target, index=index, root_id=root_id, names=names)
         downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
                                 observer=observer, folders=self.folders)
@@ -129,11 +132,12 @@ class SyncRun:
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
                                  on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links, make_room=self.claims.make_room,
-                                 names=names, held_names=index.local_names_in if names.maps_names else None)
+                                 names=names, held_names=index.local_names_in if names.maps_names else None,
+                                 gate=self.gate)
         self.claims.kept_names = self.walker.kept_names  # keep.both copy names avoid names kept in place too
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
         self.renamed: List[Renamed] = []  # entries of a list given another name than their own (start_sources)
-        self.renamed_locally: List[LocalRename] = []  # names of a list the local filesystem cannot hold as they are
+        self.renamed_locally: List[LocalRename] = []  # a list's folders the local filesystem cannot hold as named
 
     def start(self, root: EntityHeader, version: Optional[int]) -> None:
         """A container is walked; a file root goes straight to the pipeline (its row keeps an existing owner)."""
@@ -142,40 +146,30 @@ class SyncRun:
             return
         if version is not None:
             root = replace(root, version_number=version)
-        self.pipeline.named_files.add(root.name)
-        destination, reason = self._destination(root, root.name)  # a refused name fails the run, as a bad root does
-        self.pipeline.files_found([FoundFile(root, destination, root.name, None, reason)])
+        # a name that can be no local name fails that file, as in a walk; the filters are for what a walk finds
+        self.start_files([(root, root.name)], filtered=False)
 
-    def _destination(self, header: EntityHeader, rel_path: str) -> Tuple[Path, str]:
-        """The local path of a file named by id (a file root, an entry of a list), its folders made: each name in
-        the form the local filesystem can hold (Windows' rules, local_names.py; twins among a list's entries are
-        its own renamings', sources.py), reported when that is not the remote name; and why ("": it is)."""
-        folder = self.target.root
-        *folders, name = rel_path.split("/")
-        for part in folders:
-            folder = self.target.make_folder(folder, self.names.legal_form(part))
-        legal, reason = self.names.legal_form(name), Renaming.WINDOWS
-        if not folders and self.names.maps_names and self.names.same_name(legal, RESERVED_NAME):
-            # the index folder's twin (".SYNCLIENT" on a case-insensitive disk): the index keeps its name
-            legal, reason = with_id(legal, header.id, is_folder=False), Renaming.RESERVED
-        destination = self.names.check_length(self.target.child(folder, legal))
-        local = self.target.relative(destination)
-        if local != rel_path:
-            renamed = LocalRename(header.id, rel_path, local, reason.value)
-            self.renamed_locally.append(renamed)
-            log.warning("local name: %s", renamed)
-        return destination, reason.value if destination.name != name else ""
-
-    def start_files(self, files: Sequence[Tuple[EntityHeader, str]]) -> None:
-        """A list of files, each at its own '/'-separated path under the target (its folders made here): straight
-        to the pipeline, as a file root is (each row keeps an existing owner)."""
-        wanted = [(header, rel_path) for header, rel_path in files if self.options.path_filter.wants_file(rel_path)]
-        self.pipeline.named_files.update(rel_path for _, rel_path in wanted)  # before any of them is in the pool
-        found = []
-        for header, rel_path in wanted:
+    def start_files(self, files: Sequence[Tuple[EntityHeader, Union[RemotePath, str]]], *,
+                    filtered: bool = True) -> None:
+        """A list of files, each at its own path under the target (a :class:`RemotePath`, or one name), placed by
+        the name gate (its folders made, each name in the form the local filesystem can hold; twins among a list's
+        entries are its own renamings', sources.py): straight to the pipeline, as a file root is (each row keeps an
+        existing owner). A name that can be no local name fails its file alone."""
+        wanted = []
+        for header, remote in files:
             try:
-                destination, reason = self._destination(header, rel_path)
-                found.append(FoundFile(header, destination, rel_path, None, reason))
+                remote = remote if isinstance(remote, RemotePath) else RemotePath((remote,))
+            except SynclientError as exc:
+                self.pipeline.entity_failed(header, None, exc)
+                continue
+            if not filtered or self.options.path_filter.wants_file(remote.text):
+                wanted.append((header, remote))
+        self.pipeline.named_files.update(remote.text for _, remote in wanted)  # before any of them is in the pool
+        found = []
+        for header, remote in wanted:
+            try:
+                placed = self.gate.place_file(remote, header.id)
+                found.append(FoundFile(header, placed.path, remote.text, None, placed.renamed))
             except SynclientError as exc:
                 self.pipeline.entity_failed(header, None, exc)
         for start in range(0, len(found), _FILES_PER_BATCH):
@@ -190,14 +184,22 @@ class SyncRun:
                                reserved=(RESERVED_NAME,) if self.names.maps_names else ())
         self.renamed = layout.renamed
         self.pipeline.known.update(plan.known_files)
-        for header, error in plan.refused:
+        for header, error in list(plan.refused) + layout.refused:
             self.pipeline.entity_failed(header, None, error)
-        self.start_files(layout.files)  # (first: the pipeline knows them as named files before any walk runs)
+        refused_folders = set()
+        for holder in layout.folders:  # a dataset's (collection's) folder is its own: no other entity's path
+            try:
+                self.gate.claim_folders(holder.remote, holder.header.id)
+            except SynclientError as exc:
+                refused_folders.add(holder.remote)
+                self.pipeline.entity_failed(holder.header, None, exc)
+        # (first: the pipeline knows them as named files before any walk runs)
+        self.start_files([(header, remote) for header, remote in layout.files
+                          if not any(remote.names[:len(f.names)] == f.names for f in refused_folders)])
         for container in layout.containers:
             try:
-                folder = self.target.root
-                for part in container.rel_dir.split("/") if container.rel_dir else ():
-                    folder = self.target.make_folder(folder, self.names.legal_form(part))
+                self.gate.claim_folders(container.remote, container.header.id)
+                folder = self.gate.folders(container.remote)
             except SynclientError as exc:
                 self.walker.unvisited.add(container.rel_dir)
                 self.pipeline.entity_failed(container.header, None, exc)
@@ -207,7 +209,7 @@ class SyncRun:
                                       Renaming.WINDOWS.value)
                 self.renamed_locally.append(renamed)
                 log.warning("local name: %s", renamed)
-            self.walker.walk(container.header, folder, rel_dir=container.rel_dir)
+            self.walker.walk(container.header, folder, remote=container.remote)
 
     def run(self, start: Callable[["SyncRun"], None]) -> None:
         """``start`` gives the run its files (:meth:`start` a walk or a file root, :meth:`start_files` a list);
@@ -235,9 +237,17 @@ class SyncRun:
     @property
     def renamed_lines(self) -> List[str]:
         """The report's lines of every renaming: a list's entries whose names were taken, and names the local
-        filesystem cannot hold as they are."""
+        filesystem cannot hold as they are (a file's once it is, or a dry run would put it, at that name)."""
+        folders = [entry for entry in self.walker.renamed if self._is_there(entry)]
         return ([str(entry) for entry in self.renamed] + [str(entry) for entry in self.renamed_locally]
-                + [str(entry) for entry in sorted(self.walker.renamed, key=lambda r: r.remote_path)])
+                + [str(entry) for entry in sorted(folders + self.pipeline.renamed, key=lambda r: r.remote_path)])
+
+    def _is_there(self, folder: LocalRename) -> bool:
+        """A walked folder given another local name is at it for this run: a file of the run is (or a dry run would
+        put it) in it, or the remote folder holds nothing (its files may stay where an earlier run put them)."""
+        inside = folder.local_path + "/"
+        return folder.remote_path not in self.walker.holding or any(
+            filled == folder.local_path or filled.startswith(inside) for filled in self.pipeline.filled)
 
     def tidy_up(self) -> None:
         """A real run's end: every folder's manifest, and the sweep of partial downloads no run will resume."""
@@ -468,11 +478,11 @@ def _for_sources(options: SyncOptions) -> SyncOptions:
     return options.replace(manifest="suppress")
 
 
-def sync_found_files(files: Sequence[Tuple[EntityHeader, str]], path: Union[str, Path], *, root_id: str,
+def sync_found_files(files: Sequence[Tuple[EntityHeader, RemotePath]], path: Union[str, Path], *, root_id: str,
                      platform: Optional[Platform] = None, syn: Optional[object] = None,
                      options: Optional[SyncOptions] = None, config: Optional[TransferConfig] = None,
                      observer: Optional[SyncObserver] = None) -> Union[SyncResults, SyncPlan]:
-    """Fetch these files (each an entity header of a file version and its '/'-separated path under ``path``) as
+    """Fetch these files (each an entity header of a file version and its :class:`RemotePath` under ``path``) as
     one run on one shared pool, with a sync's rules (index, collisions, verify, atomic install, report) but no
     walk: no deletion pass, no manifests. ``root_id`` owns the index rows. Internal for now: the synapseclient
     drop-in puts files into synapseclient's cache layout with it."""

@@ -20,7 +20,9 @@ path, and no entry takes a path the index holds for another file (a file of an e
 ``keep.both`` copy): an entry that already has a path in the index keeps it (names do not flip when the list's
 order changes); otherwise the first entry in the order given (a dataset's items in its order) gets its name, and
 each later one its id in it, ``name (syn456).ext``, or ``name (syn456.2).ext`` when that file's id is already in
-the name of another of its versions. Each renaming is reported.
+the name of another of its versions. Each renaming is reported. Paths are :class:`~synclient.sync.name_gate.RemotePath`
+values: an entry whose name can be no path component (a ``/``, ``..``, NUL, too long) is refused alone, with what it
+holds, as the walk refuses it; the runner's name gate makes the local paths.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from synclient.errors import ConfigError, NotFoundError, SynclientError, Unsuppo
 from synclient.models import EntityHeader, EntityType, FileHandle
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.index import IndexRow
+from synclient.sync.name_gate import RemotePath
 
 
 class EntryKind(enum.Enum):
@@ -65,10 +68,15 @@ class KnownFile:
 
 @dataclass(frozen=True)
 class ListedContainer:
-    """A project or folder of the list, walked into ``rel_dir`` ('' = the target itself)."""
+    """A project or folder of the list (or a dataset's folder), walked into (or holding the files of) ``remote``
+    (``RemotePath()`` = the target itself)."""
 
     header: EntityHeader
-    rel_dir: str
+    remote: RemotePath
+
+    @property
+    def rel_dir(self) -> str:
+        return self.remote.text
 
 
 @dataclass(frozen=True)
@@ -85,11 +93,15 @@ class Renamed:
 
 @dataclass
 class Layout:
-    """The plan with every name settled: files at their paths, containers with their folders, the renamings."""
+    """The plan with every name settled: files at their paths, containers with their folders, the folders of
+    datasets and collections, the renamings, and the entries whose name can be no local name (each refused alone,
+    with what it holds)."""
 
-    files: List[Tuple[EntityHeader, str]] = field(default_factory=list)
+    files: List[Tuple[EntityHeader, RemotePath]] = field(default_factory=list)
     containers: List[ListedContainer] = field(default_factory=list)
+    folders: List[ListedContainer] = field(default_factory=list)
     renamed: List[Renamed] = field(default_factory=list)
+    refused: List[Tuple[EntityHeader, SynclientError]] = field(default_factory=list)
 
 
 #: the index rows directly in a '/'-separated folder of the target ('' for the target itself)
@@ -121,9 +133,9 @@ class SourcePlan:
         target's top may take (synclient's index folder, as the filesystem compares names)."""
         layout = Layout()
         if self.one_container is not None:
-            layout.containers.append(ListedContainer(self.one_container, ""))
+            layout.containers.append(ListedContainer(self.one_container, RemotePath()))
             return layout
-        _name_folder(self.entries, "", rows_in, layout, same_name, reserved)
+        _name_folder(self.entries, RemotePath(), rows_in, layout, same_name, reserved)
         return layout
 
 
@@ -287,27 +299,29 @@ def _candidates(name: str, header: EntityHeader, *, is_folder: bool, versioned_f
     return [name] + [f"{stem} ({label}){suffix}" for label in labels]
 
 
-def _name_folder(entries: Sequence[Entry], folder: str, rows_in: RowsIn, layout: Layout,
+def _name_folder(entries: Sequence[Entry], folder: RemotePath, rows_in: RowsIn, layout: Layout,
                  same_name: SameName = str, reserved: Sequence[str] = ()) -> None:
-    names = _Names(rows_in(folder), folder, same_name, reserved)
+    names = _Names(rows_in(folder.text), folder.text, same_name, reserved)
     for entry in entries:
-        given = names.name_for(entry)
-        path = _join(folder, given)
-        if given != entry.header.name:
+        try:
+            folder.child(entry.header.name)  # a name that can be no path component is refused, as the walk does
+            path = folder.child(names.name_for(entry))  # (and its renaming, if that is too long to be one)
+        except SynclientError as exc:
+            layout.refused.append((entry.header, exc))
+            continue
+        if path.name != entry.header.name:
             version = entry.header.version_number
             label = f"{entry.header.id}.{version}" if version and entry.kind is EntryKind.FILE else entry.header.id
-            layout.renamed.append(Renamed(label, _join(folder, entry.header.name), path))
+            layout.renamed.append(Renamed(label, folder.child(entry.header.name).text, path.text))
         if entry.kind is EntryKind.FILE:
             layout.files.append((entry.header, path))
         elif entry.kind is EntryKind.CONTAINER:
             layout.containers.append(ListedContainer(entry.header, path))
         else:
+            layout.folders.append(ListedContainer(entry.header, path))
             _name_folder(entry.children, path, rows_in, layout, same_name)
 
 
 def _unknown(entity_id: str, version: Optional[int]) -> EntityHeader:
     return EntityHeader(id=entity_id, name=entity_id, type=EntityType.OTHER, version_number=version)
 
-
-def _join(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name

@@ -1,14 +1,16 @@
 """Concurrent traversal of the remote tree on the shared pool.
 
 Each children page is one LISTING task; it creates the local folders it finds, hands the page's files to the runner
-together (each with its destination and its '/'-separated path relative to the sync root), and submits its
-sub-folders and its own next page as new tasks. Nothing waits inside the pool. With ``follow_links`` a Link entity
-is resolved (two calls) to the file or folder it points to, which then appears under the link's own name; a link
-to a folder that is already on the path from the root is a cycle and is reported, not followed.
+together (each with its destination, from the run's name gate, :mod:`synclient.sync.name_gate`, and its remote
+path's text relative to the sync root), and submits its sub-folders and its own next page as new tasks. Nothing
+waits inside the pool. With ``follow_links`` a Link entity is resolved (two calls) to the file or folder it points
+to, which then appears under the link's own name; a link to a folder that is already on the path from the root is
+a cycle and is reported, not followed.
 
 Where the target's filesystem cannot hold every remote name as it is (:mod:`synclient.sync.local_names`: case- or
 Unicode-insensitive folders, Windows' rules), a folder's pages are gathered and its names mapped once the whole
-folder is listed (a twin may be on any page); each renamed entity is reported (:attr:`TreeWalker.renamed`).
+folder is listed (a twin may be on any page); each renamed folder is noted (:attr:`TreeWalker.renamed`), and
+reported where a file of the run is in it; a renamed file is reported by the pipeline once it is at that name.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from synclient.sync.filters import PathFilter
 from synclient.sync.index import LocalNamesHeld
 from synclient.sync.local_names import FilesystemNames, Listed, LocalName, LocalRename, local_names
 from synclient.sync.manifest import MANIFEST_FILENAMES
+from synclient.sync.name_gate import NameGate, RemotePath
 from synclient.sync.paths import RESERVED_NAME, TargetDirectory
 from synclient.transfer.pool import Priority, TaskPool
 
@@ -54,23 +57,30 @@ class Folder:
 
     header: EntityHeader
     local_dir: Path
-    rel_dir: str
+    remote: RemotePath
     ancestors: FrozenSet[str]
     #: the page tokens of its listing so far (its pages come one after another): a repeated one ends it
     pages: PageTrail = field(default_factory=lambda: PageTrail("the children listing"), compare=False, repr=False)
 
+    @property
+    def rel_dir(self) -> str:
+        return self.remote.text
+
     def rel(self, name: str) -> str:
-        return f"{self.rel_dir}/{name}" if self.rel_dir else name
+        """The remote path text of the entry ``name`` (for filters and reports: the name may yet be refused)."""
+        return self.remote.spelled(name)
 
 
 class TreeWalker:
     def __init__(self, *, platform: Platform, pool: TaskPool, target: TargetDirectory, on_files: FilesFound,
                  on_failure: EntityFailed, path_filter: PathFilter = PathFilter(),
                  follow_links: bool = False, make_room: Optional[MakeRoom] = None,
-                 names: FilesystemNames = FilesystemNames(), held_names: Optional[HeldNames] = None) -> None:
+                 names: FilesystemNames = FilesystemNames(), held_names: Optional[HeldNames] = None,
+                 gate: Optional[NameGate] = None) -> None:
         self._platform = platform
         self._pool = pool
         self._target = target
+        self._gate = gate if gate is not None else NameGate(target, names)  # every local path of an entity
         self._on_files = on_files
         self._on_failure = on_failure
         self._filter = path_filter
@@ -89,16 +99,19 @@ class TreeWalker:
         self.listed: Dict[str, Path] = {}  # rel path -> local folder, for folders whose every page was listed
         self.manifest_taken: Set[Path] = set()  # local paths of remote children named like a manifest
         self.folder_ids: Dict[str, str] = {}  # rel path -> id of every folder found (via a link: its target)
-        self.renamed: List[LocalRename] = []  # entities given another local name than their remote one
+        # folders given another local name than their remote one (a file's renaming is the pipeline's to report,
+        # once the file is at that name); and the remote folders (rel paths) that hold anything
+        self.renamed: List[LocalRename] = []
+        self.holding: Set[str] = set()
         # local folder -> keys of the local names entries kept there though the plain mapping would differ
         self.kept_names: Dict[Path, Set[str]] = {}
 
-    def walk(self, container: EntityHeader, local_dir: Path, *, rel_dir: str = "") -> None:
-        """Start listing ``container`` into ``local_dir``, its files' paths under ``rel_dir`` ('' for the sync root;
-        a sub-folder when a list of ids walks several containers). Returns at once; the pool does the work."""
-        if rel_dir:
-            self.folder_ids[rel_dir] = container.id
-        root = Folder(container, local_dir, rel_dir, frozenset({container.id}))
+    def walk(self, container: EntityHeader, local_dir: Path, *, remote: RemotePath = RemotePath()) -> None:
+        """Start listing ``container`` into ``local_dir``, its files' paths under ``remote`` (the sync root; a
+        sub-folder when a list of ids walks several containers). Returns at once; the pool does the work."""
+        if remote.names:
+            self.folder_ids[remote.text] = container.id
+        root = Folder(container, local_dir, remote, frozenset({container.id}))
         self._pool.submit(Priority.LISTING, self._list_page, root, None)
 
     def _list_page(self, folder: Folder, page_token: Optional[str]) -> None:
@@ -135,6 +148,8 @@ class TreeWalker:
             return
         with self._gathered_lock:
             every = self._gathered.pop(folder.rel_dir, [])
+        if every:
+            self.holding.add(folder.rel_dir)
         reserved = (RESERVED_NAME,) if folder.local_dir == self._target.root else ()
         listing = [Listed(h.name, h.id, h.type.is_container) for h in every]
         current = self._current_names(folder, every)
@@ -169,50 +184,55 @@ class TreeWalker:
         name = local.name if local is not None else header.name
         if self._names.same_name_key(name) in self._manifest_keys:
             # the remote entity wins its path (as the filesystem compares names): no such manifest in this folder
-            self.manifest_taken.add(folder.local_dir / name)
+            taken = self._local_path(folder, header.name, local)
+            if taken is not None:  # (a path too long for the filesystem: no manifest beside it either)
+                self.manifest_taken.add(taken)
         try:
             if header.type is EntityType.FOLDER:
-                self._enter(folder, header, header, name, local)
+                self._enter(folder, header, header, local)
             elif header.type is EntityType.FILE:
                 rel = folder.rel(header.name)
-                destination = self._destination(folder, name)
+                path = self._path(folder, header.name, local)  # refused (per entity) whether wanted or not
                 if self._filter.wants_file(rel):
-                    self._note_renaming(header, rel, destination, local)
-                    return FoundFile(header, destination, rel, folder.header.id,
+                    # (its renaming is reported once the run knows the file is at that name: the pipeline's)
+                    return FoundFile(header, self._gate.registry.claim(path, header.id), rel, folder.header.id,
                                      local.reason() if local is not None else "")
             elif header.type is EntityType.LINK and self._follow_links:
-                self._destination(folder, name)  # refuse a bad name before any call
+                self._path(folder, header.name, local)  # refuse a bad name before any call
                 self._pool.submit(Priority.LISTING, self._resolve_link, folder, header, local)
         except SynclientError as exc:
             if header.type is not EntityType.FILE:
                 self.unvisited.add(folder.rel(header.name))
-            self._on_failure(header, self._local_path(folder, name), exc)
+            self._on_failure(header, self._local_path(folder, header.name, local), exc)
         return None
 
-    def _destination(self, folder: Folder, name: str) -> Path:
-        """The local path of ``name`` in ``folder``; refused (per entity) where the filesystem's paths end."""
-        return self._names.check_length(self._target.child(folder.local_dir, name))
+    def _path(self, folder: Folder, name: str, local: Optional[LocalName]) -> Path:
+        """The local path of the remote ``name`` in ``folder`` (``local``: its mapped name), through the gate: not
+        claimed yet; refused (per entity) for a name that can be no local name."""
+        return self._gate.path(folder.local_dir, name, local_name=local.name if local is not None else None)
 
     def _note_renaming(self, header: EntityHeader, rel: str, path: Path, local: Optional[LocalName]) -> None:
-        """Report an entity whose local name is not its remote one (once per run: when it is listed)."""
+        """Note a folder whose local name is not its remote one (once per run: when it is listed); the run reports
+        it if it holds a file of the run, or nothing at all remotely (:meth:`SyncRun.renamed_lines`)."""
         if local is None or local.renaming is None:
             return
         renamed = LocalRename(header.id, rel, self._target.relative(path), local.reason())
         self.renamed.append(renamed)
-        log.warning("local name: %s", renamed)
+        log.debug("local name: %s", renamed)
 
-    def _local_path(self, folder: Folder, name: str) -> Optional[Path]:
+    def _local_path(self, folder: Folder, name: str, local: Optional[LocalName]) -> Optional[Path]:
         """Where an entity of this name would be, for reports; None when the name itself is refused."""
         try:
-            return self._target.child(folder.local_dir, name)
+            return self._path(folder, name, local)
         except SynclientError:
             return None
 
-    def _enter(self, folder: Folder, named: EntityHeader, container: EntityHeader, name: str,
+    def _enter(self, folder: Folder, named: EntityHeader, container: EntityHeader,
                local: Optional[LocalName] = None) -> None:
-        """List ``container`` as a sub-folder called ``named.name`` remotely and ``name`` locally (the same entity
-        unless via a link)."""
+        """List ``container`` as a sub-folder called ``named.name`` remotely (the same entity unless via a link;
+        ``local``: its mapped local name)."""
         rel = folder.rel(named.name)
+        remote = folder.remote.child(named.name)  # UnsafePathError: this folder is refused, its siblings go on
         if self._filter.prunes_folder(rel):
             self.folder_ids[rel] = container.id  # found, not listed
             return
@@ -220,18 +240,17 @@ class TreeWalker:
             raise UnsafePathError(f"link {named.id} ({rel}) leads back to {container.id}, a folder above it; "
                                   "not followed (cycle)")
         self.folder_ids[rel] = container.id
-        self._destination(folder, name)
+        path = self._gate.registry.claim(self._path(folder, named.name, local), named.id)
         try:
-            local_dir = self._target.make_folder(folder.local_dir, name)
+            local_dir = self._target.make_folder(folder.local_dir, path.name)
         except FileInTheWayError:
             # a file where the remote now has a folder: the runner removes it if it is ours and delete is on
-            path = self._target.child(folder.local_dir, name)
             if self._make_room is None or not self._make_room(rel, path):
                 raise
             # a dry run removed nothing: it lists on as the real run would once the file is gone
-            local_dir = self._target.make_folder(folder.local_dir, name) if self._target.create else path
+            local_dir = self._target.make_folder(folder.local_dir, path.name) if self._target.create else path
         self._note_renaming(named, rel, local_dir, local)
-        child = Folder(container, local_dir, rel, folder.ancestors | {container.id})
+        child = Folder(container, local_dir, remote, folder.ancestors | {container.id})
         self._pool.submit(Priority.LISTING, self._list_page, child, None)
 
     def _resolve_link(self, folder: Folder, link: EntityHeader, local: Optional[LocalName] = None) -> None:
@@ -240,20 +259,18 @@ class TreeWalker:
             if not entity.link_target_id:
                 raise UnsafePathError(f"link {link.id} has no target")
             target = self._platform.get_entity_header(entity.link_target_id)
-            name = local.name if local is not None else link.name
             if target.type.is_container:
-                self._enter(folder, link, target, name, local)
+                self._enter(folder, link, target, local)
             elif target.type is EntityType.FILE:
                 version = entity.link_target_version or target.version_number
                 as_file = EntityHeader(id=target.id, name=link.name, type=EntityType.FILE, version_number=version)
                 rel = folder.rel(link.name)
                 if self._filter.wants_file(rel):
-                    destination = self._destination(folder, name)
-                    self._note_renaming(link, rel, destination, local)
+                    destination = self._gate.registry.claim(self._path(folder, link.name, local), as_file.id)
                     self._on_files([FoundFile(as_file, destination, rel, None,
                                               local.reason() if local is not None else "")])
             else:
                 raise UnsafePathError(f"link {link.id} points to a {target.type.name.lower()}; not followed")
         except SynclientError as exc:
             self.unvisited.add(folder.rel(link.name))
-            self._on_failure(link, self._local_path(folder, local.name if local is not None else link.name), exc)
+            self._on_failure(link, self._local_path(folder, link.name, local), exc)

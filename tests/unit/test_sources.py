@@ -67,7 +67,7 @@ def row(rel_path, entity_id, *, local_path=None, root_id="ids"):
 
 
 def files_of(result):
-    return [(header.id, header.version_number, rel) for header, rel in result.files]
+    return [(header.id, header.version_number, rel.text) for header, rel in result.files]
 
 
 def test_files_land_flat_at_the_version_named_or_current():
