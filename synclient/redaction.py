@@ -49,7 +49,7 @@ _URL_BAD_AUTHORITY = re.compile(r"(?<![A-Za-z0-9+.\-])(" + _SCHEME + r")[^\s/?#@
                                 r"(?!\d*(?:[/?#\s\"'<>]|$))[^\s]*@")
 #: ``user:password@host`` without a scheme (a ``netloc`` printed alone); a plain ``user@host`` (an e-mail address)
 #: carries no password and stays
-_BARE_USERINFO = re.compile(r"(?<![\w.~%!$&'()*+,;=:@/\-])[\w.~%!$&*+,;=\-]+:[^\s/@]+@(?=[\w\[])")
+_BARE_USERINFO = re.compile(r"(?<![\w.~%!$&'()*+,;=:@/\-])[\w.~%!$&'()*+,;=\-]+:[^\s/@]+@(?=[\w\[])")
 #: the query of an absolute URL (and its fragment): up to a space or quote, a final punctuation mark left out
 _QUERY_END = r"[^\s\"'<>]*[^\s\"'<>.,;:)\]}]"
 _URL_QUERY = re.compile(r"(" + _SCHEME + r"[^\s?#\"'<>]*)\?(?!<redacted>)" + _QUERY_END)
@@ -58,7 +58,7 @@ _URL_QUERY = re.compile(r"(" + _SCHEME + r"[^\s?#\"'<>]*)\?(?!<redacted>)" + _QU
 _PATH_QUERY = re.compile(r"((?:\b(?:GET|HEAD|POST|PUT|DELETE|PATCH|OPTIONS|CONNECT)\s+|\burl:\s*)/[^\s?#\"'<>]*)"
                          r"\?(?!<redacted>)" + _QUERY_END)
 #: a JWT (a Synapse personal access token is one) or its first segment alone (a token cut short still is one)
-_JWT = re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{16,}(?:\.[A-Za-z0-9_\-]*){0,2}")
+_JWT = re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{16,}(?:\.[A-Za-z0-9_\-]+){0,2}")
 _AUTHORIZATION_VALUE = re.compile(r"""(?i)(authorization['"]?\s*[:=]\s*['"]?)(?!\[redacted\])"""
                                   r"""[^\s'"\r\n,;)}\]][^'"\r\n,;)}\]]*""")
 _BEARER_VALUE = re.compile(r"""(?i)\b(bearer)(?:\s|%20|\+)+(?!\[redacted\])[^\s'",;)}\]]+""")
