@@ -150,8 +150,16 @@ def test_a_registered_secret_never_shows(secret, before, after):
 
 
 def test_every_logger_of_the_trees_gets_the_filter_and_records_arrive_redacted(caplog):
+    """Every module of the package imported (each makes its logger then), a Platform made: every logger of the
+    synclient, urllib3 and requests trees filters its records."""
+    import importlib
+    import pkgutil
+
+    import synclient
     from synclient.client import Platform
-    import synclient.sync.runner  # noqa: F401 (its loggers exist)
+    for module in pkgutil.walk_packages(synclient.__path__, "synclient."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
     Platform("http://127.0.0.1:1", token="tok-logger-Test-0123456789").close()
     names = [name for name in logging.Logger.manager.loggerDict if name.split(".")[0] in LOGGER_TREES]
     assert "synclient.sync" in names and "urllib3.connectionpool" in names
