@@ -15,14 +15,13 @@ import getpass
 import json
 import logging
 import os
-import re
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence
 
 from synclient._version import __version__
 from synclient.client import Platform

@@ -4,7 +4,8 @@ What it removes from a text:
 
 - the user and password of a URL (``https://alice:pw@host/`` -> ``https://***@host/``; also ``alice:pw@host``
   without a scheme, as a URL's ``netloc`` is often shown);
-- the query string of a URL or of a request path (``?<redacted>``): a pre-signed URL's query is its signature;
+- the query string (and fragment) of a URL, and of a request path after an HTTP method or urllib3's ``url:``
+  (``?<redacted>``): a pre-signed URL's query is its signature; a local path with a ``?`` stays as it is;
 - tokens: every secret registered with :func:`register_secret` (the token synclient holds registers itself when
   it is resolved, :func:`synclient.config.clean_token`; URL passwords of the proxies do when redaction is
   installed), anything shaped like a Synapse personal access token (a JWT: ``eyJ...`` base64url segments), any

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from synclient.config import Endpoints, clean_token, resolve_endpoints
 from synclient.errors import CertificateError, ConfigError, TransferError, UrlRejectedError
-from synclient.redaction import (LOGGER_TREES, QUERY_MASK, REDACTED, install_redaction, redact, redact_data,
+from synclient.redaction import (LOGGER_TREES, REDACTED, install_redaction, redact, redact_data,
                                  redact_url, redaction_installed, register_secret, registered_secrets, url_host)
 
 JWT = ("eyJ0eXAiOiJKV1QiLCJraWQiOiJXN05OOldMSlQ6SjVSSzpMN1RMOlQ3TDc6M1ZYNjpKRU9VOjY0NFI6VTNJWDo1S1oyOjdaQ0s6RlBUSCIs"
@@ -27,7 +27,8 @@ JWT = ("eyJ0eXAiOiJKV1QiLCJraWQiOiJXN05OOldMSlQ6SjVSSzpMN1RMOlQ3TDc6M1ZYNjpKRU9V
 @pytest.mark.parametrize("text, shown", [
     ("the storage host alice:pw-SECRET@files.example.org:8443 is not trusted",
      "the storage host ***@files.example.org:8443 is not trusted"),
-    ("GET https://alice:pw-SECRET@h.org/ext/1/a.csv?sig=QSECRET: 403", "GET https://***@h.org/ext/1/a.csv?<redacted>: 403"),
+    ("GET https://alice:pw-SECRET@h.org/ext/1/a.csv?sig=QSECRET: 403",
+     "GET https://***@h.org/ext/1/a.csv?<redacted>: 403"),
     ("https://alice:p@ss@host/x", "https://***@host/x"),           # an unescaped @ in the password
     ("https://alice:pw?x@host/p", "https://***@host/p"),           # an unescaped ? in the password
     ("https://alice:pw/x@host/", "https://***@host/"),             # an unescaped / in the password
