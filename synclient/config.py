@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from synclient.errors import ConfigError, KeyringUnavailableError
-from synclient.redaction import has_userinfo, redact, redact_url, register_secret
+from synclient.redaction import has_userinfo, redact, redact_url, register_secret, register_url_credentials
 
 PRODUCTION_REPO = "https://repo-prod.prod.sagebase.org/repo/v1"
 PRODUCTION_FILE = "https://repo-prod.prod.sagebase.org/file/v1"
@@ -42,6 +42,7 @@ class Endpoints:
     def __post_init__(self) -> None:
         for url in (self.repo, self.file, self.auth):
             if has_userinfo(url):
+                register_url_credentials(url)  # never shown, whatever prints the URL's parts
                 raise ConfigError(f"the endpoint {redact_url(url)} has a user name or password in it (not shown): "
                                   f"the platform is reached with the access token alone; remove the "
                                   f"'user:password@' part")

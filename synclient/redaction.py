@@ -74,7 +74,7 @@ def register_secret(secret: Optional[str]) -> None:
     """Never show ``secret`` again, in any form :func:`redact` knows (as given, stripped, escaped as ``repr`` shows
     it, percent-encoded). Idempotent; None, an empty text and a text shorter than :data:`MIN_SECRET_LENGTH` are
     ignored. The registry is the process's: a token resolved once is redacted from then on, wherever it shows."""
-    forms = _secret_forms(secret)
+    forms = _secret_forms(secret) if isinstance(secret, str) else []
     if forms:
         with _secrets_lock:
             _secrets.update(forms)
@@ -86,17 +86,18 @@ def registered_secrets() -> FrozenSet[str]:
 
 
 def register_url_credentials(url: Optional[str]) -> None:
-    """Register the password (and a user name long enough to be one) of ``url``, e.g. a proxy's."""
+    """Register the password of ``url`` (e.g. a proxy's), or its user name when it has no password (a token
+    may stand there alone: ``https://TOKEN@host``)."""
     if not url:
         return
     try:
         parts = urlsplit(url if "://" in url else "//" + url)
+        value = parts.password if parts.password is not None else parts.username
     except ValueError:
         return
-    for value in (parts.password, parts.username):
-        if value:
-            register_secret(value)
-            register_secret(unquote(value))
+    if value:
+        register_secret(value)
+        register_secret(unquote(value))
 
 
 def _secret_forms(secret: Optional[str]) -> List[str]:

@@ -14,10 +14,22 @@ import urllib3
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from synclient import redaction
 from synclient.config import Endpoints, clean_token, resolve_endpoints
 from synclient.errors import CertificateError, ConfigError, TransferError, UrlRejectedError
 from synclient.redaction import (LOGGER_TREES, REDACTED, install_redaction, redact, redact_data,
                                  redact_url, redaction_installed, register_secret, registered_secrets, url_host)
+
+@pytest.fixture(autouse=True)
+def _registry_restored():
+    """The process's registry of secrets as it was before each test: a secret a test registers (the property
+    tests register arbitrary texts, "failed" among them) must not redact another test's words."""
+    saved = set(redaction._secrets)
+    yield
+    with redaction._secrets_lock:
+        redaction._secrets.clear()
+        redaction._secrets.update(saved)
+
 
 JWT = ("eyJ0eXAiOiJKV1QiLCJraWQiOiJXN05OOldMSlQ6SjVSSzpMN1RMOlQ3TDc6M1ZYNjpKRU9VOjY0NFI6VTNJWDo1S1oyOjdaQ0s6RlBUSCIs"
        "ImFsZyI6IlJTMjU2In0.eyJhY2Nlc3MiOnsic2NvcGUiOlsidmlldyIsImRvd25sb2FkIl19LCJ0b2tlbl90eXBlIjoiUEVSU09OQUxfQUND"
