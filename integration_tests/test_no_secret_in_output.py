@@ -243,10 +243,10 @@ def test_a_library_sync_logs_and_reports_no_secret(world, tmp_path, caplog, monk
     assert any("?<redacted>" in r.getMessage() for r in caplog.records if r.name.startswith("urllib3"))
 
 
-@pytest.mark.slow
 def test_a_sync_on_a_local_dask_cluster_shows_no_secret_nor_logs_one_on_its_workers(world, tmp_path, monkeypatch):
     """``--dask local:2`` (the workers' output goes to the CLI's stderr) and a library run whose workers' logs are
-    read back: the external files fail on the workers, their errors travel back to the driver, redacted."""
+    read back: the external file on the untrusted host fails on a worker, its error travels back to the driver,
+    redacted."""
     pytest.importorskip("distributed")
     from synclient.cluster.connect import dask_client
     from synclient.cluster.driver import DaskSettings
@@ -265,7 +265,10 @@ def test_a_sync_on_a_local_dask_cluster_shows_no_secret_nor_logs_one_on_its_work
                                          on_error="continue", dask=DaskSettings(client))
         logs = [message for worker in client.get_worker_logs().values() for _, message in worker]
         logs += [message for _, message in client.get_scheduler_logs()]
-    assert {r.path.name: r.status for r in results}["far.csv"] is SyncStatus.FAILED
+    by_name = {r.path.name: r for r in results}
+    assert by_name["far.csv"].status is SyncStatus.FAILED and by_name["plain.csv"].status is SyncStatus.DOWNLOADED
+    assert "the TLS certificate of the storage host" in str(by_name["far.csv"].error)
+    assert results.report.workers  # fetched on the cluster
     text = "\n".join(logs + [repr(results), json.dumps([r.to_json() for r in results])]
                      + [f"{r.error!r} {r.error} {getattr(r.error, 'host', '')}" for r in results])
     leaked = [secret for secret in world.secrets if secret in text]
