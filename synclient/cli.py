@@ -2,7 +2,8 @@
 
 Exit codes: 0 all good, 1 some files failed (or the platform kept failing), 2 usage / configuration /
 authentication / bad or unknown id / wrong endpoint / unusable target / target locked, 130 interrupted. Errors are
-one line on stderr, never showing a token (:func:`redact`); ``-v`` adds the traceback. With ``--json``, stdout
+one line on stderr, never showing a token or a URL's credentials (every channel passes
+:func:`synclient.redaction.redact`); ``-v`` adds the traceback. With ``--json``, stdout
 carries exactly one JSON object (also on errors), and nothing else.
 """
 from __future__ import annotations
@@ -14,14 +15,13 @@ import getpass
 import json
 import logging
 import os
-import re
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence
 
 from synclient._version import __version__
 from synclient.client import Platform
@@ -32,6 +32,7 @@ from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequest
                               SyncLockedError, TargetError, UnsafePathError)
 from synclient.models import EntityHeader, EntityType, parse_entity_id
 from synclient.progress import progress_observer
+from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret  # noqa: F401
 from synclient.results import FileResult, SyncReport, SyncResults
 from synclient.sync.dry_run import SyncPlan
 from synclient.sync.id_lists import EntityRef, parse_refs, read_id_file
@@ -70,20 +71,22 @@ class Output:
     quiet: bool = False
     verbose: int = 0
     json_document: Dict[str, Any] = field(default_factory=dict)
-    secrets: List[Optional[str]] = field(default_factory=list, repr=False)  # tokens seen: never printed (see redact)
 
-    def redact(self, text: str) -> str:
-        return redact(text, secrets=self.secrets)
+    @staticmethod
+    def redact(text: str) -> str:
+        """Every channel's text passes here: :func:`synclient.redaction.redact` (URL credentials and queries,
+        the tokens synclient was given, anything shaped like a token)."""
+        return redact(text)
 
     def result(self, line: str = "") -> None:
         """A line of the command's result (suppressed in JSON mode, where the document carries it)."""
         if not self.json_mode:
-            print(line, flush=True)
+            print(self.redact(line), flush=True)
 
     def info(self, line: str) -> None:
         """Narration for humans, on stderr; silenced by -q."""
         if not self.quiet:
-            print(line, file=sys.stderr, flush=True)
+            print(self.redact(line), file=sys.stderr, flush=True)
 
     def error(self, message: str) -> None:
         print(f"synclient: error: {_one_line(self.redact(message))}", file=sys.stderr, flush=True)
@@ -95,37 +98,13 @@ class Output:
     def emit_json(self, exit_code: ExitCode) -> None:
         if self.json_mode:
             self.json_document["exit_code"] = int(exit_code)
-            sys.stdout.write(json.dumps(self.json_document, indent=2, default=str) + "\n")
+            document = redact_data(json.loads(json.dumps(self.json_document, default=str)))  # every string
+            sys.stdout.write(json.dumps(document, indent=2) + "\n")
             sys.stdout.flush()
 
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
-
-
-REDACTED = "[redacted]"
-_AUTHORIZATION_VALUE = re.compile(r"""(?i)(authorization['"]?\s*[:=]\s*['"]?)[^'"\r\n,;)}\]]+""")
-_BEARER_VALUE = re.compile(r"""(?i)\b(bearer)(?:\s|%20)+[^\s'",;)}\]]+""")
-
-
-def redact(text: str, *, secrets: Iterable[Optional[str]] = ()) -> str:
-    """``text`` without the given secrets (as given, stripped, or escaped the way ``repr`` shows them), nor any
-    ``Authorization`` header value or ``Bearer <token>``: exception texts (requests' ``InvalidHeader`` among them)
-    may quote a header, and nothing of a token may reach a terminal, a log or a JSON document."""
-    for secret in secrets:
-        for form in _secret_forms(secret):
-            text = text.replace(form, REDACTED)
-    text = _AUTHORIZATION_VALUE.sub(lambda match: match.group(1) + REDACTED, text)
-    return _BEARER_VALUE.sub(lambda match: f"{match.group(1)} {REDACTED}", text)
-
-
-def _secret_forms(secret: Optional[str]) -> List[str]:
-    """The ways a secret may appear in a message, longest first. None for a text shorter than 6 characters: that is
-    no token, and replacing it everywhere would blank out ordinary words."""
-    if not secret or len(secret.strip()) < 6:
-        return []
-    forms = {secret, secret.strip(), repr(secret)[1:-1], repr(secret.strip())[1:-1]}
-    return sorted(forms, key=len, reverse=True)
 
 
 def _human_size(size: Optional[int]) -> str:
@@ -282,8 +261,6 @@ class CommandContext:
         if not self._token_resolved:
             self._token = find_token(self.args.token, profile=self.args.profile)
             self._token_resolved = True
-            if self._token:
-                self.out.secrets.append(self._token.token)
         return self._token
 
     def platform(self, *, max_connections: int = 64, token: Optional[str] = None) -> Platform:
@@ -638,7 +615,7 @@ def cmd_login(ctx: CommandContext) -> ExitCode:
 
     keyring_backend_name()  # fail first, before asking for anything, when the token could not be stored
     given = ctx.args.token or _read_token_interactively()
-    ctx.out.secrets.append(given)
+    register_secret(given)
     token = clean_token(given, where="the --token option" if ctx.args.token else "the input")
     if not token:
         raise CliError("no token given: create a personal access token in the platform's web site "
@@ -769,9 +746,11 @@ def _exit_promptly(code: ExitCode) -> None:
 
 def run(argv: Optional[Sequence[str]] = None) -> ExitCode:
     args = build_parser().parse_args(argv)
-    out = Output(json_mode=args.json, quiet=args.quiet, verbose=args.verbose,
-                 secrets=[args.token, os.environ.get("SYNCLIENT_AUTH_TOKEN"), os.environ.get("SYNAPSE_AUTH_TOKEN")])
+    for secret in (args.token, os.environ.get("SYNCLIENT_AUTH_TOKEN"), os.environ.get("SYNAPSE_AUTH_TOKEN")):
+        register_secret(secret)  # as given, before anything reads (or refuses) them
+    out = Output(json_mode=args.json, quiet=args.quiet, verbose=args.verbose)
     _configure_logging(out)
+    install_redaction()
     ctx = CommandContext(args=args, out=out)
     try:
         code = args.handler(ctx)

@@ -41,6 +41,7 @@ from synclient.models import (QUERY_BUNDLE_REQUEST, QUERY_RESULTS_PART, Children
                               EntityType, FileBundle, FileHandleRequest, PageTrail, PresignedUrlAnswer, QueryPage,
                               user_profile_from_wire, wire_object)
 from synclient.network import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
+from synclient.redaction import install_redaction, redact_url
 
 log = logging.getLogger("synclient.client")
 
@@ -179,6 +180,7 @@ class Platform:
                  retry: RetryPolicy = RetryPolicy(), gate: Optional[AdaptiveGate] = None,
                  cancel_event: Optional[threading.Event] = None, ca_bundle: Optional[str] = None,
                  admission: Optional[RestAdmission] = None) -> None:
+        install_redaction()  # the logs of synclient, urllib3 and requests show no credential, signature or token
         self.endpoints: Endpoints = resolve_endpoints(endpoint, repo_endpoint=repo_endpoint,
                                                       file_endpoint=file_endpoint, auth_endpoint=auth_endpoint)
         self._token = resolve_token(token, profile=profile)
@@ -688,7 +690,8 @@ def _redirect_error(call: _Call, response: requests.Response) -> EndpointError:
     """Redirects are never followed (the token must not travel elsewhere): say where the endpoint points to."""
     location = response.headers.get("Location") or ""
     ours, theirs = urlsplit(call.base), urlsplit(urljoin(call.url, location))
-    where = (f"{theirs.scheme}://{theirs.netloc}" if theirs.netloc else "an unknown place (no Location header)")
+    where = (redact_url(f"{theirs.scheme}://{theirs.netloc}") if theirs.netloc
+             else "an unknown place (no Location header)")
     differs = ("another scheme" if theirs.scheme != ours.scheme else
                "another host" if theirs.netloc != ours.netloc else "another path")
     return EndpointError(f"endpoint {call.base} redirects to {differs} ({where}, HTTP {response.status_code}); "

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from synclient.errors import ConfigError, KeyringUnavailableError
+from synclient.redaction import has_userinfo, redact, redact_url, register_secret, register_url_credentials
 
 PRODUCTION_REPO = "https://repo-prod.prod.sagebase.org/repo/v1"
 PRODUCTION_FILE = "https://repo-prod.prod.sagebase.org/file/v1"
@@ -30,15 +31,30 @@ DEFAULT_PROFILE = "default"
 
 @dataclass(frozen=True)
 class Endpoints:
+    """The platform's three service URLs. None carries a user or password (:class:`ConfigError`, the URL shown
+    redacted): the platform is reached with the access token alone, and requests would otherwise send that
+    ``user:password`` as Basic auth in place of the token. The repr shows them redacted."""
+
     repo: str
     file: str
     auth: str
+
+    def __post_init__(self) -> None:
+        for url in (self.repo, self.file, self.auth):
+            if has_userinfo(url):
+                register_url_credentials(url)  # never shown, whatever prints the URL's parts
+                raise ConfigError(f"the endpoint {redact_url(url)} has a user name or password in it (not shown): "
+                                  f"the platform is reached with the access token alone; remove the "
+                                  f"'user:password@' part")
+
+    def __repr__(self) -> str:
+        return redact(f"Endpoints(repo={self.repo!r}, file={self.file!r}, auth={self.auth!r})")
 
     @classmethod
     def from_root(cls, root: str) -> "Endpoints":
         root = root.rstrip("/")
         if not root.startswith(("http://", "https://")):
-            raise ConfigError(f"endpoint must be an http(s) URL, got {root!r}")
+            raise ConfigError(f"endpoint must be an http(s) URL, got {redact(repr(root))}")
         return cls(repo=root + "/repo/v1", file=root + "/file/v1", auth=root + "/auth/v1")
 
     @classmethod
@@ -145,6 +161,7 @@ def clean_token(raw: str, *, where: str) -> str:
     """``raw`` without surrounding whitespace; a space, control or non-ASCII character inside it (which would make
     an invalid or wrong ``Authorization`` header) is a one-line :class:`ConfigError` that does not show the token."""
     token = raw.strip()
+    register_secret(raw)  # the token synclient holds: from now on redacted wherever it would show
     bad = next((index for index, char in enumerate(token) if not "\x21" <= char <= "\x7e"), None)
     if bad is not None:
         raise ConfigError(f"the access token from {where} has a space, control or non-ASCII character inside it "

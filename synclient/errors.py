@@ -15,6 +15,8 @@ import errno
 import sqlite3
 from typing import TYPE_CHECKING, ClassVar, Iterator, List, Optional, Sequence
 
+from synclient.redaction import redact
+
 if TYPE_CHECKING:  # pragma: no cover
     from synclient.results import FileResult
 
@@ -42,6 +44,14 @@ class SynclientError(Exception):
         """Mark this error as raised after its retries ran out (see :attr:`retries_spent`); returns it."""
         self.retries_spent = True
         return self
+
+    def __str__(self) -> str:
+        """The message, redacted (:func:`synclient.redaction.redact`): whoever prints or logs an error, a URL's
+        credentials or signature and a token in it never show."""
+        return redact(super().__str__())
+
+    def __repr__(self) -> str:
+        return redact(super().__repr__())
 
     def __reduce__(self):
         """Pickled whole (its class, message and attributes), whatever its constructor takes: a file's error travels

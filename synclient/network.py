@@ -16,6 +16,7 @@ from typing import Iterator, Optional
 
 from synclient.config import config_path, read_config_file
 from synclient.errors import CertificateError, ConfigError, exception_chain
+from synclient.redaction import redact
 
 #: the environment variables naming a CA bundle, in the order they are consulted
 CA_BUNDLE_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE")
@@ -92,5 +93,7 @@ def certificate_problem(exc: BaseException) -> Optional[str]:
 
 
 def untrusted_certificate(host: str, problem: str, trusted: TrustedCAs) -> CertificateError:
+    """``host``: the words naming the host (``"endpoint https://..."``), redacted here whoever built them."""
+    host = redact(host)
     return CertificateError(f"the TLS certificate of {host} is not trusted ({problem}); {trusted.fix_hint()}",
                             host=host)

@@ -25,6 +25,7 @@ from synclient.cluster.budget import ClusterBudget, close_admission
 from synclient.cluster.shard_run import PlatformAccess, ShardOutcome, ShardTask, run_shard
 from synclient.cluster.shards import LocalState, Shard, ShardFile, Sharder, ShardSizes
 from synclient.errors import ClusterLostError, ConfigError, ShardFailedError, SynclientError
+from synclient.redaction import redact
 from synclient.results import WorkerCounts
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import FileJob
@@ -183,7 +184,7 @@ class DaskFetcher:
         (every shard would fail alike: the run stops); else :class:`ShardFailedError`."""
         if isinstance(exc, SynclientError):
             return exc
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        reason = redact(" ".join(f"{type(exc).__name__}: {exc}".split()))  # Dask's text may quote a task's URL
         if not _connected(self._client):
             return ClusterLostError(f"the Dask scheduler is out of reach; the run stops, the next run resumes "
                                     f"({reason})")

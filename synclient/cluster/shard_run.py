@@ -45,6 +45,7 @@ from synclient.errors import PathConflictError, ShardFailedError, SynclientError
 from synclient.events import SyncObserver
 from synclient.gate import CANCEL_POLL_SECONDS
 from synclient.models import FileHandle
+from synclient.redaction import redact
 from synclient.sync.pipeline import url_refusal
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.direct import DirectFile
@@ -313,7 +314,10 @@ def _portable(error: Optional[SynclientError]) -> Optional[SynclientError]:
     """The error as it can travel back to the driver: itself, or a copy of it (same class and message, so the same
     nature: a fatal one still stops the run) without what does not pickle; its message alone only if even that
     fails."""
-    if error is None or _pickles(error):
+    if error is None:
+        return None
+    error = _redacted(error)
+    if _pickles(error):
         return error
     try:
         stripped = copy.copy(error)  # SynclientError.__reduce__: class, args and attributes
@@ -326,6 +330,24 @@ def _portable(error: Optional[SynclientError]) -> Optional[SynclientError]:
     except Exception:  # noqa: BLE001 - whatever copying or pickle refuses
         pass
     return ShardFailedError(f"{type(error).__name__}: {error}")
+
+
+def _redacted(error: SynclientError) -> SynclientError:
+    """The error, or a copy whose texts (arguments and attributes: a URL, a host) are redacted: what travels back
+    to the driver, which may log or print it whole, holds no credential, signature or token."""
+    texts = {name: value for name, value in vars(error).items() if isinstance(value, str)}
+    clean_args = tuple(redact(arg) if isinstance(arg, str) else arg for arg in error.args)
+    clean_texts = {name: redact(value) for name, value in texts.items()}
+    if clean_args == error.args and clean_texts == texts:
+        return error
+    try:
+        copied = copy.copy(error)
+        copied.args = clean_args
+        for name, value in clean_texts.items():
+            setattr(copied, name, value)
+        return copied
+    except Exception:  # noqa: BLE001 - an error that does not copy: its message alone
+        return ShardFailedError(str(error))
 
 
 def _pickles(value: object) -> bool:

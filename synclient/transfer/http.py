@@ -23,7 +23,8 @@ from synclient.network import TrustedCAs, certificate_problem, resolve_trusted_c
 from synclient.errors import (Cancelled, IntegrityError, RangeNotHonouredError, TransferError,
                               UrlRejectedError)  # noqa: F401 (UrlRejectedError re-exported)
 from synclient.transfer.direct import aligned_buffer
-from synclient.transfer.urls import SignedUrl, install_url_redaction, redact_url
+from synclient.redaction import install_redaction, redact_url, url_host
+from synclient.transfer.urls import SignedUrl
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
@@ -55,7 +56,7 @@ class DataClient:
     """
 
     def __init__(self, pool_size: int, *, trusted_cas: Optional[TrustedCAs] = None) -> None:
-        install_url_redaction()  # DEBUG lines of this client show signed URLs without their query
+        install_redaction()  # urllib3's DEBUG lines name signed URLs: they show them without their query
         self._pool_size = max(4, pool_size)
         self._headers = {"User-Agent": f"synclient/{__version__}",
                          # identity: Range offsets must mean stored bytes, and MD5 is of the stored bytes
@@ -178,7 +179,7 @@ def _get(client: DataClient, url: SignedUrl, headers: Dict[str, str], *, where: 
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         untrusted = certificate_problem(exc)
         if untrusted is not None:  # every file from this host would fail alike: the run stops (fatal)
-            raise untrusted_certificate(f"the storage host {urlsplit(url.url).netloc}", untrusted,
+            raise untrusted_certificate(f"the storage host {url_host(url.url)}", untrusted,
                                         client.trusted_cas) from None
         raise TransferError(f"GET {where}: {exc.__class__.__name__}") from None
 

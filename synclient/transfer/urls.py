@@ -8,7 +8,6 @@ a 403 from storage also triggers a refresh.
 from __future__ import annotations
 
 import calendar
-import logging
 import threading
 import time
 from typing import Callable, List, Optional, Tuple
@@ -17,54 +16,11 @@ from urllib.parse import parse_qs, urlsplit
 from synclient.client import Platform
 from synclient.errors import AccessDeniedError, NotFoundError, PlatformError, SynclientError
 from synclient.models import FileHandleRequest, PresignedUrlAnswer
+from synclient.redaction import redact_url  # (also re-exported: how a URL is shown)
 from synclient.transfer.pool import Priority, TaskPool
 
 UrlCallback = Callable[[Optional["SignedUrl"], Optional[SynclientError]], None]
 EXPIRY_MARGIN_SECONDS = 3.0
-
-
-#: the logger whose DEBUG lines name each request's URL (``"GET /path?query HTTP/1.1" 200``)
-URLLIB3_REQUEST_LOGGER = "urllib3.connectionpool"
-
-
-class RedactQueryStrings(logging.Filter):
-    """Installed on urllib3's logger: its DEBUG lines carry request URLs, and a signed URL's query is a secret."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.args and isinstance(record.args, tuple):
-            record.args = tuple(_redact_text(a) if isinstance(a, str) and "?" in a else a for a in record.args)
-        return True
-
-
-def _redact_text(text: str) -> str:
-    path, _, query = text.partition("?")
-    return path + "?<redacted>" if query else text
-
-
-_REDACTION = RedactQueryStrings()
-_redaction_lock = threading.Lock()
-
-
-def install_url_redaction() -> None:
-    """Put the one :class:`RedactQueryStrings` filter on urllib3's request logger, so no signed URL's query reaches
-    a log. Idempotent (the filter is installed once however often this is called) and never done at import: a
-    :class:`~synclient.transfer.http.DataClient`, the one client that requests signed URLs, calls it when it is
-    created."""
-    with _redaction_lock:
-        logging.getLogger(URLLIB3_REQUEST_LOGGER).addFilter(_REDACTION)  # adds nothing when already there
-
-
-def redact_url(url: str) -> str:
-    """The URL without its query string and without a user or password in it (an external URL may carry them):
-    signatures and credentials never reach logs, reprs or reports."""
-    parts = urlsplit(url)
-    try:
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:  # a port that is not a number: nothing of the authority is shown but the host
-        port = ""
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host
-    return f"{parts.scheme}://{host}{port}{parts.path}" + ("?<redacted>" if parts.query else "")
 
 
 def url_expiry(url: str) -> Optional[float]:

@@ -21,6 +21,7 @@ PACKAGE_DIR = Path(synclient.__file__).parent
 LAYERS: List[Tuple[str, int]] = [
     ("synclient._version", 0),
     ("synclient.results", 0),          # outcome types: imports nothing of synclient
+    ("synclient.redaction", 0),        # the one redactor (URL credentials and queries, tokens): imports nothing
     ("synclient.errors", 1),
     ("synclient.portable", 2),        # what this OS offers (fast paths or their fallbacks), chosen once
     ("synclient.choices", 2),

@@ -1,5 +1,6 @@
-"""Signed URLs' queries never reach urllib3's logs: the redaction filter is installed explicitly (when a DataClient is
-created), once however often it is asked for, and never as a side effect of an import."""
+"""Signed URLs' queries never reach urllib3's logs: the one redaction filter (synclient.redaction) is installed
+explicitly (when a Platform or a DataClient is created, or the CLI starts), once however often it is asked for, and
+never as a side effect of an import."""
 import logging
 import subprocess
 import sys
@@ -8,14 +9,15 @@ from pathlib import Path
 import pytest
 
 import synclient
+from synclient.redaction import RedactingFilter, install_redaction
 from synclient.transfer.http import DataClient
-from synclient.transfer.urls import URLLIB3_REQUEST_LOGGER, RedactQueryStrings, install_url_redaction
 
+URLLIB3_REQUEST_LOGGER = "urllib3.connectionpool"
 SIGNED = "/bucket/key.bin?X-Amz-Date=20260101T000000Z&X-Amz-Expires=30&X-Amz-Signature=0123456789abcdef"
 
 
 def _redactions():
-    return [f for f in logging.getLogger(URLLIB3_REQUEST_LOGGER).filters if isinstance(f, RedactQueryStrings)]
+    return [f for f in logging.getLogger(URLLIB3_REQUEST_LOGGER).filters if isinstance(f, RedactingFilter)]
 
 
 @pytest.fixture
@@ -30,16 +32,16 @@ def bare_logger():
 
 def test_importing_the_package_installs_no_filter():
     code = ("import logging, synclient, synclient.transfer.urls, synclient.transfer.http, "
-            "synclient.transfer.download, synclient.sync.runner\n"
-            f"print(len(logging.getLogger({URLLIB3_REQUEST_LOGGER!r}).filters))")
+            "synclient.transfer.download, synclient.sync.runner, synclient.redaction\n"
+            "print(sum(len(logging.getLogger(name).filters) for name in list(logging.Logger.manager.loggerDict)))")
     root = Path(synclient.__file__).resolve().parents[1]  # this checkout's package, whatever is installed
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "0"
 
 
 def test_installing_is_idempotent(bare_logger):
-    install_url_redaction()
-    install_url_redaction()
+    install_redaction()
+    install_redaction()
     assert len(_redactions()) == 1 and len(bare_logger.filters) == 1
 
 
