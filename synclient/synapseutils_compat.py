@@ -239,7 +239,7 @@ def into_synapse_cache(syn: Any, entity_id: str, *, follow_links: bool, download
             continue
         name = handle.get("fileName") or (entry.entity or {}).get("name") or ""
         try:
-            if not handle_id.isdigit():  # the cache's layout is made of the number
+            if not (handle_id.isascii() and handle_id.isdigit()):  # the cache's layout is made of the number
                 raise MalformedAnswerError(f"{entry.entity_id}: file handle id {handle_id!r} is not a number")
             validate_name(name)  # one name: it must not make folders of its own in the cache
         except SynclientError as exc:

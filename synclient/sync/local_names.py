@@ -150,7 +150,7 @@ class FilesystemNames:
             elif word == "windows":
                 fields["windows_rules"] = True
                 fields.setdefault("max_path", WINDOWS_MAX_PATH)
-            elif key in ("max_path", "max_name") and value.isdigit() and int(value) > 0:
+            elif key in ("max_path", "max_name") and value.isascii() and value.isdigit() and int(value) > 0:
                 fields["max_path" if key == "max_path" else "max_name_bytes"] = int(value)
             else:
                 raise ConfigError(f"{PROBE_ENV}: {word!r} is not one of case, nfc, nfd, windows, max_path=N, "
@@ -424,4 +424,4 @@ def _twin_kind(name: str, keeper: Optional[str], rules: FilesystemNames) -> Rena
 def _id_order(entity_id: str) -> Tuple[int, str]:
     """Entity ids by age: ``syn9`` before ``syn10`` (an id without a number last, by text)."""
     digits = entity_id.lower().removeprefix("syn").split(".")[0]
-    return (int(digits), entity_id) if digits.isdigit() else (sys.maxsize, entity_id)
+    return (int(digits), entity_id) if digits.isascii() and digits.isdigit() else (sys.maxsize, entity_id)

@@ -159,7 +159,7 @@ def fetch_whole(client: DataClient, url: SignedUrl, *, sink: Callable[[int, memo
     try:
         _check_status(response.status, response.headers, None, where)
         length = response.headers.get("Content-Length")
-        announced = int(length) if length is not None and length.isdigit() else None
+        announced = int(length) if length is not None and length.isascii() and length.isdigit() else None
         if on_head is not None:
             on_head(announced, response.headers.get("Accept-Ranges", "").strip().lower() == "bytes")
         offset = _pump(response, 0, announced, sink=sink, chunk_size=chunk_size, cancelled=cancelled, where=where)
@@ -279,5 +279,5 @@ def _check_status(status: int, headers: Mapping[str, str], byte_range: Optional[
 
 def _check_length(headers: Mapping[str, str], byte_range: ByteRange, where: str) -> None:
     length: Optional[str] = headers.get("Content-Length")
-    if length is not None and length.isdigit() and int(length) != byte_range.length:
+    if length is not None and length.isascii() and length.isdigit() and int(length) != byte_range.length:
         raise IntegrityError(f"GET {where}: Content-Length {length}, expected {byte_range.length}")

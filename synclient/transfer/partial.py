@@ -194,7 +194,7 @@ def _partials_in(folder: Path) -> Dict[str, List[Tuple[str, Path]]]:
         if suffix is None:
             continue
         stem, _, handle = name[:-len(suffix)].rpartition(".")
-        if stem and handle.isdigit():
+        if stem and handle.isascii() and handle.isdigit():
             found.setdefault(stem, []).append((handle, folder / name))
     return found
 
@@ -481,7 +481,8 @@ class ResumeJournal:
                 return None
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
-        return JournalState(partial, frozenset(int(line) for line in lines[1:] if line.strip().isdigit()))
+        parts = (line.strip() for line in lines[1:])
+        return JournalState(partial, frozenset(int(part) for part in parts if part.isascii() and part.isdigit()))
 
     def load_finished(self) -> Set[int]:
         """Parts an earlier run finished for the same header; an unreadable or foreign journal counts as none."""

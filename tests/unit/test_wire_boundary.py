@@ -7,7 +7,7 @@ import pytest
 import responses
 
 from client_support import REPO, prove
-from synclient.errors import ConfigError, MalformedAnswerError
+from synclient.errors import ConfigError, IntegrityError, MalformedAnswerError
 from synclient.models import (WIRE_MAX, ChildrenPage, Entity, EntityHeader, FileBundle, FileHandle, PageTrail,
                               PresignedUrlAnswer, QueryPage, parse_entity_id)
 from synclient.sync.id_lists import EntityRef, ids_from_text, parse_refs
@@ -254,3 +254,13 @@ def test_a_view_row_whose_handle_cells_are_out_of_shape_leaves_its_file_to_the_b
                        "SELECT * FROM syn9", table_id="syn9")
     assert selection.refs == [EntityRef("syn1", 1), EntityRef("syn2", 1)]
     assert list(selection.row_files) == [("syn2", 1)]  # syn1 takes its bundle call, which is checked itself
+
+
+def test_a_content_length_of_unicode_digits_is_no_internal_error():
+    """A hostile data server's ``Content-Length: ²`` (valid latin-1, ``str.isdigit`` is true, ``int`` refuses it)
+    is a length nobody announced, not a ValueError out of the data plane."""
+    from synclient.transfer.http import ByteRange, _check_length
+
+    _check_length({"Content-Length": "\u00b2"}, ByteRange(0, 10, 10), "GET x")  # ignored, as a missing one is
+    with pytest.raises(IntegrityError):
+        _check_length({"Content-Length": "9"}, ByteRange(0, 10, 10), "GET x")
