@@ -273,7 +273,11 @@ def _replace_map(cache_dir: Path, cache_map: Dict[str, object]) -> None:
     """Write the map as synapseclient's ``_write_cache_map`` does (``json.dump`` then a newline, for R's parser),
     into a temp file beside it that then replaces it: a reader sees the old map or the new one, never a part."""
     temp = cache_dir / f"{CACHE_MAP}.{os.getpid()}.{threading.get_ident()}.tmp"  # one per thread: no clash
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:  # a killed process's leftover of the same name: removed, never written through (it may be a hard link)
+        os.unlink(temp)
+    except FileNotFoundError:
+        pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(temp, flags, 0o666)  # the umask decides, as for synapseclient's open(..., "w")
     try:
         with open(fd, "w", encoding="utf-8", closefd=True) as handle:

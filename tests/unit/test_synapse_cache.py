@@ -307,3 +307,23 @@ def test_a_reader_never_sees_half_of_a_map_we_write(tmp_path):
     assert not failures
     assert sizes == sorted(sizes) and 1 <= sizes[0] and sizes[-1] <= len(paths)
     assert len(json.loads(map_file.read_text())) == len(paths)
+
+
+def test_the_cache_map_is_never_written_through_a_leftover_hard_link(tmp_path):
+    """A killed writer's temp map of the same name, hard-linked to a file elsewhere: the next writer removes it and
+    writes a fresh file (O_EXCL); the other file keeps its bytes."""
+    import os
+    import threading
+
+    from synclient import synapse_cache
+
+    cache_dir = tmp_path / "cache" / "123" / "123"
+    cache_dir.mkdir(parents=True)
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"precious")
+    temp = cache_dir / f"{synapse_cache.CACHE_MAP}.{os.getpid()}.{threading.get_ident()}.tmp"
+    os.link(outside, temp)
+    synapse_cache._replace_map(cache_dir, {"/some/file": "2024-01-01T00:00:00.000Z"})
+    assert outside.read_bytes() == b"precious"
+    assert (cache_dir / synapse_cache.CACHE_MAP).read_text().startswith('{"/some/file"')
+    assert not temp.exists()
