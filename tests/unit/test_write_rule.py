@@ -403,7 +403,7 @@ WRITE_OPENS = {
     ("transfer/direct.py", "open_direct"): "a second (O_DIRECT) descriptor of open_for_write's file, fstat-checked",
     ("portable.py", "try_lock_file"): "the target's lock file: locked, never written",
     ("sync/manifest.py", "__init__"): "a manifest: O_CREAT | O_EXCL temp file, then renamed",
-    ("synapse_cache.py", "_replace_map"): "synapseclient's cache map: a leftover unlinked, O_CREAT | O_EXCL temp file, then renamed",
+    ("synapse_cache.py", "_replace_map"): "synapseclient's cache map: O_CREAT | O_EXCL temp file, then renamed",
     ("cli.py", "main"): "/dev/null as stdout",
 }
 _READ_ONLY = ("READ_FLAGS", "O_RDONLY", "O_PATH")
