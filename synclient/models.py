@@ -347,6 +347,7 @@ class PresignedUrlAnswer:
     file_handle_id: str
     url: Optional[str] = field(default=None, repr=False)  # signed: never printed
     failure_code: Optional[str] = None
+    malformed: Optional[str] = None  # why the row's other fields were refused at the wire boundary
 
     @classmethod
     def batch_from_wire(cls, obj: Mapping[str, Any]) -> Dict[str, "PresignedUrlAnswer"]:
@@ -367,7 +368,7 @@ class PresignedUrlAnswer:
             return cls(file_handle_id=handle_id, url=_optional_string(row, "preSignedURL", what),
                        failure_code=_optional_string(row, "failureCode", what))
         except MalformedAnswerError as exc:
-            return cls(file_handle_id=handle_id, failure_code=f"malformed answer: {exc}")
+            return cls(file_handle_id=handle_id, malformed=str(exc))
 
 
 class PageTrail:

@@ -14,7 +14,7 @@ from typing import Callable, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 from synclient.client import Platform
-from synclient.errors import AccessDeniedError, NotFoundError, PlatformError, SynclientError
+from synclient.errors import AccessDeniedError, MalformedAnswerError, NotFoundError, PlatformError, SynclientError
 from synclient.models import FileHandleRequest, PresignedUrlAnswer
 from synclient.redaction import redact_url  # (also re-exported: how a URL is shown)
 from synclient.transfer.pool import Priority, TaskPool
@@ -62,8 +62,11 @@ def _answer_to_result(answer: Optional[PresignedUrlAnswer], request: FileHandleR
                       ) -> Tuple[Optional[SignedUrl], Optional[SynclientError]]:
     if answer is not None and answer.url:
         return SignedUrl(answer.url), None
-    code = answer.failure_code if answer else "MISSING"
     where = f"file handle {request.file_handle_id} of {request.entity_id}"
+    if answer is not None and answer.malformed:  # that handle's row alone: the batch's other rows stand
+        error = MalformedAnswerError(f"no pre-signed URL for {where}: malformed answer: {answer.malformed}")
+        return None, error.spent()
+    code = answer.failure_code if answer else "MISSING"
     if code == "UNAUTHORIZED":
         return None, AccessDeniedError(f"download of {where} is not allowed (UNAUTHORIZED)", status=403)
     if code == "NOT_FOUND":

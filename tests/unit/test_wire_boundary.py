@@ -104,8 +104,14 @@ def test_a_url_batch_row_that_names_its_handle_fails_that_handle_alone():
         {"fileHandleId": "2", "preSignedURL": 42},
         {"fileHandleId": 3, "failureCode": ["x"]}]})
     assert answers["1"].url == "https://data.test/1" and answers["1"].failure_code is None
-    assert answers["2"].url is None and "malformed answer" in answers["2"].failure_code
-    assert "'preSignedURL'" in answers["2"].failure_code and "'failureCode'" in answers["3"].failure_code
+    assert answers["2"].url is None and "'preSignedURL'" in answers["2"].malformed
+    assert "'failureCode'" in answers["3"].malformed
+    # the broker turns such a row into that file's MalformedAnswerError, not tried again
+    from synclient.models import FileHandleRequest
+    from synclient.transfer.urls import _answer_to_result
+    url, error = _answer_to_result(answers["2"], FileHandleRequest(file_handle_id="2", entity_id="syn2"))
+    assert url is None and isinstance(error, MalformedAnswerError) and not error.retryable
+    assert "file handle 2 of syn2: malformed answer" in str(error)
     with pytest.raises(MalformedAnswerError, match="'fileHandleId'"):  # a row that names no handle: the batch
         PresignedUrlAnswer.batch_from_wire({"requestedFiles": [{"fileHandleId": "../1", "preSignedURL": "u"}]})
 
