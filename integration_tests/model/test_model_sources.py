@@ -1,0 +1,57 @@
+"""The model walk over every source and mode (issue 29; see sources_model.py for the sources, modes and invariants).
+
+Default (CI): the seeds of :data:`DEFAULT_SEEDS`, :data:`DEFAULT_STEPS` steps each, one of them with the hostile
+share on; deterministic rules. Long mode: ``SYNCLIENT_MODEL_SOURCES_STEPS`` (e.g. 1000) and optionally
+``SYNCLIENT_MODEL_SOURCES_SEED`` (one seed or a comma-separated list; a random seed, printed, when unset);
+``SYNCLIENT_MODEL_SOURCES_HOSTILE=1`` runs every long walk with its hostile share; ``SYNCLIENT_MODEL_KEEP_GOING=1``
+collects the first violation of each invariant instead of stopping at the first. A failure prints the seed, the
+step, the rules and syncs so far, and the command that replays it.
+"""
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from sources_model import SourcesWalk, has_hostile_mode
+from synclient.emulator import Emulator
+
+#: (seed, hostile): the default walks. They found the defects listed in docs/reliability.md ("Model test over every
+#: source") on the code before issue 29's fixes; re-run them after merging the fixes.
+DEFAULT_SEEDS = ((1, False), (2, False), (3, True))
+DEFAULT_STEPS = 30
+
+
+def _long_mode() -> bool:
+    return any(os.environ.get(name, "").strip() for name in ("SYNCLIENT_MODEL_SOURCES_SEED",
+                                                             "SYNCLIENT_MODEL_SOURCES_STEPS"))
+
+
+def _walks():
+    if not _long_mode():
+        return [(seed, DEFAULT_STEPS, hostile) for seed, hostile in DEFAULT_SEEDS]
+    steps_env = os.environ.get("SYNCLIENT_MODEL_SOURCES_STEPS", "").strip()
+    seeds_env = os.environ.get("SYNCLIENT_MODEL_SOURCES_SEED", "").strip()
+    steps = int(steps_env) if steps_env else DEFAULT_STEPS
+    seeds = ([int(text) for text in seeds_env.split(",") if text.strip()] if seeds_env
+             else [random.SystemRandom().randrange(1, 2 ** 31)])
+    hostile = os.environ.get("SYNCLIENT_MODEL_SOURCES_HOSTILE") == "1"
+    return [(seed, steps, hostile) for seed in seeds]
+
+
+@pytest.mark.parametrize("seed,steps,hostile", _walks(), ids=lambda value: str(value))
+def test_every_source_keeps_every_invariant(seed, steps, hostile, tmp_path: Path):
+    keep_going = os.environ.get("SYNCLIENT_MODEL_KEEP_GOING") == "1"
+    mode = (" hostile (hostile_rate)" if has_hostile_mode() else " hostile (older lying knobs only)") if hostile else ""
+    print(f"sources walk{mode}: seed {seed}, {steps} steps (replay: SYNCLIENT_MODEL_SOURCES_SEED={seed} "
+          f"SYNCLIENT_MODEL_SOURCES_STEPS={steps}{' SYNCLIENT_MODEL_SOURCES_HOSTILE=1' if hostile else ''})")
+    with Emulator() as emu:
+        walk = SourcesWalk(seed=seed, steps=steps, workdir=tmp_path, emu=emu, keep_going=keep_going,
+                           hostile=hostile)
+        try:
+            stats = walk.run()
+        finally:
+            walk.close()
+    print(f"sources walk: seed {seed} passed: {dict(stats)}")
