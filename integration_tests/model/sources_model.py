@@ -36,10 +36,12 @@ Invariants (names as printed on failure):
   ``shared-inode``: no two entities' reported files are one inode;
 - ``report-not-disk``: every file reported downloaded or skipped is a regular file inside the target holding exactly
   the bytes of the version it is reported at; ``result-outside-target`` for a result path outside it;
+- ``id-not-canonical``: every result names its entity by its canonical id (``syn0012`` is ``syn12``);
 - ``wrong-version`` / ``unexpected-entity``: that version is one the source asks for (an id's ``.N``, a dataset
   item's pinned version, else the current one), of an entity the source names; ``synced-gone-entity``: not of an
   entity deleted remotely; ``missing-result``: every file named in an id list has a result;
 - ``separator-name-synced``: a remote name holding ``/`` is never synced as nested folders (nor is a dataset's);
+- ``rename-not-on-disk``: each renaming the report prints (``report.renamed``, ``--json``) is on disk;
 - ``dry-run-wrote``: a dry run changes nothing (target, cache maps included); ``second-run-not-noop``: an
   identical second run after a clean one fetches no data and downloads or deletes nothing;
 - ``secret-leaked``: the token appears in no output: stdout, stderr and ``--json`` of CLI runs, any log record of the
@@ -55,9 +57,11 @@ import json
 import logging
 import os
 import random
+import re
 import stat
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections import Counter
@@ -66,8 +70,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from model_support import (COMMON_NAMES, CONFIG, KILL_CHILD, PART, ModelViolation, Remote, diff_snapshots,
-                           file_md5, join, md5, name_of, parent_of, under)
+from model_support import (COMMON_NAMES, CONFIG, PART, ModelViolation, Remote, diff_snapshots, file_md5, join, md5,
+                           name_of, parent_of, under)
 from synclient import Platform, SyncStatus, download_many, download_query, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.emulator.knobs import Knobs
@@ -78,6 +82,20 @@ from synclient.transfer.partial import PARTIAL_SUFFIXES, TEMP_SUFFIX
 
 KiB = 1024
 MiB = 1024 * KiB
+#: tries per file: 2 (not 6) so that a file nothing serves fails in a second, not after a minute of back-off
+ATTEMPTS = 2
+SYNC_CONFIG = dataclasses.replace(CONFIG, max_attempts=ATTEMPTS)
+#: the CLI in a child with the walk's transfer settings (it has no flags for them): small parts (a kill lands in
+#: multipart downloads too) and few tries
+CLI_CHILD = textwrap.dedent("""
+    import dataclasses, sys
+    from synclient.transfer.config import TransferConfig
+    small = dict(max_workers=4, multipart_threshold=%d, part_size=%d, streams_per_file=4, max_attempts=%d)
+    TransferConfig.__init__.__defaults__ = tuple(small.get(f.name, f.default)
+                                                 for f in dataclasses.fields(TransferConfig))
+    from synclient.cli import main
+    sys.exit(main(sys.argv[1:]))
+""" % (PART, PART, ATTEMPTS))
 #: a sync (API or CLI) that has not ended after this long is a violation (``run-hung``), not a hang of the suite
 SYNC_TIMEOUT = 120.0
 SOURCES = ("ids", "dataset", "query", "walk", "view-walk")
@@ -99,7 +117,17 @@ MAX_DEPTH = 3
 HOSTILE_RATE = 0.3
 #: the secret every output is searched for: the emulator's token (set by each walk)
 TOKEN = ""
+#: a password in the userinfo of external URLs (files a rule moves into the project, ids a list names): searched for
+#: in every output as the token is
+URL_PASSWORD = "pw-SECRET-model"
+CREDENTIAL_URLS = (f"https://alice:{URL_PASSWORD}@127.0.0.1:9/data/cred.csv",
+                   f"http://bob:{URL_PASSWORD}@127.0.0.1:9/data/cred2.csv?X-Amz-Signature=abc",
+                   f"sftp://carol:{URL_PASSWORD}@127.0.0.1:9/data/cred3.csv")
 LEGACY_HOSTILE = dict(fault_api_malformed_rate=0.04, fault_data_corrupt_rate=0.15, hostile_handle_rate=0.2)
+
+
+#: a line of ``report.renamed``: "syn1: a:b -> a：b (reason)" or "syn1.2: d/a.txt -> d/a (syn1.2).txt (...)"
+RENAMED_LINE = re.compile(r"^(syn\d+(?:\.\d+)?): (.*) -> (.*) \(([^()]*)\)$")
 
 
 def has_hostile_mode() -> bool:
@@ -148,12 +176,22 @@ class Sync:
         return f"{what} -> {self.target} ({', '.join(flags)})"
 
 
-class SecretWatch(logging.Handler):
-    """Every record of the synclient loggers, at DEBUG, searched for the secret as it is emitted."""
+def leaked(text) -> Optional[str]:
+    """The secret ``text`` holds (the token, a URL password), if any."""
+    text = text if isinstance(text, str) else text.decode("utf-8", "replace")
+    return next((secret for secret in (TOKEN, URL_PASSWORD) if secret and secret in text), None)
 
-    def __init__(self, secret: str) -> None:
+
+def around(text: str, secret: str) -> str:
+    at = text.find(secret)
+    return "..." + text[max(0, at - 200):at + len(secret) + 60] + "..."
+
+
+class SecretWatch(logging.Handler):
+    """Every record of the synclient loggers, at DEBUG, searched for the secrets as it is emitted."""
+
+    def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.secret = secret
         self.found: List[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -163,7 +201,7 @@ class SecretWatch(logging.Handler):
             return
         if record.exc_info and record.exc_info[1] is not None:
             text += " " + str(record.exc_info[1])
-        if self.secret in text and not record.name.startswith("synclient.emulator"):
+        if leaked(text) and not record.name.startswith("synclient.emulator"):
             self.found.append(f"{record.name} {record.levelname}: {text[:300]}")
 
 
@@ -235,7 +273,7 @@ class SourcesWalk:
     ``keep_going``, records the first violation of each invariant and raises them all at the end)."""
 
     def __init__(self, *, seed: int, steps: int, workdir: Path, emu: Emulator, keep_going: bool = False,
-                 hostile: bool = False, cli_share: float = 0.2, kill_share: float = 0.35) -> None:
+                 hostile: bool = False, cli_share: float = 0.12, kill_share: float = 0.1) -> None:
         self.seed = seed
         self.steps = steps
         self.rng = random.Random(seed)
@@ -259,6 +297,7 @@ class SourcesWalk:
             (self.sentinel / rel).write_bytes(f"sentinel {rel}\n".encode())
         self.log_path = workdir / "sources-walk.log"
         self.log: List[str] = []
+        self.started = time.monotonic()
         self.step = 0
         self.violations: Dict[str, str] = {}
         self.stats: Counter = Counter()
@@ -269,12 +308,18 @@ class SourcesWalk:
         global TOKEN
         TOKEN = emu.token  # the secret every output is searched for
         self.config_file.write_text(f"[authentication]\nauthtoken = {TOKEN}\n", encoding="utf-8")
+        side = emu.seed_spec({"projects": [{"name": f"credentials-{seed}", "children": [
+            {"type": "file", "name": f"cred{i}.csv", "external": url} for i, url in enumerate(CREDENTIAL_URLS)]}]})
+        #: files whose handle is an external URL with a password (nothing serves it): they fail, and say so safely
+        self.credential_files = {emu.resolve(side[f"credentials-{seed}"], f"cred{i}.csv"): f"cred{i}.csv"
+                                 for i in range(len(CREDENTIAL_URLS))}
         self.remote = VersionedRemote(emu, root_id)
         self.datasets: Dict[str, Dataset] = {}
         self.planted_cache: Set[Tuple[str, int]] = set()
         self.deleted_ids: List[str] = []
+        self.renamed_lines: List[str] = []  # the last run's report.renamed
         self.platform = Platform(endpoint=emu.endpoint, token=TOKEN)
-        self.secrets = SecretWatch(TOKEN)
+        self.secrets = SecretWatch()
         # every client-side record at DEBUG goes through the watch (the emulator's own stay at WARNING)
         self._levels = {name: logging.getLogger(name).level for name in ("synclient", "synclient.emulator")}
         logging.getLogger("synclient").addHandler(self.secrets)
@@ -284,7 +329,7 @@ class SourcesWalk:
     # -- bookkeeping -----------------------------------------------------------------------------------------------
 
     def note(self, text: str) -> None:
-        self.log.append(f"step {self.step}: {text}")
+        self.log.append(f"step {self.step} [{time.monotonic() - self.started:6.1f} s]: {text}")
 
     def violation(self, invariant: str, detail: str) -> None:
         self.stats["violations"] += 1
@@ -317,8 +362,11 @@ class SourcesWalk:
                 for _ in range(self.rng.choice((1, 1, 2, 3))):
                     self.apply_random_rule()
                 sync = self.random_sync()
-                if sync.cli and self.rng.random() < self.kill_share:
-                    self.kill_mid_sync(dataclasses.replace(sync, dry_run_first=False))
+                if self.rng.random() < self.kill_share:
+                    # the same source and target, through the CLI, in a cache mode of its own (a killed linked run
+                    # followed by a copying one is what defect 1 of issue 29 needs)
+                    cache = self.rng.choices(CACHE_MODES, weights=(1, 3, 1))[0]
+                    self.kill_mid_sync(dataclasses.replace(sync, dry_run_first=False, cli=True, cache=cache))
                 self.sync_and_check(sync)
         finally:
             self.log_path.write_text("\n".join(self.log) + "\n", encoding="utf-8")
@@ -336,6 +384,7 @@ class SourcesWalk:
             (self.r_delete, 4 if many else 1.5), (self.r_rename, 2), (self.r_move, 2), (self.r_new_version, 5),
             (self.r_add_dataset, 2), (self.r_change_dataset, 1.5), (self.r_add_collection, 1),
             (self.c_synapseclient_download, 1.5), (self.l_edit, 1.5), (self.l_delete, 1),
+            (self.r_credential_file_in, 0.3),
         ]
         rule = self.rng.choices([r for r, _ in rules], weights=[w for _, w in rules])[0]
         rule()
@@ -453,6 +502,22 @@ class SourcesWalk:
                 "same-size": lambda: self.rng.randbytes(len(old)) if old else b"z"}[kind]()
         self.remote.new_version(rel, data)
         self.note(f"remote: new version of {rel!r} ({kind}, {len(data)} bytes) -> v{self.remote.files[rel].version}")
+
+    def r_credential_file_in(self) -> None:
+        """A file whose external URL carries a password comes into the project (walks and queries meet it)."""
+        outside = sorted(e for e in self.credential_files
+                         if e not in self.remote.current and e not in self.deleted_ids)
+        if not outside:
+            return
+        entity = self.rng.choice(outside)
+        folder = self.pick_folder()
+        name = self.credential_files[entity]
+        if name in self.free_names_taken(folder):
+            return
+        self.emu.move_entity(entity, self.remote.folders[folder])
+        self.remote.current[entity] = 1
+        self.remote.odd[entity] = (folder, name)  # known by id only: the model has no bytes for it
+        self.note(f"remote: {entity} (an external URL with a password) moves into {folder or '<root>'!r}")
 
     def _random_items(self) -> List[Tuple[str, int]]:
         pool = sorted(self.remote.current)
@@ -600,8 +665,8 @@ class SourcesWalk:
         refs: List[str] = []
         files = sorted(self.remote.current)
         for _ in range(rng.randint(1, 5)):
-            kind = rng.choices(("file", "version", "container", "dataset", "deleted", "again"),
-                               weights=(6, 3, 1.5, 1.5, 0.7, 1))[0]
+            kind = rng.choices(("file", "version", "container", "dataset", "deleted", "again", "zeros",
+                                "credential"), weights=(6, 3, 1.5, 1.5, 0.7, 1, 0.5, 0.3))[0]
             if kind in ("file", "version") and files:
                 entity = rng.choice(files)
                 if kind == "version":
@@ -626,6 +691,16 @@ class SourcesWalk:
                 refs.append(rng.choice(self.deleted_ids))
             elif kind == "again" and refs:
                 refs.append(rng.choice(refs))
+            elif kind == "zeros" and files:  # syn0001000006: the same id
+                entity = rng.choice(files)
+                refs.append("syn" + "0" * rng.randint(1, 3) + entity[3:])
+                self._want(sync, entity, self.remote.current[entity])
+                sync.named.add(entity)
+            elif kind == "credential":
+                entity = rng.choice(sorted(self.credential_files))
+                refs.append(entity)
+                self._want(sync, entity, 1)
+                sync.named.add(entity)
         if not refs:
             refs.append(self.remote.root_id)
             sync.recursive = True
@@ -647,7 +722,7 @@ class SourcesWalk:
 
     def _api_call(self, sync: Sync, dry_run: bool) -> Callable[[], object]:
         target = self.targets[sync.target]
-        common = dict(platform=self.platform, config=CONFIG, on_error="continue", progress=False, dry_run=dry_run,
+        common = dict(platform=self.platform, config=SYNC_CONFIG, on_error="continue", progress=False, dry_run=dry_run,
                       if_collision=sync.if_collision, synapse_cache=self.cache_root if sync.cache != "off" else False,
                       synapse_cache_link=sync.cache == "link", filesystem_names=sync.fs)
         if sync.source in ("walk", "view-walk"):
@@ -659,7 +734,7 @@ class SourcesWalk:
             return lambda: sync_from_platform(sync.refs[0], target, **common)
         return lambda: download_many(list(sync.refs), target, recursive=sync.recursive, **common)
 
-    def _cli(self, sync: Sync, dry_run: bool, *, kill_child: bool = False) -> Tuple[List[str], Dict[str, str]]:
+    def _cli(self, sync: Sync, dry_run: bool) -> Tuple[List[str], Dict[str, str]]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCLIENT_", "SYNAPSE_"))}
         env.update(HOME=str(self.home), SYNCLIENT_DISABLE_PROGRESS="1",
                    PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
@@ -682,14 +757,14 @@ class SourcesWalk:
             get += ["--query", sync.sql]
         else:
             get += (["-r"] if sync.recursive else []) + list(sync.refs)
-        program = ["-c", KILL_CHILD] if kill_child else ["-m", "synclient"]
-        return [sys.executable, *program, *head, *get], env
+        return [sys.executable, "-c", CLI_CHILD, *head, *get], env
 
     def _cli_results(self, sync: Sync, stdout: str, stderr: str, code: int):
         for channel, text in (("stdout/--json", stdout), ("stderr", stderr)):
-            if TOKEN in text:
-                self.violation("secret-leaked", f"the token is in the CLI's {channel} ({sync}): "
-                                                f"...{text[max(0, text.find(TOKEN) - 200):text.find(TOKEN) + 80]}")
+            secret = leaked(text)
+            if secret:
+                self.violation("secret-leaked", f"{secret!r} is in the CLI's {channel} ({sync}): "
+                                                f"{around(text, secret)}")
         if "internal error" in stderr or ("Traceback (most recent call last)" in stderr and not sync.verbose):
             self.violation("cli-internal-error", f"the CLI ({sync}) exit {code}: {stderr[-1500:]}")
         try:
@@ -704,6 +779,7 @@ class SourcesWalk:
                 return []
             self.violation("cli-internal-error", f"the CLI ({sync}) exit {code}: {stderr[-800:]}")
             return None
+        self.renamed_lines = list(document.get("report", {}).get("renamed") or [])
         results = [SimpleNamespace(entity_id=f["entity_id"], version=f["version"],
                                    path=Path(f["path"]) if f["path"] else None, status=SyncStatus(f["status"]),
                                    action=f["action"], error=f["error"], renamed=f.get("renamed"))
@@ -733,20 +809,26 @@ class SourcesWalk:
                 return None
             if error is not None:
                 text = f"{type(error).__name__}: {error}"
-                if TOKEN in text:
-                    self.violation("secret-leaked", f"the token is in the exception the sync raised: {text[:500]}")
+                if leaked(text):
+                    self.violation("secret-leaked", f"a secret is in the exception the sync raised: {text[:500]}")
                 from synclient.errors import ConfigError
                 if isinstance(error, ConfigError) and sync.source == "ids":
                     self.note(f"  -> usage error: {text}")  # a list the API refuses as a whole: one clear error
                     return []
                 self.violation("sync-raised", f"the sync ({sync}) raised {text}")
                 return None
+            self.renamed_lines = list(getattr(getattr(value, "report", None), "renamed", None) or [])
+            if not dry_run and value is not None and hasattr(value, "report"):
+                text = json.dumps(value.report.to_json(), default=str)
+                if leaked(text):
+                    self.violation("secret-leaked", f"a secret is in the report of the sync ({sync}): "
+                                                    f"{around(text, leaked(text))}")
             return value
         finally:
             self._set_hostile(False)
             if self.secrets.found:
                 found, self.secrets.found = self.secrets.found, []
-                self.violation("secret-leaked", f"the token is in {len(found)} log records ({sync}): {found[0]}")
+                self.violation("secret-leaked", f"a secret is in {len(found)} log records ({sync}): {found[0]}")
 
     def _set_hostile(self, on: bool) -> None:
         if has_hostile_mode():
@@ -843,7 +925,7 @@ class SourcesWalk:
             before_target = self._tree(target)
             before = self.protected(sync.target)
             maps = self._cache_maps()
-            plan = self.run_sync(sync, dry_run=True)
+            plan = self.run_sync(dataclasses.replace(sync, cli=False), dry_run=True)  # a CLI sync's: by the API
             after_target = self._tree(target)
             if before_target != after_target:
                 self.violation("dry-run-wrote", f"the dry run ({sync}) changed the target: "
@@ -871,7 +953,7 @@ class SourcesWalk:
         before = self.protected(sync.target)
         tree = self._tree(target, meta=False)
         self.emu.reset_stats()
-        again = self.run_sync(dataclasses.replace(sync, dry_run_first=False))
+        again = self.run_sync(dataclasses.replace(sync, dry_run_first=False, cli=False))  # (the same options)
         self.check_outside(before, sync, "the second run")
         if again is None:
             return
@@ -921,8 +1003,11 @@ class SourcesWalk:
         inodes: Dict[Tuple[int, int], Set[str]] = {}
         seen = {r.entity_id for r in results}
         for result in results:
-            if TOKEN in str(result.error or "") or TOKEN in str(result.path or ""):
-                self.violation("secret-leaked", f"{when} ({sync}): the token is in a result: {result!r}")
+            if str(result.entity_id).startswith("syn0"):
+                self.violation("id-not-canonical", f"{when} ({sync}): a result for {result.entity_id!r}, not the "
+                                                   f"canonical id: {result!r}")
+            if leaked(str(result.error or "")) or leaked(str(result.path or "")):
+                self.violation("secret-leaked", f"{when} ({sync}): a secret is in a result: {result!r}")
             rel = self._rel(sync, result.path)
             if result.path is not None and rel is None:
                 self.violation("result-outside-target", f"{when} ({sync}): a result outside the target: {result!r}")
@@ -941,9 +1026,29 @@ class SourcesWalk:
                 self.violation("shared-inode", f"{when} ({sync}): the files of {sorted(entities)} are one inode")
         self._check_separator(sync, [r.path for r in results if r.status is not SyncStatus.FAILED
                                      and r.path is not None], when)
+        self._check_renamed(sync, results, when)
         missing = sorted(e for e in sync.named if e not in seen)
         if missing and not sync.hostile:
             self.violation("missing-result", f"{when} ({sync}): no result for the listed files {missing}")
+
+    def _check_renamed(self, sync: Sync, results, when: str) -> None:
+        """Each renaming the report prints ("syn1: a:b -> a：b (why)") is on disk: the entity's file is at the new
+        path, when its result is not a failure."""
+        ok = {}
+        for r in results:
+            if r.status is not SyncStatus.FAILED and r.action not in ("delete", "keep-local") and r.path is not None:
+                ok.setdefault(r.entity_id, set()).add(self._rel(sync, r.path))
+        for line in self.renamed_lines:
+            match = RENAMED_LINE.match(line)
+            if match is None:
+                continue
+            entity, given = match.group(1).split(".")[0], match.group(3)
+            if entity not in ok or given in ok[entity]:
+                continue
+            if not os.path.lexists(self.targets[sync.target] / given):
+                self.violation("rename-not-on-disk", f"{when} ({sync}) reports {line!r}, but {given!r} is not "
+                                                     f"there (the results put {entity} at {sorted(ok[entity])})")
+                return
 
     def _check_on_disk(self, sync: Sync, result, rel: str, when: str, inodes) -> None:
         entity, version = result.entity_id, result.version
@@ -990,12 +1095,13 @@ class SourcesWalk:
         trigger = self.rng.choice(("bytes", "partial", "linked-partial"))
         threshold = self.rng.randint(1, 400_000)
         bandwidth = self.rng.choice((150_000, 400_000))
-        argv, env = self._cli(sync, dry_run=False, kill_child=True)
+        argv, env = self._cli(sync, dry_run=False)
         target = self.targets[sync.target]
-        self.note(f"kill: CLI {sync} at {bandwidth} B/s per connection, SIGKILL on {trigger}"
-                  + (f" after {threshold} data bytes" if trigger == "bytes" else ""))
+        self.note(f"kill: CLI {sync}, SIGKILL on {trigger}"
+                  + (f" after {threshold} data bytes at {bandwidth} B/s per connection" if trigger == "bytes" else ""))
         before = self.protected(sync.target)
-        self.emu.set_knobs(bandwidth_per_conn=bandwidth)
+        # a slow data plane for a kill on bytes served (a file-made trigger needs none: copies are local)
+        self.emu.set_knobs(bandwidth_per_conn=bandwidth if trigger == "bytes" else 0)
         self.emu.reset_stats()
         self._set_hostile(sync.hostile)
         child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(self.home))
@@ -1021,8 +1127,10 @@ class SourcesWalk:
         self.stats["killed"] += killed
         self.note(f"  -> {'killed' if killed else f'the child finished first (exit {child.returncode})'}")
         for channel, text in (("stdout", stdout), ("stderr", stderr)):
-            if TOKEN.encode() in text:
-                self.violation("secret-leaked", f"the token is in the killed CLI's {channel} ({sync})")
+            secret = leaked(text)
+            if secret:
+                self.violation("secret-leaked", f"{secret!r} is in the killed CLI's {channel} ({sync}): "
+                                                f"{around(text.decode('utf-8', 'replace'), secret)}")
         self.check_outside(before, sync, "the killed sync")
         self.check_partials("the killed sync")
         self.check_cache_maps()
