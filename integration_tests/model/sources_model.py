@@ -48,7 +48,12 @@ Invariants (names as printed on failure):
   ``synclient`` loggers at DEBUG, the errors and report of API runs;
 - ``cli-internal-error``: a CLI run says "internal error" or ends with a traceback; ``sync-raised``: an API sync
   with ``on_error="continue"`` raised; ``run-hung``: a sync did not end within :data:`SYNC_TIMEOUT` seconds;
-- ``cache-map-invalid``: every ``.cacheMap`` is valid JSON.
+- ``cache-map-invalid``: every ``.cacheMap`` is valid JSON;
+- ``hostile-name-synced``: under the hostile-server mode, a file whose answered name (or, in a walk, a folder above
+  it) holds ``/`` or NUL or is ``.``/``..`` is never reported synced (the emulator's ``hostile.answered_name`` replays
+  the server's decision).
+
+A hung run stops the walk even in keep-going mode (its thread still runs: nothing after it could be trusted).
 """
 from __future__ import annotations
 
@@ -74,6 +79,7 @@ from model_support import (COMMON_NAMES, CONFIG, PART, ModelViolation, Remote, d
                            name_of, parent_of, under)
 from synclient import Platform, SyncStatus, download_many, download_query, sync_from_platform
 from synclient.emulator import Emulator
+from synclient.emulator import hostile as emulator_hostile
 from synclient.emulator.knobs import Knobs
 from synclient.emulator.store import EntityKind, ItemRef
 from synclient.sync.dry_run import SyncPlan
@@ -130,6 +136,21 @@ LEGACY_HOSTILE = dict(fault_api_malformed_rate=0.04, fault_data_corrupt_rate=0.1
 RENAMED_LINE = re.compile(r"^(syn\d+(?:\.\d+)?): (.*) -> (.*) \(([^()]*)\)$")
 
 
+#: what each invariant found on the code before issue 29's fixes (00ffcb5): the defect of the issue it is
+KNOWN_BEFORE_FIXES = {
+    "partial-hard-linked": "defect 1, a partial hard-linked to a file outside the target (link mode, SIGKILL)",
+    "outside-unchanged": "defect 1, another target's file written through such a partial by the next copying run",
+    "separator-name-synced": "defect 2, a name with '/' from a list, dataset, collection or query became folders",
+    "shared-path": "defect 2, two entities on one path",
+    "rename-not-on-disk": "defect 7, renames reported after a filesystem-probe change that never happen",
+    "id-not-canonical": "defect 11, ids with leading zeros not canonical",
+    "missing-result": "defect 11, an id with leading zeros reported under its spelling, not its id",
+    "run-hung": "defect 10, a repeated nextPageToken (hostile paging) loops for ever",
+    "secret-leaked": "defects 3 and 12, URL credentials printed",
+    "cli-internal-error": "defects 8 and 9, 'internal error' on a hostile answer",
+}
+
+
 def has_hostile_mode() -> bool:
     """Whether this emulator has the hostile-server mode of issue 29 (the ``hostile_rate`` knob)."""
     return "hostile_rate" in {f.name for f in dataclasses.fields(Knobs)}
@@ -176,10 +197,18 @@ class Sync:
         return f"{what} -> {self.target} ({', '.join(flags)})"
 
 
+#: the password the emulator's hostile-server mode puts in external URLs (``url_credentials``), when it has one
+HOSTILE_SECRET = getattr(emulator_hostile, "URL_SECRET", None)
+
+
 def leaked(text) -> Optional[str]:
     """The secret ``text`` holds (the token, a URL password), if any."""
     text = text if isinstance(text, str) else text.decode("utf-8", "replace")
-    return next((secret for secret in (TOKEN, URL_PASSWORD) if secret and secret in text), None)
+    return next((secret for secret in (TOKEN, URL_PASSWORD, HOSTILE_SECRET) if secret and secret in text), None)
+
+
+def unsafe_name(name: str) -> bool:
+    return "/" in name or "\0" in name or name in (".", "..")
 
 
 def around(text: str, secret: str) -> str:
@@ -273,7 +302,7 @@ class SourcesWalk:
     ``keep_going``, records the first violation of each invariant and raises them all at the end)."""
 
     def __init__(self, *, seed: int, steps: int, workdir: Path, emu: Emulator, keep_going: bool = False,
-                 hostile: bool = False, cli_share: float = 0.12, kill_share: float = 0.1) -> None:
+                 hostile: bool = False, cli_share: float = 0.12, kill_share: float = 0.1, dask_client=None) -> None:
         self.seed = seed
         self.steps = steps
         self.rng = random.Random(seed)
@@ -281,6 +310,8 @@ class SourcesWalk:
         self.hostile = hostile
         self.hostile_rng = random.Random(f"hostile-{seed}")
         self.cli_share = cli_share
+        self.dask_client = dask_client  # a distributed.Client: half the API syncs fetch on its cluster
+        self.dask_rng = random.Random(f"dask-{seed}")
         self.kill_share = kill_share
         self.emu = emu
         self.keep_going = keep_going
@@ -318,6 +349,7 @@ class SourcesWalk:
         self.planted_cache: Set[Tuple[str, int]] = set()
         self.deleted_ids: List[str] = []
         self.renamed_lines: List[str] = []  # the last run's report.renamed
+        self.last_hostile_knobs = None  # the emulator's knobs of the last hostile sync (to replay its decisions)
         self.platform = Platform(endpoint=emu.endpoint, token=TOKEN)
         self.secrets = SecretWatch()
         # every client-side record at DEBUG goes through the watch (the emulator's own stay at WARNING)
@@ -329,19 +361,28 @@ class SourcesWalk:
     # -- bookkeeping -----------------------------------------------------------------------------------------------
 
     def note(self, text: str) -> None:
-        self.log.append(f"step {self.step} [{time.monotonic() - self.started:6.1f} s]: {text}")
+        line = f"step {self.step} [{time.monotonic() - self.started:6.1f} s]: {text}"
+        self.log.append(line)
+        with open(self.log_path, "a", encoding="utf-8") as handle:  # as it happens: a long walk can be followed
+            handle.write(line + "\n")
 
     def violation(self, invariant: str, detail: str) -> None:
         self.stats["violations"] += 1
         message = f"sources walk: invariant {invariant!r} broke at step {self.step} of seed {self.seed}\n{detail}\n"
+        if invariant in KNOWN_BEFORE_FIXES:
+            message += f"(found on the code before issue 29's fixes: {KNOWN_BEFORE_FIXES[invariant]})\n"
         self.note(f"VIOLATION {invariant}: {detail.splitlines()[0][:400]}")
+        if invariant == "run-hung" and self.keep_going:  # the run goes on in its thread: nothing after is sound
+            self.violations.setdefault(invariant, message)
+            raise ModelViolation(self._with_replay(
+                f"{len(self.violations)} distinct invariants broke (keep-going mode; the walk stops at a hung "
+                "run):\n\n" + "\n".join(self.violations.values())))
         if self.keep_going:
             self.violations.setdefault(invariant, message)
             return
         raise ModelViolation(self._with_replay(message))
 
     def _with_replay(self, message: str) -> str:
-        self.log_path.write_text("\n".join(self.log) + "\n", encoding="utf-8")
         shown = self.log if len(self.log) <= 120 else ["..."] + self.log[-120:]
         hostile = " SYNCLIENT_MODEL_SOURCES_HOSTILE=1" if self.hostile else ""
         return (message + f"replay: SYNCLIENT_MODEL_SOURCES_SEED={self.seed} SYNCLIENT_MODEL_SOURCES_STEPS={self.step}"
@@ -357,19 +398,17 @@ class SourcesWalk:
     # -- the loop ----------------------------------------------------------------------------------------------------
 
     def run(self) -> Counter:
-        try:
-            for self.step in range(1, self.steps + 1):
-                for _ in range(self.rng.choice((1, 1, 2, 3))):
-                    self.apply_random_rule()
-                sync = self.random_sync()
-                if self.rng.random() < self.kill_share:
-                    # the same source and target, through the CLI, in a cache mode of its own (a killed linked run
-                    # followed by a copying one is what defect 1 of issue 29 needs)
-                    cache = self.rng.choices(CACHE_MODES, weights=(1, 3, 1))[0]
-                    self.kill_mid_sync(dataclasses.replace(sync, dry_run_first=False, cli=True, cache=cache))
-                self.sync_and_check(sync)
-        finally:
-            self.log_path.write_text("\n".join(self.log) + "\n", encoding="utf-8")
+        self.log_path.write_text("", encoding="utf-8")
+        for self.step in range(1, self.steps + 1):
+            for _ in range(self.rng.choice((1, 1, 2, 3))):
+                self.apply_random_rule()
+            sync = self.random_sync()
+            if self.rng.random() < self.kill_share:
+                # the same source and target, through the CLI, in a cache mode of its own (a killed linked run
+                # followed by a copying one is what defect 1 of issue 29 needs)
+                cache = self.rng.choices(CACHE_MODES, weights=(1, 3, 1))[0]
+                self.kill_mid_sync(dataclasses.replace(sync, dry_run_first=False, cli=True, cache=cache))
+            self.sync_and_check(sync)
         if self.violations:
             raise ModelViolation(self._with_replay(
                 f"{len(self.violations)} distinct invariants broke (keep-going mode):\n\n"
@@ -725,6 +764,14 @@ class SourcesWalk:
         common = dict(platform=self.platform, config=SYNC_CONFIG, on_error="continue", progress=False, dry_run=dry_run,
                       if_collision=sync.if_collision, synapse_cache=self.cache_root if sync.cache != "off" else False,
                       synapse_cache_link=sync.cache == "link", filesystem_names=sync.fs)
+        if self.dask_client is not None and self.dask_rng.random() < 0.5:
+            from synclient.cluster.driver import DaskSettings
+            from synclient.cluster.shards import ShardSizes
+            common["dask"] = DaskSettings(self.dask_client, shard_sizes=ShardSizes(files=self.dask_rng.choice(
+                (1, 2, 5, 500))))
+            self.stats["syncs over dask"] += 1
+            self.note(f"  ({'dry run' if dry_run else 'sync'} over Dask, shards of {common['dask'].shard_sizes.files}"
+                      " files)")
         if sync.source in ("walk", "view-walk"):
             return lambda: sync_from_platform(self.remote.root_id, target, delete=sync.delete, view=sync.view,
                                               **common)
@@ -832,7 +879,11 @@ class SourcesWalk:
 
     def _set_hostile(self, on: bool) -> None:
         if has_hostile_mode():
-            self.emu.set_knobs(hostile_rate=HOSTILE_RATE if on else 0.0)
+            self.emu.set_knobs(**{k: (v if on else 0.0) for k, v in LEGACY_HOSTILE.items()})
+            kinds = os.environ.get("SYNCLIENT_MODEL_SOURCES_HOSTILE_KINDS", "").strip() or "all"
+            knobs = self.emu.set_knobs(hostile_rate=HOSTILE_RATE if on else 0.0, hostile_kinds=kinds)
+            if on:
+                self.last_hostile_knobs = knobs
         else:
             self.emu.set_knobs(**{k: (v if on else 0.0) for k, v in LEGACY_HOSTILE.items()})
 
@@ -1017,6 +1068,11 @@ class SourcesWalk:
                 continue
             on_path.setdefault(os.path.normpath(str(result.path)), set()).add((result.entity_id, result.version))
             self._check_on_disk(sync, result, rel, when, inodes)
+            bad = self._answered_unsafe(sync, result.entity_id)
+            if bad:
+                self.violation("hostile-name-synced", f"{when} ({sync}): the server answered the name {bad!r} for "
+                                                      f"{result.entity_id} (or a folder above it), yet it is "
+                                                      f"reported {result.status.value} at {rel!r}")
         for path, entities in sorted(on_path.items()):
             if len(entities) > 1:
                 self.violation("shared-path", f"{when} ({sync}): {sorted(entities)} share the path "
@@ -1030,6 +1086,27 @@ class SourcesWalk:
         missing = sorted(e for e in sync.named if e not in seen)
         if missing and not sync.hostile:
             self.violation("missing-result", f"{when} ({sync}): no result for the listed files {missing}")
+
+    def _answered_unsafe(self, sync: Sync, entity: str) -> Optional[str]:
+        """Under hostile-server mode: the unsafe name (with '/', NUL, '.', '..') the server answered for this file,
+        or for a folder above it in a walk, if any."""
+        answered_name = getattr(emulator_hostile, "answered_name", None)
+        if not sync.hostile or self.last_hostile_knobs is None or answered_name is None:
+            return None
+        rel = self.remote.by_id().get(entity)
+        names = []
+        if rel is not None:
+            names.append((entity, name_of(rel)))
+            if sync.source in ("walk", "view-walk"):
+                names += [(self.remote.folders[p], name_of(p)) for p in self.remote.folders
+                          if p and under(rel, p) and p != rel]
+        elif entity in self.remote.odd:
+            names.append((entity, self.remote.odd[entity][1]))
+        for key, name in names:
+            answered = answered_name(self.last_hostile_knobs, key, name)
+            if answered != name and unsafe_name(answered):
+                return answered
+        return None
 
     def _check_renamed(self, sync: Sync, results, when: str) -> None:
         """Each renaming the report prints ("syn1: a:b -> a：b (why)") is on disk: the entity's file is at the new
