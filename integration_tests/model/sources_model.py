@@ -47,7 +47,8 @@ Invariants (names as printed on failure):
 - ``secret-leaked``: the token appears in no output: stdout, stderr and ``--json`` of CLI runs, any log record of the
   ``synclient`` loggers at DEBUG, the errors and report of API runs;
 - ``cli-internal-error``: a CLI run says "internal error" or ends with a traceback; ``sync-raised``: an API sync
-  with ``on_error="continue"`` raised; ``run-hung``: a sync did not end within :data:`SYNC_TIMEOUT` seconds;
+  with ``on_error="continue"`` raised (under the hostile mode, a ``SynclientError`` that ends the run is allowed:
+  a hostile root listing or query may fail the run as one clear error); ``run-hung``: a sync did not end within :data:`SYNC_TIMEOUT` seconds;
 - ``cache-map-invalid``: every ``.cacheMap`` is valid JSON;
 - ``hostile-name-synced``: under the hostile-server mode, a file whose answered name (or, in a walk, a folder above
   it) holds ``/`` or NUL or is ``.``/``..`` is never reported synced (the emulator's ``hostile.answered_name`` replays
@@ -81,6 +82,7 @@ from synclient import Platform, SyncStatus, download_many, download_query, sync_
 from synclient.emulator import Emulator
 from synclient.emulator import hostile as emulator_hostile
 from synclient.emulator.knobs import Knobs
+from synclient.errors import ConfigError, SynclientError
 from synclient.emulator.store import EntityKind, ItemRef
 from synclient.sync.dry_run import SyncPlan
 from synclient.synapse_cache import SynapseCache
@@ -858,9 +860,11 @@ class SourcesWalk:
                 text = f"{type(error).__name__}: {error}"
                 if leaked(text):
                     self.violation("secret-leaked", f"a secret is in the exception the sync raised: {text[:500]}")
-                from synclient.errors import ConfigError
                 if isinstance(error, ConfigError) and sync.source == "ids":
                     self.note(f"  -> usage error: {text}")  # a list the API refuses as a whole: one clear error
+                    return []
+                if isinstance(error, SynclientError) and sync.hostile:
+                    self.note(f"  -> the run failed on a hostile answer: {text}")  # one clear error, no crash
                     return []
                 self.violation("sync-raised", f"the sync ({sync}) raised {text}")
                 return None
