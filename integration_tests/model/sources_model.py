@@ -459,7 +459,7 @@ class SourcesWalk:
 
     def r_add_huge_file(self) -> None:
         """A few MiB: a copy or hash from the cache takes long enough for a kill to land in it."""
-        if sum(len(self.remote.history[(e, v)]) >= MiB for e, v in self.remote.current.items()) >= 3:
+        if sum(len(self.remote.history.get((e, v), b"")) >= MiB for e, v in self.remote.current.items()) >= 3:
             return
         self.r_add_file(self.rng.randbytes(self.rng.randint(3 * MiB, 6 * MiB)), "huge ")
 
@@ -615,8 +615,8 @@ class SourcesWalk:
         entity = self.rng.choice(sorted(self.remote.current))
         version = self.rng.randint(1, self.remote.current[entity])
         row = self.emu.store.version(int(entity[3:]), version)
-        if row is None or (entity, version) in self.planted_cache:
-            return
+        if row is None or (entity, version) in self.planted_cache or (entity, version) not in self.remote.history:
+            return  # (a file of an external URL has no bytes to download)
         handle = row.file_handle_id
         cache = SynapseCache(self.cache_root)
         path = cache.cache_dir(handle) / "downloaded.bin"
