@@ -358,6 +358,9 @@ class SourcesWalk:
         self._levels = {name: logging.getLogger(name).level for name in ("synclient", "synclient.emulator")}
         logging.getLogger("synclient").addHandler(self.secrets)
         logging.getLogger("synclient").setLevel(logging.DEBUG)
+        # the DEBUG records stop at the watch: pytest's capture would keep every one of a long walk in memory
+        self._propagate = logging.getLogger("synclient").propagate
+        logging.getLogger("synclient").propagate = False
         logging.getLogger("synclient.emulator").setLevel(logging.WARNING)
 
     # -- bookkeeping -----------------------------------------------------------------------------------------------
@@ -393,6 +396,7 @@ class SourcesWalk:
 
     def close(self) -> None:
         logging.getLogger("synclient").removeHandler(self.secrets)
+        logging.getLogger("synclient").propagate = self._propagate
         for name, level in self._levels.items():
             logging.getLogger(name).setLevel(level)
         self.platform.close()

@@ -26,7 +26,7 @@ from synclient.emulator import Emulator
 #: (seed, hostile): the default walks. They found the defects listed in docs/reliability.md ("Model test over every
 #: source") on the code before issue 29's fixes; re-run them after merging the fixes.
 DEFAULT_SEEDS = ((1, False), (2, False), (3, True))
-DEFAULT_STEPS = 40
+DEFAULT_STEPS = 50
 
 
 @contextlib.contextmanager
