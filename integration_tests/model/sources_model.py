@@ -128,9 +128,10 @@ TOKEN = ""
 #: a password in the userinfo of external URLs (files a rule moves into the project, ids a list names): searched for
 #: in every output as the token is
 URL_PASSWORD = "pw-SECRET-model"
-CREDENTIAL_URLS = (f"https://alice:{URL_PASSWORD}@127.0.0.1:9/data/cred.csv",
-                   f"http://bob:{URL_PASSWORD}@127.0.0.1:9/data/cred2.csv?X-Amz-Signature=abc",
-                   f"sftp://carol:{URL_PASSWORD}@127.0.0.1:9/data/cred3.csv")
+CREDENTIAL_URLS = ("https://alice:{password}@{untrusted}/data/cred.csv",  # a host whose certificate is not trusted
+                   "https://dave:{password}@127.0.0.1:9/data/cred1.csv",
+                   "http://bob:{password}@127.0.0.1:9/data/cred2.csv?X-Amz-Signature=abc",
+                   "sftp://carol:{password}@127.0.0.1:9/data/cred3.csv")
 LEGACY_HOSTILE = dict(fault_api_malformed_rate=0.04, fault_data_corrupt_rate=0.15, hostile_handle_rate=0.2)
 
 
@@ -341,8 +342,12 @@ class SourcesWalk:
         global TOKEN
         TOKEN = emu.token  # the secret every output is searched for
         self.config_file.write_text(f"[authentication]\nauthtoken = {TOKEN}\n", encoding="utf-8")
+        # an HTTPS server whose certificate nothing trusts (another emulator's TLS listener)
+        self.untrusted = Emulator(tls=True).start()
+        untrusted = self.untrusted.endpoint.split("://", 1)[1].rstrip("/")
         side = emu.seed_spec({"projects": [{"name": f"credentials-{seed}", "children": [
-            {"type": "file", "name": f"cred{i}.csv", "external": url} for i, url in enumerate(CREDENTIAL_URLS)]}]})
+            {"type": "file", "name": f"cred{i}.csv", "external": url.format(password=URL_PASSWORD, untrusted=untrusted)}
+            for i, url in enumerate(CREDENTIAL_URLS)]}]})
         #: files whose handle is an external URL with a password (nothing serves it): they fail, and say so safely
         self.credential_files = {emu.resolve(side[f"credentials-{seed}"], f"cred{i}.csv"): f"cred{i}.csv"
                                  for i in range(len(CREDENTIAL_URLS))}
@@ -400,6 +405,7 @@ class SourcesWalk:
         for name, level in self._levels.items():
             logging.getLogger(name).setLevel(level)
         self.platform.close()
+        self.untrusted.stop()
 
     # -- the loop ----------------------------------------------------------------------------------------------------
 
