@@ -903,8 +903,21 @@ class SourcesWalk:
 
     # -- snapshots ---------------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _tree(root: Path, *, meta: bool = True, hashes: bool = False) -> Dict[str, tuple]:
+    _md5_memo: Dict[tuple, str] = {}
+
+    @classmethod
+    def _md5(cls, path: Path, info: os.stat_result) -> str:
+        """A file's MD5, remembered by (path, device, inode, size, mtime, ctime): any write changes the ctime, which
+        nobody can set back, so an unchanged key is unchanged bytes (the 6 MiB files are not hashed on every check)."""
+        key = (str(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        if key not in cls._md5_memo:
+            if len(cls._md5_memo) > 100_000:
+                cls._md5_memo.clear()
+            cls._md5_memo[key] = file_md5(path)
+        return cls._md5_memo[key]
+
+    @classmethod
+    def _tree(cls, root: Path, *, meta: bool = True, hashes: bool = False) -> Dict[str, tuple]:
         """rel -> (kind, size, mtime_ns[, md5]) without following symlinks; ``meta=False`` leaves .synclient out."""
         found: Dict[str, tuple] = {}
         for folder, dirs, files in os.walk(root):
@@ -922,7 +935,7 @@ class SourcesWalk:
                 elif stat.S_ISDIR(info.st_mode):
                     found[rel] = ("dir",)
                 else:
-                    found[rel] = ("file", info.st_size, info.st_mtime_ns) + ((file_md5(path),) if hashes else ())
+                    found[rel] = ("file", info.st_size, info.st_mtime_ns) + ((cls._md5(path, info),) if hashes else ())
         return found
 
     def protected(self, but: Optional[str]) -> Dict[str, Tuple[tuple, int]]:
@@ -1022,6 +1035,7 @@ class SourcesWalk:
         self.check_outside(before, sync, "the second run")
         if again is None:
             return
+        self.note(f"  -> second run: {len(again)} results")
         self.check_results(sync, again, "the second identical run")
         acted = [r for r in again if r.status in (SyncStatus.DOWNLOADED, SyncStatus.DELETED)]
         requests = self.emu.stats()["data_requests"]
