@@ -48,7 +48,8 @@ Invariants (names as printed on failure):
   ``synclient`` loggers at DEBUG, the errors and report of API runs;
 - ``cli-internal-error``: a CLI run says "internal error" or ends with a traceback; ``sync-raised``: an API sync
   with ``on_error="continue"`` raised (under the hostile mode, a ``SynclientError`` that ends the run is allowed:
-  a hostile root listing or query may fail the run as one clear error); ``run-hung``: a sync did not end within :data:`SYNC_TIMEOUT` seconds;
+  a hostile root listing or query may fail the run as one clear error); ``run-hung``: a sync did not end within
+  :data:`SYNC_TIMEOUT` seconds;
 - ``cache-map-invalid``: every ``.cacheMap`` is valid JSON;
 - ``hostile-name-synced``: under the hostile-server mode, a file whose answered name (or, in a walk, a folder above
   it) holds ``/`` or NUL or is ``.``/``..`` is never reported synced (the emulator's ``hostile.answered_name`` replays
