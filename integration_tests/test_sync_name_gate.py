@@ -181,3 +181,25 @@ def test_a_keep_both_copy_stays_its_files_when_a_remote_file_of_its_name_fails(t
         assert [f.entity_id for f in again.failures] == [newcomer]
         assert [(r.status, r.path.name) for r in again if r.ok] == [(SyncStatus.SKIPPED, "x(1).txt")]
         assert local_tree(tmp_path) == files(**{"x.txt": "the user's", "x(1).txt": "remote"})
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_list_renaming_names_the_local_path_the_file_is_at(tmp_path, dry_run):
+    """Two files of a list named ``a:b``: the second is renamed ``a:b (synN)``, which Windows' names then hold as
+    ``a：b (synN)``. The report's line says where the file is (found by the sources model test: it named the
+    remote form, which is on no disk), in a real run and a dry run, and again on a run that keeps the local file."""
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": folder, "children": [{"type": "file", "name": "a:b", "content": folder}]}
+        for folder in ("one", "two")]}]}
+    with Emulator() as emu:
+        project = emu.seed_spec(spec)["p"]
+        ids = [emu.resolve(project, [folder, "a:b"]) for folder in ("one", "two")]
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            runs = [dict(), dict(if_collision="keep.local")] if not dry_run else [dict(dry_run=True)]
+            for options in runs:
+                results = download_many(ids, tmp_path, platform=platform, on_error="continue", progress=False,
+                                        filesystem_names="windows", **options)
+                renamed = results.renamed if dry_run else results.report.renamed
+                assert f"{ids[1]}.1: a:b -> a：b ({ids[1]}) (the name was taken)" in renamed, renamed
+                if not dry_run:
+                    assert set(local_tree(tmp_path)) == {"a：b", f"a：b ({ids[1]})"}

@@ -751,8 +751,9 @@ class SourcesWalk:
             elif kind == "credential":
                 entity = rng.choice(sorted(self.credential_files))
                 refs.append(entity)
-                self._want(sync, entity, 1)
-                sync.named.add(entity)
+                if entity not in self.deleted_ids:  # (one a rule moved in, deleted with its folder, is gone)
+                    self._want(sync, entity, 1)
+                    sync.named.add(entity)
         if not refs:
             refs.append(self.remote.root_id)
             sync.recursive = True
