@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from synclient import SyncStatus
-from synclient.errors import LocalIOError, SyncError
+from synclient.errors import LocalIOError, NoRoomForFileError, SyncError
 from synctrees import MiB, Tree
 from resilience_support import FIGURES, SECRETS, small_mixed_tree, sync
 
@@ -56,8 +56,10 @@ def test_nearly_full_filesystem_then_space_freed(emulators, tmp_path):
             else:  # the index/manifest at the end could not be written either: one clear error for the run
                 errors = [error]
             messages = [str(e) for e in errors]
-            # whichever write met the full disk first (a file, the SQLite index, the manifest) says so the same way
-            assert any(e.errno == errno.ENOSPC and str(e).endswith(": disk full") for e in errors), messages[:3]
+            # whichever write met the full disk first (a file, the SQLite index, the manifest) says so the same way;
+            # a file that could not fit at all fails alone, saying so (issue 29, defect 6)
+            assert any(e.errno == errno.ENOSPC and (str(e).endswith(": disk full") or isinstance(e, NoRoomForFileError))
+                       for e in errors), messages[:3]
             sc.notes.append(f"first run: {type(error).__name__}: {messages[0][-60:]}")
             sc.check(target, tree.expected, complete=False)  # whatever is at a final path is right
             filler.unlink()
