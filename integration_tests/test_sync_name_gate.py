@@ -203,3 +203,27 @@ def test_a_list_renaming_names_the_local_path_the_file_is_at(tmp_path, dry_run):
                 assert f"{ids[1]}.1: a:b -> a：b ({ids[1]}) (the name was taken)" in renamed, renamed
                 if not dry_run:
                     assert set(local_tree(tmp_path)) == {"a：b", f"a：b ({ids[1]})"}
+
+
+def test_a_list_renaming_names_where_a_file_synced_before_stays(tmp_path):
+    """The same list synced first as the names are, then with Windows' names: the file the index already holds at
+    ``a:b (synN)`` stays there, and the report says so (sources model test, seed 26 step 79), whatever the
+    collision rule."""
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": folder, "children": [{"type": "file", "name": "a:b", "content": folder}]}
+        for folder in ("one", "two")]}]}
+    with Emulator() as emu:
+        project = emu.seed_spec(spec)["p"]
+        ids = [emu.resolve(project, [folder, "a:b"]) for folder in ("one", "two")]
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            download_many(ids, tmp_path, platform=platform, progress=False)
+            before = local_tree(tmp_path)
+            assert set(before) == {"a:b", f"a:b ({ids[1]})"}
+            for collision in ("keep.local", "overwrite.local"):
+                for dry_run in (True, False):
+                    results = download_many(ids, tmp_path, platform=platform, on_error="continue", progress=False,
+                                            filesystem_names="windows", if_collision=collision, dry_run=dry_run)
+                    renamed = results.renamed if dry_run else results.report.renamed
+                    lines = [line for line in renamed if "(the name was taken)" in line]
+                    assert lines == [f"{ids[1]}.1: a:b -> a:b ({ids[1]}) (the name was taken)"], renamed
+                    assert local_tree(tmp_path) == before

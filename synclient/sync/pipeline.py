@@ -144,6 +144,7 @@ class FilePipeline:
         self.remote: Optional[RemoteFetcher] = None  # fetches go to a Dask cluster instead of this pool
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.renamed: List[LocalRename] = []  # files at (or planned to) another local name than their remote one
+        self.placed: Dict[str, str] = {}  # remote path -> the local path its file is at (or a dry run puts it)
         self.filled: Set[str] = set()  # local folders (relative) that hold (or will hold) a file of this run
         self._failed_ids: Set[str] = set()  # entities that failed in this run (failures only: small)
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
@@ -223,6 +224,8 @@ class FilePipeline:
         (it stays where it is: a name mapped for this filesystem that its file does not have is no renaming).
         Notes the folder the file is in (a renamed folder is reported when a file of the run is in it)."""
         if local_path is not None:
+            with self._lock:
+                self.placed[found.rel_path] = local_path
             folder = posixpath.dirname(local_path)
             if folder not in self.filled:
                 with self._lock:
@@ -278,6 +281,8 @@ class FilePipeline:
         owner = row.root_id if (rel_path in self.named_files and row is not None) else self._root_id
         superseded = (copy if copy is not None and decision.destination != self._target.root / copy.local_path
                       else None)
+        with self._lock:  # (where this entry's file is: the one kept, or the remote's)
+            self.placed[rel_path] = self._target.relative(decision.destination)
         renamed = self._renaming(found, None if decision.action is Action.KEEP_LOCAL  # (the remote is not there)
                                  else self._target.relative(decision.destination))
         context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,

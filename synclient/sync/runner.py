@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from synclient.client import Platform
 from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
@@ -137,7 +137,6 @@ class SyncRun:
         self.claims.kept_names = self.walker.kept_names  # keep.both copy names avoid names kept in place too
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
         self.renamed: List[Renamed] = []  # entries of a list given another name than their own (start_sources)
-        self.local_of: Dict[str, str] = {}  # a list entry's remote path -> its local path, where they differ
         self.renamed_locally: List[LocalRename] = []  # a list's folders the local filesystem cannot hold as named
 
     def start(self, root: EntityHeader, version: Optional[int]) -> None:
@@ -171,8 +170,6 @@ class SyncRun:
             try:
                 placed = self.gate.place_file(remote, header.id)
                 found.append(FoundFile(header, placed.path, remote.text, None, placed.renamed))
-                if self.target.relative(placed.path) != remote.text:
-                    self.local_of[remote.text] = self.target.relative(placed.path)
             except SynclientError as exc:
                 self.pipeline.entity_failed(header, None, exc)
         for start in range(0, len(found), _FILES_PER_BATCH):
@@ -208,7 +205,6 @@ class SyncRun:
                 self.pipeline.entity_failed(container.header, None, exc)
                 continue
             if self.target.relative(folder) != container.rel_dir:  # a name the filesystem cannot hold as it is
-                self.local_of[container.rel_dir] = self.target.relative(folder)
                 renamed = LocalRename(container.header.id, container.rel_dir, self.target.relative(folder),
                                       Renaming.WINDOWS.value)
                 self.renamed_locally.append(renamed)
@@ -244,7 +240,7 @@ class SyncRun:
         filesystem cannot hold as they are (a file's once it is, or a dry run would put it, at that name)."""
         folders = [entry for entry in self.walker.renamed if self._is_there(entry)]
         # a list's renaming says where the entry is: its given name in the form the local filesystem holds it
-        listed = [replace(entry, given=self.local_of.get(entry.given, entry.given)) for entry in self.renamed]
+        listed = [replace(entry, given=self.pipeline.placed.get(entry.given, entry.given)) for entry in self.renamed]
         return ([str(entry) for entry in listed] + [str(entry) for entry in self.renamed_locally]
                 + [str(entry) for entry in sorted(folders + self.pipeline.renamed, key=lambda r: r.remote_path)])
 
