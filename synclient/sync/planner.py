@@ -8,7 +8,8 @@ Like rclone's src-only / dst-only / match, every remote file falls in exactly on
 | absent                             | any                               | -                      | DOWNLOAD         |
 | ours: stat as synclient left it    | yes                               | same MD5               | SKIP (refresh)   |
 | ours: stat as synclient left it    | yes                               | other MD5 (new version)| DOWNLOAD         |
-| changed since, or never indexed    | any                               | same MD5 (hash once)   | ADOPT            |
+| changed since, or never indexed    | any                               | same MD5 (hash once)   | ADOPT (one link) |
+| ... a hard link (link count > 1)   | any                               | same MD5               | DOWNLOAD (own)   |
 | changed since, or never indexed    | any                               | other MD5              | if_collision     |
 | not a regular file (symlink, ...)  | any                               | -                      | if_collision     |
 | a folder                           | any                               | -                      | BLOCKED          |
@@ -97,6 +98,8 @@ def decide(*, destination: Path, handle: FileHandle, row: Optional[IndexRow], ta
         if ours_untouched:
             return Decision(Action.SKIP if same_bytes(row, handle) else Action.DOWNLOAD, destination)
         if info.st_size == handle.content_size and remote_md5 and file_md5(destination) == remote_md5:
+            if info.st_nlink > 1:  # the same bytes, but one file with another name (another entity's, the cache's):
+                return Decision(Action.DOWNLOAD, destination)  # a file of its own replaces the name, nothing lost
             return Decision(Action.ADOPT, destination)
     return _collide(destination, collision, taken=taken, is_folder=stat.S_ISDIR(info.st_mode))
 

@@ -74,7 +74,7 @@ def test_md5_of_parts_finishing_in_any_order_is_the_md5_of_the_file(data, part_s
         os.unlink(name)
 
 
-_LOCAL = st.sampled_from(["absent", "same-bytes", "other-bytes", "folder", "symlink"])
+_LOCAL = st.sampled_from(["absent", "same-bytes", "same-bytes-linked", "other-bytes", "folder", "symlink"])
 _ROW = st.sampled_from(["none", "ours-untouched", "ours-touched", "elsewhere-untouched"])
 
 
@@ -87,6 +87,9 @@ def test_planner_decision_table(local, row_kind, collision, remote_changed):
         destination = work / "f.txt"
         if local == "same-bytes":
             destination.write_bytes(remote)
+        elif local == "same-bytes-linked":  # a hard link to another file of the same bytes (another entity's)
+            (work / "other.txt").write_bytes(remote)
+            os.link(work / "other.txt", destination)
         elif local == "other-bytes":
             destination.write_bytes(b"remote bytes" if remote_changed else b"local edit!!")
         elif local == "folder":
@@ -105,6 +108,8 @@ def test_planner_decision_table(local, row_kind, collision, remote_changed):
             assert decision.action is (Action.SKIP if same else Action.DOWNLOAD)
         elif local == "same-bytes":
             assert decision.action is Action.ADOPT
+        elif local == "same-bytes-linked":  # never taken as this entity's: a file of its own replaces the name
+            assert decision == type(decision)(Action.DOWNLOAD, destination)
         else:  # a local change (or a non-file) in the way: only the collision policy decides
             expected = Action.BLOCKED if local == "folder" else {
                 Collision.OVERWRITE_LOCAL: Action.OVERWRITE, Collision.KEEP_LOCAL: Action.KEEP_LOCAL,
@@ -114,7 +119,7 @@ def test_planner_decision_table(local, row_kind, collision, remote_changed):
                 assert decision.destination != destination and not os.path.lexists(decision.destination)
         # never: a fetch that would silently replace somebody's different local file
         if decision.action is Action.DOWNLOAD and os.path.lexists(destination):
-            assert ours
+            assert ours or local == "same-bytes-linked"
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
