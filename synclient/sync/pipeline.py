@@ -218,14 +218,19 @@ class FilePipeline:
             self._outcome.up_to_date(row, annotations=stored_annotations,
                                      renamed=self._renaming(found, row.local_path))
 
+    def _note_placed(self, rel_path: str, local_path: str) -> None:
+        """Where the file of the entry at remote path ``rel_path`` is (or a dry run puts it): what a list's renaming
+        reports."""
+        with self._lock:
+            self.placed[rel_path] = local_path
+
     def _renaming(self, found: FoundFile, local_path: Optional[str]) -> str:
         """Why ``found``'s local name is not its remote one, if the file is (or a dry run would put it) at the name
         it was given for that reason (``local_path``: where it is or goes; None: nowhere), reported once; else ""
         (it stays where it is: a name mapped for this filesystem that its file does not have is no renaming).
         Notes the folder the file is in (a renamed folder is reported when a file of the run is in it)."""
         if local_path is not None:
-            with self._lock:
-                self.placed[found.rel_path] = local_path
+            self._note_placed(found.rel_path, local_path)
             folder = posixpath.dirname(local_path)
             if folder not in self.filled:
                 with self._lock:
@@ -281,8 +286,7 @@ class FilePipeline:
         owner = row.root_id if (rel_path in self.named_files and row is not None) else self._root_id
         superseded = (copy if copy is not None and decision.destination != self._target.root / copy.local_path
                       else None)
-        with self._lock:  # (where this entry's file is: the one kept, or the remote's)
-            self.placed[rel_path] = self._target.relative(decision.destination)
+        self._note_placed(rel_path, self._target.relative(decision.destination))  # (the file kept, or the remote's)
         renamed = self._renaming(found, None if decision.action is Action.KEEP_LOCAL  # (the remote is not there)
                                  else self._target.relative(decision.destination))
         context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,
