@@ -172,7 +172,10 @@ def test_every_logger_of_the_trees_gets_the_filter_and_records_arrive_redacted(c
     from synclient.client import Platform
     for module in pkgutil.walk_packages(synclient.__path__, "synclient."):
         if not module.name.endswith("__main__"):
-            importlib.import_module(module.name)
+            try:
+                importlib.import_module(module.name)
+            except ConfigError:  # synclient.cluster without the dask extra (Python 3.9's test extra has none)
+                assert module.name.startswith("synclient.cluster.")
     Platform("http://127.0.0.1:1", token="tok-logger-Test-0123456789").close()
     names = [name for name in logging.Logger.manager.loggerDict if name.split(".")[0] in LOGGER_TREES]
     assert "synclient.sync" in names and "urllib3.connectionpool" in names
@@ -248,6 +251,7 @@ def test_an_endpoints_repr_and_a_bad_endpoint_are_redacted():
 
 
 def test_what_a_shard_sends_back_is_redacted():
+    pytest.importorskip("distributed")  # shard_run imports the budget, which needs it
     from synclient.cluster.shard_run import _portable
     error = CertificateError("the TLS certificate of https://a:pw-in-a-shard@h/x?sig=QS-1 is not trusted",
                              host="https://a:pw-in-a-shard@h/x")
