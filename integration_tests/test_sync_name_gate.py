@@ -227,3 +227,28 @@ def test_a_list_renaming_names_where_a_file_synced_before_stays(tmp_path):
                     lines = [line for line in renamed if "(the name was taken)" in line]
                     assert lines == [f"{ids[1]}.1: a:b -> a:b ({ids[1]}) (the name was taken)"], renamed
                     assert local_tree(tmp_path) == before
+
+
+def test_a_list_renaming_of_a_file_that_failed_is_not_reported(tmp_path):
+    """Two files of a list named ``a.txt``; the second's answer is refused (a hostile size): it is at no name, so
+    no ``(the name was taken)`` line says it is (found by the sources model test, seed 35, step 113)."""
+    from synclient.emulator import hostile
+
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": folder, "children": [{"type": "file", "name": "a.txt", "content": folder}]}
+        for folder in ("one", "two")]}]}
+    with Emulator() as emu:
+        project = emu.seed_spec(spec)["p"]
+        ids = [emu.resolve(project, [folder, "a.txt"]) for folder in ("one", "two")]
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            handles = [platform.get_file_bundle(entity).file_handle.id for entity in ids]
+            seed = next(seed for seed in range(1000) if [
+                hostile.chosen(emu.knobs.replace(fault_seed=seed, hostile_rate=0.5, hostile_kinds="sizes"),
+                               "sizes", handle) for handle in handles] == [False, True])
+            emu.set_knobs(fault_seed=seed, hostile_rate=0.5, hostile_kinds="sizes")
+            for dry_run in (True, False):
+                results = download_many(ids, tmp_path, platform=platform, on_error="continue", progress=False,
+                                        dry_run=dry_run)
+                assert [r.entity_id for r in results.failures] == [ids[1]]
+                assert (results.renamed if dry_run else results.report.renamed) == []
+            assert local_tree(tmp_path) == files(**{"a.txt": "one"})

@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from synclient.client import Platform
 from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
@@ -137,6 +137,7 @@ class SyncRun:
         self.claims.kept_names = self.walker.kept_names  # keep.both copy names avoid names kept in place too
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
         self.renamed: List[Renamed] = []  # entries of a list given another name than their own (start_sources)
+        self.listed_files: Set[str] = set()  # the remote paths of a list's files (start_sources)
         self.renamed_locally: List[LocalRename] = []  # a list's folders the local filesystem cannot hold as named
 
     def start(self, root: EntityHeader, version: Optional[int]) -> None:
@@ -183,6 +184,7 @@ class SyncRun:
                                same_name=lambda name: self.names.same_name_key(self.names.legal_form(name)),
                                reserved=(RESERVED_NAME,) if self.names.maps_names else ())
         self.renamed = layout.renamed
+        self.listed_files = {remote.text for _, remote in layout.files}
         self.pipeline.known.update(plan.known_files)
         for header, error in list(plan.refused) + layout.refused:
             self.pipeline.entity_failed(header, None, error)
@@ -240,7 +242,9 @@ class SyncRun:
         filesystem cannot hold as they are (a file's once it is, or a dry run would put it, at that name)."""
         folders = [entry for entry in self.walker.renamed if self._is_there(entry)]
         # a list's renaming says where the entry is: its given name in the form the local filesystem holds it
-        listed = [replace(entry, given=self.pipeline.placed.get(entry.given, entry.given)) for entry in self.renamed]
+        # (a file of the list that failed is at no name: nothing to report)
+        listed = [replace(entry, given=self.pipeline.placed.get(entry.given, entry.given)) for entry in self.renamed
+                  if entry.given in self.pipeline.placed or entry.given not in self.listed_files]
         return ([str(entry) for entry in listed] + [str(entry) for entry in self.renamed_locally]
                 + [str(entry) for entry in sorted(folders + self.pipeline.renamed, key=lambda r: r.remote_path)])
 
