@@ -231,7 +231,7 @@ def test_a_list_renaming_names_where_a_file_synced_before_stays(tmp_path):
 
 def test_a_list_renaming_of_a_file_that_failed_is_not_reported(tmp_path):
     """Two files of a list named ``a.txt``; the second's answer is refused (a hostile size): it is at no name, so
-    no ``(the name was taken)`` line says it is (found by the sources model test, seed 35, step 113)."""
+    no ``(the name was taken)`` line says it is (found by the sources model test, hostile seed 32, step 113)."""
     from synclient.emulator import hostile
 
     spec = {"projects": [{"name": "p", "children": [
