@@ -32,7 +32,7 @@ from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequest
                               SyncLockedError, TargetError, UnsafePathError)
 from synclient.models import EntityHeader, EntityType, parse_entity_id
 from synclient.progress import progress_observer
-from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret  # noqa: F401
+from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret, visible  # noqa: F401
 from synclient.results import FileResult, SyncReport, SyncResults
 from synclient.sync.dry_run import SyncPlan
 from synclient.sync.id_lists import EntityRef, parse_refs, read_id_file
@@ -75,25 +75,26 @@ class Output:
     @staticmethod
     def redact(text: str) -> str:
         """Every channel's text passes here: :func:`synclient.redaction.redact` (URL credentials and queries,
-        the tokens synclient was given, anything shaped like a token)."""
+        the tokens synclient was given, anything shaped like a token); lines for a terminal then pass
+        :func:`synclient.redaction.visible` (a remote name's control characters are shown, never acted on)."""
         return redact(text)
 
     def result(self, line: str = "") -> None:
         """A line of the command's result (suppressed in JSON mode, where the document carries it)."""
         if not self.json_mode:
-            print(self.redact(line), flush=True)
+            print(visible(self.redact(line)), flush=True)
 
     def info(self, line: str) -> None:
         """Narration for humans, on stderr; silenced by -q."""
         if not self.quiet:
-            print(self.redact(line), file=sys.stderr, flush=True)
+            print(visible(self.redact(line)), file=sys.stderr, flush=True)
 
     def error(self, message: str) -> None:
-        print(f"synclient: error: {_one_line(self.redact(message))}", file=sys.stderr, flush=True)
+        print(f"synclient: error: {visible(_one_line(self.redact(message)))}", file=sys.stderr, flush=True)
 
     def failure(self, line: str) -> None:
         """One failed file (or a count of more), on stderr, redacted like errors."""
-        print(f"synclient: {_one_line(self.redact(line))}", file=sys.stderr)
+        print(f"synclient: {visible(_one_line(self.redact(line)))}", file=sys.stderr)
 
     def emit_json(self, exit_code: ExitCode) -> None:
         if self.json_mode:
@@ -695,8 +696,11 @@ class _RedactingFormatter(logging.Formatter):
         super().__init__(fmt)
         self._out = out
 
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        return visible(super().formatMessage(record))  # a name's line feed forges no log line
+
     def format(self, record: logging.LogRecord) -> str:
-        return self._out.redact(super().format(record))
+        return visible(self._out.redact(super().format(record)), keep="\n")  # tracebacks keep their lines
 
 
 def _configure_logging(out: Output) -> None:
