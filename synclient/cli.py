@@ -28,8 +28,8 @@ from synclient.client import Platform
 from synclient.config import (ResolvedToken, clean_token, delete_token, endpoint_source, find_token,
                               resolve_endpoints, resolve_profile, store_token)
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, ConfigError, EndpointError,
-                              KeyringUnavailableError, LocalIOError, NotFoundError, SyncError, SynclientError,
-                              SyncLockedError, TargetError, UnsafePathError)
+                              KeyringUnavailableError, LocalIOError, MalformedAnswerError, NotFoundError, SyncError,
+                              SynclientError, SyncLockedError, TargetError, UnsafePathError)
 from synclient.models import EntityHeader, EntityType, parse_entity_id
 from synclient.progress import progress_observer
 from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret, visible  # noqa: F401
@@ -540,17 +540,22 @@ def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool) -> Li
     return entries
 
 
-def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> None:
-    """One bundle call per file (the listing has no sizes), a few at a time; folders get their totals."""
+def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> List[str]:
+    """One bundle call per file (the listing has no sizes), a few at a time; folders get their totals. Returns a
+    line per file whose answer was malformed: that file's size stays unknown, the listing goes on."""
     files = [e for e in entries if e.header.type is EntityType.FILE]
 
-    def size_of(entry: TreeEntry) -> None:
-        bundle = platform.get_file_bundle(entry.header.id)
+    def size_of(entry: TreeEntry) -> Optional[str]:
+        try:
+            bundle = platform.get_file_bundle(entry.header.id)
+        except MalformedAnswerError as exc:  # a bad answer fails its entity alone (the wire boundary)
+            return f"failed: {entry.header.id}: {exc}"
         entry.version = bundle.entity.version_number
         entry.size = bundle.file_handle.content_size if bundle.file_handle else None
+        return None
 
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="synclient-ls") as pool:
-        list(pool.map(size_of, files))
+        failures = [line for line in pool.map(size_of, files) if line is not None]
     totals: Dict[int, int] = {}
     for entry in reversed(entries):  # children come after their folder: add up from the bottom
         if entry.header.type.is_container:
@@ -559,6 +564,7 @@ def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> None:
             totals[depth + 1] = totals.get(depth + 1, 0)
         if entry.size is not None and entry.depth > 0:
             totals[entry.depth] = totals.get(entry.depth, 0) + entry.size
+    return failures
 
 
 def _entry_line(entry: TreeEntry, *, long: bool) -> str:
@@ -576,12 +582,15 @@ def cmd_ls(ctx: CommandContext) -> ExitCode:
     with ctx.platform(max_connections=8) as platform:
         root = platform.get_entity_header(entity_id)
         entries = _walk_tree(platform, root, recursive=ctx.args.recursive)
-        if ctx.args.long:
-            _fill_sizes(platform, entries)
+        failures = _fill_sizes(platform, entries) if ctx.args.long else []
     ctx.out.json_document.update({"command": "ls", "entity": entity_id, "entries": [e.to_json() for e in entries]})
+    if failures:
+        ctx.out.json_document["failures"] = failures
     for entry in entries:
         ctx.out.result(_entry_line(entry, long=ctx.args.long))
-    return ExitCode.OK
+    for line in failures:
+        ctx.out.failure(line)
+    return ExitCode.FILES_FAILED if failures else ExitCode.OK
 
 
 # -- whoami / login / logout ----------------------------------------------------------------------------------------
