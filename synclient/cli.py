@@ -28,11 +28,11 @@ from synclient.client import Platform
 from synclient.config import (ResolvedToken, clean_token, delete_token, endpoint_source, find_token,
                               resolve_endpoints, resolve_profile, store_token)
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, ConfigError, EndpointError,
-                              KeyringUnavailableError, LocalIOError, NotFoundError, SyncError, SynclientError,
-                              SyncLockedError, TargetError, UnsafePathError)
+                              KeyringUnavailableError, LocalIOError, MalformedAnswerError, NotFoundError, SyncError,
+                              SynclientError, SyncLockedError, TargetError, UnsafePathError)
 from synclient.models import EntityHeader, EntityType, parse_entity_id
 from synclient.progress import progress_observer
-from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret  # noqa: F401
+from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret, visible  # noqa: F401
 from synclient.results import FileResult, SyncReport, SyncResults
 from synclient.sync.dry_run import SyncPlan
 from synclient.sync.id_lists import EntityRef, parse_refs, read_id_file
@@ -75,25 +75,26 @@ class Output:
     @staticmethod
     def redact(text: str) -> str:
         """Every channel's text passes here: :func:`synclient.redaction.redact` (URL credentials and queries,
-        the tokens synclient was given, anything shaped like a token)."""
+        the tokens synclient was given, anything shaped like a token); lines for a terminal then pass
+        :func:`synclient.redaction.visible` (a remote name's control characters are shown, never acted on)."""
         return redact(text)
 
     def result(self, line: str = "") -> None:
         """A line of the command's result (suppressed in JSON mode, where the document carries it)."""
         if not self.json_mode:
-            print(self.redact(line), flush=True)
+            print(visible(self.redact(line)), flush=True)
 
     def info(self, line: str) -> None:
         """Narration for humans, on stderr; silenced by -q."""
         if not self.quiet:
-            print(self.redact(line), file=sys.stderr, flush=True)
+            print(visible(self.redact(line)), file=sys.stderr, flush=True)
 
     def error(self, message: str) -> None:
-        print(f"synclient: error: {_one_line(self.redact(message))}", file=sys.stderr, flush=True)
+        print(f"synclient: error: {visible(_one_line(self.redact(message)))}", file=sys.stderr, flush=True)
 
     def failure(self, line: str) -> None:
         """One failed file (or a count of more), on stderr, redacted like errors."""
-        print(f"synclient: {_one_line(self.redact(line))}", file=sys.stderr)
+        print(f"synclient: {visible(_one_line(self.redact(line)))}", file=sys.stderr)
 
     def emit_json(self, exit_code: ExitCode) -> None:
         if self.json_mode:
@@ -539,17 +540,22 @@ def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool) -> Li
     return entries
 
 
-def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> None:
-    """One bundle call per file (the listing has no sizes), a few at a time; folders get their totals."""
+def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> List[str]:
+    """One bundle call per file (the listing has no sizes), a few at a time; folders get their totals. Returns a
+    line per file whose answer was malformed: that file's size stays unknown, the listing goes on."""
     files = [e for e in entries if e.header.type is EntityType.FILE]
 
-    def size_of(entry: TreeEntry) -> None:
-        bundle = platform.get_file_bundle(entry.header.id)
+    def size_of(entry: TreeEntry) -> Optional[str]:
+        try:
+            bundle = platform.get_file_bundle(entry.header.id)
+        except MalformedAnswerError as exc:  # a bad answer fails its entity alone (the wire boundary)
+            return f"failed: {entry.header.id}: {exc}"
         entry.version = bundle.entity.version_number
         entry.size = bundle.file_handle.content_size if bundle.file_handle else None
+        return None
 
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="synclient-ls") as pool:
-        list(pool.map(size_of, files))
+        failures = [line for line in pool.map(size_of, files) if line is not None]
     totals: Dict[int, int] = {}
     for entry in reversed(entries):  # children come after their folder: add up from the bottom
         if entry.header.type.is_container:
@@ -558,6 +564,7 @@ def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> None:
             totals[depth + 1] = totals.get(depth + 1, 0)
         if entry.size is not None and entry.depth > 0:
             totals[entry.depth] = totals.get(entry.depth, 0) + entry.size
+    return failures
 
 
 def _entry_line(entry: TreeEntry, *, long: bool) -> str:
@@ -575,12 +582,15 @@ def cmd_ls(ctx: CommandContext) -> ExitCode:
     with ctx.platform(max_connections=8) as platform:
         root = platform.get_entity_header(entity_id)
         entries = _walk_tree(platform, root, recursive=ctx.args.recursive)
-        if ctx.args.long:
-            _fill_sizes(platform, entries)
+        failures = _fill_sizes(platform, entries) if ctx.args.long else []
     ctx.out.json_document.update({"command": "ls", "entity": entity_id, "entries": [e.to_json() for e in entries]})
+    if failures:
+        ctx.out.json_document["failures"] = failures
     for entry in entries:
         ctx.out.result(_entry_line(entry, long=ctx.args.long))
-    return ExitCode.OK
+    for line in failures:
+        ctx.out.failure(line)
+    return ExitCode.FILES_FAILED if failures else ExitCode.OK
 
 
 # -- whoami / login / logout ----------------------------------------------------------------------------------------
@@ -695,8 +705,11 @@ class _RedactingFormatter(logging.Formatter):
         super().__init__(fmt)
         self._out = out
 
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        return visible(super().formatMessage(record))  # a name's line feed forges no log line
+
     def format(self, record: logging.LogRecord) -> str:
-        return self._out.redact(super().format(record))
+        return visible(self._out.redact(super().format(record)), keep="\n")  # tracebacks keep their lines
 
 
 def _configure_logging(out: Output) -> None:

@@ -126,6 +126,19 @@ def redact(text: Any, *, secrets: Iterable[Optional[str]] = ()) -> str:
     return _JWT.sub(REDACTED, text)
 
 
+#: C0 controls, DEL and C1 controls: what a terminal acts on (ESC sequences, a carriage return that rewrites the line,
+#: a line feed that forges the next one); a remote name may hold any of them
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_SPELLING = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def visible(text: str, *, keep: str = "") -> str:
+    """``text`` with every control character (but those in ``keep``) spelled as an escape (``\\x1b``, ``\\n``): what
+    a server named is shown, never acted on by the terminal. For lines printed to a terminal or a log."""
+    return _CONTROL.sub(lambda match: match.group(0) if match.group(0) in keep else
+                        _CONTROL_SPELLING.get(match.group(0), f"\\x{ord(match.group(0)):02x}"), text)
+
+
 def redact_data(value: Any) -> Any:
     """A JSON-able structure (dicts, lists, strings, numbers) with every string, keys included, redacted."""
     if isinstance(value, str):

@@ -158,3 +158,20 @@ def test_an_id_with_leading_zeros_is_the_same_entity(hostile_emulator, tmp_path)
     document = result.json()
     assert document["entities"] == [good1, good2] and document["report"]["downloaded"] == 2
     assert (tmp_path / "t" / "good1.txt").read_text() == "one\n"
+
+
+def test_ls_long_lists_every_entry_when_a_file_handle_answer_is_malformed(tmp_path):
+    """``ls -l``: a file whose bundle the wire boundary refuses (a size of 1e20, 3.5, -1 ...) is that file's failure
+    line and an unknown size; every entry is still listed (it was one error line for the whole listing)."""
+    with Emulator(hostile_rate=1.0, hostile_kinds="sizes", fault_seed=7) as emu:
+        project = emu.seed_spec(SPEC)["hostile"]
+        env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=emu.endpoint, SYNCLIENT_AUTH_TOKEN=emu.token)
+        listing = run_cli("ls", "-r", "-l", project, env=env)
+        document = run_cli("--json", "ls", "-r", "-l", project, env=env)
+    assert listing.returncode == 1, listing.stderr
+    for name in ("good1.txt", "pwned.txt", "huge.txt", "good2.txt", "inside.txt"):
+        assert name in listing.stdout
+    failures = [line for line in listing.stderr.splitlines() if line.startswith("synclient: failed: syn")]
+    assert failures and all("malformed answer" in line for line in failures), listing.stderr
+    assert "Traceback" not in listing.stderr and "internal error" not in listing.stderr
+    assert document.returncode == 1 and len(document.json()["failures"]) == len(failures)

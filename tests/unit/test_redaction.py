@@ -260,3 +260,17 @@ def test_what_a_shard_sends_back_is_redacted():
     assert "pw-in-a-shard" not in travelled.args[0] and "QS-1" not in travelled.args[0]
     assert "pw-in-a-shard" not in travelled.host
     assert _portable(TransferError("plain")).args == ("plain",)
+
+
+def test_visible_spells_every_control_character_and_keeps_the_rest():
+    assert redaction.visible("evil\x1b[31m\r\n\t\x07\x00\x7f\x9b.txt") == \
+        "evil\\x1b[31m\\r\\n\\t\\x07\\x00\\x7f\\x9b.txt"
+    assert redaction.visible("café ² a：b ␛ 名前") == "café ² a：b ␛ 名前"  # printable Unicode stays as it is
+    assert redaction.visible("line one\nline two\x1b", keep="\n") == "line one\nline two\\x1b"
+
+
+@given(st.text())
+def test_visible_leaves_no_control_character(text):
+    shown = redaction.visible(text)
+    assert not any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f for c in shown)
+    assert redaction.visible(shown) == shown  # idempotent: escapes are printable
