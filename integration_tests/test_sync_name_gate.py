@@ -6,6 +6,7 @@ reported only where the file is (or a dry run would put it) at the other name.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections import Counter
 
@@ -183,50 +184,50 @@ def test_a_keep_both_copy_stays_its_files_when_a_remote_file_of_its_name_fails(t
         assert local_tree(tmp_path) == files(**{"x.txt": "the user's", "x(1).txt": "remote"})
 
 
+@contextlib.contextmanager
+def _two_of_one_name(name: str):
+    """An emulator whose project has two files named ``name`` (in folders ``one`` and ``two``): (emulator, a
+    platform of it, the two ids)."""
+    spec = {"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": folder, "children": [{"type": "file", "name": name, "content": folder}]}
+        for folder in ("one", "two")]}]}
+    with Emulator() as emu, Platform(emu.endpoint, token=emu.token) as platform:
+        project = emu.seed_spec(spec)["p"]
+        yield emu, platform, [emu.resolve(project, [folder, name]) for folder in ("one", "two")]
+
+
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_a_list_renaming_names_the_local_path_the_file_is_at(tmp_path, dry_run):
     """Two files of a list named ``a:b``: the second is renamed ``a:b (synN)``, which Windows' names then hold as
     ``a：b (synN)``. The report's line says where the file is (found by the sources model test: it named the
     remote form, which is on no disk), in a real run and a dry run, and again on a run that keeps the local file."""
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": folder, "children": [{"type": "file", "name": "a:b", "content": folder}]}
-        for folder in ("one", "two")]}]}
-    with Emulator() as emu:
-        project = emu.seed_spec(spec)["p"]
-        ids = [emu.resolve(project, [folder, "a:b"]) for folder in ("one", "two")]
-        with Platform(emu.endpoint, token=emu.token) as platform:
-            runs = [dict(), dict(if_collision="keep.local")] if not dry_run else [dict(dry_run=True)]
-            for options in runs:
-                results = download_many(ids, tmp_path, platform=platform, on_error="continue", progress=False,
-                                        filesystem_names="windows", **options)
-                renamed = results.renamed if dry_run else results.report.renamed
-                assert f"{ids[1]}.1: a:b -> a：b ({ids[1]}) (the name was taken)" in renamed, renamed
-                if not dry_run:
-                    assert set(local_tree(tmp_path)) == {"a：b", f"a：b ({ids[1]})"}
+    with _two_of_one_name("a:b") as (emu, platform, ids):
+        runs = [dict(), dict(if_collision="keep.local")] if not dry_run else [dict(dry_run=True)]
+        for options in runs:
+            results = download_many(ids, tmp_path, platform=platform, on_error="continue", progress=False,
+                                    filesystem_names="windows", **options)
+            renamed = results.renamed if dry_run else results.report.renamed
+            assert f"{ids[1]}.1: a:b -> a：b ({ids[1]}) (the name was taken)" in renamed, renamed
+            if not dry_run:
+                assert set(local_tree(tmp_path)) == {"a：b", f"a：b ({ids[1]})"}
 
 
 def test_a_list_renaming_names_where_a_file_synced_before_stays(tmp_path):
     """The same list synced first as the names are, then with Windows' names: the file the index already holds at
     ``a:b (synN)`` stays there, and the report says so (sources model test, seed 26 step 79), whatever the
     collision rule."""
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": folder, "children": [{"type": "file", "name": "a:b", "content": folder}]}
-        for folder in ("one", "two")]}]}
-    with Emulator() as emu:
-        project = emu.seed_spec(spec)["p"]
-        ids = [emu.resolve(project, [folder, "a:b"]) for folder in ("one", "two")]
-        with Platform(emu.endpoint, token=emu.token) as platform:
-            download_many(ids, tmp_path, platform=platform, progress=False)
-            before = local_tree(tmp_path)
-            assert set(before) == {"a:b", f"a:b ({ids[1]})"}
-            for collision in ("keep.local", "overwrite.local"):
-                for dry_run in (True, False):
-                    results = download_many(ids, tmp_path, platform=platform, on_error="continue", progress=False,
-                                            filesystem_names="windows", if_collision=collision, dry_run=dry_run)
-                    renamed = results.renamed if dry_run else results.report.renamed
-                    lines = [line for line in renamed if "(the name was taken)" in line]
-                    assert lines == [f"{ids[1]}.1: a:b -> a:b ({ids[1]}) (the name was taken)"], renamed
-                    assert local_tree(tmp_path) == before
+    with _two_of_one_name("a:b") as (emu, platform, ids):
+        download_many(ids, tmp_path, platform=platform, progress=False)
+        before = local_tree(tmp_path)
+        assert set(before) == {"a:b", f"a:b ({ids[1]})"}
+        for collision in ("keep.local", "overwrite.local"):
+            for dry_run in (True, False):
+                results = download_many(ids, tmp_path, platform=platform, on_error="continue", progress=False,
+                                        filesystem_names="windows", if_collision=collision, dry_run=dry_run)
+                renamed = results.renamed if dry_run else results.report.renamed
+                lines = [line for line in renamed if "(the name was taken)" in line]
+                assert lines == [f"{ids[1]}.1: a:b -> a:b ({ids[1]}) (the name was taken)"], renamed
+                assert local_tree(tmp_path) == before
 
 
 def test_a_list_renaming_of_a_file_that_failed_is_not_reported(tmp_path):
@@ -234,21 +235,15 @@ def test_a_list_renaming_of_a_file_that_failed_is_not_reported(tmp_path):
     no ``(the name was taken)`` line says it is (found by the sources model test, hostile seed 32, step 113)."""
     from synclient.emulator import hostile
 
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": folder, "children": [{"type": "file", "name": "a.txt", "content": folder}]}
-        for folder in ("one", "two")]}]}
-    with Emulator() as emu:
-        project = emu.seed_spec(spec)["p"]
-        ids = [emu.resolve(project, [folder, "a.txt"]) for folder in ("one", "two")]
-        with Platform(emu.endpoint, token=emu.token) as platform:
-            handles = [platform.get_file_bundle(entity).file_handle.id for entity in ids]
-            seed = next(seed for seed in range(1000) if [
-                hostile.chosen(emu.knobs.replace(fault_seed=seed, hostile_rate=0.5, hostile_kinds="sizes"),
-                               "sizes", handle) for handle in handles] == [False, True])
-            emu.set_knobs(fault_seed=seed, hostile_rate=0.5, hostile_kinds="sizes")
-            for dry_run in (True, False):
-                results = download_many(ids, tmp_path, platform=platform, on_error="continue", progress=False,
-                                        dry_run=dry_run)
-                assert [r.entity_id for r in results.failures] == [ids[1]]
-                assert (results.renamed if dry_run else results.report.renamed) == []
-            assert local_tree(tmp_path) == files(**{"a.txt": "one"})
+    with _two_of_one_name("a.txt") as (emu, platform, ids):
+        handles = [platform.get_file_bundle(entity).file_handle.id for entity in ids]
+        seed = next(seed for seed in range(1000) if [
+            hostile.chosen(emu.knobs.replace(fault_seed=seed, hostile_rate=0.5, hostile_kinds="sizes"),
+                           "sizes", handle) for handle in handles] == [False, True])
+        emu.set_knobs(fault_seed=seed, hostile_rate=0.5, hostile_kinds="sizes")
+        for dry_run in (True, False):
+            results = download_many(ids, tmp_path, platform=platform, on_error="continue", progress=False,
+                                    dry_run=dry_run)
+            assert [r.entity_id for r in results.failures] == [ids[1]]
+            assert (results.renamed if dry_run else results.report.renamed) == []
+        assert local_tree(tmp_path) == files(**{"a.txt": "one"})

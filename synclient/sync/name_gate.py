@@ -36,27 +36,7 @@ from typing import Dict, Optional, Tuple
 
 from synclient.errors import PathConflictError, UnsafePathError
 from synclient.sync.local_names import FilesystemNames, Renaming, with_id
-from synclient.sync.paths import RESERVED_NAME, TargetDirectory
-
-
-def check_remote_name(name: str) -> str:
-    """``name`` if it can be one component of a remote path, else :class:`UnsafePathError`: what no mapping for a
-    local filesystem may turn into a harmless name (``..`` must never become ``.．``). What only the local
-    filesystem cannot hold (a backslash, a name too long, Windows' names) is checked on the local name, once
-    mapped (:meth:`NameGate.path`)."""
-    if not isinstance(name, str) or not name:
-        raise UnsafePathError("empty name")
-    if name in (".", ".."):
-        raise UnsafePathError(f"name {name!r} is a directory reference")
-    if "\x00" in name:
-        raise UnsafePathError(f"name {name!r} contains NUL")
-    if "/" in name:
-        raise UnsafePathError(f"name {name!r} contains a path separator")
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from the server's JSON: no file name on disk spells it
-        raise UnsafePathError(f"name {name!r} is not valid Unicode") from None
-    return name
+from synclient.sync.paths import RESERVED_NAME, TargetDirectory, check_remote_name
 
 
 @dataclass(frozen=True)

@@ -18,19 +18,30 @@ _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 1
                      *(f"LPT{i}" for i in range(1, 10))}
 
 
-def validate_name(name: str) -> str:
-    """Return ``name`` if it is one plain path component on this OS, else raise :class:`UnsafePathError`."""
+def check_remote_name(name: str) -> str:
+    """``name`` if it can be one component of a remote path, else :class:`UnsafePathError`: what no mapping for a
+    local filesystem may turn into a harmless name (``..`` must never become ``.．``). What only the local
+    filesystem cannot hold (a backslash, a name too long, Windows' names) is checked on the local name, once
+    mapped (:func:`validate_name`, which the name gate calls)."""
     if not isinstance(name, str) or not name:
         raise UnsafePathError("empty name")
     if name in (".", ".."):
         raise UnsafePathError(f"name {name!r} is a directory reference")
     if "\x00" in name:
         raise UnsafePathError(f"name {name!r} contains NUL")
+    if "/" in name:
+        raise UnsafePathError(f"name {name!r} contains a path separator")
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from the server's JSON: no file name on disk spells it
         raise UnsafePathError(f"name {name!r} is not valid Unicode") from None
-    if "/" in name or "\\" in name:
+    return name
+
+
+def validate_name(name: str) -> str:
+    """Return ``name`` if it is one plain path component on this OS, else raise :class:`UnsafePathError`."""
+    check_remote_name(name)
+    if "\\" in name:
         raise UnsafePathError(f"name {name!r} contains a path separator")
     if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
         raise UnsafePathError(f"name {name[:40]!r}... is longer than {NAME_MAX_BYTES} bytes")
