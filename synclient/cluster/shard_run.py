@@ -52,7 +52,7 @@ from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.hashing import hash_file_range
 from synclient.transfer.http import DataClient
-from synclient.transfer.partial import PlainFolders
+from synclient.transfer.partial import SAFE_READ_FLAGS, PlainFolders
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -291,14 +291,9 @@ def _changed_since_decided(file: ShardFile) -> Optional[PathConflictError]:
                              "(the next run decides again)")
 
 
-#: read without following a symlink, and without waiting for a writer should a FIFO have taken the name
-_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-               | getattr(os, "O_CLOEXEC", 0))
-
-
 def _md5_of_regular_file(path: Path, seen: os.stat_result) -> Optional[str]:
     """MD5 of the file at ``path`` if it is still the regular file ``seen`` (None if something else took its name)."""
-    fd = os.open(path, _READ_FLAGS)
+    fd = os.open(path, SAFE_READ_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_ino != seen.st_ino or info.st_size != seen.st_size:

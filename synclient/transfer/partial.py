@@ -447,7 +447,10 @@ class JournalState(NamedTuple):
     finished: FrozenSet[int]
 
 
-_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | portable.O_BINARY
+#: a file of the target read without following a symlink, and without waiting for a writer should a FIFO have taken
+#: its name (a journal here; a file an earlier shard installed, cluster/shard_run.py)
+SAFE_READ_FLAGS = (os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+                   | portable.O_BINARY)
 
 
 class ResumeJournal:
@@ -464,7 +467,7 @@ class ResumeJournal:
         """The partial and parts an earlier try or run recorded for the same header; None for a journal that is
         missing, unreadable, foreign or of another file."""
         try:
-            fd = os.open(self.path, _READ_FLAGS)
+            fd = os.open(self.path, SAFE_READ_FLAGS)
         except OSError:
             return None
         try:
@@ -483,11 +486,6 @@ class ResumeJournal:
             return None
         parts = (line.strip() for line in lines[1:])
         return JournalState(partial, frozenset(int(part) for part in parts if part.isascii() and part.isdigit()))
-
-    def load_finished(self) -> Set[int]:
-        """Parts an earlier run finished for the same header; an unreadable or foreign journal counts as none."""
-        state = self.load()
-        return set(state.finished) if state is not None else set()
 
     def start(self, partial: FileIdentity, finished: AbstractSet[int] = frozenset(), *,
               folders: Optional[PlainFolders] = None) -> None:

@@ -97,10 +97,8 @@ def test_journal_round_trip_and_foreign_header_is_ignored(tmp_path):
         journal.mark_finished(index)
     journal.close()
     assert ResumeJournal(journal_path(temp), header).load() == (FileIdentity(5, 42), {0, 1, 3, 7})
-    assert ResumeJournal(journal_path(temp), header).load_finished() == {0, 1, 3, 7}
     other = JournalHeader(file_handle_id="78", size=100, md5="m", part_size=10)
     assert ResumeJournal(journal_path(temp), other).load() is None
-    assert ResumeJournal(journal_path(temp), other).load_finished() == set()
 
 
 def test_a_journal_without_the_partials_identity_vouches_for_nothing(tmp_path):
