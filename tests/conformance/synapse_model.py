@@ -239,7 +239,8 @@ MODELS: Dict[str, Model] = _models(
           required=("results", "totalNumberOfResults")),
     Model("SelectColumn", "schema: table/SelectColumn.json",
           {"name": "string", "columnType": "enum:ColumnType", "id": "string"}, required=("name", "columnType")),
-    Model("Row", "schema: table/Row.json (a null cell is a null in values)",
+    Model("Row", "schema: table/Row.json (values: strings; a cell without a value is a null there, the one null "
+          "Synapse writes)",
           {"rowId": "integer", "versionNumber": "integer", "etag": "string", "values": "[string?]"},
           required=("values",)),
     Model("RowSet", "schema: table/RowSet.json (implements AppendableRowSet)",
