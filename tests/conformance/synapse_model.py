@@ -105,7 +105,7 @@ FILE_HANDLE = {"id": "string", "etag": "string", "createdBy": "string", "created
                "modifiedOn": "date-time", "concreteType": "string", "contentType": "string", "contentMd5": "string",
                "fileName": "string", "storageLocationId": "integer", "contentSize": "integer",
                "status": "enum:FileHandleStatus"}
-FILE_HANDLE_REQUIRED = ("id", "etag", "createdBy", "createdOn", "concreteType", "contentType", "fileName")
+FILE_HANDLE_REQUIRED = ("id", "etag", "createdBy", "createdOn", "concreteType", "fileName")
 # schema: table/ColumnModelInterface.json (interface)
 COLUMN_MODEL_INTERFACE = {"name": "string", "columnType": "enum:ColumnType", "facetType": "enum:FacetType"}
 # schema: table/Query.json (DownloadFromTableRequest "extends" it)
