@@ -145,8 +145,10 @@ _COMPILED: List[Tuple[Endpoint, Pattern]] = [(endpoint, _compile(endpoint.templa
 
 
 def endpoint_for(method: str, path: str) -> Optional[Endpoint]:
-    """The Synapse endpoint of a request (``path`` may be a full URL, with a query), or None."""
+    """The Synapse endpoint of a request (``path`` may be a full URL, with a query), or None. A trailing slash is
+    ignored, as Spring MVC's default trailing-slash match does for Synapse's controllers."""
     bare = urlsplit(path).path
+    bare = bare[:-1] if len(bare) > 1 and bare.endswith("/") else bare
     for endpoint, pattern in _COMPILED:
         if endpoint.method == method.upper() and pattern.match(bare):
             return endpoint

@@ -172,7 +172,8 @@ MODELS: Dict[str, Model] = _models(
           required=("id", "etag", "annotations")),
     Model("AnnotationsValue", "schema: annotation/v2/AnnotationsValue.json (both \"required\": true)",
           {"type": "enum:AnnotationsValueType", "value": "[string]"}, required=("type", "value")),
-    Model("VersionInfo", "schema: VersionInfo.json",
+    Model("VersionInfo", "schema: VersionInfo.json; set by NodeDAOImpl.getVersionsOfEntity's row mapper (contentMd5, "
+          "contentSize and versionComment only when recorded)",
           {"id": "string", "versionNumber": "integer", "versionLabel": "string", "versionComment": "string",
            "isLatestVersion": "boolean", "modifiedBy": "string", "contentSize": "string", "contentMd5": "string",
            "modifiedByPrincipalId": "string", "modifiedOn": "date-time"},
@@ -311,8 +312,9 @@ MODELS: Dict[str, Model] = _models(
           {"reason": "string"}, required=("reason",)),
 )
 
-#: the etag Synapse gives every version of an entity but the current one
-#: (lib/jdomodels/src/main/java/org/sagebionetworks/repo/model/dbo/persistence/NodeMapper.java, NodeConstants.ZERO_E_TAG)
+#: the etag Synapse gives every version of an entity but the current one (NodeConstants.ZERO_E_TAG, set by
+#: lib/jdomodels/src/main/java/org/sagebionetworks/repo/model/dbo/persistence/NodeMapper.java), and the annotations
+#: of a given version (NodeDAOImpl, PLFM-1420)
 ZERO_ETAG = "00000000-0000-0000-0000-000000000000"
 
 

@@ -111,6 +111,7 @@ def test_check_exchange_finds_the_endpoint_and_checks_status_and_body():
         "GET /repo/v1/entity/syn2 -> 429: ThrottleError $.concreteType: not a field of ThrottleError"]
     assert check_exchange("GET", "/repo/v1/entity/syn2/file?redirect=false", 200, "https://data/x") == []
     assert check_exchange("GET", "/repo/v1/entity/syn2/file", 307, b"") == []
+    assert check_exchange("GET", "/repo/v1/userProfile/", 200, {"ownerId": "7", "userName": "u"}) == []
     assert check_exchange("POST", "/file/v1/fileHandle/batch", 200, {"requestedFiles": []})[0].endswith(
         "@ResponseStatus(CREATED))")
 
