@@ -147,6 +147,9 @@ def test_get_without_download_a_folder_and_a_dataset(world):
     assert (folder.id, folder.name, folder.parentId) == (world.id("raw"), "raw", world.project)
     dataset = _quiet(syn.get, world.id("ds"))
     assert type(dataset).__name__ == "Dataset" and dataset.name == "ds"
+    view, table = _quiet(syn.get, world.id("view")), _quiet(syn.get, world.id("tab"))
+    assert isinstance(view, synapseclient.EntityViewSchema) and view.scopeIds == [world.id("raw")[3:]]
+    assert isinstance(table, synapseclient.Schema) and len(table.columnIds) == 2
     world.check()
 
 
@@ -253,7 +256,7 @@ def test_sync_from_synapse(world):
 
 
 # --- the models API --------------------------------------------------------------------------------------------
-def test_models_project_and_file_get(world):
+def test_models_project_file_and_dataset_get(world):
     syn = world.syn
     project = models.Project(id=world.project).get(synapse_client=syn)
     assert (project.id, project.name) == (world.project, "conf")
@@ -262,6 +265,9 @@ def test_models_project_and_file_get(world):
     assert _read(current.path) == b"three\n"
     old = models.File(id=world.id("v.txt"), version_number=2, download_file=False).get(synapse_client=syn)
     assert (old.version_number, old.file_handle.content_md5, old.path) == (2, md5(b"two!\n"), None)
+    dataset = models.Dataset(id=world.id("ds")).get(synapse_client=syn)
+    assert [(item.id, item.version) for item in dataset.items] == [(world.id("raw/a.txt"), 1), (world.id("v.txt"), 2)]
+    assert (dataset.count, dataset.size) == (2, len(b"alpha\n") + len(b"two!\n"))
     world.check()
 
 
@@ -295,7 +301,7 @@ def test_models_project_sync_from_synapse(world):
 SCENARIO: List[Callable[[World], object]] = [
     test_get_files_and_versions, test_get_without_download_a_folder_and_a_dataset, test_get_an_external_handle,
     test_get_a_file_one_may_read_but_not_download, test_get_an_unreadable_file_is_403, test_find_entity_id,
-    test_get_children, test_table_query_rows_and_csv, test_sync_from_synapse, test_models_project_and_file_get,
+    test_get_children, test_table_query_rows_and_csv, test_sync_from_synapse, test_models_project_file_and_dataset_get,
     test_models_project_by_name, test_models_folder_sync_from_synapse, test_models_project_sync_from_synapse,
 ]
 
