@@ -37,6 +37,8 @@ class AdminRoutes:
         if key == ("POST", "stats/reset"):
             self.context.stats.reset()
             return Response(body={})
+        if key == ("GET", "exchanges"):
+            return Response(body=[dataclasses.asdict(exchange) for exchange in self.context.exchanges.snapshot()])
         if key == ("GET", "info"):
             return Response(body=self.on_info())
         if key == ("GET", "knobs"):

@@ -52,6 +52,8 @@ class ApiHandler(EmulatorHandler):
             response = self._safely(lambda: self._platform(method, parts.path, query, body))
             # counted before it goes out: a client that has the answer finds its status counted
             context.stats.api_answered(response.status)
+            context.exchanges.record(context.knobs.record_exchanges, method, parts.path, query, body,
+                                     response.status, response.body)
             answered = True
             self._send(response)
         finally:

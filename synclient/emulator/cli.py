@@ -62,6 +62,7 @@ _KNOB_FLAGS = {
     "stall_seconds": (_positive_float, "how long a stalled body stays silent"),
     "query_pending_polls": (int, "GETs of a table query job answered 202 before its result (default 1)"),
     "query_page_rows": (int, "rows per page of a table query (default 1000)"),
+    "record_exchanges": (int, "keep the last N API exchanges for GET /emulator/exchanges; 0 = off"),
     "fault_api_malformed_rate": (parse_route_rates, "probability of a truncated or non-JSON 2xx answer: 0.05, or "
                                                     "per class"),
     "fault_data_corrupt_rate": (parse_rate, "probability that a data body has one byte flipped"),

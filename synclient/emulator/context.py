@@ -5,7 +5,7 @@ import threading
 
 from .faults import FaultPlan, ThrottleGate
 from .knobs import Knobs
-from .stats import Stats
+from .stats import ExchangeLog, Stats
 from .store import Store
 from .tables import AsyncJobs
 
@@ -18,6 +18,8 @@ class EmulatorContext:
         self._knobs = knobs
         self._knobs_lock = threading.Lock()
         self.stats = Stats()
+        #: the last ``knobs.record_exchanges`` platform exchanges (``Emulator.exchanges()``)
+        self.exchanges = ExchangeLog()
         self.faults = FaultPlan(knobs.fault_seed)
         self.gate = ThrottleGate()
         #: base URL of the API listener (hostile redirects may point there); set once it is bound

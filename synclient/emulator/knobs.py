@@ -177,6 +177,8 @@ class Knobs:
     query_page_rows: int = 1000
     #: views answer from their snapshot (taken at seeding and by refresh_views), not from the live store
     view_lag: bool = False
+    #: keep the last N platform exchanges (request and JSON answer) for ``Emulator.exchanges()``; 0 = off
+    record_exchanges: int = 0
 
     def __post_init__(self) -> None:
         self.validate()
@@ -215,6 +217,9 @@ class Knobs:
         self.maintenance_window = parse_window(self.maintenance_window)
         self.query_pending_polls = int(self.query_pending_polls)
         self.query_page_rows = int(self.query_page_rows)
+        self.record_exchanges = int(self.record_exchanges)
+        if self.record_exchanges < 0:
+            raise ValueError("record_exchanges must not be negative")
         if self.query_pending_polls < 0 or self.query_page_rows < 1:
             raise ValueError("query_pending_polls must not be negative and query_page_rows must be positive")
         for name in ("external_ranges", "external_content_length", "view_lag"):

@@ -17,6 +17,7 @@ from .data import DataHandler
 from .external import ExternalHandler
 from .httpbase import EmulatorHTTPServer
 from .knobs import Knobs, profile_knobs
+from .stats import Exchange
 from .store import Store
 from .tls import EmulatorTls
 
@@ -153,6 +154,7 @@ class Emulator:
         """Stop the listeners and start again on the same ports with the same (persisted) store."""
         knobs = self._context.knobs if self._context else self.knobs
         stats = self._context.stats if self._context else None
+        exchanges = self._context.exchanges if self._context else None
         self._stop_listeners()
         if self._store is not None:
             self._store.close()
@@ -162,6 +164,7 @@ class Emulator:
         context = self._open_store()  # a fresh store connection, as after a process restart...
         if stats is not None:
             context.stats = stats  # ...but tests keep one set of counters per Emulator object
+            context.exchanges = exchanges
         self.start()
 
     # --- identity -----------------------------------------------------------------------------
@@ -204,6 +207,15 @@ class Emulator:
 
     def reset_stats(self) -> None:
         self._open_store().stats.reset()
+
+    def exchanges(self, clear: bool = False) -> List[Exchange]:
+        """The recorded platform exchanges, oldest first (knob ``record_exchanges``: how many are kept);
+        ``clear=True`` empties the log after reading it."""
+        log = self._open_store().exchanges
+        kept = log.snapshot()
+        if clear:
+            log.clear()
+        return kept
 
     def set_knobs(self, **changes) -> Knobs:
         self.knobs = self._open_store().set_knobs(**changes)

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import enum
+import json
 import re
 import threading
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Dict
+from typing import Deque, Dict, List, Optional
 
 _SYN_ID = re.compile(r"/syn\d+(?=/|$)", re.IGNORECASE)
 _VERSION = re.compile(r"/version/\d+(?=/|$)")
@@ -36,6 +37,64 @@ class PlaneCounters:
     #: requests that carried an ``Authorization`` header (the platform token must never go there)
     auth_headers: int = 0
     by_status: Counter = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One platform request and its answer as sent, recorded when the ``record_exchanges`` knob is above 0."""
+
+    method: str
+    path: str
+    query: Dict[str, str]
+    #: the request body parsed as JSON, else its text (``None`` when empty)
+    request: object
+    status: int
+    #: the answer parsed as JSON (``{}`` for none), else ``None`` (other bytes are not kept)
+    response: object
+
+
+def _as_json(payload: object) -> object:
+    """A body as JSON: dicts and lists copied (the route may keep them), bytes and text parsed, else ``None``."""
+    if payload is None:
+        return {}  # what the listener sends for no body
+    if isinstance(payload, (dict, list)):
+        return json.loads(json.dumps(payload))
+    try:
+        return json.loads(payload.decode("utf-8") if isinstance(payload, (bytes, bytearray)) else str(payload))
+    except ValueError:  # UnicodeDecodeError is one
+        return None
+
+
+class ExchangeLog:
+    """The last N exchanges (N = the knob at each request: memory stays bounded; 0 records nothing)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: Deque[Exchange] = deque()
+
+    def record(self, limit: int, method: str, path: str, query: Dict[str, str], body: bytes, status: int,
+               answer: object) -> None:
+        """``answer`` is the route's ``Response.body`` (JSON value, bytes or text)."""
+        if limit <= 0:
+            return
+        request: Optional[object] = None
+        if body:
+            request = _as_json(body)
+            if request is None:
+                request = body.decode("utf-8", "replace")
+        exchange = Exchange(method, path, dict(query), request, status, _as_json(answer))
+        with self._lock:
+            self._kept.append(exchange)
+            while len(self._kept) > limit:
+                self._kept.popleft()
+
+    def snapshot(self) -> List[Exchange]:
+        with self._lock:
+            return list(self._kept)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
 
 
 class Stats:
