@@ -164,9 +164,10 @@ def _page_token(state: dict) -> Dict[str, object]:
 
 def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict,
                   asked: Optional[str] = None) -> Dict[str, object]:
-    """A QueryResult: one page of the rows (``state``: sql, offset, limit, includeEntityEtag) and, when more rows
-    remain, the token of the next page. Under hostile ``paging`` for this table every page has a token: the one
-    asked with (``asked``) again, or on the first page the honest next one or this page's own (hostile.py)."""
+    """A QueryResult: one page of the rows (``state``: sql, offset, limit, includeEntityEtag) and, when the page is
+    full, the token of the next page (which holds no rows when none remain, as on Synapse). Under hostile ``paging``
+    for this table every page has a token: the one asked with (``asked``) again, or on the first page the honest next
+    one or this page's own (hostile.py)."""
     offset, limit = state["offset"], state["limit"]
     window = outcome.rows[offset:] if limit is None else outcome.rows[offset:offset + limit]
     page_rows = routes.context.knobs.query_page_rows
@@ -179,7 +180,8 @@ def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict,
         "rows": [row_json(row, outcome.column_types, state["includeEntityEtag"]) for row in page],
     }
     result: Dict[str, object] = {"concreteType": QUERY_RESULT, "queryResults": row_set}
-    if len(window) > page_rows:
+    if len(page) == page_rows:  # a full page has a next page, maybe an empty one (TableQueryManagerImpl:
+        # isRowCountEqualToMaxRowsPerPage decides; the rows beyond are not counted)
         result["nextPageToken"] = _page_token(dict(
             state, offset=offset + page_rows, limit=None if limit is None else limit - page_rows))
     if hostile.chosen(routes.context.knobs, "paging", f"query:syn{entity.id}"):

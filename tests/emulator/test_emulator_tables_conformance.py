@@ -206,6 +206,22 @@ def test_query_bundle_result_and_next_page_conform(conform):
     assert_conforms(aggregate.json(), QUERY_RESULT_BUNDLE)  # a COUNT row: no rowId, no versionNumber
 
 
+def test_a_full_page_names_a_next_page_even_when_no_row_remains(conform):
+    """TableQueryManagerImpl: a next page token whenever the page holds maxRowsPerPage rows
+    (isRowCountEqualToMaxRowsPerPage); the page after the last full one is empty and names none."""
+    api, ids = conform
+    table = ids("t")  # two rows, two rows per page
+    base = f"/repo/v1/entity/{table}/table/query"
+    first = run_job(api, base + "/async", {"query": {"sql": f"SELECT n FROM {table}"}})[2].json()
+    assert len(first["queryResult"]["queryResults"]["rows"]) == 2
+    token = first["queryResult"]["nextPageToken"]
+    last = run_job(api, base + "/nextPage/async", token)[2].json()
+    assert last["queryResults"]["rows"] == [] and "nextPageToken" not in last
+    assert_conforms(last, QUERY_RESULT)
+    one = run_job(api, base + "/async", {"query": {"sql": f"SELECT n FROM {table} LIMIT 1"}})[2].json()
+    assert "nextPageToken" not in one["queryResult"]
+
+
 def test_csv_download_result_conforms(conform):
     api, ids = conform
     table = ids("t")
