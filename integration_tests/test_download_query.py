@@ -112,6 +112,17 @@ def test_a_view_query_with_its_file_columns_costs_its_pages_and_a_url_call_per_h
         "POST /repo/v1/entity/header"}
 
 
+def test_rows_that_fill_their_last_page_end_with_the_empty_page_synapse_sends(emu, tmp_path):
+    """Synapse names a next page whenever a page is full (TableQueryManagerImpl.isRowCountEqualToMaxRowsPerPage), so
+    100 rows at 20 a page are 5 full pages and a sixth, empty one without a token: all of it is followed, once."""
+    emu.set_knobs(query_page_rows=20)
+    sql = f"SELECT id, name, currentVersion, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes FROM {emu.view} " \
+          "WHERE assay = 'rnaSeq'"
+    results = run(emu, sql, tmp_path)
+    assert len(results) == 100 and not results.failures and results.report.query.rows == 100
+    assert query_calls(emu.stats()["api_by_route"]) == 3 * (100 // 20 + 1)
+
+
 def test_a_query_of_ids_only_takes_a_bundle_per_file_and_in_filters_and_order_are_the_platforms(emu, tmp_path):
     sql = f"SELECT id FROM {emu.view} WHERE species = 'Mouse' AND assay IN ('wgs', 'atac') ORDER BY name DESC"
     results = run(emu, sql, tmp_path)

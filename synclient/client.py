@@ -267,9 +267,11 @@ class Platform:
     # -- the one way a REST call is made ------------------------------------------------------------------------
 
     def _call(self, method: str, service: str, path: str, *, parse: Callable[[Any], T], route: str,
-              body: Optional[Mapping[str, Any]] = None, params: Optional[Mapping[str, str]] = None) -> T:
-        """One REST call whose answer ``parse`` turns into a typed value; a parsed answer proves the endpoint."""
-        answer = self._request(method, service, path, body=body, params=params, route=route)
+              body: Optional[Mapping[str, Any]] = None, params: Optional[Mapping[str, str]] = None,
+              with_status: bool = False) -> T:
+        """One REST call whose answer ``parse`` turns into a typed value; a parsed answer proves the endpoint.
+        ``with_status``: ``parse`` gets ``(HTTP status, answer)``, for a route whose 2xx statuses differ in meaning."""
+        answer = self._request(method, service, path, body=body, params=params, route=route, with_status=with_status)
         try:
             value = parse(answer)
         except MalformedAnswerError as exc:
@@ -290,7 +292,7 @@ class Platform:
         return {"repo": self.endpoints.repo, "file": self.endpoints.file, "auth": self.endpoints.auth}[service]
 
     def _request(self, method: str, service: str, path: str, *, body: Optional[Mapping[str, Any]] = None,
-                 params: Optional[Mapping[str, str]] = None, route: str) -> Any:
+                 params: Optional[Mapping[str, str]] = None, route: str, with_status: bool = False) -> Any:
         base = self._base(service)
         call = _Call(method=method, base=base, url=base + path, route=route)
 
@@ -304,7 +306,7 @@ class Platform:
                                      wait=self._wait, stop=functools.partial(self._stop, call=call), sleep=self._sleep,
                                      before_sleep=self._announce_retry, reraise=True)
         try:
-            return retrying(attempt)
+            answer = retrying(attempt)
         except _RetryableFailure as failure:
             if self.cancel_event.is_set():
                 raise CallCancelledError(f"{route}: cancelled while waiting to retry") from None
@@ -313,6 +315,7 @@ class Platform:
                 raise EndpointError(f"{failure.endpoint_problem}; gave up after {tries} of {route}",
                                     endpoint=base) from None
             raise failure.error.spent() from None  # its tries are used up: an outer loop must not multiply them
+        return (call.status, answer) if with_status else answer
 
     def _policy(self) -> RetryPolicy:
         return self.retry if self._endpoint_proven else self.retry.first_contact()
@@ -375,6 +378,7 @@ class Platform:
             self.gate.release(ticket, throttle)
             if sent:
                 self.stats.count(call.route, retry=call.attempts > 1, throttled=throttle is not None)
+        call.status = status
         if 300 <= status < 400:
             raise _redirect_error(call, response)
         if status >= 400:
@@ -522,7 +526,7 @@ class Platform:
         (``POST /entity/{id}/table/query/async/start``, polled until its answer, then ``.../nextPage/...`` while
         the answer has a next page token)."""
         body = {"concreteType": QUERY_BUNDLE_REQUEST, "entityId": table_id, "partMask": QUERY_RESULTS_PART,
-                "query": {"sql": sql, "isConsistent": True, "includeEntityEtag": False}}
+                "query": {"sql": sql, "includeEntityEtag": False}}
         trail = PageTrail(f"the query of {table_id}")
         page = self._async_job(f"/entity/{table_id}/table/query", body, parse=QueryPage.from_bundle,
                                route="/entity/{id}/table/query")
@@ -540,7 +544,7 @@ class Platform:
         delay, waited = ASYNC_POLL_FIRST, 0.0
         while True:
             answer = self._call("GET", "repo", f"{path}/async/get/{token}", parse=_job_answer(parse),
-                                route=f"GET {route}/async/get/{{token}}")
+                                route=f"GET {route}/async/get/{{token}}", with_status=True)
             if answer is not _PENDING:
                 return answer
             if waited >= ASYNC_JOB_TIMEOUT:
@@ -565,15 +569,23 @@ def _job_token(answer: Any) -> str:
     return token
 
 
-def _job_answer(parse: Callable[[Any], T]) -> Callable[[Any], Any]:
-    """A poll's answer: :data:`_PENDING` while the job runs, a failed job's error, or ``parse`` of its response."""
-    def parse_poll(answer: Any) -> Any:
+def _job_answer(parse: Callable[[Any], T]) -> Callable[[Tuple[int, Any]], Any]:
+    """A poll's ``(status, answer)``: :data:`_PENDING` for a 202 with the job's PROCESSING status, ``parse`` of
+    the job's response for a 201 (Synapse's ``.../async/get/{token}`` controllers are all
+    ``@ResponseStatus(HttpStatus.CREATED)``; the 202 is its answer to ``NotReadyException``), a failed job's error.
+    Any other status, or a 202 that is not a running job's status, is a malformed answer: not waited on."""
+    def parse_poll(polled: Tuple[int, Any]) -> Any:
+        status, answer = polled
         state = wire_object(answer, "an asynchronous job's answer").get("jobState")
-        if state == "PROCESSING":
-            return _PENDING
-        if state == "FAILED":
+        if state == "FAILED":  # as older servers answered a failed job
             message = answer.get("errorMessage") or answer.get("errorDetails") or "no reason given"
             raise BadRequestError(f"the platform's job failed: {message}", status=400)
+        if status == 202:
+            if state != "PROCESSING":
+                raise MalformedAnswerError(f"HTTP 202 with a job state {state!r}, not PROCESSING")
+            return _PENDING
+        if status != 201:
+            raise MalformedAnswerError(f"HTTP {status}: an asynchronous job answers 201 when done, 202 meanwhile")
         return parse(answer)
     return parse_poll
 
@@ -589,6 +601,7 @@ class _Call:
     attempts: int = 0
     throttled_attempts: int = 0  # answered 429: paced by the gate, not counted as failures
     gate_wait: float = 0.0       # seconds spent waiting in the gate, not counted as retry time
+    status: int = 0              # the HTTP status of the last attempt
 
 
 def _entity_path(entity_id: str, version: Optional[int]) -> str:

@@ -1,7 +1,9 @@
 """The table routes: column models and the table query service (query, next page, CSV download) as Synapse's
 asynchronous jobs. ``POST .../async/start`` answers 201 ``{"token": jobId}``; ``GET .../async/get/{token}``
-answers 202 with the job's AsynchronousJobStatus for ``query_pending_polls`` GETs, then the job's response, or the
-error it failed with (Synapse rethrows a failed job's exception: 400 for a bad query, 403, 404).
+answers 202 with the job's AsynchronousJobStatus for ``query_pending_polls`` GETs, then 201 with the job's response
+(``TableController``: every ``.../async/get`` is ``@ResponseStatus(HttpStatus.CREATED)``; the 202 is
+``BaseControllerExceptionHandlerAdvice``'s answer to ``NotReadyException``), or the error it failed with
+(``AsynchJobUtils.throwExceptionIfFailed`` rethrows a failed job's exception: 400 for a bad query, 403, 404).
 """
 from __future__ import annotations
 
@@ -43,10 +45,65 @@ def _jobs(routes: Routes) -> AsyncJobs:
     return routes.context.jobs
 
 
-def _object(value, what: str) -> dict:
+def _object(value, message: str) -> dict:
     if not isinstance(value, dict):
-        raise ApiError(400, f"{what} must be a JSON object.")
+        raise ApiError(400, message)
     return value
+
+
+# --- request models -------------------------------------------------------------------------------
+# Synapse parses a job's request into its model class and stores that object re-serialized: concreteType set to
+# the class when absent, then only the model's non-null fields (AsynchJobStatusUtils.createDBOFromDTO); the 202
+# status echoes that, so a field the model lacks (synapseclient's ``query.isConsistent``: in no schema) is gone.
+# Field -> JSON kind (a dict: a nested model), from lib-auto-generated .../repo/model/table/*.json.
+_ModelFields = Dict[str, object]
+#: Query.json
+_QUERY_FIELDS: _ModelFields = {
+    "sql": str, "additionalFilters": list, "selectedFacets": list, "includeEntityEtag": bool,
+    "selectFileColumn": int, "selectFileVersionColumn": int, "offset": int, "limit": int, "sort": list}
+#: every AsynchronousRequestBody (its concreteType) that implements HasEntityId.json (entityId)
+_REQUEST_FIELDS: _ModelFields = {"concreteType": str, "entityId": str}
+#: QueryBundleRequest.json
+_BUNDLE_REQUEST_FIELDS: _ModelFields = dict(_REQUEST_FIELDS, query=_QUERY_FIELDS, partMask=int)
+#: QueryNextPageToken.json
+_NEXT_PAGE_FIELDS: _ModelFields = dict(_REQUEST_FIELDS, token=str)
+#: DownloadFromTableRequest.json (extends Query.json), its CsvTableDescriptor.json
+_DOWNLOAD_REQUEST_FIELDS: _ModelFields = dict(
+    _REQUEST_FIELDS, **_QUERY_FIELDS, writeHeader=bool, includeRowIdAndRowVersion=bool, fileName=str,
+    csvTableDescriptor={"separator": str, "quoteCharacter": str, "escapeCharacter": str, "lineEnd": str,
+                        "isFirstLineHeader": bool})
+_KIND_NAMES: Dict[object, str] = {str: "a string", int: "an integer", bool: "a boolean", list: "an array"}
+
+
+def _is_kind(value: object, kind: object) -> bool:
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _model(value, fields: _ModelFields, what: str) -> Dict[str, object]:
+    """``value`` as its model keeps it: the fields ``fields`` names, without nulls; 400 for a field of another
+    JSON type (Synapse cannot parse such a body either)."""
+    body = _object(value, f"{what} must be a JSON object.")
+    kept: Dict[str, object] = {}
+    for name, kind in fields.items():
+        given = body.get(name)
+        if given is None:
+            continue
+        if isinstance(kind, dict):
+            kept[name] = _model(given, kind, f"{what}.{name}")
+            continue
+        if not _is_kind(given, kind):
+            raise ApiError(400, f"{what}.{name} must be {_KIND_NAMES[kind]}.")
+        kept[name] = given
+    return kept
+
+
+def request_model(value, concrete_type: str, fields: _ModelFields, what: str) -> Dict[str, object]:
+    """A job's request body as Synapse stores it (see above), with its ``concreteType``."""
+    body = _model(value, fields, what)
+    _check_type(body, concrete_type)
+    return dict(body, concreteType=concrete_type)
 
 
 def _check_type(body: dict, expected: str) -> None:
@@ -72,7 +129,7 @@ def _get(routes: Routes, request: Request, kind: str, run) -> Response:
 
     def outcome(job: Job) -> Tuple[int, Dict[str, object]]:
         try:
-            return 200, run(job)
+            return 201, run(job)
         except ApiError as error:
             return error.status, wire.error_body(error.reason)
         except QueryError as error:
@@ -98,16 +155,19 @@ def _run(routes: Routes, job: Job, sql_text: str) -> Tuple[object, QueryOutcome]
 
 
 # --- query and next page --------------------------------------------------------------------------
-def _page_token(entity_id: int, state: dict) -> Dict[str, object]:
+def _page_token(state: dict) -> Dict[str, object]:
+    """A QueryNextPageToken as Synapse makes one (``TableQueryUtils.createNextPageToken``): its concreteType and an
+    opaque ``token``, no ``entityId`` (the next page's URL names the table)."""
     token = base64.urlsafe_b64encode(json.dumps(state, sort_keys=True).encode("utf-8")).decode("ascii")
-    return {"concreteType": QUERY_NEXT_PAGE_TOKEN, "entityId": f"syn{entity_id}", "token": token}
+    return {"concreteType": QUERY_NEXT_PAGE_TOKEN, "token": token}
 
 
 def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict,
                   asked: Optional[str] = None) -> Dict[str, object]:
-    """A QueryResult: one page of the rows (``state``: sql, offset, limit, includeEntityEtag) and, when more rows
-    remain, the token of the next page. Under hostile ``paging`` for this table every page has a token: the one
-    asked with (``asked``) again, or on the first page the honest next one or this page's own (hostile.py)."""
+    """A QueryResult: one page of the rows (``state``: sql, offset, limit, includeEntityEtag) and, when the page is
+    full, the token of the next page (which holds no rows when none remain, as on Synapse). Under hostile ``paging``
+    for this table every page has a token: the one asked with (``asked``) again, or on the first page the honest next
+    one or this page's own (hostile.py)."""
     offset, limit = state["offset"], state["limit"]
     window = outcome.rows[offset:] if limit is None else outcome.rows[offset:offset + limit]
     page_rows = routes.context.knobs.query_page_rows
@@ -120,15 +180,16 @@ def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict,
         "rows": [row_json(row, outcome.column_types, state["includeEntityEtag"]) for row in page],
     }
     result: Dict[str, object] = {"concreteType": QUERY_RESULT, "queryResults": row_set}
-    if len(window) > page_rows:
-        result["nextPageToken"] = _page_token(entity.id, dict(
+    if len(page) == page_rows:  # a full page has a next page, maybe an empty one (TableQueryManagerImpl:
+        # isRowCountEqualToMaxRowsPerPage decides; the rows beyond are not counted)
+        result["nextPageToken"] = _page_token(dict(
             state, offset=offset + page_rows, limit=None if limit is None else limit - page_rows))
     if hostile.chosen(routes.context.knobs, "paging", f"query:syn{entity.id}"):
         hostile.count("paging")
         if asked is not None:
-            result["nextPageToken"] = dict(_page_token(entity.id, {}), token=asked)
+            result["nextPageToken"] = dict(_page_token({}), token=asked)
         elif "nextPageToken" not in result:
-            result["nextPageToken"] = _page_token(entity.id, state)
+            result["nextPageToken"] = _page_token(state)
     return result
 
 
@@ -147,13 +208,9 @@ def _query_state(query: dict) -> dict:
 
 
 def query_start(routes: Routes, request: Request) -> Response:
-    body = _object(request.json(), "A QueryBundleRequest")
-    _check_type(body, QUERY_BUNDLE_REQUEST)
-    query = _object(body.get("query"), "QueryBundleRequest.query")
+    body = request_model(request.json(), QUERY_BUNDLE_REQUEST, _BUNDLE_REQUEST_FIELDS, "QueryBundleRequest")
+    query = _object(body.get("query"), "QueryBundleRequest.query is required.")
     _sql_of(query.get("sql"), "query.sql")
-    mask = body.get("partMask")
-    if mask is not None and (isinstance(mask, bool) or not isinstance(mask, int)):
-        raise ApiError(400, "partMask must be an integer.")
     return _start(routes, request, "query", body)
 
 
@@ -191,9 +248,8 @@ def query_get(routes: Routes, request: Request) -> Response:
 
 
 def next_page_start(routes: Routes, request: Request) -> Response:
-    body = _object(request.json(), "A QueryNextPageToken")
-    _check_type(body, QUERY_NEXT_PAGE_TOKEN)
-    if not isinstance(body.get("token"), str) or not body["token"]:
+    body = request_model(request.json(), QUERY_NEXT_PAGE_TOKEN, _NEXT_PAGE_FIELDS, "QueryNextPageToken")
+    if not body.get("token"):
         raise ApiError(400, "QueryNextPageToken.token is required.")
     return _start(routes, request, "nextPage", body)
 
@@ -214,11 +270,8 @@ def next_page_get(routes: Routes, request: Request) -> Response:
 
 # --- CSV download ---------------------------------------------------------------------------------
 def csv_start(routes: Routes, request: Request) -> Response:
-    body = _object(request.json(), "A DownloadFromTableRequest")
-    _check_type(body, DOWNLOAD_REQUEST)
+    body = request_model(request.json(), DOWNLOAD_REQUEST, _DOWNLOAD_REQUEST_FIELDS, "DownloadFromTableRequest")
     _sql_of(body.get("sql"), "sql")
-    if body.get("csvTableDescriptor") is not None:
-        _object(body["csvTableDescriptor"], "csvTableDescriptor")
     return _start(routes, request, "csv", body)
 
 

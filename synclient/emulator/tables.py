@@ -15,6 +15,7 @@ import io
 import itertools
 import sqlite3
 import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -23,7 +24,6 @@ from .store import DenyMode, Entity, EntityKind, Store, now_iso, parse_syn_id
 
 #: viewTypeMask bit of files (the only kind of entity the emulator's views show)
 VIEW_TYPE_FILE = 1
-COLUMN_MODEL = "org.sagebionetworks.repo.model.table.ColumnModel"
 #: Synapse's default STRING size when a column model gives none
 DEFAULT_STRING_SIZE = 50
 COLUMN_TYPES = ("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "DATE", "ENTITYID", "FILEHANDLEID", "USERID", "LARGETEXT",
@@ -54,10 +54,11 @@ DEFAULT_COLUMN_NAMES = tuple(column[0] for column in DEFAULT_FILE_VIEW_COLUMNS)
 
 def column_model(name: str, column_type: str, maximum_size: Optional[int] = None,
                  facet_type: Optional[str] = None) -> Dict[str, object]:
-    """A ColumnModel without its id (the store gives ids)."""
+    """A ColumnModel without its id (the store gives ids). ColumnModel has no ``concreteType``: its interface
+    (lib-auto-generated .../repo/model/table/ColumnModelInterface.json) declares none."""
     if column_type not in COLUMN_TYPES:
         raise ValueError(f"column type must be one of {', '.join(COLUMN_TYPES)}, got {column_type!r}")
-    model: Dict[str, object] = {"concreteType": COLUMN_MODEL, "name": name, "columnType": column_type}
+    model: Dict[str, object] = {"name": name, "columnType": column_type}
     if column_type in _SIZED_TYPES:
         model["maximumSize"] = maximum_size or DEFAULT_STRING_SIZE
     if facet_type:
@@ -320,6 +321,8 @@ class Job:
     started_on: str
     user_id: int
     polls_left: int
+    #: the status's etag (``AsynchJobStatusDAOImpl.startJob``: a random UUID)
+    etag: str = field(default_factory=lambda: str(uuid.uuid4()))
     #: (status, body) once the job ran: the same answer for every later GET
     outcome: Optional[Tuple[int, Dict[str, object]]] = None
     #: held while the job runs (other jobs' polls do not wait for it)
@@ -361,11 +364,14 @@ class AsyncJobs:
 
 
 def job_status(job: Job) -> Dict[str, object]:
-    """An AsynchronousJobStatus of a job still PROCESSING."""
+    """An AsynchronousJobStatus of a job still PROCESSING (lib-auto-generated .../repo/model/asynch/
+    AsynchronousJobStatus.json; what ``AsynchJobStatusDAOImpl.startJob`` sets, plus the progress a worker reports).
+    ``requestBody`` is the request as the job stored it: the routes keep only its model's fields."""
     return {
         "jobState": "PROCESSING",
         "jobCanceling": False,
         "requestBody": job.request,
+        "etag": job.etag,
         "jobId": job.id,
         "startedByUserId": job.user_id,
         "startedOn": job.started_on,

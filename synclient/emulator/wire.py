@@ -128,20 +128,26 @@ def _item_list_fields(store: Store, entity: Entity) -> Dict[str, object]:
 
 
 def _dataset_summary(store: Store, items) -> Dict[str, object]:
-    """Synapse computes a dataset's ``size`` (sum of its files' sizes), ``checksum`` (MD5 of the sorted, comma-joined
-    MD5s of its files) and ``count``; files whose handle records no MD5 or size add nothing to those."""
+    """A Dataset's service-computed ``count``, ``size`` and ``checksum``, as Synapse's one SQL statement gives them
+    (``NodeDAOImpl.SELECT_FILE_SUMMARY_FOR_ID_AND_VERSION``, set by ``DatasetMetadataProvider.validateEntity``):
+    over the items whose version has a file handle, ``COUNT(*)``, ``SUM(size)`` (sizes not recorded add nothing; 0
+    when none is) and ``MD5(GROUP_CONCAT(md5 ORDER BY md5 SEPARATOR ''))``: the MD5s sorted (the column's collation
+    ignores case) and joined with no separator. MD5s not recorded are left out; with none at all (an empty dataset
+    too) the checksum is SQL NULL, which Synapse does not write."""
     handles = []
     for item in items:
         version = store.version(item.entity_id, item.version_number)
         handle = store.file_handle(version.file_handle_id) if version else None
         if handle is not None:
             handles.append(handle)
-    md5s = sorted(handle.md5 for handle in handles if handle.records_md5)
-    return {
+    md5s = sorted((handle.md5 for handle in handles if handle.records_md5), key=str.lower)
+    summary: Dict[str, object] = {
         "size": sum(handle.size for handle in handles if handle.records_size),
-        "checksum": hashlib.md5(",".join(md5s).encode("ascii")).hexdigest(),
-        "count": len(items),
+        "count": len(handles),
     }
+    if md5s:
+        summary["checksum"] = hashlib.md5("".join(md5s).encode("utf-8")).hexdigest()
+    return summary
 
 
 def file_handle_json(handle: FileHandle, external_endpoint: str = "") -> Dict[str, object]:

@@ -75,7 +75,7 @@ def _query(api, entity_id, sql, token_of_next=None):
     answer = api.get(path)
     while answer.status_code == 202:
         answer = api.get(path)
-    assert answer.status_code == 200, answer.text
+    assert answer.status_code == 201, answer.text
     body = answer.json()
     return body.get("queryResult", body), answer.content
 

@@ -53,9 +53,9 @@ def test_a_query_job_is_polled_through_202s_and_its_pages_followed(platform, no_
     responses.add(responses.POST, QUERY + "/async/start", json={"token": "t1"}, status=201)
     responses.add(responses.GET, QUERY + "/async/get/t1", json=PROCESSING, status=202)
     responses.add(responses.GET, QUERY + "/async/get/t1", json=PROCESSING, status=202)
-    responses.add(responses.GET, QUERY + "/async/get/t1", json=bundle([file_row(11)], token="p2"))
+    responses.add(responses.GET, QUERY + "/async/get/t1", json=bundle([file_row(11)], token="p2"), status=201)
     responses.add(responses.POST, QUERY + "/nextPage/async/start", json={"token": "t2"}, status=201)
-    responses.add(responses.GET, QUERY + "/nextPage/async/get/t2", json=result([file_row(12)]))
+    responses.add(responses.GET, QUERY + "/nextPage/async/get/t2", json=result([file_row(12)]), status=201)
     pages = list(platform.query_table("syn9", "SELECT * FROM syn9"))
     assert [row.values[0] for page in pages for row in page.rows] == ["syn11", "syn12"]
     assert pages[0].columns == tuple(COLUMNS) and pages[0].rows[0] == QueryRow(11, 1, tuple(file_row(11)[2]))
@@ -78,6 +78,37 @@ def test_a_failed_query_is_one_clear_error(platform, no_wait):
                       json={"jobState": "FAILED", "errorMessage": "bad SQL", "errorDetails": "trace"})
     with pytest.raises(BadRequestError, match="job failed: bad SQL"):
         list(platform.query_table("syn9", "SELECT nope FROM syn9"))
+
+
+@pytest.mark.parametrize("status,answer", [
+    (200, bundle([file_row(11)])),          # a done job on Synapse is 201, never 200
+    (204, None),
+    (202, {"jobState": "COMPLETE", "jobId": "7"}),  # a 202 is always a running job's status
+])
+@responses.activate
+def test_a_job_answer_of_an_unexpected_status_fails_loudly(platform, no_wait, status, answer):
+    """Synapse's ``.../async/get/{token}`` answers 201 when done (TableController: @ResponseStatus(CREATED)) and
+    202 while processing (BaseControllerExceptionHandlerAdvice: NotReadyException); nothing else is waited on or
+    parsed as a result."""
+    responses.add(responses.GET, REPO + "/entity/syn1/type", json={"id": "syn1", "name": "p", "type": "x"})
+    platform.get_entity_header("syn1")  # a proven endpoint: a malformed answer is not an endpoint error
+    responses.add(responses.POST, QUERY + "/async/start", json={"token": "t1"}, status=201)
+    responses.add(responses.GET, QUERY + "/async/get/t1", json=answer, status=status)
+    with pytest.raises(MalformedAnswerError, match=f"HTTP {status}|not PROCESSING|job's answer"):
+        list(platform.query_table("syn9", "SELECT id FROM syn9"))
+    assert no_wait == []
+
+
+@responses.activate
+def test_the_query_request_holds_only_fields_of_its_model(platform, no_wait):
+    """QueryBundleRequest / Query (lib-auto-generated .../repo/model/table/QueryBundleRequest.json, Query.json)
+    have no ``isConsistent``."""
+    responses.add(responses.POST, QUERY + "/async/start", json={"token": "t1"}, status=201)
+    responses.add(responses.GET, QUERY + "/async/get/t1", json=bundle([file_row(11)]), status=201)
+    list(platform.query_table("syn9", "SELECT * FROM syn9"))
+    start = json.loads(responses.calls[0].request.body)
+    assert set(start) == {"concreteType", "entityId", "partMask", "query"}
+    assert set(start["query"]) <= {"sql", "includeEntityEtag", "offset", "limit"}
 
 
 @responses.activate

@@ -196,10 +196,10 @@ def test_a_query_answering_the_same_token_forever_ends_with_a_malformed_answer(p
     rows = {"headers": [{"name": "id"}], "rows": [{"rowId": 1, "versionNumber": 1, "values": ["syn1"]}]}
     responses.add(responses.POST, query + "/async/start", json={"token": "j1"}, status=201)
     responses.add(responses.GET, query + "/async/get/j1",
-                  json={"queryResult": {"queryResults": rows, "nextPageToken": token}})
+                  json={"queryResult": {"queryResults": rows, "nextPageToken": token}}, status=201)
     responses.add(responses.POST, query + "/nextPage/async/start", json={"token": "j2"}, status=201)
     responses.add(responses.GET, query + "/nextPage/async/get/j2",
-                  json={"queryResults": rows, "nextPageToken": token})
+                  json={"queryResults": rows, "nextPageToken": token}, status=201)
     with pytest.raises(MalformedAnswerError, match="the query of syn9: malformed answer: page 2"):
         list(platform.query_table("syn9", "SELECT id FROM syn9"))
     assert sum("/nextPage/async/start" in call.request.url for call in responses.calls) == 1

@@ -1,0 +1,357 @@
+"""Issue 30, items 3, 7, 8 and 17: the emulator's column, query, async-job and dataset answers held against
+Synapse's own model. Every fact below is written here by hand and names where it comes from in
+Sage-Bionetworks/Synapse-Repository-Services; ``SCHEMA/`` is
+``lib/lib-auto-generated/src/main/resources/schema/org/sagebionetworks/repo/model/``.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+from emuhelpers import Api
+
+TABLE_PKG = "org.sagebionetworks.repo.model.table."
+STR, INT, BOOL, DATE, OBJECT = "string", "integer", "boolean", "date-time", "object"
+#: SCHEMA/table/ColumnModelInterface.json, ``columnType`` enum
+COLUMN_TYPES = ("STRING", "DOUBLE", "INTEGER", "BOOLEAN", "DATE", "FILEHANDLEID", "ENTITYID", "SUBMISSIONID",
+                "EVALUATIONID", "LINK", "MEDIUMTEXT", "LARGETEXT", "USERID", "STRING_LIST", "INTEGER_LIST",
+                "BOOLEAN_LIST", "DATE_LIST", "ENTITYID_LIST", "USERID_LIST", "JSON")
+#: SCHEMA/table/FacetType.json
+FACET_TYPES = ("enumeration", "range")
+#: SCHEMA/asynch/AsynchronousJobStatus.json, ``jobState`` enum
+JOB_STATES = ("PROCESSING", "FAILED", "COMPLETE")
+DATE_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+@dataclass(frozen=True)
+class Enum:
+    values: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ListOf:
+    item: object
+    #: a RowSet's ``values`` hold null for an empty cell
+    nullable: bool = False
+
+
+@dataclass(frozen=True)
+class Model:
+    """A REST model: its fields (name -> kind: a JSON kind above, an Enum, a ListOf or a Model), the fields
+    Synapse always writes, and the ``concreteType`` it writes (schema-to-pojo initializes a class's
+    ``concreteType`` to its own name when an interface it implements declares one)."""
+
+    name: str
+    fields: Dict[str, object]
+    required: Tuple[str, ...] = ()
+    concrete_type: Optional[str] = None
+
+
+def problems(value, kind, where: str) -> List[str]:
+    """What in ``value`` the model ``kind`` does not allow: a null field, a field it lacks, a missing required
+    field, a wrong JSON type, an enum value it does not list, another concreteType."""
+    if isinstance(kind, Model):
+        if not isinstance(value, dict):
+            return [f"{where}: not an object"]
+        found = [f"{where}.{name}: not a field of {kind.name}" for name in value if name not in kind.fields]
+        found += [f"{where}.{name}: null (Synapse never writes null fields)" for name, v in value.items()
+                  if v is None]
+        found += [f"{where}.{name}: missing from {kind.name}" for name in kind.required if name not in value]
+        if kind.concrete_type and value.get("concreteType") not in (None, kind.concrete_type):
+            found.append(f"{where}.concreteType: {value['concreteType']!r}, not {kind.concrete_type!r}")
+        for name, v in value.items():
+            if name in kind.fields and v is not None:
+                found += problems(v, kind.fields[name], f"{where}.{name}")
+        return found
+    if isinstance(kind, ListOf):
+        if not isinstance(value, list):
+            return [f"{where}: not an array"]
+        return [p for i, v in enumerate(value) if not (v is None and kind.nullable)
+                for p in problems(v, kind.item, f"{where}[{i}]")]
+    if isinstance(kind, Enum):
+        return [] if value in kind.values else [f"{where}: {value!r} is not one of {kind.values}"]
+    ok = {STR: isinstance(value, str), BOOL: isinstance(value, bool), OBJECT: isinstance(value, dict),
+          INT: isinstance(value, int) and not isinstance(value, bool),
+          DATE: isinstance(value, str) and DATE_TIME.fullmatch(value) is not None}[kind]  # type: ignore[index]
+    return [] if ok else [f"{where}: {value!r} is not {kind}"]
+
+
+def assert_conforms(value, model: Model, where: str = "answer") -> None:
+    found = problems(value, model, where)
+    assert not found, "\n".join(found)
+
+
+# --- the models (SCHEMA/table/*.json unless said) ----------------------------------------------------
+#: ColumnModel.json + ColumnModelInterface.json (no concreteType: neither declares one); id, name and columnType
+#: are what ColumnModelUtils.createDTOFromDBO always gives
+COLUMN_MODEL = Model("ColumnModel", {
+    "id": STR, "name": STR, "columnType": Enum(COLUMN_TYPES), "facetType": Enum(FACET_TYPES), "defaultValue": STR,
+    "maximumSize": INT, "maximumListLength": INT, "enumValues": ListOf(STR), "jsonSubColumns": ListOf(OBJECT)},
+    required=("id", "name", "columnType"))
+#: SelectColumn.json
+SELECT_COLUMN = Model("SelectColumn", {"name": STR, "columnType": Enum(COLUMN_TYPES), "id": STR},
+                      required=("name", "columnType"))
+#: PaginatedColumnModels.json
+PAGINATED_COLUMN_MODELS = Model("PaginatedColumnModels", {"results": ListOf(COLUMN_MODEL),
+                                                          "totalNumberOfResults": INT},
+                                required=("results", "totalNumberOfResults"))
+#: Row.json
+ROW = Model("Row", {"rowId": INT, "versionNumber": INT, "etag": STR, "values": ListOf(STR, nullable=True)},
+            required=("values",))
+#: RowSet.json + AppendableRowSet.json (concreteType, tableId)
+ROW_SET = Model("RowSet", {"concreteType": STR, "tableId": STR, "etag": STR, "headers": ListOf(SELECT_COLUMN),
+                           "rows": ListOf(ROW)},
+                required=("concreteType", "tableId", "headers", "rows"), concrete_type=TABLE_PKG + "RowSet")
+#: QueryNextPageToken.json + HasEntityId.json; the service's own tokens carry no entityId
+#: (services/repository-managers/.../manager/table/TableQueryUtils.java createNextPageToken)
+NEXT_PAGE_TOKEN = Model("QueryNextPageToken", {"concreteType": STR, "token": STR},
+                        required=("concreteType", "token"), concrete_type=TABLE_PKG + "QueryNextPageToken")
+#: QueryResult.json
+QUERY_RESULT = Model("QueryResult", {"concreteType": STR, "queryResults": ROW_SET, "nextPageToken": NEXT_PAGE_TOKEN},
+                     required=("concreteType", "queryResults"), concrete_type=TABLE_PKG + "QueryResult")
+#: SumFileSizes.json
+SUM_FILE_SIZES = Model("SumFileSizes", {"sumFileSizesBytes": INT, "greaterThan": BOOL},
+                       required=("sumFileSizesBytes", "greaterThan"))
+#: QueryResultBundle.json
+QUERY_RESULT_BUNDLE = Model("QueryResultBundle", {
+    "concreteType": STR, "queryResult": QUERY_RESULT, "queryCount": INT, "selectColumns": ListOf(SELECT_COLUMN),
+    "maxRowsPerPage": INT, "columnModels": ListOf(COLUMN_MODEL), "facets": ListOf(OBJECT),
+    "sumFileSizes": SUM_FILE_SIZES, "lastUpdatedOn": DATE, "combinedSql": STR, "actionsRequired": ListOf(OBJECT)},
+    required=("concreteType",), concrete_type=TABLE_PKG + "QueryResultBundle")
+#: DownloadFromTableResult.json
+DOWNLOAD_RESULT = Model("DownloadFromTableResult", {
+    "concreteType": STR, "resultsFileHandleId": STR, "tableId": STR, "etag": STR, "headers": ListOf(SELECT_COLUMN)},
+    required=("concreteType", "resultsFileHandleId", "tableId", "etag", "headers"),
+    concrete_type=TABLE_PKG + "DownloadFromTableResult")
+#: SCHEMA/asynch/AsyncJobId.json
+ASYNC_JOB_ID = Model("AsyncJobId", {"token": STR}, required=("token",))
+#: SCHEMA/asynch/AsynchronousJobStatus.json; required: what AsynchJobStatusDAOImpl.startJob sets
+#: (lib/jdomodels/.../dbo/asynch/AsynchJobStatusDAOImpl.java). ``callersContext`` is left out on purpose:
+#: AsynchJobStatusManagerImpl.getJobStatus nulls it before answering.
+JOB_STATUS = Model("AsynchronousJobStatus", {
+    "jobState": Enum(JOB_STATES), "jobCanceling": BOOL, "requestBody": OBJECT, "responseBody": OBJECT, "etag": STR,
+    "jobId": STR, "startedByUserId": INT, "startedOn": DATE, "changedOn": DATE, "progressMessage": STR,
+    "progressCurrent": INT, "progressTotal": INT, "exception": STR, "errorMessage": STR, "errorDetails": STR,
+    "runtimeMS": INT},
+    required=("jobState", "jobCanceling", "requestBody", "etag", "jobId", "startedByUserId", "startedOn",
+              "changedOn", "runtimeMS"))
+
+SPEC = {"projects": [{"name": "p", "children": [
+    {"type": "folder", "name": "raw", "children": [
+        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"assay": "rnaSeq"}},
+        {"type": "file", "name": "b.txt", "content": "BB", "annotations": {"assay": "wgs"}},
+        {"type": "file", "name": "c.txt", "content": "CCC"},
+    ]},
+    {"type": "entityview", "name": "v", "scope": ["raw"], "columns": ["assay"]},
+    {"type": "table", "name": "t", "columns": [{"name": "n", "type": "INTEGER"}, {"name": "s", "type": "STRING"}],
+     "rows": [[1, "x"], [2, None]]},
+]}]}
+
+
+@pytest.fixture
+def conform(emulator_factory):
+    """(api, path -> id) over SPEC, two rows per query page (so a next page exists)."""
+    emu = emulator_factory(query_page_rows=2)
+    project = emu.seed_spec(SPEC)["p"]
+    return Api(emu), lambda path: emu.resolve(project, path)
+
+
+def run_job(api, url: str, body: dict) -> Tuple[dict, dict, object]:
+    """Start a job at ``url`` (``.../async``), GET it once (the 202) and again (the answer): (start answer, the
+    202's job status, the final response)."""
+    started = api.post(url + "/start", body)
+    assert started.status_code == 201, started.text  # TableController: @ResponseStatus(HttpStatus.CREATED)
+    assert_conforms(started.json(), ASYNC_JOB_ID)
+    pending = api.get(f"{url}/get/{started.json()['token']}")
+    assert pending.status_code == 202, pending.text  # BaseControllerExceptionHandlerAdvice: NotReadyException
+    done = api.get(f"{url}/get/{started.json()['token']}")
+    return started.json(), pending.json(), done
+
+
+# --- item 8: ColumnModel and the query answers ----------------------------------------------------------
+def test_column_models_have_no_concrete_type_and_conform(conform):
+    api, ids = conform
+    for entity in ("v", "t"):
+        listed = api.get(f"/repo/v1/entity/{ids(entity)}/column").json()
+        assert_conforms(listed, PAGINATED_COLUMN_MODELS)
+        assert listed["results"] and all("concreteType" not in model for model in listed["results"])
+        for model in listed["results"]:
+            assert api.get(f"/repo/v1/column/{model['id']}").json() == model
+            assert_conforms(model, COLUMN_MODEL)
+
+
+def test_query_bundle_result_and_next_page_conform(conform):
+    api, ids = conform
+    view = ids("v")
+    base = f"/repo/v1/entity/{view}/table/query"
+    request = {"concreteType": TABLE_PKG + "QueryBundleRequest", "entityId": view,
+               "query": {"sql": f"SELECT * FROM {view}", "includeEntityEtag": True}}  # no partMask: every part
+    _started, status, done = run_job(api, base + "/async", request)
+    assert done.status_code == 201, done.text
+    bundle = done.json()
+    assert_conforms(bundle, QUERY_RESULT_BUNDLE)
+    assert {"queryResult", "queryCount", "selectColumns", "maxRowsPerPage", "columnModels", "facets", "sumFileSizes",
+            "lastUpdatedOn", "combinedSql", "actionsRequired"} <= set(bundle)
+    assert all("concreteType" not in model for model in bundle["columnModels"])
+    token = bundle["queryResult"]["nextPageToken"]
+    assert set(token) == {"concreteType", "token"}
+    _started, _status, page = run_job(api, base + "/nextPage/async", token)
+    assert page.status_code == 201, page.text
+    assert_conforms(page.json(), QUERY_RESULT)
+    aggregate = run_job(api, base + "/async", dict(request, query={"sql": f"SELECT COUNT(*) FROM {view}"}))[2]
+    assert_conforms(aggregate.json(), QUERY_RESULT_BUNDLE)  # a COUNT row: no rowId, no versionNumber
+
+
+def test_a_full_page_names_a_next_page_even_when_no_row_remains(conform):
+    """TableQueryManagerImpl: a next page token whenever the page holds maxRowsPerPage rows
+    (isRowCountEqualToMaxRowsPerPage); the page after the last full one is empty and names none."""
+    api, ids = conform
+    table = ids("t")  # two rows, two rows per page
+    base = f"/repo/v1/entity/{table}/table/query"
+    first = run_job(api, base + "/async", {"query": {"sql": f"SELECT n FROM {table}"}})[2].json()
+    assert len(first["queryResult"]["queryResults"]["rows"]) == 2
+    token = first["queryResult"]["nextPageToken"]
+    last = run_job(api, base + "/nextPage/async", token)[2].json()
+    assert last["queryResults"]["rows"] == [] and "nextPageToken" not in last
+    assert_conforms(last, QUERY_RESULT)
+    one = run_job(api, base + "/async", {"query": {"sql": f"SELECT n FROM {table} LIMIT 1"}})[2].json()
+    assert "nextPageToken" not in one["queryResult"]
+
+
+def test_csv_download_result_conforms(conform):
+    api, ids = conform
+    table = ids("t")
+    _started, _status, done = run_job(api, f"/repo/v1/entity/{table}/table/download/csv/async",
+                                      {"concreteType": TABLE_PKG + "DownloadFromTableRequest",
+                                       "sql": f"SELECT * FROM {table}", "entityId": table})
+    assert done.status_code == 201, done.text
+    assert_conforms(done.json(), DOWNLOAD_RESULT)
+
+
+# --- item 7: the async job statuses -------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["query", "nextPage", "csv"])
+def test_a_job_answers_202_while_processing_then_201_and_keeps_answering(conform, kind):
+    api, ids = conform
+    view = ids("v")
+    sql = f"SELECT id FROM {view}"
+    if kind == "query":
+        url, body = f"/repo/v1/entity/{view}/table/query/async", {"query": {"sql": sql}}
+    elif kind == "csv":
+        url, body = f"/repo/v1/entity/{view}/table/download/csv/async", {"sql": sql}
+    else:
+        first = run_job(api, f"/repo/v1/entity/{view}/table/query/async", {"query": {"sql": sql}})[2].json()
+        url, body = f"/repo/v1/entity/{view}/table/query/nextPage/async", first["queryResult"]["nextPageToken"]
+    started, status, done = run_job(api, url, body)
+    assert_conforms(status, JOB_STATUS)
+    assert (status["jobState"], status["jobId"], status["jobCanceling"]) == ("PROCESSING", started["token"], False)
+    assert UUID.fullmatch(status["etag"])
+    assert done.status_code == 201 and "jobState" not in done.json()
+    again = api.get(f"{url}/get/{started['token']}")
+    assert (again.status_code, again.json()) == (201, done.json())
+
+
+def test_a_failed_job_answers_its_exception_status(conform):
+    """AsynchJobUtils.throwExceptionIfFailed rethrows the job's exception: a bad query is an
+    IllegalArgumentException, 400 (BaseControllerExceptionHandlerAdvice), not a FAILED job status."""
+    api, ids = conform
+    view = ids("v")
+    failed = run_job(api, f"/repo/v1/entity/{view}/table/query/async", {"query": {"sql": f"SELECT nope FROM {view}"}})[2]
+    assert failed.status_code == 400 and "nope" in failed.json()["reason"]
+
+
+# --- item 17: the 202 echoes the request as Synapse stored it -------------------------------------------
+def test_the_job_status_echoes_the_request_model_not_the_raw_body(conform):
+    """The request is parsed into its model and stored re-serialized (AsynchJobStatusUtils.createDBOFromDTO:
+    concreteType set to the class when absent; only non-null model fields). ``isConsistent`` is a field of no
+    model (SCHEMA/table/Query.json, QueryBundleRequest.json), so it is gone."""
+    api, ids = conform
+    view = ids("v")
+    sent = {"entityId": view, "partMask": 0x1, "unknown": 1, "nothing": None,
+            "query": {"sql": f"SELECT id FROM {view}", "isConsistent": True, "includeEntityEtag": False,
+                      "offset": None, "limit": 5, "extra": "x"}}
+    _started, status, _done = run_job(api, f"/repo/v1/entity/{view}/table/query/async", sent)
+    assert status["requestBody"] == {
+        "concreteType": TABLE_PKG + "QueryBundleRequest", "entityId": view, "partMask": 1,
+        "query": {"sql": f"SELECT id FROM {view}", "includeEntityEtag": False, "limit": 5}}
+
+    token = run_job(api, f"/repo/v1/entity/{view}/table/query/async",
+                    {"query": {"sql": f"SELECT id FROM {view}"}})[2].json()["queryResult"]["nextPageToken"]
+    _started, status, _done = run_job(api, f"/repo/v1/entity/{view}/table/query/nextPage/async",
+                                      {"token": token["token"], "isConsistent": True})
+    assert status["requestBody"] == {"concreteType": TABLE_PKG + "QueryNextPageToken", "token": token["token"]}
+
+    _started, status, done = run_job(api, f"/repo/v1/entity/{view}/table/download/csv/async", {
+        "sql": f"SELECT id FROM {view}", "writeHeader": True, "isConsistent": True, "includeEntityEtag": None,
+        "csvTableDescriptor": {"separator": "\t", "bogus": 1}})
+    assert status["requestBody"] == {"concreteType": TABLE_PKG + "DownloadFromTableRequest",
+                                     "sql": f"SELECT id FROM {view}", "writeHeader": True,
+                                     "csvTableDescriptor": {"separator": "\t"}}
+    assert done.status_code == 201
+
+
+@pytest.mark.parametrize("body,message", [
+    ({"query": {"sql": "SELECT id FROM syn1", "limit": "5"}}, "QueryBundleRequest.query.limit must be an integer"),
+    ({"query": {"sql": "SELECT id FROM syn1"}, "partMask": True}, "QueryBundleRequest.partMask must be an integer"),
+    ({"query": "SELECT id FROM syn1"}, "QueryBundleRequest.query must be a JSON object"),
+    ({"partMask": 1}, "QueryBundleRequest.query is required"),
+])
+def test_a_request_field_of_another_type_is_refused_at_start(conform, body, message):
+    api, ids = conform
+    answer = api.post(f"/repo/v1/entity/{ids('v')}/table/query/async/start", body)
+    assert answer.status_code == 400 and message in answer.json()["reason"]
+
+
+# --- item 3: a Dataset's count, size and checksum --------------------------------------------------------
+def _md5(data: bytes) -> str:
+    return hashlib.md5(data).hexdigest()
+
+
+DATASET_SPEC = {"projects": [{"name": "p", "children": [
+    {"type": "file", "name": "a.csv", "content": "aaa"},
+    {"type": "file", "name": "b.csv", "content": "b"},
+    {"type": "file", "name": "nomd5.csv", "external": True, "content": "zz", "record_md5": False},
+    {"type": "file", "name": "neither.csv", "external": True, "content": "yyy", "record_md5": False,
+     "record_size": False},
+    {"type": "file", "name": "nosize.csv", "external": True, "content": "q", "record_size": False},
+    {"type": "dataset", "name": "ab", "items": [{"ref": "a.csv"}, {"ref": "b.csv"}]},
+    {"type": "dataset", "name": "mixed", "items": [{"ref": "a.csv"}, {"ref": "nomd5.csv"}, {"ref": "neither.csv"},
+                                                    {"ref": "nosize.csv"}]},
+    {"type": "dataset", "name": "no_md5s", "items": [{"ref": "nomd5.csv"}, {"ref": "neither.csv"}]},
+    {"type": "dataset", "name": "empty"},
+]}]}
+
+
+@pytest.fixture
+def datasets(emulator):
+    project = emulator.seed_spec(DATASET_SPEC)["p"]
+    api = Api(emulator)
+    return lambda name: api.get(f"/repo/v1/entity/{emulator.resolve(project, name)}").json()
+
+
+def test_dataset_checksum_is_the_md5_of_the_sorted_md5s_joined_with_no_separator(datasets):
+    """lib/jdomodels/.../dbo/dao/NodeDAOImpl.java SELECT_FILE_SUMMARY_FOR_ID_AND_VERSION:
+    ``MD5(GROUP_CONCAT(CONTENT_MD5 ORDER BY CONTENT_MD5 ASC SEPARATOR ''))``; SCHEMA/table/Dataset.json's example
+    says the same (md5('5e089d2972794b6d'))."""
+    dataset = datasets("ab")
+    joined = "".join(sorted([_md5(b"aaa"), _md5(b"b")]))
+    assert (dataset["count"], dataset["size"], dataset["checksum"]) == (2, 4, _md5(joined.encode()))
+
+
+def test_dataset_files_without_an_md5_or_a_size_add_nothing_to_them(datasets):
+    """GROUP_CONCAT and SUM skip NULLs; COUNT(*) counts every item joined to its file handle."""
+    mixed = datasets("mixed")
+    joined = "".join(sorted([_md5(b"aaa"), _md5(b"q")]))
+    assert (mixed["count"], mixed["size"], mixed["checksum"]) == (4, 3 + 2, _md5(joined.encode()))
+
+
+def test_a_dataset_without_any_md5_or_any_item_has_no_checksum(datasets):
+    """GROUP_CONCAT over no value is NULL and MD5(NULL) is NULL: no checksum field (null fields are not written);
+    with no item NodeDAOImpl.getFileSummary answers FileSummary(null, 0, 0)."""
+    no_md5s = datasets("no_md5s")
+    assert (no_md5s["count"], no_md5s["size"]) == (2, 2) and "checksum" not in no_md5s
+    empty = datasets("empty")
+    assert (empty["count"], empty["size"], empty["items"]) == (0, 0, []) and "checksum" not in empty
