@@ -6,7 +6,8 @@ Spec format (other tools rely on it)::
         {"type": "folder", "name": "d", "children": [...]},
         {"type": "file", "name": "a.txt", "content": "text"},
         {"type": "file", "name": "big.bin", "size": 134217728, "seed": 7},
-        {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v2"}]},
+        {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v2", "file_name": "v2.txt"}]},
+        {"type": "file", "name": "renamed", "file_name": "raw data.csv", "content": "a,b"},
         {"type": "link", "name": "l", "target": "d/a.txt"},
         {"type": "file", "name": "secret", "content": "x", "deny": true},
         {"type": "file", "name": "n", "content": "x", "annotations": {"k": ["v"]}},
@@ -18,6 +19,10 @@ Spec format (other tools rely on it)::
         {"type": "table", "name": "t", "columns": [{"name": "file", "type": "ENTITYID"}, "note"],
          "rows": [["d/a.txt", "first"], [["d", "a.txt"], null]]}]}]}
 
+Entity names follow Synapse's rule (:mod:`.entity_names`: trimmed, then refused as Synapse refuses them);
+``"names": "unchecked"`` at the top level stores any non-empty name as given: not Synapse, a hostile server.
+``file_name`` (on a file or one of its ``versions``; default: the entity's name) is the handle's ``fileName``, any
+non-empty string, as an external handle's may be on Synapse.
 ``size`` + ``seed`` means the bytes ``random.Random(seed).randbytes(size)``, generated in chunks.
 ``target`` is a "/"-separated path inside the same project, or a list of names when a name itself
 contains "/".  ``deny`` is ``true``/``"read"`` (no read, no download) or ``"download"``.

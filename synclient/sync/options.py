@@ -60,7 +60,9 @@ class SyncOptions:
       (``"case,nfd,windows"``), to force the answer.
     - ``file_names``: ``entity`` (the default) names each file by its entity's name, what the web shows and unique
       within its folder; ``handle`` by its file handle's ``fileName``, as synapseclient 4.14 names a download (the
-      drop-ins ``syncFromSynapse`` / ``sync_from_synapse`` use it; see :mod:`synclient.sync.handle_names`).
+      drop-ins ``syncFromSynapse`` / ``sync_from_synapse`` use it; see :mod:`synclient.sync.handle_names`). It
+      applies to a project's or folder's walk and to a file root; lists of ids, datasets and queries name their
+      files by their entities.
     """
 
     if_collision: Collision
