@@ -129,8 +129,9 @@ class SyncOptions:
 
     @property
     def needs_bundle(self) -> bool:
-        """Every file takes its bundle call, even one the index shows unchanged (the index has not all it needs)."""
-        return self.provenance or self.entity_details
+        """Every file takes its bundle call, even one the index shows unchanged (the index has not all it needs; or,
+        files named by their handles, the call was made to name it: handle_names.py)."""
+        return self.provenance or self.entity_details or self.file_names is FileNames.HANDLE
 
     @property
     def wants_manifest(self) -> bool:

@@ -205,14 +205,21 @@ class TreeWalker:
                     # (its renaming is reported once the run knows the file is at that name: the pipeline's)
                     return FoundFile(header, self._gate.registry.claim(path, header.id), rel, folder.header.id,
                                      local.reason() if local is not None else "")
+                self._forget_bundle(header)
             elif header.type is EntityType.LINK and self._follow_links:
                 self._path(folder, header.name, local)  # refuse a bad name before any call
                 self._pool.submit(Priority.LISTING, self._resolve_link, folder, header, local)
         except SynclientError as exc:
             if header.type is not EntityType.FILE:
                 self.unvisited.add(folder.rel(header.name))
+            self._forget_bundle(header)
             self._on_failure(header, self._local_path(folder, header.name, local), exc)
         return None
+
+    def _forget_bundle(self, header: EntityHeader) -> None:
+        """A file the run will not take: the bundle fetched to name it (handle_names.py) is not kept."""
+        if self._file_names is not None and header.type is EntityType.FILE:
+            self._file_names.take(header.id, header.version_number)
 
     def _path(self, folder: Folder, name: str, local: Optional[LocalName]) -> Path:
         """The local path of the remote ``name`` in ``folder`` (``local``: its mapped name), through the gate: not

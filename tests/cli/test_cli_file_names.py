@@ -19,6 +19,7 @@ def test_get_names_files_by_their_entities_whatever_their_handles_say(tmp_path):
         env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=emu.endpoint, SYNCLIENT_AUTH_TOKEN=emu.token)
         got = run_cli("get", "-r", project, "--path", str(tmp_path / "t"), env=env)
         assert got.returncode == 0, got.stderr
+    manifests = ("manifest.csv", "SYNAPSE_METADATA_MANIFEST.tsv")
     files = {p.relative_to(tmp_path / "t").as_posix(): p.read_text() for p in (tmp_path / "t").rglob("*")
-             if p.is_file() and ".synclient" not in p.parts and p.name not in ("manifest.csv", "SYNAPSE_METADATA_MANIFEST.tsv")}
+             if p.is_file() and ".synclient" not in p.parts and p.name not in manifests}
     assert files == {"one.csv": "1", "two.csv": "2", "d/plain name.txt": "3", "d/v.txt": "b"}
