@@ -36,8 +36,8 @@ from synclient.sync.local_names import with_id
 
 log = logging.getLogger("synclient.sync")
 
-#: bundle calls of one folder's files at once
-_FETCHES = 8
+#: bundle calls of one folder's files at once, by default
+FETCHES = 8
 
 
 class FileNames(Choice):
@@ -53,9 +53,10 @@ def _id_number(entity_id: str) -> Tuple[int, str]:
 class HandleNames:
     """Renames the files of a listing to their handles' ``fileName`` (see the module docstring). Thread-safe."""
 
-    def __init__(self, platform: Platform, cache: Optional[SynapseCache] = None) -> None:
+    def __init__(self, platform: Platform, cache: Optional[SynapseCache] = None, *, fetches: int = FETCHES) -> None:
         self._platform = platform
         self._cache = cache
+        self._fetches = max(1, fetches)  # a folder's bundle calls at once (the run's workers)
         self._bundles: Dict[Tuple[str, Optional[int]], FileBundle] = {}
         self._lock = threading.Lock()
 
@@ -88,7 +89,7 @@ class HandleNames:
         """A whole folder's listing with its files named by their handles, twins named apart."""
         files = [header for header in headers if header.type is EntityType.FILE]
         if len(files) > 1:
-            with ThreadPoolExecutor(max_workers=min(_FETCHES, len(files))) as fetchers:
+            with ThreadPoolExecutor(max_workers=min(self._fetches, len(files))) as fetchers:
                 named = dict(zip((h.id for h in files), fetchers.map(self.name, files)))
         else:
             named = {h.id: self.name(h) for h in files}

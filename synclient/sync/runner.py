@@ -133,7 +133,7 @@ class SyncRun:
         # files named by their handles, as synapseclient names them (the drop-ins): handle_names.py
         cache_root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
         self.handle_names = (HandleNames(platform, SynapseCache.if_present(cache_root) if options.synapse_cache
-                                         else None)
+                                         else None, fetches=config.max_workers)
                              if options.file_names is FileNames.HANDLE else None)
         self.pipeline.handle_names = self.handle_names
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
