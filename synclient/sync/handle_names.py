@@ -90,12 +90,12 @@ class HandleNames:
         files = [header for header in headers if header.type is EntityType.FILE]
         if len(files) > 1:
             with ThreadPoolExecutor(max_workers=min(self._fetches, len(files))) as fetchers:
-                named = dict(zip((h.id for h in files), fetchers.map(self.name, files)))
+                named = list(fetchers.map(self.name, files))
         else:
-            named = {h.id: self.name(h) for h in files}
+            named = [self.name(h) for h in files]
         taken = {header.name for header in headers if header.type is not EntityType.FILE}
         result = [header for header in headers if header.type is not EntityType.FILE]
-        for header in sorted(named.values(), key=lambda h: _id_number(h.id)):
+        for header in sorted(named, key=lambda h: _id_number(h.id)):
             if header.name in taken:
                 twin = with_id(header.name, header.id, is_folder=False)
                 log.warning("%s: its file name %r is another entry's in its folder; it is written as %r",
