@@ -19,11 +19,13 @@ MANIFESTS = {"SYNAPSE_METADATA_MANIFEST.tsv", "manifest.csv"}
 
 
 def _spec():
-    """>= 3 levels, >= 120 files, one folder with > 50 children (two pages), files > 8 MiB."""
+    """>= 3 levels, >= 120 files, one folder with > 50 children (two pages), files > 8 MiB; some files' handles
+    have a fileName of their own (what synapseclient names a download by: unicode is fine there)."""
     wide = [{"type": "file", "name": f"w{i:03d}.txt", "content": f"wide file {i}\n" * (i % 7 + 1)}
             for i in range(75)]
     deep = [{"type": "file", "name": f"deep{i}.dat", "size": 1000 + i * 37, "seed": 100 + i} for i in range(30)]
-    top = [{"type": "file", "name": f"top{i}.txt", "content": f"top {i}"} for i in range(15)]
+    top = [{"type": "file", "name": f"top{i}.txt", "content": f"top {i}",
+            **({"file_name": f"Top {i} (r\u00e9sum\u00e9).txt"} if i % 5 == 0 else {})} for i in range(15)]
     return {"projects": [{"name": "fidelity", "children": top + [
         {"type": "folder", "name": "level1", "children": [
             {"type": "folder", "name": "wide", "children": wide},
@@ -33,13 +35,15 @@ def _spec():
             ]},
             {"type": "file", "name": "big9.bin", "size": 9 * MiB, "seed": 8},
         ]},
-        {"type": "file", "name": "versions.txt", "versions": [{"content": "old"}, {"content": "new"}]},
+        {"type": "file", "name": "versions.txt", "versions": [{"content": "old", "file_name": "old.txt"},
+                                                              {"content": "new", "file_name": "new.txt"}]},
         {"type": "file", "name": "annotated.txt", "content": "a", "annotations": {"k": ["v"], "n": [1, 2]}},
     ]}]}
 
 
 def _expected_files(spec):
-    """{relative path: md5} computed from the spec itself, independently of the emulator."""
+    """{relative path: md5} computed from the spec itself, independently of the emulator: each file under its
+    (current version's) handle's fileName, as synapseclient names it."""
     expected = {}
 
     def walk(children, prefix):
@@ -50,7 +54,8 @@ def _expected_files(spec):
             elif child["type"] == "file":
                 node = child["versions"][-1] if "versions" in child else child
                 data = node["content"].encode() if "content" in node else seeded_bytes(node["size"], node["seed"])
-                expected[path] = hashlib.md5(data).hexdigest()
+                expected[prefix + node.get("file_name", child.get("file_name", child["name"]))] = \
+                    hashlib.md5(data).hexdigest()
 
     walk(spec["projects"][0]["children"], "")
     return expected
@@ -72,20 +77,27 @@ def _sync_and_compare(emu, syn, tmp_path):
     spec = _spec()
     project_id = emu.seed_spec(spec)["fidelity"]
     expected = _expected_files(spec)
-    assert len(expected) >= 120
+    assert len(expected) >= 120 and "Top 0 (r\u00e9sum\u00e9).txt" in expected and "new.txt" in expected
     out = tmp_path / "out"
     synapseutils.syncFromSynapse(syn, project_id, path=str(out))
     assert _local_files(out) == expected
+    return project_id, expected
 
 
 def test_synapseclient_sync_is_byte_exact(emulator_factory, synapse_login, tmp_path):
     emu = emulator_factory()
     syn = synapse_login(emu)
-    _sync_and_compare(emu, syn, tmp_path)
+    project_id, expected = _sync_and_compare(emu, syn, tmp_path)
     stats = emu.stats()
     assert stats["auth_headers_on_data"] == 0
     assert stats["api_by_route"]["POST /repo/v1/entity/children"] >= 6  # the wide folder needs two pages
     assert any(status == "206" for status in stats["data_by_status"])  # > 8 MiB files come in ranged parts
+    # synclient's drop-in lands path for path where synapseutils does (a cache of its own: nothing to copy)
+    from synclient import syncFromSynapse
+
+    syncFromSynapse(synapse_login(emu, cache_root=tmp_path / "other-cache"), project_id, path=str(tmp_path / "ours"))
+    ours = _local_files(tmp_path / "ours")
+    assert {path: md5 for path, md5 in ours.items() if not path.startswith(".synclient/")} == expected
 
 
 FAULTS = dict(fault_api_5xx_rate=0.05, fault_api_5xx_statuses=(503,), fault_data_cut_rate=0.02, fault_seed=1234)

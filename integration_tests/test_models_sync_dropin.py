@@ -17,9 +17,12 @@ models = pytest.importorskip("synapseclient.models")
 SPEC = {"projects": [{"name": "p", "children": [
     {"type": "folder", "name": "d", "children": [
         {"type": "folder", "name": "e", "children": [
-            {"type": "file", "name": "deep.csv", "content": "1,2\n", "annotations": {"n": [3], "x": [1.5]}}]},
+            # handle fileNames that are not the entity names: the models API writes those (unicode is fine there)
+            {"type": "file", "name": "deep.csv", "file_name": "d\u00e9j\u00e0 vu.csv", "content": "1,2\n",
+             "annotations": {"n": [3], "x": [1.5]}}]},
         {"type": "folder", "name": "empty", "children": []},
-        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"tissue": ["brain"], "ok": [True]}}]},
+        {"type": "file", "name": "a.txt", "file_name": "A data.txt", "content": "A",
+         "annotations": {"tissue": ["brain"], "ok": [True]}}]},
     {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}}]}]}
 FILE_FIELDS = ("id", "name", "etag", "created_on", "modified_on", "created_by", "modified_by", "parent_id",
                "version_number", "version_label", "is_latest_version", "data_file_handle_id")
@@ -57,6 +60,7 @@ def test_same_tree_as_the_models_api(emulator, synapse_login, tmp_path, kind):
     assert shape(ours, tmp_path / "ours") == shape(theirs, tmp_path / "theirs")
     assert disk(tmp_path / "ours") == disk(tmp_path / "theirs")
     assert (tmp_path / "ours" / "d" / "empty").is_dir() if kind == "Project" else True
+    assert "d/A data.txt" in disk(tmp_path / "ours") or kind == "Folder"
 
 
 def test_not_recursive_and_metadata_only(emulator, synapse_login, tmp_path):

@@ -27,8 +27,10 @@ MiB = 1024 * 1024
 
 
 def _spec():
-    """15 files below the multipart threshold (one data request each), in three folders, one of 3 MiB."""
-    top = [{"type": "file", "name": f"top{i}.txt", "content": f"top file {i}\n" * (i + 1)} for i in range(3)]
+    """15 files below the multipart threshold (one data request each), in three folders, one of 3 MiB. The top
+    files' handles have their own fileName (what synapseclient names them by)."""
+    top = [{"type": "file", "name": f"top{i}.txt", "file_name": f"Top file {i}.txt",
+            "content": f"top file {i}\n" * (i + 1)} for i in range(3)]
     a = [{"type": "file", "name": f"a{i}.dat", "size": 2000 + 97 * i, "seed": 10 + i} for i in range(6)]
     c = [{"type": "file", "name": f"c{i}.csv", "content": f"x,y\n{i},{i * i}\n"} for i in range(5)]
     big = {"type": "file", "name": "big.bin", "size": 3 * MiB + 17, "seed": 99}
@@ -38,7 +40,8 @@ def _spec():
     ]}]}
 
 
-def _expected():
+def _expected(by_handle: bool = False):
+    """Relative path -> MD5 of every file, each named by its entity (synclient) or its handle (synapseclient)."""
     expected = {}
 
     def walk(children, prefix):
@@ -47,7 +50,8 @@ def _expected():
                 walk(child["children"], f"{prefix}{child['name']}/")
             else:
                 data = child["content"].encode() if "content" in child else seeded_bytes(child["size"], child["seed"])
-                expected[prefix + child["name"]] = hashlib.md5(data).hexdigest()
+                name = child.get("file_name", child["name"]) if by_handle else child["name"]
+                expected[prefix + name] = hashlib.md5(data).hexdigest()
 
     walk(_spec()["projects"][0]["children"], "")
     return expected
@@ -143,6 +147,35 @@ def test_synclient_copies_what_synapseclient_got_and_downloads_the_rest(emulator
     emulator.reset_stats()
     _sync(emulator, project, tmp_path / "plain", progress=False, synapse_cache=False)
     assert emulator.stats()["api_by_route"] == stats["api_by_route"]
+
+
+def test_the_drop_in_names_files_as_synapseutils_does_with_or_without_cached_copies(emulator, project, tmp_path,
+                                                                                    synapse_login):
+    """synapseclient names a download by its handle's fileName, or by the cached copy it copies: the drop-in lands
+    path for path where synapseutils does, with empty caches and after ``synclient get`` (entity names) recorded
+    its copies. (Each cache is named here: no config file names one.)"""
+    synapseutils = pytest.importorskip("synapseutils")
+    from synclient import syncFromSynapse
+
+    caches = {name: tmp_path / name for name in ("their-cache", "our-cache", "shared-cache")}
+    for root in caches.values():
+        root.mkdir()
+    synapseutils.syncFromSynapse(synapse_login(emulator, cache_root=caches["their-cache"]), project,
+                                 path=str(tmp_path / "theirs"))
+    syncFromSynapse(synapse_login(emulator, cache_root=caches["our-cache"]), project, path=str(tmp_path / "ours"))
+    assert local_tree(tmp_path / "ours") == local_tree(tmp_path / "theirs") == _expected(by_handle=True)
+    assert _expected(by_handle=True) != _expected()
+    # synclient's own rule (entity names), its copies recorded in the shared cache
+    _sync(emulator, project, tmp_path / "get", progress=False, synapse_cache=caches["shared-cache"])
+    assert local_tree(tmp_path / "get") == _expected()
+    # the cache's copies are named by their entities: synapseclient copies each under that name, and so does the
+    # drop-in, neither downloading anything
+    emulator.reset_stats()
+    syn = synapse_login(emulator, cache_root=caches["shared-cache"])
+    synapseutils.syncFromSynapse(syn, project, path=str(tmp_path / "theirs2"))
+    syncFromSynapse(syn, project, path=str(tmp_path / "ours2"))
+    assert local_tree(tmp_path / "ours2") == local_tree(tmp_path / "theirs2") == _expected()
+    assert emulator.stats()["data_requests"] == 0
 
 
 def test_without_the_cache_every_file_is_downloaded_and_nothing_recorded(emulator, project, cache_root, tmp_path):

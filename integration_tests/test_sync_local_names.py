@@ -121,7 +121,7 @@ def test_a_twin_added_later_never_renames_the_file_already_there(emu, tmp_path):
 
 
 def test_unicode_normalization_twins_are_kept_apart_and_a_new_version_stays_at_its_local_name(emu, tmp_path):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
         _file(NFC, "composed"), _file(NFD, "decomposed")]}]})["p"]
     composed, decomposed = emu.resolve(project, NFC), emu.resolve(project, NFD)
     first = _sync(emu, project, tmp_path, "nfd")
@@ -139,7 +139,7 @@ def test_unicode_normalization_twins_are_kept_apart_and_a_new_version_stays_at_i
 
 def test_windows_names_are_mapped_to_lookalikes_and_suffixes(emu, tmp_path):
     names = ['a:b?.txt', 'CON', 'nul.txt', 'com1.tar.gz', 'trail.', 'space ', 'x<y>z|"*', "tab\tname"]
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
         *(_file(name, name) for name in names), _file("a：b？.txt", "already full-width"),
         {"type": "folder", "name": "AUX", "children": [_file("in.txt", "inside")]}]}]})["p"]
     mapped_one = emu.resolve(project, "a:b?.txt")
@@ -195,7 +195,7 @@ def test_the_environment_forces_the_probe_and_a_dry_run_plans_the_same_names(emu
 
 def test_without_a_forced_answer_linux_keeps_every_name(emu, tmp_path, monkeypatch):
     monkeypatch.delenv(PROBE_ENV, raising=False)
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
         _file("Case.txt", "upper"), _file("case.txt", "lower"), _file("a:b", "colon")]}]})["p"]
     results = sync_from_platform(project, tmp_path, platform=platform_for(emu), progress=False)
     assert sorted(local_tree(tmp_path)) == ["Case.txt", "a:b", "case.txt"]
@@ -224,7 +224,7 @@ def test_when_the_twin_that_kept_the_name_goes_the_other_stays_put_until_its_nex
 
 
 def test_a_list_of_ids_names_its_twins_apart_and_maps_windows_names(emu, tmp_path):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
         {"type": "folder", "name": "x", "children": [_file("Case.txt", "x"), _file("a:b", "colon")]},
         {"type": "folder", "name": "y", "children": [_file("case.txt", "y")]}]}]})["p"]
     upper, lower, colon = (emu.resolve(project, path) for path in ("x/Case.txt", "y/case.txt", "x/a:b"))
@@ -314,15 +314,15 @@ def test_a_literal_lookalike_added_later_never_takes_the_mapped_name_already_the
     (nothing re-downloaded, no two remote folders' files mixed in one local folder)."""
     entity = ({"type": "folder", "name": "a:b", "children": [_file("x", "colon x"), _file("y", "colon y")]}
               if kind == "folder" else _file("a:b", "colon"))
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [entity]}]})["p"]
+    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [entity]}]})["p"]
     colon = emu.resolve(project, "a:b")
     _sync(emu, project, tmp_path, "windows", delete=True)
     if kind == "folder":
-        literal = emu.add_folder(project, "a\uff1ab")
+        literal = emu.add_folder(project, "a\uff1ab", names="unchecked")
         fetched = emu.add_file(literal, "x", "literal x")
         expected = {"a\uff1ab/x": "colon x", "a\uff1ab/y": "colon y", f"a\uff1ab ({literal})/x": "literal x"}
     else:
-        literal = fetched = emu.add_file(project, "a\uff1ab", "literal")
+        literal = fetched = emu.add_file(project, "a\uff1ab", "literal", names="unchecked")
         expected = {"a\uff1ab": "colon", f"a\uff1ab ({literal})": "literal"}
     emu.reset_stats()
     results = _sync(emu, project, tmp_path, "windows", delete=True)
@@ -351,7 +351,7 @@ def test_a_twin_that_keeps_its_renamed_local_name_still_says_why(emu, tmp_path):
 
 def test_a_twin_differing_in_case_and_unicode_normalization_says_so(emu, tmp_path):
     """Review of issue 18: 'Café.txt' decomposed and 'café.txt' composed differ in both: the reason names both."""
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
+    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
         _file(unicodedata.normalize("NFD", "Caf\u00e9.txt"), "upper"),
         _file(unicodedata.normalize("NFC", "caf\u00e9.txt"), "lower")]}]})["p"]
     results = _sync(emu, project, tmp_path, "case,nfd")

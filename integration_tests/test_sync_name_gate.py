@@ -17,8 +17,9 @@ from synclient.emulator import Emulator
 from synclient.errors import UnsafePathError
 from synctrees import local_tree
 
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "file", "name": "sub/evil.txt", "content": "evil"},  # the emulator stores any name, as a hostile server
+#: names Synapse refuses (a "/"): a hostile server's, so "names": "unchecked"
+SPEC = {"names": "unchecked", "projects": [{"name": "p", "children": [
+    {"type": "file", "name": "sub/evil.txt", "content": "evil"},
     {"type": "folder", "name": "sub", "children": [{"type": "file", "name": "evil.txt", "content": "good"}]},
     {"type": "file", "name": "ok.txt", "content": "ok"},
     {"type": "dataset", "name": "x/ds", "items": [{"ref": "ok.txt"}]},
@@ -111,7 +112,7 @@ def test_the_walk_refuses_the_slash_named_file_and_keeps_the_folder_file(emu, tm
 
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_a_rename_is_reported_only_where_the_file_is(tmp_path, dry_run):
-    spec = {"projects": [{"name": "p", "children": [
+    spec = {"names": "unchecked", "projects": [{"name": "p", "children": [
         {"type": "file", "name": name, "content": name} for name in ("Case.txt", "case.txt", "a:b")] + [
         {"type": "folder", "name": name, "children": [{"type": "file", "name": "f.txt", "content": name}]}
         for name in ("Data", "data", "x:y")]}]}
@@ -188,7 +189,7 @@ def test_a_keep_both_copy_stays_its_files_when_a_remote_file_of_its_name_fails(t
 def _two_of_one_name(name: str):
     """An emulator whose project has two files named ``name`` (in folders ``one`` and ``two``): (emulator, a
     platform of it, the two ids)."""
-    spec = {"projects": [{"name": "p", "children": [
+    spec = {"names": "unchecked", "projects": [{"name": "p", "children": [
         {"type": "folder", "name": folder, "children": [{"type": "file", "name": name, "content": folder}]}
         for folder in ("one", "two")]}]}
     with Emulator() as emu, Platform(emu.endpoint, token=emu.token) as platform:

@@ -23,7 +23,12 @@ SPEC = {"projects": [{"name": "p", "children": [
         {"type": "file", "name": "a.txt", "content": "A", "annotations": {"tissue": ["brain"], "ok": [True]}}]},
     {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}},
     {"type": "file", "name": "big.bin", "size": 3 * 1024 * 1024 + 5, "seed": 7},
-    {"type": "file", "name": "plain.bin", "content": "P"}]}]}
+    {"type": "file", "name": "plain.bin", "content": "P"},
+    # an entity name that is not its handle's fileName (renamed, or stored with name=): synapseclient writes the
+    # handle's, unicode included (Synapse refuses unicode only in entity names)
+    {"type": "file", "name": "renamed", "file_name": "raw data.csv", "content": "R"},
+    {"type": "file", "name": "v.txt", "versions": [{"content": "v1", "file_name": "old.txt"},
+                                                   {"content": "v2", "file_name": "r\u00e9sum\u00e9.txt"}]}]}]}
 
 FIELDS = ("id", "name", "etag", "createdOn", "modifiedOn", "createdBy", "modifiedBy", "parentId", "versionNumber",
           "versionLabel", "dataFileHandleId")
@@ -71,6 +76,73 @@ def test_same_tree_objects_and_manifests_as_synapseutils(emulator, synapse_login
     if manifest == "all":  # (synapseutils writes manifest.csv into every folder whatever the mode: see the docs)
         assert ({p.relative_to(ours) for p in ours.rglob("manifest.csv")}
                 == {p.relative_to(theirs) for p in theirs.rglob("manifest.csv")} != set())
+
+
+def test_files_land_under_their_handles_file_names_as_synapseutils_puts_them(emulator, synapse_login, tmp_path):
+    project = emulator.seed_spec(SPEC)["p"]
+    syn = synapse_login(emulator)
+    ours = syncFromSynapse(syn, project, path=str(tmp_path / "ours"))
+    theirs = synapseutils.syncFromSynapse(syn, project, path=str(tmp_path / "theirs"))
+    by_name = {f.name: os.path.relpath(f.path, tmp_path / "ours") for f in ours}
+    assert by_name["renamed"] == "raw data.csv" and by_name["v.txt"] == "r\u00e9sum\u00e9.txt"
+    assert by_name == {f.name: os.path.relpath(f.path, tmp_path / "theirs") for f in theirs}
+
+
+def test_two_handles_of_one_file_name_in_a_folder_keep_both_files(emulator, synapse_login, tmp_path):
+    """synapseutils writes both to one path (the later replaces the earlier: a file is lost); the drop-in keeps the
+    name for the file of the smallest id and gives the other its id in the name."""
+    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "file", "name": "one", "file_name": "same.csv", "content": "1"},
+        {"type": "file", "name": "two", "file_name": "same.csv", "content": "2"},
+        {"type": "folder", "name": "x.txt"},
+        {"type": "file", "name": "three", "file_name": "x.txt", "content": "3"}]}]})["p"]
+    syn = synapse_login(emulator)
+    ours = syncFromSynapse(syn, project, path=str(tmp_path / "ours"))
+    ids = {f.name: f.id for f in ours}
+    assert tree(tmp_path / "ours") == {"same.csv": hashlib.md5(b"1").hexdigest(),
+                                       f"same ({ids['two']}).csv": hashlib.md5(b"2").hexdigest(),
+                                       f"x ({ids['three']}).txt": hashlib.md5(b"3").hexdigest()}
+    assert {f.name: os.path.relpath(f.path, tmp_path / "ours") for f in ours} == {
+        "one": "same.csv", "two": f"same ({ids['two']}).csv", "three": f"x ({ids['three']}).txt"}
+    # (synapseutils, with a cache of its own: one path for both, where the later download replaced the earlier)
+    theirs_syn = synapse_login(emulator, cache_root=tmp_path / "their-cache")
+    theirs = synapseutils.syncFromSynapse(theirs_syn, project, path=str(tmp_path / "theirs"))
+    assert len({f.path for f in theirs if f.name in ("one", "two")}) == 1
+
+
+def test_twins_on_different_listing_pages_are_named_apart_the_same_way_every_run(emulator, synapse_login, tmp_path):
+    """A folder's names are settled once its every page is listed: the smallest id keeps a shared fileName."""
+    children = [{"type": "file", "name": f"f{i:02d}", "content": str(i),
+                 **({"file_name": "twin.txt"} if i in (1, 59) else {})} for i in range(60)]
+    project = emulator.seed_spec({"projects": [{"name": "p", "children": children}]})["p"]
+    syn = synapse_login(emulator)
+    first = {f.name: os.path.relpath(f.path, tmp_path / "out") for f in syncFromSynapse(syn, project,
+                                                                                       path=str(tmp_path / "out"))}
+    later = emulator.resolve(project, "f59")
+    assert first["f01"] == "twin.txt" and first["f59"] == f"twin ({later}).txt" and first["f02"] == "f02"
+    again = {f.name: os.path.relpath(f.path, tmp_path / "out") for f in syncFromSynapse(syn, project,
+                                                                                       path=str(tmp_path / "out"))}
+    assert again == first and len(tree(tmp_path / "out")) == 60
+
+
+def test_a_hostile_handle_file_name_goes_through_the_name_gate(emulator, synapse_login, tmp_path):
+    """A handle's fileName is a server's name like an entity's: ``/``, ``..`` and NUL fail that file alone, and
+    nothing is written outside the target."""
+    from synclient.errors import SyncError
+
+    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
+        {"type": "folder", "name": "d", "children": [
+            {"type": "file", "name": "up", "file_name": "../../escaped.txt", "content": "x"},
+            {"type": "file", "name": "dotdot", "file_name": "..", "content": "x"},
+            {"type": "file", "name": "nul", "file_name": "a\x00b", "content": "x"},
+            {"type": "file", "name": "fine", "file_name": "fine.txt", "content": "ok"}]}]}]})["p"]
+    syn = synapse_login(emulator)
+    target = tmp_path / "deep" / "target"
+    with pytest.raises(SyncError) as raised:
+        syncFromSynapse(syn, project, path=str(target))
+    assert len(raised.value.failures) == 3
+    assert tree(target) == {"d/fine.txt": hashlib.md5(b"ok").hexdigest()}
+    assert not (tmp_path / "deep" / "escaped.txt").exists() and not (tmp_path / "escaped.txt").exists()
 
 
 def test_resync_returns_the_same_objects_without_downloading(emulator, synapse_login, tmp_path):
@@ -124,7 +196,7 @@ def test_metadata_only_downloads_nothing_and_answers_as_synapseutils(emulator, s
     assert not (tmp_path / "ours").exists()  # nothing written (synapseutils writes manifests of folders)
     # each File's path is the folder it would go into, in both
     assert described(ours, tmp_path / "ours") == described(theirs, tmp_path / "theirs")
-    assert sorted(os.path.relpath(f.path, tmp_path / "ours") for f in ours) == [".", ".", ".", "d", "d/e"]
+    assert sorted(os.path.relpath(f.path, tmp_path / "ours") for f in ours) == [".", ".", ".", ".", ".", "d", "d/e"]
 
 
 def test_the_drop_in_shares_the_synapse_objects_cache_both_ways(emulator, synapse_login, tmp_path):
@@ -154,7 +226,7 @@ def test_without_a_path_files_go_into_synapseclients_cache(emulator, synapse_log
     theirs = synapseutils.syncFromSynapse(theirs_syn, project)
     before = emulator.stats()["data_requests"]
     ours = syncFromSynapse(ours_syn, project)
-    assert emulator.stats()["data_requests"] - before == len(ours) == len(theirs) == 5
+    assert emulator.stats()["data_requests"] - before == len(ours) == len(theirs) == 7
     # the same files, in the same place of each cache's layout (<handle % 1000>/<handle>/<file name>)
     assert described(ours, our_root) == described(theirs, their_root)
     assert all(hashlib.md5(open(f.path, "rb").read()).hexdigest() == f._file_handle["contentMd5"] for f in ours)

@@ -4,7 +4,16 @@ Same signature and meaning as ``synapseutils.syncFromSynapse`` of synapseclient 
 (one shared pool, ranged parts, the local index), returning the same ``synapseclient.File`` objects. synapseclient is
 needed here (it is the caller's ``syn``), and only here: ``pip install 'synclient[synapseclient]'``.
 
+Each file lands under its file handle's ``fileName`` (or the name of the copy synapseclient's cache has of it), each
+folder under its entity's name, as synapseclient 4.14 names them, so both put a project at the same paths
+(:mod:`synclient.sync.handle_names`; ``synclient get`` names files by their entities). Every name passes synclient's
+name gate.
+
 Deliberate differences (docs/synapseclient.md):
+
+- two files of one folder whose handles share a ``fileName``: synapseclient writes both to that one path (the later
+  replaces the earlier: a file is lost); here the file of the smallest id keeps it and the others get their id in
+  it, ``name (syn456).ext``;
 
 - a file that fails does not stop the others: every failure is collected and a :class:`~synclient.errors.SyncError`
   (with every result) is raised at the end, where synapseutils stops at the first;
@@ -29,6 +38,7 @@ from synclient.errors import ConfigError, LocalIOError, MalformedAnswerError, Sy
 from synclient.results import FileResult, SyncStatus, typed_annotations
 from synclient.sync.dry_run import PlanEntry, SyncPlan
 from synclient.models import EntityHeader, EntityType
+from synclient.sync.handle_names import FileNames
 from synclient.sync.options import SyncOptions
 from synclient.sync.name_gate import RemotePath
 from synclient.sync.runner import sync_found_files, sync_from_platform
@@ -59,7 +69,8 @@ def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollisi
     else:
         run = sync_from_platform(entity_id, Path(path).expanduser(), syn=syn, if_collision=ifcollision,
                                  follow_links=followLink, manifest="suppress" if is_file else manifest,
-                                 entity_details=True, progress=False, dry_run=not downloadFile)
+                                 entity_details=True, progress=False, dry_run=not downloadFile,
+                                 file_names=FileNames.HANDLE)
         files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
     if allFiles is not None:
         allFiles.extend(files)
@@ -96,7 +107,7 @@ def sync_from_synapse(container: Any, *, path: Optional[str] = None, recursive: 
     else:
         run = sync_from_platform(str(container.id), Path(path).expanduser(), syn=syn, if_collision=if_collision,
                                  follow_links=follow_link, manifest=manifest, entity_details=True, progress=False,
-                                 dry_run=not download_file, exclude=exclude)
+                                 dry_run=not download_file, exclude=exclude, file_names=FileNames.HANDLE)
         files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
         found = run.folders
     folder_ids = found if "folder" in types else {}

@@ -85,6 +85,7 @@ from synclient.emulator import Emulator
 from synclient.emulator import hostile as emulator_hostile
 from synclient.emulator.knobs import Knobs
 from synclient.errors import ConfigError, SynclientError
+from synclient.emulator.entity_names import NameRule
 from synclient.emulator.store import EntityKind, ItemRef
 from synclient.sync.dry_run import SyncPlan
 from synclient.synapse_cache import SynapseCache
@@ -255,7 +256,7 @@ class VersionedRemote(Remote):
         return entity
 
     def add_odd_file(self, folder: str, name: str, content: bytes) -> str:
-        entity = self.emu.add_file(self.folders[folder], name, content)
+        entity = self.emu.add_file(self.folders[folder], name, content, names="unchecked")
         self.history[(entity, 1)] = content
         self.current[entity] = 1
         self.odd[entity] = (folder, name)
@@ -593,7 +594,10 @@ class SourcesWalk:
         items = self._random_items()
         if name is None or not items:
             return
-        entity = f"syn{self.emu.store.create_entity(EntityKind.DATASET, name, int(self.remote.root_id[3:]))}"
+        # (the model's names are a hostile server's: "ev/ds" is no name Synapse stores)
+        entity_id = self.emu.store.create_entity(EntityKind.DATASET, name, int(self.remote.root_id[3:]),
+                                                 names=NameRule.UNCHECKED)
+        entity = f"syn{entity_id}"
         self._set_items(entity, items)
         self.datasets[entity] = Dataset(name, items)
         self.note(f"remote: add dataset {name!r} ({entity}) of {items}")
@@ -614,7 +618,9 @@ class SourcesWalk:
         if not plain or name is None:
             return
         members = self.rng.sample(plain, self.rng.randint(1, min(3, len(plain))))
-        entity = f"syn{self.emu.store.create_entity(EntityKind.DATASET_COLLECTION, name, int(self.remote.root_id[3:]))}"
+        entity_id = self.emu.store.create_entity(EntityKind.DATASET_COLLECTION, name, int(self.remote.root_id[3:]),
+                                                 names=NameRule.UNCHECKED)
+        entity = f"syn{entity_id}"
         self.emu.store.set_items(int(entity[3:]), [ItemRef(int(m[3:]), 1) for m in members])
         self.datasets[entity] = Dataset(name, [(m, 0) for m in members], collection=True)
         self.note(f"remote: add collection {name!r} ({entity}) of {members}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Iterable, List, Optional, Union
 
+from .entity_names import NameRule, entity_name
 from .knobs import parse_size
 from .seed import resolve_path, seeded_chunks
 from .store import EntityKind, EntityRef, HandleStorage, Store, parse_syn_id
@@ -25,6 +26,16 @@ def content_from_json(body: dict) -> Optional[Iterable[bytes]]:
     return None
 
 
+def _file_name(file_name: Optional[str], default: str) -> str:
+    """A handle's fileName: ``file_name`` (any non-empty string: Synapse checks none on an external handle's),
+    else ``default``."""
+    if file_name is None:
+        return default
+    if not isinstance(file_name, str) or file_name == "":
+        raise ValueError("file_name must be a non-empty string")
+    return file_name
+
+
 class Admin:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -38,12 +49,14 @@ class Admin:
             md5, size = self.store.put_blob(content)
         return self.store.create_file_handle(md5, size, file_name, **handle_options)
 
-    def add_version(self, entity_ref: EntityRef, content: Union[bytes, str, Iterable[bytes]]) -> int:
+    def add_version(self, entity_ref: EntityRef, content: Union[bytes, str, Iterable[bytes]], *,
+                    file_name: Optional[str] = None) -> int:
+        """A new version of a file; its handle's fileName is ``file_name`` (default: the entity's name)."""
         entity_id = parse_syn_id(entity_ref)
         entity = self.store.entity(entity_id)
         if entity is None:
             raise KeyError(f"no entity syn{entity_id}")
-        handle = self._store_content(content, entity.name)
+        handle = self._store_content(content, _file_name(file_name, entity.name))
         return self.store.add_version(entity_id, handle)
 
     def replace_file_handle(self, entity_ref: EntityRef, version: Optional[int] = None) -> int:
@@ -61,31 +74,45 @@ class Admin:
         self.store.replace_version_handle(entity_id, number, handle)
         return handle
 
-    def add_file(self, parent_ref: EntityRef, name: str, content: Union[bytes, str, Iterable[bytes]] = b"") -> str:
-        handle = self._store_content(content, name)
-        return f"syn{self.store.create_entity(EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle)}"
+    def add_file(self, parent_ref: EntityRef, name: str, content: Union[bytes, str, Iterable[bytes]] = b"", *,
+                 file_name: Optional[str] = None, names: Union[NameRule, str] = NameRule.SYNAPSE) -> str:
+        """A new file; ``file_name``: its handle's fileName (default: its name); ``names="unchecked"``: a name
+        Synapse would refuse (a hostile server's)."""
+        rule = NameRule.parse(names)
+        handle = self._store_content(content, _file_name(file_name, entity_name(name, rule)))
+        entity_id = self.store.create_entity(EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle,
+                                             names=rule)
+        return f"syn{entity_id}"
 
     def add_external_file(self, parent_ref: EntityRef, name: str, content: Union[bytes, str, Iterable[bytes]] = b"",
-                          *, record_md5: bool = True, record_size: bool = True) -> str:
-        handle = self._store_content(content, name, storage=HandleStorage.EXTERNAL, records_md5=record_md5,
-                                     records_size=record_size)
-        return f"syn{self.store.create_entity(EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle)}"
+                          *, record_md5: bool = True, record_size: bool = True, file_name: Optional[str] = None,
+                          names: Union[NameRule, str] = NameRule.SYNAPSE) -> str:
+        rule = NameRule.parse(names)
+        handle = self._store_content(content, _file_name(file_name, entity_name(name, rule)),
+                                     storage=HandleStorage.EXTERNAL, records_md5=record_md5, records_size=record_size)
+        entity_id = self.store.create_entity(EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle,
+                                             names=rule)
+        return f"syn{entity_id}"
 
-    def add_folder(self, parent_ref: EntityRef, name: str) -> str:
-        return f"syn{self.store.create_entity(EntityKind.FOLDER, name, parse_syn_id(parent_ref))}"
+    def add_folder(self, parent_ref: EntityRef, name: str, *, names: Union[NameRule, str] = NameRule.SYNAPSE) -> str:
+        entity_id = self.store.create_entity(EntityKind.FOLDER, name, parse_syn_id(parent_ref),
+                                             names=NameRule.parse(names))
+        return f"syn{entity_id}"
 
-    def add_link(self, parent_ref: EntityRef, name: str, target_ref: EntityRef) -> str:
+    def add_link(self, parent_ref: EntityRef, name: str, target_ref: EntityRef, *,
+                 names: Union[NameRule, str] = NameRule.SYNAPSE) -> str:
         entity_id = self.store.create_entity(EntityKind.LINK, name, parse_syn_id(parent_ref),
-                                             link_target=parse_syn_id(target_ref))
+                                             link_target=parse_syn_id(target_ref), names=NameRule.parse(names))
         return f"syn{entity_id}"
 
     def delete_entity(self, entity_ref: EntityRef) -> None:
         self.store.delete(parse_syn_id(entity_ref))
 
-    def rename_entity(self, entity_ref: EntityRef, new_name: str) -> None:
+    def rename_entity(self, entity_ref: EntityRef, new_name: str, *,
+                      names: Union[NameRule, str] = NameRule.SYNAPSE) -> None:
         if not new_name:
             raise ValueError("a name must not be empty")
-        self.store.rename(parse_syn_id(entity_ref), new_name)
+        self.store.rename(parse_syn_id(entity_ref), new_name, NameRule.parse(names))
 
     def move_entity(self, entity_ref: EntityRef, new_parent_ref: EntityRef) -> None:
         self.store.move(parse_syn_id(entity_ref), parse_syn_id(new_parent_ref))

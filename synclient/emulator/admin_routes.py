@@ -52,13 +52,15 @@ class AdminRoutes:
         if key == ("POST", "file"):
             data = request.json()
             content = content_from_json(data)
-            entity_id = self.admin.add_file(data["parentId"], data["name"], b"" if content is None else content)
+            entity_id = self.admin.add_file(data["parentId"], data["name"], b"" if content is None else content,
+                                            file_name=data.get("file_name"), names=data.get("names", "synapse"))
             return Response(status=201, body={"id": entity_id})
         if key == ("POST", "views/refresh"):
             return Response(body={"refreshed": self.admin.refresh_views(request.json().get("id"))})
         if key == ("POST", "folder"):
             data = request.json()
-            return Response(status=201, body={"id": self.admin.add_folder(data["parentId"], data["name"])})
+            return Response(status=201, body={"id": self.admin.add_folder(data["parentId"], data["name"],
+                                                                          names=data.get("names", "synapse"))})
         if method == "POST" and len(segments) == 3 and segments[0] == "entity":
             return self._entity_action(segments[1], segments[2], request.json())
         raise ApiError(404, f"No such emulator route: {method} {path}")
@@ -68,11 +70,12 @@ class AdminRoutes:
             content = content_from_json(data)
             if content is None:
                 raise ApiError(400, 'give "content", "content_b64" or "size" (+"seed")')
-            return Response(status=201, body={"versionNumber": self.admin.add_version(entity_ref, content)})
+            return Response(status=201, body={"versionNumber": self.admin.add_version(
+                entity_ref, content, file_name=data.get("file_name"))})
         if action == "delete":
             self.admin.delete_entity(entity_ref)
         elif action == "rename":
-            self.admin.rename_entity(entity_ref, data["name"])
+            self.admin.rename_entity(entity_ref, data["name"], names=data.get("names", "synapse"))
         elif action == "move":
             self.admin.move_entity(entity_ref, data["parentId"])
         else:

@@ -6,7 +6,8 @@ Spec format (other tools rely on it)::
         {"type": "folder", "name": "d", "children": [...]},
         {"type": "file", "name": "a.txt", "content": "text"},
         {"type": "file", "name": "big.bin", "size": 134217728, "seed": 7},
-        {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v2"}]},
+        {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v2", "file_name": "v2.txt"}]},
+        {"type": "file", "name": "renamed", "file_name": "raw data.csv", "content": "a,b"},
         {"type": "link", "name": "l", "target": "d/a.txt"},
         {"type": "file", "name": "secret", "content": "x", "deny": true},
         {"type": "file", "name": "n", "content": "x", "annotations": {"k": ["v"]}},
@@ -18,6 +19,10 @@ Spec format (other tools rely on it)::
         {"type": "table", "name": "t", "columns": [{"name": "file", "type": "ENTITYID"}, "note"],
          "rows": [["d/a.txt", "first"], [["d", "a.txt"], null]]}]}]}
 
+Entity names follow Synapse's rule (:mod:`.entity_names`: trimmed, then refused as Synapse refuses them);
+``"names": "unchecked"`` at the top level stores any non-empty name as given: not Synapse, a hostile server.
+``file_name`` (on a file or one of its ``versions``; default: the entity's name) is the handle's ``fileName``, any
+non-empty string, as an external handle's may be on Synapse.
 ``size`` + ``seed`` means the bytes ``random.Random(seed).randbytes(size)``, generated in chunks.
 ``target`` is a "/"-separated path inside the same project, or a list of names when a name itself
 contains "/".  ``deny`` is ``true``/``"read"`` (no read, no download) or ``"download"``.
@@ -48,6 +53,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from .entity_names import NameRule, entity_name
 from .knobs import parse_size
 from . import tables
 from .store import DenyMode, EntityKind, HandleStorage, ItemRef, Store
@@ -140,6 +146,7 @@ class SpecSeeder:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.names = NameRule.SYNAPSE  # the spec's "names"
         self._links: List[_PendingLink] = []
         self._item_lists: List[_PendingItems] = []
         self._tables: List[_PendingTable] = []
@@ -147,14 +154,23 @@ class SpecSeeder:
     def seed(self, spec: dict) -> Dict[str, str]:
         if not isinstance(spec, dict) or not isinstance(spec.get("projects"), list):
             raise SpecError('spec must be an object with a "projects" list')
+        try:
+            self.names = NameRule.parse(spec.get("names", NameRule.SYNAPSE.value))
+        except ValueError as error:
+            raise SpecError(str(error)) from None
         created: Dict[str, str] = {}
         with self.store.batch():
             for index, project in enumerate(spec["projects"]):
                 where = f"projects[{index}]"
                 name = self._name(project, where)
-                project_id = self.store.create_entity(EntityKind.PROJECT, name, None,
-                                                      deny=self._deny(project, where),
-                                                      annotations=self._annotations(project, where))
+                try:
+                    project_id = self.store.create_entity(EntityKind.PROJECT, name, None,
+                                                          deny=self._deny(project, where),
+                                                          annotations=self._annotations(project, where),
+                                                          names=self.names)
+                except ValueError as error:
+                    raise SpecError(f"{where}: {error}") from None
+                name = self.store.entity(project_id).name
                 self._children(project, project_id, project_id, where)
                 created[name] = f"syn{project_id}"
             for link in self._links:
@@ -162,8 +178,11 @@ class SpecSeeder:
                     target = resolve_path(self.store, link.project_id, link.target)
                 except KeyError:
                     raise SpecError(f"{link.where}: link target {link.target!r} not found in the project") from None
-                self.store.create_entity(EntityKind.LINK, link.name, link.parent_id, link_target=target,
-                                         deny=link.deny)
+                try:
+                    self.store.create_entity(EntityKind.LINK, link.name, link.parent_id, link_target=target,
+                                             deny=link.deny, names=self.names)
+                except ValueError as error:
+                    raise SpecError(f"{link.where}: {error}") from None
             for pending in self._item_lists:
                 refs = [self._item_ref(pending, index, item) for index, item in enumerate(pending.items)]
                 self.store.set_items(pending.entity_id, refs)
@@ -220,7 +239,8 @@ class SpecSeeder:
             if "scope" in node:
                 raise SpecError(f"{where}: a table has no scope (only an entityview has)")
             columns = self._columns(node, where, False)
-        entity_id = self.store.create_entity(kind, name, parent_id, deny=deny, annotations=annotations)
+        entity_id = self.store.create_entity(kind, name, parent_id, deny=deny, annotations=annotations,
+                                             names=self.names)
         self._tables.append(_PendingTable(entity_id, kind, project_id, node, columns, where))
 
     def _ref(self, pending: _PendingTable, ref, where: str) -> int:
@@ -304,7 +324,7 @@ class SpecSeeder:
         try:
             if kind == "folder":
                 folder_id = self.store.create_entity(EntityKind.FOLDER, name, parent_id, deny=deny,
-                                                     annotations=annotations)
+                                                     annotations=annotations, names=self.names)
                 self._children(node, folder_id, project_id, where)
             elif kind == "file":
                 versions = node.get("versions") or [node]
@@ -312,14 +332,17 @@ class SpecSeeder:
                     raise SpecError(f"{where}: versions must be a list")
                 content_type = node.get("contentType", "application/octet-stream")
                 external = self._external(node, where)
+                # the handle's fileName: the version's "file_name", else the file's, else the entity's name
+                file_name = self._file_name(node, where, entity_name(name, self.names))
                 if isinstance(external, str):
-                    handles = [self._foreign_handle(node, external, name, content_type, where)]
+                    handles = [self._foreign_handle(node, external, file_name, content_type, where)]
                 else:
-                    handles = [self._file_handle(v, name, content_type, f"{where}.versions[{i}]",
+                    handles = [self._file_handle(v, self._file_name(v, f"{where}.versions[{i}]", file_name),
+                                                 content_type, f"{where}.versions[{i}]",
                                                  self._handle_options(node, v, external, where))
                                for i, v in enumerate(versions)]
                 file_id = self.store.create_entity(EntityKind.FILE, name, parent_id, file_handle_id=handles[0],
-                                                   deny=deny, annotations=annotations)
+                                                   deny=deny, annotations=annotations, names=self.names)
                 for handle in handles[1:]:
                     self.store.add_version(file_id, handle)
             elif kind == "link":
@@ -331,7 +354,8 @@ class SpecSeeder:
             elif kind in ("dataset", "datasetcollection"):
                 item_kind = EntityKind(kind)
                 items = self._items(node, where)
-                entity_id = self.store.create_entity(item_kind, name, parent_id, deny=deny, annotations=annotations)
+                entity_id = self.store.create_entity(item_kind, name, parent_id, deny=deny, annotations=annotations,
+                                                     names=self.names)
                 self._item_lists.append(_PendingItems(entity_id, item_kind, project_id, items, where))
             else:
                 raise SpecError(f"{where}: type must be folder, file, link, dataset, datasetcollection, "
@@ -399,7 +423,8 @@ class SpecSeeder:
             size = parse_size(node["size"]) if "size" in node else None
         except (TypeError, ValueError) as error:
             raise SpecError(f"{where}: {error}") from None
-        file_name = unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or name  # as synapseclient names such handles
+        # as synapseclient names such handles, unless the spec gives a "file_name"
+        file_name = name if "file_name" in node else unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or name
         return self.store.create_file_handle(md5 or "", size or 0, file_name, node.get("contentType", content_type),
                                              storage=HandleStorage.FOREIGN, foreign_url=url,
                                              records_md5=md5 is not None, records_size=size is not None)
@@ -421,6 +446,17 @@ class SpecSeeder:
             md5, size = self.store.put_bytes(b"")
         return self.store.create_file_handle(md5, size, name, node.get("contentType", content_type),
                                              **(handle_options or {}))
+
+    @staticmethod
+    def _file_name(node: dict, where: str, default: str) -> str:
+        """A node's (or version's) ``file_name``: its handle's fileName, any non-empty string (Synapse checks no
+        rule on an external handle's fileName), else ``default``."""
+        if "file_name" not in node:
+            return default
+        file_name = node["file_name"]
+        if not isinstance(file_name, str) or file_name == "":
+            raise SpecError(f"{where}: file_name must be a non-empty string")
+        return file_name
 
     @staticmethod
     def _name(node: dict, where: str) -> str:
@@ -454,26 +490,27 @@ def seed_spec(store: Store, spec: dict) -> Dict[str, str]:
     return SpecSeeder(store).seed(spec)
 
 
-def seed_dir(store: Store, path: str, project_name: str) -> int:
-    """Mirror a local directory tree into a new project (symlinked directories are not followed)."""
+def seed_dir(store: Store, path: str, project_name: str, names: NameRule = NameRule.SYNAPSE) -> int:
+    """Mirror a local directory tree into a new project (symlinked directories are not followed); every local name
+    must be one Synapse takes for an entity (``names=NameRule.UNCHECKED``: a hostile server's, any name)."""
     if not os.path.isdir(path):
         raise NotADirectoryError(f"not a directory: {path}")
     with store.batch():
-        project_id = store.create_entity(EntityKind.PROJECT, project_name, None)
+        project_id = store.create_entity(EntityKind.PROJECT, project_name, None, names=names)
         folder_ids = {os.path.abspath(path): project_id}
         for here, dirs, files in os.walk(path):
             parent_id = folder_ids[os.path.abspath(here)]
             dirs.sort()
             for name in dirs:
                 folder_ids[os.path.abspath(os.path.join(here, name))] = store.create_entity(
-                    EntityKind.FOLDER, name, parent_id)
+                    EntityKind.FOLDER, name, parent_id, names=names)
             for name in sorted(files):
                 full = os.path.join(here, name)
                 if not os.path.isfile(full):
                     continue
                 md5, size = store.put_blob(_file_chunks(full))
                 handle = store.create_file_handle(md5, size, name)
-                store.create_entity(EntityKind.FILE, name, parent_id, file_handle_id=handle)
+                store.create_entity(EntityKind.FILE, name, parent_id, file_handle_id=handle, names=names)
     return project_id
 
 

@@ -13,6 +13,7 @@ from .admin_routes import AdminRoutes
 from .api import ApiHandler
 from .routes import Routes
 from .context import EmulatorContext
+from .entity_names import NameRule
 from .data import DataHandler
 from .external import ExternalHandler
 from .httpbase import EmulatorHTTPServer
@@ -194,8 +195,10 @@ class Emulator:
     def seed_spec(self, spec: dict) -> Dict[str, str]:
         return seeding.seed_spec(self.store, spec)
 
-    def seed_dir(self, path: str, project_name: str = "p") -> str:
-        return f"syn{seeding.seed_dir(self.store, path, project_name)}"
+    def seed_dir(self, path: str, project_name: str = "p", *, names: str = "synapse") -> str:
+        """A project mirroring a local directory; ``names="unchecked"``: local names Synapse would refuse kept (a
+        hostile server's)."""
+        return f"syn{seeding.seed_dir(self.store, path, project_name, NameRule.parse(names))}"
 
     def seed_synthetic(self, files: int = 400, depth: int = 3, fanout: int = 10, size: Union[str, int] = "50",
                        seed: int = 0, project_name: Optional[str] = None) -> str:
@@ -225,8 +228,9 @@ class Emulator:
     def resolve(self, project_id: EntityRef, path: Union[str, Sequence[str]]) -> str:
         return self._admin().resolve(project_id, path)
 
-    def add_version(self, entity_id: EntityRef, content: Content = b"") -> int:
-        return self._admin().add_version(entity_id, content)
+    def add_version(self, entity_id: EntityRef, content: Content = b"", *, file_name: Optional[str] = None) -> int:
+        """A new version; ``file_name``: its handle's fileName (default: the entity's name)."""
+        return self._admin().add_version(entity_id, content, file_name=file_name)
 
     def replace_file_handle(self, entity_id: EntityRef, version: Optional[int] = None) -> int:
         """Synapse's in-place handle replacement (same bytes, no new version); the new handle's id."""
@@ -235,27 +239,31 @@ class Emulator:
     def delete_entity(self, entity_id: EntityRef) -> None:
         self._admin().delete_entity(entity_id)
 
-    def rename_entity(self, entity_id: EntityRef, new_name: str) -> None:
-        self._admin().rename_entity(entity_id, new_name)
+    def rename_entity(self, entity_id: EntityRef, new_name: str, *, names: str = "synapse") -> None:
+        """Synapse's rule for the new name; ``names="unchecked"``: any name (a hostile server's)."""
+        self._admin().rename_entity(entity_id, new_name, names=names)
 
     def move_entity(self, entity_id: EntityRef, new_parent_id: EntityRef) -> None:
         self._admin().move_entity(entity_id, new_parent_id)
 
-    def add_file(self, parent_id: EntityRef, name: str, content: Content = b"") -> str:
-        return self._admin().add_file(parent_id, name, content)
+    def add_file(self, parent_id: EntityRef, name: str, content: Content = b"", *, file_name: Optional[str] = None,
+                 names: str = "synapse") -> str:
+        """A new file; ``file_name``: its handle's fileName (default: ``name``); ``names="unchecked"``: a name
+        Synapse would refuse (a hostile server's)."""
+        return self._admin().add_file(parent_id, name, content, file_name=file_name, names=names)
 
     def add_external_file(self, parent_id: EntityRef, name: str, content: Content = b"", *, record_md5: bool = True,
-                          record_size: bool = True) -> str:
+                          record_size: bool = True, file_name: Optional[str] = None, names: str = "synapse") -> str:
         """A file whose handle is an ExternalFileHandle served by the external listener; ``record_md5`` /
         ``record_size`` say whether the handle records contentMd5 / contentSize."""
         return self._admin().add_external_file(parent_id, name, content, record_md5=record_md5,
-                                               record_size=record_size)
+                                               record_size=record_size, file_name=file_name, names=names)
 
-    def add_folder(self, parent_id: EntityRef, name: str) -> str:
-        return self._admin().add_folder(parent_id, name)
+    def add_folder(self, parent_id: EntityRef, name: str, *, names: str = "synapse") -> str:
+        return self._admin().add_folder(parent_id, name, names=names)
 
-    def add_link(self, parent_id: EntityRef, name: str, target_id: EntityRef) -> str:
-        return self._admin().add_link(parent_id, name, target_id)
+    def add_link(self, parent_id: EntityRef, name: str, target_id: EntityRef, *, names: str = "synapse") -> str:
+        return self._admin().add_link(parent_id, name, target_id, names=names)
 
     def refresh_views(self, view_id: Optional[EntityRef] = None) -> List[str]:
         """New snapshots of one view or of all: what views answer while the ``view_lag`` knob is on."""

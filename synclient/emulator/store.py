@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
 
+from .entity_names import NameRule, entity_name
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS users (
@@ -444,7 +446,11 @@ class Store:
     def create_entity(self, kind: EntityKind, name: str, parent_id: Optional[int], *,
                       file_handle_id: Optional[int] = None, link_target: Optional[int] = None,
                       link_target_version: Optional[int] = None, deny: DenyMode = DenyMode.NONE,
-                      annotations: Optional[Dict[str, object]] = None, check_name: bool = True) -> int:
+                      annotations: Optional[Dict[str, object]] = None, check_name: bool = True,
+                      names: NameRule = NameRule.SYNAPSE) -> int:
+        """A new entity; its name as Synapse stores it (trimmed; :class:`InvalidName` for one Synapse refuses,
+        unless ``names`` is :attr:`NameRule.UNCHECKED`: a hostile server's)."""
+        name = entity_name(name, names)
         if kind is EntityKind.PROJECT:
             if parent_id is not None:
                 raise ValueError("projects have no parent")
@@ -527,7 +533,8 @@ class Store:
                 self._db.execute("UPDATE versions SET file_handle_id = ?, etag = ? WHERE entity_id = ? AND "
                                  "version_number = ?", (file_handle_id, new_etag(), entity_id, version_number))
 
-    def rename(self, entity_id: int, new_name: str) -> None:
+    def rename(self, entity_id: int, new_name: str, names: NameRule = NameRule.SYNAPSE) -> None:
+        new_name = entity_name(new_name, names)
         with self._lock:
             entity = self._require(entity_id)
             self._check_free_name(entity.parent_id, new_name)

@@ -36,6 +36,8 @@ class ManifestAssembly:
         self._lock = threading.Lock()
         self._extras: List[ManifestRow] = []  # kept local conflicts: listed as they are, not indexed
         self.provenance: Dict[str, Provenance] = {}  # rel path -> provenance columns (provenance=True)
+        # rel path -> entity name of a file named by its handle (handle_names.py): the manifest's "name" column
+        self.entity_names: Dict[str, str] = {}
         self.errors: List[str] = []  # one line per folder whose manifest could not be written
 
     def add_provenance(self, rel_path: str, provenance: Provenance) -> None:
@@ -52,7 +54,8 @@ class ManifestAssembly:
     def rows(self, listed_paths: AbstractSet[str]) -> Iterator[ManifestRow]:
         """This run's files, sorted by path: indexed ones streamed from the index, plus the few kept conflicts."""
         root = self._target.root
-        indexed = (ManifestRow(root / row.local_path, row.parent_id, row.rel_path.rsplit("/", 1)[-1],
+        indexed = (ManifestRow(root / row.local_path, row.parent_id,
+                               self.entity_names.get(row.rel_path) or row.rel_path.rsplit("/", 1)[-1],
                                row.entity_id, row.content_type, annotations, self.provenance_of(row.rel_path))
                    for row, annotations in self._index.iter_sorted(self._root_id)
                    if row.rel_path in listed_paths)

@@ -16,6 +16,7 @@ from typing import FrozenSet, Iterable, Optional, Tuple, Union
 from synclient.choices import Choice
 from synclient.errors import ConfigError
 from synclient.sync.filters import PathFilter
+from synclient.sync.handle_names import FileNames
 from synclient.sync.local_names import FilesystemNames
 from synclient.sync.manifest import ManifestFormat, ManifestMode
 from synclient.sync.planner import Collision
@@ -57,6 +58,11 @@ class SyncOptions:
       (:mod:`synclient.sync.local_names`). None (the default): ``SYNCLIENT_FS_PROBE`` if set, else a probe of the
       target at the start of the run; or a :class:`~synclient.sync.local_names.FilesystemNames`, or its spelling
       (``"case,nfd,windows"``), to force the answer.
+    - ``file_names``: ``entity`` (the default) names each file by its entity's name, what the web shows and unique
+      within its folder; ``handle`` by its file handle's ``fileName``, as synapseclient 4.14 names a download (the
+      drop-ins ``syncFromSynapse`` / ``sync_from_synapse`` use it; see :mod:`synclient.sync.handle_names`). It
+      applies to a project's or folder's walk and to a file root; lists of ids, datasets and queries name their
+      files by their entities.
     """
 
     if_collision: Collision
@@ -74,6 +80,7 @@ class SyncOptions:
     synapse_cache: Union[bool, Path]
     synapse_cache_link: bool
     filesystem_names: Optional[FilesystemNames]
+    file_names: FileNames
 
     def __init__(self, *, if_collision: Union[Collision, str] = Collision.OVERWRITE_LOCAL, delete: bool = False,
                  manifest: Union[ManifestMode, str] = ManifestMode.ALL, include: Union[str, Iterable[str]] = (),
@@ -84,7 +91,8 @@ class SyncOptions:
                      ManifestFormat.TSV, ManifestFormat.CSV),
                  entity_details: bool = False, synapse_cache: Union[bool, str, Path] = True,
                  synapse_cache_link: bool = False,
-                 filesystem_names: Union[FilesystemNames, str, None] = None) -> None:
+                 filesystem_names: Union[FilesystemNames, str, None] = None,
+                 file_names: Union[FileNames, str] = FileNames.ENTITY) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
         set_(self, "delete", bool(delete))
@@ -106,6 +114,7 @@ class SyncOptions:
         set_(self, "synapse_cache_link", bool(synapse_cache_link))
         set_(self, "filesystem_names", FilesystemNames.parse(filesystem_names) if isinstance(filesystem_names, str)
              else filesystem_names)
+        set_(self, "file_names", FileNames.parse(file_names, option="file_names"))
 
     def replace(self, **changes: object) -> "SyncOptions":
         """A copy with some choices changed (``dataclasses.replace`` cannot call a keyword-only ``__init__``'s
@@ -120,8 +129,9 @@ class SyncOptions:
 
     @property
     def needs_bundle(self) -> bool:
-        """Every file takes its bundle call, even one the index shows unchanged (the index has not all it needs)."""
-        return self.provenance or self.entity_details
+        """Every file takes its bundle call, even one the index shows unchanged (the index has not all it needs; or,
+        files named by their handles, the call was made to name it: handle_names.py)."""
+        return self.provenance or self.entity_details or self.file_names is FileNames.HANDLE
 
     @property
     def wants_manifest(self) -> bool:

@@ -28,6 +28,7 @@ from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verifi
 from synclient.synapse_cache import SynapseCache
 from synclient.sync.claims import PathClaims
 from synclient.sync.dry_run import PlanEntry
+from synclient.sync.handle_names import HandleNames
 from synclient.sync.index import IndexRow, LocalIndex
 from synclient.sync.local_names import LocalRename
 from synclient.sync.manifest import ManifestRow, provenance_from_activity
@@ -142,6 +143,7 @@ class FilePipeline:
         self.known: Dict[Tuple[str, Optional[int]], KnownFile] = {}
         self.view: Optional[ViewRows] = None  # a sync planned from a file view: its rows, read when first needed
         self.remote: Optional[RemoteFetcher] = None  # fetches go to a Dask cluster instead of this pool
+        self.handle_names: Optional[HandleNames] = None  # files named by their handles: bundles fetched for that
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.renamed: List[LocalRename] = []  # files at (or planned to) another local name than their remote one
         self.placed: Dict[str, str] = {}  # remote path -> the local path its file is at (or a dry run puts it)
@@ -249,8 +251,10 @@ class FilePipeline:
         header = found.header
         try:
             # annotations always: they cost nothing in this call, and every result and index row carries them
-            bundle = self._platform.get_file_bundle(header.id, version=header.version_number,
-                                                    include_annotations=True)
+            # (a file named by its handle had its bundle fetched when its folder was listed: handle_names.py)
+            bundle = ((self.handle_names.take(header.id, header.version_number) if self.handle_names else None)
+                      or self._platform.get_file_bundle(header.id, version=header.version_number,
+                                                        include_annotations=True))
             if bundle.file_handle is None:
                 raise NotFoundError(f"{header.id} has no data file handle in its bundle")
         except SynclientError as exc:
@@ -289,9 +293,14 @@ class FilePipeline:
         self._note_placed(rel_path, self._target.relative(decision.destination))  # (the file kept, or the remote's)
         renamed = self._renaming(found, None if decision.action is Action.KEEP_LOCAL  # (the remote is not there)
                                  else self._target.relative(decision.destination))
+        # a file named by its handle is listed in manifests under its entity's name, as synapseclient lists it
+        entity_name = (known.entity or {}).get("name") if self.handle_names is not None else None
+        if isinstance(entity_name, str) and entity_name != header.name:
+            self._manifests.entity_names[rel_path] = entity_name
         context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,
                               *((known.entity, handle.raw) if self._options.entity_details else (None, None)),
-                              superseded, displaced, from_row=known.from_row, renamed=renamed, name=header.name)
+                              superseded, displaced, from_row=known.from_row, renamed=renamed,
+                              name=self._manifests.entity_names.get(rel_path, header.name))
         entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination,
                           context.entity, context.file_handle, annotations if self._options.entity_details else None)
         self._outcome.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))

@@ -29,6 +29,7 @@ from synclient.results import QueryInfo, SyncResults, WorkerCounts
 from synclient.sync.claims import PathClaims
 from synclient.sync.deletion import delete_vanished
 from synclient.sync.dry_run import SyncPlan
+from synclient.sync.handle_names import FileNames, HandleNames, named_file
 from synclient.sync.id_lists import EntityRef
 from synclient.sync.index import LocalIndex
 from synclient.sync.leftovers import sweep_run_partials
@@ -42,7 +43,7 @@ from synclient.sync.pipeline import FilePipeline
 from synclient.sync.queries import ViewRows, select, table_of
 from synclient.sync.sources import Renamed, SourcePlan, check_container_ref, plan_sources
 from synclient.sync.walker import FoundFile, TreeWalker
-from synclient.synapse_cache import cache_root_of
+from synclient.synapse_cache import SynapseCache, cache_root_of
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader
 from synclient.transfer.http import DataClient
@@ -129,11 +130,17 @@ class SyncRun:
                                      target=target, index=index, root_id=root_id, options=options,
                                      outcome=self.outcome, claims=self.claims, manifests=self.manifests,
                                      folders=self.folders, observer=observer)
+        # files named by their handles, as synapseclient names them (the drop-ins): handle_names.py
+        cache_root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
+        self.handle_names = (HandleNames(platform, SynapseCache.if_present(cache_root) if options.synapse_cache
+                                         else None, fetches=config.max_workers)
+                             if options.file_names is FileNames.HANDLE else None)
+        self.pipeline.handle_names = self.handle_names
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
                                  on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links, make_room=self.claims.make_room,
                                  names=names, held_names=index.local_names_in if names.maps_names else None,
-                                 gate=self.gate)
+                                 gate=self.gate, file_names=self.handle_names)
         self.claims.kept_names = self.walker.kept_names  # keep.both copy names avoid names kept in place too
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
         self.renamed: List[Renamed] = []  # entries of a list given another name than their own (start_sources)
@@ -147,6 +154,7 @@ class SyncRun:
             return
         if version is not None:
             root = replace(root, version_number=version)
+        root = named_file(self.handle_names, root)
         # a name that can be no local name fails that file, as in a walk; the filters are for what a walk finds
         self.start_files([(root, root.name)], filtered=False)
 
@@ -278,8 +286,15 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                        synapse_cache_link: Optional[bool] = None, syn: Optional[object] = None,
                        view: Optional[str] = None,
                        filesystem_names: Union[FilesystemNames, str, None] = None,
-                       dask: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
+                       dask: Optional[object] = None,
+                       file_names: Union[FileNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
+
+    Each folder lands under its entity's name, and each file under its entity's name too: what the web shows, and
+    unique within its folder (its file handle's ``fileName`` may differ, and two files of one folder may share
+    one). ``file_names="handle"`` names each file by its handle's ``fileName`` instead, as synapseclient 4.14 does
+    (the drop-ins ``syncFromSynapse`` / ``sync_from_synapse`` do: :mod:`synclient.sync.handle_names`). Either
+    name passes the same name gate (:mod:`synclient.sync.name_gate`).
 
     Returns one :class:`~synclient.results.FileResult` per file (``SyncResults``, with ``.report``), or with
     ``dry_run=True`` the :class:`~synclient.sync.dry_run.SyncPlan` of what would happen, writing nothing. Raises
@@ -313,7 +328,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
                                 follow_links=follow_links, provenance=provenance, progress=progress,
                                 entity_details=entity_details, synapse_cache=synapse_cache,
                                 synapse_cache_link=synapse_cache_link,
-                                filesystem_names=filesystem_names)
+                                filesystem_names=filesystem_names, file_names=file_names)
     cluster = _dask_settings(dask)
     entity_id, version = parse_entity_id(entity)
     view_id = _view_id(view)

@@ -24,6 +24,7 @@ from synclient.client import Platform
 from synclient.errors import FileInTheWayError, SynclientError, UnsafePathError
 from synclient.models import EntityHeader, EntityType, PageTrail
 from synclient.sync.filters import PathFilter
+from synclient.sync.handle_names import HandleNames, named_file
 from synclient.sync.index import LocalNamesHeld
 from synclient.sync.local_names import FilesystemNames, Listed, LocalName, LocalRename, local_names
 from synclient.sync.manifest import MANIFEST_FILENAMES
@@ -76,7 +77,7 @@ class TreeWalker:
                  on_failure: EntityFailed, path_filter: PathFilter = PathFilter(),
                  follow_links: bool = False, make_room: Optional[MakeRoom] = None,
                  names: FilesystemNames = FilesystemNames(), held_names: Optional[HeldNames] = None,
-                 gate: Optional[NameGate] = None) -> None:
+                 gate: Optional[NameGate] = None, file_names: Optional[HandleNames] = None) -> None:
         self._platform = platform
         self._pool = pool
         self._target = target
@@ -91,6 +92,7 @@ class TreeWalker:
         # manifest names as this filesystem compares names: one lookup per listed entry
         self._manifest_keys = frozenset(names.same_name_key(manifest) for manifest in MANIFEST_FILENAMES)
         self._held_names = held_names  # local names are sticky: what each entry has now (mapped names only)
+        self._file_names = file_names  # files named by their handles (handle_names.py; None: by their entities)
         self._gathered: Dict[str, List[EntityHeader]] = {}  # rel dir -> headers of the pages listed so far
         self._gathered_lock = threading.Lock()
         # What the rest of the run needs to know about folders (folders only: small even for huge trees). Each set
@@ -123,7 +125,7 @@ class TreeWalker:
             self.unvisited.add(folder.rel_dir)
             self._on_failure(folder.header, folder.local_dir, exc)
             return
-        if self._names.maps_names:
+        if self._names.maps_names or self._file_names is not None:  # a whole folder's names at once
             self._gather(folder, page.headers, next_token)
             return
         if next_token:  # keep the next page flowing before working through this one
@@ -148,8 +150,14 @@ class TreeWalker:
             return
         with self._gathered_lock:
             every = self._gathered.pop(folder.rel_dir, [])
+        if self._file_names is not None:
+            every = self._file_names.listing(every)
         if every:
             self.holding.add(folder.rel_dir)
+        if not self._names.maps_names:
+            self._visit_all(folder, every, {})
+            self.listed[folder.rel_dir] = folder.local_dir
+            return
         reserved = (RESERVED_NAME,) if folder.local_dir == self._target.root else ()
         listing = [Listed(h.name, h.id, h.type.is_container) for h in every]
         current = self._current_names(folder, every)
@@ -197,14 +205,21 @@ class TreeWalker:
                     # (its renaming is reported once the run knows the file is at that name: the pipeline's)
                     return FoundFile(header, self._gate.registry.claim(path, header.id), rel, folder.header.id,
                                      local.reason() if local is not None else "")
+                self._forget_bundle(header)
             elif header.type is EntityType.LINK and self._follow_links:
                 self._path(folder, header.name, local)  # refuse a bad name before any call
                 self._pool.submit(Priority.LISTING, self._resolve_link, folder, header, local)
         except SynclientError as exc:
             if header.type is not EntityType.FILE:
                 self.unvisited.add(folder.rel(header.name))
+            self._forget_bundle(header)
             self._on_failure(header, self._local_path(folder, header.name, local), exc)
         return None
+
+    def _forget_bundle(self, header: EntityHeader) -> None:
+        """A file the run will not take: the bundle fetched to name it (handle_names.py) is not kept."""
+        if self._file_names is not None and header.type is EntityType.FILE:
+            self._file_names.take(header.id, header.version_number)
 
     def _path(self, folder: Folder, name: str, local: Optional[LocalName]) -> Path:
         """The local path of the remote ``name`` in ``folder`` (``local``: its mapped name), through the gate: not
@@ -264,9 +279,11 @@ class TreeWalker:
             elif target.type is EntityType.FILE:
                 version = entity.link_target_version or target.version_number
                 as_file = EntityHeader(id=target.id, name=link.name, type=EntityType.FILE, version_number=version)
-                rel = folder.rel(link.name)
+                if self._file_names is not None:  # by its handle, as synapseclient names it
+                    as_file, local = named_file(self._file_names, as_file), None
+                rel = folder.rel(as_file.name)
                 if self._filter.wants_file(rel):
-                    destination = self._gate.registry.claim(self._path(folder, link.name, local), as_file.id)
+                    destination = self._gate.registry.claim(self._path(folder, as_file.name, local), as_file.id)
                     self._on_files([FoundFile(as_file, destination, rel, None,
                                               local.reason() if local is not None else "")])
             else:

@@ -83,7 +83,7 @@ def test_a_clashing_folder_syncs_whole_and_a_resync_is_a_no_op(names, seed):
     contents = {name: f"{seed}:{name!r}" for name in names}
     order = list(names)
     random.Random(seed).shuffle(order)  # the remote's creation order decides which twin is older
-    spec = {"projects": [{"name": "p", "children": [
+    spec = {"names": "unchecked", "projects": [{"name": "p", "children": [
         {"type": "file", "name": name, "content": contents[name]} for name in order]}]}
     rules = FilesystemNames(case_insensitive=True, normalizes_unicode=Normalization.NFD, windows_rules=True)
     try:
