@@ -125,16 +125,21 @@ def _synapse_knobs() -> dict:
 
 
 def test_access_denied_file_fails_alone_and_is_reported(tmp_path):
+    """A file the user may read but not download (Synapse's bundle withholds its handle) fails alone, as access
+    denied; a file the user may not read is not listed at all, as Synapse hides it, and is no failure."""
     spec = {"projects": [{"name": "p", "children": [
         {"type": "file", "name": "ok.txt", "content": "fine"},
-        {"type": "file", "name": "secret.txt", "content": "x", "deny": True}]}]}
+        {"type": "file", "name": "secret.txt", "content": "x", "deny": "download"},
+        {"type": "file", "name": "hidden.txt", "content": "x", "deny": "read"}]}]}
     with Emulator() as emu:
         project = emu.seed_spec(spec)["p"]
         with pytest.raises(SyncError) as info:
             sync_from_platform(project, tmp_path, platform=platform_for(emu))
         assert [f.path.name for f in info.value.failures] == ["secret.txt"]
         assert isinstance(info.value.failures[0].error, PermissionError)
+        assert "not download" in str(info.value.failures[0].error)
         assert (tmp_path / "ok.txt").read_text() == "fine" and not (tmp_path / "secret.txt").exists()
+        assert not (tmp_path / "hidden.txt").exists()
         results = sync_from_platform(project, tmp_path, platform=platform_for(emu), on_error="continue")
         assert sorted(r.status.value for r in results) == ["failed", "skipped"]
 

@@ -177,7 +177,7 @@ def test_a_keep_both_copy_stays_its_files_when_a_remote_file_of_its_name_fails(t
                                        progress=False)
             assert [r.path.name for r in first] == ["x(1).txt"]
             newcomer = emu.add_file(project, "x(1).txt", b"new")
-            emu.set_deny(newcomer, "read")  # its bundle is refused: it fails before it is decided
+            emu.set_deny(newcomer, "download")  # its bundle withholds the handle: it fails before it is decided
             again = sync_from_platform(project, tmp_path, platform=platform, if_collision="keep.both",
                                        progress=False, on_error="continue")
         assert [f.entity_id for f in again.failures] == [newcomer]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
-from synclient.errors import (AuthenticationError, ConfigError, EndpointError, NotFoundError, PathConflictError,
-                              PermanentServerError, SyncError)
+from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, EndpointError, NotFoundError,
+                              PathConflictError, PermanentServerError, SyncError)
 from synclient.sync.index import LocalIndex
 from synclient.sync.dry_run import SyncPlan
 from synctrees import MANIFEST, MiB, local_tree, seeded_md5, sigkill_sync_after
@@ -73,11 +73,22 @@ def test_delete_never_follows_a_symlinked_folder_out_of_the_target(emulator, tmp
 
 
 def test_a_folder_that_could_not_be_listed_contributes_nothing_to_delete(emulator, tmp_path):
+    """Its listing is refused after its parent listed it (Synapse hides a folder the user may not read, so a 403 on
+    a listed folder is a permission revoked in between)."""
     project = seed(emulator, [folder("d", text("f.txt", "f")), text("gone.txt", "gone")])
     sync(emulator, project, tmp_path)
-    emulator.set_deny(emulator.resolve(project, "d"), True)
     emulator.delete_entity(emulator.resolve(project, "gone.txt"))
-    results = sync(emulator, project, tmp_path, delete=True)
+    platform, folder_id = platform_for(emulator), emulator.resolve(project, "d")
+    real_list = platform.list_children
+
+    def list_children(parent_id, **kwargs):
+        if parent_id == folder_id:
+            raise AccessDeniedError("POST /entity/children: HTTP 403: You lack READ access", status=403)
+        return real_list(parent_id, **kwargs)
+
+    platform.list_children = list_children
+    results = sync_from_platform(project, tmp_path, platform=platform, delete=True, on_error="continue",
+                                 progress=False)
     assert (tmp_path / "d" / "f.txt").read_text() == "f"
     assert [r.path.name for r in results if r.status is SyncStatus.DELETED] == ["gone.txt"]
 
@@ -521,7 +532,7 @@ def test_a_partial_of_a_file_whose_metadata_call_failed_stays_for_the_next_run(e
     partial = tmp_path / f".a.txt.99{PARTIAL}"
     tmp_path.mkdir(exist_ok=True)
     partial.write_bytes(b"half")
-    emulator.set_deny(emulator.resolve(project, "a.txt"), True)
+    emulator.set_deny(emulator.resolve(project, "a.txt"), "download")  # its bundle withholds the handle
     results = sync(emulator, project, tmp_path)
     assert [r.status for r in results if r.path.name == "a.txt"] == [SyncStatus.FAILED]
     assert partial.exists()

@@ -290,6 +290,10 @@ def _explain(exc: BaseException, ctx: Optional[CommandContext]) -> CliError:
     if isinstance(exc, NotFoundError):
         return CliError(f"not found: {_reason_or(exc)} (check the id; it may not exist or may have been deleted)")
     if isinstance(exc, AccessDeniedError):
+        if ctx is not None and ctx.token is None:  # the platform answered for its anonymous user
+            return CliError(f"access denied: {_reason_or(exc)} (no access token was found, so the platform "
+                            f"answered as an anonymous user: run 'synclient login', or set SYNCLIENT_AUTH_TOKEN "
+                            f"to a personal access token)")
         return CliError(f"access denied: {_reason_or(exc)} (this user may not read it; see 'synclient whoami')")
     if isinstance(exc, EndpointError):
         return CliError(f"{exc} (the endpoint comes from {endpoint_source(ctx.args.endpoint if ctx else None)})")

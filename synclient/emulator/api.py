@@ -14,11 +14,14 @@ from . import hostile, wire
 from .faults import CONCURRENCY_REASON, MAINTENANCE_REASON
 from .httpbase import EmulatorHandler
 from .routes import ROUTES, ApiError, Request, Response, Route
-from .store import User
+from .store import ANONYMOUS, CALLER, User
 from .table_routes import TABLE_ROUTES
 
 log = logging.getLogger("synclient.emulator")
 _ALL_ROUTES = ROUTES + TABLE_ROUTES
+#: the Authorization header's prefix (case and space as Synapse's HttpAuthUtil matches it) and its 401 challenge
+BEARER = "Bearer "
+CHALLENGE = 'Bearer realm="Synapse Repository Services"'
 
 
 class ApiHandler(EmulatorHandler):
@@ -65,6 +68,8 @@ class ApiHandler(EmulatorHandler):
         try:
             return produce()
         except ApiError as error:
+            if error.status == 429:  # exactly {"reason": ...} and a line break (Synapse's throttlers, ThrottleUtils)
+                return Response(status=429, body=json.dumps({"reason": error.reason}) + "\n", headers=error.headers)
             return Response(status=error.status, body=wire.error_body(error.reason), headers=error.headers)
         except Exception as error:  # a bug in a route must still answer, as a JSON 500
             log.exception("emulator route failed")
@@ -79,9 +84,11 @@ class ApiHandler(EmulatorHandler):
             raise ApiError(503, MAINTENANCE_REASON)
         user = self._authenticate() if route.needs_auth else None
         gate_user = user.id if user else 0
-        reason = context.gate.enter(gate_user, knobs)
+        # Synapse's RequestThrottleFilter lets the anonymous user through unthrottled
+        reason = None if user is ANONYMOUS else context.gate.enter(gate_user, knobs)
         if reason is not None:
             raise ApiError(429, reason, self._retry_after(knobs))
+        caller = CALLER.set(user)
         try:
             request_key = f"{method} {path}?{sorted(query.items())} {body!r}"
             if context.faults.api_429(knobs, request_key):
@@ -105,7 +112,9 @@ class ApiHandler(EmulatorHandler):
                     response.body = hostile.malformed_payload(payload, pick)
             return response
         finally:
-            context.gate.leave(gate_user)
+            CALLER.reset(caller)
+            if user is not ANONYMOUS:
+                context.gate.leave(gate_user)
 
     @staticmethod
     def _retry_after(knobs) -> Dict[str, str]:
@@ -125,15 +134,14 @@ class ApiHandler(EmulatorHandler):
         raise ApiError(404, f"No such route: {method} {path}")
 
     def _authenticate(self) -> User:
+        """Synapse's AuthenticationFilter: no bearer token (no header, another scheme, a blank token) is the
+        anonymous user; a token it does not know is 401 ``Invalid access token`` (HttpAuthUtil.reject)."""
         header = self.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        user = None
-        if scheme.lower() == "bearer" and token.strip():
-            user = self.server.context.store.user_for_token(token.strip())
+        if not header.startswith(BEARER) or not header[len(BEARER):].strip():
+            return ANONYMOUS
+        user = self.server.context.store.user_for_token(header[len(BEARER):].strip())
         if user is None:
-            challenge = 'Bearer realm="synapse", error="invalid_token"' if header else 'Bearer realm="synapse"'
-            raise ApiError(401, "Unauthenticated: a valid access token is required." if not header
-                           else "Invalid access token.", {"WWW-Authenticate": challenge})
+            raise ApiError(401, "Invalid access token", {"WWW-Authenticate": CHALLENGE})
         return user
 
     def _send(self, response: Response) -> None:

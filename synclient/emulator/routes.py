@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Pattern, Tuple
 
 from . import hostile, wire
 from .signing import sign_url
-from .store import DenyMode, Entity, EntityKind, SortBy, User, parse_syn_id
+from .store import CALLER, DenyMode, Entity, EntityKind, SortBy, User, parse_syn_id
 from .tables import table_download_failure
 
 log = logging.getLogger("synclient.emulator")
@@ -184,7 +184,9 @@ class Routes:
             count, _ = self.store.count_children(entity.id, list(EntityKind))
             body["hasChildren"] = count > 0
         handle = None
-        if entity.kind is EntityKind.FILE:
+        # Synapse reads the handle only with DOWNLOAD access and answers an empty list (and no fileName) without it
+        # (EntityBundleServiceImpl.getEntityBundle; NodeManagerImpl.getFileHandleIdForVersion checks DOWNLOAD)
+        if entity.kind is EntityKind.FILE and self.store.effective_deny(entity) is DenyMode.NONE:
             file_version = version or self.store.version(entity.id, entity.current_version)
             handle = self.store.file_handle(file_version.file_handle_id)
         if wanted.get("includeFileHandles"):
@@ -210,13 +212,19 @@ class Routes:
         return Response(body=wire.restriction_information(entity))
 
     def children(self, request: Request) -> Response:
+        """Synapse's ``EntityManagerImpl.getChildren``: a null parentId lists projects (includeTypes is then
+        [project], whatever was asked); else includeTypes is required, the caller needs READ on the parent, and
+        children the caller may not read are left out of the page and of the counts
+        (``EntityAclManager.getNonvisibleChildren``)."""
         query = request.json()
         parent_ref = query.get("parentId")
         parent_id = None
-        if parent_ref is not None:
+        if parent_ref is None:
+            kinds = [EntityKind.PROJECT]
+        else:
+            kinds = self._include_types(query.get("includeTypes"))
             parent = self._entity(str(parent_ref))
             parent_id = parent.id
-        kinds = self._include_types(query.get("includeTypes"))
         try:
             sort_by = SortBy[query.get("sortBy") or "NAME"]
         except KeyError:
@@ -234,7 +242,7 @@ class Routes:
         if token is not None:
             body["nextPageToken"] = token
         if query.get("includeTotalChildCount") or query.get("includeSumFileSizes"):
-            count, total = self.store.count_children(parent_id, kinds)
+            count, total = self.store.count_children(parent_id, kinds, readable_only=True)
             if query.get("includeTotalChildCount"):
                 body["totalChildCount"] = count
             if query.get("includeSumFileSizes"):
@@ -243,8 +251,8 @@ class Routes:
 
     @staticmethod
     def _include_types(types) -> List[EntityKind]:
-        if types is None:
-            return list(EntityKind)
+        if types is None:  # ValidateArgument.required (EntityManagerImpl.getChildren)
+            raise ApiError(400, "EntityChildrenRequest.includeTypes is required.")
         if not isinstance(types, list):
             raise ApiError(400, "includeTypes must be a list.")
         kinds = []
@@ -255,7 +263,7 @@ class Routes:
             elif not OTHER_TYPES.match(key):
                 raise ApiError(400, f"Unknown EntityType: {name}")
         if not types:
-            raise ApiError(400, "includeTypes must include at least one type.")
+            raise ApiError(400, "EntityChildrenRequest.includeTypes must include at least one type")
         return kinds
 
     def headers(self, request: Request) -> Response:
@@ -281,22 +289,34 @@ class Routes:
         return Response(body={"id": f"syn{found}"})
 
     def file_handle_batch(self, request: Request) -> Response:
+        """Synapse's ``FileHandleManagerImpl.getFileHandleAndUrlBatch``: its checks in its order and words, then
+        authorization first (``AuthorizationManagerImpl.canDownLoadFile``): a handle not known through the object
+        is UNAUTHORIZED; NOT_FOUND only for an authorized handle that is missing."""
         query = request.json()
         requested = query.get("requestedFiles")
-        if not isinstance(requested, list) or not requested:
+        if requested is None:
             raise ApiError(400, "requestedFiles is required.")
-        if len(requested) > MAX_BATCH_FILES:
-            raise ApiError(400, f"Request exceeds the maximum number of files of {MAX_BATCH_FILES}.")
+        if not isinstance(requested, list):
+            raise ApiError(400, "requestedFiles must be a list.")
         want_urls = bool(query.get("includePreSignedURLs"))
         want_handles = bool(query.get("includeFileHandles"))
         if not (want_urls or want_handles or query.get("includePreviewPreSignedURLs")):
-            raise ApiError(400, "At least one of includePreSignedURLs, includeFileHandles or "
-                                "includePreviewPreSignedURLs must be true.")
-        results = []
-        for item in requested:
+            raise ApiError(400, "Must include either FileHandles or pre-signed URLs or preview pre-signed URLs")
+        if len(requested) > MAX_BATCH_FILES:
+            raise ApiError(400, f"Request exceeds the maximum number of objects per request: {MAX_BATCH_FILES}")
+        if not requested:
+            raise ApiError(400, "FileHandleAssociations is empty.  Must include at least one FileHandleAssociation")
+        for item in requested:  # AuthorizationManagerImpl.validate(FileHandleAssociation)
+            if item is None:
+                raise ApiError(400, "FileHandleAssociation cannot be null")
             if not isinstance(item, dict):
                 raise ApiError(400, "Each requested file must be an object.")
-            handle_ref = str(item.get("fileHandleId", ""))
+            for field in ("fileHandleId", "associateObjectId", "associateObjectType"):
+                if item.get(field) is None:
+                    raise ApiError(400, f"FileHandleAssociation.{field} cannot be null")
+        results = []
+        for item in requested:
+            handle_ref = str(item["fileHandleId"])
             result: Dict[str, object] = {"fileHandleId": handle_ref}
             failure = self._download_failure(handle_ref, item.get("associateObjectId"),
                                              item.get("associateObjectType"))
@@ -312,9 +332,15 @@ class Routes:
         return Response(status=201, body={"requestedFiles": results})
 
     def _download_failure(self, handle_ref: str, object_ref, object_type) -> Optional[str]:
-        """None when the user may download the handle through that object, else a failureCode."""
-        if not handle_ref.isdigit() or self.store.file_handle(int(handle_ref)) is None:
-            return "NOT_FOUND"
+        """None when the caller may download the handle through that object, else a failureCode. As Synapse's
+        ``AuthorizationManagerImpl.canDownloadFile``: the handle's creator may always; anyone else needs the handle
+        to be the object's and DOWNLOAD on the object. An unknown handle is therefore UNAUTHORIZED."""
+        handle = self.store.file_handle(int(handle_ref)) if handle_ref.isdigit() else None
+        caller = CALLER.get()
+        if handle is not None and caller is not None and handle.created_by == caller.id:
+            return None
+        if handle is None:
+            return "UNAUTHORIZED"
         if object_type == TABLE_ENTITY_ASSOCIATION:
             return table_download_failure(self.store, int(handle_ref), object_ref)
         if object_type != FILE_ENTITY_ASSOCIATION:
@@ -357,13 +383,27 @@ class Routes:
 
 
 def parse_page_token(token) -> Tuple[int, int]:
-    """``"{limit}a{offset}"`` -> (limit, offset); None -> first page."""
+    """``"{limit}a{offset}"`` -> (limit, offset); None -> first page. Refused as Synapse's ``NextPageToken`` refuses
+    a token (in its words): not two parts around ``a`` (Java's ``split``, trailing empty parts dropped), a part that
+    is not a number, a limit over 50. A limit under 1 or a negative offset, which Synapse would take into its SQL,
+    the emulator refuses too."""
     if token is None or token == "":
         return PAGE_SIZE, 0
-    match = re.match(r"^(\d+)a(\d+)$", str(token))
-    if not match or int(match.group(1)) <= 0:
-        raise ApiError(400, f"Invalid nextPageToken: {token}")
-    return int(match.group(1)), int(match.group(2))
+    text = str(token)
+    parts = text.split("a")
+    while parts and parts[-1] == "":
+        parts.pop()
+    if len(parts) != 2:
+        raise ApiError(400, f"Unknow token format: {text}")
+    for part in parts:
+        if not re.fullmatch(r"[+-]?[0-9]+", part):
+            raise ApiError(400, f'For input string: "{part}"')
+    limit, offset = int(parts[0]), int(parts[1])
+    if limit > PAGE_SIZE:
+        raise ApiError(400, f"Limit must not exceed: {PAGE_SIZE}")
+    if limit <= 0 or offset < 0:
+        raise ApiError(400, f"Invalid nextPageToken: {text}")
+    return limit, offset
 
 
 def make_page_token(limit: int, offset: int) -> str:

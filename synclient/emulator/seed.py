@@ -25,7 +25,9 @@ Entity names follow Synapse's rule (:mod:`.entity_names`: trimmed, then refused 
 non-empty string, as an external handle's may be on Synapse.
 ``size`` + ``seed`` means the bytes ``random.Random(seed).randbytes(size)``, generated in chunks.
 ``target`` is a "/"-separated path inside the same project, or a list of names when a name itself
-contains "/".  ``deny`` is ``true``/``"read"`` (no read, no download) or ``"download"``.
+contains "/".  ``deny`` is ``true``/``"read"`` (unreadable: not listed, 403 on a direct GET, no download) or
+``"download"`` (readable and listed, not downloadable). Every file handle is created by the data owner
+(``store.DATA_OWNER_ID``), not by the token's user: Synapse lets a handle's creator download it in any case.
 ``external: true`` makes the file's handles ExternalFileHandles served by the external listener (its content as
 for any file; ``record_md5`` / ``record_size``, default true, say whether the handle records contentMd5 /
 contentSize). ``external: "<sftp|ftp|http|https URL>"`` is a handle with that URL verbatim and no bytes; it

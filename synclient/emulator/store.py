@@ -7,6 +7,7 @@ stored once however many file handles point at them.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import datetime
 import enum
 import hashlib
@@ -178,7 +179,7 @@ class DenyMode(enum.Enum):
     """What the seeded user may not do with an entity (its whole subtree inherits it)."""
 
     NONE = ""
-    #: no read: GET entity / bundle2 answer 403, no download (listed in children so clients meet it)
+    #: no read: GET entity / bundle2 answer 403, no download, left out of children listings (as Synapse does)
     READ = "read"
     #: metadata readable, download refused (fileHandle/batch failureCode UNAUTHORIZED)
     DOWNLOAD = "download"
@@ -189,6 +190,29 @@ class User:
     id: int
     user_name: str
     token: str
+
+    @property
+    def is_anonymous(self) -> bool:
+        return self.id == ANONYMOUS_USER_ID
+
+
+#: Synapse's anonymous principal (``AuthorizationConstants.BOOTSTRAP_PRINCIPAL.ANONYMOUS_USER``): a request without
+#: an access token is answered for it. The emulator has no public data, so it may read nothing.
+ANONYMOUS_USER_ID = 273950
+ANONYMOUS = User(ANONYMOUS_USER_ID, "anonymous", "")
+#: The principal that created every seeded file handle: not the caller, since Synapse always lets a handle's creator
+#: download it (``AuthorizationManagerImpl.canDownloadFile``), which would void every seeded download denial.
+DATA_OWNER_ID = 3300001
+
+#: The user the request being answered is for: api.py sets it around each platform route (as Synapse's
+#: AuthenticationFilter keeps the caller's id on a thread local). None outside a request (seeding, admin routes,
+#: tests calling the store): the seeded user.
+CALLER: "contextvars.ContextVar[Optional[User]]" = contextvars.ContextVar("emulator_caller", default=None)
+
+
+def caller_is_anonymous() -> bool:
+    caller = CALLER.get()
+    return caller is not None and caller.is_anonymous
 
 
 @dataclass(frozen=True)
@@ -319,6 +343,7 @@ class Store:
             self._next_file_handle_id = self._next_id("file_handles", FIRST_FILE_HANDLE_ID)
             self.secret = self._meta_value("signing_secret", lambda: secrets.token_hex(32))
             self.user = self._ensure_user()
+            self._give_seeded_handles_to_the_data_owner()
 
     def close(self) -> None:
         with self._lock:
@@ -350,6 +375,15 @@ class Store:
             present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
             if column not in present:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {ddl}")
+
+    def _give_seeded_handles_to_the_data_owner(self) -> None:
+        """A data dir written before handles had a data owner has the user's id on every handle: once, those a query
+        did not make pass to the data owner (the caller, as creator, could download every one of them)."""
+        if self._db.execute("SELECT 1 FROM meta WHERE key = 'handles_owner'").fetchone():
+            return
+        self._db.execute("UPDATE file_handles SET created_by = ? WHERE created_by = ? AND id NOT IN"
+                         " (SELECT handle_id FROM result_handles)", (DATA_OWNER_ID, self.user.id))
+        self._db.execute("INSERT INTO meta (key, value) VALUES ('handles_owner', ?)", (str(DATA_OWNER_ID),))
 
     def _next_id(self, table: str, first: int) -> int:
         (highest,) = self._db.execute(f"SELECT max(id) FROM {table}").fetchone()
@@ -414,9 +448,11 @@ class Store:
     def create_file_handle(self, md5: str, size: int, file_name: str,
                            content_type: str = "application/octet-stream", *,
                            storage: HandleStorage = HandleStorage.S3, foreign_url: Optional[str] = None,
-                           records_md5: bool = True, records_size: bool = True) -> int:
+                           records_md5: bool = True, records_size: bool = True,
+                           created_by: int = DATA_OWNER_ID) -> int:
         """A new handle. EXTERNAL handles get their path on the external listener; FOREIGN ones need
-        ``foreign_url`` (their ``md5``/``size`` only mean something where ``records_*`` says so)."""
+        ``foreign_url`` (their ``md5``/``size`` only mean something where ``records_*`` says so). Created by the
+        data owner unless ``created_by`` says otherwise (a handle the caller made: ``self.user.id``)."""
         if (storage is HandleStorage.FOREIGN) != (foreign_url is not None):
             raise ValueError("a foreign URL goes with, and only with, FOREIGN storage")
         with self._lock:
@@ -426,7 +462,7 @@ class Store:
             self._db.execute(
                 "INSERT INTO file_handles (id, md5, size, file_name, content_type, created_on, created_by, etag,"
                 " storage, external_url, records_md5, records_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (handle_id, md5, size, file_name, content_type, now_iso(), self.user.id, new_etag(), storage.value,
+                (handle_id, md5, size, file_name, content_type, now_iso(), created_by, new_etag(), storage.value,
                  url, int(records_md5), int(records_size)))
             return handle_id
 
@@ -644,7 +680,8 @@ class Store:
 
     def children(self, parent_id: Optional[int], kinds: Sequence[EntityKind], sort_by: SortBy,
                  ascending: bool, limit: int, offset: int) -> List[Entity]:
-        where, args = self._children_filter(parent_id, kinds)
+        """A page of the children the caller may read (Synapse leaves the others out of the listing)."""
+        where, args = self._children_filter(parent_id, kinds, readable_only=True)
         direction = "ASC" if ascending else "DESC"
         with self._lock:
             rows = self._db.execute(
@@ -653,21 +690,32 @@ class Store:
                 args + [limit, offset]).fetchall()
         return [_entity_from_row(row) for row in rows]
 
-    def count_children(self, parent_id: Optional[int], kinds: Sequence[EntityKind]) -> Tuple[int, int]:
-        """(number of children, sum of current file sizes) for the given kinds."""
-        where, args = self._children_filter(parent_id, kinds)
+    def count_children(self, parent_id: Optional[int], kinds: Sequence[EntityKind], *,
+                       readable_only: bool = False) -> Tuple[int, int]:
+        """(number of children, sum of current file sizes) for the given kinds; with ``readable_only`` only the
+        children the caller may read, as Synapse's ``NodeDAOImpl.getChildrenStats`` excludes the non-visible ones.
+        The sum counts recorded sizes only (Synapse sums the handles' CONTENT_SIZE, NULL when not recorded)."""
+        where, args = self._children_filter(parent_id, kinds, readable_only=readable_only)
         with self._lock:
             count, total = self._db.execute(
-                f"SELECT count(*), coalesce(sum(fh.size), 0) FROM {_ENTITY_FROM} WHERE {where}", args).fetchone()
+                f"SELECT count(*), coalesce(sum(CASE WHEN fh.records_size THEN fh.size END), 0)"
+                f" FROM {_ENTITY_FROM} WHERE {where}", args).fetchone()
         return count, total
 
     @staticmethod
-    def _children_filter(parent_id: Optional[int], kinds: Sequence[EntityKind]) -> Tuple[str, list]:
+    def _children_filter(parent_id: Optional[int], kinds: Sequence[EntityKind], *,
+                         readable_only: bool = False) -> Tuple[str, list]:
         marks = ",".join("?" * len(kinds)) or "NULL"
         args: list = [k.value for k in kinds]
         if parent_id is None:
-            return f"e.parent_id IS NULL AND e.kind IN ({marks})", args
-        return f"e.parent_id = ? AND e.kind IN ({marks})", [parent_id] + args
+            where = f"e.parent_id IS NULL AND e.kind IN ({marks})"
+        else:
+            where, args = f"e.parent_id = ? AND e.kind IN ({marks})", [parent_id] + args
+        if readable_only:
+            # the parent is readable (checked by the route), so a child is unreadable only by a deny of its own;
+            # the anonymous caller reads nothing (the emulator has no public data)
+            where += " AND 0" if caller_is_anonymous() else f" AND e.deny != '{DenyMode.READ.value}'"
+        return where, args
 
     def ancestor_ids(self, entity_id: int) -> List[int]:
         """Parent, grandparent, ... up to the project."""
@@ -682,7 +730,10 @@ class Store:
         return ids
 
     def effective_deny(self, entity: Entity) -> DenyMode:
-        """The strongest deny on the entity or any ancestor (permissions are inherited)."""
+        """The strongest deny on the entity or any ancestor (permissions are inherited); READ for the anonymous
+        caller."""
+        if caller_is_anonymous():
+            return DenyMode.READ
         modes = {entity.deny}
         with self._lock:
             for ancestor in self.ancestor_ids(entity.id):

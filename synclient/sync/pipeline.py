@@ -23,7 +23,7 @@ from synclient.client import Platform
 from synclient.errors import (AccessDeniedError, CacheLockTimeoutError, Cancelled, LocalIOError, NotFoundError,
                               PathConflictError, PlatformError, SynclientError, UnsupportedError)
 from synclient.events import SyncObserver
-from synclient.models import EntityHeader, FileHandle
+from synclient.models import EntityHeader, FileBundle, FileHandle
 from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verification
 from synclient.synapse_cache import SynapseCache
 from synclient.sync.claims import PathClaims
@@ -86,6 +86,16 @@ def check_fetchable(entity_id: str, handle: FileHandle) -> None:
             raise PlatformError(f"{entity_id}: file handle {handle.id} has no contentSize; not supported")
         return
     check_scheme(entity_id, url)
+
+
+def missing_handle_error(entity_id: str, bundle: FileBundle) -> SynclientError:
+    """Why a file's bundle has no data file handle. Synapse answers ``fileHandles: []`` to a caller who may read
+    the file but not download it (an access requirement not met, no DOWNLOAD permission): that is access denied,
+    not a missing file. A file that names no handle at all is not found."""
+    if bundle.entity.data_file_handle_id:
+        return AccessDeniedError(f"{entity_id}: this user may read the file but not download it (the platform "
+                                 f"withholds its file handle)", status=403)
+    return NotFoundError(f"{entity_id} has no data file handle in its bundle")
 
 
 def url_refusal(entity_id: str, url: Optional[SignedUrl],
@@ -256,7 +266,7 @@ class FilePipeline:
                       or self._platform.get_file_bundle(header.id, version=header.version_number,
                                                         include_annotations=True))
             if bundle.file_handle is None:
-                raise NotFoundError(f"{header.id} has no data file handle in its bundle")
+                raise missing_handle_error(header.id, bundle)
         except SynclientError as exc:
             self.entity_failed(header, found.destination, exc)
             return

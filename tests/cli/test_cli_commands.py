@@ -124,6 +124,20 @@ def test_bad_token_json_error_object(tmp_path, tree_emulator):
     assert result.json()["exit_code"] == 2
 
 
+@pytest.mark.parametrize("command", ["get", "ls"])
+def test_no_token_tells_the_user_to_log_in(tmp_path, tree_emulator, command):
+    """Synapse answers a request without a token as its anonymous user (403 on private data, not 401): the one line
+    still says to log in."""
+    env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=tree_emulator.endpoint)
+    args = ["get", "-r", _project(tree_emulator), "--path", str(tmp_path / "o")] if command == "get" else \
+        ["ls", _project(tree_emulator)]
+    result = run_cli(*args, env=env)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "access denied" in lines[0] and "anonymous" in lines[0] and "synclient login" in lines[0]
+
+
 def test_unknown_id_clear_message(env, tmp_path):
     result = run_cli("get", "-r", "syn987654321", "--path", str(tmp_path), env=env)
     assert result.returncode == 2

@@ -27,6 +27,13 @@ SPEC = {"projects": [{"name": "p", "children": [
 ]}]}
 VIEW_SQL = "SELECT * FROM {id}"
 
+#: every type: Synapse requires includeTypes (EntityManagerImpl.getChildren)
+ALL_TYPES = ["project", "folder", "file", "link", "dataset", "datasetcollection", "entityview", "table"]
+
+
+def _list(api, parent_id, **extra):
+    return api.post("/repo/v1/entity/children", {"includeTypes": ALL_TYPES, "parentId": parent_id, **extra})
+
 
 @pytest.fixture
 def site(emulator):
@@ -108,8 +115,8 @@ def _snapshot(emu, api, ids):
     files = _files(ids)
     handle = _honest_handle(emu, files[3])
     taken = [
-        api.post("/repo/v1/entity/children", {"parentId": ids("")}).content,
-        api.post("/repo/v1/entity/children", {"parentId": ids("d"), "nextPageToken": "10a10"}).content,
+        _list(api, ids("")).content,
+        _list(api, ids("d"), nextPageToken="10a10").content,
         api.post("/repo/v1/entity/header", {"references": [{"targetId": f} for f in files]}).content,
         api.get(f"/repo/v1/entity/{files[3]}").content,
         api.get(f"/repo/v1/entity/{files[3]}/path").content,
@@ -194,7 +201,7 @@ def test_names_are_hostile_and_the_same_in_every_answer(site):
     assert forms == set(hostile.NAME_FORMS), "the seed shows every form"
     assert any(len(n.encode("utf-8")) == hostile.LONG_NAME_BYTES for n in expected.values())
 
-    listed = api.post("/repo/v1/entity/children", {"parentId": ids("d")}).json()["page"]
+    listed = _list(api, ids("d")).json()["page"]
     assert {h["id"]: h["name"] for h in listed} == expected
     headers = api.post("/repo/v1/entity/header", {"references": [{"targetId": f} for f in files]}).json()
     assert {h["id"]: h["name"] for h in headers["results"]} == expected
@@ -225,13 +232,13 @@ def test_names_rate_is_a_stable_seeded_fraction(site):
 
     def mutated(seed):
         emu.set_knobs(hostile_rate=0.5, hostile_kinds="names", fault_seed=seed)
-        listed = api.post("/repo/v1/entity/children", {"parentId": ids("d")}).json()["page"]
+        listed = _list(api, ids("d")).json()["page"]
         return {h["id"] for h in listed if h["name"] != real[h["id"]]}
 
     first = mutated(SEED)
     assert 0 < len(first) < FILES
     assert first == {f for f in files if hostile.chosen(emu.knobs, "names", f)}
-    assert {h["id"]: h["name"] for h in api.post("/repo/v1/entity/children", {"parentId": ids("d")}).json()[
+    assert {h["id"]: h["name"] for h in _list(api, ids("d")).json()[
         "page"]} == {f: hostile.answered_name(emu.knobs, f, real[f]) for f in files}
     assert mutated(SEED) == first, "same seed, same mutation"
     assert mutated(SEED + 1) != first, "another seed chooses other entities"
@@ -282,17 +289,17 @@ def test_children_listing_repeats_its_token_forever(site):
     emu, api, ids = site
     emu.set_knobs(hostile_rate=1.0, hostile_kinds="paging", fault_seed=SEED)
     before = hostile.injected()["paging"]
-    first = api.post("/repo/v1/entity/children", {"parentId": ids("")}).json()
+    first = _list(api, ids("")).json()
     assert first["nextPageToken"] == "50a0", "a one-page listing answers a token back to its first page"
     for _ in range(5):
-        again = api.post("/repo/v1/entity/children", {"parentId": ids(""), "nextPageToken": "50a0"}).json()
+        again = _list(api, ids(""), nextPageToken="50a0").json()
         assert again == first
-    page = api.post("/repo/v1/entity/children", {"parentId": ids("d"), "nextPageToken": "10a10"}).json()
+    page = _list(api, ids("d"), nextPageToken="10a10").json()
     assert page["nextPageToken"] == "10a10" and len(page["page"]) == 10
-    assert api.post("/repo/v1/entity/children", {"parentId": ids("d")}).json()["nextPageToken"] == "50a0"
+    assert _list(api, ids("d")).json()["nextPageToken"] == "50a0"
     assert hostile.injected()["paging"] >= before + 8
     emu.set_knobs(hostile_rate=0.0)
-    assert api.post("/repo/v1/entity/children", {"parentId": ids("d"), "nextPageToken": "10a10"}).json()[
+    assert _list(api, ids("d"), nextPageToken="10a10").json()[
         "nextPageToken"] == "10a20"
 
 
@@ -401,7 +408,7 @@ def _mutated_view(emu):
     api = Api(emu)
     project = emu.seed_spec(SPEC)["p"]
     files = [emu.resolve(project, f"d/f{i:02d}.txt") for i in range(FILES)]
-    listed = api.post("/repo/v1/entity/children", {"parentId": emu.resolve(project, "d")}).json()
+    listed = _list(api, emu.resolve(project, "d")).json()
     bundles = [_bundle(api, f).json() for f in files]
     return ([(h["id"], h["name"]) for h in listed["page"]], listed.get("nextPageToken"),
             [(b["entity"]["name"], b["fileHandles"][0]["id"], b["fileHandles"][0]["contentSize"],

@@ -11,13 +11,14 @@ def _batch(api, entity_id, handle_id, **flags):
     return api.post("/file/v1/fileHandle/batch", body)
 
 
-def test_missing_or_unknown_token_is_401(seeded):
+def test_unknown_token_is_401_and_no_token_is_the_anonymous_user(seeded):
     emu, project = seeded
-    answer = Api(emu, token=False).get(f"/repo/v1/entity/{project}")
+    answer = Api(emu, token="wrong").get(f"/repo/v1/entity/{project}")
     assert answer.status_code == 401 and answer.headers["WWW-Authenticate"].startswith("Bearer")
     assert answer.headers["Content-Type"].startswith("application/json")
     assert answer.json()["concreteType"] == "org.sagebionetworks.repo.model.ErrorResponse"
     assert Api(emu, token="wrong").get("/repo/v1/userProfile").status_code == 401
+    assert Api(emu, token=False).get(f"/repo/v1/entity/{project}").status_code == 403  # anonymous reads nothing
     assert Api(emu, token=False).get("/repo/v1/version").status_code == 200
 
 
@@ -62,7 +63,7 @@ def test_file_handle_batch_rules(seeded, api):
                                     "associateObjectType": "FileEntity"}] * 101, "includeFileHandles": True}
     assert api.post("/file/v1/fileHandle/batch", too_many).status_code == 400
     answer = _batch(api, entity, "999999999", includeFileHandles=True).json()["requestedFiles"][0]
-    assert answer["failureCode"] == "NOT_FOUND"
+    assert answer["failureCode"] == "UNAUTHORIZED"  # authorization comes first: not that entity's handle
     other = emu.resolve(project, "case.txt")
     assert _batch(api, other, handle, includeFileHandles=True).json()["requestedFiles"][0]["failureCode"] \
         == "UNAUTHORIZED"  # handle not used by that entity
