@@ -105,7 +105,7 @@ class Routes:
             raise ApiError(400, invalid_id_reason(ref)) from None
         entity = self.store.entity(entity_id)
         if entity is None:
-            raise ApiError(404, f"Entity syn{entity_id} does not exist.")
+            raise ApiError(404, not_found_reason(f"syn{entity_id}"))
         if self.store.effective_deny(entity) is DenyMode.READ:
             raise ApiError(403, f"You lack READ access to the requested entity (syn{entity_id}).")
         return entity
@@ -116,11 +116,11 @@ class Routes:
         number = int(version_text)
         if entity.kind is not EntityKind.FILE:
             if number != 1:
-                raise ApiError(404, f"Version {number} of syn{entity.id} does not exist.")
+                raise ApiError(404, not_found_reason(f"syn{entity.id}.{number}"))
             return None
         version = self.store.version(entity.id, number)
         if version is None:
-            raise ApiError(404, f"Version {number} of syn{entity.id} does not exist.")
+            raise ApiError(404, not_found_reason(f"syn{entity.id}.{number}"))
         return version
 
     def _handle_json(self, handle) -> Dict[str, object]:
@@ -243,7 +243,7 @@ class Routes:
             raise ApiError(400, invalid_id_reason(wanted["objectId"])) from None
         entity = self.store.entity(entity_id)
         if entity is None:
-            raise ApiError(404, f"Entity syn{entity_id} does not exist.")
+            raise ApiError(404, not_found_reason(f"syn{entity_id}"))
         return Response(body=wire.restriction_information(self.store, entity))
 
     def children(self, request: Request) -> Response:
@@ -432,6 +432,12 @@ class Routes:
         if request.query.get("redirect", "true").lower() == "false":
             return Response(body=url, content_type="text/plain;charset=UTF-8")
         return Response(status=307, body=b"", headers={"Location": url})
+
+
+def not_found_reason(what: str) -> str:
+    """Synapse's 404 reason for an entity (``syn1``) or a version (``syn1.2``, IdAndVersion.toString) that does not
+    exist (NodeDAOImpl.RESOURCE_DOES_NOT_EXIST; EntityDeciderFunctions.DENY_IF_DOES_NOT_EXIST)."""
+    return f"Resource: '{what}' does not exist"
 
 
 def invalid_id_reason(ref) -> str:

@@ -297,3 +297,16 @@ def test_no_null_fields_in_entity_answers(seeded):
     _no_nulls(headers.json(), "entity/header")
     _no_nulls(api.post("/repo/v1/entity/child", {"parentId": project, "entityName": "raw"}).json(), "entity/child")
     _no_nulls(api.get("/repo/v1/version").json(), "version")
+
+
+def test_missing_entities_and_versions_are_404_in_synapse_words(seeded):
+    # EntityDeciderFunctions.DENY_IF_DOES_NOT_EXIST and NodeDAOImpl.getNodeForVersion: NotFoundException
+    # "Resource: '%s' does not exist" with the id, or IdAndVersion.toString() ("syn1.2") for a version
+    api, _, ids = seeded
+    missing = api.get("/repo/v1/entity/syn999999999")
+    assert (missing.status_code, missing.json()["reason"]) == (404, "Resource: 'syn999999999' does not exist")
+    version = api.get(f"/repo/v1/entity/{ids('v.txt')}/version/9")
+    assert (version.status_code, version.json()["reason"]) == (404, f"Resource: '{ids('v.txt')}.9' does not exist")
+    folder_version = api.get(f"/repo/v1/entity/{ids('raw')}/version/2")
+    assert (folder_version.status_code, folder_version.json()["reason"]) == (
+        404, f"Resource: '{ids('raw')}.2' does not exist")
