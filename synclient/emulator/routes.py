@@ -446,14 +446,14 @@ def invalid_id_reason(ref) -> str:
 
 
 def _int_param(query: Dict[str, str], name: str, default: int) -> int:
+    """An Integer request parameter; not a number is Spring's 400 (a MethodArgumentTypeMismatchException)."""
     text = query.get(name)
     if text is None:
         return default
-    try:
+    if re.match(r"^[+-]?[0-9]+$", text) and -2 ** 31 <= int(text) < 2 ** 31:
         return int(text)
-    except ValueError:
-        raise ApiError(400, f"Failed to convert value of type 'java.lang.String' to required type 'java.lang.Integer'; "
-                            f"nested exception is java.lang.NumberFormatException: For input string: \"{text}\"") from None
+    raise ApiError(400, "Failed to convert value of type 'java.lang.String' to required type 'java.lang.Integer'; "
+                        f"nested exception is java.lang.NumberFormatException: For input string: \"{text}\"")
 
 
 def _version_number(value) -> Optional[int]:

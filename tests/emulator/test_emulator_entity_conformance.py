@@ -150,6 +150,8 @@ def test_version_list_of_a_file_leaves_unrecorded_fields_out(seeded):
     # ServiceConstants.validatePaginationParams
     bad = api.get(f"/repo/v1/entity/{ids('v.txt')}/version", params={"limit": 0})
     assert (bad.status_code, bad.json()["reason"]) == (400, "pagination limit must be 1 or greater")
+    # EntityController.getAllVersionsOfEntity: offset and limit are Integer request parameters (Spring converts them)
+    assert api.get(f"/repo/v1/entity/{ids('v.txt')}/version", params={"offset": "x"}).status_code == 400
 
 
 # --- item 10: the zero etag of non-current versions ----------------------------------------------------------------
