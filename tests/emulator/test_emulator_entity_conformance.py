@@ -131,6 +131,9 @@ def test_version_list_of_folders_and_projects_is_revision_one(seeded):
                 for v in listed["results"]] == [(entity_id, 1, "1", True)]
         assert listed["totalNumberOfResults"] == 1
         assert "contentMd5" not in listed["results"][0] and "contentSize" not in listed["results"][0]
+    # NodeDAOImpl.getVersionsOfEntity sets each VersionInfo's id to the id as the caller wrote it in the path
+    numeric = ids("raw")[3:]
+    assert [v["id"] for v in api.get(f"/repo/v1/entity/{numeric}/version").json()["results"]] == [numeric]
 
 
 def test_version_list_of_a_file_leaves_unrecorded_fields_out(seeded):
