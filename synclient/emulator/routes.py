@@ -107,7 +107,7 @@ class Routes:
         if entity is None:
             raise ApiError(404, not_found_reason(f"syn{entity_id}"))
         if self.store.effective_deny(entity) is DenyMode.READ:
-            raise ApiError(403, f"You lack READ access to the requested entity (syn{entity_id}).")
+            raise ApiError(403, lack_access_reason("READ"))
         return entity
 
     def _version(self, entity: Entity, version_text: Optional[str]):
@@ -424,7 +424,7 @@ class Routes:
         version = self._version(entity, request.params[1] if len(request.params) > 1 else None)
         version = version or self.store.version(entity.id, entity.current_version)
         if self.store.effective_deny(entity) is not DenyMode.NONE:
-            raise ApiError(403, f"You lack DOWNLOAD access to syn{entity.id}.")
+            raise ApiError(403, lack_access_reason("DOWNLOAD"))
         return self._url_response(self.store.file_handle(version.file_handle_id), request)
 
     def _url_response(self, handle, request: Request) -> Response:
@@ -432,6 +432,12 @@ class Routes:
         if request.query.get("redirect", "true").lower() == "false":
             return Response(body=url, content_type="text/plain;charset=UTF-8")
         return Response(status=307, body=b"", headers={"Location": url})
+
+
+def lack_access_reason(access_type: str) -> str:
+    """Synapse's 403 reason when an entity's ACL does not grant the access (EntityDeciderFunctions.DENY,
+    AuthorizationConstants.ERR_MSG_YOU_LACK_ACCESS_TO_REQUESTED_ENTITY_TEMPLATE)."""
+    return f"You lack {access_type} access to the requested entity."
 
 
 def not_found_reason(what: str) -> str:

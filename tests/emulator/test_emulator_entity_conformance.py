@@ -315,3 +315,15 @@ def test_missing_entities_and_versions_are_404_in_synapse_words(seeded):
     folder_version = api.get(f"/repo/v1/entity/{ids('raw')}/version/2")
     assert (folder_version.status_code, folder_version.json()["reason"]) == (
         404, f"Resource: '{ids('raw')}.2' does not exist")
+
+
+def test_denied_entities_are_403_in_synapse_words(seeded):
+    # EntityDeciderFunctions.DENY: "You lack %s access to the requested entity." with the access type
+    # (AuthorizationConstants.ERR_MSG_YOU_LACK_ACCESS_TO_REQUESTED_ENTITY_TEMPLATE)
+    api, _, ids = seeded
+    unreadable = api.get(f"/repo/v1/entity/{ids('secret')}")
+    assert (unreadable.status_code, unreadable.json()["reason"]) == (
+        403, "You lack READ access to the requested entity.")
+    undownloadable = api.get(f"/repo/v1/entity/{ids('nodownload')}/file", allow_redirects=False)
+    assert (undownloadable.status_code, undownloadable.json()["reason"]) == (
+        403, "You lack DOWNLOAD access to the requested entity.")
