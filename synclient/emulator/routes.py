@@ -86,8 +86,10 @@ class Route:
     needs_auth: bool = True
 
 
-#: an entity id in a path: any segment; Synapse parses it itself, 400 when it is not an id (parse_syn_id)
-_ID = r"([^/]+)"
+#: an entity id in a path, ``syn`` in any case (Synapse lower-cases ids: KeyFactory.stringToKey)
+_ID = r"((?i:syn)?\d+)"
+#: the entity routes' id: any segment, read by ``Routes._entity`` (400 when it is not an id, as Synapse answers)
+_ANY_ID = r"([^/]+)"
 
 
 class Routes:
@@ -509,19 +511,19 @@ ROUTES: List[Route] = [
     _route("POST", r"/repo/v1/entity/header", Routes.headers, "entity"),
     _route("POST", r"/repo/v1/entity/child", Routes.lookup_child, "entity"),
     _route("POST", r"/repo/v1/restrictionInformation", Routes.restriction_information, "other"),
-    _route("GET", rf"/repo/v1/entity/{_ID}", Routes.get_entity, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/version/(\d+)", Routes.get_entity, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/version", Routes.entity_versions, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/type", Routes.entity_type, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/path", Routes.entity_path, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/annotations2", Routes.annotations, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/version/(\d+)/annotations2", Routes.annotations, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/generatedBy", Routes.generated_by, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/version/(\d+)/generatedBy", Routes.generated_by, "entity"),
-    _route("POST", rf"/repo/v1/entity/{_ID}/bundle2", Routes.bundle, "bundle"),
-    _route("POST", rf"/repo/v1/entity/{_ID}/version/(\d+)/bundle2", Routes.bundle, "bundle"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/file", Routes.entity_file_url, "filehandle"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/version/(\d+)/file", Routes.entity_file_url, "filehandle"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}", Routes.get_entity, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/version/(\d+)", Routes.get_entity, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/version", Routes.entity_versions, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/type", Routes.entity_type, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/path", Routes.entity_path, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/annotations2", Routes.annotations, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/version/(\d+)/annotations2", Routes.annotations, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/generatedBy", Routes.generated_by, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/version/(\d+)/generatedBy", Routes.generated_by, "entity"),
+    _route("POST", rf"/repo/v1/entity/{_ANY_ID}/bundle2", Routes.bundle, "bundle"),
+    _route("POST", rf"/repo/v1/entity/{_ANY_ID}/version/(\d+)/bundle2", Routes.bundle, "bundle"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/file", Routes.entity_file_url, "filehandle"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/version/(\d+)/file", Routes.entity_file_url, "filehandle"),
     _route("POST", r"/file/v1/fileHandle/batch", Routes.file_handle_batch, "filehandle"),
     _route("GET", r"/file/v1/file/(\d+)", Routes.file_url, "filehandle"),
 ]
