@@ -8,6 +8,8 @@ from .store import DenyMode, Entity, EntityKind, FileHandle, HandleStorage, Stor
 
 BUCKET = "synclient-emulator"
 ROOT_ID = "syn4489"  # Synapse's root folder: the parentId of every project
+#: the name Synapse gives a path item the caller may not read (NodeManagerImpl.ENTITY_NAME_PERMISSION_DENIED)
+REDACTED_NAME = "Redacted"
 ERROR_RESPONSE = "org.sagebionetworks.repo.model.ErrorResponse"
 S3_FILE_HANDLE = "org.sagebionetworks.repo.model.file.S3FileHandle"
 EXTERNAL_FILE_HANDLE = "org.sagebionetworks.repo.model.file.ExternalFileHandle"
@@ -266,9 +268,12 @@ def permissions_json(store: Store, entity: Entity) -> Dict[str, object]:
 
 def path_json(store: Store, entity: Entity) -> Dict[str, object]:
     """An EntityPath: from Synapse's root folder down to the entity, each item only name, id and type (Synapse's
-    path query selects those three: NodeDAOImpl.getEntityPath, ``NAME_ID_TYPE_ROWMAPPER``)."""
+    path query selects those three: NodeDAOImpl.getEntityPath, ``NAME_ID_TYPE_ROWMAPPER``). Synapse names an item
+    the caller may not read "Redacted" (NodeManagerImpl.getNodePath); the root folder's ACL grants authenticated
+    users CREATE only (lib/jdomodels/.../private/bootstrap-entites-spb.xml), so the first item is always so named
+    (an unreadable ancestor makes the entity unreadable in the emulator, which answers 403 before a path)."""
     chain = [entity.id] + store.ancestor_ids(entity.id)
-    headers = [{"name": "root", "id": ROOT_ID, "type": EntityKind.FOLDER.concrete_type}]
+    headers = [{"name": REDACTED_NAME, "id": ROOT_ID, "type": EntityKind.FOLDER.concrete_type}]
     found = store.entities(chain)
     for entity_id in reversed(chain):
         if entity_id in found:

@@ -186,9 +186,11 @@ def test_annotations_of_a_named_version_answer_the_zero_etag(seeded):
 # --- item 11: path items -------------------------------------------------------------------------------------------
 def test_path_items_carry_name_id_and_type_only(seeded):
     # NodeDAOImpl.getEntityPath selects id, name, type (NAME_ID_TYPE_ROWMAPPER) and NameIdType.toEntityHeader sets
-    # only those; bundle2's path is the same list (EntityBundleServiceImpl, EntityPath.json)
+    # only those; bundle2's path is the same list (EntityBundleServiceImpl, EntityPath.json). NodeManagerImpl
+    # .getNodePath names an item the caller cannot READ "Redacted": the root folder, whose bootstrap ACL grants
+    # authenticated users CREATE only (lib/jdomodels/src/main/resources/private/bootstrap-entites-spb.xml)
     api, project, ids = seeded
-    expected = [{"name": "root", "id": "syn4489", "type": FOLDER}, {"name": "proj", "id": project, "type": PROJECT},
+    expected = [{"name": "Redacted", "id": "syn4489", "type": FOLDER}, {"name": "proj", "id": project, "type": PROJECT},
                 {"name": "raw", "id": ids("raw"), "type": FOLDER}, {"name": "a.txt", "id": ids("raw/a.txt"),
                                                                     "type": FILE}]
     assert api.get(f"/repo/v1/entity/{ids('raw/a.txt')}/path").json() == {"path": expected}
