@@ -185,9 +185,23 @@ class Routes:
         return Response(body=wire.annotations_json(self.store, entity, of_version=len(request.params) > 1))
 
     def generated_by(self, request: Request) -> Response:
-        entity = self._entity(request.params[0])
-        self._version(entity, request.params[1] if len(request.params) > 1 else None)
-        raise ApiError(404, f"No activity for syn{entity.id}.")
+        """No provenance in the emulator: 404 "No activity", Synapse's answer for a revision without one. Synapse
+        looks the revision up first and checks no READ (NodeManagerImpl.getActivityForNode, NodeDAOImpl
+        .getActivityId/getCurrentRevisionNumber, DBOActivityDAOImpl.getDBO)."""
+        ref = unquote(request.params[0])
+        try:
+            entity = self.store.entity(parse_syn_id(ref))
+        except ValueError:
+            raise ApiError(400, invalid_id_reason(ref)) from None
+        if entity is None:
+            raise ApiError(404, not_found_reason(ref))
+        if len(request.params) > 1:
+            number = int(request.params[1])
+            exists = (self.store.version(entity.id, number) is not None if entity.kind is EntityKind.FILE
+                      else number == entity.current_version)
+            if not exists:
+                raise ApiError(404, f"Activity for: '{ref}', version: '{number}' does not exist")
+        raise ApiError(404, "No activity")
 
     def bundle(self, request: Request) -> Response:
         wanted = request.json()

@@ -329,3 +329,19 @@ def test_denied_entities_are_403_in_synapse_words(seeded):
     undownloadable = api.get(f"/repo/v1/entity/{ids('nodownload')}/file", allow_redirects=False)
     assert (undownloadable.status_code, undownloadable.json()["reason"]) == (
         403, "You lack DOWNLOAD access to the requested entity.")
+
+
+def test_generated_by_without_provenance(seeded):
+    # NodeManagerImpl.getActivityForNode: the revision's activity id (NodeDAOImpl.getActivityId: 404 "Activity for:
+    # '%s', version: '%s' does not exist" for a missing revision), then DBOActivityDAOImpl.getDBO: a null id is 404
+    # "No activity"; no READ check comes first
+    api, _, ids = seeded
+    for path in (f"{ids('v.txt')}/generatedBy", f"{ids('v.txt')}/version/1/generatedBy", f"{ids('secret')}/generatedBy",
+                 f"{ids('raw')}/version/1/generatedBy"):
+        answer = api.get(f"/repo/v1/entity/{path}")
+        assert (answer.status_code, answer.json()["reason"]) == (404, "No activity"), path
+    version = api.get(f"/repo/v1/entity/{ids('v.txt')}/version/9/generatedBy")
+    assert (version.status_code, version.json()["reason"]) == (
+        404, f"Activity for: '{ids('v.txt')}', version: '9' does not exist")
+    missing = api.get("/repo/v1/entity/syn999999999/generatedBy")
+    assert (missing.status_code, missing.json()["reason"]) == (404, "Resource: 'syn999999999' does not exist")
