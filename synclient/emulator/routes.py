@@ -181,8 +181,13 @@ class Routes:
 
     def annotations(self, request: Request) -> Response:
         entity = self._entity(request.params[0])
-        self._version(entity, request.params[1] if len(request.params) > 1 else None)
-        return Response(body=wire.annotations_json(self.store, entity, of_version=len(request.params) > 1))
+        named = len(request.params) > 1
+        if named:
+            try:
+                self._version(entity, request.params[1])
+            except ApiError:  # NodeDAOImpl.getUserAnnotationsForVersion: CANNOT_FIND_A_NODE_WITH_ID + the id as sent
+                raise ApiError(404, f"Cannot find a node with id: {unquote(request.params[0])}") from None
+        return Response(body=wire.annotations_json(self.store, entity, of_version=named))
 
     def generated_by(self, request: Request) -> Response:
         """No provenance in the emulator: 404 "No activity", Synapse's answer for a revision without one. Synapse

@@ -181,6 +181,9 @@ def test_annotations_of_a_named_version_answer_the_zero_etag(seeded):
     assert bundle["annotations"]["etag"] == ZERO_ETAG
     assert api.post(f"/repo/v1/entity/{file_id}/bundle2",
                     {"includeAnnotations": True}).json()["annotations"]["etag"] != ZERO_ETAG
+    # a revision that does not exist: NotFoundException(CANNOT_FIND_A_NODE_WITH_ID + id)
+    missing = api.get(f"/repo/v1/entity/{file_id}/version/7/annotations2")
+    assert (missing.status_code, missing.json()["reason"]) == (404, f"Cannot find a node with id: {file_id}")
 
 
 # --- item 11: path items -------------------------------------------------------------------------------------------
