@@ -10,6 +10,7 @@ import logging
 import re
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Pattern, Tuple
+from urllib.parse import unquote
 
 from . import hostile, wire
 from .signing import sign_url
@@ -17,6 +18,8 @@ from .store import CALLER, DenyMode, Entity, EntityKind, SortBy, User, parse_syn
 from .tables import table_download_failure
 
 log = logging.getLogger("synclient.emulator")
+#: Synapse's root folder (the parent of every project); ``parentId`` of a project lookup (EntityManagerImpl.ROOT_ID)
+ROOT_ENTITY_ID = 4489
 
 PAGE_SIZE = 50
 MAX_BATCH_FILES = 100
@@ -27,6 +30,14 @@ INCLUDE_TYPES = {kind.value: kind for kind in EntityKind}
 # Newer clients send types added after this list was written, so any other lowercase word is accepted.
 OTHER_TYPES = re.compile(r"^[a-z]+$")
 EMULATOR_VERSION = "emulator-1"
+#: SynapseVersionInfo's ``stackInstance`` (schema .../repo/model/versionInfo/SynapseVersionInfo.json), which Synapse's
+#: SynapseVersionInfoController always sets from its stack configuration
+EMULATOR_STACK_INSTANCE = "emulator"
+#: the file handle associations ``GET /file/{id}`` accepts (schema .../repo/model/file/FileHandleAssociateType.json)
+FILE_HANDLE_ASSOCIATE_TYPES = frozenset((
+    "FileEntity", "TableEntity", "WikiAttachment", "WikiMarkdown", "UserProfileAttachment", "MessageAttachment",
+    "TeamAttachment", "SubmissionAttachment", "VerificationSubmission", "AccessRequirementAttachment",
+    "DataAccessRequestAttachment", "DataAccessSubmissionAttachment", "FormData"))
 
 
 class ApiError(Exception):
@@ -75,7 +86,10 @@ class Route:
     needs_auth: bool = True
 
 
-_ID = r"(syn\d+|\d+)"
+#: an entity id in a path, ``syn`` in any case (Synapse lower-cases ids: KeyFactory.stringToKey)
+_ID = r"((?i:syn)?\d+)"
+#: the entity routes' id: any segment, read by ``Routes._entity`` (400 when it is not an id, as Synapse answers)
+_ANY_ID = r"([^/]+)"
 
 
 class Routes:
@@ -90,12 +104,12 @@ class Routes:
         try:
             entity_id = parse_syn_id(ref)
         except ValueError:
-            raise ApiError(400, f"Invalid entity id: {ref}") from None
+            raise ApiError(400, invalid_id_reason(ref)) from None
         entity = self.store.entity(entity_id)
         if entity is None:
-            raise ApiError(404, f"Entity syn{entity_id} does not exist.")
+            raise ApiError(404, not_found_reason(f"syn{entity_id}"))
         if self.store.effective_deny(entity) is DenyMode.READ:
-            raise ApiError(403, f"You lack READ access to the requested entity (syn{entity_id}).")
+            raise ApiError(403, lack_access_reason("READ"))
         return entity
 
     def _version(self, entity: Entity, version_text: Optional[str]):
@@ -104,11 +118,11 @@ class Routes:
         number = int(version_text)
         if entity.kind is not EntityKind.FILE:
             if number != 1:
-                raise ApiError(404, f"Version {number} of syn{entity.id} does not exist.")
+                raise ApiError(404, not_found_reason(f"syn{entity.id}.{number}"))
             return None
         version = self.store.version(entity.id, number)
         if version is None:
-            raise ApiError(404, f"Version {number} of syn{entity.id} does not exist.")
+            raise ApiError(404, not_found_reason(f"syn{entity.id}.{number}"))
         return version
 
     def _handle_json(self, handle) -> Dict[str, object]:
@@ -126,7 +140,7 @@ class Routes:
 
     # --- routes -------------------------------------------------------------------------------
     def version(self, request: Request) -> Response:
-        return Response(body={"version": EMULATOR_VERSION})
+        return Response(body={"version": EMULATOR_VERSION, "stackInstance": EMULATOR_STACK_INSTANCE})
 
     def user_profile(self, request: Request) -> Response:
         return Response(body=wire.user_profile(request.user.id, request.user.user_name))
@@ -140,31 +154,59 @@ class Routes:
         return Response(body=wire.entity_header(self.store, self._entity(request.params[0])))
 
     def entity_versions(self, request: Request) -> Response:
+        """VersionInfo pages, newest first. A table type's current version is "in progress", not a snapshot, and
+        Synapse skips it (NodeManagerImpl.getVersionsOfEntity): with no snapshots in the emulator that lists none.
+        Every other entity has revision 1 at least (NodeDAOImpl.createNewNode), files one revision per version.
+        ``totalNumberOfResults`` is Synapse's estimate from the page (PaginatedResults.createWithLimitAndOffset)."""
         entity = self._entity(request.params[0])
-        offset = int(request.query.get("offset", 0))
-        limit = int(request.query.get("limit", 10))
-        if entity.kind.is_table_type:  # one version, "in progress" (no snapshots in the emulator)
-            results = [wire.item_list_version_info(entity)][offset:offset + limit]
-            return Response(body={"results": results, "totalNumberOfResults": 1})
-        if entity.kind is not EntityKind.FILE:
-            return Response(body={"results": [], "totalNumberOfResults": 0})
-        versions = self.store.versions(entity.id)
-        results = [wire.version_info(entity, v, self.store.file_handle(v.file_handle_id))
-                   for v in versions[offset:offset + limit]]
-        return Response(body={"results": results, "totalNumberOfResults": len(versions)})
+        offset = _int_param(request.query, "offset", 0)
+        limit = _int_param(request.query, "limit", 10)
+        if offset < 0:
+            raise ApiError(400, "pagination offset must be 0 or greater")
+        if limit < 1:
+            raise ApiError(400, "pagination limit must be 1 or greater")
+        ref = unquote(request.params[0])
+        if entity.kind.is_table_type:
+            results: List[Dict[str, object]] = []
+        elif entity.kind is EntityKind.FILE:
+            results = [wire.version_info(ref, entity, v, self.store.file_handle(v.file_handle_id))
+                       for v in self.store.versions(entity.id)[offset:offset + limit]]
+        else:
+            results = [wire.version_info(ref, entity, None, None)][offset:offset + limit]
+        total = offset + len(results) + (1 if len(results) >= limit else 0)
+        return Response(body={"results": results, "totalNumberOfResults": total})
 
     def entity_path(self, request: Request) -> Response:
         return Response(body=wire.path_json(self.store, self._entity(request.params[0])))
 
     def annotations(self, request: Request) -> Response:
         entity = self._entity(request.params[0])
-        self._version(entity, request.params[1] if len(request.params) > 1 else None)
-        return Response(body=wire.annotations_json(self.store, entity))
+        named = len(request.params) > 1
+        if named:
+            try:
+                self._version(entity, request.params[1])
+            except ApiError:  # NodeDAOImpl.getUserAnnotationsForVersion: CANNOT_FIND_A_NODE_WITH_ID + the id as sent
+                raise ApiError(404, f"Cannot find a node with id: {unquote(request.params[0])}") from None
+        return Response(body=wire.annotations_json(self.store, entity, of_version=named))
 
     def generated_by(self, request: Request) -> Response:
-        entity = self._entity(request.params[0])
-        self._version(entity, request.params[1] if len(request.params) > 1 else None)
-        raise ApiError(404, f"No activity for syn{entity.id}.")
+        """No provenance in the emulator: 404 "No activity", Synapse's answer for a revision without one. Synapse
+        looks the revision up first and checks no READ (NodeManagerImpl.getActivityForNode, NodeDAOImpl
+        .getActivityId/getCurrentRevisionNumber, DBOActivityDAOImpl.getDBO)."""
+        ref = unquote(request.params[0])
+        try:
+            entity = self.store.entity(parse_syn_id(ref))
+        except ValueError:
+            raise ApiError(400, invalid_id_reason(ref)) from None
+        if entity is None:
+            raise ApiError(404, not_found_reason(ref))
+        if len(request.params) > 1:
+            number = int(request.params[1])
+            exists = (self.store.version(entity.id, number) is not None if entity.kind is EntityKind.FILE
+                      else number == entity.current_version)
+            if not exists:
+                raise ApiError(404, f"Activity for: '{ref}', version: '{number}' does not exist")
+        raise ApiError(404, "No activity")
 
     def bundle(self, request: Request) -> Response:
         wanted = request.json()
@@ -175,7 +217,7 @@ class Routes:
             body["entity"] = wire.entity_json(self.store, entity, version)
             body["entityType"] = entity.kind.value
         if wanted.get("includeAnnotations"):
-            body["annotations"] = wire.annotations_json(self.store, entity)
+            body["annotations"] = wire.annotations_json(self.store, entity, of_version=len(request.params) > 1)
         if wanted.get("includePermissions"):
             body["permissions"] = wire.permissions_json(self.store, entity)
         if wanted.get("includeEntityPath"):
@@ -194,7 +236,7 @@ class Routes:
         if wanted.get("includeFileName") and handle:
             body["fileName"] = hostile.file_name(self.context.knobs, str(handle.id), handle.file_name)
         if wanted.get("includeRestrictionInformation"):
-            body["restrictionInformation"] = wire.restriction_information(entity)
+            body["restrictionInformation"] = wire.restriction_information(self.store, entity)
         if wanted.get("includeThreadCount"):
             body["threadCount"] = 0
         if wanted.get("includeBenefactorACL") or wanted.get("includeAccessControlList"):
@@ -207,9 +249,25 @@ class Routes:
         return Response(body=body)
 
     def restriction_information(self, request: Request) -> Response:
+        """RestrictionInformationRequest -> RestrictionInformationResponse. Synapse checks no READ on the object
+        (the caller's permissions are in the answer) and supports ENTITY and TEAM; the emulator has no teams
+        (RestrictionInformationManagerImpl.getRestrictionInformation)."""
         wanted = request.json()
-        entity = self._entity(str(wanted.get("objectId", "")))
-        return Response(body=wire.restriction_information(entity))
+        if wanted.get("objectId") is None:
+            raise ApiError(400, "RestrictionInformationRequest.objectId is required.")
+        object_type = wanted.get("restrictableObjectType")
+        if object_type is None:
+            raise ApiError(400, "RestrictionInformationRequest.restrictableObjectType is required.")
+        if object_type != "ENTITY":
+            raise ApiError(400, f"Unsupported type: {object_type}")
+        try:
+            entity_id = parse_syn_id(wanted["objectId"])
+        except ValueError:
+            raise ApiError(400, invalid_id_reason(wanted["objectId"])) from None
+        entity = self.store.entity(entity_id)
+        if entity is None:
+            raise ApiError(404, not_found_reason(f"syn{entity_id}"))
+        return Response(body=wire.restriction_information(self.store, entity))
 
     def children(self, request: Request) -> Response:
         """Synapse's ``EntityManagerImpl.getChildren``: a null parentId lists projects (includeTypes is then
@@ -267,25 +325,65 @@ class Routes:
         return kinds
 
     def headers(self, request: Request) -> Response:
+        """One header per reference, in their order, of the version a reference names (``targetVersionNumber``) or
+        the current one; a reference without ``targetId``, to an entity or version that does not exist, or that
+        the caller cannot read is left out (NodeDAOImpl.getEntityHeader(List<Reference>), NodeManagerImpl
+        .getNodeHeader). ``totalNumberOfResults`` is the page's size (createMisusedPaginatedResults)."""
         references = request.json().get("references") or []
-        ids = []
+        if not isinstance(references, list):
+            raise ApiError(400, "references must be a list.")
+        wanted: List[Tuple[int, Optional[int]]] = []
         for reference in references:
+            if not isinstance(reference, dict):
+                raise ApiError(400, f"Invalid reference: {reference}")
+            target = reference.get("targetId")
+            if target is None:
+                continue
             try:
-                ids.append(parse_syn_id(reference.get("targetId", "")))
-            except (ValueError, AttributeError):
-                raise ApiError(400, f"Invalid reference: {reference}") from None
-        found = self.store.entities(ids)
-        results = [wire.entity_header(self.store, found[i]) for i in ids
-                   if i in found and self.store.effective_deny(found[i]) is not DenyMode.READ]
+                wanted.append((parse_syn_id(target), _version_number(reference.get("targetVersionNumber"))))
+            except ValueError:
+                raise ApiError(400, invalid_id_reason(target)) from None
+        found = self.store.entities([entity_id for entity_id, _ in wanted])
+        results = []
+        for entity_id, number in wanted:
+            entity = found.get(entity_id)
+            if entity is None or self.store.effective_deny(entity) is DenyMode.READ:
+                continue
+            if number is None or number == entity.current_version:
+                results.append(wire.entity_header(self.store, entity))
+                continue
+            version = self.store.version(entity_id, number) if entity.kind is EntityKind.FILE else None
+            if version is not None:
+                results.append(wire.entity_header(self.store, entity, version))
         return Response(body={"results": results, "totalNumberOfResults": len(results)})
 
-    def lookup(self, request: Request) -> Response:
+    def lookup_child(self, request: Request) -> Response:
+        """``POST /entity/child``: EntityLookupRequest -> EntityId; a null ``parentId`` looks up a project by name
+        (EntityController.lookupChild, EntityManagerImpl.lookupChild, NodeDAOImpl.lookupChild)."""
         query = request.json()
+        name = query.get("entityName")
+        if name is None:
+            raise ApiError(400, "EntityLookupRequest.entityName is required.")
         parent_ref = query.get("parentId")
-        parent_id = self._entity(str(parent_ref)).id if parent_ref else None
-        found = self.store.child_by_name(parent_id, str(query.get("entityName", "")))
+        parent_id = None
+        if parent_ref is not None:
+            try:
+                parent_id = parse_syn_id(parent_ref)
+            except ValueError:
+                raise ApiError(400, invalid_id_reason(parent_ref)) from None
+            if parent_id == ROOT_ENTITY_ID:
+                parent_id = None
+            else:
+                parent = self.store.entity(parent_id)
+                if parent is None or self.store.effective_deny(parent) is DenyMode.READ:
+                    raise ApiError(403, "Lack of READ permission on the parent entity.")
+        found = self.store.child_by_name(parent_id, str(name))
         if found is None:
-            raise ApiError(404, "Entity not found.")
+            shown = str(ROOT_ENTITY_ID) if parent_ref is None else str(parent_ref)
+            raise ApiError(404, f"Child not found for parent: '{shown}' with name: '{name}'")
+        child = self.store.entity(found)
+        if child is None or self.store.effective_deny(child) is DenyMode.READ:
+            raise ApiError(403, "Lack of READ permission on the requested entity.")
         return Response(body={"id": f"syn{found}"})
 
     def file_handle_batch(self, request: Request) -> Response:
@@ -357,6 +455,7 @@ class Routes:
 
     def file_url(self, request: Request) -> Response:
         handle_ref = request.params[0]
+        _require_association(request.query)
         failure = self._download_failure(handle_ref, request.query.get("fileAssociateId"),
                                          request.query.get("fileAssociateType"))
         if failure == "NOT_FOUND":
@@ -372,7 +471,7 @@ class Routes:
         version = self._version(entity, request.params[1] if len(request.params) > 1 else None)
         version = version or self.store.version(entity.id, entity.current_version)
         if self.store.effective_deny(entity) is not DenyMode.NONE:
-            raise ApiError(403, f"You lack DOWNLOAD access to syn{entity.id}.")
+            raise ApiError(403, lack_access_reason("DOWNLOAD"))
         return self._url_response(self.store.file_handle(version.file_handle_id), request)
 
     def _url_response(self, handle, request: Request) -> Response:
@@ -380,6 +479,56 @@ class Routes:
         if request.query.get("redirect", "true").lower() == "false":
             return Response(body=url, content_type="text/plain;charset=UTF-8")
         return Response(status=307, body=b"", headers={"Location": url})
+
+
+def lack_access_reason(access_type: str) -> str:
+    """Synapse's 403 reason when an entity's ACL does not grant the access (EntityDeciderFunctions.DENY,
+    AuthorizationConstants.ERR_MSG_YOU_LACK_ACCESS_TO_REQUESTED_ENTITY_TEMPLATE)."""
+    return f"You lack {access_type} access to the requested entity."
+
+
+def not_found_reason(what: str) -> str:
+    """Synapse's 404 reason for an entity (``syn1``) or a version (``syn1.2``, IdAndVersion.toString) that does not
+    exist (NodeDAOImpl.RESOURCE_DOES_NOT_EXIST; EntityDeciderFunctions.DENY_IF_DOES_NOT_EXIST)."""
+    return f"Resource: '{what}' does not exist"
+
+
+def invalid_id_reason(ref) -> str:
+    """Synapse's 400 reason for an id it cannot read (KeyFactory.IS_NOT_A_VALID_SYNAPSE_ID_SUFFIX)."""
+    return f"{unquote(str(ref))} is not a valid Synapse ID."
+
+
+def _int_param(query: Dict[str, str], name: str, default: int) -> int:
+    """An Integer request parameter; not a number is Spring's 400 (a MethodArgumentTypeMismatchException)."""
+    text = query.get(name)
+    if text is None:
+        return default
+    if re.match(r"^[+-]?[0-9]+$", text) and -2 ** 31 <= int(text) < 2 ** 31:
+        return int(text)
+    raise ApiError(400, "Failed to convert value of type 'java.lang.String' to required type 'java.lang.Integer'; "
+                        f"nested exception is java.lang.NumberFormatException: For input string: \"{text}\"")
+
+
+def _version_number(value) -> Optional[int]:
+    """A Reference's ``targetVersionNumber``: absent/null, or an integer."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(400, f"targetVersionNumber must be an integer: {value!r}")
+    return value
+
+
+def _require_association(query: Dict[str, str]) -> None:
+    """``GET /file/{id}`` declares ``fileAssociateType`` and ``fileAssociateId`` required (UploadController
+    .fileRedirectURLForAffiliate): Spring answers 400 with its MissingServletRequestParameterException message,
+    the type checked first; a type that is no FileHandleAssociateType fails its conversion, also 400."""
+    for name, java_type in (("fileAssociateType", "FileHandleAssociateType"), ("fileAssociateId", "String")):
+        if name not in query:
+            raise ApiError(400, f"Required request parameter '{name}' for method parameter type {java_type} "
+                                "is not present")
+    if query["fileAssociateType"] not in FILE_HANDLE_ASSOCIATE_TYPES:
+        raise ApiError(400, "Failed to convert value of type 'java.lang.String' to required type "
+                            "'org.sagebionetworks.repo.model.file.FileHandleAssociateType'")
 
 
 def parse_page_token(token) -> Tuple[int, int]:
@@ -419,21 +568,21 @@ ROUTES: List[Route] = [
     _route("GET", r"/repo/v1/userProfile/?", Routes.user_profile, "other"),
     _route("POST", r"/repo/v1/entity/children", Routes.children, "children"),
     _route("POST", r"/repo/v1/entity/header", Routes.headers, "entity"),
-    _route("POST", r"/repo/v1/entity/id", Routes.lookup, "entity"),
+    _route("POST", r"/repo/v1/entity/child", Routes.lookup_child, "entity"),
     _route("POST", r"/repo/v1/restrictionInformation", Routes.restriction_information, "other"),
-    _route("GET", rf"/repo/v1/entity/{_ID}", Routes.get_entity, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/version/(\d+)", Routes.get_entity, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/version", Routes.entity_versions, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/type", Routes.entity_type, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/path", Routes.entity_path, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/annotations2", Routes.annotations, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/version/(\d+)/annotations2", Routes.annotations, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/generatedBy", Routes.generated_by, "entity"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/version/(\d+)/generatedBy", Routes.generated_by, "entity"),
-    _route("POST", rf"/repo/v1/entity/{_ID}/bundle2", Routes.bundle, "bundle"),
-    _route("POST", rf"/repo/v1/entity/{_ID}/version/(\d+)/bundle2", Routes.bundle, "bundle"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/file", Routes.entity_file_url, "filehandle"),
-    _route("GET", rf"/repo/v1/entity/{_ID}/version/(\d+)/file", Routes.entity_file_url, "filehandle"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}", Routes.get_entity, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/version/(\d+)", Routes.get_entity, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/version", Routes.entity_versions, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/type", Routes.entity_type, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/path", Routes.entity_path, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/annotations2", Routes.annotations, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/version/(\d+)/annotations2", Routes.annotations, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/generatedBy", Routes.generated_by, "entity"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/version/(\d+)/generatedBy", Routes.generated_by, "entity"),
+    _route("POST", rf"/repo/v1/entity/{_ANY_ID}/bundle2", Routes.bundle, "bundle"),
+    _route("POST", rf"/repo/v1/entity/{_ANY_ID}/version/(\d+)/bundle2", Routes.bundle, "bundle"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/file", Routes.entity_file_url, "filehandle"),
+    _route("GET", rf"/repo/v1/entity/{_ANY_ID}/version/(\d+)/file", Routes.entity_file_url, "filehandle"),
     _route("POST", r"/file/v1/fileHandle/batch", Routes.file_handle_batch, "filehandle"),
     _route("GET", r"/file/v1/file/(\d+)", Routes.file_url, "filehandle"),
 ]

@@ -21,7 +21,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
-from urllib.parse import quote
+from urllib.parse import quote, unquote_plus
 
 from .entity_names import NameRule, entity_name
 
@@ -105,19 +105,24 @@ FIRST_FILE_HANDLE_ID = 5000001
 FIRST_USER_ID = 3400001
 FIRST_COLUMN_ID = 70001
 
-_SYN_ID = re.compile(r"^(?:syn)?(\d+)$", re.IGNORECASE)
+#: what Synapse's ``KeyFactory.stringToKey`` accepts once it has URL-decoded, trimmed, lower-cased the id and taken
+#: off one leading ``syn`` (lib/models/.../repo/model/jdo/KeyFactory.java): a Java long, so ``SYN123`` is syn123
+_SYN_ID = re.compile(r"^[+-]?[0-9]+$")
+_LONG_RANGE = range(-2 ** 63, 2 ** 63)
 
 EntityRef = Union[str, int]
 
 
 def parse_syn_id(ref: EntityRef) -> int:
-    """``"syn123"``, ``"123"`` or ``123`` -> 123."""
+    """``"syn123"``, ``"SYN123"``, ``" syn%31%32%33 "``, ``"123"`` or ``123`` -> 123, as Synapse reads ids."""
     if isinstance(ref, int) and not isinstance(ref, bool):
         return ref
-    match = _SYN_ID.match(str(ref).strip())
-    if not match:
+    text = unquote_plus(str(ref)).strip().lower()
+    if text.startswith("syn"):
+        text = text[3:]
+    if not _SYN_ID.match(text) or int(text) not in _LONG_RANGE:
         raise ValueError(f"not a Synapse id: {ref!r}")
-    return int(match.group(1))
+    return int(text)
 
 
 class EntityKind(enum.Enum):

@@ -8,6 +8,8 @@ from .store import DenyMode, Entity, EntityKind, FileHandle, HandleStorage, Stor
 
 BUCKET = "synclient-emulator"
 ROOT_ID = "syn4489"  # Synapse's root folder: the parentId of every project
+#: the name Synapse gives a path item the caller may not read (NodeManagerImpl.ENTITY_NAME_PERMISSION_DENIED)
+REDACTED_NAME = "Redacted"
 ERROR_RESPONSE = "org.sagebionetworks.repo.model.ErrorResponse"
 S3_FILE_HANDLE = "org.sagebionetworks.repo.model.file.S3FileHandle"
 EXTERNAL_FILE_HANDLE = "org.sagebionetworks.repo.model.file.ExternalFileHandle"
@@ -15,6 +17,9 @@ EXTERNAL_FILE_HANDLE = "org.sagebionetworks.repo.model.file.ExternalFileHandle"
 #: (``TableConstants.IN_PROGRESS``, set when an entity of a table type is created)
 IN_PROGRESS = "in progress"
 VERSIONABLE = "org.sagebionetworks.repo.model.VersionableEntity"
+#: the etag Synapse answers for any version that is not the current one, and for annotations asked of a named version
+#: (``NodeConstants.ZERO_E_TAG``: lib/jdomodels/.../dbo/persistence/NodeMapper.java, NodeDAOImpl.java, PLFM-1420)
+ZERO_ETAG = "00000000-0000-0000-0000-000000000000"
 
 
 def syn(entity_id: int) -> str:
@@ -38,20 +43,23 @@ def version_label(entity: Entity, version_number: int) -> str:
     return IN_PROGRESS if entity.kind.is_table_type else str(version_number)
 
 
-def entity_header(store: Store, entity: Entity) -> Dict[str, object]:
-    version = entity.current_version
+def entity_header(store: Store, entity: Entity, version: Optional[Version] = None) -> Dict[str, object]:
+    """An EntityHeader; of the given file version (default: the current one) as Synapse's header query fills it:
+    that revision's number, label and modifiedOn, ``isLatestVersion`` whether it is the current one
+    (lib/jdomodels/.../dbo/dao/NodeDAOImpl.java ``ENTITY_HEADER_ROWMAPPER``)."""
+    number = entity.current_version if version is None else version.version_number
     return {
         "name": entity.name,
         "id": syn(entity.id),
         "type": entity.kind.concrete_type,
-        "versionNumber": version,
-        "versionLabel": version_label(entity, version),
+        "versionNumber": number,
+        "versionLabel": version_label(entity, number),
         "benefactorId": store.benefactor_id(entity),
         "createdOn": entity.created_on,
-        "modifiedOn": entity.modified_on,
+        "modifiedOn": entity.modified_on if version is None else version.modified_on,
         "createdBy": str(entity.created_by),
         "modifiedBy": str(entity.modified_by),
-        "isLatestVersion": True,
+        "isLatestVersion": number == entity.current_version,
     }
 
 
@@ -78,7 +86,7 @@ def entity_json(store: Store, entity: Entity, version: Optional[Version] = None)
             "dataFileHandleId": str(version.file_handle_id),
         })
         if not latest:
-            body["etag"] = version.etag
+            body["etag"] = ZERO_ETAG
             body["modifiedOn"] = version.modified_on
     elif entity.kind is EntityKind.LINK:
         target = store.entity(entity.link_target) if entity.link_target else None
@@ -213,21 +221,30 @@ def _annotation_value(values: List[object]) -> Dict[str, object]:
     return {"type": kind, "value": shown}
 
 
-def annotations_json(store: Store, entity: Entity) -> Dict[str, object]:
-    """Annotations v2: {"id", "etag", "annotations": {key: {"type", "value": [...]}}}."""
+def annotations_json(store: Store, entity: Entity, of_version: bool = False) -> Dict[str, object]:
+    """Annotations v2: {"id", "etag", "annotations": {key: {"type", "value": [...]}}}; asked of a named version (even
+    the current one) their etag is :data:`ZERO_ETAG` (NodeDAOImpl.getUserAnnotationsForVersion)."""
     stored = store.annotations(entity.id)
     return {
         "id": syn(entity.id),
-        "etag": entity.etag,
+        "etag": ZERO_ETAG if of_version else entity.etag,
         "annotations": {key: _annotation_value(list(values)) for key, values in stored.items()},
     }
 
 
-def restriction_information(entity: Entity) -> Dict[str, object]:
+def restriction_information(store: Store, entity: Entity) -> Dict[str, object]:
+    """A RestrictionInformationResponse of an entity without access requirements: Synapse always sets the caller's
+    ``userEntityPermissions`` and ``restrictionDetails`` (``[]`` when nothing restricts it)
+    (services/repository-managers/.../dataaccess/RestrictionInformationManagerImpl.java)."""
+    permissions = permissions_json(store, entity)
+    # a field of UserEntityPermissions (schema .../repo/model/auth/UserEntityPermissions.json) Synapse always sets
+    permissions.setdefault("isDataContributor", False)
     return {
         "objectId": entity.id,
         "restrictionLevel": "OPEN",
         "hasUnmetAccessRequirement": False,
+        "userEntityPermissions": permissions,
+        "restrictionDetails": [],
     }
 
 
@@ -256,41 +273,41 @@ def permissions_json(store: Store, entity: Entity) -> Dict[str, object]:
 
 
 def path_json(store: Store, entity: Entity) -> Dict[str, object]:
+    """An EntityPath: from Synapse's root folder down to the entity, each item only name, id and type (Synapse's
+    path query selects those three: NodeDAOImpl.getEntityPath, ``NAME_ID_TYPE_ROWMAPPER``). Synapse names an item
+    the caller may not read "Redacted" (NodeManagerImpl.getNodePath); the root folder's ACL grants authenticated
+    users CREATE only (lib/jdomodels/.../private/bootstrap-entites-spb.xml), so the first item is always so named
+    (an unreadable ancestor makes the entity unreadable in the emulator, which answers 403 before a path)."""
     chain = [entity.id] + store.ancestor_ids(entity.id)
-    headers = [{"name": "root", "id": ROOT_ID, "type": EntityKind.FOLDER.concrete_type}]
+    headers = [{"name": REDACTED_NAME, "id": ROOT_ID, "type": EntityKind.FOLDER.concrete_type}]
     found = store.entities(chain)
     for entity_id in reversed(chain):
         if entity_id in found:
-            headers.append(entity_header(store, found[entity_id]))
+            item = found[entity_id]
+            headers.append({"name": item.name, "id": syn(item.id), "type": item.kind.concrete_type})
     return {"path": headers}
 
 
-def version_info(entity: Entity, version: Version, handle: Optional[FileHandle]) -> Dict[str, object]:
-    return {
-        "id": syn(entity.id),
-        "versionNumber": version.version_number,
-        "versionLabel": str(version.version_number),
+def version_info(entity_ref: str, entity: Entity, version: Optional[Version],
+                 handle: Optional[FileHandle]) -> Dict[str, object]:
+    """A VersionInfo: of a file version, or (``version`` None) of the one revision every other entity has. ``id`` is
+    the id as the caller wrote it; contentMd5/contentSize only when there are some: Synapse leaves null fields out
+    (NodeDAOImpl.getVersionsOfEntity)."""
+    number = entity.current_version if version is None else version.version_number
+    body: Dict[str, object] = {
+        "id": entity_ref,
+        "versionNumber": number,
+        "versionLabel": str(number),
         "modifiedBy": str(entity.modified_by),
         "modifiedByPrincipalId": str(entity.modified_by),
-        "modifiedOn": version.modified_on,
-        "contentMd5": handle.md5 if handle and handle.records_md5 else None,
-        "contentSize": str(handle.size) if handle and handle.records_size else None,
-        "isLatestVersion": version.version_number == entity.current_version,
+        "modifiedOn": entity.modified_on if version is None else version.modified_on,
+        "isLatestVersion": number == entity.current_version,
     }
-
-
-def item_list_version_info(entity: Entity) -> Dict[str, object]:
-    """The one version of a table type (dataset, collection, view, table): the current, "in progress" one."""
-    return {
-        "id": syn(entity.id),
-        "versionNumber": entity.current_version,
-        "versionLabel": IN_PROGRESS,
-        "versionComment": IN_PROGRESS,
-        "modifiedBy": str(entity.modified_by),
-        "modifiedByPrincipalId": str(entity.modified_by),
-        "modifiedOn": entity.modified_on,
-        "isLatestVersion": True,
-    }
+    if handle is not None and handle.records_md5:
+        body["contentMd5"] = handle.md5
+    if handle is not None and handle.records_size:
+        body["contentSize"] = str(handle.size)
+    return body
 
 
 def user_profile(user_id: int, user_name: str) -> Dict[str, object]:

@@ -78,7 +78,8 @@ def test_bundle_headers_type_children_and_columns(seeded_datasets):
     assert api.get(f"/repo/v1/entity/{ids('ds')}/column").json() == {"results": [], "totalNumberOfResults": 0}
     assert api.get(f"/repo/v1/entity/{ids('d')}/column").status_code == 400
     versions = api.get(f"/repo/v1/entity/{ids('ds')}/version").json()
-    assert versions["totalNumberOfResults"] == 1 and versions["results"][0]["versionLabel"] == "in progress"
+    # Synapse skips a table type's current, "in progress" version (NodeManagerImpl.getVersionsOfEntity): no snapshots
+    assert versions == {"results": [], "totalNumberOfResults": 0}
     assert api.get(f"/repo/v1/entity/{ids('ds')}/file").status_code == 400
 
 

@@ -107,7 +107,8 @@ def test_view_and_table_json(tables):
     children = api.post("/repo/v1/entity/children", {"parentId": emu.info()["projects"]["p"],
                                                       "includeTypes": ["entityview", "table"]}).json()
     assert [h["name"] for h in children["page"]] == ["t", "v", "whole"]
-    assert api.get(f"/repo/v1/entity/{ids('v')}/version").json()["results"][0]["versionLabel"] == "in progress"
+    # Synapse skips a table type's current, "in progress" version (NodeManagerImpl.getVersionsOfEntity): no snapshots
+    assert api.get(f"/repo/v1/entity/{ids('v')}/version").json()["results"] == []
 
 
 def test_column_models(tables):
