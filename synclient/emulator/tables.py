@@ -212,7 +212,10 @@ def table_rows(store: Store, entity: Entity, lag: bool) -> Tuple[List[TableRow],
 
 
 # --- running a query ------------------------------------------------------------------------------
-_AFFINITY = {"DOUBLE": "REAL", "STRING": "TEXT", "LARGETEXT": "TEXT", "LINK": "TEXT"}
+#: text columns compare without case, as Synapse's MySQL tables do (their collation is case-insensitive); NOCASE
+#: folds ASCII only, where MySQL's collation also folds accents: the one difference left (docs/emulator.md)
+_AFFINITY = {"DOUBLE": "REAL", "STRING": "TEXT COLLATE NOCASE", "LARGETEXT": "TEXT COLLATE NOCASE",
+             "LINK": "TEXT COLLATE NOCASE"}
 
 
 @dataclass

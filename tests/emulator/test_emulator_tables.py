@@ -294,6 +294,11 @@ def test_part_mask_bits(tables):
     ("currentVersion > 1", ["d.txt"]),
     ("\"dataFileSizeBytes\" >= 3", ["c.txt", "d.txt", "e.txt"]),
     ("age = -1 OR age = 30.0", ["a.txt"]),
+    # Synapse's string columns are utf8mb4_general_ci (lib-table-cluster ColumnTypeInfo): comparisons ignore case
+    ("assay = 'RNASEQ'", ["a.txt", "c.txt"]),
+    ("assay IN ('WGS', 'IT''S QUOTED')", ["b.txt", "d.txt"]),
+    ("assay > 'RNASEQ'", ["b.txt"]),
+    ("name LIKE 'A%'", ["a.txt"]),
 ])
 def test_where_constructs(tables, where, expected):
     emu, api, ids = tables
