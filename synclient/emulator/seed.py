@@ -40,7 +40,7 @@ same project (resolved like link targets, after the whole spec; ``""`` is the pr
 file below those containers, at any depth, as Synapse expands a file view's scope to every container under it. Its
 columns are Synapse's 15 default file-view columns (``tables.DEFAULT_FILE_VIEW_COLUMNS``; ``"defaultColumns":
 false`` leaves them out) and then ``columns``: annotation columns, each a name (STRING, maximumSize 50) or
-``{"name", "type", "maximumSize"}``; a file's annotation of that name fills the cell (its first value).
+``{"name", "type", "maximumSize", "facetType"}``; a file's annotation of that name fills the cell (its first value).
 A ``table`` has ``columns`` (the same forms) and ``rows``: lists of cells in column order, ``null`` for none. An
 ENTITYID cell is a ref to an entity of the project (a path or a list of names), a FILEHANDLEID cell a ref to a file
 (its current handle) or a handle id (an integer); other cells are values of the column's type. Row ids count from 1.
@@ -213,8 +213,11 @@ class SpecSeeder:
             size = column.get("maximumSize")
             if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
                 raise SpecError(f"{column_where}: maximumSize must be a positive integer")
+            facet = column.get("facetType")
+            if facet is not None and facet not in ("enumeration", "range"):
+                raise SpecError(f'{column_where}: facetType must be "enumeration" or "range"')
             try:
-                models.append(tables.column_model(column["name"], column.get("type", "STRING"), size))
+                models.append(tables.column_model(column["name"], column.get("type", "STRING"), size, facet))
             except ValueError as error:
                 raise SpecError(f"{column_where}: {error}") from None
         names = [model["name"] for model in models]

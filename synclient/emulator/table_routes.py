@@ -37,8 +37,9 @@ PART_SUM_FILE_SIZES = 0x40
 PART_LAST_UPDATED_ON = 0x80
 PART_COMBINED_SQL = 0x100
 PART_ACTIONS_REQUIRED = 0x200
-#: a request without a partMask gets every part
-ALL_PARTS = 0x3FF
+#: a request without a partMask gets every part but actionsRequired (QueryOptions.withMask: a null mask is -1 for
+#: every other part, and returnActionsRequired only when a mask was given)
+DEFAULT_PARTS = 0x3FF & ~PART_ACTIONS_REQUIRED
 
 
 def _jobs(routes: Routes) -> AsyncJobs:
@@ -149,9 +150,9 @@ def _queryable(routes: Routes, job: Job):
     return entity
 
 
-def _run(routes: Routes, job: Job, sql_text: str) -> Tuple[object, QueryOutcome]:
+def _run(routes: Routes, job: Job, sql_text: str, facets: bool = False) -> Tuple[object, QueryOutcome]:
     entity = _queryable(routes, job)
-    return entity, run_query(routes.store, entity, sql_text, routes.context.knobs.view_lag)
+    return entity, run_query(routes.store, entity, sql_text, routes.context.knobs.view_lag, facets)
 
 
 # --- query and next page --------------------------------------------------------------------------
@@ -218,9 +219,9 @@ def query_get(routes: Routes, request: Request) -> Response:
     def run(job: Job) -> Dict[str, object]:
         query = job.request["query"]
         state = _query_state(query)
-        entity, outcome = _run(routes, job, state["sql"])
         mask = job.request.get("partMask")
-        mask = ALL_PARTS if mask is None else mask
+        mask = DEFAULT_PARTS if mask is None else mask
+        entity, outcome = _run(routes, job, state["sql"], facets=bool(mask & PART_FACETS))
         bundle: Dict[str, object] = {"concreteType": QUERY_RESULT_BUNDLE}
         if mask & PART_RESULTS:
             bundle["queryResult"] = _query_result(routes, entity, outcome, state)
@@ -233,7 +234,7 @@ def query_get(routes: Routes, request: Request) -> Response:
         if mask & PART_COLUMN_MODELS:
             bundle["columnModels"] = column_models_of(routes.store, entity.id)
         if mask & PART_FACETS:
-            bundle["facets"] = []
+            bundle["facets"] = outcome.facets
         if mask & PART_SUM_FILE_SIZES:
             bundle["sumFileSizes"] = {"sumFileSizesBytes": outcome.file_sizes, "greaterThan": False}
         if mask & PART_LAST_UPDATED_ON:

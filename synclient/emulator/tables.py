@@ -16,7 +16,7 @@ import itertools
 import sqlite3
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import sql as sqlmod
@@ -229,10 +229,14 @@ class QueryOutcome:
     aggregate: bool
     file_sizes: int
     last_updated_on: str
+    #: the FacetColumnResults of the table's faceted columns (run_query's ``facets``)
+    facets: List[Dict[str, object]] = field(default_factory=list)
 
 
-def run_query(store: Store, entity: Entity, query_sql: str, lag: bool) -> QueryOutcome:
-    """Validate and run a query of ``entity`` (whose id the query must name); QueryError says what is wrong."""
+def run_query(store: Store, entity: Entity, query_sql: str, lag: bool, facets: bool = False) -> QueryOutcome:
+    """Validate and run a query of ``entity`` (whose id the query must name); QueryError says what is wrong.
+    With ``facets``, also the facet results of the table's faceted columns over the rows the query's WHERE keeps
+    (see ``facet_results``)."""
     columns = columns_of(store, entity.id)
     names = [column.name for column in columns]
     query = sqlmod.parse(query_sql, names)
@@ -260,6 +264,12 @@ def run_query(store: Store, entity: Entity, query_sql: str, lag: bool) -> QueryO
                              [(row.row_id, row.version, row.etag, row.file_size) + tuple(row.cells) for row in rows])
         found = database.execute(statement, params).fetchall()
         sizes = {row.row_id: row.file_size for row in rows}
+        facet_cells: List[Tuple[object, ...]] = []
+        if facets:  # the facet queries keep the query's FROM and WHERE only (FacetTransformerValueCounts/Range)
+            where_only = replace(query, columns=[], star=True, count=False, distinct=False, order=[], limit=None,
+                                 offset=None)
+            where_statement, where_params, _all = sqlmod.build(where_only, names, convert)
+            facet_cells = [tuple(r[3:]) for r in database.execute(where_statement, where_params).fetchall()]
     finally:
         database.close()
     if query.count:
@@ -270,7 +280,70 @@ def run_query(store: Store, entity: Entity, query_sql: str, lag: bool) -> QueryO
         column_types = [columns[i].type for i in selected]
     result = [(r[0], r[1], r[2], tuple(r[3:])) for r in found]
     total = sum(sizes.get(r[0], 0) for r in result) if not query.is_aggregate else 0
-    return QueryOutcome(headers, column_types, result, query.is_aggregate, total, last_updated_on)
+    facet_list = facet_results(store, columns, facet_cells) if facets else []
+    return QueryOutcome(headers, column_types, result, query.is_aggregate, total, last_updated_on, facet_list)
+
+
+# --- facets ---------------------------------------------------------------------------------------
+# services/repository-managers/.../repo/manager/table/FacetModel.java: one result per faceted column of the
+# table's schema, in schema order (whatever the query selects); FacetTransformerValueCounts.java and
+# FacetTransformerRange.java: the SQL each runs (the query's FROM and WHERE, without its own ORDER BY, LIMIT, OFFSET)
+# and how its rows become a FacetColumnResult (lib-auto-generated .../repo/model/table/FacetColumnResult*.json).
+FACET_VALUES = "org.sagebionetworks.repo.model.table.FacetColumnResultValues"
+FACET_RANGE = "org.sagebionetworks.repo.model.table.FacetColumnResultRange"
+#: FacetTransformerValueCounts.MAX_NUM_FACET_CATEGORIES
+MAX_FACET_VALUES = 100
+#: the value of a facet count of rows without a value (TableConstants.NULL_VALUE_KEYWORD)
+NULL_FACET_VALUE = "org.sagebionetworks.UNDEFINED_NULL_NOTSET"
+
+
+def _order_key(cell: object) -> Tuple[int, object]:
+    """MySQL's ascending order of a cell: NULL first; numbers by value; text case-insensitively (the index's
+    utf8 general_ci collation, ColumnTypeInfo), the exact text breaking ties."""
+    if cell is None:
+        return (0, 0)
+    if isinstance(cell, str):
+        return (1, (cell.casefold(), cell))
+    return (1, cell)
+
+
+def _value_counts(name: str, column_type: str, cells: Sequence[object]) -> Dict[str, object]:
+    """``SELECT col AS value, COUNT(*) AS frequency ... GROUP BY col ORDER BY frequency DESC, value ASC LIMIT 100``;
+    a NULL value is NULL_FACET_VALUE; nothing is selected (the emulator takes no selectedFacets)."""
+    counts: Dict[object, int] = {}
+    for cell in cells:
+        counts[cell] = counts.get(cell, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], _order_key(item[0])))[:MAX_FACET_VALUES]
+    values = []
+    for cell, count in ranked:
+        value = wire_value(cell, column_type)
+        values.append({"value": NULL_FACET_VALUE if value is None else value, "count": count, "isSelected": False})
+    return {"concreteType": FACET_VALUES, "columnName": name, "facetType": "enumeration", "facetValues": values}
+
+
+def _range(name: str, column_type: str, cells: Sequence[object]) -> Dict[str, object]:
+    """``SELECT MIN(col), MAX(col) ...``: columnMin/columnMax as strings, absent (SQL NULL, never written) when no
+    row has a value; selectedMin/selectedMax only for a selected range (never here)."""
+    present = [cell for cell in cells if cell is not None]
+    result: Dict[str, object] = {"concreteType": FACET_RANGE, "columnName": name, "facetType": "range"}
+    if present:
+        result["columnMin"] = wire_value(min(present, key=_order_key), column_type)
+        result["columnMax"] = wire_value(max(present, key=_order_key), column_type)
+    return result
+
+
+def facet_results(store: Store, columns: Sequence[Column],
+                  cells: Sequence[Tuple[object, ...]]) -> List[Dict[str, object]]:
+    """The FacetColumnResults of the faceted columns among ``columns`` over rows of ``cells`` (every column's)."""
+    results = []
+    for index, column in enumerate(columns):
+        facet_type = store.column_model(column.id).get("facetType")
+        column_cells = [row[index] for row in cells]
+        if facet_type == "enumeration":
+            results.append(_value_counts(column.name, column.type, column_cells))
+        elif facet_type == "range":
+            results.append(_range(column.name, column.type, column_cells))
+    return results
 
 
 def row_json(row, column_types: Sequence[str], include_etag: bool) -> Dict[str, object]:

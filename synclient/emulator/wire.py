@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from typing import Dict, List, Optional
 
-from .store import DenyMode, Entity, EntityKind, FileHandle, HandleStorage, Store, Version
+from .store import CALLER, DenyMode, Entity, EntityKind, FileHandle, HandleStorage, Store, Version
 
 BUCKET = "synclient-emulator"
 ROOT_ID = "syn4489"  # Synapse's root folder: the parentId of every project
@@ -237,8 +237,6 @@ def restriction_information(store: Store, entity: Entity) -> Dict[str, object]:
     ``userEntityPermissions`` and ``restrictionDetails`` (``[]`` when nothing restricts it)
     (services/repository-managers/.../dataaccess/RestrictionInformationManagerImpl.java)."""
     permissions = permissions_json(store, entity)
-    # a field of UserEntityPermissions (schema .../repo/model/auth/UserEntityPermissions.json) Synapse always sets
-    permissions.setdefault("isDataContributor", False)
     return {
         "objectId": entity.id,
         "restrictionLevel": "OPEN",
@@ -249,7 +247,17 @@ def restriction_information(store: Store, entity: Entity) -> Dict[str, object]:
 
 
 def permissions_json(store: Store, entity: Entity) -> Dict[str, object]:
+    """The caller's UserEntityPermissions as Synapse computes them (services/repository-managers/.../manager/entity/
+    EntityAuthorizationUtils.getUserPermissionsForEntity) for the emulator's caller: a certified user (the anonymous
+    user is not) with READ and DOWNLOAD on the entity's ACL unless a deny takes them, no other ACL permission, no
+    admin, no access requirement, no open data. So: canView/canDownload follow the deny; canUpload is "not
+    anonymous"; isCertificationRequired is always true; canChangeSettings is granted to the entity's certified
+    creator (EntityDeciderFunctions.GRANT_IF_USER_IS_CREATOR, before any ACL check); isDataContributor needs UPDATE
+    and DELETE (UserAccessRestrictionUtils.isUserDataContributor); every other ACL-based field is false."""
     deny = store.effective_deny(entity)
+    caller = CALLER.get() or store.user
+    anonymous = caller.is_anonymous
+    certified = not anonymous
     return {
         "canView": deny is not DenyMode.READ,
         "canEdit": False,
@@ -257,18 +265,19 @@ def permissions_json(store: Store, entity: Entity) -> Dict[str, object]:
         "canAddChild": False,
         "canCertifiedUserEdit": False,
         "canCertifiedUserAddChild": False,
-        "isCertifiedUser": True,
+        "isCertifiedUser": certified,
         "canChangePermissions": False,
-        "canChangeSettings": False,
+        "canChangeSettings": certified and caller.id == entity.created_by,
         "canDelete": False,
         "canDownload": deny is DenyMode.NONE,
-        "canUpload": False,
+        "canUpload": not anonymous,
         "canEnableInheritance": False,
         "ownerPrincipalId": entity.created_by,
         "canPublicRead": False,
         "canModerate": False,
-        "isCertificationRequired": False,
+        "isCertificationRequired": True,
         "isEntityOpenData": False,
+        "isDataContributor": False,
     }
 
 

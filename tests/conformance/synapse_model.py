@@ -113,6 +113,9 @@ QUERY = {"sql": "string", "additionalFilters": "[object]", "selectedFacets": "[o
          "includeEntityEtag": "boolean", "selectFileColumn": "integer", "selectFileVersionColumn": "integer",
          "offset": "integer", "limit": "integer", "sort": "[object]"}
 TABLE_PKG = P + "table."
+# schema: table/FacetColumnResult.json (interface)
+FACET_COLUMN_RESULT = {"concreteType": "string", "columnName": "string", "facetType": "enum:FacetType",
+                       "jsonPath": "string"}
 
 
 def _models(*models: Model) -> Dict[str, Model]:
@@ -256,9 +259,26 @@ MODELS: Dict[str, Model] = _models(
     Model("QueryResultBundle", "schema: table/QueryResultBundle.json (implements AsynchronousResponseBody)",
           {"concreteType": "string", "queryResult": "QueryResult", "queryCount": "integer",
            "selectColumns": "[SelectColumn]", "maxRowsPerPage": "integer", "columnModels": "[ColumnModel]",
-           "facets": "[object]", "sumFileSizes": "SumFileSizes", "lastUpdatedOn": "date-time",
+           "facets": "[FacetColumnResult]", "sumFileSizes": "SumFileSizes", "lastUpdatedOn": "date-time",
            "combinedSql": "string", "actionsRequired": "[ActionRequiredCount]"},
           concrete_type=TABLE_PKG + "QueryResultBundle"),
+    Model("FacetColumnResult", "schema: table/FacetColumnResult.json (interface; one per faceted column: "
+          "services/repository-managers/src/main/java/org/sagebionetworks/repo/manager/table/FacetModel.java)",
+          variants=("FacetColumnResultValues", "FacetColumnResultRange")),
+    Model("FacetColumnResultValues", "schema: table/FacetColumnResultValues.json (implements FacetColumnResult); "
+          "all but jsonPath set by .../repo/manager/table/FacetTransformerValueCounts.java translateToResult",
+          _merge(FACET_COLUMN_RESULT, facetValues="[FacetColumnResultValueCount]"),
+          required=("columnName", "facetType", "facetValues"), concrete_type=TABLE_PKG + "FacetColumnResultValues"),
+    Model("FacetColumnResultValueCount", "schema: table/FacetColumnResultValueCount.json; all three set by "
+          "FacetTransformerValueCounts.translateToResult", {"value": "string", "count": "integer",
+                                                           "isSelected": "boolean"},
+          required=("value", "count", "isSelected")),
+    Model("FacetColumnResultRange", "schema: table/FacetColumnResultRange.json (implements FacetColumnResult); "
+          "columnMin/columnMax are MIN/MAX of the column (absent when no row has a value), selectedMin/selectedMax "
+          "the request's (.../repo/manager/table/FacetTransformerRange.java translateToResult)",
+          _merge(FACET_COLUMN_RESULT, columnMin="string", columnMax="string", selectedMin="string",
+                 selectedMax="string"),
+          required=("columnName", "facetType"), concrete_type=TABLE_PKG + "FacetColumnResultRange"),
     Model("SumFileSizes", "schema: table/SumFileSizes.json",
           {"sumFileSizesBytes": "integer", "greaterThan": "boolean"}),
     Model("ActionRequiredCount", "schema: download/ActionRequiredCount.json",

@@ -116,6 +116,19 @@ QUERY_RESULT = Model("QueryResult", {"concreteType": STR, "queryResults": ROW_SE
 #: SumFileSizes.json
 SUM_FILE_SIZES = Model("SumFileSizes", {"sumFileSizesBytes": INT, "greaterThan": BOOL},
                        required=("sumFileSizesBytes", "greaterThan"))
+#: FacetColumnResultValueCount.json; FacetTransformerValueCounts.translateToResult sets all three
+#: (services/repository-managers/.../manager/table/FacetTransformerValueCounts.java)
+FACET_VALUE_COUNT = Model("FacetColumnResultValueCount", {"value": STR, "count": INT, "isSelected": BOOL},
+                          required=("value", "count", "isSelected"))
+#: FacetColumnResult.json (interface) + FacetColumnResultValues.json / FacetColumnResultRange.json
+_FACET_RESULT = {"concreteType": STR, "columnName": STR, "facetType": Enum(FACET_TYPES), "jsonPath": STR}
+FACET_VALUES = Model("FacetColumnResultValues", dict(_FACET_RESULT, facetValues=ListOf(FACET_VALUE_COUNT)),
+                     required=("concreteType", "columnName", "facetType", "facetValues"),
+                     concrete_type=TABLE_PKG + "FacetColumnResultValues")
+FACET_RANGE = Model("FacetColumnResultRange", dict(_FACET_RESULT, columnMin=STR, columnMax=STR, selectedMin=STR,
+                                                   selectedMax=STR),
+                    required=("concreteType", "columnName", "facetType"),
+                    concrete_type=TABLE_PKG + "FacetColumnResultRange")
 #: QueryResultBundle.json
 QUERY_RESULT_BUNDLE = Model("QueryResultBundle", {
     "concreteType": STR, "queryResult": QUERY_RESULT, "queryCount": INT, "selectColumns": ListOf(SELECT_COLUMN),
@@ -194,8 +207,11 @@ def test_query_bundle_result_and_next_page_conform(conform):
     assert done.status_code == 201, done.text
     bundle = done.json()
     assert_conforms(bundle, QUERY_RESULT_BUNDLE)
-    assert {"queryResult", "queryCount", "selectColumns", "maxRowsPerPage", "columnModels", "facets", "sumFileSizes",
-            "lastUpdatedOn", "combinedSql", "actionsRequired"} <= set(bundle)
+    # QueryOptions.withMask: no partMask is every part but actionsRequired (set only when a mask asks for it)
+    assert set(bundle) == {"concreteType", "queryResult", "queryCount", "selectColumns", "maxRowsPerPage",
+                           "columnModels", "facets", "sumFileSizes", "lastUpdatedOn", "combinedSql"}
+    for facet in bundle["facets"]:
+        assert_conforms(facet, FACET_VALUES if facet["facetType"] == "enumeration" else FACET_RANGE, "facet")
     assert all("concreteType" not in model for model in bundle["columnModels"])
     token = bundle["queryResult"]["nextPageToken"]
     assert set(token) == {"concreteType", "token"}
@@ -220,6 +236,129 @@ def test_a_full_page_names_a_next_page_even_when_no_row_remains(conform):
     assert_conforms(last, QUERY_RESULT)
     one = run_job(api, base + "/async", {"query": {"sql": f"SELECT n FROM {table} LIMIT 1"}})[2].json()
     assert "nextPageToken" not in one["queryResult"]
+
+
+# --- query facets (BUNDLE_MASK_QUERY_FACETS) ----------------------------------------------------------------
+FACETS = 0x20
+FACET_SPEC = {"projects": [{"name": "fp", "children": [
+    {"type": "folder", "name": "raw", "children": [
+        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"assay": "wgs", "score": 2.5}},
+        {"type": "file", "name": "b.txt", "content": "B", "annotations": {"assay": "wgs", "score": -1.0}},
+        {"type": "file", "name": "c.txt", "content": "C"},
+    ]},
+    {"type": "folder", "name": "more", "children": [
+        {"type": "file", "name": "d.txt", "content": "D", "annotations": {"assay": "rnaSeq", "score": 10.0}},
+        {"type": "file", "name": "e.txt", "content": "E", "annotations": {"assay": "Amp"}},
+    ]},
+    {"type": "entityview", "name": "v", "scope": ["raw", "more"],
+     "columns": [{"name": "assay", "facetType": "enumeration"}, "plain",
+                 {"name": "score", "type": "DOUBLE", "facetType": "range"}]},
+    {"type": "table", "name": "t", "columns": [{"name": "k", "facetType": "enumeration"},
+                                               {"name": "n", "type": "INTEGER", "facetType": "range"}],
+     "rows": [[f"v{i:03d}", None] for i in range(102)] + [["v050", None]]},
+]}]}
+
+
+@pytest.fixture
+def faceted(emulator_factory):
+    emu = emulator_factory()
+    project = emu.seed_spec(FACET_SPEC)["fp"]
+    return Api(emu), lambda path: emu.resolve(project, path)
+
+
+def _facets(api, table: str, sql: str, mask: Optional[int] = FACETS) -> List[dict]:
+    body: Dict[str, object] = {"query": {"sql": sql}}
+    if mask is not None:
+        body["partMask"] = mask
+    done = run_job(api, f"/repo/v1/entity/{table}/table/query/async", body)[2]
+    assert done.status_code == 201, done.text
+    bundle = done.json()
+    assert_conforms(bundle, QUERY_RESULT_BUNDLE)
+    for facet in bundle["facets"]:
+        assert_conforms(facet, FACET_VALUES if facet["facetType"] == "enumeration" else FACET_RANGE, "facet")
+    return bundle["facets"]
+
+
+def _values(facet: dict) -> List[Tuple[str, int]]:
+    assert not any(value["isSelected"] for value in facet["facetValues"])  # the emulator takes no selectedFacets
+    return [(value["value"], value["count"]) for value in facet["facetValues"]]
+
+
+def test_a_view_answers_a_facet_per_faceted_column_in_schema_order(faceted):
+    """FacetModel: one result per faceted column of the table's schema (not of the select), in schema order;
+    the default file columns facet createdOn, createdBy, type, parentId, projectId, modifiedOn, modifiedBy."""
+    api, ids = faceted
+    view = ids("v")
+    facets = _facets(api, view, f"SELECT id FROM {view}")
+    assert [(f["columnName"], f["facetType"]) for f in facets] == [
+        ("createdOn", "range"), ("createdBy", "enumeration"), ("type", "enumeration"), ("parentId", "enumeration"),
+        ("projectId", "enumeration"), ("modifiedOn", "range"), ("modifiedBy", "enumeration"),
+        ("assay", "enumeration"), ("score", "range")]
+    by_name = {f["columnName"]: f for f in facets}
+    entity = api.get(f"/repo/v1/entity/{ids('raw/a.txt')}").json()
+    assert _values(by_name["createdBy"]) == [(entity["createdBy"], 5)]
+    assert _values(by_name["type"]) == [("file", 5)]
+    assert _values(by_name["parentId"]) == [(ids("raw"), 3), (ids("more"), 2)]
+    assert _values(by_name["projectId"]) == [(ids(""), 5)]
+    # FacetTransformerValueCounts: ORDER BY frequency DESC, value ASC (NULL sorts first, text case-insensitively);
+    # a row without a value counts under TableConstants.NULL_VALUE_KEYWORD
+    assert _values(by_name["assay"]) == [("wgs", 2), ("org.sagebionetworks.UNDEFINED_NULL_NOTSET", 1), ("Amp", 1),
+                                         ("rnaSeq", 1)]
+
+
+def test_a_range_facet_is_the_min_and_max_as_strings(faceted):
+    """FacetTransformerRange: SELECT MIN(col), MAX(col): the values as a RowSet writes them (a DATE in epoch
+    milliseconds, a DOUBLE as a double), NULLs left out; no selectedMin/selectedMax without a selected range."""
+    api, ids = faceted
+    view = ids("v")
+    rows = run_job(api, f"/repo/v1/entity/{view}/table/query/async",
+                   {"query": {"sql": f"SELECT createdOn FROM {view}"}, "partMask": 1})[2].json()
+    created = [int(row["values"][0]) for row in rows["queryResult"]["queryResults"]["rows"]]
+    by_name = {f["columnName"]: f for f in _facets(api, view, f"SELECT * FROM {view}")}
+    assert (by_name["createdOn"]["columnMin"], by_name["createdOn"]["columnMax"]) == (str(min(created)),
+                                                                                      str(max(created)))
+    assert by_name["score"] == {"concreteType": TABLE_PKG + "FacetColumnResultRange", "columnName": "score",
+                                "facetType": "range", "columnMin": "-1.0", "columnMax": "10.0"}
+
+
+def test_facets_count_the_rows_of_the_query_filter_not_its_page(faceted):
+    """The facet queries keep the query's WHERE and drop its ORDER BY / LIMIT / OFFSET (FacetTransformer*)."""
+    api, ids = faceted
+    view = ids("v")
+    by_name = {f["columnName"]: f for f in _facets(
+        api, view, f"SELECT id FROM {view} WHERE parentId = '{ids('raw')}' ORDER BY name DESC LIMIT 1 OFFSET 1")}
+    assert _values(by_name["parentId"]) == [(ids("raw"), 3)]
+    assert _values(by_name["assay"]) == [("wgs", 2), ("org.sagebionetworks.UNDEFINED_NULL_NOTSET", 1)]
+    assert (by_name["score"]["columnMin"], by_name["score"]["columnMax"]) == ("-1.0", "2.5")
+    nothing = {f["columnName"]: f for f in _facets(api, view, f"SELECT id FROM {view} WHERE assay = 'none'")}
+    assert nothing["assay"]["facetValues"] == []
+    assert "columnMin" not in nothing["score"] and "columnMax" not in nothing["score"]
+
+
+def test_an_enumeration_facet_holds_at_most_100_values_and_a_range_of_nulls_has_no_bounds(faceted):
+    """FacetTransformerValueCounts.MAX_NUM_FACET_CATEGORIES = 100 (LIMIT 100 after the ordering)."""
+    api, ids = faceted
+    table = ids("t")
+    k, n = _facets(api, table, f"SELECT n FROM {table}")
+    values = _values(k)
+    assert len(values) == 100 and values[0] == ("v050", 2)
+    assert values[1:] == [(f"v{i:03d}", 1) for i in range(102) if i != 50][:99]
+    assert n == {"concreteType": TABLE_PKG + "FacetColumnResultRange", "columnName": "n", "facetType": "range"}
+
+
+def test_facets_only_when_the_part_mask_asks_and_every_part_but_actions_without_one(faceted):
+    """QueryOptions.withMask: a null partMask is every part but actionsRequired; a mask without 0x20: no facets."""
+    api, ids = faceted
+    table = ids("t")
+    url = f"/repo/v1/entity/{table}/table/query/async"
+    only = run_job(api, url, {"query": {"sql": f"SELECT * FROM {table}"}, "partMask": FACETS})[2].json()
+    assert set(only) == {"concreteType", "facets"}
+    without = run_job(api, url, {"query": {"sql": f"SELECT * FROM {table}"}, "partMask": 0x1FF & ~FACETS})[2].json()
+    assert "facets" not in without and "actionsRequired" not in without and "queryResult" in without
+    every = run_job(api, url, {"query": {"sql": f"SELECT * FROM {table}"}})[2].json()
+    assert "facets" in every and "actionsRequired" not in every
+    asked = run_job(api, url, {"query": {"sql": f"SELECT * FROM {table}"}, "partMask": 0x200})[2].json()
+    assert asked == {"concreteType": TABLE_PKG + "QueryResultBundle", "actionsRequired": []}
 
 
 def test_csv_download_result_conforms(conform):
