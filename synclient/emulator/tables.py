@@ -311,9 +311,13 @@ def _value_counts(name: str, column_type: str, cells: Sequence[object]) -> Dict[
     """``SELECT col AS value, COUNT(*) AS frequency ... GROUP BY col ORDER BY frequency DESC, value ASC LIMIT 100``;
     a NULL value is NULL_FACET_VALUE; nothing is selected (the emulator takes no selectedFacets)."""
     counts: Dict[object, int] = {}
+    shown: Dict[object, object] = {}  # a group's value as its first row writes it, as MySQL shows a folded group
     for cell in cells:
-        counts[cell] = counts.get(cell, 0) + 1
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], _order_key(item[0])))[:MAX_FACET_VALUES]
+        group = cell.casefold() if isinstance(cell, str) else cell  # general_ci: values apart only in case are one
+        shown.setdefault(group, cell)
+        counts[group] = counts.get(group, 0) + 1
+    ranked = sorted(((shown[group], count) for group, count in counts.items()),
+                    key=lambda item: (-item[1], _order_key(item[0])))[:MAX_FACET_VALUES]
     values = []
     for cell, count in ranked:
         value = wire_value(cell, column_type)

@@ -255,7 +255,7 @@ FACET_SPEC = {"projects": [{"name": "fp", "children": [
                  {"name": "score", "type": "DOUBLE", "facetType": "range"}]},
     {"type": "table", "name": "t", "columns": [{"name": "k", "facetType": "enumeration"},
                                                {"name": "n", "type": "INTEGER", "facetType": "range"}],
-     "rows": [[f"v{i:03d}", None] for i in range(102)] + [["v050", None]]},
+     "rows": [[f"v{i:03d}", None] for i in range(102)] + [["v050", None], ["V050", None]]},
 ]}]}
 
 
@@ -341,7 +341,8 @@ def test_an_enumeration_facet_holds_at_most_100_values_and_a_range_of_nulls_has_
     table = ids("t")
     k, n = _facets(api, table, f"SELECT n FROM {table}")
     values = _values(k)
-    assert len(values) == 100 and values[0] == ("v050", 2)
+    # utf8mb4_general_ci (ColumnTypeInfo): "V050" is "v050"; the group shows the first row's value
+    assert len(values) == 100 and values[0] == ("v050", 3)
     assert values[1:] == [(f"v{i:03d}", 1) for i in range(102) if i != 50][:99]
     assert n == {"concreteType": TABLE_PKG + "FacetColumnResultRange", "columnName": "n", "facetType": "range"}
 
