@@ -6,9 +6,8 @@ a wrong or unknown ``concreteType``, and a null anywhere (Synapse never writes a
 models, lists and maps. ``check_exchange(method, path, status, body)`` finds the Synapse endpoint of a recorded
 exchange and checks its status and body against what Synapse answers there.
 
-Outside tests/conformance, put this directory on ``sys.path`` first (tests dirs have no ``__init__``)::
-
-    sys.path.insert(0, str(REPO / "tests" / "conformance")); from checker import check_exchange
+Its own tests import it as ``checker`` (pytest puts tests/conformance on ``sys.path``); any other test of the repository
+as ``from tests.conformance.checker import check`` (the repository's root is on ``sys.path``: root conftest.py).
 """
 from __future__ import annotations
 
@@ -17,7 +16,10 @@ import re
 from typing import Dict, List, Optional, Pattern, Tuple
 from urllib.parse import urlsplit
 
-from synapse_model import ENDPOINTS, ENUMS, MODELS, REDIRECT, TEXT_URL, Endpoint, Model
+if __package__:  # imported as tests.conformance.checker
+    from .synapse_model import ENDPOINTS, ENUMS, MODELS, REDIRECT, TEXT_URL, Endpoint, Model
+else:  # imported as checker, tests/conformance on sys.path
+    from synapse_model import ENDPOINTS, ENUMS, MODELS, REDIRECT, TEXT_URL, Endpoint, Model
 
 DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$")
 SCALARS = {

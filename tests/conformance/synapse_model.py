@@ -113,6 +113,12 @@ QUERY = {"sql": "string", "additionalFilters": "[object]", "selectedFacets": "[o
          "includeEntityEtag": "boolean", "selectFileColumn": "integer", "selectFileVersionColumn": "integer",
          "offset": "integer", "limit": "integer", "sort": "[object]"}
 TABLE_PKG = P + "table."
+# schema: auth/UserEntityPermissions.json
+USER_ENTITY_PERMISSIONS = _merge({name: "boolean" for name in (
+    "canView", "canEdit", "canMove", "canAddChild", "canCertifiedUserEdit", "canCertifiedUserAddChild",
+    "isCertifiedUser", "canChangePermissions", "canChangeSettings", "canDelete", "canDownload", "canUpload",
+    "canEnableInheritance", "canPublicRead", "canModerate", "isCertificationRequired", "isEntityOpenData",
+    "isDataContributor")}, ownerPrincipalId="integer")
 # schema: table/FacetColumnResult.json (interface)
 FACET_COLUMN_RESULT = {"concreteType": "string", "columnName": "string", "facetType": "enum:FacetType",
                        "jsonPath": "string"}
@@ -195,13 +201,10 @@ MODELS: Dict[str, Model] = _models(
                     "restrictionDetails")),
     Model("RestrictionFulfillment", "schema: RestrictionFulfillment.json",
           {"accessRequirementId": "integer", "isApproved": "boolean", "isMet": "boolean", "isExempt": "boolean"}),
-    Model("UserEntityPermissions", "schema: auth/UserEntityPermissions.json",
-          _merge({name: "boolean" for name in (
-              "canView", "canEdit", "canMove", "canAddChild", "canCertifiedUserEdit", "canCertifiedUserAddChild",
-              "isCertifiedUser", "canChangePermissions", "canChangeSettings", "canDelete", "canDownload", "canUpload",
-              "canEnableInheritance", "canPublicRead", "canModerate", "isCertificationRequired", "isEntityOpenData",
-              "isDataContributor")}, ownerPrincipalId="integer"),
-          required=("canView", "canDownload")),
+    Model("UserEntityPermissions", "schema: auth/UserEntityPermissions.json; every field set by "
+          "services/repository-managers/src/main/java/org/sagebionetworks/repo/manager/entity/"
+          "EntityAuthorizationUtils.java getUserPermissionsForEntity", USER_ENTITY_PERMISSIONS,
+          required=tuple(USER_ENTITY_PERMISSIONS)),
     Model("AccessControlList", "schema: AccessControlList.json",
           {"id": "string", "createdBy": "string", "creationDate": "date-time", "modifiedBy": "string",
            "modifiedOn": "date-time", "etag": "string", "resourceAccess": "[ResourceAccess]"},
@@ -279,14 +282,16 @@ MODELS: Dict[str, Model] = _models(
           _merge(FACET_COLUMN_RESULT, columnMin="string", columnMax="string", selectedMin="string",
                  selectedMax="string"),
           required=("columnName", "facetType"), concrete_type=TABLE_PKG + "FacetColumnResultRange"),
-    Model("SumFileSizes", "schema: table/SumFileSizes.json",
-          {"sumFileSizesBytes": "integer", "greaterThan": "boolean"}),
+    Model("SumFileSizes", "schema: table/SumFileSizes.json; both set by services/repository-managers/src/main/java/"
+          "org/sagebionetworks/repo/manager/table/TableQueryManagerImpl.java runSumFileSize",
+          {"sumFileSizesBytes": "integer", "greaterThan": "boolean"}, required=("sumFileSizesBytes", "greaterThan")),
     Model("ActionRequiredCount", "schema: download/ActionRequiredCount.json",
           {"action": "object", "count": "integer"}),
     Model("DownloadFromTableResult", "schema: table/DownloadFromTableResult.json (implements "
-          "AsynchronousResponseBody)",
+          "AsynchronousResponseBody); etag: the RowSet's (TableQueryManagerImpl.runQueryDownloadAsStream), which "
+          "queryAfterAuthorization sets to the table status's lastTableChangeEtag (\"DEFAULT\" for a view)",
           {"concreteType": "string", "resultsFileHandleId": "string", "tableId": "string", "etag": "string",
-           "headers": "[SelectColumn]"}, required=("resultsFileHandleId", "tableId", "headers"),
+           "headers": "[SelectColumn]"}, required=("resultsFileHandleId", "tableId", "etag", "headers"),
           concrete_type=TABLE_PKG + "DownloadFromTableResult"),
     Model("QueryBundleRequest", "schema: table/QueryBundleRequest.json (implements CacheableRequestBody, "
           "HasEntityId)", {"concreteType": "string", "entityId": "string", "query": "Query", "partMask": "integer"},
@@ -299,14 +304,17 @@ MODELS: Dict[str, Model] = _models(
           required=("sql",), concrete_type=TABLE_PKG + "DownloadFromTableRequest"),
     # --- asynchronous jobs ------------------------------------------------------------------------------------------
     Model("AsyncJobId", "schema: asynch/AsyncJobId.json", {"token": "string"}, required=("token",)),
-    Model("AsynchronousJobStatus", "schema: asynch/AsynchronousJobStatus.json",
+    Model("AsynchronousJobStatus", "schema: asynch/AsynchronousJobStatus.json; required: what "
+          "lib/jdomodels/src/main/java/org/sagebionetworks/repo/model/dbo/asynch/AsynchJobStatusDAOImpl.java startJob "
+          "sets; no callersContext: services/repository-managers/src/main/java/org/sagebionetworks/repo/manager/"
+          "asynch/AsynchJobStatusManagerImpl.java getJobStatus nulls it before answering",
           {"jobState": "enum:AsynchJobState", "jobCanceling": "boolean", "requestBody": "AsynchronousRequestBody",
            "responseBody": "AsynchronousResponseBody", "etag": "string", "jobId": "string",
            "startedByUserId": "integer", "startedOn": "date-time", "changedOn": "date-time",
            "progressMessage": "string", "progressCurrent": "integer", "progressTotal": "integer",
-           "exception": "string", "errorMessage": "string", "errorDetails": "string", "runtimeMS": "integer",
-           "callersContext": "object"},
-          required=("jobState", "jobId", "startedByUserId", "startedOn", "requestBody")),
+           "exception": "string", "errorMessage": "string", "errorDetails": "string", "runtimeMS": "integer"},
+          required=("jobState", "jobCanceling", "requestBody", "etag", "jobId", "startedByUserId", "startedOn",
+                    "changedOn", "runtimeMS")),
     Model("AsynchronousRequestBody", "schema: asynch/AsynchronousRequestBody.json (interface)",
           variants=("QueryBundleRequest", "QueryNextPageToken", "DownloadFromTableRequest")),
     Model("AsynchronousResponseBody", "schema: asynch/AsynchronousResponseBody.json (interface)",

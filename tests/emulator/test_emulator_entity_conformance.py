@@ -10,7 +10,9 @@ from __future__ import annotations
 import pytest
 from emuhelpers import Api
 
-ZERO_ETAG = "00000000-0000-0000-0000-000000000000"
+from tests.conformance.checker import check
+from tests.conformance.synapse_model import ZERO_ETAG
+
 FOLDER = "org.sagebionetworks.repo.model.Folder"
 PROJECT = "org.sagebionetworks.repo.model.Project"
 FILE = "org.sagebionetworks.repo.model.FileEntity"
@@ -35,17 +37,6 @@ SPEC = {"projects": [{"name": "proj", "children": [
 def seeded(emulator):
     project = emulator.seed_spec(SPEC)["proj"]
     return Api(emulator), project, lambda path: emulator.resolve(project, path)
-
-
-def _no_nulls(value, where="answer"):
-    """Synapse's JSON writer leaves null fields out (schema-to-pojo's writeToJSONObject): no null anywhere."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            assert item is not None, f"{where}.{key} is null"
-            _no_nulls(item, f"{where}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _no_nulls(item, f"{where}[{index}]")
 
 
 # --- item 1: POST /entity/child ------------------------------------------------------------------------------------
@@ -140,10 +131,10 @@ def test_version_list_of_a_file_leaves_unrecorded_fields_out(seeded):
     # VersionInfo.json: contentMd5/contentSize "when applicable and available"; a null field is not written
     api, _, ids = seeded
     external = api.get(f"/repo/v1/entity/{ids('x.csv')}/version").json()
-    _no_nulls(external)
+    assert check("PaginatedVersionInfo", external) == []
     assert "contentMd5" not in external["results"][0] and "contentSize" not in external["results"][0]
     listed = api.get(f"/repo/v1/entity/{ids('v.txt')}/version", params={"limit": 2}).json()
-    _no_nulls(listed)
+    assert check("PaginatedVersionInfo", listed) == []
     assert [(v["versionNumber"], v["contentSize"], v["isLatestVersion"]) for v in listed["results"]] == [
         (3, "4", True), (2, "3", False)]
     # a full page: Synapse estimates offset + page + 1 (PaginatedResults.calculateTotalWithLimitAndOffset)
@@ -202,25 +193,14 @@ def test_path_items_carry_name_id_and_type_only(seeded):
 
 
 # --- item 12: restriction information ------------------------------------------------------------------------------
-USER_ENTITY_PERMISSIONS = {  # auth/UserEntityPermissions.json: every property, each a boolean but ownerPrincipalId
-    "canView", "canEdit", "canMove", "canAddChild", "canCertifiedUserEdit", "canCertifiedUserAddChild",
-    "isCertifiedUser", "canChangePermissions", "canChangeSettings", "canDelete", "canDownload", "canUpload",
-    "canEnableInheritance", "ownerPrincipalId", "canPublicRead", "canModerate", "isCertificationRequired",
-    "isEntityOpenData", "isDataContributor"}
-
-
 def _check_restriction_information(answer, entity_id):
     # RestrictionInformationManagerImpl.buildRestrictionInformationResponse: with no access requirement, OPEN, no
-    # unmet requirement, restrictionDetails [] and the caller's userEntityPermissions (RestrictionInformationResponse)
-    assert set(answer) == {"objectId", "restrictionLevel", "hasUnmetAccessRequirement", "userEntityPermissions",
-                           "restrictionDetails"}
+    # unmet requirement, restrictionDetails [] and the caller's userEntityPermissions (every field of both models:
+    # synapse_model's RestrictionInformationResponse and UserEntityPermissions)
+    assert check("RestrictionInformationResponse", answer) == []
     assert (answer["objectId"], answer["restrictionLevel"], answer["hasUnmetAccessRequirement"],
             answer["restrictionDetails"]) == (int(entity_id[3:]), "OPEN", False, [])
-    permissions = answer["userEntityPermissions"]
-    assert set(permissions) == USER_ENTITY_PERMISSIONS
-    assert all(isinstance(permissions[k], bool) for k in USER_ENTITY_PERMISSIONS - {"ownerPrincipalId"})
-    assert isinstance(permissions["ownerPrincipalId"], int)
-    return permissions
+    return answer["userEntityPermissions"]
 
 
 def test_restriction_information_has_every_field(seeded):
@@ -286,27 +266,31 @@ def test_file_route_requires_its_association(seeded):
 def test_version_info_carries_the_stack_instance(emulator):
     # versionInfo/SynapseVersionInfo.json: version, stackInstance; SynapseVersionInfoController sets both
     answer = Api(emulator).get("/repo/v1/version").json()
-    assert set(answer) == {"version", "stackInstance"}
+    assert check("SynapseVersionInfo", answer) == []
     assert all(isinstance(value, str) and value for value in answer.values())
 
 
-# --- item 9: no null field in any answer of these routes -----------------------------------------------------------
+# --- item 9: no null field in any answer of these routes (the checker flags a null anywhere) ------------------------
+ENTITY_ROUTES = {"": "Entity", "/type": "EntityHeader", "/path": "EntityPath", "/version": "PaginatedVersionInfo",
+                 "/annotations2": "Annotations", "/version/1": "Entity", "/version/1/annotations2": "Annotations"}
+
+
 def test_no_null_fields_in_entity_answers(seeded):
     api, project, ids = seeded
     for name in ("raw", "raw/a.txt", "v.txt", "x.csv", "ds", "view", "t", "nodownload"):
         entity_id = ids(name)
-        for path in ("", "/type", "/path", "/version", "/annotations2", "/version/1", "/version/1/annotations2"):
+        for path, model in ENTITY_ROUTES.items():
             answer = api.get(f"/repo/v1/entity/{entity_id}{path}")
             assert answer.status_code == 200, (name, path)
-            _no_nulls(answer.json(), f"{name}{path}")
+            assert check(model, answer.json()) == [], (name, path)
         bundle = api.post(f"/repo/v1/entity/{entity_id}/bundle2", {
             "includeEntity": True, "includeAnnotations": True, "includeEntityPath": True,
             "includeRestrictionInformation": True, "includeHasChildren": True})
-        _no_nulls(bundle.json(), f"{name} bundle2")
+        assert check("EntityBundle", bundle.json()) == [], name
     headers = api.post("/repo/v1/entity/header", {"references": [{"targetId": ids(n)} for n in ("raw", "x.csv")]})
-    _no_nulls(headers.json(), "entity/header")
-    _no_nulls(api.post("/repo/v1/entity/child", {"parentId": project, "entityName": "raw"}).json(), "entity/child")
-    _no_nulls(api.get("/repo/v1/version").json(), "version")
+    assert check("PaginatedEntityHeaders", headers.json()) == []
+    assert check("EntityId", api.post("/repo/v1/entity/child", {"parentId": project, "entityName": "raw"}).json()) == []
+    assert check("SynapseVersionInfo", api.get("/repo/v1/version").json()) == []
 
 
 def test_missing_entities_and_versions_are_404_in_synapse_words(seeded):

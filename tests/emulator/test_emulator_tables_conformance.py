@@ -1,157 +1,23 @@
 """Issue 30, items 3, 7, 8 and 17: the emulator's column, query, async-job and dataset answers held against
-Synapse's own model. Every fact below is written here by hand and names where it comes from in
-Sage-Bionetworks/Synapse-Repository-Services; ``SCHEMA/`` is
+Synapse's own model (the conformance suite's checker and facts: tests/conformance/checker.py, synapse_model.py).
+Every other fact names where it comes from in Sage-Bionetworks/Synapse-Repository-Services; ``SCHEMA/`` is
 ``lib/lib-auto-generated/src/main/resources/schema/org/sagebionetworks/repo/model/``.
 """
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import pytest
 from emuhelpers import Api
 
+from tests.conformance.checker import check
+
 TABLE_PKG = "org.sagebionetworks.repo.model.table."
-STR, INT, BOOL, DATE, OBJECT = "string", "integer", "boolean", "date-time", "object"
-#: SCHEMA/table/ColumnModelInterface.json, ``columnType`` enum
-COLUMN_TYPES = ("STRING", "DOUBLE", "INTEGER", "BOOLEAN", "DATE", "FILEHANDLEID", "ENTITYID", "SUBMISSIONID",
-                "EVALUATIONID", "LINK", "MEDIUMTEXT", "LARGETEXT", "USERID", "STRING_LIST", "INTEGER_LIST",
-                "BOOLEAN_LIST", "DATE_LIST", "ENTITYID_LIST", "USERID_LIST", "JSON")
-#: SCHEMA/table/FacetType.json
-FACET_TYPES = ("enumeration", "range")
-#: SCHEMA/asynch/AsynchronousJobStatus.json, ``jobState`` enum
-JOB_STATES = ("PROCESSING", "FAILED", "COMPLETE")
-DATE_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+FACET_MODEL = {"enumeration": TABLE_PKG + "FacetColumnResultValues", "range": TABLE_PKG + "FacetColumnResultRange"}
 
-
-@dataclass(frozen=True)
-class Enum:
-    values: Tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ListOf:
-    item: object
-    #: a RowSet's ``values`` hold null for an empty cell
-    nullable: bool = False
-
-
-@dataclass(frozen=True)
-class Model:
-    """A REST model: its fields (name -> kind: a JSON kind above, an Enum, a ListOf or a Model), the fields
-    Synapse always writes, and the ``concreteType`` it writes (schema-to-pojo initializes a class's
-    ``concreteType`` to its own name when an interface it implements declares one)."""
-
-    name: str
-    fields: Dict[str, object]
-    required: Tuple[str, ...] = ()
-    concrete_type: Optional[str] = None
-
-
-def problems(value, kind, where: str) -> List[str]:
-    """What in ``value`` the model ``kind`` does not allow: a null field, a field it lacks, a missing required
-    field, a wrong JSON type, an enum value it does not list, another concreteType."""
-    if isinstance(kind, Model):
-        if not isinstance(value, dict):
-            return [f"{where}: not an object"]
-        found = [f"{where}.{name}: not a field of {kind.name}" for name in value if name not in kind.fields]
-        found += [f"{where}.{name}: null (Synapse never writes null fields)" for name, v in value.items()
-                  if v is None]
-        found += [f"{where}.{name}: missing from {kind.name}" for name in kind.required if name not in value]
-        if kind.concrete_type and value.get("concreteType") not in (None, kind.concrete_type):
-            found.append(f"{where}.concreteType: {value['concreteType']!r}, not {kind.concrete_type!r}")
-        for name, v in value.items():
-            if name in kind.fields and v is not None:
-                found += problems(v, kind.fields[name], f"{where}.{name}")
-        return found
-    if isinstance(kind, ListOf):
-        if not isinstance(value, list):
-            return [f"{where}: not an array"]
-        return [p for i, v in enumerate(value) if not (v is None and kind.nullable)
-                for p in problems(v, kind.item, f"{where}[{i}]")]
-    if isinstance(kind, Enum):
-        return [] if value in kind.values else [f"{where}: {value!r} is not one of {kind.values}"]
-    ok = {STR: isinstance(value, str), BOOL: isinstance(value, bool), OBJECT: isinstance(value, dict),
-          INT: isinstance(value, int) and not isinstance(value, bool),
-          DATE: isinstance(value, str) and DATE_TIME.fullmatch(value) is not None}[kind]  # type: ignore[index]
-    return [] if ok else [f"{where}: {value!r} is not {kind}"]
-
-
-def assert_conforms(value, model: Model, where: str = "answer") -> None:
-    found = problems(value, model, where)
-    assert not found, "\n".join(found)
-
-
-# --- the models (SCHEMA/table/*.json unless said) ----------------------------------------------------
-#: ColumnModel.json + ColumnModelInterface.json (no concreteType: neither declares one); id, name and columnType
-#: are what ColumnModelUtils.createDTOFromDBO always gives
-COLUMN_MODEL = Model("ColumnModel", {
-    "id": STR, "name": STR, "columnType": Enum(COLUMN_TYPES), "facetType": Enum(FACET_TYPES), "defaultValue": STR,
-    "maximumSize": INT, "maximumListLength": INT, "enumValues": ListOf(STR), "jsonSubColumns": ListOf(OBJECT)},
-    required=("id", "name", "columnType"))
-#: SelectColumn.json
-SELECT_COLUMN = Model("SelectColumn", {"name": STR, "columnType": Enum(COLUMN_TYPES), "id": STR},
-                      required=("name", "columnType"))
-#: PaginatedColumnModels.json
-PAGINATED_COLUMN_MODELS = Model("PaginatedColumnModels", {"results": ListOf(COLUMN_MODEL),
-                                                          "totalNumberOfResults": INT},
-                                required=("results", "totalNumberOfResults"))
-#: Row.json
-ROW = Model("Row", {"rowId": INT, "versionNumber": INT, "etag": STR, "values": ListOf(STR, nullable=True)},
-            required=("values",))
-#: RowSet.json + AppendableRowSet.json (concreteType, tableId)
-ROW_SET = Model("RowSet", {"concreteType": STR, "tableId": STR, "etag": STR, "headers": ListOf(SELECT_COLUMN),
-                           "rows": ListOf(ROW)},
-                required=("concreteType", "tableId", "headers", "rows"), concrete_type=TABLE_PKG + "RowSet")
-#: QueryNextPageToken.json + HasEntityId.json; the service's own tokens carry no entityId
-#: (services/repository-managers/.../manager/table/TableQueryUtils.java createNextPageToken)
-NEXT_PAGE_TOKEN = Model("QueryNextPageToken", {"concreteType": STR, "token": STR},
-                        required=("concreteType", "token"), concrete_type=TABLE_PKG + "QueryNextPageToken")
-#: QueryResult.json
-QUERY_RESULT = Model("QueryResult", {"concreteType": STR, "queryResults": ROW_SET, "nextPageToken": NEXT_PAGE_TOKEN},
-                     required=("concreteType", "queryResults"), concrete_type=TABLE_PKG + "QueryResult")
-#: SumFileSizes.json
-SUM_FILE_SIZES = Model("SumFileSizes", {"sumFileSizesBytes": INT, "greaterThan": BOOL},
-                       required=("sumFileSizesBytes", "greaterThan"))
-#: FacetColumnResultValueCount.json; FacetTransformerValueCounts.translateToResult sets all three
-#: (services/repository-managers/.../manager/table/FacetTransformerValueCounts.java)
-FACET_VALUE_COUNT = Model("FacetColumnResultValueCount", {"value": STR, "count": INT, "isSelected": BOOL},
-                          required=("value", "count", "isSelected"))
-#: FacetColumnResult.json (interface) + FacetColumnResultValues.json / FacetColumnResultRange.json
-_FACET_RESULT = {"concreteType": STR, "columnName": STR, "facetType": Enum(FACET_TYPES), "jsonPath": STR}
-FACET_VALUES = Model("FacetColumnResultValues", dict(_FACET_RESULT, facetValues=ListOf(FACET_VALUE_COUNT)),
-                     required=("concreteType", "columnName", "facetType", "facetValues"),
-                     concrete_type=TABLE_PKG + "FacetColumnResultValues")
-FACET_RANGE = Model("FacetColumnResultRange", dict(_FACET_RESULT, columnMin=STR, columnMax=STR, selectedMin=STR,
-                                                   selectedMax=STR),
-                    required=("concreteType", "columnName", "facetType"),
-                    concrete_type=TABLE_PKG + "FacetColumnResultRange")
-#: QueryResultBundle.json
-QUERY_RESULT_BUNDLE = Model("QueryResultBundle", {
-    "concreteType": STR, "queryResult": QUERY_RESULT, "queryCount": INT, "selectColumns": ListOf(SELECT_COLUMN),
-    "maxRowsPerPage": INT, "columnModels": ListOf(COLUMN_MODEL), "facets": ListOf(OBJECT),
-    "sumFileSizes": SUM_FILE_SIZES, "lastUpdatedOn": DATE, "combinedSql": STR, "actionsRequired": ListOf(OBJECT)},
-    required=("concreteType",), concrete_type=TABLE_PKG + "QueryResultBundle")
-#: DownloadFromTableResult.json
-DOWNLOAD_RESULT = Model("DownloadFromTableResult", {
-    "concreteType": STR, "resultsFileHandleId": STR, "tableId": STR, "etag": STR, "headers": ListOf(SELECT_COLUMN)},
-    required=("concreteType", "resultsFileHandleId", "tableId", "etag", "headers"),
-    concrete_type=TABLE_PKG + "DownloadFromTableResult")
-#: SCHEMA/asynch/AsyncJobId.json
-ASYNC_JOB_ID = Model("AsyncJobId", {"token": STR}, required=("token",))
-#: SCHEMA/asynch/AsynchronousJobStatus.json; required: what AsynchJobStatusDAOImpl.startJob sets
-#: (lib/jdomodels/.../dbo/asynch/AsynchJobStatusDAOImpl.java). ``callersContext`` is left out on purpose:
-#: AsynchJobStatusManagerImpl.getJobStatus nulls it before answering.
-JOB_STATUS = Model("AsynchronousJobStatus", {
-    "jobState": Enum(JOB_STATES), "jobCanceling": BOOL, "requestBody": OBJECT, "responseBody": OBJECT, "etag": STR,
-    "jobId": STR, "startedByUserId": INT, "startedOn": DATE, "changedOn": DATE, "progressMessage": STR,
-    "progressCurrent": INT, "progressTotal": INT, "exception": STR, "errorMessage": STR, "errorDetails": STR,
-    "runtimeMS": INT},
-    required=("jobState", "jobCanceling", "requestBody", "etag", "jobId", "startedByUserId", "startedOn",
-              "changedOn", "runtimeMS"))
 
 SPEC = {"projects": [{"name": "p", "children": [
     {"type": "folder", "name": "raw", "children": [
@@ -178,7 +44,7 @@ def run_job(api, url: str, body: dict) -> Tuple[dict, dict, object]:
     202's job status, the final response)."""
     started = api.post(url + "/start", body)
     assert started.status_code == 201, started.text  # TableController: @ResponseStatus(HttpStatus.CREATED)
-    assert_conforms(started.json(), ASYNC_JOB_ID)
+    assert check("AsyncJobId", started.json()) == []
     pending = api.get(f"{url}/get/{started.json()['token']}")
     assert pending.status_code == 202, pending.text  # BaseControllerExceptionHandlerAdvice: NotReadyException
     done = api.get(f"{url}/get/{started.json()['token']}")
@@ -190,11 +56,11 @@ def test_column_models_have_no_concrete_type_and_conform(conform):
     api, ids = conform
     for entity in ("v", "t"):
         listed = api.get(f"/repo/v1/entity/{ids(entity)}/column").json()
-        assert_conforms(listed, PAGINATED_COLUMN_MODELS)
+        assert check("PaginatedColumnModels", listed) == []
         assert listed["results"] and all("concreteType" not in model for model in listed["results"])
         for model in listed["results"]:
             assert api.get(f"/repo/v1/column/{model['id']}").json() == model
-            assert_conforms(model, COLUMN_MODEL)
+            assert check("ColumnModel", model) == []
 
 
 def test_query_bundle_result_and_next_page_conform(conform):
@@ -206,20 +72,19 @@ def test_query_bundle_result_and_next_page_conform(conform):
     _started, status, done = run_job(api, base + "/async", request)
     assert done.status_code == 201, done.text
     bundle = done.json()
-    assert_conforms(bundle, QUERY_RESULT_BUNDLE)
+    assert check("QueryResultBundle", bundle) == []
     # QueryOptions.withMask: no partMask is every part but actionsRequired (set only when a mask asks for it)
     assert set(bundle) == {"concreteType", "queryResult", "queryCount", "selectColumns", "maxRowsPerPage",
                            "columnModels", "facets", "sumFileSizes", "lastUpdatedOn", "combinedSql"}
-    for facet in bundle["facets"]:
-        assert_conforms(facet, FACET_VALUES if facet["facetType"] == "enumeration" else FACET_RANGE, "facet")
+    assert all(facet["concreteType"] == FACET_MODEL[facet["facetType"]] for facet in bundle["facets"])
     assert all("concreteType" not in model for model in bundle["columnModels"])
     token = bundle["queryResult"]["nextPageToken"]
     assert set(token) == {"concreteType", "token"}
     _started, _status, page = run_job(api, base + "/nextPage/async", token)
     assert page.status_code == 201, page.text
-    assert_conforms(page.json(), QUERY_RESULT)
+    assert check("QueryResult", page.json()) == []
     aggregate = run_job(api, base + "/async", dict(request, query={"sql": f"SELECT COUNT(*) FROM {view}"}))[2]
-    assert_conforms(aggregate.json(), QUERY_RESULT_BUNDLE)  # a COUNT row: no rowId, no versionNumber
+    assert check("QueryResultBundle", aggregate.json()) == []  # a COUNT row: no rowId, no versionNumber
 
 
 def test_a_full_page_names_a_next_page_even_when_no_row_remains(conform):
@@ -233,7 +98,7 @@ def test_a_full_page_names_a_next_page_even_when_no_row_remains(conform):
     token = first["queryResult"]["nextPageToken"]
     last = run_job(api, base + "/nextPage/async", token)[2].json()
     assert last["queryResults"]["rows"] == [] and "nextPageToken" not in last
-    assert_conforms(last, QUERY_RESULT)
+    assert check("QueryResult", last) == []
     one = run_job(api, base + "/async", {"query": {"sql": f"SELECT n FROM {table} LIMIT 1"}})[2].json()
     assert "nextPageToken" not in one["queryResult"]
 
@@ -273,9 +138,8 @@ def _facets(api, table: str, sql: str, mask: Optional[int] = FACETS) -> List[dic
     done = run_job(api, f"/repo/v1/entity/{table}/table/query/async", body)[2]
     assert done.status_code == 201, done.text
     bundle = done.json()
-    assert_conforms(bundle, QUERY_RESULT_BUNDLE)
-    for facet in bundle["facets"]:
-        assert_conforms(facet, FACET_VALUES if facet["facetType"] == "enumeration" else FACET_RANGE, "facet")
+    assert check("QueryResultBundle", bundle) == []
+    assert all(facet["concreteType"] == FACET_MODEL[facet["facetType"]] for facet in bundle["facets"])
     return bundle["facets"]
 
 
@@ -369,7 +233,7 @@ def test_csv_download_result_conforms(conform):
                                       {"concreteType": TABLE_PKG + "DownloadFromTableRequest",
                                        "sql": f"SELECT * FROM {table}", "entityId": table})
     assert done.status_code == 201, done.text
-    assert_conforms(done.json(), DOWNLOAD_RESULT)
+    assert check("DownloadFromTableResult", done.json()) == []
 
 
 # --- item 7: the async job statuses -------------------------------------------------------------------
@@ -386,7 +250,7 @@ def test_a_job_answers_202_while_processing_then_201_and_keeps_answering(conform
         first = run_job(api, f"/repo/v1/entity/{view}/table/query/async", {"query": {"sql": sql}})[2].json()
         url, body = f"/repo/v1/entity/{view}/table/query/nextPage/async", first["queryResult"]["nextPageToken"]
     started, status, done = run_job(api, url, body)
-    assert_conforms(status, JOB_STATUS)
+    assert check("AsynchronousJobStatus", status) == []
     assert (status["jobState"], status["jobId"], status["jobCanceling"]) == ("PROCESSING", started["token"], False)
     assert UUID.fullmatch(status["etag"])
     assert done.status_code == 201 and "jobState" not in done.json()
