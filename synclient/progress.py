@@ -4,8 +4,10 @@
 CI, a pipe) no bar is drawn -- carriage-return animations would only garble the log -- and at most one plain line
 is written every ``interval`` seconds instead. ``SYNCLIENT_DISABLE_PROGRESS=1`` switches everything off.
 
-Observer methods are called from pool threads concurrently; every method takes one small lock and returns quickly
-(tqdm itself throttles redraws to ``mininterval``).
+Observer methods are called from pool threads concurrently; every method takes one small lock and returns quickly.
+The bar redraws on a clock, every ``REDRAW_INTERVAL`` seconds while anything happens, whatever the size of the
+updates (tqdm's own ``miniters`` would learn "redraw every N bytes" from a burst of large parts and then freeze
+while hundreds of small files finish); the count of files done is redrawn with it, on the same clock.
 
     from synclient import syncFromPlatform
     from synclient.progress import progress_observer
@@ -24,6 +26,8 @@ from synclient.events import PlannedFile, SyncObserver
 from synclient.results import FileResult
 
 DISABLE_VARIABLE = "SYNCLIENT_DISABLE_PROGRESS"
+REDRAW_INTERVAL = 0.25  # seconds between two redraws of the bar
+ECHO_ROOM = 2  # columns the bar leaves free (beyond tqdm's one): the terminal echoes Ctrl-C as "^C" after it
 
 
 class ProgressMode(enum.Enum):
@@ -82,9 +86,11 @@ class ProgressBar(SyncObserver):
 
         self._lock = threading.Lock()
         self._counts = _Counts()
+        # miniters=0: no learned "every N bytes" (which froze the bar); every update asks the clock instead
         self._bar = tqdm(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
-                         file=stream if stream is not None else sys.stderr, dynamic_ncols=True, mininterval=0.2,
-                         leave=True, postfix=self._counts.files_text())
+                         file=stream if stream is not None else sys.stderr, dynamic_ncols=True,
+                         mininterval=REDRAW_INTERVAL, miniters=0, leave=True, postfix=self._counts.files_text())
+        _leave_echo_room(self._bar)
 
     def file_planned(self, file: PlannedFile) -> None:
         with self._lock:
@@ -102,11 +108,27 @@ class ProgressBar(SyncObserver):
             self._counts.files_finished += 1
             self._counts.files_failed += not result.ok
             self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
+            self._bar.update(0)  # redrawn now if the interval is up, else by the next update: same clock
 
     def close(self) -> None:
+        """The final state, drawn once and left on its line (after Ctrl-C too: the "^C" stays after it)."""
         with self._lock:
             self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
             self._bar.close()
+
+
+def _leave_echo_room(bar) -> None:
+    """Draw a terminal bar ``ECHO_ROOM`` more columns short of the width: with tqdm's one spare column the echoed
+    "^C" wrapped ("^" at the end of the bar, "C" on a new line, where the final redraw drew a second bar)."""
+    measure = getattr(bar, "dynamic_ncols", None)
+    if not callable(measure) or hasattr(bar, "container"):  # (a notebook widget has no columns)
+        return
+
+    def narrower(stream):
+        columns, rows = measure(stream)
+        return (max(columns - ECHO_ROOM, 10) if columns else columns), rows
+
+    bar.dynamic_ncols = narrower
 
 
 class ProgressLines(SyncObserver):

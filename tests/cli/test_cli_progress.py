@@ -71,3 +71,69 @@ def test_lines_are_periodic_and_plain():
     rare.file_finished(_result())
     rare.close()
     assert quiet.getvalue() == ""  # a short run prints nothing: the summary says it all
+
+
+class FakeClock:
+    """tqdm's clock, moved by the test only."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class RecordingTty(FakeTty):
+    """A terminal that notes, for every redraw, the fake time and how many files the test had finished by then."""
+
+    def __init__(self, clock, finished) -> None:
+        super().__init__()
+        self.clock, self.finished, self.redraws = clock, finished, []
+
+    def write(self, text):
+        if "\r" in text:
+            self.redraws.append((self.clock.now, self.finished[0], text))
+        return super().write(text)
+
+
+def _large_burst_then_small_files(monkeypatch):
+    """The demo's shape: 12 large files arrive in 1 MiB parts for 1.92 s, then 300 files of 4 KiB finish over 3 s;
+    the fake clock moves 10 ms per event. Returns the terminal and when the small files began."""
+    import tqdm.std
+
+    monkeypatch.delenv(progress.DISABLE_VARIABLE, raising=False)
+    clock, finished = FakeClock(), [0]
+    monkeypatch.setattr(tqdm.std, "time", clock)
+    stream = RecordingTty(clock, finished)
+    bar = progress.ProgressBar(stream=stream)
+    large, small = _planned(16 * 1024 * 1024), _planned(4096)
+    for _ in range(12):
+        bar.file_planned(large)
+    for _ in range(300):
+        bar.file_planned(small)
+    for _ in range(12):
+        for _ in range(16):
+            clock.now += 0.01
+            bar.bytes_transferred(large, 1024 * 1024)
+        finished[0] += 1
+        bar.file_finished(_result())
+    small_start = clock.now
+    for _ in range(300):
+        clock.now += 0.01
+        bar.bytes_transferred(small, 4096)
+        finished[0] += 1
+        bar.file_finished(_result())
+    bar.close()
+    return stream, small_start
+
+
+def test_bar_redraws_on_time_after_a_burst_of_large_updates(monkeypatch):
+    stream, small_start = _large_burst_then_small_files(monkeypatch)
+    during = [redraw for redraw in stream.redraws[:-1] if redraw[0] > small_start]  # (the last one is close's)
+    # 3 s of small files at one redraw per REDRAW_INTERVAL: about 12, never one per file (300)
+    assert 3.0 / progress.REDRAW_INTERVAL - 1 <= len(during) <= 3.0 / progress.REDRAW_INTERVAL + 1, len(during)
+    times = [small_start] + [when for when, _, _ in during]
+    assert max(b - a for a, b in zip(times, times[1:])) <= progress.REDRAW_INTERVAL + 0.011
+    for when, finished, text in stream.redraws:
+        assert f"{finished} files done" in text, (when, finished, text)  # the latest count at every redraw
+    assert "312 files done" in stream.redraws[-1][2]
