@@ -87,9 +87,19 @@ class ProgressBar(SyncObserver):
         self._lock = threading.Lock()
         self._counts = _Counts()
         # miniters=0: no learned "every N bytes" (which froze the bar); every update asks the clock instead
-        self._bar = tqdm(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
-                         file=stream if stream is not None else sys.stderr, dynamic_ncols=True,
-                         mininterval=REDRAW_INTERVAL, miniters=0, leave=True, postfix=self._counts.files_text())
+        settings = dict(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
+                        file=stream if stream is not None else sys.stderr, dynamic_ncols=True,
+                        mininterval=REDRAW_INTERVAL, miniters=0, leave=True, postfix=self._counts.files_text())
+        notebook = sys.modules.get("tqdm.notebook")  # (imported by tqdm.auto only in a notebook)
+        self._shown = None
+        if notebook is not None and issubclass(tqdm, notebook.tqdm_notebook):
+            from IPython.display import display
+            self._bar = tqdm(display=False, **settings)
+            # shown with an id, so that close can show it again: a saved notebook keeps the widget's text form
+            # as it was when shown ("0 files done") unless it is shown again at the end
+            self._shown = display(self._bar.container, display_id=True)
+        else:
+            self._bar = tqdm(**settings)
         _leave_echo_room(self._bar)
 
     def file_planned(self, file: PlannedFile) -> None:
@@ -115,6 +125,8 @@ class ProgressBar(SyncObserver):
         with self._lock:
             self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
             self._bar.close()
+            if self._shown is not None:  # the widget's text form (a saved notebook's) now says the final state
+                self._shown.update(self._bar.container)
 
 
 def _leave_echo_room(bar) -> None:

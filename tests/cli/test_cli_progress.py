@@ -137,3 +137,52 @@ def test_bar_redraws_on_time_after_a_burst_of_large_updates(monkeypatch):
     for when, finished, text in stream.redraws:
         assert f"{finished} files done" in text, (when, finished, text)  # the latest count at every redraw
     assert "312 files done" in stream.redraws[-1][2]
+
+
+def test_notebook_widget_text_shows_the_final_state(monkeypatch):
+    """In Jupyter the bar is a widget; a saved notebook keeps its text form (tqdm's widget repr is the bar's text).
+    Without Jupyter here: tqdm.auto, tqdm.notebook and IPython.display are stood in for, as tqdm builds them."""
+    import sys
+    import types
+
+    import tqdm.std
+
+    class Container:
+        def __init__(self, bar):
+            self.bar = bar
+
+        def __repr__(self):  # as tqdm.notebook.TqdmHBox.__repr__
+            return self.bar.format_meter(**self.bar.format_dict)
+
+    class WidgetBar(tqdm.std.tqdm):
+        def __init__(self, *args, display=True, **kwargs):
+            assert display is False, "shown by synclient, with an id"
+            super().__init__(*args, **kwargs)
+            self.container = Container(self)
+
+    class Handle:
+        def __init__(self, shown):
+            self.texts = [repr(shown)]
+
+        def update(self, shown):
+            self.texts.append(repr(shown))
+
+    handles = []
+
+    def display(shown, display_id=False):
+        assert display_id is True
+        handles.append(Handle(shown))
+        return handles[-1]
+
+    monkeypatch.setitem(sys.modules, "tqdm.auto", types.SimpleNamespace(tqdm=WidgetBar))
+    monkeypatch.setitem(sys.modules, "tqdm.notebook", types.SimpleNamespace(tqdm_notebook=WidgetBar))
+    monkeypatch.setitem(sys.modules, "IPython.display", types.SimpleNamespace(display=display))
+    bar = progress.ProgressBar(stream=io.StringIO())
+    for _ in range(322):
+        bar.file_planned(_planned(10))
+        bar.bytes_transferred(_planned(10), 10)
+        bar.file_finished(_result())
+    bar.close()
+    (handle,) = handles
+    assert "0 files done" in handle.texts[0]
+    assert "322 files done" in handle.texts[-1] and "100%" in handle.texts[-1]
