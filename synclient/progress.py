@@ -81,7 +81,9 @@ class _Counts:
 class ProgressBar(SyncObserver):
     """One bytes bar; the total grows as files are planned, files are counted when they finish."""
 
-    def __init__(self, *, stream: Optional[IO[str]] = None, description: str = "sync") -> None:
+    def __init__(self, *, stream: Optional[IO[str]] = None, description: str = "sync", ticking: bool = True) -> None:
+        """``ticking``: a daemon thread redraws the bar while no event comes (waiting on the platform: the time and
+        rate still move); tests turn it off and call :meth:`tick` themselves."""
         from tqdm.auto import tqdm  # imported here: importing synclient must stay cheap
 
         self._lock = threading.Lock()
@@ -101,6 +103,19 @@ class ProgressBar(SyncObserver):
         else:
             self._bar = tqdm(**settings)
         _leave_echo_room(self._bar)
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick_until_closed, name="synclient-progress", daemon=True)
+        if ticking:
+            self._ticker.start()
+
+    def tick(self) -> None:
+        """Redraw if the interval is up (the clock is tqdm's, as for updates)."""
+        with self._lock:
+            self._bar.update(0)
+
+    def _tick_until_closed(self) -> None:
+        while not self._stop.wait(REDRAW_INTERVAL / 2):
+            self.tick()
 
     def file_planned(self, file: PlannedFile) -> None:
         with self._lock:
@@ -122,6 +137,9 @@ class ProgressBar(SyncObserver):
 
     def close(self) -> None:
         """The final state, drawn once and left on its line (after Ctrl-C too: the "^C" stays after it)."""
+        self._stop.set()
+        if self._ticker.is_alive():
+            self._ticker.join(timeout=1.0)
         with self._lock:
             self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
             self._bar.close()

@@ -105,7 +105,7 @@ def _large_burst_then_small_files(monkeypatch):
     clock, finished = FakeClock(), [0]
     monkeypatch.setattr(tqdm.std, "time", clock)
     stream = RecordingTty(clock, finished)
-    bar = progress.ProgressBar(stream=stream)
+    bar = progress.ProgressBar(stream=stream, ticking=False)
     large, small = _planned(16 * 1024 * 1024), _planned(4096)
     for _ in range(12):
         bar.file_planned(large)
@@ -137,6 +137,35 @@ def test_bar_redraws_on_time_after_a_burst_of_large_updates(monkeypatch):
     for when, finished, text in stream.redraws:
         assert f"{finished} files done" in text, (when, finished, text)  # the latest count at every redraw
     assert "312 files done" in stream.redraws[-1][2]
+
+
+def test_bar_keeps_redrawing_while_no_event_comes(monkeypatch):
+    """Waiting on the platform (a batch call, a throttle): no bytes, no files, yet the time and the rate move."""
+    import tqdm.std
+
+    monkeypatch.delenv(progress.DISABLE_VARIABLE, raising=False)
+    clock, finished = FakeClock(), [1]
+    monkeypatch.setattr(tqdm.std, "time", clock)
+    stream = RecordingTty(clock, finished)
+    bar = progress.ProgressBar(stream=stream, ticking=False)
+    bar.file_planned(_planned(100))
+    bar.bytes_transferred(_planned(100), 50)
+    bar.file_finished(_result())
+    before = len(stream.redraws)
+    for _ in range(32):  # 2 s of silence, a tick every 1/16 s (exact in binary: no rounding at the interval)
+        clock.now += 0.0625
+        bar.tick()
+    assert len(stream.redraws) - before == 2.0 / progress.REDRAW_INTERVAL
+    assert all("1 files done" in text for _, _, text in stream.redraws[before:])
+    bar.close()
+
+
+def test_ticker_thread_stops_at_close(monkeypatch):
+    monkeypatch.delenv(progress.DISABLE_VARIABLE, raising=False)
+    bar = progress.ProgressBar(stream=FakeTty())
+    assert bar._ticker.is_alive() and bar._ticker.daemon
+    bar.close()
+    assert not bar._ticker.is_alive()
 
 
 def test_notebook_widget_text_shows_the_final_state(monkeypatch):
