@@ -6,8 +6,8 @@ is written every ``interval`` seconds instead. ``SYNCLIENT_DISABLE_PROGRESS=1`` 
 
 Observer methods are called from pool threads concurrently; every method takes one small lock and returns quickly.
 The bar redraws on a clock, every ``REDRAW_INTERVAL`` seconds (a ticker thread redraws it while no event comes),
-whatever the size of the updates (tqdm's own ``miniters`` would learn "redraw every N bytes" from a burst of large parts and then freeze
-while hundreds of small files finish); the count of files done is redrawn with it, on the same clock.
+whatever the size of the updates (tqdm's own ``miniters`` would learn "redraw every N bytes" from a burst of large
+parts, then freeze while hundreds of small files finish); the count of files done is redrawn with it, same clock.
 
     from synclient import syncFromPlatform
     from synclient.progress import progress_observer
