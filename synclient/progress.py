@@ -4,8 +4,10 @@
 CI, a pipe) no bar is drawn -- carriage-return animations would only garble the log -- and at most one plain line
 is written every ``interval`` seconds instead. ``SYNCLIENT_DISABLE_PROGRESS=1`` switches everything off.
 
-Observer methods are called from pool threads concurrently; every method takes one small lock and returns quickly
-(tqdm itself throttles redraws to ``mininterval``).
+Observer methods are called from pool threads concurrently; every method takes one small lock and returns quickly.
+The bar redraws on a clock, every ``REDRAW_INTERVAL`` seconds (a ticker thread redraws it while no event comes),
+whatever the size of the updates (tqdm's own ``miniters`` would learn "redraw every N bytes" from a burst of large
+parts, then freeze while hundreds of small files finish); the count of files done is redrawn with it, same clock.
 
     from synclient import syncFromPlatform
     from synclient.progress import progress_observer
@@ -24,6 +26,8 @@ from synclient.events import PlannedFile, SyncObserver
 from synclient.results import FileResult
 
 DISABLE_VARIABLE = "SYNCLIENT_DISABLE_PROGRESS"
+REDRAW_INTERVAL = 0.25  # seconds between two redraws of the bar
+ECHO_ROOM = 2  # columns the bar leaves free (beyond tqdm's one): the terminal echoes Ctrl-C as "^C" after it
 
 
 class ProgressMode(enum.Enum):
@@ -77,14 +81,41 @@ class _Counts:
 class ProgressBar(SyncObserver):
     """One bytes bar; the total grows as files are planned, files are counted when they finish."""
 
-    def __init__(self, *, stream: Optional[IO[str]] = None, description: str = "sync") -> None:
+    def __init__(self, *, stream: Optional[IO[str]] = None, description: str = "sync", ticking: bool = True) -> None:
+        """``ticking``: a daemon thread redraws the bar while no event comes (waiting on the platform: the time and
+        rate still move); tests turn it off and call :meth:`tick` themselves."""
         from tqdm.auto import tqdm  # imported here: importing synclient must stay cheap
 
         self._lock = threading.Lock()
         self._counts = _Counts()
-        self._bar = tqdm(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
-                         file=stream if stream is not None else sys.stderr, dynamic_ncols=True, mininterval=0.2,
-                         leave=True, postfix=self._counts.files_text())
+        # miniters=0: no learned "every N bytes" (which froze the bar); every update asks the clock instead
+        settings = dict(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
+                        file=stream if stream is not None else sys.stderr, dynamic_ncols=True,
+                        mininterval=REDRAW_INTERVAL, miniters=0, leave=True, postfix=self._counts.files_text())
+        notebook = sys.modules.get("tqdm.notebook")  # (imported by tqdm.auto only in a notebook)
+        self._shown = None
+        if notebook is not None and issubclass(tqdm, notebook.tqdm_notebook):
+            from IPython.display import display
+            self._bar = tqdm(display=False, **settings)
+            # shown with an id, so that close can show it again: a saved notebook keeps the widget's text form
+            # as it was when shown ("0 files done") unless it is shown again at the end
+            self._shown = display(self._bar.container, display_id=True)
+        else:
+            self._bar = tqdm(**settings)
+        _leave_echo_room(self._bar)
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick_until_closed, name="synclient-progress", daemon=True)
+        if ticking:
+            self._ticker.start()
+
+    def tick(self) -> None:
+        """Redraw if the interval is up (the clock is tqdm's, as for updates)."""
+        with self._lock:
+            self._bar.update(0)
+
+    def _tick_until_closed(self) -> None:
+        while not self._stop.wait(REDRAW_INTERVAL / 2):
+            self.tick()
 
     def file_planned(self, file: PlannedFile) -> None:
         with self._lock:
@@ -102,11 +133,32 @@ class ProgressBar(SyncObserver):
             self._counts.files_finished += 1
             self._counts.files_failed += not result.ok
             self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
+            self._bar.update(0)  # redrawn now if the interval is up, else by the next update: same clock
 
     def close(self) -> None:
+        """The final state, drawn once and left on its line (after Ctrl-C too: the "^C" stays after it)."""
+        self._stop.set()
+        if self._ticker.is_alive():
+            self._ticker.join(timeout=1.0)
         with self._lock:
             self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
             self._bar.close()
+            if self._shown is not None:  # the widget's text form (a saved notebook's) now says the final state
+                self._shown.update(self._bar.container)
+
+
+def _leave_echo_room(bar) -> None:
+    """Draw a terminal bar ``ECHO_ROOM`` more columns short of the width: with tqdm's one spare column the echoed
+    "^C" wrapped ("^" at the end of the bar, "C" on a new line, where the final redraw drew a second bar)."""
+    measure = getattr(bar, "dynamic_ncols", None)
+    if not callable(measure) or hasattr(bar, "container"):  # (a notebook widget has no columns)
+        return
+
+    def narrower(stream):
+        columns, rows = measure(stream)
+        return (max(columns - ECHO_ROOM, 10) if columns else columns), rows
+
+    bar.dynamic_ncols = narrower
 
 
 class ProgressLines(SyncObserver):

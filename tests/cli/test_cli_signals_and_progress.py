@@ -125,3 +125,75 @@ def test_without_a_terminal_no_carriage_returns(tmp_path, progress_emulator):
     assert result.returncode == 0
     assert "\r" not in result.stderr + result.stdout
     assert "7 downloaded" in result.stdout
+
+
+def _screen(output: str, columns: int):
+    """What a terminal ``columns`` wide shows for ``output``: carriage returns, newlines, and the wrap after the
+    last column (escape sequences skipped)."""
+    lines, row, col, pending = [[]], 0, 0, False
+    chars = iter(output)
+    for char in chars:
+        if char == "\x1b":
+            for follower in chars:
+                if follower.isalpha():
+                    break
+            continue
+        if char == "\r":
+            col, pending = 0, False
+        elif char == "\n":
+            row, col, pending = row + 1, 0, False
+            lines.append([]) if row == len(lines) else None
+        elif char.isprintable():
+            if pending:
+                row, col, pending = row + 1, 0, False
+                lines.append([]) if row == len(lines) else None
+            line = lines[row]
+            line.extend(" " * (col + 1 - len(line)))
+            line[col] = char
+            pending, col = (True, col) if col == columns - 1 else (False, col + 1)
+    return ["".join(line).rstrip() for line in lines]
+
+
+def _controlling_terminal():
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def test_ctrl_c_leaves_one_whole_bar_line(tmp_path, slow_emulator):
+    """Ctrl-C typed at a terminal: the terminal echoes "^C" after the bar; the bar's final redraw stays on that one
+    line (it used to wrap the "C" onto a new line and draw a second bar there, leaving a "^" on the first)."""
+    env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=slow_emulator.endpoint, SYNCLIENT_AUTH_TOKEN=slow_emulator.token)
+    columns = 100
+    main_fd, secondary_fd = pty.openpty()
+    fcntl.ioctl(secondary_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    attributes = termios.tcgetattr(secondary_fd)
+    attributes[3] |= termios.ISIG | termios.ECHO | termios.ECHOCTL
+    termios.tcsetattr(secondary_fd, termios.TCSANOW, attributes)
+    process = subprocess.Popen([sys.executable, "-m", "synclient", "get", "-r", slow_emulator.ids["slow"], "--path",
+                                str(tmp_path / "out")], env=env, stdin=secondary_fd, stdout=secondary_fd,
+                               stderr=secondary_fd, close_fds=True, preexec_fn=_controlling_terminal)
+    os.close(secondary_fd)
+    chunks, typed = [], False
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main_fd], [], [], 0.1)
+        if ready:
+            try:
+                data = os.read(main_fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+            if not typed and b"%|" in b"".join(chunks):  # the bar shows a share: the sync is under way
+                os.write(main_fd, b"\x03")
+                typed = True
+        elif process.poll() is not None:
+            break
+    os.close(main_fd)
+    assert process.wait(timeout=10) == 130
+    screen = _screen(b"".join(chunks).decode("utf-8", "replace"), columns)
+    bars = [line for line in screen if "files done" in line]
+    assert len(bars) == 1 and bars[0].endswith("^C"), screen
+    assert not any(line in ("C", "^") for line in screen), screen
+    assert any(line.startswith("synclient: error: interrupted") for line in screen), screen
