@@ -32,7 +32,7 @@ from synclient.client import Platform
 from synclient.errors import SynclientError
 from synclient.models import EntityHeader, EntityType, FileBundle
 from synclient.synapse_cache import SynapseCache
-from synclient.sync.local_names import with_id
+from synclient.sync.local_names import id_order, with_id
 
 log = logging.getLogger("synclient.sync")
 
@@ -43,11 +43,6 @@ FETCHES = 8
 class FileNames(Choice):
     ENTITY = "entity"  # the entity's name (synclient)
     HANDLE = "handle"  # the file handle's fileName (synapseclient; the drop-ins)
-
-
-def _id_number(entity_id: str) -> Tuple[int, str]:
-    digits = entity_id[3:] if entity_id.lower().startswith("syn") else entity_id
-    return (int(digits), entity_id) if digits.isdigit() else (1 << 62, entity_id)
 
 
 class HandleNames:
@@ -95,7 +90,7 @@ class HandleNames:
             named = [self.name(h) for h in files]
         taken = {header.name for header in headers if header.type is not EntityType.FILE}
         result = [header for header in headers if header.type is not EntityType.FILE]
-        for header in sorted(named, key=lambda h: _id_number(h.id)):
+        for header in sorted(named, key=lambda h: id_order(h.id)):
             if header.name in taken:
                 twin = with_id(header.name, header.id, is_folder=False)
                 log.warning("%s: its file name %r is another entry's in its folder; it is written as %r",

@@ -332,7 +332,7 @@ def local_names(listing: Iterable[Listed], rules: FilesystemNames, *, reserved: 
     result: Dict[str, LocalName] = {}
     losers: List[Tuple[Listed, str, Optional[Listed]]] = []  # (entry, its legal form, the entry that has the name)
     for key in sorted(groups):
-        members = [m for m in sorted(groups[key], key=lambda m: (m[1] != m[0].name, _id_order(m[0].entity_id),
+        members = [m for m in sorted(groups[key], key=lambda m: (m[1] != m[0].name, id_order(m[0].entity_id),
                                                                  m[0].name)) if m[0].name not in kept]
         if not members:
             continue
@@ -347,7 +347,7 @@ def local_names(listing: Iterable[Listed], rules: FilesystemNames, *, reserved: 
     for entry in entries:
         if entry.name in kept:
             result[entry.name] = _kept_reason(entry, kept[entry.name], rules, holder, reserved_keys)
-    for entry, legal, keeper in sorted(losers, key=lambda loser: (_id_order(loser[0].entity_id), loser[0].name)):
+    for entry, legal, keeper in sorted(losers, key=lambda loser: (id_order(loser[0].entity_id), loser[0].name)):
         name = with_id(legal, entry.entity_id, is_folder=entry.is_folder)
         n = 2
         while rules.same_name_key(name) in taken:  # a remote name already spelled like this one (rare)
@@ -364,7 +364,7 @@ def _kept_names(entries: List[Listed], rules: FilesystemNames, current: Dict[str
     """Remote name -> the local name it keeps (see :func:`local_names`), oldest entry first; ``taken`` and
     ``holder`` get each kept name's key."""
     kept: Dict[str, str] = {}
-    for entry in sorted((e for e in entries if e.name in current), key=lambda e: (_id_order(e.entity_id), e.name)):
+    for entry in sorted((e for e in entries if e.name in current), key=lambda e: (id_order(e.entity_id), e.name)):
         name, legal = current[entry.name], rules.legal_form(entry.name)
         key = rules.same_name_key(name)
         if name != legal and not _is_id_form(name, legal, entry):
@@ -421,7 +421,7 @@ def _twin_kind(name: str, keeper: Optional[str], rules: FilesystemNames) -> Rena
     return Renaming.TAKEN
 
 
-def _id_order(entity_id: str) -> Tuple[int, str]:
+def id_order(entity_id: str) -> Tuple[int, str]:
     """Entity ids by age: ``syn9`` before ``syn10`` (an id without a number last, by text)."""
     digits = entity_id.lower().removeprefix("syn").split(".")[0]
     return (int(digits), entity_id) if digits.isascii() and digits.isdigit() else (sys.maxsize, entity_id)
