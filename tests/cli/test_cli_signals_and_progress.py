@@ -70,6 +70,13 @@ def _run_in_pty(args, env, timeout=60):
     process = subprocess.Popen([sys.executable, "-m", "synclient", *args], env=env, stdin=subprocess.DEVNULL,
                                stdout=secondary_fd, stderr=secondary_fd, close_fds=True)
     os.close(secondary_fd)
+    output = _read_terminal(main_fd, process, timeout)
+    return process.wait(timeout=10), output.decode("utf-8", "replace")
+
+
+def _read_terminal(main_fd, process, timeout, on_output=None) -> bytes:
+    """Everything the child writes to the terminal ``main_fd`` until it closes it or exits (at most ``timeout`` s);
+    ``on_output(everything so far)`` after each read. Closes ``main_fd``."""
     chunks = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -82,10 +89,12 @@ def _run_in_pty(args, env, timeout=60):
             if not data:
                 break
             chunks.append(data)
+            if on_output is not None:
+                on_output(b"".join(chunks))
         elif process.poll() is not None:
             break
     os.close(main_fd)
-    return process.wait(timeout=10), b"".join(chunks).decode("utf-8", "replace")
+    return b"".join(chunks)
 
 
 @pytest.fixture
@@ -173,26 +182,16 @@ def test_ctrl_c_leaves_one_whole_bar_line(tmp_path, slow_emulator):
                                 str(tmp_path / "out")], env=env, stdin=secondary_fd, stdout=secondary_fd,
                                stderr=secondary_fd, close_fds=True, preexec_fn=_controlling_terminal)
     os.close(secondary_fd)
-    chunks, typed = [], False
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([main_fd], [], [], 0.1)
-        if ready:
-            try:
-                data = os.read(main_fd, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-            if not typed and b"%|" in b"".join(chunks):  # the bar shows a share: the sync is under way
-                os.write(main_fd, b"\x03")
-                typed = True
-        elif process.poll() is not None:
-            break
-    os.close(main_fd)
+    typed = []
+
+    def type_ctrl_c_once_under_way(written: bytes) -> None:
+        if not typed and b"%|" in written:  # the bar shows a share: the sync is under way
+            os.write(main_fd, b"\x03")
+            typed.append(True)
+
+    output = _read_terminal(main_fd, process, 30, on_output=type_ctrl_c_once_under_way)
     assert process.wait(timeout=10) == 130
-    screen = _screen(b"".join(chunks).decode("utf-8", "replace"), columns)
+    screen = _screen(output.decode("utf-8", "replace"), columns)
     bars = [line for line in screen if "files done" in line]
     assert len(bars) == 1 and bars[0].endswith("^C"), screen
     assert not any(line in ("C", "^") for line in screen), screen
