@@ -113,7 +113,7 @@ def file_ids(emu: EmulatorProcess, project: str, scenario: Scenario, data_dir: P
 def presigned_urls(emu: EmulatorProcess, project: str, scenario: Scenario) -> List[Tuple[str, str]]:
     """(relative path, URL) per file, got through the platform as a client would (outside any timed region)."""
     from synclient import Platform
-    from synclient.models import FileHandleRequest
+    from synclient.platform.models import FileHandleRequest
 
     pairs = []
     with Platform(endpoint=emu.endpoint, token=emu.token, ca_bundle=emu.ca_bundle) as platform:

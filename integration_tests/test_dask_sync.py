@@ -28,7 +28,7 @@ import dask  # noqa: E402 (installed with distributed)
 from benchmarks.emulator import EmulatorProcess, seeded_store  # noqa: E402
 from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree, seeded_md5  # noqa: E402
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform  # noqa: E402
-from synclient.config import Endpoints  # noqa: E402
+from synclient.platform.credentials import Endpoints  # noqa: E402
 from synclient.errors import AuthenticationError, ErrorNature, SynclientError  # noqa: E402
 from synclient.cluster.budget import ClusterBudget  # noqa: E402
 from synclient.cluster.connect import dask_client as dask_client_for  # noqa: E402

@@ -13,8 +13,8 @@ import pytest
 
 from synclient import Platform, SyncStatus, sync_from_platform
 from synclient.emulator import Emulator
-from synclient.sync.index import SyncLockedError
-from synclient.sync.dry_run import SyncPlan
+from synclient.sync.records.index import SyncLockedError
+from synclient.sync.plan.dry_run import SyncPlan
 from synctrees import EmulatorProcess, MANIFEST, Tree, assert_tree_matches, local_tree
 
 
@@ -211,7 +211,7 @@ def test_dry_run_estimate_uses_the_throughput_stored_by_the_last_run(seeded, tmp
 
 def test_a_second_sync_into_the_same_folder_fails_fast(seeded, tmp_path):
     emu, _ = seeded
-    from synclient.sync.index import LocalIndex
+    from synclient.sync.records.index import LocalIndex
     holder = LocalIndex(Path(os.path.realpath(tmp_path))).open()
     try:
         started = time.monotonic()

@@ -71,7 +71,7 @@ def test_a_multipart_download_killed_after_three_parts_resumes_byte_exact(tmp_pa
 _HOLDS_THE_LOCK = textwrap.dedent("""
     import sys
     from synclient import portable
-    from synclient.sync.index import LocalIndex
+    from synclient.sync.records.index import LocalIndex
     assert not portable.CAPABILITIES.flock
     with LocalIndex(__import__("pathlib").Path(sys.argv[1])):
         print("held", flush=True)

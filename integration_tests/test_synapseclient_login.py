@@ -12,7 +12,7 @@ import argparse
 import pytest
 
 from synclient import Platform
-from synclient.config import TokenSource, find_token
+from synclient.platform.credentials import TokenSource, find_token
 from synclient.errors import ConfigError
 
 synapseclient = pytest.importorskip("synapseclient")
@@ -27,7 +27,7 @@ def config_file(tmp_path, monkeypatch):
     for variable in ("SYNCLIENT_AUTH_TOKEN", "SYNAPSE_AUTH_TOKEN", "SYNCLIENT_PROFILE", "SYNAPSE_PROFILE",
                      "SYNCLIENT_ENDPOINT"):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr("synclient.config.keyring_token", lambda profile="default": None)
+    monkeypatch.setattr("synclient.platform.credentials.keyring_token", lambda profile="default": None)
     return path
 
 

@@ -12,7 +12,7 @@ import pytest
 from synclient import Platform, SyncStatus, download_many, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import UnsafePathError
-from synclient.sync.local_names import PROBE_ENV, FilesystemNames
+from synclient.sync.local.local_names import PROBE_ENV, FilesystemNames
 from synctrees import MANIFEST, local_tree
 
 NFC, NFD = unicodedata.normalize("NFC", "café.txt"), unicodedata.normalize("NFD", "café.txt")

@@ -1,4 +1,4 @@
-"""Issue 29, defects 2 and 7: every source gets its local paths from one name gate (synclient/sync/name_gate.py).
+"""Issue 29, defects 2 and 7: every source gets its local paths from one name gate (synclient/sync/local/name_gate.py).
 
 A remote name with a ``/`` is refused for its entity by every source, as the walk refuses it (a file root, a list
 of ids, a dataset in a collection), and two entities never share a local path, dry run included. A renaming is

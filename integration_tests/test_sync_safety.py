@@ -13,8 +13,8 @@ import pytest
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, EndpointError, NotFoundError,
                               PathConflictError, PermanentServerError, SyncError)
-from synclient.sync.index import LocalIndex
-from synclient.sync.dry_run import SyncPlan
+from synclient.sync.records.index import LocalIndex
+from synclient.sync.plan.dry_run import SyncPlan
 from synctrees import MANIFEST, MiB, local_tree, seeded_md5, sigkill_sync_after
 
 pytestmark = pytest.mark.over_tls  # each test also runs against an emulator serving HTTPS
@@ -151,7 +151,7 @@ def test_keep_both_copy_name_avoids_remote_siblings(emulator, tmp_path):
 _KILLED_WRITER = textwrap.dedent("""
     import os, sys
     from pathlib import Path
-    from synclient.sync.index import IndexRow, LocalIndex
+    from synclient.sync.records.index import IndexRow, LocalIndex
     target, rel = Path(sys.argv[1]), sys.argv[2]
     info = os.lstat(target / rel)
     index = LocalIndex(target).open()

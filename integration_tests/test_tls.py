@@ -14,7 +14,7 @@ import requests
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import CertificateError
-from synclient.network import CA_BUNDLE_VARIABLES, TrustedCAs
+from synclient.platform.tls import CA_BUNDLE_VARIABLES, TrustedCAs
 from synclient.sync import runner
 from connect_proxy import ConnectProxy
 from synctrees import local_tree

@@ -1,9 +1,10 @@
 """synclient: fast, safe mirroring of a Synapse-compatible data platform to local disk."""
 
+from synclient import _moved
 from synclient._version import __version__
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.results import FileResult, SyncReport, SyncResults, SyncStatus
-from synclient.sync.dry_run import SyncPlan
+from synclient.sync.plan.dry_run import SyncPlan
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.runner import download_many, download_query, syncFromPlatform, sync_from_platform
 from synclient.synapseutils_compat import syncFromSynapse, sync_from_synapse
@@ -13,3 +14,5 @@ __all__ = ["Platform", "syncFromPlatform", "sync_from_platform", "download_many"
            "sync_from_synapse",
            "SyncOptions", "OnError",
            "TransferConfig", "FileResult", "SyncReport", "SyncResults", "SyncStatus", "SyncPlan", "__version__"]
+
+_moved.install()

@@ -24,22 +24,22 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence
 
 from synclient._version import __version__
-from synclient.client import Platform
-from synclient.config import (ResolvedToken, clean_token, delete_token, endpoint_source, find_token,
+from synclient.platform.rest import Platform
+from synclient.platform.credentials import (ResolvedToken, clean_token, delete_token, endpoint_source, find_token,
                               resolve_endpoints, resolve_profile, store_token)
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, ConfigError, EndpointError,
                               KeyringUnavailableError, LocalIOError, MalformedAnswerError, NotFoundError, SyncError,
                               SynclientError, SyncLockedError, TargetError, UnsafePathError)
-from synclient.models import EntityHeader, EntityType, parse_entity_id
+from synclient.platform.models import EntityHeader, EntityType, parse_entity_id
 from synclient.progress import progress_observer
 from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret, visible  # noqa: F401
 from synclient.results import FileResult, SyncReport, SyncResults
-from synclient.sync.dry_run import SyncPlan
-from synclient.sync.id_lists import EntityRef, parse_refs, read_id_file
-from synclient.sync.manifest import ManifestFormat, ManifestMode
+from synclient.sync.plan.dry_run import SyncPlan
+from synclient.sync.sources.id_lists import EntityRef, parse_refs, read_id_file
+from synclient.sync.records.manifest import ManifestFormat, ManifestMode
 from synclient.sync.options import OnError, SyncOptions
-from synclient.sync.planner import Collision
-from synclient.sync.queries import looks_like_sql, table_of
+from synclient.sync.plan.planner import Collision
+from synclient.sync.sources.queries import looks_like_sql, table_of
 from synclient.transfer.config import TransferConfig
 
 log = logging.getLogger("synclient.cli")
@@ -625,7 +625,7 @@ def _read_token_interactively() -> str:
 
 
 def cmd_login(ctx: CommandContext) -> ExitCode:
-    from synclient.config import keyring_backend_name
+    from synclient.platform.credentials import keyring_backend_name
 
     keyring_backend_name()  # fail first, before asking for anything, when the token could not be stored
     given = ctx.args.token or _read_token_interactively()
@@ -722,8 +722,8 @@ def _configure_logging(out: Output) -> None:
     window allows: a large tree then comes down in bursts, and the user should know why), none with -q; the CLI
     reports failures itself and other library lines would only repeat them."""
     logger = logging.getLogger("synclient")
-    client_logger = logging.getLogger("synclient.client")
-    gate_logger = logging.getLogger("synclient.gate")
+    client_logger = logging.getLogger("synclient.platform.rest")
+    gate_logger = logging.getLogger("synclient.platform.gate")
     for each in (logger, client_logger, gate_logger):
         for handler in [h for h in each.handlers if getattr(h, "synclient_cli", False)]:
             each.removeHandler(handler)  # run() called again in one process: no duplicate lines

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.events import SyncObserver
 from synclient.results import SyncResults
 from synclient.sync.runner import sync_from_platform

@@ -16,7 +16,7 @@ capability            fast path                                       fallback
 ``reflink``           ``ioctl(FICLONE)``                              a plain copy
 ``proc_fd``           ``O_PATH`` + ``readlink /proc/self/fd/N``       ``os.path.realpath``
 ``dir_fd``            walk and remove relative to folder descriptors  walk by path with ``lstat`` checks
-                                                                      (:mod:`synclient.sync.folders`)
+                                                                      (:mod:`synclient.sync.local.folders`)
 ====================  ==============================================  =============================================
 
 ``SYNCLIENT_PORTABLE`` (read once, at import) forces fallbacks on a system that has the fast paths, so that tests

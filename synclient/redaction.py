@@ -7,7 +7,7 @@ What it removes from a text:
 - the query string (and fragment) of a URL, and of a request path after an HTTP method or urllib3's ``url:``
   (``?<redacted>``): a pre-signed URL's query is its signature; a local path with a ``?`` stays as it is;
 - tokens: every secret registered with :func:`register_secret` (the token synclient holds registers itself when
-  it is resolved, :func:`synclient.config.clean_token`; URL passwords of the proxies do when redaction is
+  it is resolved, :func:`synclient.platform.credentials.clean_token`; URL passwords of the proxies do when redaction is
   installed), anything shaped like a Synapse personal access token (a JWT: ``eyJ...`` base64url segments), any
   ``Authorization`` header value, ``Bearer <value>`` and ``token=<value>``-like pairs.
 
@@ -18,7 +18,7 @@ log formatter); :class:`RedactingFilter`, put by :func:`install_redaction` on ev
 (:func:`redact_url`, :func:`url_host`); what a Dask shard sends back to the driver.
 
 Nothing here is installed at import: :func:`install_redaction` is called when a
-:class:`~synclient.client.Platform` or a data client is created and when the CLI starts. This module imports
+:class:`~synclient.platform.rest.Platform` or a data client is created and when the CLI starts. This module imports
 nothing of synclient (the lowest layer), so every other module may use it.
 """
 from __future__ import annotations

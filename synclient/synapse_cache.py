@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Optional, Union
 
-from synclient.config import config_path, read_config_file
+from synclient.platform.credentials import config_path, read_config_file
 from synclient.errors import CacheLockTimeoutError
 
 log = logging.getLogger("synclient.synapse_cache")

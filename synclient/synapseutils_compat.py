@@ -6,7 +6,7 @@ needed here (it is the caller's ``syn``), and only here: ``pip install 'synclien
 
 Each file lands under its file handle's ``fileName`` (or the name of the copy synapseclient's cache has of it), each
 folder under its entity's name, as synapseclient 4.14 names them, so both put a project at the same paths
-(:mod:`synclient.sync.handle_names`; ``synclient get`` names files by their entities). Every name passes synclient's
+(:mod:`synclient.sync.plan.handle_names`; ``synclient get`` names files by their entities). Every name passes synclient's
 name gate.
 
 Deliberate differences (docs/synapseclient.md):
@@ -33,16 +33,16 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, LocalIOError, MalformedAnswerError, SyncError, SynclientError
 from synclient.results import FileResult, SyncStatus, typed_annotations
-from synclient.sync.dry_run import PlanEntry, SyncPlan
-from synclient.models import EntityHeader, EntityType
-from synclient.sync.handle_names import FileNames
+from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
+from synclient.platform.models import EntityHeader, EntityType
+from synclient.sync.plan.handle_names import FileNames
 from synclient.sync.options import SyncOptions
-from synclient.sync.name_gate import RemotePath
+from synclient.sync.local.name_gate import RemotePath
 from synclient.sync.runner import sync_found_files, sync_from_platform
-from synclient.sync.paths import validate_name
+from synclient.sync.local.paths import validate_name
 from synclient.synapse_cache import SynapseCache, cache_root_of
 
 MANIFEST_CHOICES = ("all", "root", "suppress")

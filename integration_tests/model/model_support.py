@@ -75,7 +75,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
-from synclient.sync.dry_run import SyncPlan
+from synclient.sync.plan.dry_run import SyncPlan
 from synclient.transfer.partial import PARTIAL_SUFFIXES
 
 KiB = 1024
@@ -87,7 +87,7 @@ PART = 64 * KiB  # TransferConfig's smallest part: files of a few hundred KiB ta
 CONFIG = TransferConfig(max_workers=4, multipart_threshold=PART, part_size=PART, streams_per_file=4,
                         stall_timeout=10.0)
 COLLISIONS = ("overwrite.local", "keep.local", "keep.both")
-#: include / exclude pattern pairs a sync may use (documented semantics in synclient/sync/filters.py)
+#: include / exclude pattern pairs a sync may use (documented semantics in synclient/sync/plan/filters.py)
 FILTERS: Tuple[Tuple[Tuple[str, ...], Tuple[str, ...]], ...] = (
     ((), ("*.bin",)), (("*.txt",), ()), ((), ("d",)), ((), ("d/*",)), (("d/*", "*.csv"), ()),
     ((), ("*(1)*",)), ((), ("e*",)), (("x*", "*.txt"), ("a*",)))

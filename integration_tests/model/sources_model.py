@@ -87,7 +87,7 @@ from synclient.emulator.knobs import Knobs
 from synclient.errors import ConfigError, SynclientError
 from synclient.emulator.entity_names import NameRule
 from synclient.emulator.store import EntityKind, ItemRef
-from synclient.sync.dry_run import SyncPlan
+from synclient.sync.plan.dry_run import SyncPlan
 from synclient.synapse_cache import SynapseCache
 from synclient.transfer.partial import PARTIAL_SUFFIXES, TEMP_SUFFIX
 

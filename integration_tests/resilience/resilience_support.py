@@ -87,7 +87,7 @@ def platform_for(emu, **kwargs) -> Platform:
 
 def impatient_platform(emu) -> Platform:
     """For cases where every try fails on purpose: 3 tries with sub-second backoff instead of 10 with up to 20 s."""
-    from synclient.client import RetryPolicy
+    from synclient.platform.rest import RetryPolicy
     return platform_for(emu, retry=RetryPolicy(max_attempts=3, initial_backoff=0.05, max_backoff=0.2))
 
 

@@ -1,7 +1,7 @@
 """A platform user's request limits, shared by every process of a run sharded over a Dask cluster.
 
 Synapse's limits are per user: 3 concurrent requests and 600 requests per 60 s, for all of that user's processes
-together. Each process paces itself with its :class:`~synclient.gate.AdaptiveGate`, so the driver and the workers of
+together. Each process paces itself with its :class:`~synclient.platform.gate.AdaptiveGate`, so the driver and the workers of
 one run, each with a gate of its own, would together overshoot. A :class:`ClusterBudget`, made once per run on the
 driver and carried to the workers inside the tasks' arguments, admits every REST attempt against limits kept for the
 whole cluster by the Dask scheduler, in two ``distributed.Semaphore`` (no server of ours):
@@ -13,7 +13,7 @@ whole cluster by the Dask scheduler, in two ``distributed.Semaphore`` (no server
 
 An attempt takes its window lease first, then its concurrency lease; one cancelled between the two gives the window
 lease back at once (it started nothing). ``budget.admission()`` is this process's :class:`ClusterAdmission` of the
-budget (one per name), a :class:`~synclient.gate.RestAdmission` for every Platform of the process:
+budget (one per name), a :class:`~synclient.platform.gate.RestAdmission` for every Platform of the process:
 ``platform.admission = budget.admission()``.
 
 Threads. Dask finds its worker or client (``get_worker()``, ``get_client()``) in a task's thread or a driver's, not
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, Optional, Tuple
 
 from synclient.errors import CallCancelledError, ConfigError
-from synclient.gate import CANCEL_POLL_SECONDS, DEFAULT_WINDOW_SECONDS, MARGIN_SHARE, with_reserve
+from synclient.platform.gate import CANCEL_POLL_SECONDS, DEFAULT_WINDOW_SECONDS, MARGIN_SHARE, with_reserve
 
 try:
     import distributed
@@ -129,7 +129,7 @@ class ClusterBudget:
 
 
 class ClusterAdmission:
-    """One process's admission to a :class:`ClusterBudget`: a :class:`~synclient.gate.RestAdmission`.
+    """One process's admission to a :class:`ClusterBudget`: a :class:`~synclient.platform.gate.RestAdmission`.
 
     ``ClusterBudget.admission()`` gives the process's one; made here directly, it is a second one (tests).
     ``clock``: monotonic seconds, read once when an attempt starts (and by the timer); ``client``: the driver's

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.cluster.budget import ClusterBudget, close_admission
 from synclient.cluster.shard_run import PlatformAccess, ShardOutcome, ShardTask, run_shard
 from synclient.cluster.shards import LocalState, Shard, ShardFile, Sharder, ShardSizes

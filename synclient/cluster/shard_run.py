@@ -1,7 +1,7 @@
 """A shard on a Dask worker: synclient's own engine (URL batches, the download strategies, verify, atomic install)
 on the worker's own pool, writing into the shared target.
 
-:func:`run_shard` is the Dask task. It builds a :class:`~synclient.client.Platform` from the driver's
+:func:`run_shard` is the Dask task. It builds a :class:`~synclient.platform.rest.Platform` from the driver's
 :class:`PlatformAccess` (endpoints, token, CA bundle) whose REST calls pass the cluster's shared budget, fetches
 every file of the shard exactly as a local sync fetches it (temp file beside the destination, size and MD5
 checked, ``os.replace``), and returns what became of each file. It writes no index and no manifest: the driver
@@ -37,14 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Tuple
 
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.cluster.budget import ClusterBudget
 from synclient.cluster.shards import LocalState, Shard, ShardFile
-from synclient.config import Endpoints
+from synclient.platform.credentials import Endpoints
 from synclient.errors import PathConflictError, ShardFailedError, SynclientError
 from synclient.events import SyncObserver
-from synclient.gate import CANCEL_POLL_SECONDS
-from synclient.models import FileHandle
+from synclient.platform.gate import CANCEL_POLL_SECONDS
+from synclient.platform.models import FileHandle
 from synclient.redaction import redact
 from synclient.sync.pipeline import url_refusal
 from synclient.transfer.config import TransferConfig

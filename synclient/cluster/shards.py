@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from synclient.errors import ConfigError, UnsafePathError
-from synclient.models import FileHandle
+from synclient.platform.models import FileHandle
 
 MiB = 1 << 20
 #: what a file weighs in the balance beyond its bytes: its URL and its request's round trips
@@ -46,7 +46,7 @@ class LocalState:
 @dataclass(frozen=True)
 class ShardFile:
     """One file version to fetch to ``destination`` (absolute, inside the target: the driver's name gate made the
-    path, :mod:`synclient.sync.name_gate`; a worker makes no path of a remote name)."""
+    path, :mod:`synclient.sync.local.name_gate`; a worker makes no path of a remote name)."""
 
     entity_id: str
     version: Optional[int]

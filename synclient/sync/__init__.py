@@ -1,1 +1,4 @@
-"""The sync engine: walk the remote tree, plan per entry, run the plan on the shared pool."""
+"""The sync engine. The run's own modules sit here: ``options`` (the request), ``runner`` (one run, start to end),
+``pipeline`` (one file's journey), ``claims`` (the local path each file gets), ``outcome`` (where decisions go),
+``manifest_assembly``, ``deletion`` and ``leftovers`` (what a run leaves and removes). Its parts are packages below:
+``sources`` (where files come from), ``plan`` (deciding), ``records`` (index, manifests), ``local`` (the disk)."""

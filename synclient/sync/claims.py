@@ -8,7 +8,7 @@ its index row; this settles what is in the way of it.
   ``make_room``) go only when they hold nothing but synclient's untouched files, and only with ``delete``;
 - ``keep.both`` copy names avoid every name of the remote folder and every copy chosen in this run (as the local
   filesystem compares names: on a case-insensitive one, ``A(1).txt`` is taken by ``a(1).txt``);
-- no two entities of one run ever get one local path (the name gate's registry, :mod:`synclient.sync.name_gate`,
+- no two entities of one run ever get one local path (the name gate's registry, :mod:`synclient.sync.local.name_gate`,
   holds every path given, copies included: refused, never mixed).
 """
 from __future__ import annotations
@@ -21,18 +21,18 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Callable, Dict, Iterator, Optional, Set, Tuple
 
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.errors import PathConflictError
-from synclient.models import EntityType, FileHandle
+from synclient.platform.models import EntityType, FileHandle
 from synclient.sync.deletion import folder_contents_if_ours
-from synclient.sync.index import IndexRow, LocalIndex
-from synclient.sync.local_names import FilesystemNames, Listed, local_names
-from synclient.sync.manifest import MANIFEST_FILENAMES, manifest_name_is_ours
-from synclient.sync.name_gate import PathRegistry
+from synclient.sync.records.index import IndexRow, LocalIndex
+from synclient.sync.local.local_names import FilesystemNames, Listed, local_names
+from synclient.sync.records.manifest import MANIFEST_FILENAMES, manifest_name_is_ours
+from synclient.sync.local.name_gate import PathRegistry
 from synclient.sync.options import SyncOptions
 from synclient.sync.outcome import Outcome
-from synclient.sync.paths import TargetDirectory
-from synclient.sync.planner import Action, Decision, collide, copy_name, decide
+from synclient.sync.local.paths import TargetDirectory
+from synclient.sync.plan.planner import Action, Decision, collide, copy_name, decide
 
 log = logging.getLogger("synclient.sync")
 

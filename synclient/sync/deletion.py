@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import AbstractSet, Callable, Iterable, Iterator, List, Optional, Set
 
 from synclient.errors import LocalIOError, SynclientError, UnsafePathError
-from synclient.sync.filters import PathFilter
-from synclient.sync.index import IndexRow, LocalIndex
-from synclient.sync.manifest import MANIFEST_FILENAME, MANIFEST_FILENAMES, manifest_name_is_ours
-from synclient.sync.paths import TargetDirectory
-from synclient.sync.planner import Action
+from synclient.sync.plan.filters import PathFilter
+from synclient.sync.records.index import IndexRow, LocalIndex
+from synclient.sync.records.manifest import MANIFEST_FILENAME, MANIFEST_FILENAMES, manifest_name_is_ours
+from synclient.sync.local.paths import TargetDirectory
+from synclient.sync.plan.planner import Action
 
 log = logging.getLogger("synclient.sync")
 
@@ -146,7 +146,7 @@ def remove_stale_manifest(target: TargetDirectory, rel_dir: str, *, index: Local
                           name: str = MANIFEST_FILENAME, ours: AbstractSet[str] = frozenset()) -> bool:
     """Remove synclient's manifest ``name`` from a folder (not a remote file of that name that synclient
     downloaded, nor, for a name others use too, one synclient did not record writing: ``ours``, the index's
-    :meth:`~synclient.sync.index.LocalIndex.manifest_files`)."""
+    :meth:`~synclient.sync.records.index.LocalIndex.manifest_files`)."""
     rel = f"{rel_dir}/{name}" if rel_dir else name
     if index.get_many([rel]) or not (manifest_name_is_ours(name) or rel in ours):
         return False

@@ -5,8 +5,8 @@ from pathlib import Path
 from typing import AbstractSet, Dict, Mapping, Optional, Set, Tuple
 
 from synclient.sync.deletion import is_under_any
-from synclient.sync.filters import PathFilter
-from synclient.sync.index import LocalIndex
+from synclient.sync.plan.filters import PathFilter
+from synclient.sync.records.index import LocalIndex
 from synclient.transfer.partial import sweep_partials
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import AbstractSet, Dict, Iterable, Iterator, List, Mapping, Set
 
 from synclient.sync.deletion import remove_stale_manifest
-from synclient.sync.index import LocalIndex
-from synclient.sync.local_names import FilesystemNames
-from synclient.sync.manifest import ManifestFormat, ManifestMode, ManifestRow, Provenance, write_manifests
-from synclient.sync.paths import TargetDirectory
+from synclient.sync.records.index import LocalIndex
+from synclient.sync.local.local_names import FilesystemNames
+from synclient.sync.records.manifest import ManifestFormat, ManifestMode, ManifestRow, Provenance, write_manifests
+from synclient.sync.local.paths import TargetDirectory
 
 log = logging.getLogger("synclient.sync")
 

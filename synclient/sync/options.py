@@ -15,11 +15,11 @@ from typing import FrozenSet, Iterable, Optional, Tuple, Union
 
 from synclient.choices import Choice
 from synclient.errors import ConfigError
-from synclient.sync.filters import PathFilter
-from synclient.sync.handle_names import FileNames
-from synclient.sync.local_names import FilesystemNames
-from synclient.sync.manifest import ManifestFormat, ManifestMode
-from synclient.sync.planner import Collision
+from synclient.sync.plan.filters import PathFilter
+from synclient.sync.plan.handle_names import FileNames
+from synclient.sync.local.local_names import FilesystemNames
+from synclient.sync.records.manifest import ManifestFormat, ManifestMode
+from synclient.sync.plan.planner import Collision
 
 
 class OnError(Choice):
@@ -38,8 +38,8 @@ class SyncOptions:
     - ``manifest_formats``: which manifests: ``tsv`` (``SYNAPSE_METADATA_MANIFEST.tsv``), ``csv``
       (``manifest.csv``), one or both (the default, as synapseclient 4.14 writes).
     - ``include`` / ``exclude``: glob patterns on the remote path relative to the root (see
-      :mod:`synclient.sync.filters`), applied before any per-file call.
-    - ``dry_run``: plan only; the sync returns a :class:`~synclient.sync.dry_run.SyncPlan` and writes nothing.
+      :mod:`synclient.sync.plan.filters`), applied before any per-file call.
+    - ``dry_run``: plan only; the sync returns a :class:`~synclient.sync.plan.dry_run.SyncPlan` and writes nothing.
     - ``follow_links``: follow Link entities (cycles are refused).
     - ``provenance``: fill the manifest's provenance columns (one extra call per file).
     - ``on_error``: ``raise`` (a :class:`~synclient.errors.SyncError` when any file failed) | ``continue``.
@@ -55,12 +55,12 @@ class SyncOptions:
       either is a change to both).
     - ``filesystem_names``: what the target's filesystem does with names (case-insensitive, Unicode-normalizing,
       Windows' rules), which decides the local name of a remote name it cannot hold
-      (:mod:`synclient.sync.local_names`). None (the default): ``SYNCLIENT_FS_PROBE`` if set, else a probe of the
-      target at the start of the run; or a :class:`~synclient.sync.local_names.FilesystemNames`, or its spelling
+      (:mod:`synclient.sync.local.local_names`). None (the default): ``SYNCLIENT_FS_PROBE`` if set, else a probe of the
+      target at the start of the run; or a :class:`~synclient.sync.local.local_names.FilesystemNames`, or its spelling
       (``"case,nfd,windows"``), to force the answer.
     - ``file_names``: ``entity`` (the default) names each file by its entity's name, what the web shows and unique
       within its folder; ``handle`` by its file handle's ``fileName``, as synapseclient 4.14 names a download (the
-      drop-ins ``syncFromSynapse`` / ``sync_from_synapse`` use it; see :mod:`synclient.sync.handle_names`). It
+      drop-ins ``syncFromSynapse`` / ``sync_from_synapse`` use it; see :mod:`synclient.sync.plan.handle_names`). It
       applies to a project's or folder's walk and to a file root; lists of ids, datasets and queries name their
       files by their entities.
     """

@@ -5,7 +5,7 @@ ask which one they are in. They hand every decision to the run's :class:`Outcome
 
 - :class:`RecordOutcome` (a real run) carries it out and records one :class:`~synclient.results.FileResult` per
   file (report, observer, the manifest's list of files, the fatal error that stops the run);
-- :class:`PlanOutcome` (``dry_run=True``) writes it into a :class:`~synclient.sync.dry_run.SyncPlan` and touches
+- :class:`PlanOutcome` (``dry_run=True``) writes it into a :class:`~synclient.sync.plan.dry_run.SyncPlan` and touches
   nothing on disk.
 """
 from __future__ import annotations
@@ -20,10 +20,10 @@ from synclient.errors import LocalIOError, SynclientError
 from synclient.events import SyncObserver
 from synclient.results import FileResult, SyncReport, SyncStatus
 from synclient.sync.deletion import Removal, clear_folder, remove_indexed_file
-from synclient.sync.dry_run import PlanEntry, SyncPlan
-from synclient.sync.index import IndexRow, LocalIndex
-from synclient.sync.paths import TargetDirectory
-from synclient.sync.planner import Action
+from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
+from synclient.sync.records.index import IndexRow, LocalIndex
+from synclient.sync.local.paths import TargetDirectory
+from synclient.sync.plan.planner import Action
 
 log = logging.getLogger("synclient.sync")
 

@@ -19,27 +19,27 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Protocol, Set, Tuple
 from urllib.parse import urlsplit
 
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.errors import (AccessDeniedError, CacheLockTimeoutError, Cancelled, LocalIOError, NotFoundError,
                               PathConflictError, PlatformError, SynclientError, UnsupportedError)
 from synclient.events import SyncObserver
-from synclient.models import EntityHeader, FileBundle, FileHandle
+from synclient.platform.models import EntityHeader, FileBundle, FileHandle
 from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verification
 from synclient.synapse_cache import SynapseCache
 from synclient.sync.claims import PathClaims
-from synclient.sync.dry_run import PlanEntry
-from synclient.sync.handle_names import HandleNames
-from synclient.sync.index import IndexRow, LocalIndex
-from synclient.sync.local_names import LocalRename
-from synclient.sync.manifest import ManifestRow, provenance_from_activity
+from synclient.sync.plan.dry_run import PlanEntry
+from synclient.sync.plan.handle_names import HandleNames
+from synclient.sync.records.index import IndexRow, LocalIndex
+from synclient.sync.local.local_names import LocalRename
+from synclient.sync.records.manifest import ManifestRow, provenance_from_activity
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import SyncOptions
 from synclient.sync.outcome import Outcome
-from synclient.sync.paths import TargetDirectory
-from synclient.sync.planner import Action, Decision, is_up_to_date, same_recorded_bytes
-from synclient.sync.queries import ViewRows
-from synclient.sync.sources import KnownFile
-from synclient.sync.walker import FoundFile
+from synclient.sync.local.paths import TargetDirectory
+from synclient.sync.plan.planner import Action, Decision, is_up_to_date, same_recorded_bytes
+from synclient.sync.sources.queries import ViewRows
+from synclient.sync.sources.by_id import KnownFile
+from synclient.sync.sources.walker import FoundFile
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.partial import LeftoverPartials, PlainFolders, partial_key
 from synclient.transfer.pool import Priority, TaskPool

@@ -21,28 +21,28 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
 from synclient.events import ObserverGroup, SyncObserver
-from synclient.models import EntityHeader, EntityType, parse_entity_id  # noqa: F401 (parse_entity_id re-exported)
+from synclient.platform.models import EntityHeader, EntityType, parse_entity_id  # noqa: F401 (parse_entity_id re-exported)
 from synclient.results import QueryInfo, SyncResults, WorkerCounts
 from synclient.sync.claims import PathClaims
 from synclient.sync.deletion import delete_vanished
-from synclient.sync.dry_run import SyncPlan
-from synclient.sync.handle_names import FileNames, HandleNames, named_file
-from synclient.sync.id_lists import EntityRef
-from synclient.sync.index import LocalIndex
+from synclient.sync.plan.dry_run import SyncPlan
+from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
+from synclient.sync.sources.id_lists import EntityRef
+from synclient.sync.records.index import LocalIndex
 from synclient.sync.leftovers import sweep_run_partials
-from synclient.sync.local_names import FilesystemNames, LocalRename, Renaming
+from synclient.sync.local.local_names import FilesystemNames, LocalRename, Renaming
 from synclient.sync.manifest_assembly import ManifestAssembly
-from synclient.sync.name_gate import NameGate, PathRegistry, RemotePath
+from synclient.sync.local.name_gate import NameGate, PathRegistry, RemotePath
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
-from synclient.sync.paths import RESERVED_NAME, TargetDirectory
+from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
 from synclient.sync.pipeline import FilePipeline
-from synclient.sync.queries import ViewRows, select, table_of
-from synclient.sync.sources import Renamed, SourcePlan, check_container_ref, plan_sources
-from synclient.sync.walker import FoundFile, TreeWalker
+from synclient.sync.sources.queries import ViewRows, select, table_of
+from synclient.sync.sources.by_id import Renamed, SourcePlan, check_container_ref, plan_sources
+from synclient.sync.sources.walker import FoundFile, TreeWalker
 from synclient.synapse_cache import SynapseCache, cache_root_of
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader
@@ -185,7 +185,7 @@ class SyncRun:
             self.pipeline.files_found(found[start:start + _FILES_PER_BATCH])
 
     def start_sources(self, plan: SourcePlan) -> None:
-        """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources`), named against this target's
+        """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources.by_id`), named against this target's
         index: what failed to resolve is reported, each project or folder is walked into its own sub-folder, the
         files go as :meth:`start_files`."""
         layout = plan.laid_out(self.index.rows_in,
@@ -293,11 +293,11 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
     Each folder lands under its entity's name, and each file under its entity's name too: what the web shows, and
     unique within its folder (its file handle's ``fileName`` may differ, and two files of one folder may share
     one). ``file_names="handle"`` names each file by its handle's ``fileName`` instead, as synapseclient 4.14 does
-    (the drop-ins ``syncFromSynapse`` / ``sync_from_synapse`` do: :mod:`synclient.sync.handle_names`). Either
-    name passes the same name gate (:mod:`synclient.sync.name_gate`).
+    (the drop-ins ``syncFromSynapse`` / ``sync_from_synapse`` do: :mod:`synclient.sync.plan.handle_names`). Either
+    name passes the same name gate (:mod:`synclient.sync.local.name_gate`).
 
     Returns one :class:`~synclient.results.FileResult` per file (``SyncResults``, with ``.report``), or with
-    ``dry_run=True`` the :class:`~synclient.sync.dry_run.SyncPlan` of what would happen, writing nothing. Raises
+    ``dry_run=True`` the :class:`~synclient.sync.plan.dry_run.SyncPlan` of what would happen, writing nothing. Raises
     :class:`~synclient.errors.SyncError` (with every result attached) when any file failed, unless
     ``on_error="continue"``. ``KeyboardInterrupt`` cancels promptly; finished files stay indexed and partial data
     stays for the next run.
@@ -307,7 +307,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       given as a keyword of the same name (``delete=True``), which overrides the field of ``options``.
     - ``config``: how bytes move (:class:`~synclient.transfer.config.TransferConfig`); ``max_workers`` overrides
       its field of that name.
-    - ``platform``: the :class:`~synclient.client.Platform` to use (default: endpoint and token from the
+    - ``platform``: the :class:`~synclient.platform.rest.Platform` to use (default: endpoint and token from the
       environment, ``~/.synapseConfig`` or the keyring). ``syn=``: a logged-in ``synapseclient.Synapse`` instead,
       a shortcut for ``platform=Platform.from_synapseclient(syn)`` (its endpoints and login), which also shares
       that object's download cache (``syn.cache.cache_root_dir``) unless ``synapse_cache`` says otherwise.
@@ -317,7 +317,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       costs about N/100 URL calls, not N bundle calls); the others (the view lags, or does not cover them) take
       theirs. Annotations then come from the view's annotation columns.
     - ``filesystem_names``: force what the target's filesystem does with names (``"case,nfd,windows"``; default: a
-      probe of the target, see :mod:`synclient.sync.local_names`).
+      probe of the target, see :mod:`synclient.sync.local.local_names`).
     - ``dask``: a ``distributed.Client`` (or :class:`~synclient.cluster.driver.DaskSettings`): this process plans
       and indexes, the cluster's workers fetch the files in shards, every process within one shared REST budget
       (docs/dask.md). The target must be a filesystem every worker sees at the same path.
@@ -365,14 +365,14 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
                   syn: Optional[object] = None, view: Optional[str] = None,
                   filesystem_names: Union[FilesystemNames, str, None] = None,
                   dask: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
-    """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or :class:`~synclient.sync.id_lists.EntityRef`)
+    """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or :class:`~synclient.sync.sources.id_lists.EntityRef`)
     into ``path`` as one run: one shared pool, URL batches of up to 100 across all ids, one index, one report.
 
     Files land in ``path`` under their entity names; with ``recursive=True`` each project or folder is synced into a
     sub-folder named after it; a dataset's items (at their pinned versions) go into a sub-folder named after the
     dataset, a collection's datasets into sub-folders of the collection's. A single id fills ``path`` itself. Names
     that clash get the entity id (``a (syn456).csv``), reported in ``results.report.renamed``. Returns the same
-    :class:`~synclient.results.SyncResults` (or, with ``dry_run``, :class:`~synclient.sync.dry_run.SyncPlan`) as
+    :class:`~synclient.results.SyncResults` (or, with ``dry_run``, :class:`~synclient.sync.plan.dry_run.SyncPlan`) as
     :func:`sync_from_platform`, whose keywords these are; nothing is deleted and no manifest is written, except when
     the only id is a project or folder (then this is :func:`sync_from_platform`'s sync of it, manifests included).
     ``view``: a file view over those files, and ``dask``: a Dask cluster to fetch them on, as for
@@ -413,7 +413,7 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
     selected goes into a sub-folder of its name, whatever the number of rows). A file view's rows that carry
     ``dataFileHandleId``, ``dataFileMD5Hex`` and ``dataFileSizeBytes`` (its default columns) need no bundle call
     per file; their annotations are then the view's annotation columns the query selected (see
-    :mod:`synclient.sync.queries`). The report (``results.report.query``) says the query, its table and its row
+    :mod:`synclient.sync.sources.queries`). The report (``results.report.query``) says the query, its table and its row
     count."""
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
                                 include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,

@@ -24,7 +24,7 @@ import tenacity
 from synclient.errors import (Cancelled, CertificateError, ExternalCertificateError, IntegrityError, LocalIOError,
                               NoRoomForFileError, RangeNotHonouredError, SynclientError, is_retryable)
 from synclient.events import PlannedFile, SyncObserver
-from synclient.models import FileHandle, FileHandleRequest
+from synclient.platform.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.countdown import Countdown
 from synclient.transfer.direct import DirectFile, open_direct, pwrite_all

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import urllib3
 
 from synclient._version import __version__
-from synclient.network import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
+from synclient.platform.tls import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
 from synclient.errors import (Cancelled, IntegrityError, RangeNotHonouredError, TransferError,
                               UrlRejectedError)  # noqa: F401 (UrlRejectedError re-exported)
 from synclient.transfer.direct import aligned_buffer
@@ -51,7 +51,7 @@ class DataClient:
     urllib3. Nothing here ever adds an ``Authorization`` header, cookies or ``~/.netrc`` credentials. Proxies from
     the environment (``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``) are read once and honoured per host; HTTPS goes
     through a proxy as a CONNECT tunnel, verified end to end. ``trusted_cas``: the CAs certificates must chain to,
-    the platform's (:attr:`~synclient.client.Platform.trusted_cas`), so both planes trust alike. Connections (and
+    the platform's (:attr:`~synclient.platform.rest.Platform.trusted_cas`), so both planes trust alike. Connections (and
     so TLS handshakes) are kept per host and reused across files.
     """
 

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 TEMP_SUFFIX = ".synclient-partial"
 JOURNAL_SUFFIX = ".parts"
 COPY_SUFFIX = ".synclient-copy"  # a copy from synapseclient's cache being verified: never resumed
-#: names of in-flight downloads beside their files (a remote name ending so is refused: sync/paths.py)
+#: names of in-flight downloads beside their files (a remote name ending so is refused: sync/local/paths.py)
 PARTIAL_SUFFIXES = (TEMP_SUFFIX, TEMP_SUFFIX + JOURNAL_SUFFIX, COPY_SUFFIX)
 _MAX_TEMP_NAME = 200  # stay well below NAME_MAX (255) with our prefix and suffixes
 _DIGEST_STEM = ".synclient-"  # the temp stem of a name too long to spell out

@@ -13,9 +13,9 @@ import time
 from typing import Callable, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.errors import AccessDeniedError, MalformedAnswerError, NotFoundError, PlatformError, SynclientError
-from synclient.models import FileHandleRequest, PresignedUrlAnswer
+from synclient.platform.models import FileHandleRequest, PresignedUrlAnswer
 from synclient.redaction import redact_url  # (also re-exported: how a URL is shown)
 from synclient.transfer.pool import Priority, TaskPool
 

@@ -1,4 +1,4 @@
-"""Token, profile and endpoint resolution and the keyring helpers of ``synclient.config`` (in-process)."""
+"""Token, profile and endpoint resolution and the keyring helpers of ``synclient.platform.credentials`` (in-process)."""
 from __future__ import annotations
 
 import keyring
@@ -6,7 +6,7 @@ import pytest
 from keyring.backends import fail
 
 from fake_keyring import FileKeyring
-from synclient import config
+from synclient.platform import credentials as config
 from synclient.errors import ConfigError
 
 

@@ -12,7 +12,7 @@ from synclient.cli import REDACTED, ExitCode, _explain, redact
 from synclient.errors import (AccessDeniedError, AuthenticationError, CallCancelledError, ConfigError, EndpointError,
                               LocalIOError, MalformedAnswerError, NotFoundError, ServerError, TargetError,
                               UnsafePathError)
-from synclient.sync.index import LocalIndex, SyncLockedError
+from synclient.sync.records.index import LocalIndex, SyncLockedError
 
 SECRET = "tok-s3cr3t-0123456789abcdef"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from synclient import progress
 from synclient.events import PlannedFile
-from synclient.sync.results import FileResult, SyncStatus  # the old import path keeps working
+from synclient.results import FileResult, SyncStatus
 
 
 class FakeTty(io.StringIO):

@@ -14,9 +14,9 @@ def test_flags_become_one_sync_options_and_choices_come_from_the_enums():
     """The CLI builds the engine's own options object (the engine ships with it: no signature checks), and its
     choices are the enums' values, so a new mode appears in the CLI without a second list to update."""
     from synclient import cli
-    from synclient.sync.manifest import ManifestMode
+    from synclient.sync.records.manifest import ManifestMode
     from synclient.sync.options import OnError, SyncOptions
-    from synclient.sync.planner import Collision
+    from synclient.sync.plan.planner import Collision
 
     assert cli.COLLISION_MODES == tuple(m.value for m in Collision)
     assert cli.MANIFEST_MODES == tuple(m.value for m in ManifestMode)
@@ -35,7 +35,7 @@ def test_flags_become_one_sync_options_and_choices_come_from_the_enums():
 def test_manifest_format_flag():
     """--manifest-format tsv|csv|both: one format, or both (the default, as synapseclient 4.14 writes)."""
     from synclient import cli
-    from synclient.sync.manifest import ManifestFormat
+    from synclient.sync.records.manifest import ManifestFormat
 
     assert cli.MANIFEST_FORMATS == tuple(f.value for f in ManifestFormat) + ("both",)
 

@@ -12,10 +12,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from synclient.errors import UnsafePathError
-from synclient.models import FileHandle
-from synclient.sync.index import IndexRow
-from synclient.sync.paths import NAME_MAX_BYTES, TargetDirectory
-from synclient.sync.planner import Action, Collision, decide
+from synclient.platform.models import FileHandle
+from synclient.sync.records.index import IndexRow
+from synclient.sync.local.paths import NAME_MAX_BYTES, TargetDirectory
+from synclient.sync.plan.planner import Action, Collision, decide
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import plan_parts
 from synclient.transfer.hashing import PrefixHasher

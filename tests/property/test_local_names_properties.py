@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from synclient import Platform, SyncStatus, sync_from_platform
 from synclient.emulator import Emulator
-from synclient.sync.local_names import (WINDOWS_CHARACTERS, WINDOWS_RESERVED_STEMS, FilesystemNames, Listed,
+from synclient.sync.local.local_names import (WINDOWS_CHARACTERS, WINDOWS_RESERVED_STEMS, FilesystemNames, Listed,
                                         Normalization, local_names, windows_form)
 
 # names built to clash: case, composed/decomposed accents, Windows' characters, trailing dots and spaces, devices

@@ -1,7 +1,7 @@
 """Constants and helpers of the control-plane unit tests (the ``platform`` fixture is in conftest.py)."""
 import responses
 
-from synclient.client import RetryPolicy
+from synclient.platform.rest import RetryPolicy
 
 ROOT = "http://platform.test"
 REPO = ROOT + "/repo/v1"

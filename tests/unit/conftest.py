@@ -2,8 +2,8 @@
 import pytest
 
 from client_support import FAST, ROOT, TOKEN
-from synclient.client import Platform
-from synclient.gate import AdaptiveGate
+from synclient.platform.rest import Platform
+from synclient.platform.gate import AdaptiveGate
 
 
 @pytest.fixture

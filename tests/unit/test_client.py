@@ -5,10 +5,10 @@ import pytest
 import responses
 
 from client_support import FAST, FILE, REPO, ROOT, TOKEN, error
-from synclient.client import Platform, RetryPolicy
+from synclient.platform.rest import Platform, RetryPolicy
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError,
                               NotFoundError, ServerError, SynclientError, ThrottledError)
-from synclient.models import EntityType, FileHandleRequest
+from synclient.platform.models import EntityType, FileHandleRequest
 
 
 @responses.activate
@@ -77,7 +77,7 @@ def test_429s_do_not_use_up_a_calls_tries(platform):
 
 @responses.activate
 def test_a_call_refused_without_end_fails_typed_after_the_throttle_cap(platform, monkeypatch):
-    monkeypatch.setattr("synclient.client.MAX_THROTTLED_ATTEMPTS", 5)
+    monkeypatch.setattr("synclient.platform.rest.MAX_THROTTLED_ATTEMPTS", 5)
     responses.add(responses.GET, REPO + "/userProfile", **error(429, FREQUENT))
     with pytest.raises(ThrottledError, match="too frequent"):
         platform.get_user_profile()
@@ -86,7 +86,7 @@ def test_a_call_refused_without_end_fails_typed_after_the_throttle_cap(platform,
 
 @responses.activate
 def test_a_call_refused_for_too_long_fails_typed_instead_of_hanging(platform, monkeypatch):
-    monkeypatch.setattr("synclient.client.MAX_THROTTLED_SECONDS", 0.0)
+    monkeypatch.setattr("synclient.platform.rest.MAX_THROTTLED_SECONDS", 0.0)
     responses.add(responses.GET, REPO + "/userProfile", **error(429, FREQUENT))
     with pytest.raises(ThrottledError):
         platform.get_user_profile()
@@ -184,7 +184,7 @@ def test_backoff_waits_at_least_half_of_each_exponential_step():
     """Ten tries of one call must not all fit in a short outage: every wait has a floor of half its step."""
     from types import SimpleNamespace
 
-    from synclient.client import _WaitRetryAfterOrBackoff
+    from synclient.platform.rest import _WaitRetryAfterOrBackoff
     policy = RetryPolicy()
     wait = _WaitRetryAfterOrBackoff(initial=policy.initial_backoff, maximum=policy.max_backoff)
     floors = []

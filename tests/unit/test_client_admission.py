@@ -6,9 +6,9 @@ import pytest
 import responses
 
 from client_support import FAST, REPO, ROOT, TOKEN, error, prove
-from synclient.client import Platform, RetryPolicy
+from synclient.platform.rest import Platform, RetryPolicy
 from synclient.errors import CallCancelledError, ServerError
-from synclient.gate import AdaptiveGate
+from synclient.platform.gate import AdaptiveGate
 
 FREQUENT = "Requests are too frequent. Allowed 600 requests every 60 seconds."
 

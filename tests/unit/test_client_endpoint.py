@@ -7,7 +7,7 @@ import time
 import pytest
 import responses
 
-from synclient.client import FIRST_CONTACT_ATTEMPTS, Platform, RetryPolicy
+from synclient.platform.rest import FIRST_CONTACT_ATTEMPTS, Platform, RetryPolicy
 from synclient.errors import (AccessDeniedError, CallCancelledError, ConfigError, EndpointError,
                               MalformedAnswerError, NotFoundError, PlatformError, ServerError)
 from client_support import FAST, REPO, ROOT, TOKEN, error, prove
@@ -100,7 +100,7 @@ def test_after_the_endpoint_answered_well_a_missing_field_is_a_platform_error(pl
 @responses.activate
 def test_an_html_page_gets_a_few_announced_tries_then_an_endpoint_error(platform, caplog):
     responses.add(responses.GET, REPO + "/entity/syn1/type", body=HTML, content_type="text/html")
-    with caplog.at_level(logging.WARNING, logger="synclient.client"):
+    with caplog.at_level(logging.WARNING, logger="synclient.platform.rest"):
         with pytest.raises(EndpointError) as info:
             platform.get_entity_header("syn1")
     assert len(responses.calls) == FIRST_CONTACT_ATTEMPTS

@@ -14,8 +14,8 @@ import pytest
 import responses
 
 from client_support import FAST, REPO, ROOT, TOKEN
-from synclient.client import Platform
-from synclient.gate import AdaptiveGate
+from synclient.platform.rest import Platform
+from synclient.platform.gate import AdaptiveGate
 
 distributed = pytest.importorskip("distributed")
 import dask  # noqa: E402 (installed with distributed)

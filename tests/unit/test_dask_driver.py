@@ -15,10 +15,10 @@ pytest.importorskip("distributed")  # the driver imports the budget, which needs
 from synclient.cluster.driver import SHARDS_AHEAD_PER_THREAD, DaskFetcher, DaskSettings  # noqa: E402
 from synclient.cluster.shard_run import FileFetched, ShardOutcome, ShardTask  # noqa: E402
 from synclient.cluster.shards import ShardSizes
-from synclient.config import Endpoints
+from synclient.platform.credentials import Endpoints
 from synclient.errors import ClusterLostError, ConfigError, ErrorNature, NotFoundError, ShardFailedError
-from synclient.models import FileHandle
-from synclient.network import TrustedCAs
+from synclient.platform.models import FileHandle
+from synclient.platform.tls import TrustedCAs
 from synclient.transfer.download import FileJob
 from synclient.transfer.pool import Priority, TaskPool
 

@@ -11,7 +11,7 @@ import pytest
 from synclient.errors import (Cancelled, IntegrityError, LocalIOError, MalformedAnswerError, NotFoundError,
                               ServerError, SynclientError, ThrottledError, TransferError, UrlRejectedError)
 from synclient.events import SyncObserver
-from synclient.models import FileHandle
+from synclient.platform.models import FileHandle
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob, reporting_failures
 from synclient.transfer.partial import journal_path, temp_path

@@ -5,7 +5,7 @@ import requests
 import responses
 
 from client_support import FAST, REPO, error, prove
-from synclient.client import TRANSIENT_SERVER_STATUS
+from synclient.platform.rest import TRANSIENT_SERVER_STATUS
 from synclient.errors import (AccessDeniedError, BadRequestError, EndpointError, ErrorNature, MalformedAnswerError,
                               NotFoundError, PermanentServerError, ServerError, ThrottledError, is_retryable)
 
@@ -78,7 +78,7 @@ def test_a_malformed_answer_is_raised_spent_once_the_tries_ran_out(platform):
 
 @responses.activate
 def test_a_call_refused_past_the_throttle_cap_is_raised_spent(platform, monkeypatch):
-    monkeypatch.setattr("synclient.client.MAX_THROTTLED_ATTEMPTS", 3)
+    monkeypatch.setattr("synclient.platform.rest.MAX_THROTTLED_ATTEMPTS", 3)
     responses.add(responses.GET, REPO + "/userProfile", **error(429, FREQUENT))
     with pytest.raises(ThrottledError) as info:
         platform.get_user_profile()

@@ -12,8 +12,8 @@ import pytest
 from synclient import portable
 from synclient.errors import UnsafePathError
 from synclient.sync.deletion import clear_folder
-from synclient.sync.folders import CheckedPathFolder, is_link
-from synclient.sync.paths import TargetDirectory
+from synclient.sync.local.folders import CheckedPathFolder, is_link
+from synclient.sync.local.paths import TargetDirectory
 
 
 @pytest.fixture

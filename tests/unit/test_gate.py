@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synclient.errors import CallCancelledError
-from synclient.gate import (MAX_COOL_DOWN, MAX_WINDOW_SECONDS, AdaptiveGate, Throttle, ThrottleKind, ThrottlePolicy,
+from synclient.platform.gate import (MAX_COOL_DOWN, MAX_WINDOW_SECONDS, AdaptiveGate, Throttle, ThrottleKind, ThrottlePolicy,
                             Ticket, shared_gate)
 
 SYNAPSE_CONCURRENCY = "Too many concurrent requests. Allowed 3 concurrent connections at any time."
@@ -276,7 +276,7 @@ def test_one_gate_per_platform_user_in_the_process():
 def test_sharing_the_window_with_another_client_is_said_once(caplog):
     policy = ThrottlePolicy(initial_limit=3, max_limit=3)
     policy.on_finish(policy.on_start(0.0), 0.0, frequency(allowed=100, window=10.0))
-    with caplog.at_level(logging.DEBUG, logger="synclient.gate"):
+    with caplog.at_level(logging.DEBUG, logger="synclient.platform.gate"):
         for now in (1.0, 2.0, 3.0):  # three fresh rounds, each refused within the budget
             policy.on_finish(policy.on_start(now), now, frequency(allowed=100, window=10.0))
     shared = [r for r in caplog.records if "another client" in r.getMessage()]

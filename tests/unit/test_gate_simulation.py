@@ -18,7 +18,7 @@ from typing import Callable, Deque, List, Optional, Tuple
 
 import pytest
 
-from synclient.gate import Throttle, ThrottleKind, ThrottlePolicy
+from synclient.platform.gate import Throttle, ThrottleKind, ThrottlePolicy
 
 HOUR = 3600.0
 

@@ -1,4 +1,4 @@
-"""Files named by their handles' fileName (synclient.sync.handle_names, issue 30 item 20): twins of one fileName in a
+"""Files named by their handles' fileName (synclient.sync.plan.handle_names, issue 30 item 20): twins of one fileName in a
 folder are named apart by id whatever the listing's order, a folder keeps its name, and a file whose bundle cannot
 be had keeps its entity name."""
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 
 from synclient.errors import AccessDeniedError
-from synclient.models import Entity, EntityHeader, EntityType, FileBundle, FileHandle
-from synclient.sync.handle_names import HandleNames
+from synclient.platform.models import Entity, EntityHeader, EntityType, FileBundle, FileHandle
+from synclient.sync.plan.handle_names import HandleNames
 
 FILE_NAMES = {"syn5": "same.csv", "syn12": "same.csv", "syn40": "d", "syn7": "own.txt"}
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from synclient.sync import planner
+from synclient.sync.plan import planner
 from synclient.transfer import hashing
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from synclient.config import config_path
+from synclient.platform.credentials import config_path
 from synclient.synapse_cache import SynapseCache, cache_root
 
 REAL_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)

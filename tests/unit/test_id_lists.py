@@ -6,8 +6,8 @@ import io
 import pytest
 
 from synclient.errors import ConfigError, LocalIOError
-from synclient.sync.id_lists import EntityRef, ids_from_text, parse_refs, read_id_file
-from synclient.sync.manifest import MANIFEST_FILENAME, ManifestMode, ManifestRow, write_manifests
+from synclient.sync.sources.id_lists import EntityRef, ids_from_text, parse_refs, read_id_file
+from synclient.sync.records.manifest import MANIFEST_FILENAME, ManifestMode, ManifestRow, write_manifests
 
 
 def refs(*texts):

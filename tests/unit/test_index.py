@@ -2,7 +2,7 @@
 import os
 import threading
 
-from synclient.sync.index import INDEX_FILE, META_DIR, IndexRow, LocalIndex
+from synclient.sync.records.index import INDEX_FILE, META_DIR, IndexRow, LocalIndex
 
 
 def _row(rel_path: str, root_id: str = "syn1") -> IndexRow:

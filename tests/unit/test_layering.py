@@ -17,31 +17,34 @@ import synclient
 
 PACKAGE_DIR = Path(synclient.__file__).parent
 
-#: (module name or package prefix, layer); the longest matching entry wins
+#: (package or module, layer); the longest matching entry wins. Packages are the layers of docs/architecture.md:
+#: the foundation at the package root, then the control plane, the data plane, the sync engine's parts (the local
+#: disk, the records, the plan, the sources) below its orchestration, and the front doors on top.
 LAYERS: List[Tuple[str, int]] = [
     ("synclient._version", 0),
+    ("synclient._moved", 0),             # old module paths: found by name at import time, imports nothing
     ("synclient.results", 0),          # outcome types: imports nothing of synclient
     ("synclient.redaction", 0),        # the one redactor (URL credentials and queries, tokens): imports nothing
     ("synclient.errors", 1),
     ("synclient.portable", 2),        # what this OS offers (fast paths or their fallbacks), chosen once
     ("synclient.choices", 2),
     ("synclient.events", 2),
-    ("synclient.models", 3),
-    ("synclient.config", 3),
-    ("synclient.synapse_cache", 3),    # synapseclient's download cache: files only, beside the config it reads
-    ("synclient.gate", 3),
-    ("synclient.network", 3),          # what both planes trust (CA bundle): read by client and transfer alike
     ("synclient.progress", 3),
-    ("synclient.client", 4),           # control plane
-    ("synclient.transfer", 5),         # data plane (the shared pool, URLs, strategies)
-    ("synclient.sync", 6),             # planner, walker, pipeline, outcomes, runner
-    ("synclient.cluster", 6),          # a run over Dask: shards, the shared REST budget, the worker's task, the driver
-    ("synclient.emulator", 7),         # the platform stand-in: a program of its own
-    ("synclient.cli", 8),
-    ("synclient.demo", 8),
-    ("synclient.synapseutils_compat", 8),  # the drop-in syncFromSynapse: synapseclient objects over the engine
-    ("synclient.__main__", 8),
-    ("synclient", 9),                  # the package's front door re-exports from everywhere
+    ("synclient.platform", 3),         # control plane: wire models, credentials, TLS, the gate, the REST client
+    ("synclient.synapse_cache", 4),    # synapseclient's download cache: files only, beside the config it reads
+    ("synclient.transfer", 5),         # data plane: the shared pool, URLs, download strategies, partial files
+    ("synclient.sync.local", 6),       # the local disk, safely: names to paths, folders, deletion
+    ("synclient.sync.records", 7),     # the index and the manifests
+    ("synclient.sync.plan", 7),        # one action per file, the path each file claims, filters, the dry run
+    ("synclient.sync.sources", 8),     # where files come from: the tree walk, ids, datasets, queries
+    ("synclient.sync", 9),             # orchestration: options, the pipeline, outcomes, the runner
+    ("synclient.cluster", 9),          # a run over Dask: shards, the shared REST budget, the worker's task, the driver
+    ("synclient.emulator", 10),        # the platform stand-in: a program of its own
+    ("synclient.cli", 11),
+    ("synclient.demo", 11),
+    ("synclient.synapseutils_compat", 11),  # the drop-in syncFromSynapse: synapseclient objects over the engine
+    ("synclient.__main__", 11),
+    ("synclient", 12),                 # the package's front door re-exports from everywhere
 ]
 
 

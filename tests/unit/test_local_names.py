@@ -7,7 +7,7 @@ import unicodedata
 import pytest
 
 from synclient.errors import ConfigError
-from synclient.sync.local_names import (WINDOWS_MAX_PATH, FilesystemNames, Listed, Normalization, Renaming,
+from synclient.sync.local.local_names import (WINDOWS_MAX_PATH, FilesystemNames, Listed, Normalization, Renaming,
                                         local_names, windows_form)
 
 CASE = FilesystemNames(case_insensitive=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from synclient.errors import ConfigError
-from synclient.sync.manifest import (CSV_MANIFEST_FILENAME, MANIFEST_FILENAME, ManifestFormat, ManifestMode,
+from synclient.sync.records.manifest import (CSV_MANIFEST_FILENAME, MANIFEST_FILENAME, ManifestFormat, ManifestMode,
                                      ManifestRow, provenance_from_activity, write_manifests)
 from synclient.sync.options import SyncOptions
 

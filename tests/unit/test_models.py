@@ -2,7 +2,7 @@
 import pytest
 
 from synclient.errors import ConfigError, MalformedAnswerError, PlatformError
-from synclient.models import (ChildrenPage, Entity, EntityHeader, FileBundle, FileHandle, PresignedUrlAnswer,
+from synclient.platform.models import (ChildrenPage, Entity, EntityHeader, FileBundle, FileHandle, PresignedUrlAnswer,
                               parse_entity_id, user_profile_from_wire)
 
 

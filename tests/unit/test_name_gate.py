@@ -1,4 +1,4 @@
-"""The one name gate (synclient/sync/name_gate.py): remote paths of validated names, local paths claimed once per
+"""The one name gate (synclient/sync/local/name_gate.py): remote paths of validated names, local paths claimed once per
 run; and that nothing else in synclient.sync or synclient.cluster joins a remote name into a path."""
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 
 import synclient
 from synclient.errors import PathConflictError, UnsafePathError
-from synclient.sync.local_names import FilesystemNames
-from synclient.sync.name_gate import NameGate, PathRegistry, RemotePath
-from synclient.sync.paths import TargetDirectory
+from synclient.sync.local.local_names import FilesystemNames
+from synclient.sync.local.name_gate import NameGate, PathRegistry, RemotePath
+from synclient.sync.local.paths import TargetDirectory
 
 PACKAGE = Path(synclient.__file__).parent
-GATE = "sync/name_gate.py"
+GATE = "sync/local/name_gate.py"
 
 #: identifiers that carry a remote name (or a path made of remote names) in the engine's code
 REMOTE_MARKERS = {"name", "names", "given", "header", "headers", "entry", "named", "link", "rel", "rel_path",
@@ -25,12 +25,12 @@ REMOTE_MARKERS = {"name", "names", "given", "header", "headers", "entry", "named
 #: (module, function) -> why the joins there are of local-only strings. Keep it small: a new entry needs a reason
 #: that no name a server sent can reach the join except through the gate.
 ALLOWED: Dict[Tuple[str, str], str] = {
-    ("sync/paths.py", "*"):
+    ("sync/local/paths.py", "*"):
         "the target's primitives: child(), which the gate calls, validates the name itself; the others reach "
         "the index's local paths (made by the gate) one folder at a time",
-    ("sync/folders.py", "*"):
+    ("sync/local/folders.py", "*"):
         "opens local folders one component at a time, no symlink followed, along local paths the gate made",
-    ("sync/local_names.py", "*"):
+    ("sync/local/local_names.py", "*"):
         "the filesystem probe: its own constant names in its own scratch folder",
     ("sync/deletion.py", "*"):
         "names listed from the local disk under folders the index holds: local names, no server's",
@@ -38,9 +38,9 @@ ALLOWED: Dict[Tuple[str, str], str] = {
         "partial files listed from the local disk under folders the walk listed",
     ("sync/manifest_assembly.py", "*"):
         "the index's local paths (made by the gate) under the target's root",
-    ("sync/index.py", "LocalIndex.local_names_in"):
+    ("sync/records/index.py", "LocalIndex.local_names_in"):
         "a SQL prefix of an index path's text, no path",
-    ("sync/filters.py", "*"):
+    ("sync/plan/filters.py", "*"):
         "prefixes of a remote path's text for pattern matching; no path is made",
     ("cluster/shards.py", "split_balanced"):
         "arithmetic (a share of the weight), no path",
@@ -248,7 +248,7 @@ def test_a_dry_run_gate_makes_no_folder(tmp_path):
 @pytest.mark.parametrize("destination", ["relative/a.txt", "/t/../etc/a.txt", "/t/a\x00b"])
 def test_a_shard_takes_only_a_path_the_gate_could_give(destination):
     from synclient.cluster.shards import ShardFile
-    from synclient.models import FileHandle
+    from synclient.platform.models import FileHandle
     with pytest.raises(UnsafePathError):
         ShardFile("syn1", 1, FileHandle("1", 1, "0" * 32), destination)
 

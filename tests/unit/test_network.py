@@ -7,7 +7,7 @@ import ssl
 import pytest
 
 from synclient.errors import ConfigError
-from synclient.network import (ARGUMENT_SOURCE, CA_BUNDLE_VARIABLES, DEFAULT_SOURCE, TrustedCAs,
+from synclient.platform.tls import (ARGUMENT_SOURCE, CA_BUNDLE_VARIABLES, DEFAULT_SOURCE, TrustedCAs,
                                certificate_problem, resolve_trusted_cas)
 
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from synclient.errors import UnsafePathError
-from synclient.sync.paths import TargetDirectory, validate_name
+from synclient.sync.local.paths import TargetDirectory, validate_name
 from synclient.transfer.partial import PlainFolders
 
 

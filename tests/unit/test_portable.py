@@ -13,7 +13,7 @@ import pytest
 
 from synclient import portable
 from synclient.errors import ConfigError, SyncLockedError
-from synclient.sync.index import LocalIndex
+from synclient.sync.records.index import LocalIndex
 from synclient.transfer.direct import DirectFile, pwrite_all
 
 ALL = portable.Capabilities.names()

@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from synclient import redaction
-from synclient.config import Endpoints, clean_token, resolve_endpoints
+from synclient.platform.credentials import Endpoints, clean_token, resolve_endpoints
 from synclient.errors import CertificateError, ConfigError, TransferError, UrlRejectedError
 from synclient.redaction import (LOGGER_TREES, REDACTED, install_redaction, redact, redact_data,
                                  redact_url, redaction_installed, register_secret, registered_secrets, url_host)
@@ -169,7 +169,7 @@ def test_every_logger_of_the_trees_gets_the_filter_and_records_arrive_redacted(c
     import pkgutil
 
     import synclient
-    from synclient.client import Platform
+    from synclient.platform.rest import Platform
     for module in pkgutil.walk_packages(synclient.__path__, "synclient."):
         if not module.name.endswith("__main__"):
             try:
@@ -208,7 +208,7 @@ def test_an_error_message_and_repr_are_redacted_and_it_pickles_whole():
 
 def test_an_untrusted_certificate_names_the_host_without_its_password():
     """Defect 3 at the unit level: transfer/http.py's _get formatted the URL's netloc."""
-    from synclient.network import TrustedCAs
+    from synclient.platform.tls import TrustedCAs
     from synclient.transfer.http import DataClient, _get
     from synclient.transfer.urls import SignedUrl
 

@@ -9,8 +9,8 @@ import pytest
 from synclient import portable
 from synclient.errors import FileInTheWayError, UnsafePathError
 from synclient.sync.deletion import is_under_any
-from synclient.sync.filters import PathFilter
-from synclient.sync.paths import TargetDirectory, validate_name
+from synclient.sync.plan.filters import PathFilter
+from synclient.sync.local.paths import TargetDirectory, validate_name
 
 
 @pytest.fixture(params=["dir_fd", "checked path"])

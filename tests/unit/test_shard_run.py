@@ -15,10 +15,10 @@ pytest.importorskip("distributed")  # shard_run imports the budget, which needs 
 from synclient.cluster.shard_run import (PlatformAccess, ShardTask, _changed_since_decided,  # noqa: E402
                                         _installed_by_earlier_try, _portable, run_shard)
 from synclient.cluster.shards import LocalState, Shard, ShardFile  # noqa: E402
-from synclient.config import Endpoints  # noqa: E402
+from synclient.platform.credentials import Endpoints  # noqa: E402
 from synclient.errors import (AuthenticationError, ConfigError, ErrorNature, LocalIOError,  # noqa: E402
                               PathConflictError)
-from synclient.models import FileHandle  # noqa: E402
+from synclient.platform.models import FileHandle  # noqa: E402
 from synclient.transfer.config import TransferConfig  # noqa: E402
 from synclient.transfer.partial import PlainFolders  # noqa: E402
 

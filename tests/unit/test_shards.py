@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from synclient.cluster.shards import FILE_WEIGHT, LocalState, Sharder, ShardFile, ShardSizes, split_balanced
 from synclient.errors import ConfigError
-from synclient.models import FileHandle
+from synclient.platform.models import FileHandle
 from synclient.transfer.pool import Priority, TaskPool
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from synclient.errors import ConfigError, NotFoundError, UnsupportedError
-from synclient.models import Entity, EntityHeader, EntityType
-from synclient.sync.id_lists import EntityRef
-from synclient.sync.index import IndexRow
-from synclient.sync.sources import plan_sources
+from synclient.platform.models import Entity, EntityHeader, EntityType
+from synclient.sync.sources.id_lists import EntityRef
+from synclient.sync.records.index import IndexRow
+from synclient.sync.sources.by_id import plan_sources
 
 F, D, P, DS, DC, T = (EntityType.FILE, EntityType.FOLDER, EntityType.PROJECT, EntityType.DATASET,
                       EntityType.DATASET_COLLECTION, EntityType.OTHER)

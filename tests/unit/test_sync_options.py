@@ -7,8 +7,8 @@ import pytest
 
 from synclient import OnError, SyncOptions
 from synclient.errors import ConfigError
-from synclient.sync.manifest import ManifestMode
-from synclient.sync.planner import Collision
+from synclient.sync.records.manifest import ManifestMode
+from synclient.sync.plan.planner import Collision
 
 
 def test_strings_become_the_enums_and_patterns_tuples():

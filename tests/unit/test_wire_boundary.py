@@ -8,10 +8,10 @@ import responses
 
 from client_support import REPO, prove
 from synclient.errors import ConfigError, IntegrityError, MalformedAnswerError
-from synclient.models import (WIRE_MAX, ChildrenPage, Entity, EntityHeader, FileBundle, FileHandle, PageTrail,
+from synclient.platform.models import (WIRE_MAX, ChildrenPage, Entity, EntityHeader, FileBundle, FileHandle, PageTrail,
                               PresignedUrlAnswer, QueryPage, parse_entity_id)
-from synclient.sync.id_lists import EntityRef, ids_from_text, parse_refs
-from synclient.sync.queries import select, table_of
+from synclient.sync.sources.id_lists import EntityRef, ids_from_text, parse_refs
+from synclient.sync.sources.queries import select, table_of
 
 FILE_ENTITY = "org.sagebionetworks.repo.model.FileEntity"
 HANDLE = {"id": "10", "contentSize": 42, "contentMd5": "0123456789abcdef" * 2, "fileName": "a.txt",
@@ -107,7 +107,7 @@ def test_a_url_batch_row_that_names_its_handle_fails_that_handle_alone():
     assert answers["2"].url is None and "'preSignedURL'" in answers["2"].malformed
     assert "'failureCode'" in answers["3"].malformed
     # the broker turns such a row into that file's MalformedAnswerError, not tried again
-    from synclient.models import FileHandleRequest
+    from synclient.platform.models import FileHandleRequest
     from synclient.transfer.urls import _answer_to_result
     url, error = _answer_to_result(answers["2"], FileHandleRequest(file_handle_id="2", entity_id="syn2"))
     assert url is None and isinstance(error, MalformedAnswerError) and not error.retryable

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from synclient.errors import AccessDeniedError, NotFoundError
-from synclient.models import FileBundle
+from synclient.platform.models import FileBundle
 from synclient.sync.pipeline import missing_handle_error
 
 FILE = {"id": "syn2", "name": "a.txt", "concreteType": "org.sagebionetworks.repo.model.FileEntity",

@@ -14,7 +14,7 @@ import pytest
 
 from synclient.errors import (Cancelled, ErrorNature, IntegrityError, LocalIOError, NoRoomForFileError,
                               UnsafePathError)
-from synclient.models import FileHandle
+from synclient.platform.models import FileHandle
 from synclient.transfer import download, local_copy, partial
 from synclient.transfer.direct import open_direct
 from synclient.transfer.download import FileJob
@@ -402,7 +402,7 @@ WRITE_OPENS = {
     ("transfer/partial.py", "_reopen"): "the write rule's resume: the journaled inode, one link, fstat-checked",
     ("transfer/direct.py", "open_direct"): "a second (O_DIRECT) descriptor of open_for_write's file, fstat-checked",
     ("portable.py", "try_lock_file"): "the target's lock file: locked, never written",
-    ("sync/manifest.py", "__init__"): "a manifest: O_CREAT | O_EXCL temp file, then renamed",
+    ("sync/records/manifest.py", "__init__"): "a manifest: O_CREAT | O_EXCL temp file, then renamed",
     ("synapse_cache.py", "_replace_map"): "synapseclient's cache map: O_CREAT | O_EXCL temp file, then renamed",
     ("cli.py", "main"): "/dev/null as stdout",
 }

@@ -357,7 +357,7 @@ _shared_lock = threading.Lock()
 
 def shared_gate(endpoint: str, token: Optional[str], *, max_limit: int) -> AdaptiveGate:
     """The gate of one platform user in this process: the platform's limits are per user, so every
-    :class:`~synclient.client.Platform` of the same endpoint and token passes the same gate (alive while any of
+    :class:`~synclient.platform.rest.Platform` of the same endpoint and token passes the same gate (alive while any of
     them is). The token is kept only as a digest."""
     user = hashlib.sha256(token.encode("utf-8")).hexdigest() if token else "anonymous"
     key = (endpoint.rstrip("/"), user)

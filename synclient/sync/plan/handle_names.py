@@ -14,7 +14,7 @@ default ``overwrite.local`` the later download replaces the earlier one's bytes,
 loses a file, so here the file of the smallest id keeps the name and every other gets its id in it,
 ``name (syn456).ext`` (as synclient names a list's twins), logged as a warning. A name taken by a folder of the
 same listing is the folder's. Every name, the handle's included, still goes through the name gate
-(:mod:`synclient.sync.name_gate`): a ``fileName`` with ``/``, ``..`` or NUL fails its file alone.
+(:mod:`synclient.sync.local.name_gate`): a ``fileName`` with ``/``, ``..`` or NUL fails its file alone.
 
 :class:`HandleNames` fetches each file's bundle when its folder is listed (the same call the pipeline makes for it,
 kept for the pipeline, so no call is made twice).
@@ -28,11 +28,11 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclient.choices import Choice
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.errors import SynclientError
-from synclient.models import EntityHeader, EntityType, FileBundle
+from synclient.platform.models import EntityHeader, EntityType, FileBundle
 from synclient.synapse_cache import SynapseCache
-from synclient.sync.local_names import id_order, with_id
+from synclient.sync.local.local_names import id_order, with_id
 
 log = logging.getLogger("synclient.sync")
 

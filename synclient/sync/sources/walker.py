@@ -1,13 +1,13 @@
 """Concurrent traversal of the remote tree on the shared pool.
 
 Each children page is one LISTING task; it creates the local folders it finds, hands the page's files to the runner
-together (each with its destination, from the run's name gate, :mod:`synclient.sync.name_gate`, and its remote
+together (each with its destination, from the run's name gate, :mod:`synclient.sync.local.name_gate`, and its remote
 path's text relative to the sync root), and submits its sub-folders and its own next page as new tasks. Nothing
 waits inside the pool. With ``follow_links`` a Link entity is resolved (two calls) to the file or folder it points
 to, which then appears under the link's own name; a link to a folder that is already on the path from the root is
 a cycle and is reported, not followed.
 
-Where the target's filesystem cannot hold every remote name as it is (:mod:`synclient.sync.local_names`: case- or
+Where the target's filesystem cannot hold every remote name as it is (:mod:`synclient.sync.local.local_names`: case- or
 Unicode-insensitive folders, Windows' rules), a folder's pages are gathered and its names mapped once the whole
 folder is listed (a twin may be on any page); each renamed folder is noted (:attr:`TreeWalker.renamed`), and
 reported where a file of the run is in it; a renamed file is reported by the pipeline once it is at that name.
@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, NamedTuple, Optional, Set
 
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.errors import FileInTheWayError, SynclientError, UnsafePathError
-from synclient.models import EntityHeader, EntityType, PageTrail
-from synclient.sync.filters import PathFilter
-from synclient.sync.handle_names import HandleNames, named_file
-from synclient.sync.index import LocalNamesHeld
-from synclient.sync.local_names import FilesystemNames, Listed, LocalName, LocalRename, local_names
-from synclient.sync.manifest import MANIFEST_FILENAMES
-from synclient.sync.name_gate import NameGate, RemotePath
-from synclient.sync.paths import RESERVED_NAME, TargetDirectory
+from synclient.platform.models import EntityHeader, EntityType, PageTrail
+from synclient.sync.plan.filters import PathFilter
+from synclient.sync.plan.handle_names import HandleNames, named_file
+from synclient.sync.records.index import LocalNamesHeld
+from synclient.sync.local.local_names import FilesystemNames, Listed, LocalName, LocalRename, local_names
+from synclient.sync.records.manifest import MANIFEST_FILENAMES
+from synclient.sync.local.name_gate import NameGate, RemotePath
+from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
 from synclient.transfer.pool import Priority, TaskPool
 
 log = logging.getLogger("synclient.sync")

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import AbstractSet, Optional
 
 from synclient.choices import Choice
-from synclient.models import EntityHeader, FileHandle
-from synclient.sync.index import IndexRow
+from synclient.platform.models import EntityHeader, FileHandle
+from synclient.sync.records.index import IndexRow
 from synclient.transfer.hashing import file_md5
 
 

@@ -1,4 +1,4 @@
-"""What both planes trust: the certificate authorities, settled once per :class:`~synclient.client.Platform` and
+"""What both planes trust: the certificate authorities, settled once per :class:`~synclient.platform.rest.Platform` and
 shared by its REST session and the data plane's client (pre-signed storage URLs, external hosts).
 
 CA bundle: ``ca_bundle=`` / ``--ca-bundle`` > ``REQUESTS_CA_BUNDLE`` > ``SSL_CERT_FILE`` > ``CURL_CA_BUNDLE`` >
@@ -14,7 +14,7 @@ import ssl
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from synclient.config import config_path, read_config_file
+from synclient.platform.credentials import config_path, read_config_file
 from synclient.errors import CertificateError, ConfigError, exception_chain
 from synclient.redaction import redact
 

@@ -1,6 +1,6 @@
 """The control plane: ``Platform``, a typed REST client for the Synapse API.
 
-Every call goes through the :class:`~synclient.gate.AdaptiveGate` of its platform user (shared by every thread and
+Every call goes through the :class:`~synclient.platform.gate.AdaptiveGate` of its platform user (shared by every thread and
 every ``Platform`` of that user in the process; it knows the platform's concurrency and per-window limits), and
 fails with a typed error from :mod:`synclient.errors` carrying the status and the server's ``reason``. The error's
 nature decides the retry: a retryable one (a passing 5xx, a failed connection, a cut answer, a 429) is tried again
@@ -32,18 +32,18 @@ import tenacity
 from requests.adapters import HTTPAdapter
 
 from synclient._version import __version__
-from synclient.config import Endpoints, clean_token, resolve_endpoints, resolve_token
+from synclient.platform.credentials import Endpoints, clean_token, resolve_endpoints, resolve_token
 from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError, ConfigError,
                               EndpointError, MalformedAnswerError, NotFoundError, PermanentServerError,
                               PlatformError, ServerError, SynclientError, ThrottledError, exception_chain)
-from synclient.gate import AdaptiveGate, RestAdmission, Throttle, ThrottleKind, shared_gate
-from synclient.models import (QUERY_BUNDLE_REQUEST, QUERY_RESULTS_PART, ChildrenPage, Entity, EntityHeader,
+from synclient.platform.gate import AdaptiveGate, RestAdmission, Throttle, ThrottleKind, shared_gate
+from synclient.platform.models import (QUERY_BUNDLE_REQUEST, QUERY_RESULTS_PART, ChildrenPage, Entity, EntityHeader,
                               EntityType, FileBundle, FileHandleRequest, PageTrail, PresignedUrlAnswer, QueryPage,
                               user_profile_from_wire, wire_object)
-from synclient.network import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
+from synclient.platform.tls import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
 from synclient.redaction import install_redaction, redact_url
 
-log = logging.getLogger("synclient.client")
+log = logging.getLogger("synclient.platform.rest")
 
 #: the 5xx statuses of a passing trouble (a failing, overloaded or restarting server, a gateway that lost it): the
 #: rest (501 Not Implemented, 505 HTTP Version Not Supported, ...) say the request will fail however often it is
@@ -158,7 +158,7 @@ class Platform:
     ``Platform(endpoint="http://127.0.0.1:8080", token="...")`` derives ``/repo/v1``, ``/file/v1`` and
     ``/auth/v1`` from one service root; ``repo_endpoint=``/``file_endpoint=``/``auth_endpoint=`` set them one by
     one (real Synapse). Without arguments, endpoint and token come from the environment, ``~/.synapseConfig`` or
-    keyring (see :mod:`synclient.config`).
+    keyring (see :mod:`synclient.platform.credentials`).
 
     Until the endpoint has given one well-formed answer (``endpoint_proven``), connection failures and answers
     that are not the API's JSON get a few short tries, then raise :class:`EndpointError` naming the endpoint;
@@ -169,7 +169,7 @@ class Platform:
     new attempt is sent.
 
     ``admission`` (given here or assigned later, e.g. for one sharded run): limits shared with the user's other
-    processes (:class:`~synclient.gate.RestAdmission`). Each attempt the process gate let through enters it too,
+    processes (:class:`~synclient.platform.gate.RestAdmission`). Each attempt the process gate let through enters it too,
     and leaves when its answer was read; the time waited there, as in the gate, is not retry time.
     """
 
@@ -194,7 +194,7 @@ class Platform:
         self.admission: Optional[RestAdmission] = admission
         self.stats = CallStats()
         self._endpoint_proven = False
-        #: the CAs this platform's REST calls and its runs' data plane trust (see :mod:`synclient.network`)
+        #: the CAs this platform's REST calls and its runs' data plane trust (see :mod:`synclient.platform.tls`)
         self.trusted_cas: TrustedCAs = resolve_trusted_cas(ca_bundle)
         self._session = _platform_session(self.endpoints.repo)
         self.resize_pool(max_connections)

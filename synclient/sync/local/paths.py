@@ -8,7 +8,7 @@ from typing import Optional, Union
 
 from synclient import portable
 from synclient.errors import FileInTheWayError, LocalIOError, TargetError, UnsafePathError
-from synclient.sync.folders import CheckedPathFolder, DescriptorFolder
+from synclient.sync.local.folders import CheckedPathFolder, DescriptorFolder
 from synclient.transfer.partial import PARTIAL_SUFFIXES, PlainFolders, realpath
 
 NAME_MAX_BYTES = 255
@@ -128,7 +128,7 @@ class TargetDirectory:
     def open_folder(self, rel_dir: str) -> Folder:
         """The folder ``rel_dir`` ('/'-separated, relative to the root), reached one component at a time without
         following any symlink: whatever a user or another process put in the way, a name used with it is inside
-        the target at the moment of use (:mod:`synclient.sync.folders`). A symlink on the way is an
+        the target at the moment of use (:mod:`synclient.sync.local.folders`). A symlink on the way is an
         :class:`UnsafePathError`; a missing folder is ``FileNotFoundError``. The caller closes the folder."""
         opener = DescriptorFolder if portable.CAPABILITIES.dir_fd else CheckedPathFolder
         return opener.open(self.root, rel_dir)

@@ -20,7 +20,7 @@ path, and no entry takes a path the index holds for another file (a file of an e
 ``keep.both`` copy): an entry that already has a path in the index keeps it (names do not flip when the list's
 order changes); otherwise the first entry in the order given (a dataset's items in its order) gets its name, and
 each later one its id in it, ``name (syn456).ext``, or ``name (syn456.2).ext`` when that file's id is already in
-the name of another of its versions. Each renaming is reported. Paths are :class:`~synclient.sync.name_gate.RemotePath`
+the name of another of its versions. Each renaming is reported. Paths are :class:`~synclient.sync.local.name_gate.RemotePath`
 values: an entry whose name can be no path component (a ``/``, ``..``, NUL, too long) is refused alone, with what it
 holds, as the walk refuses it; the runner's name gate makes the local paths.
 """
@@ -31,12 +31,12 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from synclient.client import Platform
+from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, NotFoundError, SynclientError, UnsupportedError
-from synclient.models import EntityHeader, EntityType, FileHandle
-from synclient.sync.id_lists import EntityRef
-from synclient.sync.index import IndexRow
-from synclient.sync.name_gate import RemotePath
+from synclient.platform.models import EntityHeader, EntityType, FileHandle
+from synclient.sync.sources.id_lists import EntityRef
+from synclient.sync.records.index import IndexRow
+from synclient.sync.local.name_gate import RemotePath
 
 
 class EntryKind(enum.Enum):
@@ -129,7 +129,7 @@ class SourcePlan:
     def laid_out(self, rows_in: RowsIn, *, same_name: SameName = str, reserved: Sequence[str] = ()) -> Layout:
         """Every entry named (see the module docstring), against the target's index (``rows_in``). ``same_name``:
         what the local filesystem compares of a name (two names with one value are one file there: case- or
-        Unicode-insensitive folders; see :mod:`synclient.sync.local_names`); ``reserved``: names no entry at the
+        Unicode-insensitive folders; see :mod:`synclient.sync.local.local_names`); ``reserved``: names no entry at the
         target's top may take (synclient's index folder, as the filesystem compares names)."""
         layout = Layout()
         if self.one_container is not None:

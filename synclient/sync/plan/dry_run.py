@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from synclient.results import FileResult
-from synclient.sync.planner import Action
+from synclient.sync.plan.planner import Action
 
 DEFAULT_BYTES_PER_SECOND = 50e6   # until a real run in this target measured better
 DEFAULT_FILES_PER_SECOND = 20.0

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Iterable, List, Optional, TextIO
 
 from synclient.errors import ConfigError, LocalIOError
-from synclient.models import parse_entity_id
+from synclient.platform.models import parse_entity_id
 
 #: the column names that hold ids, in the order they are looked for
 ID_COLUMNS = ("id", "ID", "entityId")

@@ -10,17 +10,17 @@ nothing else in :mod:`synclient.sync` or :mod:`synclient.cluster` joins a remote
   into a harmless one). Its ``'/'``-joined text (the index's key, the report's spelling) is one-to-one with it and
   is never split back into a path.
 - :class:`NameGate` turns a checked name into a local path under a local folder: the local filesystem's form of
-  the name (:meth:`~synclient.sync.local_names.FilesystemNames.legal_form`, or the name the walk's listing mapping
-  gave it), then that local name checked as one component on this OS (:func:`~synclient.sync.paths.validate_name`:
+  the name (:meth:`~synclient.sync.local.local_names.FilesystemNames.legal_form`, or the name the walk's listing mapping
+  gave it), then that local name checked as one component on this OS (:func:`~synclient.sync.local.paths.validate_name`:
   a backslash, 255 bytes), synclient's own names refused (its index folder, partial downloads:
-  :meth:`~synclient.sync.paths.TargetDirectory.child`), the filesystem's length limits
-  (:meth:`~synclient.sync.local_names.FilesystemNames.check_length`), and the path **claimed** in the run's one
+  :meth:`~synclient.sync.local.paths.TargetDirectory.child`), the filesystem's length limits
+  (:meth:`~synclient.sync.local.local_names.FilesystemNames.check_length`), and the path **claimed** in the run's one
   :class:`PathRegistry`.
 - The registry holds every local path an entity of the run was given, as the filesystem compares paths (case- or
   Unicode-insensitive where it is), with the entity that has it. A second entity asking for a path another one
   holds is refused (:class:`~synclient.errors.PathConflictError`, that entity fails alone): two entities never share
   a path, in a real run or a dry run. The sources' own rules name twins apart before they ask (a folder's listing:
-  :func:`~synclient.sync.local_names.local_names`; a list: :mod:`synclient.sync.sources`), so a refusal here means
+  :func:`~synclient.sync.local.local_names.local_names`; a list: :mod:`synclient.sync.sources.by_id`), so a refusal here means
   a server answered with two entries of one name. ``keep.both`` copies are claimed in it too
   (:mod:`synclient.sync.claims`). Where the rules say two spellings are one name but the disk holds two files (a
   forced probe, a target moved from another filesystem), the disk is asked and each keeps its own path. It costs one
@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from synclient.errors import PathConflictError, UnsafePathError
-from synclient.sync.local_names import FilesystemNames, Renaming, with_id
-from synclient.sync.paths import RESERVED_NAME, TargetDirectory, check_remote_name
+from synclient.sync.local.local_names import FilesystemNames, Renaming, with_id
+from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory, check_remote_name
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class NameGate:
 
     def folder(self, parent: Path, name: str, owner: str, *, local_name: Optional[str] = None) -> Path:
         """The local folder of the remote folder (or dataset) ``name`` in ``parent``, claimed for ``owner``, made
-        (a dry run makes nothing): :meth:`~synclient.sync.paths.TargetDirectory.make_folder`'s errors."""
+        (a dry run makes nothing): :meth:`~synclient.sync.local.paths.TargetDirectory.make_folder`'s errors."""
         path = self.registry.claim(self.path(parent, name, local_name=local_name), owner)
         return self.target.make_folder(parent, path.name)
 
