@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -27,6 +27,7 @@ from synclient.sync.records.index import IndexRow, LocalIndex
 from tree_support import ROOT_ID, FakeTree
 
 CASE_INSENSITIVE = FilesystemNames(case_insensitive=True)
+CASE_SENSITIVE = FilesystemNames()
 
 
 def _md5(text: str) -> str:
@@ -43,7 +44,7 @@ class Run:
     ``tree``, and the outcome of a real run (or a dry run's plan)."""
 
     def __init__(self, root: Path, *, tree: Optional[FakeTree] = None, rows: Tuple[IndexRow, ...] = (),
-                 manifest_files: Tuple[str, ...] = (), names: FilesystemNames = FilesystemNames(),
+                 manifest_files: Tuple[str, ...] = (), names: FilesystemNames = CASE_SENSITIVE,
                  dry_run: bool = False, **options) -> None:
         root.mkdir(exist_ok=True)
         if rows or manifest_files:  # the last run's index, committed before this run opens it

@@ -74,7 +74,7 @@ def test_a_real_run_carries_out_each_decision_and_records_its_result(tmp_path):
 def test_an_up_to_date_file_is_recorded_skipped_at_its_local_path_and_listed_in_the_manifest(tmp_path):
     with LocalIndex(tmp_path) as index:
         row = _written(tmp_path, "Dir/a.txt", local_path="dir (syn5)/a.txt")
-        outcome, observer, _ = _record(tmp_path, index)
+        outcome, _, _ = _record(tmp_path, index)
         outcome.up_to_date(row, annotations='{"k": {"type": "STRING", "value": ["v"]}}', renamed="case twin")
         [result] = outcome.results
         assert (result.entity_id, result.status, result.action) == ("syn9", SyncStatus.SKIPPED, "skip")
