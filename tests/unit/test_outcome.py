@@ -256,3 +256,29 @@ def test_the_dry_runs_plan_is_what_the_real_run_records(tmp_path):
         assert not (dry_root / ".synclient").exists()
         assert ("gone.txt", "synclient wrote this") not in _tree(real_root)
         assert ("new.txt", "fetch") in _tree(real_root)
+
+
+def test_a_removal_that_fails_is_a_failure_in_the_plan_as_in_the_real_run(tmp_path, monkeypatch):
+    """A vanished file that cannot even be checked (an unreadable folder: EACCES) fails in a real run; the dry run
+    says so too, and does not plan it as deleted."""
+    real_root, dry_root = tmp_path / "real", tmp_path / "dry"
+    real_root.mkdir()
+    dry_root.mkdir()
+
+    def unreadable(rel_path: str):
+        raise PermissionError(13, "Permission denied", rel_path)
+
+    with LocalIndex(real_root) as real_index, LocalIndex(dry_root, read_only=True) as dry_index:
+        record, _, _ = _record(real_root, real_index)
+        plan = PlanOutcome(target=TargetDirectory(dry_root, create=False), index=dry_index)
+        for outcome, root in ((record, real_root), (plan, dry_root)):
+            row = _written(root, "locked/gone.txt", entity_id="syn11")
+            monkeypatch.setattr(outcome.target, "lstat_inside", unreadable)
+            removal = outcome.remove_indexed(row)
+            assert removal is not None and isinstance(removal.error, LocalIOError)
+            outcome.removed(removal)
+        [failed] = record.results
+        assert failed.status is SyncStatus.FAILED
+        assert plan.plan.entries == []
+        assert [(f.entity_id, f.status, str(f.error)) for f in plan.plan.failures] == [
+            (failed.entity_id, SyncStatus.FAILED, str(failed.error))]
