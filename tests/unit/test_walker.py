@@ -11,7 +11,8 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from synclient.errors import AccessDeniedError, FileInTheWayError, SynclientError, UnsafePathError
+from synclient.errors import (AccessDeniedError, FileInTheWayError, MalformedAnswerError, SynclientError,
+                              UnsafePathError)
 from synclient.platform.models import EntityHeader
 from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.local.paths import TargetDirectory
@@ -164,6 +165,20 @@ def test_a_listing_that_fails_midway_keeps_what_came_but_leaves_the_folder_unlis
     assert walk.walker.unvisited == {"data"}
     assert "data" not in walk.walker.listed
     assert [header.id for header, _, _ in walk.failures] == [made["data"].id]
+
+
+@pytest.mark.parametrize("names", [FilesystemNames(), FilesystemNames(case_insensitive=True)])
+def test_a_listing_that_repeats_its_next_page_token_ends_as_a_failure_of_its_folder(tmp_path, names):
+    tree = FakeTree(page_size=2)
+    made = _sample(tree)
+    tree.stuck.add(made["data"].id)
+    walk = Walk(tree, tmp_path / "t", names=names).run()
+
+    assert _calls_per_page(tree)[(made["data"].id, None)] == 1
+    assert _calls_per_page(tree)[(made["data"].id, "again")] == 1  # the repeat is seen on the 2nd page: no 3rd
+    assert isinstance(walk.failed["data"], MalformedAnswerError)
+    assert walk.walker.unvisited == {"data"} and "data" not in walk.walker.listed
+    assert sorted(walk.found)[:3] == ["a.txt", "b.txt", "c.txt"] and "empty" in walk.walker.listed
 
 
 def test_a_name_that_can_be_no_local_name_fails_its_entity_only(tmp_path):

@@ -15,7 +15,7 @@ ROOT = EntityHeader(ROOT_ID, "project", EntityType.PROJECT)
 class FakeTree:
     """A remote tree under :data:`ROOT`, listed ``page_size`` children per page in name order (as the platform's
     ``sortBy NAME``). ``denied``: container ids whose listing is refused (403); ``denied_pages``: (id, page token)
-    pairs refused, for a listing that fails midway. Thread-safe: the walker lists from pool threads."""
+    pairs refused, for a listing that fails midway; ``stuck``: ids whose listing never ends. Thread-safe: the walker lists from pool threads."""
 
     def __init__(self, *, page_size: int = 2) -> None:
         self.page_size = page_size
@@ -23,6 +23,7 @@ class FakeTree:
         self._entities: Dict[str, Entity] = {ROOT_ID: Entity(ROOT_ID, ROOT.name, ROOT.type)}
         self.denied: Set[str] = set()
         self.denied_pages: Set[Tuple[str, Optional[str]]] = set()
+        self.stuck: Set[str] = set()  # container ids whose every page names the same next page (a server bug)
         self.listing_calls: List[Tuple[str, Optional[str]]] = []  # (parent id, page token) of every children call
         self.entity_calls: List[str] = []  # ids of get_entity / get_entity_header calls
         self._lock = threading.Lock()
@@ -68,6 +69,8 @@ class FakeTree:
         if parent_id not in self._children:
             raise NotFoundError(f"{parent_id} not found")
         rows = sorted((h for h in self._children[parent_id] if h.type in include_types), key=lambda h: h.name)
+        if parent_id in self.stuck:
+            return ChildrenPage(rows[:self.page_size], "again")
         start = int(page_token or 0)
         end = start + self.page_size
         return ChildrenPage(rows[start:end], str(end) if end < len(rows) else None)
