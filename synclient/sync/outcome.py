@@ -189,5 +189,9 @@ class PlanOutcome(Outcome):
 
     def removed(self, removal: Removal) -> None:
         row = removal.row
+        if removal.error is not None:  # (it could not even be checked) the real run fails it: so does the plan
+            self.plan.add_failure(FileResult(row.entity_id, row.version, self.target.root / row.local_path, row.size,
+                                             row.md5, SyncStatus.FAILED, removal.error, action=removal.action.value))
+            return
         self.plan.add(PlanEntry(row.rel_path, row.entity_id, row.version, row.size, removal.action,
                                 self.target.root / row.local_path))

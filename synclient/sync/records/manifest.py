@@ -32,7 +32,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from synclient.choices import Choice
 from synclient.results import annotation_values
@@ -282,83 +282,120 @@ def write_manifests(rows: Callable[[], Iterator[ManifestRow]], target_root: Path
     """Write the manifests of ``mode`` in each of ``formats`` from ``rows()``, an iterator factory yielding rows
     sorted by path; none of a format in its folders of ``skip``. ``covered``: the folders the sync listed, where a
     format that writes a header-only manifest writes one when no file lies below. Returns the manifests written and
-    those that failed.
-
-    Streaming, in two passes, so a million-file tree never sits in memory: the first pass collects each folder's
-    annotation columns; the second writes every row into the manifests of its folder chain. Sorted input means a
-    folder's rows are contiguous, so only the manifests along the current chain are open at any time.
-    """
+    those that failed (:class:`ManifestWriter` does the work)."""
     if mode is ManifestMode.SUPPRESS:
         return [], []
-    formats = ManifestFormat.in_order(set(formats))
-    skip = skip or {}
-    chains: Dict[Path, List[Path]] = {}  # folder of a file -> the folders listing it (one entry per folder)
+    return ManifestWriter(target_root, mode, formats=formats, skip=skip).write(rows, covered=covered)
 
-    def folders_listing(row: ManifestRow) -> List[Path]:
-        folder = row.path.parent
-        chain = chains.get(folder)
-        if chain is None:
-            chain = chains[folder] = _folders_listing(row, target_root, mode)
-        return chain
 
-    columns: Dict[Path, set] = {}
-    for row in rows():
-        keys = set(row.annotations)
-        for folder in folders_listing(row):
-            columns.setdefault(folder, set()).update(keys)
-    written: List[Path] = []
-    failures: Dict[Tuple[Path, ManifestFormat], ManifestFailure] = {}
-    open_manifests: Dict[Tuple[Path, ManifestFormat], _FolderManifest] = {}
+_Key = Tuple[Path, ManifestFormat]  # one manifest: its folder and its format
 
-    def wanted(folder: Path) -> List[Tuple[Path, ManifestFormat]]:
-        return [(folder, fmt) for fmt in formats if folder not in skip.get(fmt, ()) and (folder, fmt) not in failures]
 
-    def fail(key: Tuple[Path, ManifestFormat], error: OSError) -> None:
-        failures[key] = ManifestFailure(key[0] / key[1].filename, error)
-        manifest = open_manifests.pop(key, None)
-        if manifest is not None:
-            manifest.abandon()
+class ManifestWriter:
+    """One writing of a tree's manifests (use once).
 
-    def close(key: Tuple[Path, ManifestFormat]) -> None:
+    Streaming, in two passes, so a million-file tree never sits in memory: the first pass
+    (:meth:`_collect_columns`) gathers each folder's annotation columns; the second (:meth:`_write_rows`) writes
+    every row into the manifests of its folder chain. Sorted input means a folder's rows are contiguous, so only the
+    manifests along the current chain are open at any time. A manifest that fails is one :class:`ManifestFailure`
+    and is not tried again; the others go on.
+    """
+
+    def __init__(self, target_root: Path, mode: ManifestMode, *,
+                 formats: Iterable[ManifestFormat] = (ManifestFormat.TSV,),
+                 skip: Optional[Mapping[ManifestFormat, AbstractSet[Path]]] = None) -> None:
+        self._root = target_root
+        self._mode = mode
+        self._formats = ManifestFormat.in_order(set(formats))
+        self._skip: Mapping[ManifestFormat, AbstractSet[Path]] = skip or {}
+        self._chains: Dict[Path, List[Path]] = {}  # folder of a file -> the folders listing it (one per folder)
+        self._columns: Dict[Path, Set[str]] = {}  # folder -> the annotation keys of the files it lists
+        self._written: List[Path] = []
+        self._failures: Dict[_Key, ManifestFailure] = {}
+        self._open: Dict[_Key, _FolderManifest] = {}
+
+    def write(self, rows: Callable[[], Iterator[ManifestRow]], *,
+              covered: AbstractSet[Path] = frozenset()) -> Tuple[List[Path], List[ManifestFailure]]:
+        """Both passes over ``rows()``, then the header-only manifests of ``covered`` folders with no file below.
+        Returns the manifests written and those that failed, each sorted by path."""
+        if self._mode is ManifestMode.SUPPRESS:
+            return [], []
+        self._collect_columns(rows())
         try:
-            written.append(open_manifests.pop(key).close())
-        except OSError as exc:
-            fail(key, exc)
+            self._write_rows(rows())
+            self._write_header_only(covered)
+        finally:
+            for manifest in self._open.values():  # an unexpected error midway: no partial manifest behind
+                manifest.abandon()
+        return sorted(self._written), sorted(self._failures.values(), key=lambda f: str(f.path))
 
-    def open_manifest(key: Tuple[Path, ManifestFormat]) -> Optional[_FolderManifest]:
-        layout = _LAYOUTS[key[1]]
-        try:
-            manifest = open_manifests[key] = _FolderManifest(
-                key[0], layout.base_columns + sorted(columns.get(key[0], ())), layout)
-        except OSError as exc:
-            fail(key, exc)
-            return None
-        return manifest
+    # -- the passes ----------------------------------------------------------------------------------------------
 
-    try:
-        for row in rows():
-            chain = [key for folder in folders_listing(row) for key in wanted(folder)]
-            for key in [k for k in open_manifests if k not in chain]:
-                close(key)
-            cells = {fmt: _row_dict(row, _LAYOUTS[fmt]) for fmt in formats}
+    def _collect_columns(self, rows: Iterator[ManifestRow]) -> None:
+        for row in rows:
+            keys = set(row.annotations)
+            for folder in self._folders_listing(row):
+                self._columns.setdefault(folder, set()).update(keys)
+
+    def _write_rows(self, rows: Iterator[ManifestRow]) -> None:
+        for row in rows:
+            chain = [key for folder in self._folders_listing(row) for key in self._wanted(folder)]
+            for key in [k for k in self._open if k not in chain]:  # the rows of those folders are done
+                self._close(key)
+            cells = {fmt: _row_dict(row, _LAYOUTS[fmt]) for fmt in self._formats}
             for key in chain:
-                manifest = open_manifests.get(key) or open_manifest(key)
+                manifest = self._open.get(key) or self._open_manifest(key)
                 if manifest is None:
                     continue
                 try:
                     manifest.write(cells[key[1]])
                 except OSError as exc:
-                    fail(key, exc)
-        for key in list(open_manifests):
-            close(key)
-        # folders with no file below them: a header line only, in the formats that write one (synapseclient's CSV)
+                    self._fail(key, exc)
+        for key in list(self._open):
+            self._close(key)
+
+    def _write_header_only(self, covered: AbstractSet[Path]) -> None:
+        """Folders with no file below them: a header line only, in the formats that write one (synapseclient's
+        CSV)."""
         empty = sorted(folder for folder in covered
-                       if folder not in columns and (mode is ManifestMode.ALL or folder == target_root))
+                       if folder not in self._columns and (self._mode is ManifestMode.ALL or folder == self._root))
         for folder in empty:
-            for key in wanted(folder):
-                if _LAYOUTS[key[1]].writes_header_only and open_manifest(key) is not None:
-                    close(key)
-    finally:
-        for manifest in open_manifests.values():  # an unexpected error midway: no partial manifest behind
+            for key in self._wanted(folder):
+                if _LAYOUTS[key[1]].writes_header_only and self._open_manifest(key) is not None:
+                    self._close(key)
+
+    # -- one manifest --------------------------------------------------------------------------------------------
+
+    def _folders_listing(self, row: ManifestRow) -> List[Path]:
+        folder = row.path.parent
+        chain = self._chains.get(folder)
+        if chain is None:
+            chain = self._chains[folder] = _folders_listing(row, self._root, self._mode)
+        return chain
+
+    def _wanted(self, folder: Path) -> List[_Key]:
+        """The manifests ``folder`` gets: its formats not skipped there and not failed already."""
+        return [(folder, fmt) for fmt in self._formats
+                if folder not in self._skip.get(fmt, ()) and (folder, fmt) not in self._failures]
+
+    def _open_manifest(self, key: _Key) -> Optional[_FolderManifest]:
+        layout = _LAYOUTS[key[1]]
+        try:
+            manifest = self._open[key] = _FolderManifest(
+                key[0], layout.base_columns + sorted(self._columns.get(key[0], ())), layout)
+        except OSError as exc:
+            self._fail(key, exc)
+            return None
+        return manifest
+
+    def _close(self, key: _Key) -> None:
+        try:
+            self._written.append(self._open.pop(key).close())
+        except OSError as exc:
+            self._fail(key, exc)
+
+    def _fail(self, key: _Key, error: OSError) -> None:
+        self._failures[key] = ManifestFailure(key[0] / key[1].filename, error)
+        manifest = self._open.pop(key, None)
+        if manifest is not None:
             manifest.abandon()
-    return sorted(written), sorted(failures.values(), key=lambda f: str(f.path))
