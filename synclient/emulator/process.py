@@ -58,10 +58,13 @@ class Seed:
     synthetic: Optional[str] = None
     project_name: Optional[str] = None
 
-    def arguments(self, scratch: Path) -> List[str]:
+    def __post_init__(self) -> None:
         given = [value for value in (self.spec, self.spec_file, self.directory, self.synthetic) if value is not None]
-        if len(given) > 1:
+        if len(given) != 1:
             raise ValueError("Seed: give one of spec, spec_file, directory, synthetic")
+
+    def arguments(self, scratch: Path) -> List[str]:
+        """The ``serve`` flags that seed it (a ``spec`` is written to a file in ``scratch`` first)."""
         arguments: List[str] = []
         if self.spec is not None:
             spec_file = scratch / "seed-spec.json"
@@ -171,6 +174,8 @@ class EmulatorProcess:
         if self._process is not None:
             return self
         command = self._command()  # before the child: bad input raises with nothing to clean up
+        if self._stderr is not None:
+            self._stderr.close()  # the previous child's
         self._stderr = tempfile.TemporaryFile()
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=self._stderr, env=self._environment())
@@ -220,7 +225,8 @@ class EmulatorProcess:
         self.token = token
         self.ca_bundle = str(info["ca_bundle"]) if info.get("ca_bundle") else None  # a new CA at every start
         self._ssl = ssl.create_default_context(cafile=self.ca_bundle) if self.ca_bundle else None
-        self._ports = tuple(int(urlsplit(endpoint).port or 0) for endpoint in endpoints)  # type: ignore[assignment]
+        api, data, external = (urlsplit(endpoint).port or 0 for endpoint in endpoints)
+        self._ports = (api, data, external)  # every later start comes back on these
 
     def stderr_tail(self, limit: int = STDERR_TAIL) -> str:
         """The last ``limit`` characters of the current (or last) child's stderr."""

@@ -166,3 +166,10 @@ def test_the_server_stops_when_the_process_that_started_it_dies(tmp_path):
         assert readable, "the emulator outlived the process that started it"
     finally:
         os.close(handle)
+
+
+def test_a_seed_is_exactly_one_source():
+    with pytest.raises(ValueError, match="give one of"):
+        Seed()
+    with pytest.raises(ValueError, match="give one of"):
+        Seed(spec=SPEC, synthetic="files=1")
