@@ -39,9 +39,10 @@ from typing import Dict, List, Optional
 import psutil
 
 from benchmarks.cli import machine
-from benchmarks.emulator import EmulatorProcess, seeded_store
+from benchmarks.emulator import seeded_store
 from benchmarks.harness import expected_for, verify
 from benchmarks.scenarios import MiB, Scenario, _file, _project
+from synclient.emulator.process import EmulatorProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "2026-11-25-issue19-dask-scaling.json"
@@ -186,7 +187,7 @@ def run_condition(name: str, knobs: dict, *, data_dir: Path, project: str, expec
     runs: List[Dict[str, object]] = []
     warm: List[Dict[str, object]] = []
     clusters: Dict[str, Cluster] = {}
-    with EmulatorProcess(data_dir, knobs) as emu:
+    with EmulatorProcess(data_dir, **knobs) as emu:
         try:
             for workers in (1, 2):
                 clusters[f"dask-{workers}"] = Cluster(workers, work / f"dask-{workers}-space")

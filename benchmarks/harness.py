@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from benchmarks.contenders import launch, missing_tool
-from benchmarks.emulator import EmulatorProcess, seeded_store
+from benchmarks.emulator import seeded_store
 from benchmarks.scenarios import Scenario
+from synclient.emulator.process import EmulatorProcess
 
 IGNORED_NAMES = {"SYNAPSE_METADATA_MANIFEST.tsv", "manifest.csv"}
 #: synapseclient's `synapse get -q` leaves the query's CSV in the download folder (S8): not one of the files
@@ -104,8 +105,7 @@ def file_ids(emu: EmulatorProcess, project: str, scenario: Scenario, data_dir: P
     cached = data_dir / "bench-ids.json"
     if cached.exists():
         return json.loads(cached.read_text())
-    ids = [emu._admin("GET", "resolve?project=" + project + "&path=" + rel)["id"]
-           for rel, _size, _seed in scenario.files]
+    ids = [emu.resolve(project, rel) for rel, _size, _seed in scenario.files]
     cached.write_text(json.dumps(ids))
     return ids
 
@@ -119,8 +119,7 @@ def presigned_urls(emu: EmulatorProcess, project: str, scenario: Scenario) -> Li
     with Platform(endpoint=emu.endpoint, token=emu.token, ca_bundle=emu.ca_bundle) as platform:
         requests_ = []
         for rel, _size, _seed in scenario.files:
-            answer = emu._admin("GET", "resolve?project=" + project + "&path=" + rel)
-            entity_id = answer.get("id") or answer.get("entity_id") or answer.get("entityId")
+            entity_id = emu.resolve(project, rel)
             handle = platform.get_file_bundle(entity_id).file_handle
             requests_.append((rel, FileHandleRequest(handle.id, entity_id)))
         for start in range(0, len(requests_), 100):
@@ -203,13 +202,13 @@ class ScenarioRunner:
     def __enter__(self) -> "ScenarioRunner":
         data_dir, self.project = seeded_store(self.scenario.spec)
         self.expected = expected_for(self.scenario, data_dir)
-        self.emu = EmulatorProcess(data_dir, self.scenario.knobs, tls=self.scenario.tls).start()
+        self.emu = EmulatorProcess(data_dir, tls=self.scenario.tls, **self.scenario.knobs).start()
         if any(c in ("aria2c", "curl") for c in self.contenders):
             self.urls = presigned_urls(self.emu, self.project, self.scenario)
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
         if self.scenario.view:  # the file view's id (admin route, not counted, before any timed run)
-            self.view_id = self.emu._admin("GET", f"resolve?project={self.project}&path={self.scenario.view}")["id"]
+            self.view_id = self.emu.resolve(self.project, self.scenario.view)
         if self.scenario.job == "ids":
             self.ids_file = self.work / "ids.txt"
             self.ids_file.write_text("".join(i + "\n" for i in file_ids(self.emu, self.project, self.scenario,

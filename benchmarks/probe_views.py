@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import sys
 import tempfile
 import time
 
-from benchmarks.emulator import EmulatorProcess, seeded_store
+from benchmarks.emulator import seeded_store
 from benchmarks.scenarios import build
-
-
-def _emulator_cpu(emu: EmulatorProcess) -> float:
-    fields = open(f"/proc/{emu.process.pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from synclient.emulator.process import EmulatorProcess
 
 
 def _client_cpu() -> float:
@@ -33,10 +28,10 @@ def _client_cpu() -> float:
 
 
 def _measure(emu: EmulatorProcess, call) -> dict:
-    emu_cpu, cpu, started = _emulator_cpu(emu), _client_cpu(), time.perf_counter()
+    emu_cpu, cpu, started = emu.cpu_seconds(), _client_cpu(), time.perf_counter()
     answer = call()
     return {"wall_s": round(time.perf_counter() - started, 3), "client_cpu_s": round(_client_cpu() - cpu, 2),
-            "emulator_cpu_s": round(_emulator_cpu(emu) - emu_cpu, 2), **answer}
+            "emulator_cpu_s": round(emu.cpu_seconds() - emu_cpu, 2), **answer}
 
 
 def main() -> int:
@@ -51,8 +46,8 @@ def main() -> int:
     for name in ("S8", "S9"):
         scenario = scenarios[name]
         data_dir, project = seeded_store(scenario.spec)
-        with EmulatorProcess(data_dir, scenario.knobs) as emu:
-            view = emu._admin("GET", f"resolve?project={project}&path={scenario.view}")["id"]
+        with EmulatorProcess(data_dir, **scenario.knobs) as emu:
+            view = emu.resolve(project, scenario.view)
             sql = f"SELECT * FROM {view}" + (f" WHERE {scenario.where}" if scenario.where else "")
             for repeat in range(args.repeat):
                 emu.restart()

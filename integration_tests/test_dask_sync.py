@@ -25,10 +25,11 @@ import pytest
 distributed = pytest.importorskip("distributed")
 import dask  # noqa: E402 (installed with distributed)
 
-from benchmarks.emulator import EmulatorProcess, seeded_store  # noqa: E402
+from benchmarks.emulator import seeded_store  # noqa: E402
 from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree, seeded_md5  # noqa: E402
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform  # noqa: E402
 from synclient.platform.credentials import Endpoints  # noqa: E402
+from synclient.emulator.process import EmulatorProcess  # noqa: E402
 from synclient.errors import AuthenticationError, ErrorNature, SynclientError  # noqa: E402
 from synclient.cluster.budget import ClusterBudget  # noqa: E402
 from synclient.cluster.connect import dask_client as dask_client_for  # noqa: E402
@@ -160,7 +161,7 @@ def test_synapse_limits_are_shared_by_every_process_of_the_run(dask_client, tmp_
              "data_latency_ms": 2}
     config = TransferConfig(max_workers=4, url_batch_size=10)
     budget = ClusterBudget.for_run(window_seconds=6)
-    with EmulatorProcess(data_dir, knobs) as emu:
+    with EmulatorProcess(data_dir, **knobs) as emu:
         with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
             results = sync_from_platform(project, str(tmp_path / "out"), platform=platform, config=config,
                                          progress=False, dask=DaskSettings(dask_client, budget=budget,

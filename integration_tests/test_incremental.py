@@ -13,9 +13,10 @@ import pytest
 
 from synclient import Platform, SyncStatus, sync_from_platform
 from synclient.emulator import Emulator
+from synclient.emulator.process import EmulatorProcess, Seed
 from synclient.sync.records.index import SyncLockedError
 from synclient.sync.plan.dry_run import SyncPlan
-from synctrees import EmulatorProcess, MANIFEST, Tree, assert_tree_matches, local_tree
+from synctrees import MANIFEST, Tree, assert_tree_matches, local_tree
 
 
 def platform_for(emu) -> Platform:
@@ -42,8 +43,8 @@ def seeded(emulator):
 
 
 def test_resync_of_10000_files_costs_listing_pages_only_then_one_new_version_costs_three_calls(tmp_path):
-    with EmulatorProcess("--synthetic", "files=10000,depth=1,fanout=100,size=20") as emu:
-        project = next(iter(emu.projects.values()))
+    with EmulatorProcess(seed=Seed(synthetic="files=10000,depth=1,fanout=100,size=20")) as emu:
+        project = next(iter(emu.info()["projects"].values()))
         platform = platform_for(emu)
         first = sync_from_platform(project, tmp_path, platform=platform, max_workers=16, manifest="suppress")
         assert len(first) == 10000

@@ -12,10 +12,11 @@ import time
 
 import pytest
 
-from benchmarks.emulator import EmulatorProcess, seeded_store
+from benchmarks.emulator import seeded_store
 from benchmarks.report import latency_bound
 from benchmarks.scenarios import build
 from synclient import Platform, sync_from_platform
+from synclient.emulator.process import EmulatorProcess
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +26,7 @@ def test_a_first_sync_of_five_windows_of_calls_rides_the_window(tmp_path):
     data_dir, project = seeded_store(scenario.spec)
     bound = latency_bound(scenario)
     assert bound["calls"] > 5 * 600  # the run needs more than five full windows
-    with EmulatorProcess(data_dir, scenario.knobs) as emulator:
+    with EmulatorProcess(data_dir, **scenario.knobs) as emulator:
         with Platform(endpoint=emulator.endpoint, token=emulator.token) as platform:
             started = time.monotonic()
             results = sync_from_platform(project, str(tmp_path / "out"), platform=platform)

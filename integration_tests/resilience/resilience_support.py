@@ -12,15 +12,13 @@ import logging
 import os
 import platform as _platform
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List
 
 from synclient import Platform, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
@@ -285,6 +283,7 @@ class EmulatorRegistry:
         return emu
 
     def add(self, emu) -> None:
+        """An emulator started elsewhere (an ``EmulatorProcess``): watched and stopped like the others."""
         SECRETS.add_token(emu.token)
         self._started.append(emu)
 
@@ -302,64 +301,6 @@ class EmulatorRegistry:
                 if auth:
                     problems.append(auth)
             finally:
-                emu.stop() if hasattr(emu, "stop") else emu.close()
+                emu.stop()
         self._started.clear()
         assert not problems, f"Authorization headers reached the data listener: {problems}"
-
-
-class EmulatorProc:
-    """``python -m synclient.emulator serve`` on fixed ports with a kept data dir: killable and restartable."""
-
-    def __init__(self, data_dir: Path, *flags: str) -> None:
-        self.data_dir, self.flags = Path(data_dir), flags
-        self.port = self.data_port = 0
-        self._process: Optional[subprocess.Popen] = None
-        self.endpoint = self.token = ""
-        self.projects: Dict[str, str] = {}
-        self._stats_before_restarts = {"data_requests": 0, "auth_headers_on_data": 0, "data_bytes": 0}
-
-    def start(self, *seed: str) -> "EmulatorProc":
-        args = [sys.executable, "-m", "synclient.emulator", "serve", "--data-dir", str(self.data_dir),
-                "--port", str(self.port), "--data-port", str(self.data_port), *seed, *self.flags]
-        self._process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = self._process.stdout.readline()
-        if not line:
-            self._process.wait(timeout=10)
-            raise RuntimeError(f"emulator did not start (exit {self._process.returncode})")
-        info = json.loads(line)
-        self.endpoint, self.token = info["endpoint"], info["token"]
-        self.projects.update(info["projects"])
-        self.port = int(info["endpoint"].rsplit(":", 1)[1])
-        self.data_port = int(info["data_endpoint"].rsplit(":", 1)[1])
-        SECRETS.add_token(self.token)
-        return self
-
-    def kill(self) -> None:
-        """SIGKILL: the process dies with connections open, as a crashed server would."""
-        try:
-            stats = self.stats()
-            for key in self._stats_before_restarts:
-                self._stats_before_restarts[key] += stats[key]
-        except Exception:  # noqa: BLE001 - it may be unreachable already
-            pass
-        self._process.send_signal(signal.SIGKILL)
-        self._process.wait(timeout=10)
-        self._process.stdout.close()
-
-    def stats(self) -> dict:
-        import requests
-        response = requests.get(f"{self.endpoint}/emulator/stats", timeout=10)
-        response.raise_for_status()
-        return response.json()
-
-    def total(self, key: str) -> int:
-        return self._stats_before_restarts[key] + self.stats()[key]
-
-    def close(self) -> None:
-        if self._process and self._process.poll() is None:
-            self._process.terminate()
-            self._process.wait(timeout=10)
-            self._process.stdout.close()
-
-    def stop(self) -> None:
-        self.close()

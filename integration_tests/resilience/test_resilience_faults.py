@@ -11,7 +11,8 @@ import time
 import pytest
 
 from synclient import SyncStatus, TransferConfig
-from resilience_support import CONFIG, FIGURES, EmulatorProc, small_mixed_tree, sync
+from synclient.emulator.process import EmulatorProcess, Seed
+from resilience_support import CONFIG, FIGURES, SECRETS, small_mixed_tree, sync
 
 ROUTE_CLASSES = ["children", "bundle", "filehandle", "entity", "other"]
 
@@ -132,16 +133,14 @@ def test_maintenance_window_of_10_seconds(emulators, tree, tmp_path):
 def test_emulator_process_killed_and_restarted_mid_sync(tmp_path):
     from synctrees import MiB
     tree = small_mixed_tree()
-    spec_file = tmp_path / "spec.json"
-    import json
-    spec_file.write_text(json.dumps(tree.spec()))
-    server = EmulatorProc(tmp_path / "store", "--bandwidth-per-conn", "3MB", "--api-latency-ms", "5")
-    server.start("--seed-spec", str(spec_file))
+    server = EmulatorProcess(tmp_path / "store", bandwidth_per_conn="3MB", api_latency_ms=5,
+                             seed=Seed(spec=tree.spec()))
     target = tmp_path / "target"
     try:
+        SECRETS.add_token(server.start().token)
         with FIGURES.scenario("emulator process SIGKILLed mid-sync, restarted 1.5 s later (same dir, ports)",
                               "faults") as sc:
-            project = server.projects[tree.name]
+            project = server.info()["projects"][tree.name]
             outcome = {}
 
             def run():
@@ -169,7 +168,7 @@ def test_emulator_process_killed_and_restarted_mid_sync(tmp_path):
             sc.notes.append(f"{total} files; killed after {3 * MiB} data bytes")
         assert server.total("auth_headers_on_data") == 0
     finally:
-        server.close()
+        server.stop()
 
 
 def _combined_seeds(long):

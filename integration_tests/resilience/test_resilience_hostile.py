@@ -16,11 +16,11 @@ import pytest
 
 from synclient import SyncStatus, TransferConfig
 from synclient.emulator import hostile
+from synclient.emulator.process import EmulatorProcess, Seed
 from synclient.errors import IntegrityError, ServerError, SyncError, UnsafePathError
 from synclient.transfer.partial import temp_path
 from synctrees import MiB, Tree, local_tree
-from resilience_support import (CONFIG, FIGURES, EmulatorProc, impatient_platform, platform_for,
-                                small_mixed_tree, sync)
+from resilience_support import CONFIG, FIGURES, impatient_platform, platform_for, small_mixed_tree, sync
 
 
 def _md5(text: str) -> str:
@@ -207,10 +207,10 @@ def test_100000_children_in_one_folder(tmp_path, emulators, long):
     include = () if long else ("file*00.bin",)
     with FIGURES.scenario(f"{count:,} children in one folder ({'all' if long else '1 in 100'} fetched)",
                           "hostile server") as sc:
-        server = EmulatorProc(tmp_path / "store")
-        server.start("--synthetic", f"files={count},depth=0,fanout=1,size=1,seed=3")
-        emulators.add(server)
-        project = next(iter(server.projects.values()))
+        server = EmulatorProcess(tmp_path / "store",
+                                 seed=Seed(synthetic=f"files={count},depth=0,fanout=1,size=1,seed=3"))
+        emulators.add(server.start())
+        project = next(iter(server.info()["projects"].values()))
         logging.getLogger("urllib3").setLevel(logging.INFO)  # 200k DEBUG lines would only fill memory
         results = sync(server, project, tmp_path / "t", config=TransferConfig(max_workers=16), manifest="suppress",
                        include=include)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import enum
 import json
+import os
 import signal
 import sys
 import threading
@@ -88,6 +90,39 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def knob_arguments(knobs: Knobs) -> List[str]:
+    """The ``serve`` flags that give ``knobs`` back (the inverse of :func:`knobs_from_args`): one flag per field
+    that differs from its default. :class:`~synclient.emulator.process.EmulatorProcess` starts its child with them."""
+    defaults = Knobs()
+    arguments: List[str] = []
+    for field in dataclasses.fields(Knobs):
+        value = getattr(knobs, field.name)
+        if value == getattr(defaults, field.name):
+            continue
+        if field.name in _KNOB_SWITCHES:
+            arguments.append(_flag(field.name))  # a switch differs from its default (off) only when on
+        elif field.name in _KNOB_NEGATIONS:
+            arguments.append("--no-" + _flag(field.name)[2:])
+        else:
+            arguments += [_flag(field.name), _knob_text(field.name, value)]
+    return arguments
+
+
+def _knob_text(name: str, value: object) -> str:
+    """A knob's value as its flag parses it back: the maintenance window ``START:SECONDS``, route rates
+    ``children=0.1,bundle=0.02``, lists ``500,502`` (no hostile kind at all: ``none``), an enum its value."""
+    if name == "maintenance_window":
+        assert isinstance(value, tuple)
+        return f"{value[0]}:{value[1]}"
+    if isinstance(value, dict):
+        return ",".join(f"{key}={rate}" for key, rate in value.items())
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, tuple):
+        return ",".join(str(part) for part in value) or "none"
+    return str(value)
+
+
 def _checked(kind):
     """argparse swallows the message of a ValueError; keep it for the one-line error."""
     def convert(text: str):
@@ -124,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="serve HTTPS on every listener, with a CA made at start (its PEM file: 'ca_bundle' in the "
                             "JSON line); needs the 'trustme' package (the test extra)")
     serve.add_argument("--profile", choices=sorted(PROFILES), help="preset knobs; explicit flags win")
+    serve.add_argument("--stop-at-stdin-eof", action="store_true",
+                       help="also stop when standard input closes: a launcher's pipe, so that the server never "
+                            "outlives the process that started it (synclient.emulator.process)")
     _add_seed_options(serve)
     for name, (kind, text) in _KNOB_FLAGS.items():
         serve.add_argument(_flag(name), dest=name, type=_checked(kind), default=None, help=text)
@@ -198,6 +236,8 @@ def serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
+    if args.stop_at_stdin_eof:
+        threading.Thread(target=_stop_at_eof, args=(stop,), name="emulator-stdin", daemon=True).start()
     try:
         _seed(emu, args)
         emu.start()
@@ -208,6 +248,18 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         emu.stop()
     return 0
+
+
+def _stop_at_eof(stop: threading.Event) -> None:
+    """Read standard input to its end (the launcher never writes: the end comes when it closes the pipe or dies),
+    then stop the server. Raw reads of the descriptor: a daemon thread blocked in ``sys.stdin``'s buffered reader
+    holds its lock, and the interpreter aborts at exit when it cannot take it."""
+    try:
+        while os.read(sys.stdin.fileno(), 65536):
+            pass
+    except OSError:  # no usable stdin: nothing to watch
+        return
+    stop.set()
 
 
 def seed(args: argparse.Namespace) -> int:
