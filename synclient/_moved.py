@@ -1,6 +1,6 @@
 """Module paths of earlier releases, still importable: each is the module it moved to, with a DeprecationWarning.
 
-One finder on ``sys.meta_path`` answers for every old path, so ``from synclient.platform.rest import Platform`` keeps
+One finder on ``sys.meta_path`` answers for every old path, so ``from synclient.client import Platform`` keeps
 working and gives the very same objects (``isinstance`` and monkeypatching behave as for the new path).
 """
 from __future__ import annotations
@@ -15,25 +15,25 @@ from typing import Dict, Optional, Sequence
 
 #: old module path -> where it lives now
 MOVED: Dict[str, str] = {
-    "synclient.platform.rest": "synclient.platform.rest",
-    "synclient.platform.gate": "synclient.platform.gate",
-    "synclient.platform.models": "synclient.platform.models",
-    "synclient.platform.credentials": "synclient.platform.credentials",
-    "synclient.platform.tls": "synclient.platform.tls",
+    "synclient.client": "synclient.platform.rest",
+    "synclient.gate": "synclient.platform.gate",
+    "synclient.models": "synclient.platform.models",
+    "synclient.config": "synclient.platform.credentials",
+    "synclient.network": "synclient.platform.tls",
     "synclient.sync.results": "synclient.results",
-    "synclient.sync.plan.planner": "synclient.sync.plan.planner",
-    "synclient.sync.plan.filters": "synclient.sync.plan.filters",
-    "synclient.sync.plan.dry_run": "synclient.sync.plan.dry_run",
-    "synclient.sync.plan.handle_names": "synclient.sync.plan.handle_names",
-    "synclient.sync.sources.walker": "synclient.sync.sources.by_id.walker",
-    "synclient.sync.sources.id_lists": "synclient.sync.sources.by_id.id_lists",
-    "synclient.sync.sources.queries": "synclient.sync.sources.by_id.queries",
-    "synclient.sync.local.paths": "synclient.sync.local.paths",
-    "synclient.sync.local.name_gate": "synclient.sync.local.name_gate",
-    "synclient.sync.local.local_names": "synclient.sync.local.local_names",
-    "synclient.sync.local.folders": "synclient.sync.local.folders",
-    "synclient.sync.records.index": "synclient.sync.records.index",
-    "synclient.sync.records.manifest": "synclient.sync.records.manifest",
+    "synclient.sync.planner": "synclient.sync.plan.planner",
+    "synclient.sync.filters": "synclient.sync.plan.filters",
+    "synclient.sync.dry_run": "synclient.sync.plan.dry_run",
+    "synclient.sync.handle_names": "synclient.sync.plan.handle_names",
+    "synclient.sync.walker": "synclient.sync.sources.walker",
+    "synclient.sync.id_lists": "synclient.sync.sources.id_lists",
+    "synclient.sync.queries": "synclient.sync.sources.queries",
+    "synclient.sync.paths": "synclient.sync.local.paths",
+    "synclient.sync.name_gate": "synclient.sync.local.name_gate",
+    "synclient.sync.local_names": "synclient.sync.local.local_names",
+    "synclient.sync.folders": "synclient.sync.local.folders",
+    "synclient.sync.index": "synclient.sync.records.index",
+    "synclient.sync.manifest": "synclient.sync.records.manifest",
 }
 
 

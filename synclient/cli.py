@@ -35,11 +35,11 @@ from synclient.progress import progress_observer
 from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret, visible  # noqa: F401
 from synclient.results import FileResult, SyncReport, SyncResults
 from synclient.sync.plan.dry_run import SyncPlan
-from synclient.sync.sources.by_id.id_lists import EntityRef, parse_refs, read_id_file
+from synclient.sync.sources.id_lists import EntityRef, parse_refs, read_id_file
 from synclient.sync.records.manifest import ManifestFormat, ManifestMode
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.plan.planner import Collision
-from synclient.sync.sources.by_id.queries import looks_like_sql, table_of
+from synclient.sync.sources.queries import looks_like_sql, table_of
 from synclient.transfer.config import TransferConfig
 
 log = logging.getLogger("synclient.cli")

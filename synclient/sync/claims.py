@@ -24,7 +24,7 @@ from typing import Callable, Dict, Iterator, Optional, Set, Tuple
 from synclient.platform.rest import Platform
 from synclient.errors import PathConflictError
 from synclient.platform.models import EntityType, FileHandle
-from synclient.sync.local.deletion import folder_contents_if_ours
+from synclient.sync.deletion import folder_contents_if_ours
 from synclient.sync.records.index import IndexRow, LocalIndex
 from synclient.sync.local.local_names import FilesystemNames, Listed, local_names
 from synclient.sync.records.manifest import MANIFEST_FILENAMES, manifest_name_is_ours

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import AbstractSet, Dict, Mapping, Optional, Set, Tuple
 
-from synclient.sync.local.deletion import is_under_any
+from synclient.sync.deletion import is_under_any
 from synclient.sync.plan.filters import PathFilter
 from synclient.sync.records.index import LocalIndex
 from synclient.transfer.partial import sweep_partials

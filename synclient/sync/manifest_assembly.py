@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import AbstractSet, Dict, Iterable, Iterator, List, Mapping, Set
 
-from synclient.sync.local.deletion import remove_stale_manifest
+from synclient.sync.deletion import remove_stale_manifest
 from synclient.sync.records.index import LocalIndex
 from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.records.manifest import ManifestFormat, ManifestMode, ManifestRow, Provenance, write_manifests

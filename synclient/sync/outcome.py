@@ -19,7 +19,7 @@ from typing import Callable, List, Optional, Set
 from synclient.errors import LocalIOError, SynclientError
 from synclient.events import SyncObserver
 from synclient.results import FileResult, SyncReport, SyncStatus
-from synclient.sync.local.deletion import Removal, clear_folder, remove_indexed_file
+from synclient.sync.deletion import Removal, clear_folder, remove_indexed_file
 from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
 from synclient.sync.records.index import IndexRow, LocalIndex
 from synclient.sync.local.paths import TargetDirectory

@@ -1,7 +1,7 @@
 """One remote file's journey, from its listing page to its index row (see docs/architecture.md).
 
 listing page -> the index fast path (same id + version, local stat untouched: no call at all) -> otherwise one
-bundle call (entity + file handle + annotations) -> :class:`~synclient.sync.plan.claims.PathClaims` settles the
+bundle call (entity + file handle + annotations) -> :class:`~synclient.sync.claims.PathClaims` settles the
 planner's decision -> the run's :class:`~synclient.sync.outcome.Outcome` gets it (a dry run stops here) -> a URL
 batch -> the download strategy for its size -> an index row and a :class:`~synclient.results.FileResult`.
 A file synapseclient's download cache already holds skips the URL and the download: it is copied from there
@@ -26,20 +26,20 @@ from synclient.events import SyncObserver
 from synclient.platform.models import EntityHeader, FileBundle, FileHandle
 from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verification
 from synclient.synapse_cache import SynapseCache
-from synclient.sync.plan.claims import PathClaims
+from synclient.sync.claims import PathClaims
 from synclient.sync.plan.dry_run import PlanEntry
 from synclient.sync.plan.handle_names import HandleNames
 from synclient.sync.records.index import IndexRow, LocalIndex
 from synclient.sync.local.local_names import LocalRename
 from synclient.sync.records.manifest import ManifestRow, provenance_from_activity
-from synclient.sync.records.manifest_assembly import ManifestAssembly
+from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import SyncOptions
 from synclient.sync.outcome import Outcome
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.plan.planner import Action, Decision, is_up_to_date, same_recorded_bytes
-from synclient.sync.sources.by_id.queries import ViewRows
-from synclient.sync.sources.by_id.by_id import KnownFile
-from synclient.sync.sources.by_id.walker import FoundFile
+from synclient.sync.sources.queries import ViewRows
+from synclient.sync.sources.by_id import KnownFile
+from synclient.sync.sources.walker import FoundFile
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.partial import LeftoverPartials, PlainFolders, partial_key
 from synclient.transfer.pool import Priority, TaskPool

@@ -5,9 +5,9 @@
 batches, downloads, parts) and the downloader, around one target directory and its index. The rooms around it:
 
 - :mod:`synclient.sync.pipeline` -- one file's journey from its listing page to its index row;
-- :mod:`synclient.sync.plan.claims` -- which local path each file gets when something is in the way;
+- :mod:`synclient.sync.claims` -- which local path each file gets when something is in the way;
 - :mod:`synclient.sync.outcome` -- a real run records, a dry run plans (one interface, two implementations);
-- :mod:`synclient.sync.local.deletion`, :mod:`synclient.sync.records.manifest_assembly`, :mod:`synclient.sync.local.leftovers` --
+- :mod:`synclient.sync.deletion`, :mod:`synclient.sync.manifest_assembly`, :mod:`synclient.sync.leftovers` --
   what happens after the walk: vanished files, manifests, partial downloads no run will resume.
 """
 from __future__ import annotations
@@ -26,23 +26,23 @@ from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflic
 from synclient.events import ObserverGroup, SyncObserver
 from synclient.platform.models import EntityHeader, EntityType, parse_entity_id  # noqa: F401 (parse_entity_id re-exported)
 from synclient.results import QueryInfo, SyncResults, WorkerCounts
-from synclient.sync.plan.claims import PathClaims
-from synclient.sync.local.deletion import delete_vanished
+from synclient.sync.claims import PathClaims
+from synclient.sync.deletion import delete_vanished
 from synclient.sync.plan.dry_run import SyncPlan
 from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
-from synclient.sync.sources.by_id.id_lists import EntityRef
+from synclient.sync.sources.id_lists import EntityRef
 from synclient.sync.records.index import LocalIndex
-from synclient.sync.local.leftovers import sweep_run_partials
+from synclient.sync.leftovers import sweep_run_partials
 from synclient.sync.local.local_names import FilesystemNames, LocalRename, Renaming
-from synclient.sync.records.manifest_assembly import ManifestAssembly
+from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.local.name_gate import NameGate, PathRegistry, RemotePath
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
 from synclient.sync.pipeline import FilePipeline
-from synclient.sync.sources.by_id.queries import ViewRows, select, table_of
-from synclient.sync.sources.by_id.by_id import Renamed, SourcePlan, check_container_ref, plan_sources
-from synclient.sync.sources.by_id.walker import FoundFile, TreeWalker
+from synclient.sync.sources.queries import ViewRows, select, table_of
+from synclient.sync.sources.by_id import Renamed, SourcePlan, check_container_ref, plan_sources
+from synclient.sync.sources.walker import FoundFile, TreeWalker
 from synclient.synapse_cache import SynapseCache, cache_root_of
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader
@@ -185,7 +185,7 @@ class SyncRun:
             self.pipeline.files_found(found[start:start + _FILES_PER_BATCH])
 
     def start_sources(self, plan: SourcePlan) -> None:
-        """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources.by_id.by_id`), named against this target's
+        """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources.by_id`), named against this target's
         index: what failed to resolve is reported, each project or folder is walked into its own sub-folder, the
         files go as :meth:`start_files`."""
         layout = plan.laid_out(self.index.rows_in,
@@ -365,7 +365,7 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
                   syn: Optional[object] = None, view: Optional[str] = None,
                   filesystem_names: Union[FilesystemNames, str, None] = None,
                   dask: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
-    """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or :class:`~synclient.sync.sources.by_id.id_lists.EntityRef`)
+    """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or :class:`~synclient.sync.sources.id_lists.EntityRef`)
     into ``path`` as one run: one shared pool, URL batches of up to 100 across all ids, one index, one report.
 
     Files land in ``path`` under their entity names; with ``recursive=True`` each project or folder is synced into a
@@ -413,7 +413,7 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
     selected goes into a sub-folder of its name, whatever the number of rows). A file view's rows that carry
     ``dataFileHandleId``, ``dataFileMD5Hex`` and ``dataFileSizeBytes`` (its default columns) need no bundle call
     per file; their annotations are then the view's annotation columns the query selected (see
-    :mod:`synclient.sync.sources.by_id.queries`). The report (``results.report.query``) says the query, its table and its row
+    :mod:`synclient.sync.sources.queries`). The report (``results.report.query``) says the query, its table and its row
     count."""
     options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
                                 include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,

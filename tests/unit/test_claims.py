@@ -1,4 +1,4 @@
-"""Which local path each remote file gets (synclient.sync.plan.claims.PathClaims), where only the whole run can tell:
+"""Which local path each remote file gets (synclient.sync.claims.PathClaims), where only the whole run can tell:
 the planner's decision for files indexed or not, a path held by synclient's own leftovers, a local folder where
 the remote has a file, a local file where it has a folder, keep.both copy names (as the filesystem compares
 names), and no path ever given to two entities. Driven as the pipeline and the walker drive it, against a real
@@ -16,7 +16,7 @@ from synclient.errors import PathConflictError
 from synclient.events import SyncObserver
 from synclient.platform.models import FileHandle
 from synclient.results import SyncStatus
-from synclient.sync.plan.claims import PathClaims
+from synclient.sync.claims import PathClaims
 from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.local.name_gate import PathRegistry
 from synclient.sync.local.paths import TargetDirectory

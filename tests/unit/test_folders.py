@@ -11,7 +11,7 @@ import pytest
 
 from synclient import portable
 from synclient.errors import UnsafePathError
-from synclient.sync.local.deletion import clear_folder
+from synclient.sync.deletion import clear_folder
 from synclient.sync.local.folders import CheckedPathFolder, is_link
 from synclient.sync.local.paths import TargetDirectory
 

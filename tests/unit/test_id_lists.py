@@ -6,7 +6,7 @@ import io
 import pytest
 
 from synclient.errors import ConfigError, LocalIOError
-from synclient.sync.sources.by_id.id_lists import EntityRef, ids_from_text, parse_refs, read_id_file
+from synclient.sync.sources.id_lists import EntityRef, ids_from_text, parse_refs, read_id_file
 from synclient.sync.records.manifest import MANIFEST_FILENAME, ManifestMode, ManifestRow, write_manifests
 
 

@@ -36,7 +36,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("synclient.sync.local", 6),       # the local disk, safely: names to paths, folders, deletion
     ("synclient.sync.records", 7),     # the index and the manifests
     ("synclient.sync.plan", 7),        # one action per file, the path each file claims, filters, the dry run
-    ("synclient.sync.sources.by_id", 8),     # where files come from: the tree walk, ids, datasets, queries
+    ("synclient.sync.sources", 8),     # where files come from: the tree walk, ids, datasets, queries
     ("synclient.sync", 9),             # orchestration: options, the pipeline, outcomes, the runner
     ("synclient.cluster", 9),          # a run over Dask: shards, the shared REST budget, the worker's task, the driver
     ("synclient.emulator", 10),        # the platform stand-in: a program of its own

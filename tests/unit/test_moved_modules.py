@@ -20,9 +20,9 @@ def test_an_old_path_is_the_new_module_and_warns(old, new, monkeypatch):
 
 
 def test_from_import_of_an_old_path_gives_the_same_objects(monkeypatch):
-    monkeypatch.delitem(sys.modules, "synclient.platform.rest", raising=False)
+    monkeypatch.delitem(sys.modules, "synclient.client", raising=False)
     with pytest.warns(DeprecationWarning):
-        from synclient.platform.rest import Platform, RetryPolicy
+        from synclient.client import Platform, RetryPolicy
     from synclient.platform.rest import Platform as NewPlatform, RetryPolicy as NewRetryPolicy
     assert (Platform, RetryPolicy) == (NewPlatform, NewRetryPolicy)
 

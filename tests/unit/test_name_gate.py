@@ -32,11 +32,11 @@ ALLOWED: Dict[Tuple[str, str], str] = {
         "opens local folders one component at a time, no symlink followed, along local paths the gate made",
     ("sync/local/local_names.py", "*"):
         "the filesystem probe: its own constant names in its own scratch folder",
-    ("sync/local/deletion.py", "*"):
+    ("sync/deletion.py", "*"):
         "names listed from the local disk under folders the index holds: local names, no server's",
-    ("sync/local/leftovers.py", "*"):
+    ("sync/leftovers.py", "*"):
         "partial files listed from the local disk under folders the walk listed",
-    ("sync/records/manifest_assembly.py", "*"):
+    ("sync/manifest_assembly.py", "*"):
         "the index's local paths (made by the gate) under the target's root",
     ("sync/records/index.py", "LocalIndex.local_names_in"):
         "a SQL prefix of an index path's text, no path",

@@ -12,7 +12,7 @@ import pytest
 from synclient.errors import AccessDeniedError, AuthenticationError, LocalIOError, SynclientError
 from synclient.events import SyncObserver
 from synclient.results import FileResult, SyncStatus
-from synclient.sync.local.deletion import Removal
+from synclient.sync.deletion import Removal
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.plan.dry_run import PlanEntry

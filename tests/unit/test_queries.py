@@ -1,5 +1,5 @@
 """Table queries on the wire (Platform.query_table: async jobs, 202 polls, pages) and reading their rows
-(synclient.sync.sources.by_id.queries: ids, versions, what a file view's row says of its file)."""
+(synclient.sync.sources.queries: ids, versions, what a file view's row says of its file)."""
 import json
 
 import pytest
@@ -8,8 +8,8 @@ import responses
 from client_support import REPO, error
 from synclient.errors import BadRequestError, CallCancelledError, ConfigError, MalformedAnswerError
 from synclient.platform.models import QueryPage, QueryRow
-from synclient.sync.sources.by_id.id_lists import EntityRef
-from synclient.sync.sources.by_id.queries import looks_like_sql, select, table_of
+from synclient.sync.sources.id_lists import EntityRef
+from synclient.sync.sources.queries import looks_like_sql, select, table_of
 
 QUERY = REPO + "/entity/syn9/table/query"
 COLUMNS = ["id", "name", "currentVersion", "dataFileHandleId", "dataFileMD5Hex", "dataFileSizeBytes", "parentId"]

@@ -8,7 +8,7 @@ import pytest
 
 from synclient import portable
 from synclient.errors import FileInTheWayError, UnsafePathError
-from synclient.sync.local.deletion import is_under_any
+from synclient.sync.deletion import is_under_any
 from synclient.sync.plan.filters import PathFilter
 from synclient.sync.local.paths import TargetDirectory, validate_name
 

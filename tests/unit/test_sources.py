@@ -5,9 +5,9 @@ import pytest
 
 from synclient.errors import ConfigError, NotFoundError, UnsupportedError
 from synclient.platform.models import Entity, EntityHeader, EntityType
-from synclient.sync.sources.by_id.id_lists import EntityRef
+from synclient.sync.sources.id_lists import EntityRef
 from synclient.sync.records.index import IndexRow
-from synclient.sync.sources.by_id.by_id import plan_sources
+from synclient.sync.sources.by_id import plan_sources
 
 F, D, P, DS, DC, T = (EntityType.FILE, EntityType.FOLDER, EntityType.PROJECT, EntityType.DATASET,
                       EntityType.DATASET_COLLECTION, EntityType.OTHER)

@@ -1,4 +1,4 @@
-"""The tree walk (synclient.sync.sources.by_id.walker.TreeWalker) on the real TaskPool against an in-process tree: every
+"""The tree walk (synclient.sync.sources.walker.TreeWalker) on the real TaskPool against an in-process tree: every
 children page is listed exactly once, files come out with their local paths, a folder that cannot be listed is
 reported and left unvisited while its siblings go on, filters prune before any call, a cancelled pool lists no
 more, and names a filesystem cannot hold are mapped over the whole folder."""
@@ -17,7 +17,7 @@ from synclient.platform.models import EntityHeader
 from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.plan.filters import PathFilter
-from synclient.sync.sources.by_id.walker import FoundFile, TreeWalker
+from synclient.sync.sources.walker import FoundFile, TreeWalker
 from synclient.transfer.pool import TaskPool
 from tree_support import ROOT, ROOT_ID, FakeTree
 

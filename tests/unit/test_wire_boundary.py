@@ -10,8 +10,8 @@ from client_support import REPO, prove
 from synclient.errors import ConfigError, IntegrityError, MalformedAnswerError
 from synclient.platform.models import (WIRE_MAX, ChildrenPage, Entity, EntityHeader, FileBundle, FileHandle, PageTrail,
                               PresignedUrlAnswer, QueryPage, parse_entity_id)
-from synclient.sync.sources.by_id.id_lists import EntityRef, ids_from_text, parse_refs
-from synclient.sync.sources.by_id.queries import select, table_of
+from synclient.sync.sources.id_lists import EntityRef, ids_from_text, parse_refs
+from synclient.sync.sources.queries import select, table_of
 
 FILE_ENTITY = "org.sagebionetworks.repo.model.FileEntity"
 HANDLE = {"id": "10", "contentSize": 42, "contentMd5": "0123456789abcdef" * 2, "fileName": "a.txt",

@@ -34,7 +34,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, NotFoundError, SynclientError, UnsupportedError
 from synclient.platform.models import EntityHeader, EntityType, FileHandle
-from synclient.sync.sources.by_id.id_lists import EntityRef
+from synclient.sync.sources.id_lists import EntityRef
 from synclient.sync.records.index import IndexRow
 from synclient.sync.local.name_gate import RemotePath
 

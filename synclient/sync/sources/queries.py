@@ -2,11 +2,11 @@
 
 The query runs on the platform (every page of its asynchronous query jobs); its ``id`` column names the entities,
 and a version column (``currentVersion`` or ``versionNumber``), when selected, pins each to that version. The
-entities then go through :func:`~synclient.sync.sources.by_id.by_id.plan_sources` exactly as a list of ids does (one header call
+entities then go through :func:`~synclient.sync.sources.by_id.plan_sources` exactly as a list of ids does (one header call
 per 1,000 ids, the same names, renamings and report).
 
 A row of a **file view** that carries ``dataFileHandleId``, ``dataFileMD5Hex`` and ``dataFileSizeBytes`` describes
-its file completely for a download (a :class:`~synclient.sync.sources.by_id.by_id.KnownFile`, annotations from the view's
+its file completely for a download (a :class:`~synclient.sync.sources.by_id.KnownFile`, annotations from the view's
 annotation columns among those selected): such a file skips its bundle call and goes straight to the URL batches
 (100 files per call), so the calls of a query that selects N files are its own polls + ceil(N/1000) + ceil(N/100),
 not one per file. The row describes the entity version it was read at (the RowSet row's ``versionNumber``); views
@@ -30,8 +30,8 @@ from synclient.platform.rest import Platform
 from synclient.errors import CallCancelledError, Cancelled, ConfigError, MalformedAnswerError, SynclientError
 from synclient.platform.models import (EntityHeader, EntityType, FileHandle, parse_entity_id, wire_handle_id, wire_md5,
                               wire_whole_number)
-from synclient.sync.sources.by_id.id_lists import EntityRef
-from synclient.sync.sources.by_id.by_id import KnownFile
+from synclient.sync.sources.id_lists import EntityRef
+from synclient.sync.sources.by_id import KnownFile
 
 #: the table or view a query reads: ``FROM syn123`` (as synapseclient finds it)
 _FROM_TABLE = re.compile(r"\bfrom\s+(syn[0-9]+)(?:\.[0-9]+)?\b", re.IGNORECASE | re.ASCII)
