@@ -31,7 +31,7 @@ from __future__ import annotations
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, LocalIOError, MalformedAnswerError, SyncError, SynclientError
@@ -169,8 +169,8 @@ def _field(entity: Any, *names: str) -> Any:
     return None
 
 
-def legacy_file(*, path: Optional[Path], entity: Optional[dict], file_handle: Optional[dict],
-                annotations: dict) -> Any:
+def legacy_file(*, path: Optional[Path], entity: Optional[Mapping[str, Any]],
+                file_handle: Optional[Mapping[str, Any]], annotations: Mapping[str, List[object]]) -> Any:
     """The ``synapseclient.File`` synapseutils returns for a file: the fields its models API converts
     (``File._convert_into_legacy_file``) from the entity's and its file handle's records, None ones left out."""
     import synapseclient

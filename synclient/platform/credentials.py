@@ -17,10 +17,13 @@ import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from synclient.errors import ConfigError, KeyringUnavailableError
 from synclient.redaction import has_userinfo, redact, redact_url, register_secret, register_url_credentials
+
+if TYPE_CHECKING:  # pragma: no cover - keyring itself is imported where it is used (a slow import)
+    from keyring.backend import KeyringBackend
 
 PRODUCTION_REPO = "https://repo-prod.prod.sagebase.org/repo/v1"
 PRODUCTION_FILE = "https://repo-prod.prod.sagebase.org/file/v1"
@@ -177,7 +180,7 @@ def resolve_token(token: Optional[str] = None, *, profile: Optional[str] = None)
 
 # -- keyring: where 'synclient login' keeps the token ---------------------------------------------------------
 
-def _usable_keyring():
+def _usable_keyring() -> KeyringBackend:
     """The active keyring backend, or raise :class:`KeyringUnavailableError` when it cannot store anything."""
     try:
         import keyring

@@ -207,7 +207,8 @@ class Platform:
 
         Duck-typed, so synapseclient stays optional. A ``Synapse`` that is not logged in is a :class:`ConfigError`
         (an anonymous platform would fail later, on the first private entity, with a less helpful message)."""
-        endpoints = {name: getattr(syn, attribute, None) for name, attribute in (
+        # syn is duck-typed (Any): its attributes are checked to be non-empty strings below
+        endpoints: Dict[str, Any] = {name: getattr(syn, attribute, None) for name, attribute in (
             ("repo_endpoint", "repoEndpoint"), ("file_endpoint", "fileHandleEndpoint"),
             ("auth_endpoint", "authEndpoint"))}
         missing = [attribute for attribute, value in endpoints.items() if not isinstance(value, str) or not value]
@@ -261,7 +262,7 @@ class Platform:
     def __enter__(self) -> "Platform":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- the one way a REST call is made ------------------------------------------------------------------------
@@ -348,7 +349,8 @@ class Platform:
         else:
             log.debug("%s, will retry in %.1f s", failure, seconds)
 
-    def _attempt(self, call: "_Call", *, body, params) -> Any:
+    def _attempt(self, call: "_Call", *, body: Optional[Mapping[str, Any]],
+                 params: Optional[Mapping[str, str]]) -> Any:
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         if body is not None:
             headers["Content-Type"] = "application/json"
@@ -531,8 +533,8 @@ class Platform:
         page = self._async_job(f"/entity/{table_id}/table/query", body, parse=QueryPage.from_bundle,
                                route="/entity/{id}/table/query")
         yield page
-        while trail.follow(page.next_page_token, rows=len(page.rows)):
-            page = self._async_job(f"/entity/{table_id}/table/query/nextPage", page.next_page_token,
+        while (token := trail.follow(page.next_page_token, rows=len(page.rows))) is not None:
+            page = self._async_job(f"/entity/{table_id}/table/query/nextPage", token,
                                    parse=QueryPage.from_result, route="/entity/{id}/table/query/nextPage")
             yield page
 
