@@ -6,8 +6,8 @@ needed here (it is the caller's ``syn``), and only here: ``pip install 'synclien
 
 Each file lands under its file handle's ``fileName`` (or the name of the copy synapseclient's cache has of it), each
 folder under its entity's name, as synapseclient 4.14 names them, so both put a project at the same paths
-(:mod:`synclient.sync.plan.handle_names`; ``synclient get`` names files by their entities). Every name passes synclient's
-name gate.
+(:mod:`synclient.sync.plan.handle_names`; ``synclient get`` names files by their entities). Every name passes
+synclient's name gate.
 
 Deliberate differences (docs/synapseclient.md):
 
@@ -152,7 +152,8 @@ def _root_of(entity: Any) -> Tuple[str, bool]:
     try:
         entity_id = id_of(entity)
     except ValueError:
-        raise ConfigError(f"cannot sync {type(entity).__name__}: give a Synapse id or a Project, Folder or File")
+        raise ConfigError(f"cannot sync {type(entity).__name__}: give a Synapse id or a Project, Folder or File"
+                          ) from None
     concrete = _field(entity, "concreteType") or type(entity).__name__
     is_file = concrete.endswith("FileEntity") or type(entity).__name__ == "File"
     version = _field(entity, "versionNumber", "version_number") if is_file else None

@@ -25,7 +25,7 @@ class ExternalHandler(ObjectHandler):
                            send_length=knobs.external_content_length)
 
     def _error_body(self, code: str, message: str) -> Tuple[str, bytes]:
-        return "text/plain; charset=utf-8", f"{message}\n".encode("utf-8")
+        return "text/plain; charset=utf-8", f"{message}\n".encode()
 
     def _serve(self, head_only: bool) -> None:
         context = self.server.context

@@ -5,8 +5,8 @@ is a string, a size a whole number and not a bool), ranges (sizes 0..2**63-1, ve
 (entity ids ``synNNN``, kept canonical; file handle ids ASCII digits, which name local files; an MD5 32 hex digits).
 An answer that breaks one, or lacks a field the API documents as always present, raises
 :class:`MalformedAnswerError` naming the field (never a bare ``KeyError``, ``ValueError`` or ``OverflowError`` from
-further in); :class:`~synclient.platform.rest.Platform` adds which call and endpoint gave it, and the call's entity fails
-alone. :class:`PageTrail` ends a paged listing whose server repeats a page token or sends empty pages that go on.
+further in); :class:`~synclient.platform.rest.Platform` adds which call and endpoint gave it, and the call's entity
+fails alone. :class:`PageTrail` ends a paged listing whose server repeats a page token or sends empty pages that go on.
 """
 from __future__ import annotations
 

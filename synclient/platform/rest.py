@@ -1,7 +1,7 @@
 """The control plane: ``Platform``, a typed REST client for the Synapse API.
 
-Every call goes through the :class:`~synclient.platform.gate.AdaptiveGate` of its platform user (shared by every thread and
-every ``Platform`` of that user in the process; it knows the platform's concurrency and per-window limits), and
+Every call goes through the :class:`~synclient.platform.gate.AdaptiveGate` of its platform user (shared by every thread
+and every ``Platform`` of that user in the process; it knows the platform's concurrency and per-window limits), and
 fails with a typed error from :mod:`synclient.errors` carrying the status and the server's ``reason``. The error's
 nature decides the retry: a retryable one (a passing 5xx, a failed connection, a cut answer, a 429) is tried again
 by tenacity with exponential backoff + jitter (honouring ``Retry-After``; a 429 is paced by the gate and does not
@@ -169,8 +169,8 @@ class Platform:
     new attempt is sent.
 
     ``admission`` (given here or assigned later, e.g. for one sharded run): limits shared with the user's other
-    processes (:class:`~synclient.platform.gate.RestAdmission`). Each attempt the process gate let through enters it too,
-    and leaves when its answer was read; the time waited there, as in the gate, is not retry time.
+    processes (:class:`~synclient.platform.gate.RestAdmission`). Each attempt the process gate let through enters it
+    too, and leaves when its answer was read; the time waited there, as in the gate, is not retry time.
     """
 
     def __init__(self, endpoint: Optional[str] = None, *, token: Optional[str] = None,

@@ -35,7 +35,8 @@ def file_md5(path: Union[str, os.PathLike]) -> str:
     return md5.hexdigest()
 
 
-def hash_file_range(file: DirectFile, start: int, end: int, md5: hashlib._Hash, buffer: Optional[memoryview] = None) -> None:
+def hash_file_range(file: DirectFile, start: int, end: int, md5: hashlib._Hash,
+                    buffer: Optional[memoryview] = None) -> None:
     """Feed bytes ``start .. end - 1`` of ``file`` to ``md5``, read through ``buffer`` (an
     :func:`aligned_buffer`, reused: no allocations)."""
     if start >= end:

@@ -230,9 +230,9 @@ def test_counts_requests_that_carry_a_token(ext):
 
 def test_answers_404_for_anything_but_a_served_handle(ext):
     emu, api, project = ext
-    path = urlsplit(_url(ext, "both.csv")).path
+    both_path = urlsplit(_url(ext, "both.csv")).path
     s3_handle = _handle(api, emu.resolve(project, "s3.txt"))["id"]
-    for path in ("/", "/ext/", "/ext/abc/x", f"/ext/{s3_handle}/s3.txt", path.rsplit("/", 1)[0] + "/other.csv"):
+    for path in ("/", "/ext/", "/ext/abc/x", f"/ext/{s3_handle}/s3.txt", both_path.rsplit("/", 1)[0] + "/other.csv"):
         assert requests.get(emu.external_endpoint + path).status_code == 404, path
 
 

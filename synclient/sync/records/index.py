@@ -360,7 +360,7 @@ class LocalIndex:
                 found = self._reader.execute(query, params).fetchall()
         except sqlite3.Error:
             return held
-        for remote, local, is_file, entity_id, version, count in sorted(found, key=lambda f: (-f[5], f[1])):
+        for remote, local, is_file, entity_id, version, _count in sorted(found, key=lambda f: (-f[5], f[1])):
             if is_file:
                 held.files[remote] = (entity_id, version, local)
             else:
