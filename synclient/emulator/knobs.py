@@ -9,7 +9,7 @@ import dataclasses
 import enum
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Optional, Tuple, Union
 
 class RateWindow(str, enum.Enum):
     """How the per-user request window is counted."""
@@ -264,7 +264,7 @@ SYNAPSE_PROFILE = dict(
 PROFILES = {"synapse": SYNAPSE_PROFILE}
 
 
-def profile_knobs(name: str) -> Dict[str, object]:
+def profile_knobs(name: str) -> Dict[str, Any]:
     try:
         return dict(PROFILES[name])
     except KeyError:
