@@ -272,8 +272,10 @@ def resolve_endpoints(endpoint: Optional[str] = None, *, repo_endpoint: Optional
     else:
         parser = read_config_file(config_path())
         production = Endpoints.production()
-        get = lambda key, default: (parser.get("endpoints", key).rstrip("/")  # noqa: E731
-                                    if parser.has_option("endpoints", key) else default)
+
+        def get(key: str, default: str) -> str:
+            return parser.get("endpoints", key).rstrip("/") if parser.has_option("endpoints", key) else default
+
         base = Endpoints(repo=get("repoendpoint", production.repo), file=get("filehandleendpoint", production.file),
                          auth=get("authendpoint", production.auth))
     return Endpoints(repo=(repo_endpoint or base.repo).rstrip("/"), file=(file_endpoint or base.file).rstrip("/"),

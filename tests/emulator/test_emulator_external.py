@@ -22,7 +22,8 @@ SPEC = {"projects": [{"name": "p", "children": [
      "record_size": False},
     {"type": "file", "name": "md5only.csv", "external": True, "content": "m", "record_size": False},
     {"type": "file", "name": "big.bin", "external": True, "size": BIG, "seed": 3},
-    # (unicode belongs in a handle's fileName, which the external URL's path carries; Synapse refuses it in names)
+    # (unicode belongs in a handle's fileName, which the external URL's path carries; Synapse
+    # refuses it in names)
     {"type": "file", "name": "with space.txt", "file_name": "with space é.txt", "external": True, "content": "quoted"},
     {"type": "file", "name": "vers.txt", "external": True, "versions": [{"content": "one"}, {"content": "two"}]},
     {"type": "file", "name": "y.csv", "external": "sftp://sftp.example.org/data/y.csv"},
