@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, LocalIOError, MalformedAnswerError, SyncError, SynclientError
-from synclient.results import FileResult, SyncStatus, typed_annotations
+from synclient.results import FileResult, SyncResults, SyncStatus, typed_annotations
 from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
 from synclient.platform.models import EntityHeader, EntityType
 from synclient.sync.plan.handle_names import FileNames
@@ -266,6 +266,7 @@ def into_synapse_cache(syn: Any, entity_id: str, *, follow_links: bool, download
         options = SyncOptions(if_collision="overwrite.local", progress=False, synapse_cache=root,
                               on_error="continue")
         results = sync_found_files(wanted, root, root_id=entity_id, syn=syn, options=options)
+        assert isinstance(results, SyncResults)  # (options without dry_run: a real run's results)
         for result in results:
             if result.ok:
                 where[handle_of[(result.entity_id, result.version)]] = result.path
