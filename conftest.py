@@ -14,7 +14,8 @@ from synclient.emulator import Emulator
 _SESSION_HOME: list = []  # the HOME every test process (and its children) starts from
 
 #: The fast subset, ``python -m pytest -m fast``: every unit, CLI and emulator-conformance test (seconds), and the
-#: one end-to-end sync marked ``fast`` in integration_tests/test_sync_engine.py. .ci/run runs it on Python 3.9 and 3.13, tox as pyXY-fast.
+#: one end-to-end sync marked ``fast`` in integration_tests/test_sync_engine.py. .ci/run runs it on Python 3.9 and
+#: 3.13, tox as pyXY-fast.
 FAST_DIRS = ("tests/unit/", "tests/cli/", "tests/conformance/")
 
 

@@ -35,9 +35,6 @@ def _measure(emu: EmulatorProcess, call) -> dict:
 
 
 def main() -> int:
-    from synclient import Platform, download_query, sync_from_platform
-    from synclient.events import SyncObserver
-
     parser = argparse.ArgumentParser(prog="python -m benchmarks.probe_views")
     parser.add_argument("--quick", action="store_true", help="the quick sizes (200 files)")
     parser.add_argument("--repeat", type=int, default=2)
@@ -50,47 +47,57 @@ def main() -> int:
             view = emu.resolve(project, scenario.view)
             sql = f"SELECT * FROM {view}" + (f" WHERE {scenario.where}" if scenario.where else "")
             for repeat in range(args.repeat):
-                emu.restart()
-                with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
-                    figures = _measure(emu, lambda: {"rows": sum(len(page.rows)
-                                                                 for page in platform.query_table(view, sql))})
-                print(json.dumps({"scenario": name, "repeat": repeat, "what": f"query alone: {sql}", **figures}),
-                      flush=True)
-                emu.restart()
-                out = tempfile.mkdtemp(prefix="synclient-probe-")
-                times: dict = {}
-                started = [0.0]
-
-                class Timeline(SyncObserver):
-                    def _note(self, event: str) -> None:
-                        at = round(time.perf_counter() - started[0], 2)
-                        times.setdefault(event, [at, at])[1] = at
-
-                    def file_planned(self, file) -> None:
-                        self._note("planned")
-
-                    def file_finished(self, result) -> None:
-                        self._note("finished")
-
-                def run() -> dict:
-                    started[0] = time.perf_counter()
-                    with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
-                        common = dict(platform=platform, on_error="continue", synapse_cache=False, progress=False,
-                                      observer=Timeline())
-                        if scenario.job == "query":
-                            results = download_query(sql, out, **common)
-                        else:
-                            results = sync_from_platform(project, out, view=view, **common)
-                    return {"files": results.report.downloaded, "rest_calls": results.report.rest_calls,
-                            "first_last_s": times}
-
-                try:
-                    figures = _measure(emu, run)
-                finally:
-                    shutil.rmtree(out, ignore_errors=True)
-                what = "download_query" if scenario.job == "query" else "sync_from_platform(view=...)"
-                print(json.dumps({"scenario": name, "repeat": repeat, "what": what, **figures}), flush=True)
+                _probe_once(emu, name=name, scenario=scenario, project=project, view=view, sql=sql, repeat=repeat)
     return 0
+
+
+def _probe_once(emu: EmulatorProcess, *, name: str, scenario, project: str, view: str, sql: str,
+                repeat: int) -> None:
+    """One repeat of one scenario: the query or view read alone, then the whole download, each on a fresh
+    emulator."""
+    from synclient import Platform, download_query, sync_from_platform
+    from synclient.events import SyncObserver
+
+    emu.restart()
+    with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
+        figures = _measure(emu, lambda: {"rows": sum(len(page.rows)
+                                                     for page in platform.query_table(view, sql))})
+    print(json.dumps({"scenario": name, "repeat": repeat, "what": f"query alone: {sql}", **figures}),
+          flush=True)
+    emu.restart()
+    out = tempfile.mkdtemp(prefix="synclient-probe-")
+    times: dict = {}
+    started = [0.0]
+
+    class Timeline(SyncObserver):
+        def _note(self, event: str) -> None:
+            at = round(time.perf_counter() - started[0], 2)
+            times.setdefault(event, [at, at])[1] = at
+
+        def file_planned(self, file) -> None:
+            self._note("planned")
+
+        def file_finished(self, result) -> None:
+            self._note("finished")
+
+    def run() -> dict:
+        started[0] = time.perf_counter()
+        with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
+            common = dict(platform=platform, on_error="continue", synapse_cache=False, progress=False,
+                          observer=Timeline())
+            if scenario.job == "query":
+                results = download_query(sql, out, **common)
+            else:
+                results = sync_from_platform(project, out, view=view, **common)
+        return {"files": results.report.downloaded, "rest_calls": results.report.rest_calls,
+                "first_last_s": times}
+
+    try:
+        figures = _measure(emu, run)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    what = "download_query" if scenario.job == "query" else "sync_from_platform(view=...)"
+    print(json.dumps({"scenario": name, "repeat": repeat, "what": what, **figures}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Medians, ratios, latency bounds, the Markdown table and the PNG plots."""
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from pathlib import Path
@@ -91,6 +92,15 @@ def _listing_pages(children) -> int:
     return pages
 
 
+def _median(runs: List[dict], key: str) -> float:
+    return statistics.median(run[key] for run in runs)
+
+
+def _ratio_text(row: dict, peer: str) -> str:
+    """A contender's time as a multiple of ``peer``'s, for the table; empty when that peer did not run."""
+    return f"{row['ratios'][peer]:.2f}" if peer in row["ratios"] else ""
+
+
 def summarize(scenario: Scenario, runs: List[dict]) -> Dict[str, dict]:
     """contender -> medians and derived figures over its byte-exact runs (or its status when none)."""
     rows: Dict[str, dict] = {}
@@ -102,7 +112,7 @@ def summarize(scenario: Scenario, runs: List[dict]) -> Dict[str, dict]:
         if not good:
             rows[contender] = {"ok": False, "status": mine[0]["status"], "runs": len(mine)}
             continue
-        med = lambda key: statistics.median(r[key] for r in good)  # noqa: E731
+        med = functools.partial(_median, good)
         wall = med("wall")
         row = {"ok": True, "status": "byte-exact", "runs": len(good), "wall": wall,
                "walls": [round(r["wall"], 3) for r in good],
@@ -154,7 +164,7 @@ def markdown(results: dict) -> str:
                 lines.append(f"| {contender} | {row['runs']} | {row['status']} |  |  |  |  |  |  |  |  |  |  |  |  |")
                 continue
             cap_use = (f"{row['cap_use']:.0%} ({row['cap_share_of_peak']:.0%})" if "cap_use" in row else "")
-            ratio = lambda peer: (f"{row['ratios'][peer]:.2f}" if peer in row["ratios"] else "")  # noqa: E731
+            ratio = functools.partial(_ratio_text, row)
             vs_bound = f"{row['wall'] / bound['seconds']:.2f}" if bound else ""
             lines.append(f"| {contender} | {row['runs']} | {row['wall']:.3f} | {row['mb_s']:.1f} | "
                          f"{row['files_s']:.1f} | {row['rest_calls']:.0f} | {row['throttled_429']:.0f} | "

@@ -17,7 +17,8 @@ models = pytest.importorskip("synapseclient.models")
 SPEC = {"projects": [{"name": "p", "children": [
     {"type": "folder", "name": "d", "children": [
         {"type": "folder", "name": "e", "children": [
-            # handle fileNames that are not the entity names: the models API writes those (unicode is fine there)
+            # handle fileNames that are not the entity names: the models API writes those
+            # (unicode is fine there)
             {"type": "file", "name": "deep.csv", "file_name": "d\u00e9j\u00e0 vu.csv", "content": "1,2\n",
              "annotations": {"n": [3], "x": [1.5]}}]},
         {"type": "folder", "name": "empty", "children": []},

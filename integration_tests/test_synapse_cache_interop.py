@@ -114,7 +114,7 @@ def test_synclient_copies_what_synapseclient_got_and_downloads_the_rest(emulator
     syn = synapse_login(emulator, cache_root=cache_root)
     theirs = tmp_path / "theirs"
     got = {}
-    for entity_id, name in _some_files(syn, project):
+    for entity_id, _name in _some_files(syn, project):
         entity = syn.get(entity_id, downloadLocation=str(theirs))
         got[entity_id] = Path(entity.path)
     assert len(got) == 4

@@ -24,8 +24,9 @@ SPEC = {"projects": [{"name": "p", "children": [
     {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}},
     {"type": "file", "name": "big.bin", "size": 3 * 1024 * 1024 + 5, "seed": 7},
     {"type": "file", "name": "plain.bin", "content": "P"},
-    # an entity name that is not its handle's fileName (renamed, or stored with name=): synapseclient writes the
-    # handle's, unicode included (Synapse refuses unicode only in entity names)
+    # an entity name that is not its handle's fileName (renamed, or stored with name=):
+    # synapseclient writes the handle's, unicode included (Synapse refuses unicode only in
+    # entity names)
     {"type": "file", "name": "renamed", "file_name": "raw data.csv", "content": "R"},
     {"type": "file", "name": "v.txt", "versions": [{"content": "v1", "file_name": "old.txt"},
                                                    {"content": "v2", "file_name": "r\u00e9sum\u00e9.txt"}]}]}]}

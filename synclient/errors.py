@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import errno
 import sqlite3
-from typing import TYPE_CHECKING, ClassVar, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from synclient.redaction import redact
 
@@ -53,7 +53,7 @@ class SynclientError(Exception):
     def __repr__(self) -> str:
         return redact(super().__repr__())
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Callable[..., SynclientError], Tuple[type, Tuple[Any, ...], Dict[str, Any]]]:
         """Pickled whole (its class, message and attributes), whatever its constructor takes: a file's error travels
         back from the Dask worker that fetched it (:mod:`synclient.cluster`) as it was raised there."""
         state = dict(self.__dict__)
@@ -62,7 +62,7 @@ class SynclientError(Exception):
         return _rebuilt, (type(self), self.args, state)
 
 
-def _rebuilt(cls: type, args: tuple, state: dict) -> SynclientError:
+def _rebuilt(cls: type, args: Tuple[Any, ...], state: Dict[str, Any]) -> SynclientError:
     error = cls.__new__(cls, *args)
     error.args = args
     code = state.pop("errno", None)
@@ -75,7 +75,8 @@ def _rebuilt(cls: type, args: tuple, state: dict) -> SynclientError:
 def exception_chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and what it wraps: chained exceptions and the ``reason``/first argument urllib3 keeps them in (only
     exceptions: a ``reason`` may also be a plain string)."""
-    seen, pending = set(), [exc]
+    seen: Set[int] = set()
+    pending: List[object] = [exc]  # not all exceptions: a urllib3 reason may be a string
     while pending:
         current = pending.pop()
         if not isinstance(current, BaseException) or id(current) in seen or len(seen) > 20:

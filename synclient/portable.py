@@ -30,7 +30,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, fields
-from typing import Callable, FrozenSet, Optional
+from typing import Callable, FrozenSet, List, Optional, Tuple
 
 from synclient.errors import ConfigError
 
@@ -113,13 +113,18 @@ def _fd_lock(fd: int) -> threading.Lock:
     return lock if lock is not None else _fd_locks.setdefault(fd, threading.Lock())
 
 
-def _pwrite_with_seek(fd: int, data, offset: int) -> int:
+#: the signatures of :data:`pwrite` and :data:`preadv` as synclient calls them (memoryviews, one read buffer)
+Pwrite = Callable[[int, memoryview, int], int]
+Preadv = Callable[[int, List[memoryview], int], int]
+
+
+def _pwrite_with_seek(fd: int, data: memoryview, offset: int) -> int:
     with _fd_lock(fd):
         os.lseek(fd, offset, os.SEEK_SET)
         return os.write(fd, data)
 
 
-def _preadv_with_seek(fd: int, buffers, offset: int) -> int:
+def _preadv_with_seek(fd: int, buffers: List[memoryview], offset: int) -> int:
     """``os.preadv(fd, [buffer], offset)`` for one buffer, as the call sites use it: bytes read into it."""
     (buffer,) = buffers
     with _fd_lock(fd):
@@ -129,7 +134,7 @@ def _preadv_with_seek(fd: int, buffers, offset: int) -> int:
     return len(data)
 
 
-def _preadv_by_pread(fd: int, buffers, offset: int) -> int:
+def _preadv_by_pread(fd: int, buffers: List[memoryview], offset: int) -> int:
     """One buffer's ``os.preadv`` by ``os.pread`` and a copy (a macOS build without ``preadv``)."""
     (buffer,) = buffers
     data = os.pread(fd, len(buffer), offset)
@@ -137,7 +142,7 @@ def _preadv_by_pread(fd: int, buffers, offset: int) -> int:
     return len(data)
 
 
-def _positional_calls(capabilities: Capabilities):
+def _positional_calls(capabilities: Capabilities) -> Tuple[Pwrite, Preadv]:
     """(pwrite, preadv) for ``capabilities``: the system's own calls on the fast path, nothing wrapped around them."""
     if not capabilities.positional_io:
         return _pwrite_with_seek, _preadv_with_seek

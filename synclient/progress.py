@@ -20,10 +20,14 @@ import os
 import sys
 import threading
 import time
-from typing import IO, Optional
+from typing import IO, TYPE_CHECKING, Any, Dict, Optional, Tuple, cast
 
 from synclient.events import PlannedFile, SyncObserver
 from synclient.results import FileResult
+
+if TYPE_CHECKING:  # pragma: no cover - tqdm itself is imported where a bar is made (importing synclient stays cheap)
+    from tqdm.notebook import tqdm_notebook
+    from tqdm.std import tqdm as std_tqdm
 
 DISABLE_VARIABLE = "SYNCLIENT_DISABLE_PROGRESS"
 REDRAW_INTERVAL = 0.25  # seconds between two redraws of the bar
@@ -89,17 +93,21 @@ class ProgressBar(SyncObserver):
         self._lock = threading.Lock()
         self._counts = _Counts()
         # miniters=0: no learned "every N bytes" (which froze the bar); every update asks the clock instead
-        settings = dict(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
-                        file=stream if stream is not None else sys.stderr, dynamic_ncols=True,
-                        mininterval=REDRAW_INTERVAL, miniters=0, leave=True, postfix=self._counts.files_text())
+        settings: Dict[str, Any] = dict(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
+                                        file=stream if stream is not None else sys.stderr, dynamic_ncols=True,
+                                        mininterval=REDRAW_INTERVAL, miniters=0, leave=True,
+                                        postfix=self._counts.files_text())
         notebook = sys.modules.get("tqdm.notebook")  # (imported by tqdm.auto only in a notebook)
-        self._shown = None
+        self._bar: std_tqdm[Any]
+        self._shown: Optional[Tuple[Any, tqdm_notebook[Any]]] = None  # (IPython's display handle, the widget bar)
         if notebook is not None and issubclass(tqdm, notebook.tqdm_notebook):
             from IPython.display import display
-            self._bar = tqdm(display=False, **settings)
+            # tqdm.auto's class is a tqdm_notebook in a notebook (checked above); its stubs know only the terminal's
+            widget_bar = cast("tqdm_notebook[Any]", tqdm(display=False, **settings))
+            self._bar = widget_bar
             # shown with an id, so that close can show it again: a saved notebook keeps the widget's text form
             # as it was when shown ("0 files done") unless it is shown again at the end
-            self._shown = display(self._bar.container, display_id=True)
+            self._shown = (display(widget_bar.container, display_id=True), widget_bar)
         else:
             self._bar = tqdm(**settings)
         _leave_echo_room(self._bar)
@@ -144,21 +152,23 @@ class ProgressBar(SyncObserver):
             self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
             self._bar.close()
             if self._shown is not None:  # the widget's text form (a saved notebook's) now says the final state
-                self._shown.update(self._bar.container)
+                handle, widget_bar = self._shown
+                handle.update(widget_bar.container)
 
 
-def _leave_echo_room(bar) -> None:
+def _leave_echo_room(bar: std_tqdm[Any]) -> None:
     """Draw a terminal bar ``ECHO_ROOM`` more columns short of the width: with tqdm's one spare column the echoed
     "^C" wrapped ("^" at the end of the bar, "C" on a new line, where the final redraw drew a second bar)."""
     measure = getattr(bar, "dynamic_ncols", None)
     if not callable(measure) or hasattr(bar, "container"):  # (a notebook widget has no columns)
         return
 
-    def narrower(stream):
+    def narrower(stream: IO[str]) -> Tuple[Optional[int], Optional[int]]:
         columns, rows = measure(stream)
         return (max(columns - ECHO_ROOM, 10) if columns else columns), rows
 
-    bar.dynamic_ncols = narrower
+    # tqdm swaps its dynamic_ncols flag for this measuring function when the bar is made; the stubs know the flag
+    bar.dynamic_ncols = narrower  # type: ignore[assignment]
 
 
 class ProgressLines(SyncObserver):

@@ -11,7 +11,7 @@ import json
 import threading
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 
 #: the ``action`` of a file whose bytes were copied from synapseclient's download cache instead of downloaded
@@ -80,6 +80,21 @@ class FileResult:
 
     __slots__ = ("entity_id", "version", "_path", "size", "md5", "status", "error", "action", "_annotations",
                  "entity", "file_handle", "verification", "renamed")
+    # The slots' types, for type checkers (annotations without values add no class attributes, so they do not
+    # clash with __slots__); __init__ sets them through object.__setattr__ since __setattr__ refuses.
+    entity_id: str
+    version: Optional[int]
+    _path: Optional[str]
+    size: Optional[int]
+    md5: Optional[str]
+    status: SyncStatus
+    error: Optional[Exception]
+    action: Optional[str]
+    _annotations: Union[Mapping[str, Any], str, None]
+    entity: Optional[Mapping[str, Any]]
+    file_handle: Optional[Mapping[str, Any]]
+    verification: Optional[Verification]
+    renamed: Optional[str]
 
     def __init__(self, entity_id: str, version: Optional[int], path: Optional[Path], size: Optional[int],
                  md5: Optional[str], status: SyncStatus, error: Optional[Exception] = None,
@@ -119,7 +134,7 @@ class FileResult:
     def ok(self) -> bool:
         return self.status is not SyncStatus.FAILED
 
-    def _key(self) -> tuple:
+    def _key(self) -> Tuple[object, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)
 
     def __eq__(self, other: object) -> bool:

@@ -89,7 +89,7 @@ def read_cache_map(cache_dir: PathLike) -> Dict[str, object]:
     """The map of one file handle's cache folder; absent, unreadable or not a JSON object reads as empty, as in
     synapseclient (a corrupt map is overwritten by the next record)."""
     try:
-        with open(os.path.join(cache_dir, CACHE_MAP), "r", encoding="utf-8") as handle:
+        with open(os.path.join(cache_dir, CACHE_MAP), encoding="utf-8") as handle:
             loaded = json.load(handle)
     except FileNotFoundError:
         return {}

@@ -6,8 +6,8 @@ needed here (it is the caller's ``syn``), and only here: ``pip install 'synclien
 
 Each file lands under its file handle's ``fileName`` (or the name of the copy synapseclient's cache has of it), each
 folder under its entity's name, as synapseclient 4.14 names them, so both put a project at the same paths
-(:mod:`synclient.sync.plan.handle_names`; ``synclient get`` names files by their entities). Every name passes synclient's
-name gate.
+(:mod:`synclient.sync.plan.handle_names`; ``synclient get`` names files by their entities). Every name passes
+synclient's name gate.
 
 Deliberate differences (docs/synapseclient.md):
 
@@ -31,11 +31,11 @@ from __future__ import annotations
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, LocalIOError, MalformedAnswerError, SyncError, SynclientError
-from synclient.results import FileResult, SyncStatus, typed_annotations
+from synclient.results import FileResult, SyncResults, SyncStatus, typed_annotations
 from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
 from synclient.platform.models import EntityHeader, EntityType
 from synclient.sync.plan.handle_names import FileNames
@@ -152,7 +152,8 @@ def _root_of(entity: Any) -> Tuple[str, bool]:
     try:
         entity_id = id_of(entity)
     except ValueError:
-        raise ConfigError(f"cannot sync {type(entity).__name__}: give a Synapse id or a Project, Folder or File")
+        raise ConfigError(f"cannot sync {type(entity).__name__}: give a Synapse id or a Project, Folder or File"
+                          ) from None
     concrete = _field(entity, "concreteType") or type(entity).__name__
     is_file = concrete.endswith("FileEntity") or type(entity).__name__ == "File"
     version = _field(entity, "versionNumber", "version_number") if is_file else None
@@ -169,8 +170,8 @@ def _field(entity: Any, *names: str) -> Any:
     return None
 
 
-def legacy_file(*, path: Optional[Path], entity: Optional[dict], file_handle: Optional[dict],
-                annotations: dict) -> Any:
+def legacy_file(*, path: Optional[Path], entity: Optional[Mapping[str, Any]],
+                file_handle: Optional[Mapping[str, Any]], annotations: Mapping[str, List[object]]) -> Any:
     """The ``synapseclient.File`` synapseutils returns for a file: the fields its models API converts
     (``File._convert_into_legacy_file``) from the entity's and its file handle's records, None ones left out."""
     import synapseclient
@@ -265,6 +266,7 @@ def into_synapse_cache(syn: Any, entity_id: str, *, follow_links: bool, download
         options = SyncOptions(if_collision="overwrite.local", progress=False, synapse_cache=root,
                               on_error="continue")
         results = sync_found_files(wanted, root, root_id=entity_id, syn=syn, options=options)
+        assert isinstance(results, SyncResults)  # (options without dry_run: a real run's results)
         for result in results:
             if result.ok:
                 where[handle_of[(result.entity_id, result.version)]] = result.path

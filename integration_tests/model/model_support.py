@@ -441,7 +441,8 @@ class ModelWalk:
 
     def run(self) -> Counter:
         try:
-            for self.step in range(1, self.steps + 1):
+            for step in range(1, self.steps + 1):
+                self.step = step
                 rules = self.rng.choice((1, 1, 1, 2, 2, 3))
                 killed = False
                 for _ in range(rules):

@@ -415,7 +415,8 @@ class SourcesWalk:
 
     def run(self) -> Counter:
         self.log_path.write_text("", encoding="utf-8")
-        for self.step in range(1, self.steps + 1):
+        for step in range(1, self.steps + 1):
+            self.step = step
             for _ in range(self.rng.choice((1, 1, 2, 3))):
                 self.apply_random_rule()
             sync = self.random_sync()
@@ -1119,7 +1120,7 @@ class SourcesWalk:
             if len(entities) > 1:
                 self.violation("shared-path", f"{when} ({sync}): {sorted(entities)} share the path "
                                               f"{self._rel(sync, path)!r}")
-        for inode, entities in inodes.items():
+        for entities in inodes.values():
             # --synapse-cache-link makes a target's file the cache's file: two entities of the same bytes whose files
             # a link-mode run made (one of them stale and skipped as synclient's own) are one inode by design
             if len(entities) > 1 and sync.target not in self.linked_targets:

@@ -17,7 +17,8 @@ def render(document: dict) -> str:
     lines = [f"Last full run: {document['finished']}, Python {document['python']}, {document['cpus']} CPUs, "
              f"{'--long' if document.get('long') else 'default (CI)'} mode, pytest exit status "
              f"{document.get('exitstatus')}.", "",
-             "| group | scenario | runs | files checked | bytes checked | corruptions | token leaks | s | result | notes |",
+             "| group | scenario | runs | files checked | bytes checked | corruptions | token leaks | s | result "
+             "| notes |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for row in rows:
         lines.append(f"| {row['group']} | {row['scenario']} | {row['tries']} | {row['files_checked']:,} | "

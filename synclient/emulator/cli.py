@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Dict, List, Optional
+from typing import Any, NoReturn, Dict, List, Optional
 
 from .knobs import (HOSTILE_KINDS, Knobs, PROFILES, RateWindow, parse_kinds, parse_rate, parse_route_rates, parse_size,
                     parse_window, profile_knobs)
@@ -27,7 +27,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line instead of usage + message
+    def error(self, message: str) -> NoReturn:  # one line instead of usage + message
         raise UsageError(message)
 
 
@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_synthetic(text: str) -> Dict[str, object]:
+def parse_synthetic(text: str) -> Dict[str, Any]:
     """``files=400,depth=3,fanout=10,size=4KiB:500,1MiB:200`` -> keyword arguments."""
     options: Dict[str, str] = {}
     last_key: Optional[str] = None
@@ -190,7 +190,7 @@ def parse_synthetic(text: str) -> Dict[str, object]:
         else:
             raise UsageError(f"--synthetic: expected KEY=VALUE, got {item!r}")
     known = {"files": int, "depth": int, "fanout": int, "seed": int, "size": str}
-    parsed: Dict[str, object] = {}
+    parsed: Dict[str, Any] = {}
     for key, value in options.items():
         if key not in known:
             raise UsageError(f"--synthetic: unknown key {key!r} (known: {', '.join(known)})")
@@ -202,7 +202,7 @@ def parse_synthetic(text: str) -> Dict[str, object]:
 
 
 def knobs_from_args(args: argparse.Namespace) -> Knobs:
-    values: Dict[str, object] = profile_knobs(args.profile) if args.profile else {}
+    values: Dict[str, Any] = profile_knobs(args.profile) if args.profile else {}
     for field in dataclasses.fields(Knobs):
         given = getattr(args, field.name, None)
         if given is not None:

@@ -77,7 +77,7 @@ def parse_range(header: Optional[str], size: int) -> Optional[ByteRange]:
 
 def s3_error_xml(code: str, message: str) -> bytes:
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
-            f"<RequestId>{uuid.uuid4().hex[:16].upper()}</RequestId></Error>").encode("utf-8")
+            f"<RequestId>{uuid.uuid4().hex[:16].upper()}</RequestId></Error>").encode()
 
 
 _URL_ERRORS = {
@@ -264,7 +264,7 @@ class ObjectHandler(EmulatorHandler):
                 except BlockingIOError:
                     stats.transfer_sent(self.plane, -step)
                     if not poller.poll(timeout_ms):
-                        raise socket.timeout("send timed out")
+                        raise socket.timeout("send timed out") from None
                     continue
                 except BaseException:
                     stats.transfer_sent(self.plane, -step)

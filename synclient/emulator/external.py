@@ -25,7 +25,7 @@ class ExternalHandler(ObjectHandler):
                            send_length=knobs.external_content_length)
 
     def _error_body(self, code: str, message: str) -> Tuple[str, bytes]:
-        return "text/plain; charset=utf-8", f"{message}\n".encode("utf-8")
+        return "text/plain; charset=utf-8", f"{message}\n".encode()
 
     def _serve(self, head_only: bool) -> None:
         context = self.server.context
@@ -33,7 +33,7 @@ class ExternalHandler(ObjectHandler):
         self.read_body()
         handle = self._handle_at(urlsplit(self.path).path)
         blob = context.store.blob_path(handle.md5) if handle is not None else None
-        if blob is None or not os.path.exists(blob):
+        if handle is None or blob is None or not os.path.exists(blob):
             self._error(404, "NotFound", "Not Found", head_only)
             return
         with open(blob, "rb") as source:
@@ -50,4 +50,5 @@ class ExternalHandler(ObjectHandler):
         handle = self.server.context.store.file_handle(int(handle_ref))
         if handle is None or handle.storage is not HandleStorage.EXTERNAL:
             return None
-        return handle if unquote(handle.external_url) == unquote(path) else None
+        url = handle.external_url
+        return handle if url is not None and unquote(url) == unquote(path) else None

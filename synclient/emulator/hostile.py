@@ -42,7 +42,7 @@ import socket
 import threading
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 from .knobs import HOSTILE_KINDS
@@ -98,7 +98,7 @@ def handle_lies(knobs, handle_id: str) -> bool:
     return rate > 0 and stable_fraction(knobs.fault_seed, "handle", str(handle_id)) < rate
 
 
-def lie_about_handle(knobs, handle_json: Dict[str, object]) -> Dict[str, object]:
+def lie_about_handle(knobs, handle_json: Dict[str, Any]) -> Dict[str, Any]:
     """The handle as a hostile platform would describe it (unchanged for handles that do not lie)."""
     if not handle_lies(knobs, str(handle_json.get("id"))):
         return handle_json
@@ -307,7 +307,7 @@ class _Mutator:
             return [self.value(item) for item in value]
         return value
 
-    def mapping(self, original: Dict[str, object]) -> Dict[str, object]:
+    def mapping(self, original: Dict[str, Any]) -> Dict[str, Any]:
         result = {key: self.value(item) for key, item in original.items()}
         if original.get("concreteType") in _FILE_HANDLE_TYPES:
             self.file_handle(original, result)
@@ -320,7 +320,7 @@ class _Mutator:
                 result[key] = self.handle_id(original[key])
         return result
 
-    def file_handle(self, original: Dict[str, object], result: Dict[str, object]) -> None:
+    def file_handle(self, original: Dict[str, Any], result: Dict[str, Any]) -> None:
         handle_id = str(original.get("id"))
         if "contentSize" in original and chosen(self.knobs, "sizes", handle_id):
             count("sizes")
@@ -341,11 +341,10 @@ class _Mutator:
         id_column = names.index("id") if "id" in names and types[names.index("id")] == "ENTITYID" else None
         mutated = []
         for row in rows:
-            values = row.get("values") if isinstance(row, dict) else None
-            if not isinstance(values, list):
+            if not isinstance(row, dict) or not isinstance(row.get("values"), list):
                 mutated.append(row)
                 continue
-            cells = list(values)
+            cells = list(row["values"])
             if name_column is not None and name_column < len(cells):
                 entity = cells[id_column] if id_column is not None and id_column < len(cells) else None
                 entity = entity if isinstance(entity, str) else f"syn{row.get('rowId')}"

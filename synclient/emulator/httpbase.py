@@ -8,9 +8,14 @@ import ssl
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict, Optional, Set
+from typing import TYPE_CHECKING, Dict, Optional, Set
 
 from .tls import handshake, wrap_accepted
+
+if TYPE_CHECKING:  # pragma: no cover - these modules import this one
+    from .admin_routes import AdminRoutes
+    from .context import EmulatorContext
+    from .routes import Routes
 
 log = logging.getLogger("synclient.emulator")
 
@@ -22,8 +27,11 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 1024  # 64+ clients connecting at once must not overflow the backlog
+    # the API listener's routes, set by the emulator when it binds (server.py)
+    routes: Routes
+    admin_routes: AdminRoutes
 
-    def __init__(self, address, handler, context, *, listener: str = "api",
+    def __init__(self, address, handler, context: EmulatorContext, *, listener: str = "api",
                  ssl_context: Optional[ssl.SSLContext] = None) -> None:
         self.context = context
         self.listener = listener
@@ -64,6 +72,7 @@ class EmulatorHandler(BaseHTTPRequestHandler):
     server_version = "synclient-emulator"
     sys_version = ""
     timeout = 300  # idle keep-alive connections are dropped after this
+    server: EmulatorHTTPServer  # (typeshed knows only a BaseServer)
 
     def setup(self) -> None:
         resumed = handshake(self.request)  # in this thread, not the accept loop's

@@ -9,7 +9,7 @@ import dataclasses
 import enum
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Optional, Tuple, Union
 
 class RateWindow(str, enum.Enum):
     """How the per-user request window is counted."""
@@ -60,7 +60,7 @@ def parse_rate(text: Union[str, float]) -> float:
     return value
 
 
-def parse_route_rates(text: Union[str, float, Dict[str, float]]) -> Union[float, Dict[str, float]]:
+def parse_route_rates(text: Union[str, float, Dict[str, float], Dict[str, str]]) -> Union[float, Dict[str, float]]:
     """``0.05`` (all route classes) or ``children=0.1,bundle=0.02`` (per class)."""
     if isinstance(text, dict):
         rates = {}
@@ -102,13 +102,15 @@ def parse_window(text: Union[str, Tuple[float, float], None]) -> Optional[Tuple[
     """``START:SECONDS`` (seconds after startup) -> (start, seconds)."""
     if text is None:
         return None
+    start_text: Union[str, float]
+    seconds_text: Union[str, float]
     if isinstance(text, (tuple, list)):
-        start, seconds = text
+        start_text, seconds_text = text
     else:
-        start, sep, seconds = str(text).partition(":")
+        start_text, sep, seconds_text = str(text).partition(":")
         if not sep:
             raise ValueError(f"maintenance window must be START:SECONDS, got {text!r}")
-    start, seconds = float(start), float(seconds)
+    start, seconds = float(start_text), float(seconds_text)
     if start < 0 or seconds <= 0:
         raise ValueError(f"maintenance window needs START >= 0 and SECONDS > 0, got {text!r}")
     return (start, seconds)
@@ -262,7 +264,7 @@ SYNAPSE_PROFILE = dict(
 PROFILES = {"synapse": SYNAPSE_PROFILE}
 
 
-def profile_knobs(name: str) -> Dict[str, object]:
+def profile_knobs(name: str) -> Dict[str, Any]:
     try:
         return dict(PROFILES[name])
     except KeyError:

@@ -9,7 +9,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Pattern, Tuple
+from typing import Any, Callable, Dict, List, Optional, Pattern, Tuple
 from urllib.parse import unquote
 
 from . import hostile, wire
@@ -56,6 +56,13 @@ class Request:
     body: bytes
     user: Optional[User]
     params: Tuple[str, ...]
+
+    @property
+    def caller(self) -> User:
+        """The user of a route that needs authentication: the dispatcher always names one (maybe anonymous)."""
+        if self.user is None:
+            raise ApiError(401, "Invalid access token")
+        return self.user
 
     def json(self) -> dict:
         if not self.body:
@@ -125,7 +132,7 @@ class Routes:
             raise ApiError(404, not_found_reason(f"syn{entity.id}.{number}"))
         return version
 
-    def _handle_json(self, handle) -> Dict[str, object]:
+    def _handle_json(self, handle) -> Dict[str, Any]:
         """The handle's JSON; with ``hostile_handle_rate`` some handles misdescribe their bytes (hostile.py)."""
         return hostile.lie_about_handle(self.context.knobs,
                                         wire.file_handle_json(handle, self.context.external_endpoint))
@@ -143,7 +150,7 @@ class Routes:
         return Response(body={"version": EMULATOR_VERSION, "stackInstance": EMULATOR_STACK_INSTANCE})
 
     def user_profile(self, request: Request) -> Response:
-        return Response(body=wire.user_profile(request.user.id, request.user.user_name))
+        return Response(body=wire.user_profile(request.caller.id, request.caller.user_name))
 
     def get_entity(self, request: Request) -> Response:
         entity = self._entity(request.params[0])
@@ -167,7 +174,7 @@ class Routes:
             raise ApiError(400, "pagination limit must be 1 or greater")
         ref = unquote(request.params[0])
         if entity.kind.is_table_type:
-            results: List[Dict[str, object]] = []
+            results: List[Dict[str, Any]] = []
         elif entity.kind is EntityKind.FILE:
             results = [wire.version_info(ref, entity, v, self.store.file_handle(v.file_handle_id))
                        for v in self.store.versions(entity.id)[offset:offset + limit]]
@@ -212,7 +219,7 @@ class Routes:
         wanted = request.json()
         entity = self._entity(request.params[0])
         version = self._version(entity, request.params[1] if len(request.params) > 1 else None)
-        body: Dict[str, object] = {}
+        body: Dict[str, Any] = {}
         if wanted.get("includeEntity"):
             body["entity"] = wire.entity_json(self.store, entity, version)
             body["entityType"] = entity.kind.value
@@ -293,7 +300,7 @@ class Routes:
         asked = query.get("nextPageToken")
         limit, offset = parse_page_token(asked)
         page = self.store.children(parent_id, kinds, sort_by, direction == "ASC", limit + 1, offset)
-        body: Dict[str, object] = {"page": [wire.entity_header(self.store, e) for e in page[:limit]]}
+        body: Dict[str, Any] = {"page": [wire.entity_header(self.store, e) for e in page[:limit]]}
         honest = make_page_token(limit, offset + limit) if len(page) > limit else None
         token = hostile.children_token(self.context.knobs, "root" if parent_id is None else f"syn{parent_id}",
                                        asked or None, honest, make_page_token(limit, 0))
@@ -415,7 +422,7 @@ class Routes:
         results = []
         for item in requested:
             handle_ref = str(item["fileHandleId"])
-            result: Dict[str, object] = {"fileHandleId": handle_ref}
+            result: Dict[str, Any] = {"fileHandleId": handle_ref}
             failure = self._download_failure(handle_ref, item.get("associateObjectId"),
                                              item.get("associateObjectType"))
             if failure:

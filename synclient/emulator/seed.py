@@ -172,7 +172,7 @@ class SpecSeeder:
                                                           names=self.names)
                 except ValueError as error:
                     raise SpecError(f"{where}: {error}") from None
-                name = self.store.entity(project_id).name
+                name = self.store.known_entity(project_id).name
                 self._children(project, project_id, project_id, where)
                 created[name] = f"syn{project_id}"
             for link in self._links:
@@ -259,7 +259,7 @@ class SpecSeeder:
         for index, ref in enumerate(pending.node["scope"]):
             where = f"{pending.where}.scope[{index}]"
             target_id = self._ref(pending, ref, where)
-            target = self.store.entity(target_id)
+            target = self.store.known_entity(target_id)
             if target.kind not in (EntityKind.PROJECT, EntityKind.FOLDER):
                 raise SpecError(f"{where}: ref {ref!r} is a {target.kind.value}, not a folder or project")
             scope_ids.append(target_id)
@@ -288,7 +288,7 @@ class SpecSeeder:
                 raise SpecError(f"{where}: an ENTITYID cell is a ref (a path or a list of names)")
             return self._ref(pending, cell, where)
         if column_type == "FILEHANDLEID" and isinstance(cell, (str, list)):
-            target = self.store.entity(self._ref(pending, cell, where))
+            target = self.store.known_entity(self._ref(pending, cell, where))
             if target.kind is not EntityKind.FILE:
                 raise SpecError(f"{where}: ref {cell!r} is a {target.kind.value}, not a file")
             return target.file_handle_id
@@ -303,7 +303,7 @@ class SpecSeeder:
             target_id = resolve_path(self.store, pending.project_id, item["ref"])
         except KeyError:
             raise SpecError(f"{where}: ref {item['ref']!r} not found in the project") from None
-        target = self.store.entity(target_id)
+        target = self.store.known_entity(target_id)
         wanted = ITEM_KINDS[pending.kind]
         if target.kind is not wanted:
             raise SpecError(f"{where}: ref {item['ref']!r} is a {target.kind.value}, not a {wanted.value}")
@@ -535,7 +535,7 @@ def parse_size_mix(size: Union[str, int]) -> List[Tuple[int, Optional[int]]]:
     parts = [p.strip() for p in str(size).split(",") if p.strip()]
     if len(parts) == 1 and ":" not in parts[0]:
         return [(parse_size(parts[0]), None)]
-    mix = []
+    mix: List[Tuple[int, Optional[int]]] = []
     for part in parts:
         size_text, sep, count_text = part.partition(":")
         if not sep:
@@ -558,7 +558,7 @@ def seed_synthetic(store: Store, files: int = 400, depth: int = 3, fanout: int =
     if len(mix) == 1 and mix[0][1] is None:
         sizes = [mix[0][0]] * int(files)
     else:
-        sizes = [entry_size for entry_size, count in mix for _ in range(count)]
+        sizes = [entry_size for entry_size, count in mix for _ in range(count or 0)]  # (each count given here)
     if depth < 0 or fanout < 1:
         raise ValueError("depth must be >= 0 and fanout >= 1")
     total = len(sizes)

@@ -5,7 +5,7 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import seed as seeding
 from .admin import Admin, EntityRef, parse_syn_id
@@ -163,7 +163,7 @@ class Emulator:
         self._context = None
         self.knobs = knobs
         context = self._open_store()  # a fresh store connection, as after a process restart...
-        if stats is not None:
+        if stats is not None and exchanges is not None:  # (both or neither: they come from one context)
             context.stats = stats  # ...but tests keep one set of counters per Emulator object
             context.exchanges = exchanges
         self.start()
@@ -182,9 +182,9 @@ class Emulator:
         """The PEM file of the CA that signed the listeners' certificate (``tls=True``, once started), else None."""
         return self._tls.ca_bundle if self._tls is not None else None
 
-    def info(self) -> Dict[str, object]:
+    def info(self) -> Dict[str, Any]:
         projects = {name: f"syn{entity_id}" for name, entity_id in self.store.projects().items()}
-        info: Dict[str, object] = {"endpoint": self.endpoint, "data_endpoint": self.data_endpoint,
+        info: Dict[str, Any] = {"endpoint": self.endpoint, "data_endpoint": self.data_endpoint,
                                    "external_endpoint": self.external_endpoint, "token": self.token,
                                    "projects": projects}
         if self.ca_bundle is not None:
@@ -205,7 +205,7 @@ class Emulator:
         return f"syn{seeding.seed_synthetic(self.store, files, depth, fanout, size, seed, project_name)}"
 
     # --- observability and knobs -------------------------------------------------------------
-    def stats(self) -> Dict[str, object]:
+    def stats(self) -> Dict[str, Any]:
         return self._open_store().stats.snapshot()
 
     def reset_stats(self) -> None:
@@ -272,7 +272,7 @@ class Emulator:
     def set_deny(self, entity_id: EntityRef, deny: Union[bool, str]) -> None:
         from .store import DenyMode
 
-        mode = {True: DenyMode.READ, False: DenyMode.NONE}.get(deny) if isinstance(deny, bool) else DenyMode(deny)
+        mode = (DenyMode.READ if deny else DenyMode.NONE) if isinstance(deny, bool) else DenyMode(deny)
         self.store.set_deny(parse_syn_id(entity_id), mode)
 
     def _admin(self) -> Admin:

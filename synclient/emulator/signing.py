@@ -21,7 +21,7 @@ class UrlCheck(enum.Enum):
 
 
 def _signature(secret: str, path: str, amz_date: str, expires: str) -> str:
-    message = f"{unquote(path)}\n{amz_date}\n{expires}".encode("utf-8")
+    message = f"{unquote(path)}\n{amz_date}\n{expires}".encode()
     return hmac.new(secret.encode("ascii"), message, hashlib.sha256).hexdigest()
 
 

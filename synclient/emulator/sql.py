@@ -64,10 +64,14 @@ def tokenize(sql: str) -> List[Token]:
             tokens.append(Token("string" if char == "'" else "ident", text, index))
         elif char.isdigit():
             match = _NUMBER.match(sql, index)
+            if match is None:  # a letter or digit outside ASCII (str.isalpha/isdigit take any script)
+                raise QueryError(f"Unexpected character {char!r} at character {index + 1}.")
             tokens.append(Token("number", match.group(0), index))
             index = match.end()
         elif char.isalpha() or char == "_":
             match = _WORD.match(sql, index)
+            if match is None:  # a letter or digit outside ASCII (str.isalpha/isdigit take any script)
+                raise QueryError(f"Unexpected character {char!r} at character {index + 1}.")
             word = match.group(0)
             index = match.end()
             if index < length and sql[index] == "." and _TABLE_REF.match(word):

@@ -7,7 +7,7 @@ import re
 import threading
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Deque, Dict, List, Optional
+from typing import Any, Deque, Dict, List, Optional
 
 _SYN_ID = re.compile(r"/syn\d+(?=/|$)", re.IGNORECASE)
 _VERSION = re.compile(r"/version/\d+(?=/|$)")
@@ -195,7 +195,7 @@ class Stats:
         with self._lock:
             self.data_stalls_injected += 1
 
-    def snapshot(self) -> Dict[str, object]:
+    def snapshot(self) -> Dict[str, Any]:
         with self._lock:
             data, external = self.planes[Plane.DATA], self.planes[Plane.EXTERNAL]
             return {

@@ -20,7 +20,7 @@ import tempfile
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote, unquote_plus
 
 from .entity_names import NameRule, entity_name
@@ -487,7 +487,7 @@ class Store:
     def create_entity(self, kind: EntityKind, name: str, parent_id: Optional[int], *,
                       file_handle_id: Optional[int] = None, link_target: Optional[int] = None,
                       link_target_version: Optional[int] = None, deny: DenyMode = DenyMode.NONE,
-                      annotations: Optional[Dict[str, object]] = None, check_name: bool = True,
+                      annotations: Optional[Dict[str, Any]] = None, check_name: bool = True,
                       names: NameRule = NameRule.SYNAPSE) -> int:
         """A new entity; its name as Synapse stores it (trimmed; :class:`InvalidName` for one Synapse refuses,
         unless ``names`` is :attr:`NameRule.UNCHECKED`: a hostile server's)."""
@@ -645,6 +645,13 @@ class Store:
                     found[row[0]] = _entity_from_row(row)
         return found
 
+    def known_entity(self, entity_id: int) -> Entity:
+        """An entity the caller knows is there (just created, or resolved from a path or reference)."""
+        entity = self.entity(entity_id)
+        if entity is None:
+            raise KeyError(f"syn{entity_id} is not in the store")
+        return entity
+
     def version(self, entity_id: int, version_number: int) -> Optional[Version]:
         with self._lock:
             row = self._db.execute(
@@ -672,7 +679,7 @@ class Store:
                                     " ORDER BY position", (entity_id,)).fetchall()
         return [ItemRef(*row) for row in rows]
 
-    def annotations(self, entity_id: int) -> Dict[str, object]:
+    def annotations(self, entity_id: int) -> Dict[str, Any]:
         with self._lock:
             row = self._db.execute("SELECT json FROM annotations WHERE entity_id = ?", (entity_id,)).fetchone()
         return json.loads(row[0]) if row else {}
@@ -782,7 +789,7 @@ class Store:
         return dict(rows)
 
     # --- tables and views -----------------------------------------------------------------------
-    def column_model_id(self, model: Dict[str, object]) -> int:
+    def column_model_id(self, model: Dict[str, Any]) -> int:
         """The id of a ColumnModel (without ``id``); an identical model already stored keeps its id."""
         text = json.dumps(model, sort_keys=True)
         with self._lock:
@@ -794,7 +801,7 @@ class Store:
             self._db.execute("INSERT INTO column_models (id, json) VALUES (?, ?)", (column_id, text))
             return column_id
 
-    def column_model(self, column_id: int) -> Optional[Dict[str, object]]:
+    def column_model(self, column_id: int) -> Optional[Dict[str, Any]]:
         with self._lock:
             row = self._db.execute("SELECT json FROM column_models WHERE id = ?", (column_id,)).fetchone()
         return dict(json.loads(row[0]), id=str(column_id)) if row else None
@@ -835,7 +842,7 @@ class Store:
             self._db.execute("INSERT OR REPLACE INTO view_snapshots (entity_id, json) VALUES (?, ?)",
                              (entity_id, json.dumps(rows)))
 
-    def view_snapshot(self, entity_id: int) -> Optional[object]:
+    def view_snapshot(self, entity_id: int) -> Optional[Dict[str, Any]]:
         with self._lock:
             row = self._db.execute("SELECT json FROM view_snapshots WHERE entity_id = ?", (entity_id,)).fetchone()
         return json.loads(row[0]) if row else None

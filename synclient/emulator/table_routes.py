@@ -10,12 +10,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from . import hostile, wire
 from .routes import ApiError, Request, Response, Routes, _ID, _route
 from .sql import QueryError
-from .store import EntityKind, parse_syn_id
+from .store import Entity, EntityKind, parse_syn_id
 from .tables import AsyncJobs, Job, QueryOutcome, column_models_of, csv_bytes, row_json, run_query
 
 QUERY_BUNDLE_REQUEST = "org.sagebionetworks.repo.model.table.QueryBundleRequest"
@@ -57,7 +57,7 @@ def _object(value, message: str) -> dict:
 # the class when absent, then only the model's non-null fields (AsynchJobStatusUtils.createDBOFromDTO); the 202
 # status echoes that, so a field the model lacks (synapseclient's ``query.isConsistent``: in no schema) is gone.
 # Field -> JSON kind (a dict: a nested model), from lib-auto-generated .../repo/model/table/*.json.
-_ModelFields = Dict[str, object]
+_ModelFields = Dict[str, Any]
 #: Query.json
 _QUERY_FIELDS: _ModelFields = {
     "sql": str, "additionalFilters": list, "selectedFacets": list, "includeEntityEtag": bool,
@@ -73,20 +73,20 @@ _DOWNLOAD_REQUEST_FIELDS: _ModelFields = dict(
     _REQUEST_FIELDS, **_QUERY_FIELDS, writeHeader=bool, includeRowIdAndRowVersion=bool, fileName=str,
     csvTableDescriptor={"separator": str, "quoteCharacter": str, "escapeCharacter": str, "lineEnd": str,
                         "isFirstLineHeader": bool})
-_KIND_NAMES: Dict[object, str] = {str: "a string", int: "an integer", bool: "a boolean", list: "an array"}
+_KIND_NAMES: Dict[type, str] = {str: "a string", int: "an integer", bool: "a boolean", list: "an array"}
 
 
-def _is_kind(value: object, kind: object) -> bool:
+def _is_kind(value: object, kind: type) -> bool:
     if kind is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, kind)
 
 
-def _model(value, fields: _ModelFields, what: str) -> Dict[str, object]:
+def _model(value, fields: _ModelFields, what: str) -> Dict[str, Any]:
     """``value`` as its model keeps it: the fields ``fields`` names, without nulls; 400 for a field of another
     JSON type (Synapse cannot parse such a body either)."""
     body = _object(value, f"{what} must be a JSON object.")
-    kept: Dict[str, object] = {}
+    kept: Dict[str, Any] = {}
     for name, kind in fields.items():
         given = body.get(name)
         if given is None:
@@ -100,7 +100,7 @@ def _model(value, fields: _ModelFields, what: str) -> Dict[str, object]:
     return kept
 
 
-def request_model(value, concrete_type: str, fields: _ModelFields, what: str) -> Dict[str, object]:
+def request_model(value, concrete_type: str, fields: _ModelFields, what: str) -> Dict[str, Any]:
     """A job's request body as Synapse stores it (see above), with its ``concreteType``."""
     body = _model(value, fields, what)
     _check_type(body, concrete_type)
@@ -120,7 +120,7 @@ def _sql_of(value, where: str) -> str:
 
 
 def _start(routes: Routes, request: Request, kind: str, body: dict) -> Response:
-    job = _jobs(routes).start(kind, parse_syn_id(request.params[0]), body, request.user.id,
+    job = _jobs(routes).start(kind, parse_syn_id(request.params[0]), body, request.caller.id,
                               routes.context.knobs.query_pending_polls)
     return Response(status=201, body={"token": job.id})
 
@@ -128,7 +128,7 @@ def _start(routes: Routes, request: Request, kind: str, body: dict) -> Response:
 def _get(routes: Routes, request: Request, kind: str, run) -> Response:
     token = request.params[1]
 
-    def outcome(job: Job) -> Tuple[int, Dict[str, object]]:
+    def outcome(job: Job) -> Tuple[int, Dict[str, Any]]:
         try:
             return 201, run(job)
         except ApiError as error:
@@ -143,20 +143,20 @@ def _get(routes: Routes, request: Request, kind: str, run) -> Response:
     return Response(status=status, body=body)
 
 
-def _queryable(routes: Routes, job: Job):
+def _queryable(routes: Routes, job: Job) -> Entity:
     entity = routes._entity(str(job.entity_id))
     if not entity.kind.is_queryable:
         raise ApiError(400, f"syn{entity.id} is a {entity.kind.value}, not a table or view the emulator can query.")
     return entity
 
 
-def _run(routes: Routes, job: Job, sql_text: str, facets: bool = False) -> Tuple[object, QueryOutcome]:
+def _run(routes: Routes, job: Job, sql_text: str, facets: bool = False) -> Tuple[Entity, QueryOutcome]:
     entity = _queryable(routes, job)
     return entity, run_query(routes.store, entity, sql_text, routes.context.knobs.view_lag, facets)
 
 
 # --- query and next page --------------------------------------------------------------------------
-def _page_token(state: dict) -> Dict[str, object]:
+def _page_token(state: dict) -> Dict[str, Any]:
     """A QueryNextPageToken as Synapse makes one (``TableQueryUtils.createNextPageToken``): its concreteType and an
     opaque ``token``, no ``entityId`` (the next page's URL names the table)."""
     token = base64.urlsafe_b64encode(json.dumps(state, sort_keys=True).encode("utf-8")).decode("ascii")
@@ -164,7 +164,7 @@ def _page_token(state: dict) -> Dict[str, object]:
 
 
 def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict,
-                  asked: Optional[str] = None) -> Dict[str, object]:
+                  asked: Optional[str] = None) -> Dict[str, Any]:
     """A QueryResult: one page of the rows (``state``: sql, offset, limit, includeEntityEtag) and, when the page is
     full, the token of the next page (which holds no rows when none remain, as on Synapse). Under hostile ``paging``
     for this table every page has a token: the one asked with (``asked``) again, or on the first page the honest next
@@ -180,7 +180,7 @@ def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict,
         "headers": outcome.headers,
         "rows": [row_json(row, outcome.column_types, state["includeEntityEtag"]) for row in page],
     }
-    result: Dict[str, object] = {"concreteType": QUERY_RESULT, "queryResults": row_set}
+    result: Dict[str, Any] = {"concreteType": QUERY_RESULT, "queryResults": row_set}
     if len(page) == page_rows:  # a full page has a next page, maybe an empty one (TableQueryManagerImpl:
         # isRowCountEqualToMaxRowsPerPage decides; the rows beyond are not counted)
         result["nextPageToken"] = _page_token(dict(
@@ -216,13 +216,13 @@ def query_start(routes: Routes, request: Request) -> Response:
 
 
 def query_get(routes: Routes, request: Request) -> Response:
-    def run(job: Job) -> Dict[str, object]:
+    def run(job: Job) -> Dict[str, Any]:
         query = job.request["query"]
         state = _query_state(query)
         mask = job.request.get("partMask")
         mask = DEFAULT_PARTS if mask is None else mask
         entity, outcome = _run(routes, job, state["sql"], facets=bool(mask & PART_FACETS))
-        bundle: Dict[str, object] = {"concreteType": QUERY_RESULT_BUNDLE}
+        bundle: Dict[str, Any] = {"concreteType": QUERY_RESULT_BUNDLE}
         if mask & PART_RESULTS:
             bundle["queryResult"] = _query_result(routes, entity, outcome, state)
         if mask & PART_COUNT:
@@ -256,7 +256,7 @@ def next_page_start(routes: Routes, request: Request) -> Response:
 
 
 def next_page_get(routes: Routes, request: Request) -> Response:
-    def run(job: Job) -> Dict[str, object]:
+    def run(job: Job) -> Dict[str, Any]:
         try:
             state = json.loads(base64.urlsafe_b64decode(str(job.request["token"]).encode("ascii")))
             if not isinstance(state, dict) or not {"sql", "offset", "limit", "includeEntityEtag"} <= set(state):
@@ -277,7 +277,7 @@ def csv_start(routes: Routes, request: Request) -> Response:
 
 
 def csv_get(routes: Routes, request: Request) -> Response:
-    def run(job: Job) -> Dict[str, object]:
+    def run(job: Job) -> Dict[str, Any]:
         body = job.request
         for key in ("additionalFilters", "selectedFacets", "sort"):
             if body.get(key):

@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import sql as sqlmod
 from .store import DenyMode, Entity, EntityKind, Store, now_iso, parse_syn_id
@@ -53,12 +53,12 @@ DEFAULT_COLUMN_NAMES = tuple(column[0] for column in DEFAULT_FILE_VIEW_COLUMNS)
 
 
 def column_model(name: str, column_type: str, maximum_size: Optional[int] = None,
-                 facet_type: Optional[str] = None) -> Dict[str, object]:
+                 facet_type: Optional[str] = None) -> Dict[str, Any]:
     """A ColumnModel without its id (the store gives ids). ColumnModel has no ``concreteType``: its interface
     (lib-auto-generated .../repo/model/table/ColumnModelInterface.json) declares none."""
     if column_type not in COLUMN_TYPES:
         raise ValueError(f"column type must be one of {', '.join(COLUMN_TYPES)}, got {column_type!r}")
-    model: Dict[str, object] = {"name": name, "columnType": column_type}
+    model: Dict[str, Any] = {"name": name, "columnType": column_type}
     if column_type in _SIZED_TYPES:
         model["maximumSize"] = maximum_size or DEFAULT_STRING_SIZE
     if facet_type:
@@ -72,22 +72,30 @@ class Column:
     name: str
     type: str
 
-    def select_column(self) -> Dict[str, object]:
+    def select_column(self) -> Dict[str, Any]:
         return {"name": self.name, "columnType": self.type, "id": str(self.id)}
+
+
+def _schema_model(store: Store, column_id: int) -> Dict[str, Any]:
+    """The ColumnModel of a column in a table's schema (stored before the schema names it)."""
+    model = store.column_model(column_id)
+    if model is None:
+        raise KeyError(f"column model {column_id} of a schema is not in the store")
+    return model
 
 
 def columns_of(store: Store, entity_id: int) -> List[Column]:
     column_ids, _scope, _mask = store.table_schema(entity_id)
     found = []
     for column_id in column_ids:
-        model = store.column_model(column_id)
+        model = _schema_model(store, column_id)
         found.append(Column(column_id, str(model["name"]), str(model["columnType"])))
     return found
 
 
-def column_models_of(store: Store, entity_id: int) -> List[Dict[str, object]]:
+def column_models_of(store: Store, entity_id: int) -> List[Dict[str, Any]]:
     column_ids, _scope, _mask = store.table_schema(entity_id)
-    return [store.column_model(column_id) for column_id in column_ids]
+    return [_schema_model(store, column_id) for column_id in column_ids]
 
 
 # --- values ---------------------------------------------------------------------------------------
@@ -97,7 +105,7 @@ def epoch_ms(iso: str) -> int:
     return int(parsed.timestamp() * 1000)
 
 
-def to_cell(value: object, column_type: str) -> object:
+def to_cell(value: Any, column_type: str) -> object:  # (a JSON value, a query literal)
     """A value given in a spec, an annotation or a query literal -> what the row table stores for that type
     (ints for ids, dates, users, handles; 0/1 for booleans). ValueError when it is not one."""
     if value is None:
@@ -130,7 +138,7 @@ def to_cell(value: object, column_type: str) -> object:
     return int(value)
 
 
-def wire_value(cell: object, column_type: str) -> Optional[str]:
+def wire_value(cell: Any, column_type: str) -> Optional[str]:  # (a stored cell)
     """A stored cell as Synapse writes it in a RowSet or a CSV: a string, or None."""
     if cell is None:
         return None
@@ -222,7 +230,7 @@ _AFFINITY = {"DOUBLE": "REAL", "STRING": "TEXT COLLATE NOCASE", "LARGETEXT": "TE
 class QueryOutcome:
     """The rows a query selected, before paging."""
 
-    headers: List[Dict[str, object]]
+    headers: List[Dict[str, Any]]
     column_types: List[str]
     #: (row id, version, etag, cells); row id and version are None for COUNT / DISTINCT rows
     rows: List[Tuple[Optional[int], Optional[int], Optional[str], Tuple[object, ...]]]
@@ -230,7 +238,7 @@ class QueryOutcome:
     file_sizes: int
     last_updated_on: str
     #: the FacetColumnResults of the table's faceted columns (run_query's ``facets``)
-    facets: List[Dict[str, object]] = field(default_factory=list)
+    facets: List[Dict[str, Any]] = field(default_factory=list)
 
 
 def run_query(store: Store, entity: Entity, query_sql: str, lag: bool, facets: bool = False) -> QueryOutcome:
@@ -307,7 +315,7 @@ def _order_key(cell: object) -> Tuple[int, object]:
     return (1, cell)
 
 
-def _value_counts(name: str, column_type: str, cells: Sequence[object]) -> Dict[str, object]:
+def _value_counts(name: str, column_type: str, cells: Sequence[object]) -> Dict[str, Any]:
     """``SELECT col AS value, COUNT(*) AS frequency ... GROUP BY col ORDER BY frequency DESC, value ASC LIMIT 100``;
     a NULL value is NULL_FACET_VALUE; nothing is selected (the emulator takes no selectedFacets)."""
     counts: Dict[object, int] = {}
@@ -325,11 +333,11 @@ def _value_counts(name: str, column_type: str, cells: Sequence[object]) -> Dict[
     return {"concreteType": FACET_VALUES, "columnName": name, "facetType": "enumeration", "facetValues": values}
 
 
-def _range(name: str, column_type: str, cells: Sequence[object]) -> Dict[str, object]:
+def _range(name: str, column_type: str, cells: Sequence[object]) -> Dict[str, Any]:
     """``SELECT MIN(col), MAX(col) ...``: columnMin/columnMax as strings, absent (SQL NULL, never written) when no
     row has a value; selectedMin/selectedMax only for a selected range (never here)."""
     present = [cell for cell in cells if cell is not None]
-    result: Dict[str, object] = {"concreteType": FACET_RANGE, "columnName": name, "facetType": "range"}
+    result: Dict[str, Any] = {"concreteType": FACET_RANGE, "columnName": name, "facetType": "range"}
     if present:
         result["columnMin"] = wire_value(min(present, key=_order_key), column_type)
         result["columnMax"] = wire_value(max(present, key=_order_key), column_type)
@@ -337,11 +345,11 @@ def _range(name: str, column_type: str, cells: Sequence[object]) -> Dict[str, ob
 
 
 def facet_results(store: Store, columns: Sequence[Column],
-                  cells: Sequence[Tuple[object, ...]]) -> List[Dict[str, object]]:
+                  cells: Sequence[Tuple[object, ...]]) -> List[Dict[str, Any]]:
     """The FacetColumnResults of the faceted columns among ``columns`` over rows of ``cells`` (every column's)."""
     results = []
     for index, column in enumerate(columns):
-        facet_type = store.column_model(column.id).get("facetType")
+        facet_type = _schema_model(store, column.id).get("facetType")
         column_cells = [row[index] for row in cells]
         if facet_type == "enumeration":
             results.append(_value_counts(column.name, column.type, column_cells))
@@ -350,9 +358,9 @@ def facet_results(store: Store, columns: Sequence[Column],
     return results
 
 
-def row_json(row, column_types: Sequence[str], include_etag: bool) -> Dict[str, object]:
+def row_json(row, column_types: Sequence[str], include_etag: bool) -> Dict[str, Any]:
     row_id, version, etag, cells = row
-    body: Dict[str, object] = {}
+    body: Dict[str, Any] = {}
     if row_id is not None:
         body["rowId"] = row_id
         body["versionNumber"] = version
@@ -362,7 +370,7 @@ def row_json(row, column_types: Sequence[str], include_etag: bool) -> Dict[str, 
     return body
 
 
-def csv_bytes(outcome: QueryOutcome, descriptor: Dict[str, object], write_header: bool, row_id_and_version: bool,
+def csv_bytes(outcome: QueryOutcome, descriptor: Dict[str, Any], write_header: bool, row_id_and_version: bool,
               include_etag: bool) -> bytes:
     """The CSV Synapse writes for a DownloadFromTableRequest: every field quoted (opencsv's default), nulls as empty
     fields, ROW_ID, ROW_VERSION (and ROW_ETAG for a view with includeEntityEtag) first unless aggregate."""
@@ -397,14 +405,14 @@ class Job:
     id: str
     kind: str            # "query", "nextPage" or "csv": the route family that may fetch it
     entity_id: int
-    request: Dict[str, object]
+    request: Dict[str, Any]
     started_on: str
     user_id: int
     polls_left: int
     #: the status's etag (``AsynchJobStatusDAOImpl.startJob``: a random UUID)
     etag: str = field(default_factory=lambda: str(uuid.uuid4()))
     #: (status, body) once the job ran: the same answer for every later GET
-    outcome: Optional[Tuple[int, Dict[str, object]]] = None
+    outcome: Optional[Tuple[int, Dict[str, Any]]] = None
     #: held while the job runs (other jobs' polls do not wait for it)
     running: threading.Lock = field(default_factory=threading.Lock)
 
@@ -421,13 +429,13 @@ class AsyncJobs:
         self._jobs: Dict[str, Job] = {}
         self._ids = itertools.count(self.FIRST_JOB_ID)
 
-    def start(self, kind: str, entity_id: int, request: Dict[str, object], user_id: int, polls: int) -> Job:
+    def start(self, kind: str, entity_id: int, request: Dict[str, Any], user_id: int, polls: int) -> Job:
         with self._lock:
             job = Job(str(next(self._ids)), kind, entity_id, request, now_iso(), user_id, max(0, polls))
             self._jobs[job.id] = job
             return job
 
-    def poll(self, token: str, kind: str, run) -> Tuple[int, Dict[str, object]]:
+    def poll(self, token: str, kind: str, run) -> Tuple[int, Dict[str, Any]]:
         """(status, body) of one GET of the job: 202 + its status while pending, then ``run(job)``'s outcome.
         KeyError for a token that names no job of that kind."""
         with self._lock:
@@ -443,7 +451,7 @@ class AsyncJobs:
             return job.outcome
 
 
-def job_status(job: Job) -> Dict[str, object]:
+def job_status(job: Job) -> Dict[str, Any]:
     """An AsynchronousJobStatus of a job still PROCESSING (lib-auto-generated .../repo/model/asynch/
     AsynchronousJobStatus.json; what ``AsynchJobStatusDAOImpl.startJob`` sets, plus the progress a worker reports).
     ``requestBody`` is the request as the job stored it: the routes keep only its model's fields."""

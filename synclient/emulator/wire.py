@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from .store import CALLER, DenyMode, Entity, EntityKind, FileHandle, HandleStorage, Store, Version
 
@@ -43,7 +43,7 @@ def version_label(entity: Entity, version_number: int) -> str:
     return IN_PROGRESS if entity.kind.is_table_type else str(version_number)
 
 
-def entity_header(store: Store, entity: Entity, version: Optional[Version] = None) -> Dict[str, object]:
+def entity_header(store: Store, entity: Entity, version: Optional[Version] = None) -> Dict[str, Any]:
     """An EntityHeader; of the given file version (default: the current one) as Synapse's header query fills it:
     that revision's number, label and modifiedOn, ``isLatestVersion`` whether it is the current one
     (lib/jdomodels/.../dbo/dao/NodeDAOImpl.java ``ENTITY_HEADER_ROWMAPPER``)."""
@@ -63,9 +63,9 @@ def entity_header(store: Store, entity: Entity, version: Optional[Version] = Non
     }
 
 
-def entity_json(store: Store, entity: Entity, version: Optional[Version] = None) -> Dict[str, object]:
+def entity_json(store: Store, entity: Entity, version: Optional[Version] = None) -> Dict[str, Any]:
     """The Entity model; for files, of the given version (default: the current one)."""
-    body: Dict[str, object] = {
+    body: Dict[str, Any] = {
         "name": entity.name,
         "id": syn(entity.id),
         "etag": entity.etag,
@@ -78,6 +78,7 @@ def entity_json(store: Store, entity: Entity, version: Optional[Version] = None)
     }
     if entity.kind is EntityKind.FILE:
         version = version or store.version(entity.id, entity.current_version)
+        assert version is not None  # a file always has its current version
         latest = version.version_number == entity.current_version
         body.update({
             "versionNumber": version.version_number,
@@ -89,8 +90,10 @@ def entity_json(store: Store, entity: Entity, version: Optional[Version] = None)
             body["etag"] = ZERO_ETAG
             body["modifiedOn"] = version.modified_on
     elif entity.kind is EntityKind.LINK:
-        target = store.entity(entity.link_target) if entity.link_target else None
-        links_to: Dict[str, object] = {"targetId": syn(entity.link_target)}
+        target_id = entity.link_target
+        assert target_id is not None  # a link is made with its target
+        target = store.entity(target_id) if target_id else None
+        links_to: Dict[str, Any] = {"targetId": syn(target_id)}
         if entity.link_target_version is not None:
             links_to["targetVersionNumber"] = entity.link_target_version
         body["linksTo"] = links_to
@@ -102,7 +105,7 @@ def entity_json(store: Store, entity: Entity, version: Optional[Version] = None)
     return body
 
 
-def _table_version_fields(entity: Entity) -> Dict[str, object]:
+def _table_version_fields(entity: Entity) -> Dict[str, Any]:
     """What every table type has: its one, current, "in progress" version (no snapshots in the emulator)."""
     return {
         "versionNumber": entity.current_version,
@@ -112,10 +115,10 @@ def _table_version_fields(entity: Entity) -> Dict[str, object]:
     }
 
 
-def _queryable_fields(store: Store, entity: Entity) -> Dict[str, object]:
+def _queryable_fields(store: Store, entity: Entity) -> Dict[str, Any]:
     """An EntityView's (``scopeIds`` as numeric strings, ``viewTypeMask``) or a TableEntity's own fields."""
     column_ids, scope_ids, view_type_mask = store.table_schema(entity.id)
-    fields: Dict[str, object] = dict(_table_version_fields(entity), columnIds=[str(c) for c in column_ids],
+    fields: Dict[str, Any] = dict(_table_version_fields(entity), columnIds=[str(c) for c in column_ids],
                                      isSearchEnabled=False)
     if entity.kind is EntityKind.ENTITYVIEW:
         fields["scopeIds"] = [str(s) for s in scope_ids or []]
@@ -123,11 +126,11 @@ def _queryable_fields(store: Store, entity: Entity) -> Dict[str, object]:
     return fields
 
 
-def _item_list_fields(store: Store, entity: Entity) -> Dict[str, object]:
+def _item_list_fields(store: Store, entity: Entity) -> Dict[str, Any]:
     """A Dataset's or DatasetCollection's own fields (Table -> View -> EntityRefCollectionView). No columns: the
     emulator's datasets have an empty schema, which Synapse allows (``GET /entity/{id}/column`` lists none)."""
     items = store.items(entity.id)
-    fields: Dict[str, object] = dict(
+    fields: Dict[str, Any] = dict(
         _table_version_fields(entity), columnIds=[], isSearchEnabled=False,
         items=[{"entityId": syn(item.entity_id), "versionNumber": item.version_number} for item in items])
     if entity.kind is EntityKind.DATASET:
@@ -135,7 +138,7 @@ def _item_list_fields(store: Store, entity: Entity) -> Dict[str, object]:
     return fields
 
 
-def _dataset_summary(store: Store, items) -> Dict[str, object]:
+def _dataset_summary(store: Store, items) -> Dict[str, Any]:
     """A Dataset's service-computed ``count``, ``size`` and ``checksum``, as Synapse's one SQL statement gives them
     (``NodeDAOImpl.SELECT_FILE_SUMMARY_FOR_ID_AND_VERSION``, set by ``DatasetMetadataProvider.validateEntity``):
     over the items whose version has a file handle, ``COUNT(*)``, ``SUM(size)`` (sizes not recorded add nothing; 0
@@ -149,7 +152,7 @@ def _dataset_summary(store: Store, items) -> Dict[str, object]:
         if handle is not None:
             handles.append(handle)
     md5s = sorted((handle.md5 for handle in handles if handle.records_md5), key=str.lower)
-    summary: Dict[str, object] = {
+    summary: Dict[str, Any] = {
         "size": sum(handle.size for handle in handles if handle.records_size),
         "count": len(handles),
     }
@@ -158,7 +161,7 @@ def _dataset_summary(store: Store, items) -> Dict[str, object]:
     return summary
 
 
-def file_handle_json(handle: FileHandle, external_endpoint: str = "") -> Dict[str, object]:
+def file_handle_json(handle: FileHandle, external_endpoint: str = "") -> Dict[str, Any]:
     """An S3FileHandle, or an ExternalFileHandle (no bucket, key or preview; contentMd5 and contentSize only when
     recorded: Synapse leaves out what a handle's creator did not give)."""
     if handle.storage.is_external:
@@ -189,8 +192,8 @@ def external_url(handle: FileHandle, external_endpoint: str) -> str:
     return str(handle.external_url)
 
 
-def _external_handle_json(handle: FileHandle, external_endpoint: str) -> Dict[str, object]:
-    body: Dict[str, object] = {
+def _external_handle_json(handle: FileHandle, external_endpoint: str) -> Dict[str, Any]:
+    body: Dict[str, Any] = {
         "id": str(handle.id),
         "etag": handle.etag,
         "createdBy": str(handle.created_by),
@@ -209,7 +212,7 @@ def _external_handle_json(handle: FileHandle, external_endpoint: str) -> Dict[st
     return body
 
 
-def _annotation_value(values: List[object]) -> Dict[str, object]:
+def _annotation_value(values: List[Any]) -> Dict[str, Any]:  # (values as stored: str, int, float, bool)
     if values and all(isinstance(v, bool) for v in values):
         kind, shown = "BOOLEAN", [str(v).lower() for v in values]
     elif values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
@@ -221,7 +224,7 @@ def _annotation_value(values: List[object]) -> Dict[str, object]:
     return {"type": kind, "value": shown}
 
 
-def annotations_json(store: Store, entity: Entity, of_version: bool = False) -> Dict[str, object]:
+def annotations_json(store: Store, entity: Entity, of_version: bool = False) -> Dict[str, Any]:
     """Annotations v2: {"id", "etag", "annotations": {key: {"type", "value": [...]}}}; asked of a named version (even
     the current one) their etag is :data:`ZERO_ETAG` (NodeDAOImpl.getUserAnnotationsForVersion)."""
     stored = store.annotations(entity.id)
@@ -232,7 +235,7 @@ def annotations_json(store: Store, entity: Entity, of_version: bool = False) -> 
     }
 
 
-def restriction_information(store: Store, entity: Entity) -> Dict[str, object]:
+def restriction_information(store: Store, entity: Entity) -> Dict[str, Any]:
     """A RestrictionInformationResponse of an entity without access requirements: Synapse always sets the caller's
     ``userEntityPermissions`` and ``restrictionDetails`` (``[]`` when nothing restricts it)
     (services/repository-managers/.../dataaccess/RestrictionInformationManagerImpl.java)."""
@@ -246,7 +249,7 @@ def restriction_information(store: Store, entity: Entity) -> Dict[str, object]:
     }
 
 
-def permissions_json(store: Store, entity: Entity) -> Dict[str, object]:
+def permissions_json(store: Store, entity: Entity) -> Dict[str, Any]:
     """The caller's UserEntityPermissions as Synapse computes them (services/repository-managers/.../manager/entity/
     EntityAuthorizationUtils.getUserPermissionsForEntity) for the emulator's caller: a certified user (the anonymous
     user is not) with READ and DOWNLOAD on the entity's ACL unless a deny takes them, no other ACL permission, no
@@ -281,7 +284,7 @@ def permissions_json(store: Store, entity: Entity) -> Dict[str, object]:
     }
 
 
-def path_json(store: Store, entity: Entity) -> Dict[str, object]:
+def path_json(store: Store, entity: Entity) -> Dict[str, Any]:
     """An EntityPath: from Synapse's root folder down to the entity, each item only name, id and type (Synapse's
     path query selects those three: NodeDAOImpl.getEntityPath, ``NAME_ID_TYPE_ROWMAPPER``). Synapse names an item
     the caller may not read "Redacted" (NodeManagerImpl.getNodePath); the root folder's ACL grants authenticated
@@ -298,12 +301,12 @@ def path_json(store: Store, entity: Entity) -> Dict[str, object]:
 
 
 def version_info(entity_ref: str, entity: Entity, version: Optional[Version],
-                 handle: Optional[FileHandle]) -> Dict[str, object]:
+                 handle: Optional[FileHandle]) -> Dict[str, Any]:
     """A VersionInfo: of a file version, or (``version`` None) of the one revision every other entity has. ``id`` is
     the id as the caller wrote it; contentMd5/contentSize only when there are some: Synapse leaves null fields out
     (NodeDAOImpl.getVersionsOfEntity)."""
     number = entity.current_version if version is None else version.version_number
-    body: Dict[str, object] = {
+    body: Dict[str, Any] = {
         "id": entity_ref,
         "versionNumber": number,
         "versionLabel": str(number),
@@ -319,7 +322,7 @@ def version_info(entity_ref: str, entity: Entity, version: Optional[Version],
     return body
 
 
-def user_profile(user_id: int, user_name: str) -> Dict[str, object]:
+def user_profile(user_id: int, user_name: str) -> Dict[str, Any]:
     return {
         "ownerId": str(user_id),
         "etag": "00000000-0000-0000-0000-000000000000",

@@ -17,10 +17,13 @@ import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from synclient.errors import ConfigError, KeyringUnavailableError
 from synclient.redaction import has_userinfo, redact, redact_url, register_secret, register_url_credentials
+
+if TYPE_CHECKING:  # pragma: no cover - keyring itself is imported where it is used (a slow import)
+    from keyring.backend import KeyringBackend
 
 PRODUCTION_REPO = "https://repo-prod.prod.sagebase.org/repo/v1"
 PRODUCTION_FILE = "https://repo-prod.prod.sagebase.org/file/v1"
@@ -177,7 +180,7 @@ def resolve_token(token: Optional[str] = None, *, profile: Optional[str] = None)
 
 # -- keyring: where 'synclient login' keeps the token ---------------------------------------------------------
 
-def _usable_keyring():
+def _usable_keyring() -> KeyringBackend:
     """The active keyring backend, or raise :class:`KeyringUnavailableError` when it cannot store anything."""
     try:
         import keyring
@@ -269,8 +272,10 @@ def resolve_endpoints(endpoint: Optional[str] = None, *, repo_endpoint: Optional
     else:
         parser = read_config_file(config_path())
         production = Endpoints.production()
-        get = lambda key, default: (parser.get("endpoints", key).rstrip("/")  # noqa: E731
-                                    if parser.has_option("endpoints", key) else default)
+
+        def get(key: str, default: str) -> str:
+            return parser.get("endpoints", key).rstrip("/") if parser.has_option("endpoints", key) else default
+
         base = Endpoints(repo=get("repoendpoint", production.repo), file=get("filehandleendpoint", production.file),
                          auth=get("authendpoint", production.auth))
     return Endpoints(repo=(repo_endpoint or base.repo).rstrip("/"), file=(file_endpoint or base.file).rstrip("/"),

@@ -5,8 +5,8 @@ is a string, a size a whole number and not a bool), ranges (sizes 0..2**63-1, ve
 (entity ids ``synNNN``, kept canonical; file handle ids ASCII digits, which name local files; an MD5 32 hex digits).
 An answer that breaks one, or lacks a field the API documents as always present, raises
 :class:`MalformedAnswerError` naming the field (never a bare ``KeyError``, ``ValueError`` or ``OverflowError`` from
-further in); :class:`~synclient.platform.rest.Platform` adds which call and endpoint gave it, and the call's entity fails
-alone. :class:`PageTrail` ends a paged listing whose server repeats a page token or sends empty pages that go on.
+further in); :class:`~synclient.platform.rest.Platform` adds which call and endpoint gave it, and the call's entity
+fails alone. :class:`PageTrail` ends a paged listing whose server repeats a page token or sends empty pages that go on.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import enum
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from synclient.errors import ConfigError, MalformedAnswerError
 
@@ -371,6 +371,10 @@ class PresignedUrlAnswer:
             return cls(file_handle_id=handle_id, malformed=str(exc))
 
 
+#: a next page token: a string (children pages) or an object (a query's next page)
+PageToken = TypeVar("PageToken")
+
+
 class PageTrail:
     """The page tokens one paged listing (children, query results) has followed, so that a server that repeats a
     token, or sends pages with no rows that still name a next page, ends the listing with a
@@ -381,7 +385,7 @@ class PageTrail:
         self.pages = 0
         self._seen: set = set()
 
-    def follow(self, token: Any, *, rows: int) -> Any:
+    def follow(self, token: Optional[PageToken], *, rows: int) -> Optional[PageToken]:
         """``token`` (the page's next page token, None or empty on the last page) once it is known to lead
         somewhere new; raises when it does not. ``rows``: how many rows the page held."""
         self.pages += 1

@@ -1,7 +1,7 @@
 """The control plane: ``Platform``, a typed REST client for the Synapse API.
 
-Every call goes through the :class:`~synclient.platform.gate.AdaptiveGate` of its platform user (shared by every thread and
-every ``Platform`` of that user in the process; it knows the platform's concurrency and per-window limits), and
+Every call goes through the :class:`~synclient.platform.gate.AdaptiveGate` of its platform user (shared by every thread
+and every ``Platform`` of that user in the process; it knows the platform's concurrency and per-window limits), and
 fails with a typed error from :mod:`synclient.errors` carrying the status and the server's ``reason``. The error's
 nature decides the retry: a retryable one (a passing 5xx, a failed connection, a cut answer, a 429) is tried again
 by tenacity with exponential backoff + jitter (honouring ``Retry-After``; a 429 is paced by the gate and does not
@@ -169,8 +169,8 @@ class Platform:
     new attempt is sent.
 
     ``admission`` (given here or assigned later, e.g. for one sharded run): limits shared with the user's other
-    processes (:class:`~synclient.platform.gate.RestAdmission`). Each attempt the process gate let through enters it too,
-    and leaves when its answer was read; the time waited there, as in the gate, is not retry time.
+    processes (:class:`~synclient.platform.gate.RestAdmission`). Each attempt the process gate let through enters it
+    too, and leaves when its answer was read; the time waited there, as in the gate, is not retry time.
     """
 
     def __init__(self, endpoint: Optional[str] = None, *, token: Optional[str] = None,
@@ -207,7 +207,8 @@ class Platform:
 
         Duck-typed, so synapseclient stays optional. A ``Synapse`` that is not logged in is a :class:`ConfigError`
         (an anonymous platform would fail later, on the first private entity, with a less helpful message)."""
-        endpoints = {name: getattr(syn, attribute, None) for name, attribute in (
+        # syn is duck-typed (Any): its attributes are checked to be non-empty strings below
+        endpoints: Dict[str, Any] = {name: getattr(syn, attribute, None) for name, attribute in (
             ("repo_endpoint", "repoEndpoint"), ("file_endpoint", "fileHandleEndpoint"),
             ("auth_endpoint", "authEndpoint"))}
         missing = [attribute for attribute, value in endpoints.items() if not isinstance(value, str) or not value]
@@ -261,7 +262,7 @@ class Platform:
     def __enter__(self) -> "Platform":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- the one way a REST call is made ------------------------------------------------------------------------
@@ -348,7 +349,8 @@ class Platform:
         else:
             log.debug("%s, will retry in %.1f s", failure, seconds)
 
-    def _attempt(self, call: "_Call", *, body, params) -> Any:
+    def _attempt(self, call: "_Call", *, body: Optional[Mapping[str, Any]],
+                 params: Optional[Mapping[str, str]]) -> Any:
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         if body is not None:
             headers["Content-Type"] = "application/json"
@@ -531,8 +533,8 @@ class Platform:
         page = self._async_job(f"/entity/{table_id}/table/query", body, parse=QueryPage.from_bundle,
                                route="/entity/{id}/table/query")
         yield page
-        while trail.follow(page.next_page_token, rows=len(page.rows)):
-            page = self._async_job(f"/entity/{table_id}/table/query/nextPage", page.next_page_token,
+        while (token := trail.follow(page.next_page_token, rows=len(page.rows))) is not None:
+            page = self._async_job(f"/entity/{table_id}/table/query/nextPage", token,
                                    parse=QueryPage.from_result, route="/entity/{id}/table/query/nextPage")
             yield page
 

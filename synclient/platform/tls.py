@@ -63,7 +63,7 @@ def resolve_trusted_cas(ca_bundle: Optional[str] = None) -> TrustedCAs:
     return TrustedCAs(path=None, source=DEFAULT_SOURCE)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _context_for(path: Optional[str]) -> ssl.SSLContext:
     if path is None:
         import certifi  # requests' own dependency and default: the data plane trusts what the REST plane trusts

@@ -112,8 +112,9 @@ class RecordOutcome(Outcome):
             if result.status is SyncStatus.FAILED:
                 if self.fatal is not None:
                     return
-                if self._is_fatal(result.error):
-                    self.fatal = result.error
+                error = result.error  # a SynclientError: the pipeline wraps what a file meets
+                if isinstance(error, SynclientError) and self._is_fatal(error):
+                    self.fatal = error
                     log.error("stopping: %s", result.error)
                     self._on_fatal()
                     return

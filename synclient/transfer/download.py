@@ -207,7 +207,11 @@ class Downloader:
         return tenacity.Retrying(retry=tenacity.retry_if_exception(is_retryable), reraise=True,
                                  stop=tenacity.stop_after_attempt(self._config.max_attempts),
                                  wait=tenacity.wait_random_exponential(multiplier=0.25, max=8.0),
-                                 sleep=self._pool.cancel_event.wait)
+                                 sleep=self._wait_unless_cancelled)
+
+    def _wait_unless_cancelled(self, seconds: float) -> None:
+        """Tenacity's pause between tries: cut short when the run is cancelled."""
+        self._pool.cancel_event.wait(seconds)
 
     def _url(self, job: FileJob) -> SignedUrl:
         """The job's URL, refreshed first when it expires soon or storage has rejected it."""
@@ -224,12 +228,14 @@ class Downloader:
         """One GET of ``byte_range`` (None: the whole body of a file of unknown size, ``on_head`` told the length the
         server announces and whether it takes ranges); the bytes received."""
         url = self._url(job)
-        settings = dict(sink=sink, chunk_size=self._config.chunk_size, connect_timeout=self._config.connect_timeout,
-                        stall_timeout=self._config.stall_timeout, cancelled=self._pool.cancel_event.is_set)
+        config, cancelled = self._config, self._pool.cancel_event.is_set
         try:
             if byte_range is None:
-                return fetch_whole(self._client, url, on_head=on_head, **settings)
-            fetch_range(self._client, url, byte_range, **settings)
+                return fetch_whole(self._client, url, on_head=on_head, sink=sink, chunk_size=config.chunk_size,
+                                   connect_timeout=config.connect_timeout, stall_timeout=config.stall_timeout,
+                                   cancelled=cancelled)
+            fetch_range(self._client, url, byte_range, sink=sink, chunk_size=config.chunk_size,
+                        connect_timeout=config.connect_timeout, stall_timeout=config.stall_timeout, cancelled=cancelled)
             return byte_range.length
         except UrlRejectedError:
             job.rejected_url = url

@@ -35,7 +35,8 @@ def file_md5(path: Union[str, os.PathLike]) -> str:
     return md5.hexdigest()
 
 
-def hash_file_range(file: DirectFile, start: int, end: int, md5, buffer: Optional[memoryview] = None) -> None:
+def hash_file_range(file: DirectFile, start: int, end: int, md5: hashlib._Hash,
+                    buffer: Optional[memoryview] = None) -> None:
     """Feed bytes ``start .. end - 1`` of ``file`` to ``md5``, read through ``buffer`` (an
     :func:`aligned_buffer`, reused: no allocations)."""
     if start >= end:
@@ -56,7 +57,7 @@ def _read_block(file: DirectFile, buffer: memoryview, offset: int, end: int) -> 
     return received
 
 
-def hash_with_read_ahead(file: DirectFile, start: int, end: int, md5, buffers: List[memoryview]) -> None:
+def hash_with_read_ahead(file: DirectFile, start: int, end: int, md5: hashlib._Hash, buffers: List[memoryview]) -> None:
     """:func:`hash_file_range`, with a helper thread reading the next blocks while this one hashes.
 
     A file written around the page cache is read back from the disk for its MD5, and each read waits for the

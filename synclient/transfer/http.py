@@ -64,9 +64,9 @@ class DataClient:
         self._retries = urllib3.Retry(total=3, connect=0, read=0, status=0, other=0, redirect=3,
                                       raise_on_redirect=True, raise_on_status=False)
         self.trusted_cas = trusted_cas or resolve_trusted_cas()
-        self._tls = {"ssl_context": self.trusted_cas.ssl_context()}  # one context: the bundle is parsed once
+        self._ssl_context = self.trusted_cas.ssl_context()  # one context: the bundle is parsed once
         self._direct = urllib3.PoolManager(num_pools=8, maxsize=self._pool_size, headers=self._headers,
-                                           retries=self._retries, **self._tls)
+                                           retries=self._retries, ssl_context=self._ssl_context)
         self._proxies = urllib.request.getproxies()
         self._proxy_managers: Dict[str, urllib3.ProxyManager] = {}
         self._lock = threading.Lock()
@@ -80,7 +80,7 @@ class DataClient:
             if proxy not in self._proxy_managers:
                 self._proxy_managers[proxy] = urllib3.ProxyManager(proxy, num_pools=8, maxsize=self._pool_size,
                                                                    headers=self._headers, retries=self._retries,
-                                                                   **self._tls)
+                                                                   ssl_context=self._ssl_context)
             return self._proxy_managers[proxy]
 
     def get(self, url: str, *, headers: Dict[str, str], connect_timeout: float,

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Deque, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Optional
 
 from synclient.errors import Cancelled
 
@@ -60,7 +60,7 @@ class TaskPool:
 
     # -- called from anywhere, never blocks --------------------------------------------------------------------
 
-    def submit(self, priority: Priority, fn: Callable[..., None], *args, **kwargs) -> None:
+    def submit(self, priority: Priority, fn: Callable[..., None], *args: Any, **kwargs: Any) -> None:
         task = (lambda: fn(*args, **kwargs)) if (args or kwargs) else fn
         with self._cond:
             self._queues[priority].append(task)
@@ -77,7 +77,7 @@ class TaskPool:
         with self._cond:
             self._expected += count
 
-    def deliver(self, priority: Priority, fn: Callable[..., None], *args, count: int = 1) -> None:
+    def deliver(self, priority: Priority, fn: Callable[..., None], *args: Any, count: int = 1) -> None:
         """An expected result arrived: ``fn(*args)`` becomes a task, and ``count`` fewer results are awaited."""
         with self._cond:
             self._expected -= count

@@ -123,8 +123,10 @@ def entity_cases() -> List[Case]:
 
 
 def version_cases() -> List[Case]:
-    listed = lambda count: fact(f"lists {count} version(s)",  # noqa: E731
-                                lambda b, i: len(b["results"]) == count and b["totalNumberOfResults"] == count)
+    def listed(count: int) -> Fact:
+        return fact(f"lists {count} version(s)",
+                    lambda b, i: len(b["results"]) == count and b["totalNumberOfResults"] == count)
+
     return [
         Case("versions of a file", "GET", "/repo/v1/entity/{v}/version", facts=(listed(2),)),
         Case("versions of a file without a recorded MD5", "GET", "/repo/v1/entity/{ext}/version", item="9"),
@@ -212,8 +214,9 @@ def file_cases() -> List[Case]:
         return dict(flags, requestedFiles=[{"fileHandleId": handle, "associateObjectId": entity,
                                             "associateObjectType": "FileEntity"} for handle, entity in pairs])
 
-    failure = lambda code: fact(f"failureCode {code}",  # noqa: E731
-                                lambda b, i: b["requestedFiles"][0].get("failureCode") == code)
+    def failure(code: str) -> Fact:
+        return fact(f"failureCode {code}", lambda b, i: b["requestedFiles"][0].get("failureCode") == code)
+
     association = "fileAssociateType=FileEntity&fileAssociateId={a}"
     return [
         Case("batch", "POST", "/file/v1/fileHandle/batch", batch(("{h:a}", "{a}"), ("{h:ext}", "{ext}")),

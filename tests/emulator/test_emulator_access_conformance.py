@@ -45,7 +45,7 @@ def test_bundle_withholds_the_handle_and_file_name_without_download(seeded, api)
     assert allowed["fileName"] == "a.txt"
 
 
-# -- 6: children the caller may not read are not listed, nor counted ----------------------------------------------------
+# -- 6: children the caller may not read are not listed, nor counted ---------------------------------------------------
 
 def test_children_hide_unreadable_children_and_count_only_readable_ones(seeded, api):
     # services/repository-managers/.../repo/manager/EntityManagerImpl.java getChildren: childIdsToExclude =
@@ -79,7 +79,7 @@ def test_root_listing_leaves_out_unreadable_projects(emulator, api):
     assert [h["name"] for h in body["page"]] == ["open"] and body["totalChildCount"] == 1
 
 
-# -- 14: children input checks -------------------------------------------------------------------------------------------
+# -- 14: children input checks -----------------------------------------------------------------------------------------
 
 def test_children_input_checks_in_synapses_words(seeded, api):
     # EntityManagerImpl.getChildren: ValidateArgument.required(includeTypes, "EntityChildrenRequest.includeTypes");
@@ -104,11 +104,11 @@ def test_a_null_parent_lists_projects_whatever_the_types(seeded, api):
         assert [h["id"] for h in body["page"]] == [project]
 
 
-# -- 13: the throttle's 429 body ------------------------------------------------------------------------------------------
+# -- 13: the throttle's 429 body ---------------------------------------------------------------------------------------
 
 def test_a_429_body_is_exactly_the_throttlers_reason(seeded, api):
-    # services/repository/.../web/filter/throttle/UserConcurrentConnectionThrottler.java REASON_USER_THROTTLED_CONCURRENT
-    # is the JSON text, ThrottleUtils.setResponseError println()s it: no concreteType
+    # services/repository/.../web/filter/throttle/UserConcurrentConnectionThrottler.java
+    # REASON_USER_THROTTLED_CONCURRENT is the JSON text, ThrottleUtils.setResponseError println()s it: no concreteType
     emu, project = seeded
     emu.set_knobs(fault_api_429_rate=1.0, max_concurrent_per_user=3)
     answer = api.get(f"/repo/v1/entity/{project}")
@@ -118,7 +118,7 @@ def test_a_429_body_is_exactly_the_throttlers_reason(seeded, api):
     assert answer.headers["Content-Type"].startswith("application/json")
 
 
-# -- 15: no token is the anonymous user; an unknown token is 401 ---------------------------------------------------------
+# -- 15: no token is the anonymous user; an unknown token is 401 -------------------------------------------------------
 
 def test_no_token_is_the_anonymous_user_who_reads_nothing(seeded):
     # services/repository/.../auth/filter/AuthenticationFilter.java: no token -> BOOTSTRAP_PRINCIPAL.ANONYMOUS_USER;
@@ -161,7 +161,7 @@ def test_the_anonymous_user_is_not_throttled(seeded):
     assert [user.get("/repo/v1/userProfile").status_code for _ in range(2)] == [200, 429]
 
 
-# -- 16: an unknown handle is UNAUTHORIZED; seeded handles belong to another user ---------------------------------------
+# -- 16: an unknown handle is UNAUTHORIZED; seeded handles belong to another user --------------------------------------
 
 def test_unknown_handle_is_unauthorized(seeded, api):
     # services/repository-managers/.../file/FileHandleManagerImpl.java getFileHandleAndUrlBatch: authorization first
@@ -213,7 +213,7 @@ def test_an_older_store_gives_its_seeded_handles_to_the_data_owner(tmp_path):
         store.close()
 
 
-# -- 19: fileHandle/batch 400 reasons -------------------------------------------------------------------------------------
+# -- 19: fileHandle/batch 400 reasons ----------------------------------------------------------------------------------
 
 def test_file_handle_batch_refusals_in_synapses_words(seeded, api):
     # FileHandleManagerImpl: MUST_INCLUDE_EITHER, MAX_REQUESTS_PER_CALL_MESSAGE; AuthorizationManagerImpl.validate

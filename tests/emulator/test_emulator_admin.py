@@ -9,7 +9,8 @@ from synclient.emulator.stats import route_key
 
 
 def test_route_key_normalizes_ids():
-    assert route_key("POST", "/repo/v1/entity/syn12/version/3/bundle2") == "POST /repo/v1/entity/{id}/version/{v}/bundle2"
+    assert (route_key("POST", "/repo/v1/entity/syn12/version/3/bundle2")
+            == "POST /repo/v1/entity/{id}/version/{v}/bundle2")
     assert route_key("GET", "/file/v1/file/5000001?redirect=false") == "GET /file/v1/file/{id}"
 
 

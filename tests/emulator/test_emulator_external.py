@@ -22,7 +22,8 @@ SPEC = {"projects": [{"name": "p", "children": [
      "record_size": False},
     {"type": "file", "name": "md5only.csv", "external": True, "content": "m", "record_size": False},
     {"type": "file", "name": "big.bin", "external": True, "size": BIG, "seed": 3},
-    # (unicode belongs in a handle's fileName, which the external URL's path carries; Synapse refuses it in names)
+    # (unicode belongs in a handle's fileName, which the external URL's path carries; Synapse
+    # refuses it in names)
     {"type": "file", "name": "with space.txt", "file_name": "with space é.txt", "external": True, "content": "quoted"},
     {"type": "file", "name": "vers.txt", "external": True, "versions": [{"content": "one"}, {"content": "two"}]},
     {"type": "file", "name": "y.csv", "external": "sftp://sftp.example.org/data/y.csv"},
@@ -230,9 +231,9 @@ def test_counts_requests_that_carry_a_token(ext):
 
 def test_answers_404_for_anything_but_a_served_handle(ext):
     emu, api, project = ext
-    path = urlsplit(_url(ext, "both.csv")).path
+    both_path = urlsplit(_url(ext, "both.csv")).path
     s3_handle = _handle(api, emu.resolve(project, "s3.txt"))["id"]
-    for path in ("/", "/ext/", "/ext/abc/x", f"/ext/{s3_handle}/s3.txt", path.rsplit("/", 1)[0] + "/other.csv"):
+    for path in ("/", "/ext/", "/ext/abc/x", f"/ext/{s3_handle}/s3.txt", both_path.rsplit("/", 1)[0] + "/other.csv"):
         assert requests.get(emu.external_endpoint + path).status_code == 404, path
 
 

@@ -367,6 +367,9 @@ def test_order_by_limit_offset_distinct_count_and_nulls(tables):
     ("DELETE FROM {v}", "Expected SELECT"),
     ("SELECT id FROM {v} LIMIT -1", "non-negative whole number"),
     ("SELECT id FROM {v} WHERE name = `x`", "Unexpected character"),
+    # letters and digits outside ASCII (str.isalpha/isdigit say yes, the tokenizer's patterns no): were a crash
+    ("SELECT id FROM {v} WHERE \u00e9t\u00e9 = 1", "Unexpected character '\u00e9'"),
+    ("SELECT id FROM {v} WHERE age = \u00b2", "Unexpected character '\u00b2'"),
 ])
 def test_rejected_sql_is_a_400_with_a_reason(tables, sql, reason):
     emu, api, ids = tables

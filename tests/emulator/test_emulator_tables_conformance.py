@@ -263,7 +263,8 @@ def test_a_failed_job_answers_its_exception_status(conform):
     IllegalArgumentException, 400 (BaseControllerExceptionHandlerAdvice), not a FAILED job status."""
     api, ids = conform
     view = ids("v")
-    failed = run_job(api, f"/repo/v1/entity/{view}/table/query/async", {"query": {"sql": f"SELECT nope FROM {view}"}})[2]
+    failed = run_job(api, f"/repo/v1/entity/{view}/table/query/async",
+                     {"query": {"sql": f"SELECT nope FROM {view}"}})[2]
     assert failed.status_code == 400 and "nope" in failed.json()["reason"]
 
 

@@ -76,7 +76,7 @@ def test_the_rate_window_slides_over_its_configured_length_and_the_text_says_it(
     now = [100.0]
     gate = ThrottleGate(clock=lambda: now[0])
     knobs = Knobs(max_requests_per_minute=3, rate_window_seconds=6)
-    for step in range(3):
+    for _ in range(3):
         assert gate.enter(7, knobs) is None
         gate.leave(7)
         now[0] += 1.0

@@ -6,18 +6,18 @@ import pytest
 from synclient.transfer.countdown import Countdown
 
 
+def _end_one(barrier: threading.Barrier, countdown: Countdown, results: list) -> None:
+    barrier.wait()
+    results.append(countdown.count_down())
+
+
 @pytest.mark.parametrize("callers", [1, 2, 8, 32])
 def test_exactly_one_of_many_simultaneous_callers_sees_zero(callers):
     for _ in range(20):  # rounds: the threads are released together each time, in whatever order
         countdown = Countdown(callers)
         barrier = threading.Barrier(callers)
         results = []
-
-        def end_one() -> None:
-            barrier.wait()
-            results.append(countdown.count_down())
-
-        threads = [threading.Thread(target=end_one) for _ in range(callers)]
+        threads = [threading.Thread(target=_end_one, args=(barrier, countdown, results)) for _ in range(callers)]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synclient.errors import CallCancelledError
-from synclient.platform.gate import (MAX_COOL_DOWN, MAX_WINDOW_SECONDS, AdaptiveGate, Throttle, ThrottleKind, ThrottlePolicy,
-                            Ticket, shared_gate)
+from synclient.platform.gate import (MAX_COOL_DOWN, MAX_WINDOW_SECONDS, AdaptiveGate, Throttle, ThrottleKind,
+                                     ThrottlePolicy, Ticket, shared_gate)
 
 SYNAPSE_CONCURRENCY = "Too many concurrent requests. Allowed 3 concurrent connections at any time."
 SYNAPSE_FREQUENCY = "Requests are too frequent. Allowed 600 requests every 60 seconds."

@@ -1,6 +1,6 @@
-"""Files named by their handles' fileName (synclient.sync.plan.handle_names, issue 30 item 20): twins of one fileName in a
-folder are named apart by id whatever the listing's order, a folder keeps its name, and a file whose bundle cannot
-be had keeps its entity name."""
+"""Files named by their handles' fileName (synclient.sync.plan.handle_names, issue 30 item 20): twins of one fileName
+in a folder are named apart by id whatever the listing's order, a folder keeps its name, and a file whose bundle
+cannot be had keeps its entity name."""
 from __future__ import annotations
 
 import itertools

@@ -32,4 +32,5 @@ def test_every_new_path_exists_and_no_old_path_is_left_on_disk():
     for old, new in _moved.MOVED.items():
         assert importlib.util.find_spec(new) is not None, new
         old_file = root / old.replace(".", "/")
-        assert not old_file.with_suffix(".py").exists() and not old_file.is_dir(), old  # the finder would never be asked
+        # the finder would never be asked
+        assert not old_file.with_suffix(".py").exists() and not old_file.is_dir(), old

@@ -2,7 +2,6 @@ import hashlib
 import os
 import random
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from synclient import portable

@@ -163,7 +163,8 @@ def test_a_page_trail_follows_new_tokens_and_refuses_repeats_and_empty_pages():
         PageTrail("x").follow("c", rows=0)
     query = PageTrail("x")
     query.follow({"a": 1, "b": 2}, rows=1)
-    with pytest.raises(MalformedAnswerError, match="repeats the next page token"):  # a query's tokens compare by content
+    # a query's tokens compare by content
+    with pytest.raises(MalformedAnswerError, match="repeats the next page token"):
         query.follow({"b": 2, "a": 1}, rows=1)
 
 

@@ -5,7 +5,6 @@ never written through (``partial.open_for_write``). Also: bytes that failed a ch
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 from pathlib import Path
 from typing import Dict, List
@@ -15,9 +14,8 @@ import pytest
 from synclient.errors import (Cancelled, ErrorNature, IntegrityError, LocalIOError, NoRoomForFileError,
                               UnsafePathError)
 from synclient.platform.models import FileHandle
-from synclient.transfer import download, local_copy, partial
+from synclient.transfer import download, local_copy
 from synclient.transfer.direct import open_direct
-from synclient.transfer.download import FileJob
 from synclient.transfer.local_copy import CopyMethod
 from synclient.transfer.partial import (FileIdentity, JournalHeader, ResumeJournal, copy_temp_path, journal_path,
                                         open_for_write, temp_path)
@@ -296,7 +294,7 @@ def test_an_earlier_linked_copy_left_by_a_killed_run_is_replaced_not_written(tmp
     assert outside.read_bytes() == OUTSIDE and os.stat(outside).st_nlink == 1
 
 
-# -- defect 5: bytes that failed a check are never accepted later -------------------------------------------------------
+# -- defect 5: bytes that failed a check are never accepted later ------------------------------------------------------
 
 class LongerBodyStorage(FakeStorage):
     """An external server that sends 5 bytes more than the recorded size, without Content-Length."""

@@ -89,7 +89,7 @@ class DescriptorFolder:
     def __enter__(self) -> "DescriptorFolder":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -156,5 +156,5 @@ class CheckedPathFolder:
     def __enter__(self) -> "CheckedPathFolder":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

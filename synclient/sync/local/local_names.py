@@ -243,6 +243,8 @@ def _max_name_bytes(folder: Path) -> int:
 
 def _windows_max_path() -> Optional[int]:  # pragma: no cover - Windows only
     """None where Windows' long paths are enabled (Python is long-path aware), else MAX_PATH."""
+    if sys.platform != "win32":  # no registry to ask (and type checkers know winreg only on Windows)
+        return WINDOWS_MAX_PATH
     try:
         import winreg
         with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, r"SYSTEM\CurrentControlSet\Control\FileSystem") as key:
@@ -331,6 +333,7 @@ def local_names(listing: Iterable[Listed], rules: FilesystemNames, *, reserved: 
     kept = _kept_names(entries, rules, current or {}, taken, holder)
     result: Dict[str, LocalName] = {}
     losers: List[Tuple[Listed, str, Optional[Listed]]] = []  # (entry, its legal form, the entry that has the name)
+    keeper: Optional[Listed]  # None when a reserved name has the key
     for key in sorted(groups):
         members = [m for m in sorted(groups[key], key=lambda m: (m[1] != m[0].name, id_order(m[0].entity_id),
                                                                  m[0].name)) if m[0].name not in kept]

@@ -20,8 +20,8 @@ nothing else in :mod:`synclient.sync` or :mod:`synclient.cluster` joins a remote
   Unicode-insensitive where it is), with the entity that has it. A second entity asking for a path another one
   holds is refused (:class:`~synclient.errors.PathConflictError`, that entity fails alone): two entities never share
   a path, in a real run or a dry run. The sources' own rules name twins apart before they ask (a folder's listing:
-  :func:`~synclient.sync.local.local_names.local_names`; a list: :mod:`synclient.sync.sources.by_id`), so a refusal here means
-  a server answered with two entries of one name. ``keep.both`` copies are claimed in it too
+  :func:`~synclient.sync.local.local_names.local_names`; a list: :mod:`synclient.sync.sources.by_id`), so a refusal
+  here means a server answered with two entries of one name. ``keep.both`` copies are claimed in it too
   (:mod:`synclient.sync.claims`). Where the rules say two spellings are one name but the disk holds two files (a
   forced probe, a target moved from another filesystem), the disk is asked and each keeps its own path. It costs one
   key per file of the run (about 0.1 KB), like the run's other per-file state.
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-from synclient.errors import PathConflictError, UnsafePathError
+from synclient.errors import PathConflictError
 from synclient.sync.local.local_names import FilesystemNames, Renaming, with_id
 from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory, check_remote_name
 

@@ -94,8 +94,7 @@ def decide(*, destination: Path, handle: FileHandle, row: Optional[IndexRow], ta
     except (FileNotFoundError, NotADirectoryError):  # (a file where its folder will be: a dry run only)
         return Decision(Action.DOWNLOAD, destination)
     if stat.S_ISREG(info.st_mode):
-        ours_untouched = row is not None and row.local_stat_matches(target_root)
-        if ours_untouched:
+        if row is not None and row.local_stat_matches(target_root):  # ours, untouched since we wrote it
             return Decision(Action.SKIP if same_bytes(row, handle) else Action.DOWNLOAD, destination)
         if info.st_size == handle.content_size and remote_md5 and file_md5(destination) == remote_md5:
             if info.st_nlink > 1:  # the same bytes, but one file with another name (another entity's, the cache's):

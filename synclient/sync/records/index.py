@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Literal, Optional, Set, Tuple, overload
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Set, Tuple, Union, overload
 
 from synclient import portable
 from synclient.errors import LocalIOError, SyncLockedError
@@ -112,7 +112,7 @@ def _below(folder: str) -> Tuple[str, str]:
     return low, low[:-1] + chr(ord("/") + 1)
 
 
-def _row_from_db(values) -> IndexRow:
+def _row_from_db(values: Tuple[Any, ...]) -> IndexRow:  # a row of _ROW_COLUMNS, as sqlite3 gives it
     rel_path, local_path, root_id, parent_id, content_type = (values[0], values[1], values[2], values[9],
                                                               values[8])
     return IndexRow(rel_path, rel_path if local_path == rel_path else local_path,  # one string when equal
@@ -209,7 +209,7 @@ class LocalIndex:
     def __enter__(self) -> "LocalIndex":
         return self.open()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _take_lock(self) -> None:
@@ -249,11 +249,13 @@ class LocalIndex:
     def get_many(self, rel_paths: List[str], *,
                  with_annotations: Literal[True]) -> Dict[str, Tuple[IndexRow, Optional[str]]]: ...
 
-    def get_many(self, rel_paths, *, with_annotations=False):
+    def get_many(self, rel_paths: List[str], *, with_annotations: bool = False
+                 ) -> Union[Dict[str, IndexRow], Dict[str, Tuple[IndexRow, Optional[str]]]]:
         """The committed rows of these paths (one query per listing page, not one per file); an unreadable index
         reads as no rows, which only costs hashing. ``with_annotations``: each row with its annotations' JSON text
         (left undecoded: most results never have them read)."""
-        found = {}
+        found: Dict[str, IndexRow] = {}
+        annotated: Dict[str, Tuple[IndexRow, Optional[str]]] = {}
         if self._reader is None or not rel_paths:
             return found
         select = f"SELECT {', '.join(_ROW_COLUMNS)}, annotations FROM files" if with_annotations else _SELECT
@@ -264,10 +266,13 @@ class LocalIndex:
                     query = f"{select} WHERE rel_path IN ({', '.join('?' * len(keys))})"
                     for values in self._reader.execute(query, keys):
                         row = _row_from_db(values)
-                        found[row.rel_path] = (row, values[-1]) if with_annotations else row
+                        if with_annotations:
+                            annotated[row.rel_path] = (row, values[-1])
+                        else:
+                            found[row.rel_path] = row
         except sqlite3.Error:
             return {}
-        return found
+        return annotated if with_annotations else found
 
     def iter_rows(self, root_id: str) -> Iterator[IndexRow]:
         """Committed rows of one sync root, streamed (a read snapshot: rows forgotten meanwhile may still appear)."""
@@ -355,7 +360,7 @@ class LocalIndex:
                 found = self._reader.execute(query, params).fetchall()
         except sqlite3.Error:
             return held
-        for remote, local, is_file, entity_id, version, count in sorted(found, key=lambda f: (-f[5], f[1])):
+        for remote, local, is_file, entity_id, version, _count in sorted(found, key=lambda f: (-f[5], f[1])):
             if is_file:
                 held.files[remote] = (entity_id, version, local)
             else:
@@ -478,6 +483,7 @@ class LocalIndex:
         if not batch or self._writer_error is not None:
             return
         db = self._db
+        assert db is not None  # the writer thread runs between open() and close()
         db.execute("BEGIN")
         for kind, payload in batch:
             if kind == "upsert":

@@ -32,7 +32,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import AbstractSet, Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Set, Tuple, Union
 
 from synclient.choices import Choice
 from synclient.results import annotation_values
@@ -63,7 +63,8 @@ class ManifestFormat(Choice):
         return _LAYOUTS[self].filename
 
     @classmethod
-    def parse_set(cls, value: object, *, option: str) -> "frozenset[ManifestFormat]":
+    def parse_set(cls, value: Union[str, ManifestFormat, Iterable[Union[str, ManifestFormat]]], *,
+                  option: str) -> "frozenset[ManifestFormat]":
         """One format (member or value) or several, as a frozenset."""
         values = [value] if isinstance(value, (str, ManifestFormat)) else list(value)
         return frozenset(cls.parse(item, option=option) for item in values)
@@ -83,7 +84,7 @@ class _Layout:
     parent_column: str
     id_column: str
     delimiter: str
-    quoting: int
+    quoting: Literal[0, 1, 2, 3]  # csv.QUOTE_*: the values csv's writers take
     writes_header_only: bool  # in a folder with no file below it (synapseclient's CSV does, its TSV does not)
     name_is_ours: bool  # no one else names a file so: one there that no remote entity put there is a stale manifest
 
@@ -113,11 +114,12 @@ class Provenance:
     activity_description: str = ""
 
 
-def provenance_from_activity(activity: Optional[Mapping[str, object]]) -> Provenance:
+def provenance_from_activity(activity: Optional[Mapping[str, Any]]) -> Provenance:
     """An Activity (``generatedBy``) as synapseclient renders it: ``synN.V`` or a URL's name, ';'-joined."""
     if not activity:
         return Provenance()
-    used, executed = [], []
+    used: List[str] = []
+    executed: List[str] = []
     for item in activity.get("used") or []:
         reference = item.get("reference")
         if reference:
