@@ -1,8 +1,13 @@
-"""One sync, start to end: validate the request, build the run, run it on the shared pool, report.
+"""One sync, start to end: validate the request, resolve its source, build the run, run it on the shared pool,
+report.
 
-:func:`sync_from_platform` reads as those four steps. :class:`SyncRun` is the wiring: one
-:class:`~synclient.transfer.pool.TaskPool` shared by the walker (listings), the per-file pipeline (bundles, URL
-batches, downloads, parts) and the downloader, around one target directory and its index. The rooms around it:
+The public functions (:func:`sync_from_platform`, :func:`download_many`, :func:`download_query`) read as those
+steps: their keywords checked once into :class:`RunSettings` (the option keywords against
+:class:`~synclient.sync.options.SyncOptions`), what they name resolved into one typed source
+(:mod:`synclient.sync.sources.resolve`: a tree, a file, a list, files given), then one run of it. :class:`SyncRun`
+is the wiring, built from that source: one :class:`~synclient.transfer.pool.TaskPool` shared by the walker
+(listings), the per-file pipeline (bundles, URL batches, downloads, parts) and the downloader, around one target
+directory and its index. The rooms around it:
 
 - :mod:`synclient.sync.pipeline` -- one file's journey from its listing page to its index row;
 - :mod:`synclient.sync.claims` -- which local path each file gets when something is in the way;
