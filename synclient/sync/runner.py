@@ -47,7 +47,7 @@ from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
 from synclient.sync.pipeline import FilePipeline, RemoteFetcher
 from synclient.sync.sources.queries import ViewRows, table_of
-from synclient.sync.sources.by_id import Renamed
+from synclient.sync.sources.by_id import Layout, Renamed
 from synclient.sync.sources.resolve import (LIST_ROOT, FileSource, GivenFiles, ListSource, RunSource, TreeSource,
                                             resolve_entity, resolve_ids, resolve_query)
 from synclient.sync.sources.walker import FoundFile, TreeWalker
@@ -149,18 +149,20 @@ class SyncRun:
                                          else None, fetches=config.max_workers)
                              if options.file_names is FileNames.HANDLE else None)
         # the source's files, named: a list's entries against this target's index, a file root as the run names
-        # files (its handle's name: one bundle call, kept for the pipeline)
-        self.layout = (source.plan.laid_out(index.rows_in,
-                                            same_name=lambda name: names.same_name_key(names.legal_form(name)),
-                                            reserved=(RESERVED_NAME,) if names.maps_names else ())
-                       if isinstance(source, ListSource) else None)
-        self._files: List[Tuple[EntityHeader, Union[RemotePath, str]]] = (
-            [(root, root.name) for root in [named_file(self.handle_names, source.root)]]
-            if isinstance(source, FileSource) else list(source.files) if isinstance(source, GivenFiles) else [])
-        self.renamed: List[Renamed] = self.layout.renamed if self.layout is not None else []  # a list's renamings
-        # the remote paths of a list's files
-        self.listed_files: Set[str] = ({remote.text for _, remote in self.layout.files} if self.layout is not None
-                                       else set())
+        # files (by its handle's name: one bundle call, kept for the pipeline), files given as they are
+        self.layout = Layout()  # a list's entries at their paths, its renamings and refusals (others: empty)
+        self._files: List[Tuple[EntityHeader, Union[RemotePath, str]]] = []  # files that go straight to the pipeline
+        if isinstance(source, ListSource):
+            self.layout = source.plan.laid_out(index.rows_in,
+                                               same_name=lambda name: names.same_name_key(names.legal_form(name)),
+                                               reserved=(RESERVED_NAME,) if names.maps_names else ())
+        elif isinstance(source, FileSource):
+            root = named_file(self.handle_names, source.root)
+            self._files = [(root, root.name)]
+        elif isinstance(source, GivenFiles):
+            self._files = list(source.files)
+        self.renamed: List[Renamed] = self.layout.renamed  # a list's entries given another name than their own
+        self.listed_files: Set[str] = {remote.text for _, remote in self.layout.files}  # a list's files' paths
         self.renamed_locally: List[LocalRename] = []  # a list's folders the local filesystem cannot hold as named
         self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
         self.data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
@@ -191,7 +193,7 @@ class SyncRun:
     def _individual_files(self) -> Set[str]:
         """The remote paths of the files named one by one (a file root, a list's files, files given): each index
         row keeps an existing owner."""
-        files = self._files + (list(self.layout.files) if self.layout is not None else [])
+        files = self._files + list(self.layout.files)
         return {remote.text if isinstance(remote, RemotePath) else remote for _, remote in files}
 
     def _start(self) -> None:
@@ -235,7 +237,6 @@ class SyncRun:
         """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources.by_id`), named against this
         target's index: what failed to resolve is reported, each project or folder is walked into its own
         sub-folder, the files go as :meth:`_start_files`."""
-        assert self.layout is not None  # (laid out at construction)
         layout = self.layout
         for header, error in list(source.plan.refused) + layout.refused:
             self.pipeline.entity_failed(header, None, error)
