@@ -408,8 +408,8 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
             observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=description)
             try:
                 if source is not None:
-                    settings = RunSettings.of(options, {}, config=None, max_workers=args.max_workers,
-                                              observer=observer, view=view, dask=dask)
+                    settings = RunSettings.of(options, max_workers=args.max_workers, observer=observer, view=view,
+                                              dask=dask)
                     outcome = sync_source(source, path, platform=platform, settings=settings, baseline=baseline)
                 else:
                     outcome = download_many(refs, path, recursive=args.recursive, platform=platform,

@@ -365,13 +365,14 @@ class RunSettings:
     cluster: Optional["DaskSettings"] = None
 
     @classmethod
-    def of(cls, options: Optional[SyncOptions], keywords: Mapping[str, object], *, config: Optional[TransferConfig],
-           max_workers: Optional[int], observer: Optional[SyncObserver] = None, view: Optional[str] = None,
+    def of(cls, options: Optional[SyncOptions], *, keywords: Optional[Mapping[str, object]] = None,
+           config: Optional[TransferConfig] = None, max_workers: Optional[int] = None,
+           observer: Optional[SyncObserver] = None, view: Optional[str] = None,
            dask: Optional[object] = None) -> "RunSettings":
         """``options`` with the option keywords among ``keywords`` (a public function's ``locals()``: each named as
         the :class:`SyncOptions` field it overrides, None when not given) on top; ``config`` with ``max_workers``
         on top; ``dask`` and ``view`` checked now."""
-        checked = SyncOptions.overridden(options, keywords)
+        checked = SyncOptions.overridden(options, keywords or {})
         config = config or TransferConfig()
         if max_workers is not None:
             config = replace(config, max_workers=max_workers)
@@ -440,7 +441,7 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       and indexes, the cluster's workers fetch the files in shards, every process within one shared REST budget
       (docs/dask.md). The target must be a filesystem every worker sees at the same path.
     """
-    settings = RunSettings.of(options, locals(), config=config, max_workers=max_workers, observer=observer,
+    settings = RunSettings.of(options, keywords=locals(), config=config, max_workers=max_workers, observer=observer,
                               view=view, dask=dask)
     ref = EntityRef.parse(entity)
     return _resolve_and_run(lambda platform: resolve_entity(platform, ref), Path(path), platform=platform, syn=syn,
@@ -485,7 +486,7 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     ``view``: a file view over those files, and ``dask``: a Dask cluster to fetch them on, as for
     :func:`sync_from_platform`.
     """
-    settings = RunSettings.of(options, locals(), config=config, max_workers=max_workers, observer=observer,
+    settings = RunSettings.of(options, keywords=locals(), config=config, max_workers=max_workers, observer=observer,
                               view=view, dask=dask)
     if isinstance(ids, (str, EntityRef)):  # one id given bare: a list of one, not a list of its characters
         ids = [ids]
@@ -530,7 +531,7 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
     per file; their annotations are then the view's annotation columns the query selected (see
     :mod:`synclient.sync.sources.queries`). The report (``results.report.query``) says the query, its table and its row
     count."""
-    settings = RunSettings.of(options, locals(), config=config, max_workers=max_workers, observer=observer,
+    settings = RunSettings.of(options, keywords=locals(), config=config, max_workers=max_workers, observer=observer,
                               dask=dask)
     table_id = table_of(sql)
     return _resolve_and_run(lambda platform: resolve_query(platform, sql, table_id=table_id, recursive=recursive),

@@ -79,12 +79,12 @@ def test_overridden_puts_given_fields_on_the_base_and_ignores_the_rest():
 
 
 def test_run_settings_check_options_config_and_view_once():
-    settings = runner.RunSettings.of(SyncOptions(delete=True), {"dry_run": True}, config=None, max_workers=3,
+    settings = runner.RunSettings.of(SyncOptions(delete=True), keywords={"dry_run": True}, max_workers=3,
                                      view="syn9")
     assert settings.options == SyncOptions(delete=True, dry_run=True)
     assert settings.config == TransferConfig(max_workers=3) and settings.view == "syn9" and settings.cluster is None
     with pytest.raises(ConfigError, match="name it without a version"):
-        runner.RunSettings.of(None, {}, config=None, max_workers=None, view="syn9.2")
+        runner.RunSettings.of(None, view="syn9.2")
 
 
 @pytest.fixture
