@@ -372,7 +372,8 @@ def _requested_ids(args: argparse.Namespace) -> List[EntityRef]:
 
 
 def cmd_get(ctx: CommandContext) -> ExitCode:
-    from synclient.sync.runner import download_many, sync_from_platform
+    from synclient.sync.runner import ReportBaseline, RunSettings, download_many, sync_source
+    from synclient.sync.sources.resolve import resolve_entity
 
     args = ctx.args
     if args.query is not None:
@@ -388,22 +389,28 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     ctx.out.json_document.update({"entity": str(one)} if one else {"entities": [str(ref) for ref in refs]})
     workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform:
+        source = None
         if one is not None:
+            # the run's one header call for its root (its calls count from here): checked against the flags, then
+            # resolved into the run's source
+            baseline = ReportBaseline.start(platform)
             root = platform.get_entity_header(one.entity_id)
             if root.type.is_container and not args.recursive:
                 raise CliError(f"{one.entity_id} is a {root.type.label}; pass -r to download it recursively")
             if root.type.is_queryable:
                 raise CliError(f"{one.entity_id} is a {root.type.label}: select its files with "
                                f"--query \"SELECT id FROM {one.entity_id} WHERE ...\"")
+            source = resolve_entity(platform, one, header=root)
             description = root.name
         else:
             description = f"{len(refs)} ids"
         with _dask_for(args) as dask:
             observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=description)
             try:
-                if one is not None:
-                    outcome = sync_from_platform(str(one), path, platform=platform, max_workers=args.max_workers,
-                                                 options=options, observer=observer, view=view, dask=dask)
+                if source is not None:
+                    settings = RunSettings.of(options, max_workers=args.max_workers, observer=observer, view=view,
+                                              dask=dask)
+                    outcome = sync_source(source, path, platform=platform, settings=settings, baseline=baseline)
                 else:
                     outcome = download_many(refs, path, recursive=args.recursive, platform=platform,
                                             max_workers=args.max_workers, options=options, observer=observer,

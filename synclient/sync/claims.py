@@ -42,7 +42,9 @@ class PathClaims:
 
     def __init__(self, *, platform: Platform, target: TargetDirectory, index: LocalIndex, options: SyncOptions,
                  outcome: Outcome, names: FilesystemNames = FilesystemNames(),
-                 registry: Optional[PathRegistry] = None) -> None:
+                 registry: Optional[PathRegistry] = None, kept_names: Optional[Dict[Path, Set[str]]] = None) -> None:
+        """``kept_names``: local folder -> keys of the names its remote entities keep where the plain mapping
+        differs, as the walker fills it while it lists (keep.both copy names avoid them too)."""
         self._platform = platform
         self._names = names
         self._target = target
@@ -53,8 +55,7 @@ class PathClaims:
         self._lock = threading.Lock()
         # folder -> its remote entities' local names + copies chosen (keep.both), as the filesystem compares them
         self._folder_names: Dict[Path, Set[str]] = {}
-        # local folder -> keys of names its remote entities keep where the plain mapping differs (the walker's)
-        self.kept_names: Dict[Path, Set[str]] = {}
+        self._kept_names: Dict[Path, Set[str]] = kept_names if kept_names is not None else {}
         self._copies_lock = threading.Lock()
         self._abandoned: Set[str] = set()  # local paths of copies whose name a remote entity now has
         self._displaced: Set[str] = set()  # local paths of copies that a remote file of that name replaces
@@ -146,7 +147,7 @@ class PathClaims:
         names this run chose there. Call with ``_copies_lock`` held."""
         names = self._folder_names.get(folder)
         if names is None:
-            names = self._folder_names[folder] = self._remote_names(parent_id) | self.kept_names.get(folder, set())
+            names = self._folder_names[folder] = self._remote_names(parent_id) | self._kept_names.get(folder, set())
         return names
 
     def copy_name_taken(self, copy: IndexRow, folder: Path, parent_id: Optional[str]) -> bool:

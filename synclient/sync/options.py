@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import FrozenSet, Iterable, Optional, Tuple, Union
+from typing import FrozenSet, Iterable, Mapping, Optional, Tuple, Union
 
 from synclient.choices import Choice
 from synclient.errors import ConfigError
@@ -115,6 +115,15 @@ class SyncOptions:
         set_(self, "filesystem_names", FilesystemNames.parse(filesystem_names) if isinstance(filesystem_names, str)
              else filesystem_names)
         set_(self, "file_names", FileNames.parse(file_names, option="file_names"))
+
+    @classmethod
+    def overridden(cls, base: Optional["SyncOptions"], keywords: Mapping[str, object]) -> "SyncOptions":
+        """``base`` (None: the defaults) with each field that ``keywords`` gives (a value, not None) on top, validated
+        once. Keywords that name no field are not options and are ignored: a public function passes its
+        ``locals()``, where each option keyword it takes is named as the field it overrides."""
+        options = base if base is not None else cls()
+        given = {f.name: keywords[f.name] for f in fields(cls) if keywords.get(f.name) is not None}
+        return options.replace(**given) if given else options
 
     def replace(self, **changes: object) -> "SyncOptions":
         """A copy with some choices changed (``dataclasses.replace`` cannot call a keyword-only ``__init__``'s

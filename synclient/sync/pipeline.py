@@ -16,7 +16,7 @@ import posixpath
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Protocol, Set, Tuple
+from typing import AbstractSet, Callable, Dict, List, Optional, Protocol, Set, Tuple
 from urllib.parse import urlsplit
 
 from synclient.platform.rest import Platform
@@ -38,7 +38,7 @@ from synclient.sync.outcome import Outcome
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.plan.planner import Action, Decision, is_up_to_date, same_recorded_bytes
 from synclient.sync.sources.queries import ViewRows
-from synclient.sync.sources.by_id import KnownFile
+from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
 from synclient.sync.sources.walker import FoundFile
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.partial import LeftoverPartials, PlainFolders, partial_key
@@ -132,7 +132,15 @@ class FilePipeline:
     def __init__(self, *, platform: Platform, pool: TaskPool, broker: UrlBroker, target: TargetDirectory,
                  downloader: Downloader, index: LocalIndex, root_id: str, options: SyncOptions, outcome: Outcome,
                  claims: PathClaims, manifests: ManifestAssembly, folders: PlainFolders,
-                 observer: SyncObserver) -> None:
+                 observer: SyncObserver, individual_files: AbstractSet[str] = frozenset(),
+                 described: Optional[DescribedFiles] = None, view: Optional[ViewRows] = None,
+                 remote: Optional[RemoteFetcher] = None, handle_names: Optional[HandleNames] = None) -> None:
+        """``individual_files``: the remote paths of the files named one by one (a file root, the files of a list):
+        each one's index row keeps an existing owner; the files of a walk (a list's folders included) are a
+        tree's. ``described``: file versions whose handle the run already knows (a query's file-view rows), and
+        ``view``: a file view's rows, read when first needed (a sync planned from a view): no bundle call for
+        them. ``remote``: fetches go to a Dask cluster instead of this pool. ``handle_names``: files are named by
+        their handles (handle_names.py), their bundles fetched for that."""
         self._platform = platform
         self._pool = pool
         self._broker = broker
@@ -146,14 +154,11 @@ class FilePipeline:
         self._manifests = manifests
         self._folders = folders
         self._observer = observer
-        # files named one by one (a file root, the files of a list): each index row keeps an existing owner; the
-        # files of a walk (a list's folders included) are a tree's
-        self.named_files: Set[str] = set()
-        # file versions whose handle the run already knows (a file view's rows): no bundle call for them
-        self.known: Dict[Tuple[str, Optional[int]], KnownFile] = {}
-        self.view: Optional[ViewRows] = None  # a sync planned from a file view: its rows, read when first needed
-        self.remote: Optional[RemoteFetcher] = None  # fetches go to a Dask cluster instead of this pool
-        self.handle_names: Optional[HandleNames] = None  # files named by their handles: bundles fetched for that
+        self._individual_files = frozenset(individual_files)
+        self._described: DescribedFiles = dict(described or {})
+        self._view = view
+        self.remote = remote
+        self._handle_names = handle_names
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.renamed: List[LocalRename] = []  # files at (or planned to) another local name than their remote one
         self.placed: Dict[str, str] = {}  # remote path -> the local path its file is at (or a dry run puts it)
@@ -183,7 +188,7 @@ class FilePipeline:
             header, destination, rel_path, listed_in = found[:4]
             row, stored_annotations = rows.get(rel_path, (None, None))
             if is_up_to_date(row, header, self._target.root) and not self._options.needs_bundle:
-                named = rel_path in self.named_files
+                named = rel_path in self._individual_files
                 if row.root_id != self._root_id and row.root_id == row.entity_id and not named:
                     self._index.set_owner(rel_path, self._root_id)  # a single-file get's row joins the tree
                 if row.local_path != self._target.relative(destination) and not named:
@@ -193,19 +198,19 @@ class FilePipeline:
                 self._outcome.up_to_date(row, annotations=stored_annotations,
                                          renamed=self._renaming(found, row.local_path))
                 continue
-            known = self._known(header, listed_in)
+            known = self._described_file(header, listed_in)
             if known is not None:
                 self._pool.submit(Priority.BUNDLE, self._decide, found, row, known)
             else:
                 self._pool.submit(Priority.BUNDLE, self._bundle, found, row)
 
-    def _known(self, header: EntityHeader, listed_in: Optional[str]) -> Optional[KnownFile]:
+    def _described_file(self, header: EntityHeader, listed_in: Optional[str]) -> Optional[FileVersionFacts]:
         """What a view's row says of this file version, if anything (the folder it was listed in is its parent: a
         row that lags behind a move must not say otherwise)."""
         if self._options.needs_bundle:
             return None
         key = (header.id, header.version_number)
-        known = self.known.get(key) or (self.view.get(*key) if self.view is not None else None)
+        known = self._described.get(key) or (self._view.get(*key) if self._view is not None else None)
         if known is not None and listed_in is not None and known.parent_id != listed_in:
             known = replace(known, parent_id=listed_in)
         return known
@@ -262,7 +267,7 @@ class FilePipeline:
         try:
             # annotations always: they cost nothing in this call, and every result and index row carries them
             # (a file named by its handle had its bundle fetched when its folder was listed: handle_names.py)
-            bundle = ((self.handle_names.take(header.id, header.version_number) if self.handle_names else None)
+            bundle = ((self._handle_names.take(header.id, header.version_number) if self._handle_names else None)
                       or self._platform.get_file_bundle(header.id, version=header.version_number,
                                                         include_annotations=True))
             if bundle.file_handle is None:
@@ -270,11 +275,11 @@ class FilePipeline:
         except SynclientError as exc:
             self.entity_failed(header, found.destination, exc)
             return
-        self._decide(found, row, KnownFile(
+        self._decide(found, row, FileVersionFacts(
             bundle.file_handle, bundle.entity.version_number, bundle.entity.parent_id,
             (bundle.annotations or {}).get("annotations") or {}, bundle.entity.raw))
 
-    def _decide(self, found: FoundFile, row: Optional[IndexRow], known: KnownFile) -> None:
+    def _decide(self, found: FoundFile, row: Optional[IndexRow], known: FileVersionFacts) -> None:
         """A file version's action, from what its bundle (or its view row, then as a BUNDLE task) says of it."""
         header, destination, rel_path = found.header, found.destination, found.rel_path
         handle = known.handle
@@ -297,14 +302,14 @@ class FilePipeline:
             return
         annotations = known.annotations
         version = known.version
-        owner = row.root_id if (rel_path in self.named_files and row is not None) else self._root_id
+        owner = row.root_id if (rel_path in self._individual_files and row is not None) else self._root_id
         superseded = (copy if copy is not None and decision.destination != self._target.root / copy.local_path
                       else None)
         self._note_placed(rel_path, self._target.relative(decision.destination))  # (the file kept, or the remote's)
         renamed = self._renaming(found, None if decision.action is Action.KEEP_LOCAL  # (the remote is not there)
                                  else self._target.relative(decision.destination))
         # a file named by its handle is listed in manifests under its entity's name, as synapseclient lists it
-        entity_name = (known.entity or {}).get("name") if self.handle_names is not None else None
+        entity_name = (known.entity or {}).get("name") if self._handle_names is not None else None
         if isinstance(entity_name, str) and entity_name != header.name:
             self._manifests.entity_names[rel_path] = entity_name
         context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,

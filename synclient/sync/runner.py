@@ -1,8 +1,13 @@
-"""One sync, start to end: validate the request, build the run, run it on the shared pool, report.
+"""One sync, start to end: validate the request, resolve its source, build the run, run it on the shared pool,
+report.
 
-:func:`sync_from_platform` reads as those four steps. :class:`SyncRun` is the wiring: one
-:class:`~synclient.transfer.pool.TaskPool` shared by the walker (listings), the per-file pipeline (bundles, URL
-batches, downloads, parts) and the downloader, around one target directory and its index. The rooms around it:
+The public functions (:func:`sync_from_platform`, :func:`download_many`, :func:`download_query`) read as those
+steps: their keywords checked once into :class:`RunSettings` (the option keywords against
+:class:`~synclient.sync.options.SyncOptions`), what they name resolved into one typed source
+(:mod:`synclient.sync.sources.resolve`: a tree, a file, a list, files given), then one run of it. :class:`SyncRun`
+is the wiring, built from that source: one :class:`~synclient.transfer.pool.TaskPool` shared by the walker
+(listings), the per-file pipeline (bundles, URL batches, downloads, parts) and the downloader, around one target
+directory and its index. The rooms around it:
 
 - :mod:`synclient.sync.pipeline` -- one file's journey from its listing page to its index row;
 - :mod:`synclient.sync.claims` -- which local path each file gets when something is in the way;
@@ -19,13 +24,14 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import (TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple,
+                    Union, overload)
 
 from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
 from synclient.events import ObserverGroup, SyncObserver
-from synclient.platform.models import EntityHeader, EntityType, parse_entity_id  # noqa: F401 (parse_entity_id re-exported)
-from synclient.results import QueryInfo, SyncResults, WorkerCounts
+from synclient.platform.models import EntityHeader, parse_entity_id
+from synclient.results import SyncResults, WorkerCounts
 from synclient.sync.claims import PathClaims
 from synclient.sync.deletion import delete_vanished
 from synclient.sync.plan.dry_run import SyncPlan
@@ -39,9 +45,11 @@ from synclient.sync.local.name_gate import NameGate, PathRegistry, RemotePath
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
-from synclient.sync.pipeline import FilePipeline
-from synclient.sync.sources.queries import ViewRows, select, table_of
-from synclient.sync.sources.by_id import Renamed, SourcePlan, check_container_ref, plan_sources
+from synclient.sync.pipeline import FilePipeline, RemoteFetcher
+from synclient.sync.sources.queries import ViewRows, table_of
+from synclient.sync.sources.by_id import Layout, Renamed
+from synclient.sync.sources.resolve import (LIST_ROOT, FileSource, GivenFiles, ListSource, RunSource, TreeSource,
+                                            resolve_entity, resolve_ids, resolve_query)
 from synclient.sync.sources.walker import FoundFile, TreeWalker
 from synclient.synapse_cache import SynapseCache, cache_root_of
 from synclient.transfer.config import TransferConfig
@@ -52,7 +60,14 @@ from synclient.transfer.pool import TaskPool
 from synclient.transfer.urls import UrlBroker
 
 if TYPE_CHECKING:
+    from typing import Literal, TypedDict
+
+    from typing_extensions import Unpack
+
     from synclient.cluster.driver import DaskSettings
+
+__all__ = ["LIST_ROOT", "ReportBaseline", "RunSettings", "SyncRun", "download_many", "download_query", "is_fatal",
+           "run_pool", "syncFromPlatform", "sync_found_files", "sync_from_platform", "sync_source"]
 
 log = logging.getLogger("synclient.sync")
 
@@ -70,7 +85,7 @@ def is_fatal(error: Optional[SynclientError], target_root: Path) -> bool:
             and not os.access(target_root, os.W_OK | os.X_OK))
 
 
-@dataclass
+@dataclass(frozen=True)
 class _CallCounts:
     calls: int
     retries: int
@@ -85,85 +100,120 @@ _FILES_PER_BATCH = 500  # a listed page's worth: one index query each
 
 
 @dataclass(frozen=True)
-class _Counted:
-    """When a run started and the platform's counters then: its report counts from here."""
+class ReportBaseline:
+    """When a run started and the platform's counters then: its report's time and calls count from here (from
+    before its source was resolved: the root's calls are the run's too)."""
 
     started: float
     before: _CallCounts
 
     @classmethod
-    def start(cls, platform: Platform) -> "_Counted":
+    def start(cls, platform: Platform) -> "ReportBaseline":
         return cls(time.monotonic(), _CallCounts.of(platform))
 
 
+def run_pool(platform: Platform, config: TransferConfig) -> TaskPool:
+    """The one pool of a run: listings, bundles, URL batches, downloads (and a Dask fetcher's deliveries)."""
+    return TaskPool(config.max_workers, backlog_high_water=config.listing_backlog,
+                    control_plane_limit=lambda: platform.gate.limit)
+
+
 class SyncRun:
-    """The wiring of one sync: every piece built once, around one target and its index, sharing one pool."""
+    """The wiring of one sync: every piece built once, around one target and its index, sharing one pool, from
+    one typed source (:mod:`synclient.sync.sources.resolve`). Everything the run knows before it starts is given
+    here; nothing is set on its pieces afterwards."""
 
     def __init__(self, *, platform: Platform, config: TransferConfig, target: TargetDirectory, index: LocalIndex,
-                 root_id: str, options: SyncOptions, observer: SyncObserver,
-                 names: FilesystemNames = FilesystemNames()) -> None:
+                 source: RunSource, options: SyncOptions, observer: SyncObserver, pool: TaskPool,
+                 names: FilesystemNames = FilesystemNames(), view: Optional[ViewRows] = None,
+                 remote: Optional[RemoteFetcher] = None) -> None:
+        """``view``: a file view's rows standing in for bundle calls; ``remote``: the fetcher of a Dask cluster
+        (None: this pool fetches)."""
         self.platform = platform
         self.config = config
         self.names = names  # what the target's filesystem does with names (local_names.py)
         self.target = target
         self.index = index
-        self.root_id = root_id
+        self.source = source
+        self.root_id = source.root_id
         self.options = options
-        self.pool = TaskPool(config.max_workers, backlog_high_water=config.listing_backlog,
-                             control_plane_limit=lambda: platform.gate.limit)
+        self.pool = pool
         self.outcome: Outcome = (
             PlanOutcome(target=target, index=index) if options.dry_run else
             RecordOutcome(target=target, index=index, observer=observer,
                           is_fatal=lambda error: is_fatal(error, target.root),
                           on_fatal=lambda: self.pool.cancel(grace_seconds=0), list_in_manifest=options.wants_manifest))
-        self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
-        self.data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
-        self.folders = PlainFolders()  # the per-file folder checks; closed with the data client
-        # the one way from a remote name to a local path, and the run's one registry of local paths
-        self.gate = NameGate(target, names, PathRegistry(names))
-        self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
-                                 outcome=self.outcome, names=names, registry=self.gate.registry)
-        self.manifests = ManifestAssembly(target=target, index=index, root_id=root_id, names=names)
-        downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
-                                observer=observer, folders=self.folders)
-        self.pipeline = FilePipeline(platform=platform, pool=self.pool, broker=self.broker, downloader=downloader,
-                                     target=target, index=index, root_id=root_id, options=options,
-                                     outcome=self.outcome, claims=self.claims, manifests=self.manifests,
-                                     folders=self.folders, observer=observer)
         # files named by their handles, as synapseclient names them (the drop-ins): handle_names.py
         cache_root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
         self.handle_names = (HandleNames(platform, SynapseCache.if_present(cache_root) if options.synapse_cache
                                          else None, fetches=config.max_workers)
                              if options.file_names is FileNames.HANDLE else None)
-        self.pipeline.handle_names = self.handle_names
+        # the source's files, named: a list's entries against this target's index, a file root as the run names
+        # files (by its handle's name: one bundle call, kept for the pipeline), files given as they are
+        self.layout = Layout()  # a list's entries at their paths, its renamings and refusals (others: empty)
+        self._files: List[Tuple[EntityHeader, Union[RemotePath, str]]] = []  # files that go straight to the pipeline
+        if isinstance(source, ListSource):
+            self.layout = source.plan.laid_out(index.rows_in,
+                                               same_name=lambda name: names.same_name_key(names.legal_form(name)),
+                                               reserved=(RESERVED_NAME,) if names.maps_names else ())
+        elif isinstance(source, FileSource):
+            root = named_file(self.handle_names, source.root)
+            self._files = [(root, root.name)]
+        elif isinstance(source, GivenFiles):
+            self._files = list(source.files)
+        self.renamed: List[Renamed] = self.layout.renamed  # a list's entries given another name than their own
+        self.listed_files: Set[str] = {remote.text for _, remote in self.layout.files}  # a list's files' paths
+        self.renamed_locally: List[LocalRename] = []  # a list's folders the local filesystem cannot hold as named
+        self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
+        self.data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
+        self.folders = PlainFolders()  # the per-file folder checks; closed with the data client
+        # the one way from a remote name to a local path, and the run's one registry of local paths
+        self.gate = NameGate(target, names, PathRegistry(names))
+        kept_names: Dict[Path, Set[str]] = {}  # the walker's names kept in place, which keep.both copies avoid
+        self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
+                                 outcome=self.outcome, names=names, registry=self.gate.registry,
+                                 kept_names=kept_names)
+        self.manifests = ManifestAssembly(target=target, index=index, root_id=self.root_id, names=names)
+        downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
+                                observer=observer, folders=self.folders)
+        self.pipeline = FilePipeline(platform=platform, pool=self.pool, broker=self.broker, downloader=downloader,
+                                     target=target, index=index, root_id=self.root_id, options=options,
+                                     outcome=self.outcome, claims=self.claims, manifests=self.manifests,
+                                     folders=self.folders, observer=observer,
+                                     individual_files=self._individual_files(),
+                                     described=source.described if isinstance(source, ListSource) else None,
+                                     view=view, remote=remote, handle_names=self.handle_names)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
                                  on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links, make_room=self.claims.make_room,
                                  names=names, held_names=index.local_names_in if names.maps_names else None,
-                                 gate=self.gate, file_names=self.handle_names)
-        self.claims.kept_names = self.walker.kept_names  # keep.both copy names avoid names kept in place too
+                                 gate=self.gate, file_names=self.handle_names, kept_names=kept_names)
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
-        self.renamed: List[Renamed] = []  # entries of a list given another name than their own (start_sources)
-        self.listed_files: Set[str] = set()  # the remote paths of a list's files (start_sources)
-        self.renamed_locally: List[LocalRename] = []  # a list's folders the local filesystem cannot hold as named
 
-    def start(self, root: EntityHeader, version: Optional[int]) -> None:
-        """A container is walked; a file root goes straight to the pipeline (its row keeps an existing owner)."""
-        if root.type.is_container:
-            self.walker.walk(root, self.target.root)
-            return
-        if version is not None:
-            root = replace(root, version_number=version)
-        root = named_file(self.handle_names, root)
-        # a name that can be no local name fails that file, as in a walk; the filters are for what a walk finds
-        self.start_files([(root, root.name)], filtered=False)
+    def _individual_files(self) -> Set[str]:
+        """The remote paths of the files named one by one (a file root, a list's files, files given): each index
+        row keeps an existing owner."""
+        files = self._files + list(self.layout.files)
+        return {remote.text if isinstance(remote, RemotePath) else remote for _, remote in files}
 
-    def start_files(self, files: Sequence[Tuple[EntityHeader, Union[RemotePath, str]]], *,
-                    filtered: bool = True) -> None:
+    def _start(self) -> None:
+        """The source's files to the pool: a container is walked; a file root, a list's files and files given go
+        straight to the pipeline (each row keeps an existing owner); a list's containers are walked."""
+        source = self.source
+        if isinstance(source, TreeSource):
+            self.walker.walk(source.root, self.target.root)
+        elif isinstance(source, ListSource):
+            self._start_list(source)
+        else:
+            # a name that can be no local name fails that file, as in a walk; the filters are for what a walk finds
+            self._start_files(self._files, filtered=isinstance(source, GivenFiles))
+
+    def _start_files(self, files: Sequence[Tuple[EntityHeader, Union[RemotePath, str]]], *,
+                     filtered: bool = True) -> None:
         """A list of files, each at its own path under the target (a :class:`RemotePath`, or one name), placed by
         the name gate (its folders made, each name in the form the local filesystem can hold; twins among a list's
-        entries are its own renamings', sources.py): straight to the pipeline, as a file root is (each row keeps an
-        existing owner). A name that can be no local name fails its file alone."""
+        entries are its own renamings', sources/by_id.py): straight to the pipeline, as a file root is. A name that
+        can be no local name fails its file alone."""
         wanted = []
         for header, remote in files:
             try:
@@ -173,7 +223,6 @@ class SyncRun:
                 continue
             if not filtered or self.options.path_filter.wants_file(remote.text):
                 wanted.append((header, remote))
-        self.pipeline.named_files.update(remote.text for _, remote in wanted)  # before any of them is in the pool
         found = []
         for header, remote in wanted:
             try:
@@ -184,17 +233,12 @@ class SyncRun:
         for start in range(0, len(found), _FILES_PER_BATCH):
             self.pipeline.files_found(found[start:start + _FILES_PER_BATCH])
 
-    def start_sources(self, plan: SourcePlan) -> None:
-        """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources.by_id`), named against this target's
-        index: what failed to resolve is reported, each project or folder is walked into its own sub-folder, the
-        files go as :meth:`start_files`."""
-        layout = plan.laid_out(self.index.rows_in,
-                               same_name=lambda name: self.names.same_name_key(self.names.legal_form(name)),
-                               reserved=(RESERVED_NAME,) if self.names.maps_names else ())
-        self.renamed = layout.renamed
-        self.listed_files = {remote.text for _, remote in layout.files}
-        self.pipeline.known.update(plan.known_files)
-        for header, error in list(plan.refused) + layout.refused:
+    def _start_list(self, source: ListSource) -> None:
+        """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources.by_id`), named against this
+        target's index: what failed to resolve is reported, each project or folder is walked into its own
+        sub-folder, the files go as :meth:`_start_files`."""
+        layout = self.layout
+        for header, error in list(source.plan.refused) + layout.refused:
             self.pipeline.entity_failed(header, None, error)
         refused_folders = set()
         for holder in layout.folders:  # a dataset's (collection's) folder is its own: no other entity's path
@@ -203,9 +247,8 @@ class SyncRun:
             except SynclientError as exc:
                 refused_folders.add(holder.remote)
                 self.pipeline.entity_failed(holder.header, None, exc)
-        # (first: the pipeline knows them as named files before any walk runs)
-        self.start_files([(header, remote) for header, remote in layout.files
-                          if not any(remote.names[:len(f.names)] == f.names for f in refused_folders)])
+        self._start_files([(header, remote) for header, remote in layout.files
+                           if not any(remote.names[:len(f.names)] == f.names for f in refused_folders)])
         for container in layout.containers:
             try:
                 self.gate.claim_folders(container.remote, container.header.id)
@@ -221,12 +264,12 @@ class SyncRun:
                 log.warning("local name: %s", renamed)
             self.walker.walk(container.header, folder, remote=container.remote)
 
-    def run(self, start: Callable[["SyncRun"], None]) -> None:
-        """``start`` gives the run its files (:meth:`start` a walk or a file root, :meth:`start_files` a list);
-        then every task to its end (or the run's cancellation). The data connections and the folder checks'
-        descriptors are closed either way, a start that failed included."""
+    def run(self) -> None:
+        """The source's files to the pool (:meth:`_start`), then every task to its end (or the run's cancellation).
+        The data connections and the folder checks' descriptors are closed either way, a start that failed
+        included."""
         try:
-            start(self)
+            self._start()
             with self.platform.cancel_on(self.pool.cancel_event):  # REST retry waits stop when the run does
                 self.pool.run()
         finally:
@@ -263,10 +306,11 @@ class SyncRun:
         return folder.remote_path not in self.walker.holding or any(
             filled == folder.local_path or filled.startswith(inside) for filled in self.pipeline.filled)
 
-    def tidy_up(self) -> None:
-        """A real run's end: every folder's manifest, and the sweep of partial downloads no run will resume."""
+    def write_manifests_and_sweep(self, outcome: RecordOutcome) -> None:
+        """A real run's end (``outcome``: its record): every folder's manifest, and the sweep of partial downloads
+        no run will resume."""
         if self.options.wants_manifest:
-            self.manifests.write(mode=self.options.manifest, listed_paths=self.outcome.manifest_paths,
+            self.manifests.write(mode=self.options.manifest, listed_paths=outcome.manifest_paths,
                                  manifest_taken=set(self.walker.manifest_taken), listed_folders=self.walker.listed,
                                  formats=self.options.manifest_formats)
         sweep_run_partials(index=self.index, root_id=self.root_id, target_root=self.target.root,
@@ -274,6 +318,81 @@ class SyncRun:
                            keep=self.pipeline.partials_to_keep(), path_filter=self.options.path_filter)
 
 
+if TYPE_CHECKING:
+    # The public functions' keywords besides ``dry_run`` and ``options``, for their overloads (a type checker then
+    # knows what comes back: a SyncPlan for dry_run=True, SyncResults for dry_run=False or no dry run at all).
+    class _RunKeywords(TypedDict, total=False):
+        platform: Optional[Platform]
+        config: Optional[TransferConfig]
+        max_workers: Optional[int]
+        observer: Optional[SyncObserver]
+        on_error: Union[OnError, str, None]
+        if_collision: Optional[str]
+        include: Optional[Iterable[str]]
+        exclude: Optional[Iterable[str]]
+        follow_links: Optional[bool]
+        provenance: Optional[bool]
+        progress: Optional[bool]
+        entity_details: Optional[bool]
+        synapse_cache: Union[bool, str, Path, None]
+        synapse_cache_link: Optional[bool]
+        syn: Optional[object]
+        filesystem_names: Union[FilesystemNames, str, None]
+        dask: Optional[object]
+
+    class _SyncKeywords(_RunKeywords, total=False):
+        delete: Optional[bool]
+        manifest: Optional[str]
+        view: Optional[str]
+        file_names: Union[FileNames, str, None]
+
+    class _QueryKeywords(_RunKeywords, total=False):
+        recursive: bool
+
+    class _IdsKeywords(_QueryKeywords, total=False):
+        view: Optional[str]
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What a public entry point was asked besides its source, validated once: the options (``options`` with each
+    option keyword given on top), the transfer config, the observer, a file view's id and a Dask cluster."""
+
+    options: SyncOptions
+    config: TransferConfig
+    observer: Optional[SyncObserver] = None
+    view: Optional[str] = None  # a file view's id, without a version
+    cluster: Optional["DaskSettings"] = None
+
+    @classmethod
+    def of(cls, options: Optional[SyncOptions], *, keywords: Optional[Mapping[str, object]] = None,
+           config: Optional[TransferConfig] = None, max_workers: Optional[int] = None,
+           observer: Optional[SyncObserver] = None, view: Optional[str] = None,
+           dask: Optional[object] = None) -> "RunSettings":
+        """``options`` with the option keywords among ``keywords`` (a public function's ``locals()``: each named as
+        the :class:`SyncOptions` field it overrides, None when not given) on top; ``config`` with ``max_workers``
+        on top; ``dask`` and ``view`` checked now."""
+        checked = SyncOptions.overridden(options, keywords or {})
+        config = config or TransferConfig()
+        if max_workers is not None:
+            config = replace(config, max_workers=max_workers)
+        return cls(options=checked, config=config, observer=observer, cluster=_dask_settings(dask),
+                   view=_view_id(view))
+
+
+@overload
+def sync_from_platform(entity: str, path: Union[str, Path] = ..., *, dry_run: Literal[True],
+                       options: Optional[SyncOptions] = ..., **keywords: Unpack[_SyncKeywords]) -> SyncPlan: ...
+@overload
+def sync_from_platform(entity: str, path: Union[str, Path] = ..., *, dry_run: Literal[False],
+                       options: Optional[SyncOptions] = ..., **keywords: Unpack[_SyncKeywords]) -> SyncResults: ...
+@overload
+def sync_from_platform(entity: str, path: Union[str, Path] = ..., *, dry_run: None = ..., options: None = ...,
+                       **keywords: Unpack[_SyncKeywords]) -> SyncResults: ...
+@overload
+def sync_from_platform(entity: str, path: Union[str, Path] = ..., *, dry_run: Optional[bool] = ...,
+                       options: Optional[SyncOptions] = ...,
+                       **keywords: Unpack[_SyncKeywords]) -> Union[SyncResults, SyncPlan]: ...
 def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: Optional[Platform] = None,
                        options: Optional[SyncOptions] = None, config: Optional[TransferConfig] = None,
                        max_workers: Optional[int] = None, observer: Optional[SyncObserver] = None,
@@ -322,37 +441,26 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       and indexes, the cluster's workers fetch the files in shards, every process within one shared REST budget
       (docs/dask.md). The target must be a filesystem every worker sees at the same path.
     """
-    # validate
-    options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
-                                delete=delete, manifest=manifest, include=include, exclude=exclude, dry_run=dry_run,
-                                follow_links=follow_links, provenance=provenance, progress=progress,
-                                entity_details=entity_details, synapse_cache=synapse_cache,
-                                synapse_cache_link=synapse_cache_link,
-                                filesystem_names=filesystem_names, file_names=file_names)
-    cluster = _dask_settings(dask)
-    entity_id, version = parse_entity_id(entity)
-    view_id = _view_id(view)
-    platform, own_platform, options = _platform_for(platform, syn, options, config)
-    counted = _Counted.start(platform)  # the root's calls and time are the run's too
-    try:
-        root = _root_header(platform, entity_id, version)
-        plan = (plan_sources(platform, [EntityRef(entity_id, version)], recursive=True, known=[root])
-                if root.type.has_items else None)
-    except BaseException:
-        if own_platform:
-            platform.close()
-        raise
-    if plan is not None:  # a dataset or a collection: its items, as download_many has them
-        return _execute(platform=platform, own_platform=own_platform, options=_for_sources(options),
-                        config=config, path=Path(path), root_id=entity_id, description=root.name, container=False,
-                        observer=observer, start=lambda run: run.start_sources(plan), counted=counted,
-                        view=view_id, cluster=cluster)
-    return _execute(platform=platform, own_platform=own_platform, options=options, config=config, path=Path(path),
-                    root_id=entity_id, description=root.name, container=root.type.is_container,
-                    observer=observer, start=lambda run: run.start(root, version), counted=counted, view=view_id,
-                    cluster=cluster)
+    settings = RunSettings.of(options, keywords=locals(), config=config, max_workers=max_workers, observer=observer,
+                              view=view, dask=dask)
+    ref = EntityRef.parse(entity)
+    return _resolve_and_run(lambda platform: resolve_entity(platform, ref), Path(path), platform=platform, syn=syn,
+                            settings=settings)
 
 
+@overload
+def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ..., *, dry_run: Literal[True],
+                  options: Optional[SyncOptions] = ..., **keywords: Unpack[_IdsKeywords]) -> SyncPlan: ...
+@overload
+def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ..., *, dry_run: Literal[False],
+                  options: Optional[SyncOptions] = ..., **keywords: Unpack[_IdsKeywords]) -> SyncResults: ...
+@overload
+def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ..., *, dry_run: None = ...,
+                  options: None = ..., **keywords: Unpack[_IdsKeywords]) -> SyncResults: ...
+@overload
+def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ..., *,
+                  dry_run: Optional[bool] = ..., options: Optional[SyncOptions] = ...,
+                  **keywords: Unpack[_IdsKeywords]) -> Union[SyncResults, SyncPlan]: ...
 def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ".", *, recursive: bool = False,
                   platform: Optional[Platform] = None, options: Optional[SyncOptions] = None,
                   config: Optional[TransferConfig] = None, max_workers: Optional[int] = None,
@@ -378,22 +486,30 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     ``view``: a file view over those files, and ``dask``: a Dask cluster to fetch them on, as for
     :func:`sync_from_platform`.
     """
-    options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
-                                include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
-                                provenance=provenance, progress=progress, entity_details=entity_details,
-                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link,
-                                filesystem_names=filesystem_names)
+    settings = RunSettings.of(options, keywords=locals(), config=config, max_workers=max_workers, observer=observer,
+                              view=view, dask=dask)
     if isinstance(ids, (str, EntityRef)):  # one id given bare: a list of one, not a list of its characters
         ids = [ids]
     refs = [ref if isinstance(ref, EntityRef) else EntityRef.parse(ref) for ref in ids]
     if not refs:
         raise ConfigError("download_many needs at least one id")
-    view_id = _view_id(view)
-    return _download_sources(lambda platform: (plan_sources(platform, refs, recursive=recursive), None), refs,
-                             path=Path(path), platform=platform, syn=syn, options=options, config=config,
-                             observer=observer, view=view_id, cluster=_dask_settings(dask))
+    return _resolve_and_run(lambda platform: resolve_ids(platform, refs, recursive=recursive), Path(path),
+                            platform=platform, syn=syn, settings=settings)
 
 
+@overload
+def download_query(sql: str, path: Union[str, Path] = ..., *, dry_run: Literal[True],
+                   options: Optional[SyncOptions] = ..., **keywords: Unpack[_QueryKeywords]) -> SyncPlan: ...
+@overload
+def download_query(sql: str, path: Union[str, Path] = ..., *, dry_run: Literal[False],
+                   options: Optional[SyncOptions] = ..., **keywords: Unpack[_QueryKeywords]) -> SyncResults: ...
+@overload
+def download_query(sql: str, path: Union[str, Path] = ..., *, dry_run: None = ..., options: None = ...,
+                   **keywords: Unpack[_QueryKeywords]) -> SyncResults: ...
+@overload
+def download_query(sql: str, path: Union[str, Path] = ..., *, dry_run: Optional[bool] = ...,
+                   options: Optional[SyncOptions] = ...,
+                   **keywords: Unpack[_QueryKeywords]) -> Union[SyncResults, SyncPlan]: ...
 def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = False,
                    platform: Optional[Platform] = None, options: Optional[SyncOptions] = None,
                    config: Optional[TransferConfig] = None, max_workers: Optional[int] = None,
@@ -415,53 +531,11 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
     per file; their annotations are then the view's annotation columns the query selected (see
     :mod:`synclient.sync.sources.queries`). The report (``results.report.query``) says the query, its table and its row
     count."""
-    options, config = _settings(options, config, max_workers, on_error=on_error, if_collision=if_collision,
-                                include=include, exclude=exclude, dry_run=dry_run, follow_links=follow_links,
-                                provenance=provenance, progress=progress, entity_details=entity_details,
-                                synapse_cache=synapse_cache, synapse_cache_link=synapse_cache_link,
-                                filesystem_names=filesystem_names)
-    cluster = _dask_settings(dask)
+    settings = RunSettings.of(options, keywords=locals(), config=config, max_workers=max_workers, observer=observer,
+                              dask=dask)
     table_id = table_of(sql)
-
-    def plan(platform: Platform) -> Tuple[SourcePlan, QueryInfo]:
-        selection = select(platform, sql, table_id=table_id)
-        # the table's header rides along with its rows' entities: it says whether the rows are a view's
-        headers = platform.get_entity_headers([table_id] + [ref.entity_id for ref in selection.refs])
-        table = headers.get(table_id)
-        plan = (plan_sources(platform, selection.refs, recursive=recursive, known=list(headers.values()),
-                             standalone=False) if selection.refs else SourcePlan())
-        if table is not None and table.type is EntityType.ENTITY_VIEW:
-            plan.known_files = selection.row_files
-        return plan, QueryInfo(sql=sql, table=table_id, rows=selection.rows, entities=len(selection.refs),
-                               rows_without_id=selection.rows_without_id)
-
-    return _download_sources(plan, [], path=Path(path), platform=platform, syn=syn, options=options,
-                             config=config, observer=observer, cluster=cluster)
-
-
-def _download_sources(plan_with: Callable[[Platform], Tuple[SourcePlan, Optional[QueryInfo]]],
-                      refs: Sequence[EntityRef], *, path: Path, platform: Optional[Platform], syn: Optional[object],
-                      options: SyncOptions, config: TransferConfig, observer: Optional[SyncObserver],
-                      view: Optional[str] = None, cluster: Optional["DaskSettings"] = None
-                      ) -> Union[SyncResults, SyncPlan]:
-    """A run of what ``plan_with`` resolves (the ids ``refs``, or a query's): as one sync when it is one project or
-    folder, else as a list (no manifest, no deletion)."""
-    platform, own_platform, options = _platform_for(platform, syn, options, config)
-    counted = _Counted.start(platform)
-    try:
-        plan, query = plan_with(platform)
-    except BaseException:
-        if own_platform:
-            platform.close()
-        raise
-    container = plan.one_container  # alone, it is synced as by id: manifests and delete included
-    root_id = container.id if container else refs[0].entity_id if len(refs) == 1 else LIST_ROOT
-    description = container.name if container else f"{len(refs)} ids" if refs else "query"
-    return _execute(platform=platform, own_platform=own_platform,
-                    options=options if container else _for_sources(options), config=config, path=path,
-                    root_id=root_id, description=description, container=container is not None, observer=observer,
-                    start=lambda run: run.start_sources(plan), counted=counted, query=query, view=view,
-                    cluster=cluster)
+    return _resolve_and_run(lambda platform: resolve_query(platform, sql, table_id=table_id, recursive=recursive),
+                            Path(path), platform=platform, syn=syn, settings=settings)
 
 
 def _view_id(view: Optional[str]) -> Optional[str]:
@@ -472,23 +546,6 @@ def _view_id(view: Optional[str]) -> Optional[str]:
     if version is not None:
         raise ConfigError(f"view={view}: a sync reads the file view as it is now; name it without a version")
     return view_id
-
-
-#: the index rows' owner for a list of ids: never a sync root, so no sync's deletion pass ever touches them
-LIST_ROOT = "ids"
-
-
-def _settings(options: Optional[SyncOptions], config: Optional[TransferConfig], max_workers: Optional[int],
-              **given: object) -> Tuple[SyncOptions, TransferConfig]:
-    """The run's options (``options`` with each keyword that was given on top) and transfer config."""
-    options = options or SyncOptions()
-    given = {name: value for name, value in given.items() if value is not None}
-    if given:
-        options = options.replace(**given)
-    config = config or TransferConfig()
-    if max_workers is not None:
-        config = replace(config, max_workers=max_workers)
-    return options, config
 
 
 def _for_sources(options: SyncOptions) -> SyncOptions:
@@ -508,11 +565,34 @@ def sync_found_files(files: Sequence[Tuple[EntityHeader, RemotePath]], path: Uni
     walk: no deletion pass, no manifests. ``root_id`` owns the index rows. Internal for now: the synapseclient
     drop-in puts files into synapseclient's cache layout with it."""
     options = (options or SyncOptions()).replace(manifest="suppress", delete=False)
-    config = config or TransferConfig()
-    platform, own_platform, options = _platform_for(platform, syn, options, config)
-    return _execute(platform=platform, own_platform=own_platform, options=options, config=config, path=Path(path),
-                    root_id=root_id, description=root_id, container=False, observer=observer,
-                    start=lambda run: run.start_files(files), counted=_Counted.start(platform))
+    settings = RunSettings(options=options, config=config or TransferConfig(), observer=observer)
+    return _resolve_and_run(lambda platform: GivenFiles(tuple(files), root_id=root_id), Path(path),
+                            platform=platform, syn=syn, settings=settings)
+
+
+def sync_source(source: RunSource, path: Union[str, Path], *, platform: Platform, settings: RunSettings,
+                baseline: ReportBaseline) -> Union[SyncResults, SyncPlan]:
+    """A run of a source its caller resolved (the CLI checks the root against its flags first: the root's header
+    is fetched once); ``baseline``: taken before it was resolved (its calls are the run's)."""
+    platform, own_platform, options = _platform_for(platform, None, settings.options, settings.config)
+    return _execute(source, path=Path(path), platform=platform, own_platform=own_platform,
+                    settings=replace(settings, options=options), baseline=baseline)
+
+
+def _resolve_and_run(resolve: Callable[[Platform], RunSource], path: Path, *, platform: Optional[Platform],
+                     syn: Optional[object], settings: RunSettings) -> Union[SyncResults, SyncPlan]:
+    """The run's platform, its source resolved (before anything is written; its calls count as the run's), the
+    run."""
+    platform, own_platform, options = _platform_for(platform, syn, settings.options, settings.config)
+    baseline = ReportBaseline.start(platform)
+    try:
+        source = resolve(platform)
+    except BaseException:
+        if own_platform:
+            platform.close()
+        raise
+    return _execute(source, path=path, platform=platform, own_platform=own_platform,
+                    settings=replace(settings, options=options), baseline=baseline)
 
 
 def _platform_for(platform: Optional[Platform], syn: Optional[object], options: SyncOptions,
@@ -533,32 +613,36 @@ def _platform_for(platform: Optional[Platform], syn: Optional[object], options: 
     return platform, own_platform, options
 
 
-def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, config: TransferConfig, path: Path,
-             root_id: str, description: str, container: bool, observer: Optional[SyncObserver],
-             start: Callable[[SyncRun], None], counted: "_Counted", query: Optional[QueryInfo] = None,
-             view: Optional[str] = None, cluster: Optional["DaskSettings"] = None) -> Union[SyncResults, SyncPlan]:
-    """Build, run and report one run into ``path`` (``start`` gives it its files: a walk or a list; ``counted``:
-    since when its calls and time count; ``query``: the query that selected them, for the report; ``view``: the
-    file view whose rows stand in for bundle calls; ``cluster``: the Dask cluster that fetches the files)."""
-    started, before = counted.started, counted.before
+def _execute(source: RunSource, *, path: Path, platform: Platform, own_platform: bool, settings: RunSettings,
+             baseline: ReportBaseline) -> Union[SyncResults, SyncPlan]:
+    """Build, run and report one run of ``source`` into ``path`` (``baseline``: since when its calls and time
+    count); ``settings.view``: the file view whose rows stand in for bundle calls; ``settings.cluster``: the Dask
+    cluster that fetches the files."""
+    started, before = baseline.started, baseline.before
+    config = settings.config
     try:
+        # a list's run writes no manifest and deletes nothing, unless it is one container's sync
+        options = (_for_sources(settings.options) if isinstance(source, ListSource) and not source.mirrors_container
+                   else settings.options)
         target = TargetDirectory(path, create=not options.dry_run)
-        wants_view = view is not None and not options.needs_bundle  # (bundles wanted anyway: the view is no use)
-        view_rows = ViewRows(platform, platform.get_entity_header(view)) if wants_view else None
-        bar = _progress_bar(enabled=options.progress and not options.dry_run, description=description)
+        view_id = settings.view if not options.needs_bundle else None  # (bundles wanted anyway: the view is no use)
+        view_rows = ViewRows(platform, platform.get_entity_header(view_id)) if view_id is not None else None
+        bar = _progress_bar(enabled=options.progress and not options.dry_run, description=source.description)
         with LocalIndex(target.root, read_only=options.dry_run) as index:
             # build
             names = FilesystemNames.for_target(None if options.dry_run else index.meta_dir,
                                                forced=options.filesystem_names)
             if names.maps_names:
                 log.info("local names in %s: %s", target.root, names.describe())
-            run = SyncRun(platform=platform, config=config, target=target, index=index, root_id=root_id,
-                          options=options, observer=ObserverGroup([observer, bar]), names=names)
-            run.pipeline.view = view_rows
+            pool = run_pool(platform, config)
             # run
-            with _fetching_on(cluster if not options.dry_run else None, run) as workers:
+            with _fetching_on(settings.cluster if not options.dry_run else None, pool=pool, platform=platform,
+                              config=config) as (remote, workers):
                 try:
-                    run.run(start)
+                    run = SyncRun(platform=platform, config=config, target=target, index=index, source=source,
+                                  options=options, observer=ObserverGroup([settings.observer, bar]), pool=pool,
+                                  names=names, view=view_rows, remote=remote)
+                    run.run()
                 finally:
                     if bar is not None:
                         bar.close()
@@ -567,7 +651,7 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
                 # finished files are indexed, partials kept: the same command resumes
                 _finish_report(outcome, platform, started, before, workers)
                 raise outcome.fatal
-            if options.delete and container:
+            if options.delete and source.mirrors_container:
                 run.delete_vanished()
             # report
             if isinstance(outcome, PlanOutcome):
@@ -575,12 +659,13 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
                 outcome.plan.folders = dict(run.walker.folder_ids)
                 outcome.plan.renamed = run.renamed_lines
                 return outcome.plan
+            assert isinstance(outcome, RecordOutcome)  # (a real run's)
             _finish_report(outcome, platform, started, before, workers)
-            if container:
-                run.tidy_up()
+            if source.mirrors_container:
+                run.write_manifests_and_sweep(outcome)
             outcome.report.manifest_errors = list(run.manifests.errors)
             outcome.report.renamed = run.renamed_lines
-            outcome.report.query = query
+            outcome.report.query = source.query if isinstance(source, ListSource) else None
             _remember_throughput(outcome, index)
     finally:
         if own_platform:
@@ -589,20 +674,6 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
     if (results.failures or outcome.report.manifest_errors) and options.on_error is OnError.RAISE:
         raise SyncError(results.failures, results, problems=outcome.report.manifest_errors)
     return results
-
-
-def _root_header(platform: Platform, entity_id: str, version: Optional[int]) -> EntityHeader:
-    """The sync's root, checked before anything is written: a container or a file, and a version only of a file
-    (one that exists: a missing version is as much a usage error as a missing id)."""
-    root = platform.get_entity_header(entity_id)
-    if not (root.type.is_container or root.type is EntityType.FILE or root.type.has_items):
-        raise ConfigError(f"{entity_id} is a {root.type.label}; sync takes a project, folder, file, dataset or "
-                          "dataset collection")
-    if root.type.is_container:
-        check_container_ref(EntityRef(entity_id, version), root.type)
-    elif version is not None and root.type is EntityType.FILE:  # (a dataset's version is checked as it is read)
-        platform.get_entity(entity_id, version=version)  # NotFoundError for a version that does not exist
-    return root
 
 
 def _progress_bar(*, enabled: bool, description: str):
@@ -633,16 +704,16 @@ def _dask_settings(dask: Optional[object]) -> Optional["DaskSettings"]:
 
 
 @contextlib.contextmanager
-def _fetching_on(cluster: Optional["DaskSettings"], run: SyncRun) -> Iterator[Callable[[], List[WorkerCounts]]]:
-    """The run's fetches go to the Dask cluster (when there is one) while inside; yields what reads the workers'
-    counts once the run is over."""
+def _fetching_on(cluster: Optional["DaskSettings"], *, pool: TaskPool, platform: Platform, config: TransferConfig
+                 ) -> Iterator[Tuple[Optional[RemoteFetcher], Callable[[], List[WorkerCounts]]]]:
+    """The fetcher of the Dask cluster (when there is one: the run's fetches go there while inside; None: this
+    pool fetches), and what reads the workers' counts once the run is over."""
     if cluster is None:
-        yield list
+        yield None, list
         return
     from synclient.cluster.driver import DaskFetcher
-    with DaskFetcher(cluster, pool=run.pool, platform=run.platform, config=run.config) as fetcher:
-        run.pipeline.remote = fetcher
-        yield fetcher.worker_counts
+    with DaskFetcher(cluster, pool=pool, platform=platform, config=config) as fetcher:
+        yield fetcher, fetcher.worker_counts
 
 
 def _remember_throughput(outcome: RecordOutcome, index: LocalIndex) -> None:

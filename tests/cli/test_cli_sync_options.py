@@ -100,3 +100,19 @@ def test_versioned_file_id(env, tree_emulator, tmp_path):
     result = run_cli("get", f"{file_id}.1", "--path", str(tmp_path), env=env)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "readme.txt").read_text() == "hello from the emulator\n"
+
+
+@pytest.mark.parametrize("what", ["project", "file"])
+def test_get_asks_for_its_roots_header_once_and_reports_that_call(env, tree_emulator, tmp_path, what):
+    """The CLI checks the root against its flags and hands the resolved source to the run: one header call per
+    get, which the run's report counts as its own (every call of the run is in it)."""
+    import json
+
+    project = _project(tree_emulator)
+    root = project if what == "project" else tree_emulator.resolve(project, "readme.txt")
+    tree_emulator.reset_stats()
+    result = run_cli("--json", "get", "-r", root, "--path", str(tmp_path), env=env)
+    assert result.returncode == 0, result.stderr
+    stats = tree_emulator.stats()
+    assert stats["api_by_route"]["GET /repo/v1/entity/{id}/type"] == 1, stats["api_by_route"]
+    assert json.loads(result.stdout)["report"]["rest_calls"] == stats["api_requests"]

@@ -55,7 +55,7 @@ class Entry:
 
 
 @dataclass(frozen=True)
-class KnownFile:
+class FileVersionFacts:
     """What deciding and fetching a file version takes: from its bundle call, or from a file view's row."""
 
     handle: FileHandle
@@ -64,6 +64,10 @@ class KnownFile:
     annotations: dict = field(default_factory=dict)
     entity: Optional[dict] = None  # the entity's record (a bundle's; a view row has none)
     from_row: bool = False  # a file view's row, not a bundle: what it says may lag behind the platform
+
+
+#: file versions described before any bundle call (a file view's rows): (entity id, version) -> their facts
+DescribedFiles = Dict[Tuple[str, Optional[int]], FileVersionFacts]
 
 
 @dataclass(frozen=True)
@@ -117,8 +121,6 @@ class SourcePlan:
     entries: List[Entry] = field(default_factory=list)
     refused: List[Tuple[EntityHeader, SynclientError]] = field(default_factory=list)
     standalone: bool = False  # one id: it fills the target itself
-    # file versions whose bundle the plan already knows ((id, version) -> file): a file view's rows
-    known_files: Dict[Tuple[str, Optional[int]], KnownFile] = field(default_factory=dict)
 
     @property
     def one_container(self) -> Optional[EntityHeader]:

@@ -6,8 +6,8 @@ entities then go through :func:`~synclient.sync.sources.by_id.plan_sources` exac
 per 1,000 ids, the same names, renamings and report).
 
 A row of a **file view** that carries ``dataFileHandleId``, ``dataFileMD5Hex`` and ``dataFileSizeBytes`` describes
-its file completely for a download (a :class:`~synclient.sync.sources.by_id.KnownFile`, annotations from the view's
-annotation columns among those selected): such a file skips its bundle call and goes straight to the URL batches
+its file completely for a download (a :class:`~synclient.sync.sources.by_id.FileVersionFacts`, annotations from the
+view's annotation columns among those selected): such a file skips its bundle call and goes straight to the URL batches
 (100 files per call), so the calls of a query that selects N files are its own polls + ceil(N/1000) + ceil(N/100),
 not one per file. The row describes the entity version it was read at (the RowSet row's ``versionNumber``); views
 lag behind edits, so the row is used only when that is the version being downloaded. Otherwise (another current
@@ -24,14 +24,14 @@ import logging
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from synclient.platform.rest import Platform
 from synclient.errors import CallCancelledError, Cancelled, ConfigError, MalformedAnswerError, SynclientError
 from synclient.platform.models import (EntityHeader, EntityType, FileHandle, parse_entity_id, wire_handle_id, wire_md5,
                               wire_whole_number)
 from synclient.sync.sources.id_lists import EntityRef
-from synclient.sync.sources.by_id import KnownFile
+from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
 
 #: the table or view a query reads: ``FROM syn123`` (as synapseclient finds it)
 _FROM_TABLE = re.compile(r"\bfrom\s+(syn[0-9]+)(?:\.[0-9]+)?\b", re.IGNORECASE | re.ASCII)
@@ -58,10 +58,6 @@ _ANNOTATION_TYPES = {"STRING": "STRING", "INTEGER": "LONG", "DOUBLE": "DOUBLE", 
 
 log = logging.getLogger("synclient.sync")
 
-#: file versions a view's rows describe: (entity id, version) -> what the row says of the file
-KnownFiles = Dict[Tuple[str, Optional[int]], KnownFile]
-
-
 def looks_like_sql(text: str) -> bool:
     """A command-line argument that is a query, not an id (``SELECT ... FROM syn123``)."""
     return re.match(r"\s*select\s", text, re.IGNORECASE) is not None
@@ -86,7 +82,7 @@ class QuerySelection:
     rows_without_id: int = 0
     # (entity id, the version its row describes) -> what the row says of the file: a file view's rows only mean
     # this (a table's row versions are the table's), and only for the version fetched (the pipeline's lookup)
-    row_files: KnownFiles = field(default_factory=dict)
+    row_files: DescribedFiles = field(default_factory=dict)
 
 
 def select(platform: Platform, sql: str, *, table_id: str) -> QuerySelection:
@@ -101,7 +97,7 @@ def select(platform: Platform, sql: str, *, table_id: str) -> QuerySelection:
                 selection.rows_without_id += 1
                 continue
             selection.refs.append(ref)
-            known = columns.known_file(row.values, row.version)
+            known = columns.file_facts(row.values, row.version)
             if known is not None:
                 selection.row_files[ref.entity_id, known.version] = known
     return selection
@@ -118,16 +114,16 @@ class ViewRows:
         self._platform = platform
         self._view = view
         self._lock = threading.Lock()
-        self._rows: Optional[KnownFiles] = None
+        self._rows: Optional[DescribedFiles] = None
 
-    def get(self, entity_id: str, version: Optional[int]) -> Optional[KnownFile]:
+    def get(self, entity_id: str, version: Optional[int]) -> Optional[FileVersionFacts]:
         with self._lock:  # the others wait for the one read (a few pages: seconds, not minutes)
             if self._rows is None:
                 self._rows = self._read()
         return self._rows.get((entity_id, version))
 
-    def _read(self) -> KnownFiles:
-        known: KnownFiles = {}
+    def _read(self) -> DescribedFiles:
+        known: DescribedFiles = {}
         number = 0
         try:
             for page in self._platform.query_table(self._view.id, f"SELECT * FROM {self._view.id}"):
@@ -137,7 +133,7 @@ class ViewRows:
                 for row in page.rows:
                     number += 1
                     ref = columns.ref_of(row.values, row=number)
-                    file = columns.known_file(row.values, row.version)
+                    file = columns.file_facts(row.values, row.version)
                     if ref is not None and file is not None:
                         known[ref.entity_id, file.version] = file
         except (CallCancelledError, Cancelled):
@@ -180,7 +176,8 @@ class _Columns:
             version = _whole_number(values[self.version], column=self.names[self.version], row=row)
         return EntityRef(entity_id, version)
 
-    def known_file(self, values: Sequence[Optional[str]], row_version: Optional[int]) -> Optional[KnownFile]:
+    def file_facts(self, values: Sequence[Optional[str]],
+                   row_version: Optional[int]) -> Optional[FileVersionFacts]:
         """What the row says of its file at ``row_version`` (the RowSet row's), when it says all a download needs:
         the handle's id, MD5 and size, in the platform's storage as far as the row tells."""
         if self.handle is None or row_version is None:
@@ -199,8 +196,8 @@ class _Columns:
             return None  # an external URL may be one synclient does not fetch: its bundle says which
         annotations = {name: annotation for index, name, column_type in self.annotations
                        if (annotation := _annotation(values[index], column_type)) is not None}
-        return KnownFile(handle, row_version, values[self.parent] if self.parent is not None else None, annotations,
-                         from_row=True)
+        return FileVersionFacts(handle, row_version, values[self.parent] if self.parent is not None else None,
+                                annotations, from_row=True)
 
 
 def _entity_ref(value: str, *, row: int) -> Tuple[str, Optional[int]]:

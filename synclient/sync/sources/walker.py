@@ -77,7 +77,8 @@ class TreeWalker:
                  on_failure: EntityFailed, path_filter: PathFilter = PathFilter(),
                  follow_links: bool = False, make_room: Optional[MakeRoom] = None,
                  names: FilesystemNames = FilesystemNames(), held_names: Optional[HeldNames] = None,
-                 gate: Optional[NameGate] = None, file_names: Optional[HandleNames] = None) -> None:
+                 gate: Optional[NameGate] = None, file_names: Optional[HandleNames] = None,
+                 kept_names: Optional[Dict[Path, Set[str]]] = None) -> None:
         self._platform = platform
         self._pool = pool
         self._target = target
@@ -105,8 +106,9 @@ class TreeWalker:
         # once the file is at that name); and the remote folders (rel paths) that hold anything
         self.renamed: List[LocalRename] = []
         self.holding: Set[str] = set()
-        # local folder -> keys of the local names entries kept there though the plain mapping would differ
-        self.kept_names: Dict[Path, Set[str]] = {}
+        # local folder -> keys of the local names entries kept there though the plain mapping would differ (shared
+        # with the run's path claims: keep.both copy names avoid them)
+        self.kept_names: Dict[Path, Set[str]] = kept_names if kept_names is not None else {}
 
     def walk(self, container: EntityHeader, local_dir: Path, *, remote: RemotePath = RemotePath()) -> None:
         """Start listing ``container`` into ``local_dir``, its files' paths under ``remote`` (the sync root; a
