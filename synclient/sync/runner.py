@@ -45,14 +45,11 @@ from synclient.sync.sources.by_id import Renamed, SourcePlan, check_container_re
 from synclient.sync.sources.walker import FoundFile, TreeWalker
 from synclient.synapse_cache import SynapseCache, cache_root_of
 from synclient.transfer.config import TransferConfig
-from synclient.transfer.download import Downloader
-from synclient.transfer.http import DataClient
-from synclient.transfer.partial import PlainFolders
+from synclient.transfer.fetcher import DataPlane
 from synclient.transfer.pool import TaskPool
-from synclient.transfer.urls import UrlBroker
 
 if TYPE_CHECKING:
-    from synclient.cluster.driver import DaskSettings
+    from synclient.cluster.driver import DaskFetcher, DaskSettings
 
 log = logging.getLogger("synclient.sync")
 
@@ -101,7 +98,7 @@ class SyncRun:
 
     def __init__(self, *, platform: Platform, config: TransferConfig, target: TargetDirectory, index: LocalIndex,
                  root_id: str, options: SyncOptions, observer: SyncObserver,
-                 names: FilesystemNames = FilesystemNames()) -> None:
+                 names: FilesystemNames = FilesystemNames(), cluster: Optional["DaskSettings"] = None) -> None:
         self.platform = platform
         self.config = config
         self.names = names  # what the target's filesystem does with names (local_names.py)
@@ -116,22 +113,27 @@ class SyncRun:
             RecordOutcome(target=target, index=index, observer=observer,
                           is_fatal=lambda error: is_fatal(error, target.root),
                           on_fatal=lambda: self.pool.cancel(grace_seconds=0), list_in_manifest=options.wants_manifest))
-        self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
-        self.data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
-        self.folders = PlainFolders()  # the per-file folder checks; closed with the data client
+        # the data plane (URL batches, data connections, folder checks, downloads), closed when the run ends
+        self.data_plane = DataPlane.build(platform=platform, pool=self.pool, config=config, observer=observer)
+        self.folders = self.data_plane.folders  # the per-file folder checks
+        # a sync over Dask: the cluster's workers fetch (entered around the run: _fetching_on)
+        self.dask = _dask_fetcher(cluster, self, observer) if cluster is not None else None
         # the one way from a remote name to a local path, and the run's one registry of local paths
         self.gate = NameGate(target, names, PathRegistry(names))
         self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
                                  outcome=self.outcome, names=names, registry=self.gate.registry)
         self.manifests = ManifestAssembly(target=target, index=index, root_id=root_id, names=names)
-        downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
-                                observer=observer, folders=self.folders)
-        self.pipeline = FilePipeline(platform=platform, pool=self.pool, broker=self.broker, downloader=downloader,
+        # synapseclient's cache, when it is wanted and this machine has one (a dry run reads and writes none of it)
+        cache_root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
+        synapse_cache = (SynapseCache.if_present(cache_root) if options.synapse_cache and not options.dry_run
+                         else None)
+        fetcher = self.data_plane.fetcher(remote=self.dask, synapse_cache=synapse_cache,
+                                          synapse_cache_link=options.synapse_cache_link)
+        self.pipeline = FilePipeline(platform=platform, pool=self.pool, fetcher=fetcher,
                                      target=target, index=index, root_id=root_id, options=options,
                                      outcome=self.outcome, claims=self.claims, manifests=self.manifests,
                                      folders=self.folders, observer=observer)
         # files named by their handles, as synapseclient names them (the drop-ins): handle_names.py
-        cache_root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
         self.handle_names = (HandleNames(platform, SynapseCache.if_present(cache_root) if options.synapse_cache
                                          else None, fetches=config.max_workers)
                              if options.file_names is FileNames.HANDLE else None)
@@ -230,8 +232,7 @@ class SyncRun:
             with self.platform.cancel_on(self.pool.cancel_event):  # REST retry waits stop when the run does
                 self.pool.run()
         finally:
-            self.data_client.close()
-            self.folders.close()
+            self.data_plane.close()
         if self.pool.unexpected_errors:
             raise self.pool.unexpected_errors[0]
 
@@ -553,10 +554,11 @@ def _execute(*, platform: Platform, own_platform: bool, options: SyncOptions, co
             if names.maps_names:
                 log.info("local names in %s: %s", target.root, names.describe())
             run = SyncRun(platform=platform, config=config, target=target, index=index, root_id=root_id,
-                          options=options, observer=ObserverGroup([observer, bar]), names=names)
+                          options=options, observer=ObserverGroup([observer, bar]), names=names,
+                          cluster=cluster if not options.dry_run else None)
             run.pipeline.view = view_rows
             # run
-            with _fetching_on(cluster if not options.dry_run else None, run) as workers:
+            with _fetching_on(run) as workers:
                 try:
                     run.run(start)
                 finally:
@@ -632,16 +634,19 @@ def _dask_settings(dask: Optional[object]) -> Optional["DaskSettings"]:
     return DaskSettings.of(dask)
 
 
+def _dask_fetcher(cluster: "DaskSettings", run: SyncRun, observer: SyncObserver) -> "DaskFetcher":
+    from synclient.cluster.driver import DaskFetcher
+    return DaskFetcher(cluster, pool=run.pool, platform=run.platform, config=run.config, observer=observer)
+
+
 @contextlib.contextmanager
-def _fetching_on(cluster: Optional["DaskSettings"], run: SyncRun) -> Iterator[Callable[[], List[WorkerCounts]]]:
-    """The run's fetches go to the Dask cluster (when there is one) while inside; yields what reads the workers'
+def _fetching_on(run: SyncRun) -> Iterator[Callable[[], List[WorkerCounts]]]:
+    """The run's Dask cluster (when it has one) takes its fetches while inside; yields what reads the workers'
     counts once the run is over."""
-    if cluster is None:
+    if run.dask is None:
         yield list
         return
-    from synclient.cluster.driver import DaskFetcher
-    with DaskFetcher(cluster, pool=run.pool, platform=run.platform, config=run.config) as fetcher:
-        run.pipeline.remote = fetcher
+    with run.dask as fetcher:
         yield fetcher.worker_counts
 
 
