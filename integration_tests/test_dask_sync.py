@@ -35,7 +35,8 @@ from synclient.cluster.budget import ClusterBudget  # noqa: E402
 from synclient.cluster.connect import dask_client as dask_client_for  # noqa: E402
 from synclient.cluster.driver import DaskSettings  # noqa: E402
 from synclient.cluster.shard_run import PlatformAccess, ShardTask, run_shard  # noqa: E402
-from synclient.cluster.shards import LocalState, Shard, ShardFile, ShardSizes  # noqa: E402
+from synclient.cluster.shards import Shard, ShardSizes  # noqa: E402
+from synclient.transfer.jobs import FetchJob, LocalState  # noqa: E402
 from synclient.transfer.partial import journal_path, temp_path  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -234,7 +235,7 @@ def _one_file_shard(emu, tmp_path, size: int, config: TransferConfig) -> ShardTa
     target = tmp_path / "target"
     target.mkdir()
     destination = target / "big.bin"
-    file = ShardFile(entity, 1, handle, str(destination), LocalState.of(destination))
+    file = FetchJob(entity, 1, handle, destination, LocalState.of(destination))
     return ShardTask(Shard(0, (file,)), access, config)
 
 

@@ -224,7 +224,7 @@ def test_a_cached_copy_with_other_bytes_falls_back_to_a_download(emulator, proje
     handle = syn.get(entity_id, downloadFile=False)._file_handle
     assert SynapseCache(cache_root).lookup(handle["id"], md5=handle["contentMd5"], size=info.st_size) == path
     emulator.reset_stats()
-    caplog.set_level("INFO", logger="synclient.sync")
+    caplog.set_level("INFO", logger="synclient")
     out = tmp_path / "out"
     results = _sync(emulator, project, out, progress=False)
     assert {r.action for r in results} == {"download"} and results.report.from_cache == 0

@@ -15,7 +15,7 @@ from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import CertificateError
 from synclient.platform.tls import CA_BUNDLE_VARIABLES, TrustedCAs
-from synclient.sync import runner
+from synclient.transfer import fetcher
 from connect_proxy import ConnectProxy
 from synctrees import local_tree
 
@@ -106,8 +106,8 @@ def test_an_untrusted_storage_host_stops_the_run_once_and_writes_nothing(tls_emu
     stops at the first file with one error naming the storage host, instead of failing every file."""
     project, _ = seed_small(tls_emulator, 50)
     platform = Platform(tls_emulator.endpoint, token=tls_emulator.token, ca_bundle=tls_emulator.ca_bundle)
-    data_client = runner.DataClient
-    monkeypatch.setattr(runner, "DataClient", lambda pool_size, **_: data_client(  # the runs' data plane only
+    data_client = fetcher.DataClient
+    monkeypatch.setattr(fetcher, "DataClient", lambda pool_size, **_: data_client(  # the runs' data plane only
         pool_size, trusted_cas=TrustedCAs(path=None, source="a test's certifi default")))
     with pytest.raises(CertificateError) as raised:
         sync_from_platform(project, tmp_path / "out", platform=platform, progress=False, on_error="continue")

@@ -1,13 +1,14 @@
 """The driver's side of a sharded sync: the run's fetches go to a Dask cluster as shards, their outcomes come back.
 
 The driver runs the ordinary engine (walk, index fast path, bundles, claims and decisions, the synapseclient
-cache); only the fetch itself moves. Where a local run asks for a file's URL, :class:`DaskFetcher` takes the file
+cache); only the fetch itself moves. :class:`DaskFetcher` is the run's :class:`~synclient.transfer.fetcher.Fetcher`
+in place of the local one (behind synapseclient's cache, as the local one is): it takes each file
 (:meth:`DaskFetcher.fetch`), the :class:`~synclient.cluster.shards.Sharder` groups files into shards, and each
 shard is one Dask task (:func:`~synclient.cluster.shard_run.run_shard`) that the scheduler places, runs again
 after a failure (``retries``) and reschedules when its worker dies. Each finished shard comes back to the driver's
-pool as one task (:meth:`~synclient.transfer.pool.TaskPool.deliver`) that hands every file's outcome to the
-pipeline, which indexes it, records it in synapseclient's cache and reports it, as after a local download: the
-driver is the only writer of the index and the manifests.
+pool as one task (:meth:`~synclient.transfer.pool.TaskPool.deliver`) that hands every file's outcome
+(:class:`~synclient.transfer.jobs.FileFetched`) back through the fetch stage to the pipeline, which indexes it and
+reports it, as after a local download: the driver is the only writer of the index and the manifests.
 
 Every REST call of the run, the driver's and the workers', passes one :class:`~synclient.cluster.budget.ClusterBudget`
 (Synapse's limits are per user): see :mod:`synclient.cluster.budget`.
@@ -18,25 +19,27 @@ import logging
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
 
+from synclient.platform.gate import RestAdmission
 from synclient.platform.rest import Platform
 from synclient.cluster.budget import ClusterBudget, close_admission
 from synclient.cluster.shard_run import PlatformAccess, ShardOutcome, ShardTask, run_shard
-from synclient.cluster.shards import LocalState, Shard, ShardFile, Sharder, ShardSizes
+from synclient.cluster.shards import Shard, Sharder, ShardSizes
 from synclient.errors import ClusterLostError, ConfigError, ShardFailedError, SynclientError
+from synclient.events import SyncObserver
 from synclient.redaction import redact
 from synclient.results import WorkerCounts
 from synclient.transfer.config import TransferConfig
-from synclient.transfer.download import FileJob
+from synclient.transfer.fetcher import OnFetched
+from synclient.transfer.jobs import FetchJob, FileFetched, LocalState
 from synclient.transfer.pool import Priority, TaskPool
 
 log = logging.getLogger("synclient.cluster")
 
 #: shards out at the cluster per worker thread before the walk waits for them
 SHARDS_AHEAD_PER_THREAD = 4
-#: what a fetch run elsewhere reports: the file's error (None: installed, verified) and the bytes it got
-Fetched = Callable[[Optional[SynclientError], Optional[int]], None]
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,11 @@ class DaskSettings:
 
 
 class DaskFetcher:
-    """The pipeline's remote fetcher for one run (``with DaskFetcher(...) as fetcher``): thread-safe."""
+    """The run's :class:`~synclient.transfer.fetcher.Fetcher` when a Dask cluster fetches
+    (``with DaskFetcher(...) as fetcher``, around the run): thread-safe."""
 
     def __init__(self, settings: DaskSettings, *, pool: TaskPool, platform: Platform,
-                 config: TransferConfig) -> None:
+                 config: TransferConfig, observer: Optional[SyncObserver] = None) -> None:
         self._client = settings.client
         self._retries = settings.retries
         self._pool = pool
@@ -74,13 +78,14 @@ class DaskFetcher:
         self.budget = settings.budget or ClusterBudget.for_run()
         self._access = PlatformAccess.of(platform)
         self._config = config
+        self._observer = observer or SyncObserver()
         self._run = uuid.uuid4().hex[:12]
         self._sharder = Sharder(sizes=settings.shard_sizes)
         self._lock = threading.Lock()
-        self._waiting: Dict[str, Tuple[FileJob, Fetched]] = {}  # by destination (one file per local path)
+        self._waiting: Dict[Path, Tuple[FetchJob, OnFetched]] = {}  # by destination (one file per local path)
         self._futures: Dict[int, Any] = {}  # shard number -> its Dask future, while it runs
         self._workers: Dict[str, WorkerCounts] = {}
-        self._previous_admission = None
+        self._previous_admission: Optional[RestAdmission] = None
 
     # -- the run around it --------------------------------------------------------------------------------------
 
@@ -119,10 +124,10 @@ class DaskFetcher:
 
     # -- files in --------------------------------------------------------------------------------------------------
 
-    def fetch(self, job: FileJob, on_fetched: Fetched) -> None:
-        """Fetch ``job`` on the cluster; ``on_fetched(error, received)`` runs as a task of the driver's pool."""
-        file = ShardFile(job.entity_id, job.version, job.handle, str(job.destination),
-                         LocalState.of(job.destination))
+    def fetch(self, job: FetchJob, on_fetched: OnFetched) -> None:
+        """Fetch ``job`` on the cluster; ``on_fetched`` runs as a task of the driver's pool. What stands at its
+        destination now is what the shard may write over (``before``)."""
+        file = job.replaced(before=LocalState.of(job.destination))
         with self._lock:
             self._waiting[file.destination] = (job, on_fetched)
             shard = self._sharder.add(file)
@@ -200,10 +205,12 @@ class DaskFetcher:
                 job, on_fetched = self._waiting.pop(file.destination)
             fetched = got.get(file.destination)
             if fetched is None:
-                on_fetched(failure or ShardFailedError(f"shard {shard.number} did not report {file.destination}"),
-                           None)
-            else:
-                on_fetched(fetched.error, fetched.received)
+                fetched = FileFetched.of(job, failure or ShardFailedError(f"shard {shard.number} did not report "
+                                                                          f"{file.destination}"), received=None)
+            elif fetched.error is None:  # its bytes arrived elsewhere: the progress completes here
+                self._observer.bytes_transferred(job.planned, fetched.received if fetched.received is not None
+                                                 else job.size)
+            on_fetched(fetched)
 
     def _count(self, outcome: ShardOutcome) -> None:
         with self._lock:

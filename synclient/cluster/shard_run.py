@@ -1,10 +1,11 @@
-"""A shard on a Dask worker: synclient's own engine (URL batches, the download strategies, verify, atomic install)
-on the worker's own pool, writing into the shared target.
+"""A shard on a Dask worker: synclient's own fetch stage (URL batches, the download strategies, verify, atomic
+install) on the worker's own pool, writing into the shared target.
 
 :func:`run_shard` is the Dask task. It builds a :class:`~synclient.platform.rest.Platform` from the driver's
-:class:`PlatformAccess` (endpoints, token, CA bundle) whose REST calls pass the cluster's shared budget, fetches
-every file of the shard exactly as a local sync fetches it (temp file beside the destination, size and MD5
-checked, ``os.replace``), and returns what became of each file. It writes no index and no manifest: the driver
+:class:`PlatformAccess` (endpoints, token, CA bundle) whose REST calls pass the cluster's shared budget, and the
+data plane a local run builds (:meth:`~synclient.transfer.fetcher.DataPlane.build`), whose fetcher fetches every
+file of the shard exactly as a local sync fetches it (temp file beside the destination, size and MD5 checked,
+``os.replace``), and returns what became of each file. It writes no index and no manifest: the driver
 does that, once, from the returned :class:`ShardOutcome`.
 
 A shard is idempotent, so Dask may run it again (a retry, or its worker died): a file an earlier try installed is
@@ -33,28 +34,27 @@ import stat
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Tuple
 
 from synclient.platform.rest import Platform
 from synclient.cluster.budget import ClusterBudget
-from synclient.cluster.shards import LocalState, Shard, ShardFile
+from synclient.cluster.shards import Shard
 from synclient.platform.credentials import Endpoints
 from synclient.errors import PathConflictError, ShardFailedError, SynclientError
 from synclient.events import SyncObserver
 from synclient.platform.gate import CANCEL_POLL_SECONDS
 from synclient.platform.models import FileHandle
 from synclient.redaction import redact
-from synclient.sync.pipeline import url_refusal
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.direct import DirectFile
-from synclient.transfer.download import Downloader, FileJob
+from synclient.transfer.fetcher import DataPlane
 from synclient.transfer.hashing import hash_file_range
-from synclient.transfer.http import DataClient
+# (FileFetched: what a shard reports of each file, the fetch stage's outcome type)
+from synclient.transfer.jobs import FetchJob, FileFetched, LocalState
 from synclient.transfer.partial import SAFE_READ_FLAGS, PlainFolders
-from synclient.transfer.pool import Priority, TaskPool
-from synclient.transfer.urls import SignedUrl, UrlBroker
+from synclient.transfer.pool import TaskPool
 
 log = logging.getLogger("synclient.cluster")
 
@@ -90,17 +90,6 @@ class ShardTask:
 
 
 @dataclass(frozen=True)
-class FileFetched:
-    """One file of a shard: ``error`` None when it is at its destination, verified."""
-
-    entity_id: str
-    destination: str
-    error: Optional[SynclientError] = None
-    received: Optional[int] = None  # bytes got for a file whose handle records no size
-    earlier_try: bool = False  # installed by an earlier try of this shard (found verified, not fetched again)
-
-
-@dataclass(frozen=True)
 class ShardOutcome:
     """What a shard did, for the driver's index and report."""
 
@@ -132,46 +121,39 @@ def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None)
     fetched: List[FileFetched] = []
     lock = threading.Lock()
 
-    def done(file: ShardFile, job: Optional[FileJob], error: Optional[SynclientError], *, earlier: bool = False):
-        received = file.size if job is None or job.handle.content_size is not None else job.received
+    def done(outcome: FileFetched) -> None:
+        outcome = replace(outcome, error=_portable(outcome.error))
         with lock:
-            fetched.append(FileFetched(file.entity_id, file.destination, _portable(error), received, earlier))
+            fetched.append(outcome)
 
     try:
         platform = task.access.connect(max_connections=config.max_workers)
     except SynclientError as exc:
         return _every_file_failed(task, exc, started, cpu_started)
-    data_client: Optional[DataClient] = None
+    pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
     try:
         if task.budget is not None:
             platform.admission = task.budget.admission()
-        data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
+        plane = DataPlane.build(platform=platform, pool=pool, config=config, observer=SyncObserver())
     except SynclientError as exc:
         platform.close()
         return _every_file_failed(task, exc, started, cpu_started)
-    pool = TaskPool(config.max_workers, control_plane_limit=lambda: platform.gate.limit)
-    broker = UrlBroker(platform, pool, batch_size=config.url_batch_size)
-    folders = PlainFolders()
-    downloader = Downloader(pool=pool, broker=broker, client=data_client, config=config, observer=SyncObserver(),
-                            folders=folders)
+    fetcher = plane.fetcher()
     try:
         with _stopped_when(released, pool):
             for file in task.shard.files:
-                if _installed_by_earlier_try(file, folders):
-                    done(file, None, None, earlier=True)
+                if _installed_by_earlier_try(file, plane.folders):
+                    done(FileFetched.of(file, earlier_try=True))
                     continue
                 changed = _changed_since_decided(file)
                 if changed is not None:
-                    done(file, None, changed)
+                    done(FileFetched.of(file, changed))
                     continue
-                job = _job_for(file, done)
-                broker.request(job.request,
-                               lambda url, error, job=job: _url_ready(pool, downloader, job, url, error))
+                fetcher.fetch(file, done)
             with platform.cancel_on(pool.cancel_event):
                 pool.run()
     finally:
-        data_client.close()
-        folders.close()
+        plane.close()
         platform.close()
     seconds = time.monotonic() - started
     log.info("shard %d: %d files in %.1f s%s", task.shard.number, len(fetched), seconds,
@@ -185,7 +167,7 @@ def _every_file_failed(task: ShardTask, error: SynclientError, started: float, c
     log.warning("shard %d cannot run here: %s", task.shard.number, error)
     portable = _portable(error)
     return ShardOutcome(task.shard.number, _worker_name(),
-                        tuple(FileFetched(file.entity_id, file.destination, portable) for file in task.shard.files),
+                        tuple(FileFetched.of(file, portable) for file in task.shard.files),
                         time.monotonic() - started, time.thread_time() - cpu_started, 0, 0)
 
 
@@ -238,26 +220,7 @@ def _stopped_when(released: Callable[[], bool], pool: TaskPool) -> Iterator[None
         watcher.join()
 
 
-def _job_for(file: ShardFile, done) -> FileJob:
-    """The download job of one file of the shard, whose outcome goes to ``done(file, job, error)`` (given to the
-    constructor, so a handle's own wrapping of it, as for an external URL's host, applies)."""
-    job = FileJob(entity_id=file.entity_id, version=file.version, handle=file.handle,
-                  destination=Path(file.destination), on_done=lambda error: done(file, job, error))
-    return job
-
-
-def _url_ready(pool: TaskPool, downloader: Downloader, job: FileJob, url: Optional[SignedUrl],
-               error: Optional[SynclientError]) -> None:
-    """As the local pipeline does: a URL synclient cannot fetch fails its file; else the download starts."""
-    error = url_refusal(job.entity_id, url, error)
-    if error is not None:
-        job.on_done(error)
-        return
-    job.url = url
-    pool.submit(Priority.DOWNLOAD, downloader.start, job)
-
-
-def _installed_by_earlier_try(file: ShardFile, folders: PlainFolders) -> bool:
+def _installed_by_earlier_try(file: FetchJob, folders: PlainFolders) -> bool:
     """Dask ran this shard before (a retry, or its worker died after installing some files): a destination that is
     no longer what the driver decided on and is a regular file, in a folder still plain (no symlink on the way, as
     every write of the shard checks), holding exactly the handle's bytes, was put there by that try. Anything else
@@ -279,7 +242,7 @@ def _installed_by_earlier_try(file: ShardFile, folders: PlainFolders) -> bool:
         return False
 
 
-def _changed_since_decided(file: ShardFile) -> Optional[PathConflictError]:
+def _changed_since_decided(file: FetchJob) -> Optional[PathConflictError]:
     """Something other than what the driver decided on now stands at the destination (the user wrote a file where
     there was none, or changed the one the run would overwrite, while the shard waited for a worker): it is not
     overwritten, and the next run decides again (a local run decides moments before it writes; a shard may wait)."""

@@ -1,7 +1,8 @@
 """Shards: the files a sync decided to fetch, grouped into the units of work a Dask worker runs.
 
-The driver decides every file (walk, index, bundle, claims: the ordinary engine); what it would fetch becomes a
-:class:`ShardFile`, and a :class:`Sharder` groups them in the order the walk found them, so one folder's files stay
+The driver decides every file (walk, index, bundle, claims: the ordinary engine); what it would fetch is a
+:class:`~synclient.transfer.jobs.FetchJob` (the one job type of the fetch stage, whatever the fetcher), and a
+:class:`Sharder` groups them in the order the walk found them, so one folder's files stay
 together (a listing page is one folder's). A shard is sealed as soon as it holds :attr:`ShardSizes.files` files or
 :attr:`ShardSizes.bytes` bytes, so workers start while the walk goes on; what is left when the driver has nothing
 else to do is split into one shard per worker, balanced by bytes (each file also weighs
@@ -11,62 +12,20 @@ Everything here is plain data: a shard is pickled into its Dask task.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from synclient.errors import ConfigError, UnsafePathError
-from synclient.platform.models import FileHandle
+from synclient.errors import ConfigError
+from synclient.transfer.jobs import FetchJob, LocalState  # noqa: F401 (LocalState: what a shard's file records)
 
 MiB = 1 << 20
 #: what a file weighs in the balance beyond its bytes: its URL and its request's round trips
 FILE_WEIGHT = MiB
 
 
-@dataclass(frozen=True)
-class LocalState:
-    """What lay at a destination when the driver decided the file: a later run of the same shard tells from it
-    whether a file now there was installed by an earlier try of the shard (it differs) or is what was decided on."""
-
-    size: int
-    mtime_ns: int
-    inode: int
-
-    @classmethod
-    def of(cls, path: "os.PathLike[str]") -> Optional["LocalState"]:
-        """None when nothing is there, or it cannot be seen (a folder on the way is now a file, or unreadable:
-        the fetch then fails where a local one fails, per file)."""
-        try:
-            info = os.lstat(path)
-        except OSError:
-            return None
-        return cls(info.st_size, info.st_mtime_ns, info.st_ino)
-
-
-@dataclass(frozen=True)
-class ShardFile:
-    """One file version to fetch to ``destination`` (absolute, inside the target: the driver's name gate made the
-    path, :mod:`synclient.sync.local.name_gate`; a worker makes no path of a remote name)."""
-
-    entity_id: str
-    version: Optional[int]
-    handle: FileHandle
-    destination: str
-    before: Optional[LocalState] = None
-
-    def __post_init__(self) -> None:
-        parts = self.destination.replace(os.sep, "/").split("/")
-        if not os.path.isabs(self.destination) or ".." in parts or "\x00" in self.destination:
-            raise UnsafePathError(f"{self.entity_id}: a shard's destination {self.destination!r} is not a path "
-                                  "the driver's name gate gives")
-
-    @property
-    def size(self) -> int:
-        return self.handle.content_size or 0
-
-    @property
-    def weight(self) -> int:
-        return self.size + FILE_WEIGHT
+def weight(file: FetchJob) -> int:
+    """What ``file`` weighs in a shard's balance: its bytes and :data:`FILE_WEIGHT`."""
+    return file.size + FILE_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -74,7 +33,7 @@ class Shard:
     """A worker's unit of work: files fetched by one run of synclient's engine on one pool."""
 
     number: int
-    files: Tuple[ShardFile, ...]
+    files: Tuple[FetchJob, ...]
 
     @property
     def bytes(self) -> int:
@@ -98,7 +57,7 @@ class Sharder:
     """Groups files into shards in the order they come. Not thread-safe: the caller holds its lock."""
 
     sizes: ShardSizes = field(default_factory=ShardSizes)
-    _pending: List[ShardFile] = field(default_factory=list)
+    _pending: List[FetchJob] = field(default_factory=list)
     _pending_bytes: int = 0
     _numbered: int = 0
 
@@ -106,7 +65,7 @@ class Sharder:
     def pending(self) -> int:
         return len(self._pending)
 
-    def add(self, file: ShardFile) -> Optional[Shard]:
+    def add(self, file: FetchJob) -> Optional[Shard]:
         """Take a file; a shard once this one fills it."""
         self._pending.append(file)
         self._pending_bytes += file.size
@@ -118,8 +77,8 @@ class Sharder:
         """Every file still waiting, as up to ``parts`` shards of about equal weight."""
         return self._seal(*split_balanced(self._pending, parts=parts))
 
-    def _seal(self, *groups: Sequence[ShardFile]) -> List[Shard]:
-        shards = []
+    def _seal(self, *groups: Sequence[FetchJob]) -> List[Shard]:
+        shards: List[Shard] = []
         for group in groups:
             shards.append(Shard(self._numbered, tuple(group)))
             self._numbered += 1
@@ -127,18 +86,18 @@ class Sharder:
         return shards
 
 
-def split_balanced(files: Sequence[ShardFile], *, parts: int) -> List[List[ShardFile]]:
+def split_balanced(files: Sequence[FetchJob], *, parts: int) -> List[List[FetchJob]]:
     """``files`` cut into at most ``parts`` contiguous runs, each cut where the running weight passes the next
     multiple of an equal share (so a run is never more than one file heavier than its share)."""
     if not files:
         return []
     parts = max(1, min(parts, len(files)))
-    total = sum(file.weight for file in files)
-    runs: List[List[ShardFile]] = [[]]
+    total = sum(weight(file) for file in files)
+    runs: List[List[FetchJob]] = [[]]
     running = 0
     for file in files:
-        if runs[-1] and len(runs) < parts and running + file.weight / 2 > total * len(runs) / parts:
+        if runs[-1] and len(runs) < parts and running + weight(file) / 2 > total * len(runs) / parts:
             runs.append([])
         runs[-1].append(file)
-        running += file.weight
+        running += weight(file)
     return runs

@@ -2,10 +2,10 @@
 
 listing page -> the index fast path (same id + version, local stat untouched: no call at all) -> otherwise one
 bundle call (entity + file handle + annotations) -> :class:`~synclient.sync.claims.PathClaims` settles the
-planner's decision -> the run's :class:`~synclient.sync.outcome.Outcome` gets it (a dry run stops here) -> a URL
-batch -> the download strategy for its size -> an index row and a :class:`~synclient.results.FileResult`.
-A file synapseclient's download cache already holds skips the URL and the download: it is copied from there
-(:mod:`synclient.synapse_cache`), and every file installed is recorded there for synapseclient in turn.
+planner's decision -> the run's :class:`~synclient.sync.outcome.Outcome` gets it (a dry run stops here) -> the
+run's :class:`~synclient.transfer.fetcher.Fetcher` (synapseclient's cache, or a URL batch and the download strategy
+for its size, on this pool or on a Dask cluster) -> an index row and a :class:`~synclient.results.FileResult`.
+A view row's handle the fetch refuses gets its bundle's chance here (the bundle is the pipeline's).
 Failures are per file: one file failing never stops the others (a fatal one stops the run: see the outcome).
 """
 from __future__ import annotations
@@ -16,16 +16,14 @@ import posixpath
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import AbstractSet, Callable, Dict, List, Optional, Protocol, Set, Tuple
-from urllib.parse import urlsplit
+from typing import AbstractSet, Dict, List, Optional, Set, Tuple
 
 from synclient.platform.rest import Platform
-from synclient.errors import (AccessDeniedError, CacheLockTimeoutError, Cancelled, LocalIOError, NotFoundError,
-                              PathConflictError, PlatformError, SynclientError, UnsupportedError)
+from synclient.errors import (AccessDeniedError, LocalIOError, NotFoundError, PathConflictError, PlatformError,
+                              SynclientError)
 from synclient.events import SyncObserver
 from synclient.platform.models import EntityHeader, FileBundle, FileHandle
 from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verification
-from synclient.synapse_cache import SynapseCache
 from synclient.sync.claims import PathClaims
 from synclient.sync.plan.dry_run import PlanEntry
 from synclient.sync.plan.handle_names import HandleNames
@@ -40,10 +38,11 @@ from synclient.sync.plan.planner import Action, Decision, is_up_to_date, same_re
 from synclient.sync.sources.queries import ViewRows
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
 from synclient.sync.sources.walker import FoundFile
-from synclient.transfer.download import Downloader, FileJob
+# (check_scheme, url_refusal and FETCHED_SCHEMES are the fetch stage's: imported from here too)
+from synclient.transfer.fetcher import FETCHED_SCHEMES, Fetcher, check_scheme, url_refusal  # noqa: F401
+from synclient.transfer.jobs import FetchJob, FileFetched
 from synclient.transfer.partial import LeftoverPartials, PlainFolders, partial_key
 from synclient.transfer.pool import Priority, TaskPool
-from synclient.transfer.urls import SignedUrl, UrlBroker, redact_url
 
 log = logging.getLogger("synclient.sync")
 
@@ -61,7 +60,6 @@ class FileContext:
     file_handle: Optional[dict]  # and its data file handle's
     superseded: Optional[IndexRow] = None  # an earlier keep.both copy of this file, removed once it settles elsewhere
     displaced: Optional[IndexRow] = None  # another file's copy this file replaces: that row goes once this is in
-    from_cache: bool = False  # its bytes came from synapseclient's cache, not from storage
     from_row: bool = False  # its handle is a view row's (no bundle call): the URL batch may find it replaced
     renamed: str = ""  # why its local name is not its remote name (local_names.py; "": it is)
     name: str = ""  # its remote name (the last of rel_path's names)
@@ -71,10 +69,6 @@ class FileContext:
         """What its :class:`~synclient.results.FileResult` carries beyond the outcome (keyword arguments)."""
         return {"annotations": self.annotations, "entity": self.entity, "file_handle": self.file_handle,
                 "renamed": self.renamed or None}
-
-
-#: the external URLs synclient fetches itself (others, such as sftp:// and ftp://, fail their file with a reason)
-FETCHED_SCHEMES = ("http", "https")
 
 
 def check_fetchable(entity_id: str, handle: FileHandle) -> None:
@@ -98,53 +92,24 @@ def missing_handle_error(entity_id: str, bundle: FileBundle) -> SynclientError:
     return NotFoundError(f"{entity_id} has no data file handle in its bundle")
 
 
-def url_refusal(entity_id: str, url: Optional[SignedUrl],
-                error: Optional[SynclientError]) -> Optional[SynclientError]:
-    """What a URL batch's answer for a file refuses it with: the batch's own error, or a URL synclient does not
-    fetch (an :class:`UnsupportedError`); None for a URL to download from."""
-    if error is None and url is not None:
-        try:
-            check_scheme(entity_id, url.url)
-        except UnsupportedError as exc:
-            return exc
-    return error
-
-
-def check_scheme(entity_id: str, url: str) -> None:
-    """Raise :class:`UnsupportedError` for a URL synclient does not fetch (a handle known only from a view row shows
-    its external URL only when the URL batch answers it)."""
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in FETCHED_SCHEMES:
-        raise UnsupportedError(f"{entity_id} is an external {scheme or 'relative'} URL ({redact_url(url)}): synclient "
-                               f"fetches http(s) URLs only; download it with a client for {scheme or 'that URL'}")
-
-
-class RemoteFetcher(Protocol):
-    """Fetches files somewhere else than this process (a Dask cluster: :mod:`synclient.cluster.driver`)."""
-
-    def fetch(self, job: FileJob, on_fetched: Callable[[Optional[SynclientError], Optional[int]], None]) -> None:
-        """Bring ``job`` to its destination, verified; ``on_fetched(error, received)`` runs as a pool task."""
-
-
 class FilePipeline:
     """Takes each listed file through its stages on the shared pool. Thread-safe; one per run."""
 
-    def __init__(self, *, platform: Platform, pool: TaskPool, broker: UrlBroker, target: TargetDirectory,
-                 downloader: Downloader, index: LocalIndex, root_id: str, options: SyncOptions, outcome: Outcome,
+    def __init__(self, *, platform: Platform, pool: TaskPool, fetcher: Fetcher, target: TargetDirectory,
+                 index: LocalIndex, root_id: str, options: SyncOptions, outcome: Outcome,
                  claims: PathClaims, manifests: ManifestAssembly, folders: PlainFolders,
                  observer: SyncObserver, individual_files: AbstractSet[str] = frozenset(),
                  described: Optional[DescribedFiles] = None, view: Optional[ViewRows] = None,
-                 remote: Optional[RemoteFetcher] = None, handle_names: Optional[HandleNames] = None) -> None:
+                 handle_names: Optional[HandleNames] = None) -> None:
         """``individual_files``: the remote paths of the files named one by one (a file root, the files of a list):
         each one's index row keeps an existing owner; the files of a walk (a list's folders included) are a
         tree's. ``described``: file versions whose handle the run already knows (a query's file-view rows), and
         ``view``: a file view's rows, read when first needed (a sync planned from a view): no bundle call for
-        them. ``remote``: fetches go to a Dask cluster instead of this pool. ``handle_names``: files are named by
+        them. ``handle_names``: files are named by
         their handles (handle_names.py), their bundles fetched for that."""
         self._platform = platform
         self._pool = pool
-        self._broker = broker
-        self._downloader = downloader
+        self._fetcher = fetcher  # the fetch stage: synapseclient's cache, URL batches, downloads, or a Dask cluster
         self._target = target
         self._index = index
         self._root_id = root_id
@@ -157,7 +122,6 @@ class FilePipeline:
         self._individual_files = frozenset(individual_files)
         self._described: DescribedFiles = dict(described or {})
         self._view = view
-        self.remote = remote
         self._handle_names = handle_names
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.renamed: List[LocalRename] = []  # files at (or planned to) another local name than their remote one
@@ -169,12 +133,6 @@ class FilePipeline:
         # up-to-date keep.both copies (with their annotations' JSON), settled once all is decided
         self._held_copies: List[Tuple[FoundFile, IndexRow, Optional[str]]] = []
         self._lock = threading.Lock()
-        # synapseclient's cache, when it is wanted and this machine has one (a dry run reads and writes none of it)
-        root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
-        self._synapse_cache = (SynapseCache.if_present(root) if options.synapse_cache and not options.dry_run
-                               else None)
-        self._cache_warned = False  # a cache that cannot be written is said once
-        self._cache_writable = True  # until its lock could not be had: no later file waits 70 s for it again
 
     # -- listing page -> fast path or bundle -------------------------------------------------------------------
 
@@ -187,7 +145,7 @@ class FilePipeline:
         for found in files:
             header, destination, rel_path, listed_in = found[:4]
             row, stored_annotations = rows.get(rel_path, (None, None))
-            if is_up_to_date(row, header, self._target.root) and not self._options.needs_bundle:
+            if row is not None and is_up_to_date(row, header, self._target.root) and not self._options.needs_bundle:
                 named = rel_path in self._individual_files
                 if row.root_id != self._root_id and row.root_id == row.entity_id and not named:
                     self._index.set_owner(rel_path, self._root_id)  # a single-file get's row joins the tree
@@ -312,9 +270,10 @@ class FilePipeline:
         entity_name = (known.entity or {}).get("name") if self._handle_names is not None else None
         if isinstance(entity_name, str) and entity_name != header.name:
             self._manifests.entity_names[rel_path] = entity_name
+        details = self._options.entity_details
         context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,
-                              *((known.entity, handle.raw) if self._options.entity_details else (None, None)),
-                              superseded, displaced, from_row=known.from_row, renamed=renamed,
+                              entity=known.entity if details else None, file_handle=handle.raw if details else None,
+                              superseded=superseded, displaced=displaced, from_row=known.from_row, renamed=renamed,
                               name=self._manifests.entity_names.get(rel_path, header.name))
         entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination,
                           context.entity, context.file_handle, annotations if self._options.entity_details else None)
@@ -328,14 +287,9 @@ class FilePipeline:
         if not decision.action.fetches:
             self._kept(entity_id, version, handle, decision, context)
             return
-        job = FileJob(entity_id=entity_id, version=version, handle=handle, destination=decision.destination,
-                      on_done=lambda error: self._downloaded(job, context, error))
+        job = FetchJob(entity_id, version, handle, decision.destination)
         self._observer.file_planned(job.planned)
-        source = self._cached_copy(job)
-        if source is not None:  # a copy instead of a URL and a download
-            self._pool.submit(Priority.DOWNLOAD, self._copy_cached, job, context, source)
-            return
-        self._request_url(job, context)
+        self._fetch(job, context)
 
     # -- no fetch: skip, adopt, keep ----------------------------------------------------------------------------
 
@@ -365,37 +319,19 @@ class FilePipeline:
         self._drop_superseded(context)
         self._outcome.finished(result, manifest_path=context.rel_path)
 
-    # -- fetch: URL -> download -> index --------------------------------------------------------------------------
+    # -- fetch -> index ---------------------------------------------------------------------------------------------
 
-    def _request_url(self, job: FileJob, context: FileContext) -> None:
-        if self.remote is not None:
-            self.remote.fetch(job, lambda error, received: self._fetched_remotely(job, context, error, received))
-            return
-        self._broker.request(job.request, lambda url, error: self._url_ready(job, context, url, error))
+    def _fetch(self, job: FetchJob, context: FileContext) -> None:
+        self._fetcher.fetch(job, lambda fetched: self._fetched(job, context, fetched))
 
-    def _fetched_remotely(self, job: FileJob, context: FileContext, error: Optional[SynclientError],
-                          received: Optional[int]) -> None:
-        """A file fetched elsewhere (a Dask worker) came back, installed or not; a view row's handle the URL batch
-        refused gets its bundle's chance, as in :meth:`_url_ready`."""
-        if self._bundle_retried(job, context, error):
+    def _fetched(self, job: FetchJob, context: FileContext, fetched: FileFetched) -> None:
+        """The fetch stage's word on a file: installed, verified (or failed, its partial kept), unless a view row's
+        refused handle gets its bundle's chance."""
+        if self._bundle_retried(job, context, fetched.error):
             return
-        job.received = received
-        if error is None:  # its bytes arrived elsewhere: the progress completes here
-            self._observer.bytes_transferred(job.planned, received if received is not None else job.size)
-        job.on_done(error)
+        self._downloaded(job, context, fetched)
 
-    def _url_ready(self, job: FileJob, context: FileContext, url: Optional[SignedUrl],
-                   error: Optional[SynclientError]) -> None:
-        error = url_refusal(job.entity_id, url, error)
-        if self._bundle_retried(job, context, error):
-            return
-        if error is not None:
-            job.on_done(error)
-            return
-        job.url = url
-        self._pool.submit(Priority.DOWNLOAD, self._downloader.start, job)
-
-    def _bundle_retried(self, job: FileJob, context: FileContext, error: Optional[SynclientError]) -> bool:
+    def _bundle_retried(self, job: FetchJob, context: FileContext, error: Optional[SynclientError]) -> bool:
         """A view row's handle refused (access denied, not found) gets one more chance, from the bundle: True when
         that was submitted (once: the bundle's word is final)."""
         if not (isinstance(error, (AccessDeniedError, NotFoundError)) and context.from_row):
@@ -404,91 +340,45 @@ class FilePipeline:
         self._pool.submit(Priority.BUNDLE, self._handle_from_bundle, job, context, error)
         return True
 
-    def _handle_from_bundle(self, job: FileJob, context: FileContext, refused: SynclientError) -> None:
-        """BUNDLE task: the URL batch refused a view row's handle. A view lags behind a handle replaced in place
+    def _handle_from_bundle(self, job: FetchJob, context: FileContext, refused: SynclientError) -> None:
+        """BUNDLE task: the fetch refused a view row's handle. A view lags behind a handle replaced in place
         (Synapse allows that only for the same bytes): the bundle's handle is fetched instead when it holds the
         bytes the file was decided on; otherwise the refusal stands."""
         try:
             handle = self._platform.get_file_bundle(job.entity_id, version=job.version).file_handle
         except SynclientError as exc:
-            job.on_done(exc)
+            self._downloaded(job, context, FileFetched.of(job, exc))
             return
         if handle is None or handle.id == job.handle.id or not same_recorded_bytes(handle, job.handle):
-            job.on_done(refused)
+            self._downloaded(job, context, FileFetched.of(job, refused))
             return
         log.info("%s: the file view's row names file handle %s, now %s (the same bytes)", job.entity_id,
                  job.handle.id, handle.id)
-        job.handle = handle
-        self._request_url(job, context)
+        self._fetch(job.replaced(handle=handle), context)
 
-    def _downloaded(self, job: FileJob, context: FileContext, error: Optional[SynclientError]) -> None:
-        """The job's callback: the file is at its final path, verified (or failed, its partial kept)."""
+    def _downloaded(self, job: FetchJob, context: FileContext, fetched: FileFetched) -> None:
+        """The file is at its final path, verified (or failed, its partial kept): indexed and reported."""
+        error = fetched.error
         if error is None:
             try:
                 self._index_file(job.entity_id, job.version, job.handle, job.destination, context)
                 self._drop_superseded(context)
             except OSError as exc:
                 error = LocalIOError.from_exception(f"cannot stat {job.destination} after writing it", exc)
-            else:
-                self._record_in_cache(job)
         status = SyncStatus.FAILED if error else SyncStatus.DOWNLOADED
         if error is not None:  # its partial (if any) is what the next run resumes from
             with self._lock:
                 self.failed_partials.add(partial_key(job.destination))
-        action = FROM_SYNAPSE_CACHE if context.from_cache and error is None else context.action.value
+        action = FROM_SYNAPSE_CACHE if fetched.from_cache and error is None else context.action.value
         handle = job.handle
         self._outcome.finished(FileResult(job.entity_id, job.version, job.destination,
                                           handle.content_size if handle.content_size is not None else
-                                          job.received if error is None else None,
+                                          fetched.received if error is None else None,
                                           handle.content_md5, status, error, action=action,
                                           verification=None if error else Verification.of(handle.content_md5,
                                                                                           handle.content_size),
                                           **context.details),
                                manifest_path=context.rel_path if error is None else None)
-
-    # -- synapseclient's download cache ---------------------------------------------------------------------------
-
-    def _cached_copy(self, job: FileJob) -> Optional[Path]:
-        """A copy of the job's bytes in synapseclient's cache (its recorded MD5 is the platform's), or None."""
-        if self._synapse_cache is None or not job.handle.content_md5 or job.handle.content_size is None:
-            return None  # (a copy that cannot be verified is not taken)
-        try:
-            return self._synapse_cache.lookup(job.handle.id, md5=job.handle.content_md5, size=job.size,
-                                              not_at=job.destination)
-        except (OSError, ValueError) as exc:  # an unreadable cache folder, a handle id that is not a number
-            log.debug("synapseclient's cache not consulted for %s: %s", job.entity_id, exc)
-            return None
-
-    def _copy_cached(self, job: FileJob, context: FileContext, source: Path) -> None:
-        """DOWNLOAD task: the cached copy becomes the file, verified as a download is; any other outcome (other
-        bytes, a copy that cannot be made) falls back to the download it stood in for."""
-        try:
-            method = self._downloader.copy_local(job, source, link=self._options.synapse_cache_link)
-        except Cancelled:
-            raise
-        except SynclientError as exc:
-            log.info("%s: the copy in synapseclient's cache (%s) is not usable (%s); downloading it",
-                     job.entity_id, source, exc)
-            self._request_url(job, context)
-            return
-        log.debug("%s: %s of %s from synapseclient's cache", job.entity_id, method.value, source)
-        context.from_cache = True
-        self._downloaded(job, context, None)
-
-    def _record_in_cache(self, job: FileJob) -> None:
-        """Tell synapseclient (and later syncs) that this file holds the handle's bytes. Never fails the file: a
-        cache that cannot be written is said once and the sync goes on."""
-        if self._synapse_cache is None or not self._cache_writable or not job.handle.content_md5:
-            return  # (without an MD5 no reader could trust the entry)
-        try:
-            self._synapse_cache.record(job.handle.id, job.destination, job.handle.content_md5.lower())
-        except (SynclientError, OSError, ValueError) as exc:
-            with self._lock:
-                warned, self._cache_warned = self._cache_warned, True
-                if isinstance(exc, CacheLockTimeoutError):
-                    self._cache_writable = False
-            (log.debug if warned else log.warning)("cannot record %s in synapseclient's cache %s: %s",
-                                                  job.destination, self._synapse_cache.root, exc)
 
     def _drop_superseded(self, context: FileContext) -> None:
         """A file now at another path than its earlier keep.both copy: the untouched copy goes (the index can point

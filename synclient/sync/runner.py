@@ -45,7 +45,7 @@ from synclient.sync.local.name_gate import NameGate, PathRegistry, RemotePath
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
 from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
-from synclient.sync.pipeline import FilePipeline, RemoteFetcher
+from synclient.sync.pipeline import FilePipeline
 from synclient.sync.sources.queries import ViewRows, table_of
 from synclient.sync.sources.by_id import Layout, Renamed
 from synclient.sync.sources.resolve import (LIST_ROOT, FileSource, GivenFiles, ListSource, RunSource, TreeSource,
@@ -53,18 +53,15 @@ from synclient.sync.sources.resolve import (LIST_ROOT, FileSource, GivenFiles, L
 from synclient.sync.sources.walker import FoundFile, TreeWalker
 from synclient.synapse_cache import SynapseCache, cache_root_of
 from synclient.transfer.config import TransferConfig
-from synclient.transfer.download import Downloader
-from synclient.transfer.http import DataClient
-from synclient.transfer.partial import PlainFolders
+from synclient.transfer.fetcher import DataPlane
 from synclient.transfer.pool import TaskPool
-from synclient.transfer.urls import UrlBroker
 
 if TYPE_CHECKING:
     from typing import Literal, TypedDict
 
     from typing_extensions import Unpack
 
-    from synclient.cluster.driver import DaskSettings
+    from synclient.cluster.driver import DaskFetcher, DaskSettings
 
 __all__ = ["LIST_ROOT", "ReportBaseline", "RunSettings", "SyncRun", "download_many", "download_query", "is_fatal",
            "run_pool", "syncFromPlatform", "sync_found_files", "sync_from_platform", "sync_source"]
@@ -126,7 +123,7 @@ class SyncRun:
     def __init__(self, *, platform: Platform, config: TransferConfig, target: TargetDirectory, index: LocalIndex,
                  source: RunSource, options: SyncOptions, observer: SyncObserver, pool: TaskPool,
                  names: FilesystemNames = FilesystemNames(), view: Optional[ViewRows] = None,
-                 remote: Optional[RemoteFetcher] = None) -> None:
+                 remote: Optional["DaskFetcher"] = None) -> None:
         """``view``: a file view's rows standing in for bundle calls; ``remote``: the fetcher of a Dask cluster
         (None: this pool fetches)."""
         self.platform = platform
@@ -143,8 +140,8 @@ class SyncRun:
             RecordOutcome(target=target, index=index, observer=observer,
                           is_fatal=lambda error: is_fatal(error, target.root),
                           on_fatal=lambda: self.pool.cancel(grace_seconds=0), list_in_manifest=options.wants_manifest))
-        # files named by their handles, as synapseclient names them (the drop-ins): handle_names.py
         cache_root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
+        # files named by their handles, as synapseclient names them (the drop-ins): handle_names.py
         self.handle_names = (HandleNames(platform, SynapseCache.if_present(cache_root) if options.synapse_cache
                                          else None, fetches=config.max_workers)
                              if options.file_names is FileNames.HANDLE else None)
@@ -164,9 +161,9 @@ class SyncRun:
         self.renamed: List[Renamed] = self.layout.renamed  # a list's entries given another name than their own
         self.listed_files: Set[str] = {remote.text for _, remote in self.layout.files}  # a list's files' paths
         self.renamed_locally: List[LocalRename] = []  # a list's folders the local filesystem cannot hold as named
-        self.broker = UrlBroker(platform, self.pool, batch_size=config.url_batch_size)
-        self.data_client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
-        self.folders = PlainFolders()  # the per-file folder checks; closed with the data client
+        # the data plane (URL batches, data connections, folder checks, downloads), closed when the run ends
+        self.data_plane = DataPlane.build(platform=platform, pool=self.pool, config=config, observer=observer)
+        self.folders = self.data_plane.folders  # the per-file folder checks
         # the one way from a remote name to a local path, and the run's one registry of local paths
         self.gate = NameGate(target, names, PathRegistry(names))
         kept_names: Dict[Path, Set[str]] = {}  # the walker's names kept in place, which keep.both copies avoid
@@ -174,15 +171,18 @@ class SyncRun:
                                  outcome=self.outcome, names=names, registry=self.gate.registry,
                                  kept_names=kept_names)
         self.manifests = ManifestAssembly(target=target, index=index, root_id=self.root_id, names=names)
-        downloader = Downloader(pool=self.pool, broker=self.broker, client=self.data_client, config=config,
-                                observer=observer, folders=self.folders)
-        self.pipeline = FilePipeline(platform=platform, pool=self.pool, broker=self.broker, downloader=downloader,
+        # synapseclient's cache, when it is wanted and this machine has one (a dry run reads and writes none of it)
+        synapse_cache = (SynapseCache.if_present(cache_root) if options.synapse_cache and not options.dry_run
+                         else None)
+        fetcher = self.data_plane.fetcher(remote=remote, synapse_cache=synapse_cache,
+                                          synapse_cache_link=options.synapse_cache_link)
+        self.pipeline = FilePipeline(platform=platform, pool=self.pool, fetcher=fetcher,
                                      target=target, index=index, root_id=self.root_id, options=options,
                                      outcome=self.outcome, claims=self.claims, manifests=self.manifests,
                                      folders=self.folders, observer=observer,
                                      individual_files=self._individual_files(),
                                      described=source.described if isinstance(source, ListSource) else None,
-                                     view=view, remote=remote, handle_names=self.handle_names)
+                                     view=view, handle_names=self.handle_names)
         self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
                                  on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
                                  follow_links=options.follow_links, make_room=self.claims.make_room,
@@ -273,8 +273,7 @@ class SyncRun:
             with self.platform.cancel_on(self.pool.cancel_event):  # REST retry waits stop when the run does
                 self.pool.run()
         finally:
-            self.data_client.close()
-            self.folders.close()
+            self.data_plane.close()
         if self.pool.unexpected_errors:
             raise self.pool.unexpected_errors[0]
 
@@ -635,13 +634,14 @@ def _execute(source: RunSource, *, path: Path, platform: Platform, own_platform:
             if names.maps_names:
                 log.info("local names in %s: %s", target.root, names.describe())
             pool = run_pool(platform, config)
+            observer = ObserverGroup([settings.observer, bar])
             # run
             with _fetching_on(settings.cluster if not options.dry_run else None, pool=pool, platform=platform,
-                              config=config) as (remote, workers):
+                              config=config, observer=observer) as (remote, workers):
                 try:
                     run = SyncRun(platform=platform, config=config, target=target, index=index, source=source,
-                                  options=options, observer=ObserverGroup([settings.observer, bar]), pool=pool,
-                                  names=names, view=view_rows, remote=remote)
+                                  options=options, observer=observer, pool=pool, names=names, view=view_rows,
+                                  remote=remote)
                     run.run()
                 finally:
                     if bar is not None:
@@ -704,15 +704,15 @@ def _dask_settings(dask: Optional[object]) -> Optional["DaskSettings"]:
 
 
 @contextlib.contextmanager
-def _fetching_on(cluster: Optional["DaskSettings"], *, pool: TaskPool, platform: Platform, config: TransferConfig
-                 ) -> Iterator[Tuple[Optional[RemoteFetcher], Callable[[], List[WorkerCounts]]]]:
+def _fetching_on(cluster: Optional["DaskSettings"], *, pool: TaskPool, platform: Platform, config: TransferConfig,
+                 observer: SyncObserver) -> Iterator[Tuple[Optional["DaskFetcher"], Callable[[], List[WorkerCounts]]]]:
     """The fetcher of the Dask cluster (when there is one: the run's fetches go there while inside; None: this
     pool fetches), and what reads the workers' counts once the run is over."""
     if cluster is None:
         yield None, list
         return
     from synclient.cluster.driver import DaskFetcher
-    with DaskFetcher(cluster, pool=pool, platform=platform, config=config) as fetcher:
+    with DaskFetcher(cluster, pool=pool, platform=platform, config=config, observer=observer) as fetcher:
         yield fetcher, fetcher.worker_counts
 
 

@@ -30,6 +30,7 @@ from synclient.transfer.countdown import Countdown
 from synclient.transfer.direct import DirectFile, open_direct, pwrite_all
 from synclient.transfer.hashing import EMPTY_MD5, PrefixHasher, hash_file_range
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range, fetch_whole
+from synclient.transfer.jobs import FetchJob
 from synclient.transfer.local_copy import CopyMethod, fill_temp
 from synclient.transfer.partial import (JournalHeader, PlainFolders, ResumeJournal, WriteTarget, check_plain_folder,
                                         check_room, copy_temp_path, journal_path, open_for_write, preallocate,
@@ -49,7 +50,8 @@ _WORTHLESS = (IntegrityError, NoRoomForFileError)
 
 @dataclass
 class FileJob:
-    """One file version to bring to ``destination``."""
+    """One file version to bring to ``destination``: a :class:`~synclient.transfer.jobs.FetchJob` in flight on
+    this process's pool (its URL, its tries, what the server said), which reports its outcome to ``on_done``."""
 
     entity_id: str
     version: Optional[int]
@@ -69,6 +71,14 @@ class FileJob:
         self.planned = PlannedFile(self.entity_id, self.version, self.destination, self.handle.content_size or 0)
         if self.handle.external_url is not None:  # its host is the file's own: an untrusted one fails this file only
             self.on_done = _external_host_failures_are_per_file(self.on_done)
+
+    @classmethod
+    def of(cls, job: FetchJob, on_done: Callable[[Optional[SynclientError]], None]) -> "FileJob":
+        """``job`` in flight; observers see it as the same :class:`PlannedFile` as ``job``."""
+        started = cls(entity_id=job.entity_id, version=job.version, handle=job.handle, destination=job.destination,
+                      on_done=on_done)
+        started.planned = job.planned
+        return started
 
     @property
     def request(self) -> FileHandleRequest:

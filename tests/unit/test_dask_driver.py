@@ -17,9 +17,10 @@ from synclient.cluster.shard_run import FileFetched, ShardOutcome, ShardTask  # 
 from synclient.cluster.shards import ShardSizes
 from synclient.platform.credentials import Endpoints
 from synclient.errors import ClusterLostError, ConfigError, ErrorNature, NotFoundError, ShardFailedError
+from synclient.events import SyncObserver
 from synclient.platform.models import FileHandle
 from synclient.platform.tls import TrustedCAs
-from synclient.transfer.download import FileJob
+from synclient.transfer.jobs import FetchJob
 from synclient.transfer.pool import Priority, TaskPool
 
 
@@ -92,9 +93,8 @@ def _platform():
                            trusted_cas=TrustedCAs(None, "certifi"), admission=None)
 
 
-def _jobs(tmp_path: Path, count: int, size: int = 10) -> List[FileJob]:
-    return [FileJob(entity_id=f"syn{n}", version=1, handle=FileHandle(str(n), size, "0" * 32),
-                    destination=tmp_path / f"f{n}", on_done=lambda error: None) for n in range(count)]
+def _jobs(tmp_path: Path, count: int, size: int = 10) -> List[FetchJob]:
+    return [FetchJob(f"syn{n}", 1, FileHandle(str(n), size, "0" * 32), tmp_path / f"f{n}") for n in range(count)]
 
 
 def _outcome(task: ShardTask, *, worker: str = "tcp://w0", errors=None) -> ShardOutcome:
@@ -104,7 +104,7 @@ def _outcome(task: ShardTask, *, worker: str = "tcp://w0", errors=None) -> Shard
                         retries=1)
 
 
-def _run(client: FakeClient, jobs: List[FileJob], *, sizes: ShardSizes, answer) -> dict:
+def _run(client: FakeClient, jobs: List[FetchJob], *, sizes: ShardSizes, answer) -> dict:
     """Feed ``jobs`` to a DaskFetcher on a real TaskPool; ``answer(task, future)`` finishes each shard."""
     pool = TaskPool(1)  # the files come in order, as from one listing page
     platform = _platform()
@@ -117,7 +117,7 @@ def _run(client: FakeClient, jobs: List[FileJob], *, sizes: ShardSizes, answer) 
         assert pool.expected_high_water == SHARDS_AHEAD_PER_THREAD * client.workers * sizes.files
         for job in jobs:
             pool.submit(Priority.BUNDLE, fetcher.fetch, job,
-                        lambda error, received, job=job: got.__setitem__(job.entity_id, (error, received)))
+                        lambda fetched, job=job: got.__setitem__(job.entity_id, (fetched.error, fetched.received)))
         pool.run()
         counts = fetcher.worker_counts()
     assert platform.admission is None  # and no longer after it
@@ -171,7 +171,7 @@ def test_shards_still_out_when_the_run_is_cancelled_are_cancelled(tmp_path):
     platform = _platform()
     with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=1)), pool=pool,
                      platform=platform, config=SimpleNamespace(max_workers=4)) as fetcher:
-        fetcher.fetch(_jobs(tmp_path, 1)[0], lambda error, received: None)
+        fetcher.fetch(_jobs(tmp_path, 1)[0], lambda fetched: None)
         pool.cancel(grace_seconds=0)
     assert [future.key for future in client.cancelled] == [client.submitted[0][1].key]
 
@@ -201,7 +201,7 @@ def test_the_drivers_calls_pass_the_budget_on_the_runs_own_client(tmp_path):
     assert budget.clients == [client]
 
 
-def _run_guarded(client: FakeClient, jobs: List[FileJob], *, sizes: ShardSizes, answer) -> dict:
+def _run_guarded(client: FakeClient, jobs: List[FetchJob], *, sizes: ShardSizes, answer) -> dict:
     """``_run`` in a thread: a run that would wait for ever fails the test instead of hanging it."""
     done = {}
     runner = threading.Thread(target=lambda: done.update(_run(client, jobs, sizes=sizes, answer=answer)),
@@ -274,6 +274,31 @@ def test_ending_a_run_whose_client_is_gone_raises_nothing_and_asks_no_worker(tmp
     pool = TaskPool(2)
     with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=1)), pool=pool,
                      platform=_platform(), config=SimpleNamespace(max_workers=4)) as fetcher:
-        fetcher.fetch(_jobs(tmp_path, 1)[0], lambda error, received: None)
+        fetcher.fetch(_jobs(tmp_path, 1)[0], lambda fetched: None)
         pool.cancel(grace_seconds=0)
     assert len(client.submitted) == 1
+
+
+class Progress(SyncObserver):
+    def __init__(self) -> None:
+        self.bytes: List[tuple] = []
+
+    def bytes_transferred(self, file, count: int) -> None:
+        self.bytes.append((file, count))
+
+
+def test_a_file_fetched_on_the_cluster_completes_its_progress_on_the_driver(tmp_path):
+    """Its bytes arrived on a worker: the driver's observers hear of them once, as the one fetch they were told
+    of (the job's PlannedFile); a file that failed adds nothing."""
+    client, progress = FakeClient(workers=1), Progress()
+    pool = TaskPool(1)
+    jobs = _jobs(tmp_path, 2)
+    got = []
+    client.on_submit = lambda task, future: future.finish(_outcome(task, errors={"syn1": NotFoundError("gone")}))
+    with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=2)), pool=pool,
+                     platform=_platform(), config=SimpleNamespace(max_workers=4), observer=progress) as fetcher:
+        for job in jobs:
+            pool.submit(Priority.BUNDLE, fetcher.fetch, job, got.append)
+        pool.run()
+    assert sorted(fetched.entity_id for fetched in got) == ["syn0", "syn1"]
+    assert len(progress.bytes) == 1 and progress.bytes[0][0] is jobs[0].planned and progress.bytes[0][1] == 10

@@ -246,11 +246,12 @@ def test_a_dry_run_gate_makes_no_folder(tmp_path):
 
 
 @pytest.mark.parametrize("destination", ["relative/a.txt", "/t/../etc/a.txt", "/t/a\x00b"])
-def test_a_shard_takes_only_a_path_the_gate_could_give(destination):
-    from synclient.cluster.shards import ShardFile
+def test_a_fetch_job_takes_only_a_path_the_gate_could_give(destination):
+    """What goes to a fetcher (a Dask worker's too) is a path the gate made: a worker makes no path of its own."""
     from synclient.platform.models import FileHandle
+    from synclient.transfer.jobs import FetchJob
     with pytest.raises(UnsafePathError):
-        ShardFile("syn1", 1, FileHandle("1", 1, "0" * 32), destination)
+        FetchJob("syn1", 1, FileHandle("1", 1, "0" * 32), Path(destination))
 
 
 def test_a_failed_entity_releases_its_path_and_only_its_own(tmp_path):

@@ -14,23 +14,24 @@ pytest.importorskip("distributed")  # shard_run imports the budget, which needs 
 
 from synclient.cluster.shard_run import (PlatformAccess, ShardTask, _changed_since_decided,  # noqa: E402
                                         _installed_by_earlier_try, _portable, run_shard)
-from synclient.cluster.shards import LocalState, Shard, ShardFile  # noqa: E402
+from synclient.cluster.shards import Shard  # noqa: E402
 from synclient.platform.credentials import Endpoints  # noqa: E402
 from synclient.errors import (AuthenticationError, ConfigError, ErrorNature, LocalIOError,  # noqa: E402
                               PathConflictError)
 from synclient.platform.models import FileHandle  # noqa: E402
 from synclient.transfer.config import TransferConfig  # noqa: E402
+from synclient.transfer.jobs import FetchJob, LocalState  # noqa: E402
 from synclient.transfer.partial import PlainFolders  # noqa: E402
 
 HANG_GUARD_SECONDS = 30.0  # only reached when the check blocks (a FIFO opened for reading waits for a writer)
 
 
-def _file(destination: Path, data: bytes, before=None) -> ShardFile:
+def _file(destination: Path, data: bytes, before=None) -> FetchJob:
     handle = FileHandle("77", len(data), hashlib.md5(data).hexdigest())
-    return ShardFile("syn1", 1, handle, str(destination), before)
+    return FetchJob("syn1", 1, handle, destination, before)
 
 
-def _earlier(file: ShardFile) -> bool:
+def _earlier(file: FetchJob) -> bool:
     folders = PlainFolders()
     try:
         return _installed_by_earlier_try(file, folders)

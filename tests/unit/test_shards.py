@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import pickle
 import threading
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synclient.cluster.shards import FILE_WEIGHT, LocalState, Sharder, ShardFile, ShardSizes, split_balanced
+from synclient.cluster.shards import FILE_WEIGHT, LocalState, Sharder, ShardSizes, split_balanced, weight
 from synclient.errors import ConfigError
 from synclient.platform.models import FileHandle
+from synclient.transfer.jobs import FetchJob
 from synclient.transfer.pool import Priority, TaskPool
 
 
-def _file(number: int, size: int, folder: str = "a") -> ShardFile:
-    return ShardFile(f"syn{number}", 1, FileHandle(str(number), size, "0" * 32), f"/t/{folder}/f{number}")
+def _file(number: int, size: int, folder: str = "a") -> FetchJob:
+    return FetchJob(f"syn{number}", 1, FileHandle(str(number), size, "0" * 32), Path(f"/t/{folder}/f{number}"))
 
 
 def test_a_shard_is_sealed_at_its_file_count_or_its_bytes_whichever_comes_first():
@@ -48,9 +50,9 @@ def test_a_balanced_split_keeps_the_order_and_no_run_exceeds_its_share_by_more_t
     runs = split_balanced(files, parts=parts)
     assert [f for run in runs for f in run] == files  # contiguous, in order: a folder's files stay together
     assert 1 <= len(runs) <= min(parts, len(files)) and all(runs)
-    share = sum(f.weight for f in files) / min(parts, len(files))
-    heaviest = max(f.weight for f in files)
-    assert all(sum(f.weight for f in run) <= share + heaviest for run in runs)
+    share = sum(weight(f) for f in files) / min(parts, len(files))
+    heaviest = max(weight(f) for f in files)
+    assert all(sum(weight(f) for f in run) <= share + heaviest for run in runs)
 
 
 def test_equal_files_split_evenly():
