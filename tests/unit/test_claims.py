@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 
@@ -45,7 +45,7 @@ class Run:
 
     def __init__(self, root: Path, *, tree: Optional[FakeTree] = None, rows: Tuple[IndexRow, ...] = (),
                  manifest_files: Tuple[str, ...] = (), names: FilesystemNames = CASE_SENSITIVE,
-                 dry_run: bool = False, **options) -> None:
+                 dry_run: bool = False, kept_names: Optional[Dict[Path, Set[str]]] = None, **options) -> None:
         root.mkdir(exist_ok=True)
         if rows or manifest_files:  # the last run's index, committed before this run opens it
             with LocalIndex(root) as last:
@@ -61,7 +61,7 @@ class Run:
             on_fatal=lambda: None, list_in_manifest=True))
         self.registry = PathRegistry(names)
         self.claims = PathClaims(platform=self.tree, target=self.target, index=self.index, options=self.options,
-                                 outcome=self.outcome, names=names, registry=self.registry)
+                                 outcome=self.outcome, names=names, registry=self.registry, kept_names=kept_names)
 
     def close(self) -> None:
         self.index.close()
@@ -235,8 +235,8 @@ def test_on_a_case_insensitive_filesystem_a_copy_name_avoids_names_that_differ_o
 def test_copy_names_avoid_names_the_walker_kept_in_place(tmp_path, runs):
     root = tmp_path / "t"
     _users(root, "a.txt")
-    run = runs(root, names=CASE_INSENSITIVE, if_collision="keep.both")
-    run.claims.kept_names = {run.target.root: {"a(1).txt"}}  # (the runner shares the walker's dict)
+    # (the runner shares the walker's dict)
+    run = runs(root, names=CASE_INSENSITIVE, if_collision="keep.both", kept_names={root: {"a(1).txt"}})
     decision, _ = run.decide("a.txt", "remote", entity_id="syn60")
     assert decision.destination == run.target.root / "a(2).txt"
 

@@ -21,7 +21,7 @@ from synclient.sync.options import SyncOptions
 from synclient.sync.outcome import RecordOutcome
 from synclient.sync.pipeline import FilePipeline
 from synclient.sync.records.index import LocalIndex
-from synclient.sync.sources.by_id import KnownFile
+from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
 from synclient.sync.sources.walker import FoundFile
 from synclient.transfer.fetcher import OnFetched
 from synclient.transfer.jobs import FetchJob, FileFetched
@@ -93,7 +93,8 @@ class Planned(SyncObserver):
 class Run:
     """One pipeline wired as a run wires it (sync/runner.py), around a fake platform and fetcher."""
 
-    def __init__(self, root: Path, index: LocalIndex, platform: FakePlatform, fetcher: FakeFetcher) -> None:
+    def __init__(self, root: Path, index: LocalIndex, platform: FakePlatform, fetcher: FakeFetcher,
+                 described: Optional[DescribedFiles] = None) -> None:
         self.target = TargetDirectory(root)
         self.index = index
         self.platform = platform
@@ -110,7 +111,7 @@ class Run:
                                      target=self.target, index=index, root_id=ROOT, options=options,
                                      outcome=self.outcome, claims=claims,
                                      manifests=ManifestAssembly(target=self.target, index=index, root_id=ROOT),
-                                     folders=self.folders, observer=self.observer)
+                                     folders=self.folders, observer=self.observer, described=described)
 
     def sync(self, entity_id: str = "syn1", name: str = "f.txt") -> FileResult:
         header = EntityHeader(entity_id, name, EntityType.FILE, version_number=1)
@@ -137,8 +138,9 @@ def index(tmp_path: Path) -> Iterator[LocalIndex]:
         yield opened
 
 
-def _run(index: LocalIndex, platform: FakePlatform, fetcher: FakeFetcher) -> Run:
-    return Run(index.target_root, index, platform, fetcher)
+def _run(index: LocalIndex, platform: FakePlatform, fetcher: FakeFetcher,
+         described: Optional[DescribedFiles] = None) -> Run:
+    return Run(index.target_root, index, platform, fetcher, described)
 
 
 def test_a_new_file_is_decided_fetched_and_recorded(index):
@@ -171,9 +173,9 @@ def test_a_copy_from_synapseclients_cache_is_reported_as_such(index):
     assert run.indexed() == ("7", "f.txt")
 
 
-def _from_view_row(run: Run, handle: FileHandle) -> None:
+def _from_view_row(handle: FileHandle) -> DescribedFiles:
     """The run knows syn1's handle from a file view's row: no bundle call for it unless the fetch refuses it."""
-    run.pipeline.known[("syn1", 1)] = KnownFile(handle, 1, ROOT, {}, None, from_row=True)
+    return {("syn1", 1): FileVersionFacts(handle, 1, ROOT, {}, None, from_row=True)}
 
 
 def test_a_view_rows_handle_the_fetch_refuses_is_fetched_again_from_the_bundle(index):
@@ -181,8 +183,7 @@ def test_a_view_rows_handle_the_fetch_refuses_is_fetched_again_from_the_bundle(i
     once, and observers still see one fetch."""
     platform = FakePlatform({"syn1": _handle("8")})
     fetcher = FakeFetcher(refuses(NotFoundError("file handle 7 is gone")), installs)
-    run = _run(index, platform, fetcher)
-    _from_view_row(run, _handle("7"))
+    run = _run(index, platform, fetcher, described=_from_view_row(_handle("7")))
     result = run.sync()
     assert result.status is SyncStatus.DOWNLOADED
     assert platform.bundle_calls == ["syn1"]  # the retry's, not a decision's
@@ -195,8 +196,7 @@ def test_a_refusal_stands_when_the_bundle_holds_other_bytes(index):
     refused = AccessDeniedError("file handle 7: access denied", status=403)
     platform = FakePlatform({"syn1": _handle("8", b"other bytes")})
     fetcher = FakeFetcher(refuses(refused))
-    run = _run(index, platform, fetcher)
-    _from_view_row(run, _handle("7"))
+    run = _run(index, platform, fetcher, described=_from_view_row(_handle("7")))
     result = run.sync()
     assert result.status is SyncStatus.FAILED and result.error is refused
     assert [job.handle.id for job in fetcher.jobs] == ["7"] and platform.bundle_calls == ["syn1"]

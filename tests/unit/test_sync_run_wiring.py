@@ -48,8 +48,7 @@ def build(tmp_path):
 
     yield build_run
     for run, index in runs:
-        run.data_client.close()
-        run.folders.close()
+        run.data_plane.close()
         index.__exit__(None, None, None)
 
 
@@ -85,7 +84,7 @@ def test_given_files_and_a_fetcher_are_given_at_construction(build):
     run = build(GivenFiles(((_file("syn1", "a.csv"), RemotePath(("x", "a.csv"))),), root_id="syn9"),
                 remote=fetcher)
     assert run.root_id == "syn9" and run.pipeline._individual_files == {"x/a.csv"}
-    assert run.pipeline.remote is fetcher
+    assert run.pipeline._fetcher is fetcher  # (no synapseclient cache on this machine: nothing in front of it)
 
 
 def test_the_walker_and_the_claims_share_the_names_kept_in_place(build):
