@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
-    def command(name: str, help_text: str, handler: Callable[["CommandContext"], ExitCode]):
+    def command(name: str, help_text: str, handler: Callable[["CommandContext"], ExitCode]) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         _add_global_options(sub, in_subcommand=True)
         sub.set_defaults(handler=handler)
@@ -417,7 +417,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
                                             view=view, dask=dask)
             finally:
                 observer.close()
-    if args.dry_run:
+    if isinstance(outcome, SyncPlan):  # (a dry run's)
         return _report_plan(ctx, outcome)
     return _report_sync(ctx, outcome)
 
@@ -452,7 +452,7 @@ def _get_query(ctx: CommandContext) -> ExitCode:
             raise CliError(f"the platform refused the query: {exc.reason or exc}") from None  # the user's SQL
         finally:
             observer.close()
-    if args.dry_run:
+    if isinstance(outcome, SyncPlan):  # (a dry run's)
         return _report_plan(ctx, outcome)
     return _report_sync(ctx, outcome)
 

@@ -82,7 +82,14 @@ class _Counts:
         return f"{self.files_finished} files done{failed}"
 
 
-class ProgressBar(SyncObserver):
+class ProgressDisplay(SyncObserver):
+    """An observer that shows a sync's progress somewhere; :meth:`close` it when the sync returns."""
+
+    def close(self) -> None:
+        """Leave the display in its final state (the bar drawn whole, the last line written)."""
+
+
+class ProgressBar(ProgressDisplay):
     """One bytes bar; the total grows as files are planned, files are counted when they finish."""
 
     def __init__(self, *, stream: Optional[IO[str]] = None, description: str = "sync", ticking: bool = True) -> None:
@@ -171,7 +178,7 @@ def _leave_echo_room(bar: std_tqdm[Any]) -> None:
     bar.dynamic_ncols = narrower  # type: ignore[assignment]
 
 
-class ProgressLines(SyncObserver):
+class ProgressLines(ProgressDisplay):
     """For logs and pipes: at most one plain line every ``interval`` seconds, and one at the end."""
 
     def __init__(self, *, stream: Optional[IO[str]] = None, interval: float = 10.0, description: str = "sync"):
@@ -231,13 +238,13 @@ class ProgressLines(SyncObserver):
             pass
 
 
-class NoProgress(SyncObserver):
+class NoProgress(ProgressDisplay):
     def close(self) -> None:
         pass
 
 
 def progress_observer(*, enabled: bool = True, stream: Optional[IO[str]] = None, description: str = "sync",
-                      interval: float = 10.0) -> SyncObserver:
+                      interval: float = 10.0) -> ProgressDisplay:
     """The right display for where output goes; call ``.close()`` on it when the sync returns."""
     mode = choose_mode(enabled=enabled, stream=stream)
     if mode is ProgressMode.BAR:

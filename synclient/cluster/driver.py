@@ -99,7 +99,7 @@ class DaskFetcher:
         self._pool.expected_high_water = SHARDS_AHEAD_PER_THREAD * self._worker_threads() * self._sharder.sizes.files
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         """Shards still out (a cancelled run) are cancelled: each stops at its next chunk (run_shard watches its
         task), its partial files stay for the next run. Every process lets go of the run's budget (window leases
         still held are left to the lease timeout: the budget is this run's own). Never raises: it runs after a

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from synclient.cluster.driver import DaskFetcher, DaskSettings
+    from synclient.progress import ProgressDisplay
 
 __all__ = ["LIST_ROOT", "ReportBaseline", "RunSettings", "SyncRun", "download_many", "download_query", "is_fatal",
            "run_pool", "syncFromPlatform", "sync_found_files", "sync_from_platform", "sync_source"]
@@ -676,7 +677,7 @@ def _execute(source: RunSource, *, path: Path, platform: Platform, own_platform:
     return results
 
 
-def _progress_bar(*, enabled: bool, description: str):
+def _progress_bar(*, enabled: bool, description: str) -> Optional[ProgressDisplay]:
     """A bar only where someone watches (terminal, notebook); the CLI brings its own display."""
     from synclient.progress import ProgressMode, choose_mode, progress_observer
     if enabled and choose_mode() is ProgressMode.BAR:

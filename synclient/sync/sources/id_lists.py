@@ -95,8 +95,9 @@ def _ids_from_table(lines: List[str], header: int, *, where: str, delimiter: str
     or that stops before the id column, is a :class:`ConfigError` naming its line: an id is never skipped unsaid."""
     rows = ["" if line.lstrip().startswith("#") else line for line in lines[header:]]
     tsv = delimiter == "\t"
-    dialect = {"delimiter": delimiter, "quoting": csv.QUOTE_NONE} if tsv else {"delimiter": delimiter, "strict": True}
-    reader = csv.reader(io.StringIO("\n".join(rows)), **dialect)
+    text = io.StringIO("\n".join(rows))
+    reader = (csv.reader(text, delimiter=delimiter, quoting=csv.QUOTE_NONE) if tsv
+              else csv.reader(text, delimiter=delimiter, strict=True))
     refs: List[EntityRef] = []
     try:
         fields = [name.strip() for name in next(reader, [])]

@@ -159,9 +159,9 @@ class _Columns:
         self.version = next((where[name.lower()] for name in VERSION_COLUMNS if name.lower() in where), None)
         self.parent = where.get(PARENT_COLUMN.lower())
         self.concrete_type = where.get(CONCRETE_TYPE_COLUMN.lower())
-        handle = [where.get(name.lower()) for name in HANDLE_COLUMNS]
+        handle_id, md5, size = (where.get(name.lower()) for name in HANDLE_COLUMNS)
         self.handle: Optional[Tuple[int, int, int]] = (
-            (handle[0], handle[1], handle[2]) if None not in handle else None)
+            (handle_id, md5, size) if handle_id is not None and md5 is not None and size is not None else None)
         self.annotations = [(index, name, types[index] if index < len(types) else None)
                             for index, name in enumerate(names) if name.lower() not in DEFAULT_VIEW_COLUMNS]
 
@@ -172,8 +172,9 @@ class _Columns:
         if value is None or not value.strip():
             return None
         entity_id, version = _entity_ref(value, row=row)
-        if self.version is not None and values[self.version] is not None:
-            version = _whole_number(values[self.version], column=self.names[self.version], row=row)
+        pinned = values[self.version] if self.version is not None else None
+        if self.version is not None and pinned is not None:
+            version = _whole_number(pinned, column=self.names[self.version], row=row)
         return EntityRef(entity_id, version)
 
     def file_facts(self, values: Sequence[Optional[str]],
