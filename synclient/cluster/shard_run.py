@@ -53,7 +53,7 @@ from synclient.transfer.fetcher import DataPlane
 from synclient.transfer.hashing import hash_file_range
 # (FileFetched: what a shard reports of each file, the fetch stage's outcome type)
 from synclient.transfer.jobs import FetchJob, FileFetched, LocalState
-from synclient.transfer.partial import SAFE_READ_FLAGS, PlainFolders
+from synclient.transfer.partial import SAFE_READ_FLAGS, SymlinkFreeFolders
 from synclient.transfer.pool import TaskPool
 
 log = logging.getLogger("synclient.cluster")
@@ -220,7 +220,7 @@ def _stopped_when(released: Callable[[], bool], pool: TaskPool) -> Iterator[None
         watcher.join()
 
 
-def _installed_by_earlier_try(file: FetchJob, folders: PlainFolders) -> bool:
+def _installed_by_earlier_try(file: FetchJob, folders: SymlinkFreeFolders) -> bool:
     """Dask ran this shard before (a retry, or its worker died after installing some files): a destination that is
     no longer what the driver decided on and is a regular file, in a folder still plain (no symlink on the way, as
     every write of the shard checks), holding exactly the handle's bytes, was put there by that try. Anything else

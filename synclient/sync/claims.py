@@ -30,7 +30,7 @@ from synclient.sync.local.local_names import FilesystemNames, Listed, local_name
 from synclient.sync.records.manifest import MANIFEST_FILENAMES, manifest_name_is_ours
 from synclient.sync.local.name_gate import PathRegistry
 from synclient.sync.options import SyncOptions
-from synclient.sync.outcome import Outcome
+from synclient.sync.effects import Effects
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.plan.planner import Action, Decision, collide, copy_name, decide
 
@@ -41,7 +41,7 @@ class PathClaims:
     """The run-wide bookkeeping of local paths. Thread-safe."""
 
     def __init__(self, *, platform: Platform, target: TargetDirectory, index: LocalIndex, options: SyncOptions,
-                 outcome: Outcome, names: FilesystemNames = FilesystemNames(),
+                 effects: Effects, names: FilesystemNames = FilesystemNames(),
                  registry: Optional[PathRegistry] = None, kept_names: Optional[Dict[Path, Set[str]]] = None) -> None:
         """``kept_names``: local folder -> keys of the names its remote entities keep where the plain mapping
         differs, as the walker fills it while it lists (keep.both copy names avoid them too)."""
@@ -50,7 +50,7 @@ class PathClaims:
         self._target = target
         self._index = index
         self._options = options
-        self._outcome = outcome
+        self._effects = effects
         self.handled: Set[str] = set()  # rel paths removed (or planned so) during the walk: not vanished again
         self._lock = threading.Lock()
         # folder -> its remote entities' local names + copies chosen (keep.both), as the filesystem compares them
@@ -76,7 +76,7 @@ class PathClaims:
         with self._lock:
             self.handled.add(rel_path)
 
-    def decide(self, destination: Path, rel_path: str, handle: FileHandle, row: Optional[IndexRow],
+    def place(self, destination: Path, rel_path: str, handle: FileHandle, row: Optional[IndexRow],
                copy: Optional[IndexRow], parent_id: Optional[str], entity_id: str
                ) -> Tuple[Decision, Optional[IndexRow]]:
         """The planner's decision, then what only the run can settle: a path held by synclient's own things (another
@@ -201,10 +201,10 @@ class PathClaims:
             return decision
         for row in rows:
             self.handle(row.rel_path)
-            removal = self._outcome.remove_indexed(row)
+            removal = self._effects.remove_indexed(row)
             if removal is not None:
-                self._outcome.removed(removal)
-        if not self._outcome.clear_folder(rel_dir):
+                self._effects.removed(removal)
+        if not self._effects.clear_folder(rel_dir):
             raise PathConflictError(f"{destination} is a local folder that could not be emptied; the remote file "
                                     "of that name is not written")
         return Decision(Action.DOWNLOAD, destination)
@@ -218,7 +218,7 @@ class PathClaims:
             copy = self._index.copy_at(local)
             with self._lock:  # a held copy that was here is its file's no more: that file is decided again
                 self._displaced.add(local)
-            if not self._outcome.remove_own_file(local, path, copy):
+            if not self._effects.remove_own_file(local, path, copy):
                 return False
             log.info("%s: removed synclient's own file to make room for a remote folder", path)
             return True
@@ -227,11 +227,11 @@ class PathClaims:
         row = self._index.get_many([rel_path]).get(rel_path)
         if row is None or row.local_path != local:
             return False
-        removal = self._outcome.remove_indexed(row)
+        removal = self._effects.remove_indexed(row)
         if removal is None or removal.action is not Action.DELETE or removal.error is not None:
             return False
         self.handle(rel_path)
-        self._outcome.removed(removal)
+        self._effects.removed(removal)
         return True
 
 

@@ -2,11 +2,11 @@
 
 listing page -> the index fast path (same id + version, local stat untouched: no call at all) -> otherwise one
 bundle call (entity + file handle + annotations) -> :class:`~synclient.sync.claims.PathClaims` settles the
-planner's decision -> the run's :class:`~synclient.sync.outcome.Outcome` gets it (a dry run stops here) -> the
+planner's decision -> the run's :class:`~synclient.sync.effects.Effects` gets it (a dry run stops here) -> the
 run's :class:`~synclient.transfer.fetcher.Fetcher` (synapseclient's cache, or a URL batch and the download strategy
 for its size, on this pool or on a Dask cluster) -> an index row and a :class:`~synclient.results.FileResult`.
 A view row's handle the fetch refuses gets its bundle's chance here (the bundle is the pipeline's).
-Failures are per file: one file failing never stops the others (a fatal one stops the run: see the outcome).
+Failures are per file: one file failing never stops the others (a fatal one stops the run: see the effects).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from synclient.sync.local.local_names import LocalRename
 from synclient.sync.records.manifest import ManifestRow, provenance_from_activity
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import SyncOptions
-from synclient.sync.outcome import Outcome
+from synclient.sync.effects import Effects
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.plan.planner import Action, Decision, is_up_to_date, same_recorded_bytes
 from synclient.sync.sources.queries import ViewRows
@@ -41,7 +41,7 @@ from synclient.sync.sources.walker import FoundFile
 # (check_scheme, url_refusal and FETCHED_SCHEMES are the fetch stage's: imported from here too)
 from synclient.transfer.fetcher import FETCHED_SCHEMES, Fetcher, check_scheme, url_refusal  # noqa: F401
 from synclient.transfer.jobs import FetchJob, FileFetched
-from synclient.transfer.partial import LeftoverPartials, PlainFolders, partial_key
+from synclient.transfer.partial import LeftoverPartials, SymlinkFreeFolders, partial_key
 from synclient.transfer.pool import Priority, TaskPool
 
 log = logging.getLogger("synclient.sync")
@@ -66,7 +66,7 @@ class FileContext:
 
     @property
     def details(self) -> dict:
-        """What its :class:`~synclient.results.FileResult` carries beyond the outcome (keyword arguments)."""
+        """What its :class:`~synclient.results.FileResult` carries beyond the effects (keyword arguments)."""
         return {"annotations": self.annotations, "entity": self.entity, "file_handle": self.file_handle,
                 "renamed": self.renamed or None}
 
@@ -96,8 +96,8 @@ class FilePipeline:
     """Takes each listed file through its stages on the shared pool. Thread-safe; one per run."""
 
     def __init__(self, *, platform: Platform, pool: TaskPool, fetcher: Fetcher, target: TargetDirectory,
-                 index: LocalIndex, root_id: str, options: SyncOptions, outcome: Outcome,
-                 claims: PathClaims, manifests: ManifestAssembly, folders: PlainFolders,
+                 index: LocalIndex, root_id: str, options: SyncOptions, effects: Effects,
+                 claims: PathClaims, manifests: ManifestAssembly, folders: SymlinkFreeFolders,
                  observer: SyncObserver, individual_files: AbstractSet[str] = frozenset(),
                  described: Optional[DescribedFiles] = None, view: Optional[ViewRows] = None,
                  handle_names: Optional[HandleNames] = None) -> None:
@@ -114,7 +114,7 @@ class FilePipeline:
         self._index = index
         self._root_id = root_id
         self._options = options
-        self._outcome = outcome
+        self._effects = effects
         self._claims = claims
         self._manifests = manifests
         self._folders = folders
@@ -153,12 +153,12 @@ class FilePipeline:
                     with self._lock:  # a keep.both copy: settled when every remote file has claimed its path
                         self._held_copies.append((found, row, stored_annotations))
                     continue
-                self._outcome.up_to_date(row, annotations=stored_annotations,
+                self._effects.up_to_date(row, annotations=stored_annotations,
                                          renamed=self._renaming(found, row.local_path))
                 continue
             known = self._described_file(header, listed_in)
             if known is not None:
-                self._pool.submit(Priority.BUNDLE, self._decide, found, row, known)
+                self._pool.submit(Priority.BUNDLE, self._plan_file, found, row, known)
             else:
                 self._pool.submit(Priority.BUNDLE, self._bundle, found, row)
 
@@ -190,7 +190,7 @@ class FilePipeline:
             except PathConflictError as exc:
                 self.entity_failed(found.header, found.destination, exc)
                 continue
-            self._outcome.up_to_date(row, annotations=stored_annotations,
+            self._effects.up_to_date(row, annotations=stored_annotations,
                                      renamed=self._renaming(found, row.local_path))
 
     def _note_placed(self, rel_path: str, local_path: str) -> None:
@@ -233,11 +233,11 @@ class FilePipeline:
         except SynclientError as exc:
             self.entity_failed(header, found.destination, exc)
             return
-        self._decide(found, row, FileVersionFacts(
+        self._plan_file(found, row, FileVersionFacts(
             bundle.file_handle, bundle.entity.version_number, bundle.entity.parent_id,
             (bundle.annotations or {}).get("annotations") or {}, bundle.entity.raw))
 
-    def _decide(self, found: FoundFile, row: Optional[IndexRow], known: FileVersionFacts) -> None:
+    def _plan_file(self, found: FoundFile, row: Optional[IndexRow], known: FileVersionFacts) -> None:
         """A file version's action, from what its bundle (or its view row, then as a BUNDLE task) says of it."""
         header, destination, rel_path = found.header, found.destination, found.rel_path
         handle = known.handle
@@ -250,7 +250,7 @@ class FilePipeline:
             copy = row if row is not None and row.local_path != self._target.relative(destination) else None
             if copy is not None and self._claims.copy_name_taken(copy, destination.parent, known.parent_id):
                 row = copy = None  # that name is a remote entity's now: this file gets another copy name
-            decision, displaced = self._claims.decide(destination, rel_path, handle, row, copy,
+            decision, displaced = self._claims.place(destination, rel_path, handle, row, copy,
                                                       known.parent_id, header.id)
         except SynclientError as exc:
             self.entity_failed(header, destination, exc)
@@ -277,7 +277,7 @@ class FilePipeline:
                               name=self._manifests.entity_names.get(rel_path, header.name))
         entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination,
                           context.entity, context.file_handle, annotations if self._options.entity_details else None)
-        self._outcome.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))
+        self._effects.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))
 
     def _carry_out(self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision,
                    context: FileContext) -> None:
@@ -300,24 +300,24 @@ class FilePipeline:
                             SyncStatus.SKIPPED, action=decision.action.value, **context.details)
         if decision.action is Action.KEEP_LOCAL:  # not indexed (the bytes are not the remote's): listed as is
             if not decision.destination.is_file() or decision.destination.is_symlink():
-                self._outcome.finished(result)  # a folder or symlink kept in the way: no file to list
+                self._effects.finished(result)  # a folder or symlink kept in the way: no file to list
                 return
             self._manifests.add_unindexed(ManifestRow(
                 decision.destination, context.parent_id, context.name, entity_id,
                 handle.content_type, context.annotations, self._manifests.provenance_of(context.rel_path)))
-            self._outcome.finished(result)
+            self._effects.finished(result)
             return
         try:
             self._index_file(entity_id, version, handle, decision.destination, context)
         except OSError as exc:  # changed or gone since it was checked: not this run's to index
-            self._outcome.finished(FileResult(entity_id, version, decision.destination, handle.content_size,
+            self._effects.finished(FileResult(entity_id, version, decision.destination, handle.content_size,
                                               handle.content_md5, SyncStatus.FAILED,
                                               LocalIOError.from_exception(f"cannot stat {decision.destination}",
                                                                           exc),
                                               action=decision.action.value, **context.details))
             return
         self._drop_superseded(context)
-        self._outcome.finished(result, manifest_path=context.rel_path)
+        self._effects.finished(result, manifest_path=context.rel_path)
 
     # -- fetch -> index ---------------------------------------------------------------------------------------------
 
@@ -371,7 +371,7 @@ class FilePipeline:
                 self.failed_partials.add(partial_key(job.destination))
         action = FROM_SYNAPSE_CACHE if fetched.from_cache and error is None else context.action.value
         handle = job.handle
-        self._outcome.finished(FileResult(job.entity_id, job.version, job.destination,
+        self._effects.finished(FileResult(job.entity_id, job.version, job.destination,
                                           handle.content_size if handle.content_size is not None else
                                           fetched.received if error is None else None,
                                           handle.content_md5, status, error, action=action,
@@ -388,7 +388,7 @@ class FilePipeline:
         copy = context.superseded
         if copy is None or self._claims.is_abandoned(copy.local_path):  # a given-up copy belongs to its new owner
             return
-        removal = self._outcome.remove_indexed(copy)
+        removal = self._effects.remove_indexed(copy)
         if removal is not None and removal.action is Action.DELETE and removal.error is None:
             log.info("removed %s, the earlier keep.both copy of %s", copy.local_path, context.rel_path)
 
@@ -417,5 +417,5 @@ class FilePipeline:
         if path is not None:  # a partial of it (an earlier run's) stays for the run that gets further
             with self._lock:
                 self.failed_partials.add(partial_key(path))
-        self._outcome.finished(FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED,
+        self._effects.finished(FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED,
                                           error))

@@ -11,7 +11,7 @@ directory and its index. The rooms around it:
 
 - :mod:`synclient.sync.pipeline` -- one file's journey from its listing page to its index row;
 - :mod:`synclient.sync.claims` -- which local path each file gets when something is in the way;
-- :mod:`synclient.sync.outcome` -- a real run records, a dry run plans (one interface, two implementations);
+- :mod:`synclient.sync.effects` -- a real run records, a dry run plans (one interface, two implementations);
 - :mod:`synclient.sync.deletion`, :mod:`synclient.sync.manifest_assembly`, :mod:`synclient.sync.leftovers` --
   what happens after the walk: vanished files, manifests, partial downloads no run will resume.
 """
@@ -43,7 +43,7 @@ from synclient.sync.local.local_names import FilesystemNames, LocalRename, Renam
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.local.name_gate import NameGate, PathRegistry, RemotePath
 from synclient.sync.options import OnError, SyncOptions
-from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
+from synclient.sync.effects import Effects, PlannedEffects, AppliedEffects
 from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
 from synclient.sync.pipeline import FilePipeline
 from synclient.sync.sources.queries import ViewRows, table_of
@@ -136,9 +136,9 @@ class SyncRun:
         self.root_id = source.root_id
         self.options = options
         self.pool = pool
-        self.outcome: Outcome = (
-            PlanOutcome(target=target, index=index) if options.dry_run else
-            RecordOutcome(target=target, index=index, observer=observer,
+        self.effects: Effects = (
+            PlannedEffects(target=target, index=index) if options.dry_run else
+            AppliedEffects(target=target, index=index, observer=observer,
                           is_fatal=lambda error: is_fatal(error, target.root),
                           on_fatal=lambda: self.pool.cancel(grace_seconds=0), list_in_manifest=options.wants_manifest))
         cache_root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
@@ -169,7 +169,7 @@ class SyncRun:
         self.gate = NameGate(target, names, PathRegistry(names))
         kept_names: Dict[Path, Set[str]] = {}  # the walker's names kept in place, which keep.both copies avoid
         self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
-                                 outcome=self.outcome, names=names, registry=self.gate.registry,
+                                 effects=self.effects, names=names, registry=self.gate.registry,
                                  kept_names=kept_names)
         self.manifests = ManifestAssembly(target=target, index=index, root_id=self.root_id, names=names)
         # synapseclient's cache, when it is wanted and this machine has one (a dry run reads and writes none of it)
@@ -179,7 +179,7 @@ class SyncRun:
                                           synapse_cache_link=options.synapse_cache_link)
         self.pipeline = FilePipeline(platform=platform, pool=self.pool, fetcher=fetcher,
                                      target=target, index=index, root_id=self.root_id, options=options,
-                                     outcome=self.outcome, claims=self.claims, manifests=self.manifests,
+                                     effects=self.effects, claims=self.claims, manifests=self.manifests,
                                      folders=self.folders, observer=observer,
                                      individual_files=self._individual_files(),
                                      described=source.described if isinstance(source, ListSource) else None,
@@ -285,7 +285,7 @@ class SyncRun:
                         unvisited=self.walker.unvisited, handled=self.claims.handled,
                         # folders by remote path and by local path (deletion tidies folders by where they are)
                         listed=set(self.walker.listed) | {self.target.relative(p) for p in self.walker.listed.values()},
-                        dry_run=not self.outcome.writes, report=self.outcome.removed)
+                        dry_run=not self.effects.writes, report=self.effects.removed)
 
     @property
     def renamed_lines(self) -> List[str]:
@@ -306,11 +306,11 @@ class SyncRun:
         return folder.remote_path not in self.walker.holding or any(
             filled == folder.local_path or filled.startswith(inside) for filled in self.pipeline.filled)
 
-    def write_manifests_and_sweep(self, outcome: RecordOutcome) -> None:
-        """A real run's end (``outcome``: its record): every folder's manifest, and the sweep of partial downloads
+    def write_manifests_and_sweep(self, effects: AppliedEffects) -> None:
+        """A real run's end (``effects``: its record): every folder's manifest, and the sweep of partial downloads
         no run will resume."""
         if self.options.wants_manifest:
-            self.manifests.write(mode=self.options.manifest, listed_paths=outcome.manifest_paths,
+            self.manifests.write(mode=self.options.manifest, listed_paths=effects.manifest_paths,
                                  manifest_taken=set(self.walker.manifest_taken), listed_folders=self.walker.listed,
                                  formats=self.options.manifest_formats)
         sweep_run_partials(index=self.index, root_id=self.root_id, target_root=self.target.root,
@@ -647,33 +647,33 @@ def _execute(source: RunSource, *, path: Path, platform: Platform, own_platform:
                 finally:
                     if bar is not None:
                         bar.close()
-            outcome = run.outcome
-            if isinstance(outcome, RecordOutcome) and outcome.fatal is not None:
+            effects = run.effects
+            if isinstance(effects, AppliedEffects) and effects.fatal is not None:
                 # finished files are indexed, partials kept: the same command resumes
-                _finish_report(outcome, platform, started, before, workers)
-                raise outcome.fatal
+                _finish_report(effects, platform, started, before, workers)
+                raise effects.fatal
             if options.delete and source.mirrors_container:
                 run.delete_vanished()
             # report
-            if isinstance(outcome, PlanOutcome):
-                _estimate_from_history(outcome.plan, index)
-                outcome.plan.folders = dict(run.walker.folder_ids)
-                outcome.plan.renamed = run.renamed_lines
-                return outcome.plan
-            assert isinstance(outcome, RecordOutcome)  # (a real run's)
-            _finish_report(outcome, platform, started, before, workers)
+            if isinstance(effects, PlannedEffects):
+                _estimate_from_history(effects.plan, index)
+                effects.plan.folders = dict(run.walker.folder_ids)
+                effects.plan.renamed = run.renamed_lines
+                return effects.plan
+            assert isinstance(effects, AppliedEffects)  # (a real run's)
+            _finish_report(effects, platform, started, before, workers)
             if source.mirrors_container:
-                run.write_manifests_and_sweep(outcome)
-            outcome.report.manifest_errors = list(run.manifests.errors)
-            outcome.report.renamed = run.renamed_lines
-            outcome.report.query = source.query if isinstance(source, ListSource) else None
-            _remember_throughput(outcome, index)
+                run.write_manifests_and_sweep(effects)
+            effects.report.manifest_errors = list(run.manifests.errors)
+            effects.report.renamed = run.renamed_lines
+            effects.report.query = source.query if isinstance(source, ListSource) else None
+            _remember_throughput(effects, index)
     finally:
         if own_platform:
             platform.close()
-    results = SyncResults(outcome.results, outcome.report, folders=dict(run.walker.folder_ids))
-    if (results.failures or outcome.report.manifest_errors) and options.on_error is OnError.RAISE:
-        raise SyncError(results.failures, results, problems=outcome.report.manifest_errors)
+    results = SyncResults(effects.results, effects.report, folders=dict(run.walker.folder_ids))
+    if (results.failures or effects.report.manifest_errors) and options.on_error is OnError.RAISE:
+        raise SyncError(results.failures, results, problems=effects.report.manifest_errors)
     return results
 
 
@@ -685,10 +685,10 @@ def _progress_bar(*, enabled: bool, description: str) -> Optional[ProgressDispla
     return None
 
 
-def _finish_report(outcome: RecordOutcome, platform: Platform, started: float, before: _CallCounts,
+def _finish_report(effects: AppliedEffects, platform: Platform, started: float, before: _CallCounts,
                    workers: Callable[[], List[WorkerCounts]]) -> None:
     """The report's totals: time, and the REST calls of this process and of the run's Dask workers."""
-    report, now = outcome.report, _CallCounts.of(platform)
+    report, now = effects.report, _CallCounts.of(platform)
     report.wall_seconds = time.monotonic() - started
     report.workers = workers()
     report.rest_calls = now.calls - before.calls + sum(counts.rest_calls for counts in report.workers)
@@ -717,9 +717,9 @@ def _fetching_on(cluster: Optional["DaskSettings"], *, pool: TaskPool, platform:
         yield fetcher, fetcher.worker_counts
 
 
-def _remember_throughput(outcome: RecordOutcome, index: LocalIndex) -> None:
+def _remember_throughput(effects: AppliedEffects, index: LocalIndex) -> None:
     """The next dry run into this target estimates its time from what this run measured."""
-    report = outcome.report
+    report = effects.report
     if report.bytes_downloaded and report.wall_seconds > 0:
         index.set_meta("bytes_per_second", str(report.bytes_downloaded / report.wall_seconds))
         index.set_meta("files_per_second", str(max(report.downloaded, 1) / report.wall_seconds))

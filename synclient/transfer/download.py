@@ -32,7 +32,7 @@ from synclient.transfer.hashing import EMPTY_MD5, PrefixHasher, hash_file_range
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range, fetch_whole
 from synclient.transfer.jobs import FetchJob
 from synclient.transfer.local_copy import CopyMethod, fill_temp
-from synclient.transfer.partial import (JournalHeader, PlainFolders, ResumeJournal, WriteTarget, check_plain_folder,
+from synclient.transfer.partial import (JournalHeader, SymlinkFreeFolders, ResumeJournal, WriteTarget, check_plain_folder,
                                         check_room, copy_temp_path, journal_path, open_for_write, preallocate,
                                         temp_path)
 from synclient.transfer.pool import Priority, TaskPool
@@ -190,8 +190,8 @@ class Downloader:
 
     def __init__(self, *, pool: TaskPool, broker: UrlBroker, client: DataClient,
                  config: TransferConfig, observer: SyncObserver,
-                 folders: Optional[PlainFolders] = None) -> None:
-        self._folders = folders  # the run's folder checks (partial.PlainFolders), or None: realpath each time
+                 folders: Optional[SymlinkFreeFolders] = None) -> None:
+        self._folders = folders  # the run's folder checks (partial.SymlinkFreeFolders), or None: realpath each time
         self._pool = pool
         self._broker = broker
         self._client = client

@@ -34,7 +34,7 @@ from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.http import DataClient
 from synclient.transfer.jobs import FetchJob, FileFetched
-from synclient.transfer.partial import PlainFolders
+from synclient.transfer.partial import SymlinkFreeFolders
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker, redact_url
 
@@ -182,7 +182,7 @@ class DataPlane:
     pool: TaskPool
     broker: UrlBroker
     client: DataClient
-    folders: PlainFolders
+    folders: SymlinkFreeFolders
     downloader: Downloader
 
     @classmethod
@@ -191,7 +191,7 @@ class DataPlane:
         """Raises a :class:`SynclientError` when the data connections cannot be set up (a CA bundle missing)."""
         client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
         broker = UrlBroker(platform, pool, batch_size=config.url_batch_size)
-        folders = PlainFolders()
+        folders = SymlinkFreeFolders()
         downloader = Downloader(pool=pool, broker=broker, client=client, config=config, observer=observer,
                                 folders=folders)
         return cls(pool, broker, client, folders, downloader)

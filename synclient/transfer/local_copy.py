@@ -30,7 +30,7 @@ from synclient import portable
 from synclient.errors import Cancelled
 from synclient.transfer.direct import DirectFile, aligned_buffer, pwrite_all
 from synclient.transfer.hashing import HASH_READ, hash_file_range
-from synclient.transfer.partial import PlainFolders, check_plain_folder, open_for_write
+from synclient.transfer.partial import SymlinkFreeFolders, check_plain_folder, open_for_write
 
 log = logging.getLogger("synclient.transfer")
 
@@ -53,7 +53,7 @@ class FilledTemp(NamedTuple):
     method: CopyMethod
 
 
-def fill_temp(source: Path, temp: Path, *, link: bool = False, folders: Optional[PlainFolders] = None,
+def fill_temp(source: Path, temp: Path, *, link: bool = False, folders: Optional[SymlinkFreeFolders] = None,
               cancelled: Callable[[], bool] = lambda: False) -> FilledTemp:
     """Put the bytes of ``source`` (a regular file, never followed through a symlink) at ``temp`` (a name no download
     resumes from: ``partial.copy_temp_path``), replacing what was there, and hash them. ``cancelled`` is asked
@@ -80,7 +80,7 @@ def fill_temp(source: Path, temp: Path, *, link: bool = False, folders: Optional
         os.close(source_fd)
 
 
-def _hard_link(source: Path, temp: Path, folders: Optional[PlainFolders]) -> bool:
+def _hard_link(source: Path, temp: Path, folders: Optional[SymlinkFreeFolders]) -> bool:
     """``temp`` as another name of ``source``; False where no link can be made (another filesystem, a filesystem
     without hard links, too many links): the caller copies instead."""
     check_plain_folder(temp.parent, folders)

@@ -236,7 +236,7 @@ def _open_plain(text: str) -> Optional[int]:
     return None
 
 
-class PlainFolders:
+class SymlinkFreeFolders:
     """``realpath(folder) == str(folder)`` for the folders of one run, in one system call per check.
 
     Every file is checked three times (planned, temp opened, renamed into place), and each check costs
@@ -289,7 +289,7 @@ class PlainFolders:
             os.close(fd)
 
 
-def check_plain_folder(folder: Path, folders: Optional[PlainFolders] = None) -> None:
+def check_plain_folder(folder: Path, folders: Optional[SymlinkFreeFolders] = None) -> None:
     """The folder a download writes into is still a plain folder of the target (synclient made its path of plain
     folders): a folder swapped for a symlink since the file was planned is refused, not written through."""
     if not (folders.plain(folder) if folders is not None else realpath(folder) == str(folder)):
@@ -326,7 +326,7 @@ _REOPEN_FLAGS = (os.O_RDWR | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(o
                  | portable.O_BINARY)
 
 
-def open_for_write(path: Path, *, resume: Optional[FileIdentity] = None, folders: Optional[PlainFolders] = None,
+def open_for_write(path: Path, *, resume: Optional[FileIdentity] = None, folders: Optional[SymlinkFreeFolders] = None,
                    append: bool = False) -> WriteTarget:
     """The one way synclient opens a file to write data into (the write rule).
 
@@ -488,7 +488,7 @@ class ResumeJournal:
         return JournalState(partial, frozenset(int(part) for part in parts if part.isascii() and part.isdigit()))
 
     def start(self, partial: FileIdentity, finished: AbstractSet[int] = frozenset(), *,
-              folders: Optional[PlainFolders] = None) -> None:
+              folders: Optional[SymlinkFreeFolders] = None) -> None:
         """Write the journal of ``partial`` afresh (a file of this run: :func:`open_for_write`), listing the parts
         already ``finished``; later parts are appended by :meth:`mark_finished`."""
         self.close()

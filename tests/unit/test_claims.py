@@ -21,7 +21,7 @@ from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.local.name_gate import PathRegistry
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.options import SyncOptions
-from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
+from synclient.sync.effects import Effects, PlannedEffects, AppliedEffects
 from synclient.sync.plan.planner import Action, Decision
 from synclient.sync.records.index import IndexRow, LocalIndex
 from tree_support import ROOT_ID, FakeTree
@@ -41,7 +41,7 @@ def _handle(text: str) -> FileHandle:
 
 class Run:
     """One run's claims over ``root`` (the target): the index as the last run left it (``rows``), the remote folder
-    ``tree``, and the outcome of a real run (or a dry run's plan)."""
+    ``tree``, and the effects of a real run (or a dry run's plan)."""
 
     def __init__(self, root: Path, *, tree: Optional[FakeTree] = None, rows: Tuple[IndexRow, ...] = (),
                  manifest_files: Tuple[str, ...] = (), names: FilesystemNames = CASE_SENSITIVE,
@@ -56,12 +56,12 @@ class Run:
         self.target = TargetDirectory(root, create=not dry_run)
         self.index = LocalIndex(root, read_only=dry_run).open()
         self.options = SyncOptions(dry_run=dry_run, **options)
-        self.outcome: Outcome = (PlanOutcome(target=self.target, index=self.index) if dry_run else RecordOutcome(
+        self.effects: Effects = (PlannedEffects(target=self.target, index=self.index) if dry_run else AppliedEffects(
             target=self.target, index=self.index, observer=SyncObserver(), is_fatal=lambda error: False,
             on_fatal=lambda: None, list_in_manifest=True))
         self.registry = PathRegistry(names)
         self.claims = PathClaims(platform=self.tree, target=self.target, index=self.index, options=self.options,
-                                 outcome=self.outcome, names=names, registry=self.registry, kept_names=kept_names)
+                                 effects=self.effects, names=names, registry=self.registry, kept_names=kept_names)
 
     def close(self) -> None:
         self.index.close()
@@ -72,13 +72,13 @@ class Run:
         """The decision for the remote file ``name`` (holding ``text``) at the target's top, its path first given by
         the name gate, as the walker does."""
         destination = self.registry.claim(self.target.root / name, entity_id)
-        return self.claims.decide(destination, name, _handle(text), row, copy, parent_id, entity_id)
+        return self.claims.place(destination, name, _handle(text), row, copy, parent_id, entity_id)
 
     @property
     def results(self) -> Dict[str, Tuple[SyncStatus, Optional[str]]]:
         """A real run's recorded results: local path -> (status, action)."""
-        assert isinstance(self.outcome, RecordOutcome)
-        return {self.target.relative(r.path): (r.status, r.action) for r in self.outcome.results}
+        assert isinstance(self.effects, AppliedEffects)
+        return {self.target.relative(r.path): (r.status, r.action) for r in self.effects.results}
 
 
 @pytest.fixture
@@ -396,8 +396,8 @@ def test_the_dry_run_plans_what_the_real_run_does_with_a_folder_in_the_way(tmp_p
     real_decision, _ = real.decide("data", "remote")
     assert (dry_decision.action, dry.target.relative(dry_decision.destination)) == (
         real_decision.action, real.target.relative(real_decision.destination)) == (Action.DOWNLOAD, "data")
-    assert isinstance(dry.outcome, PlanOutcome)
-    planned = {(e.rel_path, e.action.value) for e in dry.outcome.plan.entries}
+    assert isinstance(dry.effects, PlannedEffects)
+    planned = {(e.rel_path, e.action.value) for e in dry.effects.plan.entries}
     assert planned == {(rel, action) for rel, (_, action) in real.results.items()}
     assert dry.claims.handled == real.claims.handled
     assert (dry_root / "data" / "x.csv").exists() and (dry_root / "data" / "empty").is_dir()  # nothing removed

@@ -19,7 +19,7 @@ from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.fetcher import LocalFetcher, OnFetched, SynapseCacheFirst
 from synclient.transfer.jobs import FetchJob, FileFetched, LocalState
-from synclient.transfer.partial import PlainFolders
+from synclient.transfer.partial import SymlinkFreeFolders
 from synclient.transfer.pool import TaskPool
 from synclient.transfer.urls import SignedUrl
 
@@ -111,7 +111,7 @@ def _cache_first(tmp_path: Path, inner: Inner, downloader=None) -> Tuple[Synapse
     (tmp_path / "cache").mkdir(exist_ok=True)
     cache = SynapseCache(tmp_path / "cache")
     pool = TaskPool(1)
-    folders = PlainFolders()
+    folders = SymlinkFreeFolders()
     downloader = downloader or Downloader(pool=pool, broker=None, client=None,  # type: ignore[arg-type]
                                           config=TransferConfig(), observer=SyncObserver(), folders=folders)
     return SynapseCacheFirst(inner, cache=cache, pool=pool, downloader=downloader), pool, cache

@@ -8,7 +8,7 @@ from synclient import portable
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import plan_parts
 from synclient.transfer.hashing import PrefixHasher
-from synclient.transfer.partial import (FileIdentity, JournalHeader, LeftoverPartials, PlainFolders, ResumeJournal,
+from synclient.transfer.partial import (FileIdentity, JournalHeader, LeftoverPartials, SymlinkFreeFolders, ResumeJournal,
                                         journal_path, realpath, temp_path)
 
 
@@ -173,7 +173,7 @@ def test_plain_folders_give_realpaths_verdict_as_folders_change(tmp_path):
     """A held folder that is moved away, replaced by a symlink, deleted, or has a symlink put above it is judged
     again by realpath; a new plain folder at the same path passes. Eviction and close keep the verdicts."""
     root = tmp_path.resolve()
-    folders = PlainFolders(capacity=2)
+    folders = SymlinkFreeFolders(capacity=2)
     a, d = root / "a", root / "a" / "d"
     d.mkdir(parents=True)
 

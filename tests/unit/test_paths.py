@@ -5,7 +5,7 @@ from hypothesis import given, strategies as st
 
 from synclient.errors import UnsafePathError
 from synclient.sync.local.paths import TargetDirectory, validate_name
-from synclient.transfer.partial import PlainFolders
+from synclient.transfer.partial import SymlinkFreeFolders
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "a/b", "/etc", "..\\x", "a\x00b", "x" * 256, "\\"])
@@ -55,7 +55,7 @@ def test_file_destination_check_with_held_folders_refuses_what_realpath_refuses(
     target = TargetDirectory(tmp_path / "t")
     outside = tmp_path / "outside"
     outside.mkdir()
-    folders = PlainFolders()
+    folders = SymlinkFreeFolders()
     try:
         d = target.make_folder(target.root, "d")
         for _ in range(2):  # the second check reads the held folder's path

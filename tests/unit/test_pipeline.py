@@ -1,6 +1,6 @@
 """The per-file pipeline (synclient/sync/pipeline.py) without a server: a fake platform answers bundles, a fake
 fetcher stands for the fetch stage (synclient/transfer/fetcher.py), and each file goes bundle -> decide -> fetch ->
-record on a real pool, index and outcome. What the fetcher refuses fails its file; a view row's handle it refuses
+record on a real pool, index and effects. What the fetcher refuses fails its file; a view row's handle it refuses
 gets one more chance from the bundle; a file whose bytes are already there is kept, not fetched."""
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from synclient.sync.claims import PathClaims
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import SyncOptions
-from synclient.sync.outcome import RecordOutcome
+from synclient.sync.effects import AppliedEffects
 from synclient.sync.pipeline import FilePipeline
 from synclient.sync.records.index import LocalIndex
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
 from synclient.sync.sources.walker import FoundFile
 from synclient.transfer.fetcher import OnFetched
 from synclient.transfer.jobs import FetchJob, FileFetched
-from synclient.transfer.partial import PlainFolders, partial_key
+from synclient.transfer.partial import SymlinkFreeFolders, partial_key
 from synclient.transfer.pool import TaskPool
 
 ROOT = "syn100"
@@ -101,15 +101,15 @@ class Run:
         self.fetcher = fetcher
         self.observer = Planned()
         self.pool = TaskPool(2)
-        self.folders = PlainFolders()
+        self.folders = SymlinkFreeFolders()
         options = SyncOptions()
-        self.outcome = RecordOutcome(target=self.target, index=index, observer=self.observer,
+        self.effects = AppliedEffects(target=self.target, index=index, observer=self.observer,
                                      is_fatal=lambda error: False, on_fatal=lambda: None, list_in_manifest=False)
         claims = PathClaims(platform=platform, target=self.target, index=index, options=options,  # type: ignore[arg-type]
-                            outcome=self.outcome)
+                            effects=self.effects)
         self.pipeline = FilePipeline(platform=platform, pool=self.pool, fetcher=fetcher,  # type: ignore[arg-type]
                                      target=self.target, index=index, root_id=ROOT, options=options,
-                                     outcome=self.outcome, claims=claims,
+                                     effects=self.effects, claims=claims,
                                      manifests=ManifestAssembly(target=self.target, index=index, root_id=ROOT),
                                      folders=self.folders, observer=self.observer, described=described)
 
@@ -120,7 +120,7 @@ class Run:
             self.pool.run()
         finally:
             self.folders.close()
-        (result,) = self.outcome.results
+        (result,) = self.effects.results
         return result
 
     def indexed(self, rel_path: str = "f.txt") -> Tuple[Optional[str], Optional[str]]:

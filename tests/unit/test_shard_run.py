@@ -21,7 +21,7 @@ from synclient.errors import (AuthenticationError, ConfigError, ErrorNature, Loc
 from synclient.platform.models import FileHandle  # noqa: E402
 from synclient.transfer.config import TransferConfig  # noqa: E402
 from synclient.transfer.jobs import FetchJob, LocalState  # noqa: E402
-from synclient.transfer.partial import PlainFolders  # noqa: E402
+from synclient.transfer.partial import SymlinkFreeFolders  # noqa: E402
 
 HANG_GUARD_SECONDS = 30.0  # only reached when the check blocks (a FIFO opened for reading waits for a writer)
 
@@ -32,7 +32,7 @@ def _file(destination: Path, data: bytes, before=None) -> FetchJob:
 
 
 def _earlier(file: FetchJob) -> bool:
-    folders = PlainFolders()
+    folders = SymlinkFreeFolders()
     try:
         return _installed_by_earlier_try(file, folders)
     finally:

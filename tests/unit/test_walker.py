@@ -272,7 +272,7 @@ def test_a_cancelled_pool_lists_nothing_more(tmp_path):
 
     def cancel_after_first_page(files: List[FoundFile]) -> None:
         original(files)
-        pool_holder[0].cancel(grace_seconds=0)  # as a fatal error does (RecordOutcome's on_fatal)
+        pool_holder[0].cancel(grace_seconds=0)  # as a fatal error does (AppliedEffects's on_fatal)
 
     walk.walker._on_files = cancel_after_first_page
     walk.run()

@@ -9,7 +9,7 @@ from typing import Optional, Union
 from synclient import portable
 from synclient.errors import FileInTheWayError, LocalIOError, TargetError, UnsafePathError
 from synclient.sync.local.folders import CheckedPathFolder, DescriptorFolder
-from synclient.transfer.partial import PARTIAL_SUFFIXES, PlainFolders, realpath
+from synclient.transfer.partial import PARTIAL_SUFFIXES, SymlinkFreeFolders, realpath
 
 NAME_MAX_BYTES = 255
 RESERVED_NAME = ".synclient"  # the index folder at the target's top
@@ -117,9 +117,9 @@ class TargetDirectory:
             raise FileInTheWayError(f"{path} exists and is not a folder")
         return path
 
-    def check_file_destination(self, path: Path, folders: Optional[PlainFolders] = None) -> None:
+    def check_file_destination(self, path: Path, folders: Optional[SymlinkFreeFolders] = None) -> None:
         """The folder a file lands in must still resolve inside the target (no symlinked parent out of it);
-        ``folders``: the run's :class:`~synclient.transfer.partial.PlainFolders`, to check a plain folder cheaply."""
+        ``folders``: the run's :class:`~synclient.transfer.partial.SymlinkFreeFolders`, to check a plain folder cheaply."""
         if folders is not None and folders.plain(path.parent) and self._spelled_inside(str(path.parent)):
             return  # it resolves to itself: inside, as it is spelled inside
         if not self.contains(path.parent):

@@ -1,11 +1,11 @@
 """Where a run's decisions go: one interface, two implementations (rclone's march separates deciding from doing).
 
 The pipeline, the path claims and the deletion pass decide the same way in a real run and in a dry run; they never
-ask which one they are in. They hand every decision to the run's :class:`Outcome`:
+ask which one they are in. They hand every decision to the run's :class:`Effects`:
 
-- :class:`RecordOutcome` (a real run) carries it out and records one :class:`~synclient.results.FileResult` per
+- :class:`AppliedEffects` (a real run) carries it out and records one :class:`~synclient.results.FileResult` per
   file (report, observer, the manifest's list of files, the fatal error that stops the run);
-- :class:`PlanOutcome` (``dry_run=True``) writes it into a :class:`~synclient.sync.plan.dry_run.SyncPlan` and touches
+- :class:`PlannedEffects` (``dry_run=True``) writes it into a :class:`~synclient.sync.plan.dry_run.SyncPlan` and touches
   nothing on disk.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from synclient.sync.plan.planner import Action
 log = logging.getLogger("synclient.sync")
 
 
-class Outcome(abc.ABC):
+class Effects(abc.ABC):
     """What becomes of each decision. Methods are called from pool threads, concurrently."""
 
     #: False for a dry run: nothing may be created, written or removed (the target, the index, files)
@@ -72,7 +72,7 @@ class Outcome(abc.ABC):
         """One vanished (or displaced) file's removal: deleted, kept because it changed, or failed."""
 
 
-class RecordOutcome(Outcome):
+class AppliedEffects(Effects):
     """A real run: decisions are carried out, every file's result recorded."""
 
     writes = True
@@ -106,7 +106,7 @@ class RecordOutcome(Outcome):
         carry_out()
 
     def finished(self, result: FileResult, *, manifest_path: Optional[str] = None) -> None:
-        """Keep a file's outcome. A fatal error stops the run: it is reported once, and what fails after it
+        """Keep a file's effects. A fatal error stops the run: it is reported once, and what fails after it
         (cancelled calls) is not that file's fault."""
         with self._lock:
             if result.status is SyncStatus.FAILED:
@@ -159,7 +159,7 @@ class RecordOutcome(Outcome):
                                      action=removal.action.value))
 
 
-class PlanOutcome(Outcome):
+class PlannedEffects(Effects):
     """A dry run: decisions become plan entries; nothing is written or removed."""
 
     writes = False

@@ -1,5 +1,5 @@
-"""Where a run's decisions go (synclient.sync.outcome): a real run's RecordOutcome carries each out and records one
-result per file; a dry run's PlanOutcome writes each into its plan and touches nothing. Driven the same way, the
+"""Where a run's decisions go (synclient.sync.effects): a real run's AppliedEffects carries each out and records one
+result per file; a dry run's PlannedEffects writes each into its plan and touches nothing. Driven the same way, the
 plan lists what the real run records, action for action."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from synclient.events import SyncObserver
 from synclient.results import FileResult, SyncStatus
 from synclient.sync.deletion import Removal
 from synclient.sync.local.paths import TargetDirectory
-from synclient.sync.outcome import Outcome, PlanOutcome, RecordOutcome
+from synclient.sync.effects import Effects, PlannedEffects, AppliedEffects
 from synclient.sync.plan.dry_run import PlanEntry
 from synclient.sync.plan.planner import Action
 from synclient.sync.records.index import IndexRow, LocalIndex
@@ -41,11 +41,11 @@ def _written(root: Path, rel_path: str, text: str = "synclient wrote this", *, e
 
 
 def _record(tmp_path: Path, index: LocalIndex, *, is_fatal: Callable[[SynclientError], bool] = lambda e: False,
-            list_in_manifest: bool = True) -> Tuple[RecordOutcome, Observed, List[str]]:
+            list_in_manifest: bool = True) -> Tuple[AppliedEffects, Observed, List[str]]:
     observer, stopped = Observed(), []
-    outcome = RecordOutcome(target=TargetDirectory(tmp_path), index=index, observer=observer, is_fatal=is_fatal,
+    effects = AppliedEffects(target=TargetDirectory(tmp_path), index=index, observer=observer, is_fatal=is_fatal,
                             on_fatal=lambda: stopped.append("stop"), list_in_manifest=list_in_manifest)
-    return outcome, observer, stopped
+    return effects, observer, stopped
 
 
 def _entry(rel_path: str, entity_id: str, action: Action, destination: Path) -> PlanEntry:
@@ -53,59 +53,59 @@ def _entry(rel_path: str, entity_id: str, action: Action, destination: Path) -> 
 
 
 def test_only_a_real_run_writes():
-    assert RecordOutcome.writes is True and PlanOutcome.writes is False
+    assert AppliedEffects.writes is True and PlannedEffects.writes is False
 
 
 # -- a real run ----------------------------------------------------------------------------------------------------
 
 def test_a_real_run_carries_out_each_decision_and_records_its_result(tmp_path):
     with LocalIndex(tmp_path) as index:
-        outcome, observer, _ = _record(tmp_path, index)
+        effects, observer, _ = _record(tmp_path, index)
         carried: List[str] = []
-        outcome.decided(_entry("a.txt", "syn2", Action.DOWNLOAD, tmp_path / "a.txt"), lambda: carried.append("a"))
+        effects.decided(_entry("a.txt", "syn2", Action.DOWNLOAD, tmp_path / "a.txt"), lambda: carried.append("a"))
         assert carried == ["a"]
         done = FileResult("syn2", 1, tmp_path / "a.txt", 20, None, SyncStatus.DOWNLOADED, action="download")
-        outcome.finished(done, manifest_path="a.txt")
-        assert outcome.results == [done] and observer.finished == [done]
-        assert outcome.report.downloaded == 1 and outcome.report.bytes_downloaded == 20
-        assert outcome.manifest_paths == {"a.txt"}
+        effects.finished(done, manifest_path="a.txt")
+        assert effects.results == [done] and observer.finished == [done]
+        assert effects.report.downloaded == 1 and effects.report.bytes_downloaded == 20
+        assert effects.manifest_paths == {"a.txt"}
 
 
 def test_an_up_to_date_file_is_recorded_skipped_at_its_local_path_and_listed_in_the_manifest(tmp_path):
     with LocalIndex(tmp_path) as index:
         row = _written(tmp_path, "Dir/a.txt", local_path="dir (syn5)/a.txt")
-        outcome, _, _ = _record(tmp_path, index)
-        outcome.up_to_date(row, annotations='{"k": {"type": "STRING", "value": ["v"]}}', renamed="case twin")
-        [result] = outcome.results
+        effects, _, _ = _record(tmp_path, index)
+        effects.up_to_date(row, annotations='{"k": {"type": "STRING", "value": ["v"]}}', renamed="case twin")
+        [result] = effects.results
         assert (result.entity_id, result.status, result.action) == ("syn9", SyncStatus.SKIPPED, "skip")
-        assert result.path == outcome.target.root / "dir (syn5)/a.txt" and result.renamed == "case twin"
+        assert result.path == effects.target.root / "dir (syn5)/a.txt" and result.renamed == "case twin"
         assert result.annotations == {"k": ["v"]}
-        assert outcome.manifest_paths == {"Dir/a.txt"}  # the remote path: the manifest lists it
-        assert outcome.report.skipped == 1
+        assert effects.manifest_paths == {"Dir/a.txt"}  # the remote path: the manifest lists it
+        assert effects.report.skipped == 1
 
 
 def test_without_a_manifest_no_paths_are_kept_for_one(tmp_path):
     with LocalIndex(tmp_path) as index:
-        outcome, _, _ = _record(tmp_path, index, list_in_manifest=False)
-        outcome.up_to_date(_written(tmp_path, "a.txt"))
-        assert outcome.manifest_paths == set() and len(outcome.results) == 1
+        effects, _, _ = _record(tmp_path, index, list_in_manifest=False)
+        effects.up_to_date(_written(tmp_path, "a.txt"))
+        assert effects.manifest_paths == set() and len(effects.results) == 1
 
 
 def test_a_fatal_error_stops_the_run_once_and_what_fails_after_it_is_not_reported(tmp_path):
     with LocalIndex(tmp_path) as index:
-        outcome, observer, stopped = _record(
+        effects, observer, stopped = _record(
             tmp_path, index, is_fatal=lambda error: isinstance(error, AuthenticationError))
         denied = FileResult("syn2", 1, None, None, None, SyncStatus.FAILED, AccessDeniedError("no"))
-        outcome.finished(denied)  # an error of its file only
+        effects.finished(denied)  # an error of its file only
         fatal = AuthenticationError("token expired")
-        outcome.finished(FileResult("syn3", 1, None, None, None, SyncStatus.FAILED, fatal))
-        outcome.finished(FileResult("syn4", 1, None, None, None, SyncStatus.FAILED, AuthenticationError("again")))
-        outcome.finished(FileResult("syn5", 1, None, None, None, SyncStatus.FAILED, AccessDeniedError("after")))
+        effects.finished(FileResult("syn3", 1, None, None, None, SyncStatus.FAILED, fatal))
+        effects.finished(FileResult("syn4", 1, None, None, None, SyncStatus.FAILED, AuthenticationError("again")))
+        effects.finished(FileResult("syn5", 1, None, None, None, SyncStatus.FAILED, AccessDeniedError("after")))
         late = FileResult("syn6", 1, tmp_path / "f", 1, None, SyncStatus.DOWNLOADED)
-        outcome.finished(late)  # finished before the stop reached it: still the run's
-        assert outcome.fatal is fatal and stopped == ["stop"]
-        assert outcome.results == [denied, late] and observer.finished == [denied, late]
-        assert outcome.report.failed == 1
+        effects.finished(late)  # finished before the stop reached it: still the run's
+        assert effects.fatal is fatal and stopped == ["stop"]
+        assert effects.results == [denied, late] and observer.finished == [denied, late]
+        assert effects.report.failed == 1
 
 
 def test_a_real_run_removes_an_untouched_file_and_forgets_its_row(tmp_path):
@@ -113,91 +113,91 @@ def test_a_real_run_removes_an_untouched_file_and_forgets_its_row(tmp_path):
         row = _written(tmp_path, "gone.txt")
         index.record(row)
         index.flush()
-        outcome, _, _ = _record(tmp_path, index)
-        removal = outcome.remove_indexed(row)
+        effects, _, _ = _record(tmp_path, index)
+        removal = effects.remove_indexed(row)
         assert removal == Removal(row, Action.DELETE)
         assert not (tmp_path / "gone.txt").exists()
-        outcome.removed(removal)
-        [result] = outcome.results
+        effects.removed(removal)
+        [result] = effects.results
         assert (result.status, result.action) == (SyncStatus.DELETED, "delete")
         index.flush()
         assert index.get_many(["gone.txt"]) == {}
-        assert outcome.report.deleted == 1
+        assert effects.report.deleted == 1
 
 
 def test_a_changed_file_is_kept_and_a_failed_removal_is_a_failure(tmp_path):
     with LocalIndex(tmp_path) as index:
         row = _written(tmp_path, "edited.txt")
         (tmp_path / "edited.txt").write_text("the user's edit, longer than before")
-        outcome, _, _ = _record(tmp_path, index)
-        removal = outcome.remove_indexed(row)
+        effects, _, _ = _record(tmp_path, index)
+        removal = effects.remove_indexed(row)
         assert (removal.action, removal.error) == (Action.KEEP_LOCAL, None)
         assert (tmp_path / "edited.txt").exists()
-        outcome.removed(removal)
+        effects.removed(removal)
         error = LocalIOError("cannot delete")
-        outcome.removed(Removal(row, Action.DELETE, error))
-        kept, failed = outcome.results
+        effects.removed(Removal(row, Action.DELETE, error))
+        kept, failed = effects.results
         assert (kept.status, kept.action) == (SyncStatus.SKIPPED, "keep-local")
         assert (failed.status, failed.error) == (SyncStatus.FAILED, error)
         nowhere = IndexRow("n.txt", "n.txt", "syn1", "syn8", 1, "h8", None, 1, None, None, 1, 1)
-        assert outcome.remove_indexed(nowhere) is None  # gone already: nothing to report
+        assert effects.remove_indexed(nowhere) is None  # gone already: nothing to report
 
 
 def test_a_real_run_clears_a_folder_of_its_own_leftovers_and_removes_its_own_file(tmp_path):
     with LocalIndex(tmp_path) as index:
         (tmp_path / "blocked" / "sub").mkdir(parents=True)
         (tmp_path / "blocked" / "SYNAPSE_METADATA_MANIFEST.tsv").write_text("path\tparent\r\n")
-        outcome, _, _ = _record(tmp_path, index)
-        assert outcome.clear_folder("blocked") is True
+        effects, _, _ = _record(tmp_path, index)
+        assert effects.clear_folder("blocked") is True
         assert not (tmp_path / "blocked").exists()
 
         (tmp_path / "mine").mkdir()
         (tmp_path / "mine" / "a user's.txt").write_text("x")
-        assert outcome.clear_folder("mine") is False and (tmp_path / "mine" / "a user's.txt").exists()
+        assert effects.clear_folder("mine") is False and (tmp_path / "mine" / "a user's.txt").exists()
 
         copy = _written(tmp_path, "data", local_path="data(1)", entity_id="syn7")
         index.record(copy)
         index.flush()
-        assert outcome.remove_own_file("data(1)", tmp_path / "data(1)", copy) is True
+        assert effects.remove_own_file("data(1)", tmp_path / "data(1)", copy) is True
         assert not (tmp_path / "data(1)").exists()
         index.flush()
         assert index.get_many(["data"]) == {}
-        assert outcome.remove_own_file("data(1)", tmp_path / "data(1)", None) is False  # gone: nothing removed
+        assert effects.remove_own_file("data(1)", tmp_path / "data(1)", None) is False  # gone: nothing removed
 
 
 # -- a dry run -----------------------------------------------------------------------------------------------------
 
 def test_a_dry_run_plans_each_decision_and_carries_out_none(tmp_path):
     with LocalIndex(tmp_path, read_only=True) as index:
-        outcome = PlanOutcome(target=TargetDirectory(tmp_path, create=False), index=index)
+        effects = PlannedEffects(target=TargetDirectory(tmp_path, create=False), index=index)
         entry = _entry("a.txt", "syn2", Action.DOWNLOAD, tmp_path / "a.txt")
-        outcome.decided(entry, lambda: pytest.fail("a dry run carried out a decision"))
-        outcome.finished(FileResult("syn2", 1, tmp_path / "a.txt", 20, None, SyncStatus.DOWNLOADED))  # not planned
+        effects.decided(entry, lambda: pytest.fail("a dry run carried out a decision"))
+        effects.finished(FileResult("syn2", 1, tmp_path / "a.txt", 20, None, SyncStatus.DOWNLOADED))  # not planned
         failure = FileResult("syn3", 1, None, None, None, SyncStatus.FAILED, AccessDeniedError("no"))
-        outcome.finished(failure)
-        assert outcome.plan.entries == [entry] and outcome.plan.failures == [failure]
+        effects.finished(failure)
+        assert effects.plan.entries == [entry] and effects.plan.failures == [failure]
 
 
 def test_a_dry_run_removes_nothing(tmp_path):
     with LocalIndex(tmp_path, read_only=True) as index:
-        outcome = PlanOutcome(target=TargetDirectory(tmp_path, create=False), index=index)
+        effects = PlannedEffects(target=TargetDirectory(tmp_path, create=False), index=index)
         row = _written(tmp_path, "gone.txt")
         (tmp_path / "blocked").mkdir()
         (tmp_path / "blocked" / "manifest.csv").write_text("x")
         (tmp_path / "copy(1)").write_text("x")
-        assert outcome.remove_indexed(row) == Removal(row, Action.DELETE)  # would be deleted
-        assert outcome.clear_folder("blocked") is True
-        assert outcome.remove_own_file("copy(1)", tmp_path / "copy(1)", None) is True
+        assert effects.remove_indexed(row) == Removal(row, Action.DELETE)  # would be deleted
+        assert effects.clear_folder("blocked") is True
+        assert effects.remove_own_file("copy(1)", tmp_path / "copy(1)", None) is True
         assert sorted(p.name for p in tmp_path.iterdir()) == ["blocked", "copy(1)", "gone.txt"]
         assert (tmp_path / "blocked" / "manifest.csv").exists()
 
 
-# -- one way of deciding, two outcomes -----------------------------------------------------------------------------
+# -- one way of deciding, two effects -----------------------------------------------------------------------------
 
-def _scenario(outcome: Outcome, root: Path, rows: dict) -> None:
+def _scenario(effects: Effects, root: Path, rows: dict) -> None:
     """A run's calls, as the pipeline, the claims and the deletion pass make them, the same in both kinds of run:
     an up-to-date file, two fetched, a file that could not be planned, a vanished file and a changed one."""
-    outcome.up_to_date(rows["same"])
+    effects.up_to_date(rows["same"])
     for rel_path, entity_id, action in (("new.txt", "syn20", Action.DOWNLOAD), ("both.txt", "syn21",
                                                                                 Action.KEEP_BOTH)):
         destination = root / (rel_path if action is not Action.KEEP_BOTH else "both(1).txt")
@@ -205,17 +205,17 @@ def _scenario(outcome: Outcome, root: Path, rows: dict) -> None:
 
         def carry_out(entry: PlanEntry = entry) -> None:  # what the fetch ends with
             entry.destination.write_text("fetch")
-            outcome.finished(FileResult(entry.entity_id, entry.version, entry.destination, 5, None,
+            effects.finished(FileResult(entry.entity_id, entry.version, entry.destination, 5, None,
                                         SyncStatus.DOWNLOADED, action=entry.action.value),
                              manifest_path=entry.rel_path)
 
-        outcome.decided(entry, carry_out)
-    outcome.finished(FileResult("syn30", None, root / "bad", None, None, SyncStatus.FAILED,
+        effects.decided(entry, carry_out)
+    effects.finished(FileResult("syn30", None, root / "bad", None, None, SyncStatus.FAILED,
                                 AccessDeniedError("no bundle")))
     for key in ("gone", "edited"):
-        removal = outcome.remove_indexed(rows[key])
+        removal = effects.remove_indexed(rows[key])
         if removal is not None:
-            outcome.removed(removal)
+            effects.removed(removal)
 
 
 def _target(root: Path) -> dict:
@@ -239,7 +239,7 @@ def test_the_dry_runs_plan_is_what_the_real_run_records(tmp_path):
         real_rows, dry_rows = _target(real_root), _target(dry_root)
         before = _tree(dry_root)
         record, _, _ = _record(real_root, real_index)
-        plan = PlanOutcome(target=TargetDirectory(dry_root, create=False), index=dry_index)
+        plan = PlannedEffects(target=TargetDirectory(dry_root, create=False), index=dry_index)
         _scenario(record, record.target.root, real_rows)
         _scenario(plan, plan.target.root, dry_rows)
 
@@ -270,13 +270,13 @@ def test_a_removal_that_fails_is_a_failure_in_the_plan_as_in_the_real_run(tmp_pa
 
     with LocalIndex(real_root) as real_index, LocalIndex(dry_root, read_only=True) as dry_index:
         record, _, _ = _record(real_root, real_index)
-        plan = PlanOutcome(target=TargetDirectory(dry_root, create=False), index=dry_index)
-        for outcome, root in ((record, real_root), (plan, dry_root)):
+        plan = PlannedEffects(target=TargetDirectory(dry_root, create=False), index=dry_index)
+        for effects, root in ((record, real_root), (plan, dry_root)):
             row = _written(root, "locked/gone.txt", entity_id="syn11")
-            monkeypatch.setattr(outcome.target, "lstat_inside", unreadable)
-            removal = outcome.remove_indexed(row)
+            monkeypatch.setattr(effects.target, "lstat_inside", unreadable)
+            removal = effects.remove_indexed(row)
             assert removal is not None and isinstance(removal.error, LocalIOError)
-            outcome.removed(removal)
+            effects.removed(removal)
         [failed] = record.results
         assert failed.status is SyncStatus.FAILED
         assert plan.plan.entries == []
