@@ -77,18 +77,28 @@ def test_unexpected_exception_is_kept_and_the_rest_still_runs():
 
 
 def test_cancel_stops_promptly_and_drops_queued_work():
-    pool, ran = TaskPool(2), []
+    """Two workers, ten tasks that would each run for 30 s unless cancelled: a cancel once both run stops them at
+    their next check and the other eight never start (no clock: the 30 s only bounds a broken cancel)."""
+    pool, ran, started = TaskPool(2), [], threading.Semaphore(0)
+    entered = []
 
     def slow():
-        for _ in range(200):
+        entered.append(1)
+        started.release()
+        for _ in range(3000):
             pool.check_cancelled()
-            time.sleep(0.01)
+            pool.cancel_event.wait(0.01)
         ran.append("finished")
+
+    def cancel_once_both_run():
+        for _ in range(2):
+            started.acquire(timeout=30)
+        pool.cancel()
 
     for _ in range(10):
         pool.submit(Priority.PART, slow)
-    threading.Timer(0.1, pool.cancel).start()
-    started = time.monotonic()
+    canceller = threading.Thread(target=cancel_once_both_run)
+    canceller.start()
     pool.run()
-    assert time.monotonic() - started < 2.0
-    assert ran == []
+    canceller.join(timeout=30)
+    assert ran == [] and len(entered) == 2 and pool.cancel_event.is_set()
