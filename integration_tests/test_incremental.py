@@ -41,6 +41,7 @@ def seeded(emulator):
     return emulator, tree
 
 
+@pytest.mark.slow  # about 30 s: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_resync_of_10000_files_costs_listing_pages_only_then_one_new_version_costs_three_calls(tmp_path):
     with EmulatorProcess("--synthetic", "files=10000,depth=1,fanout=100,size=20") as emu:
         project = next(iter(emu.projects.values()))
