@@ -85,6 +85,7 @@ def test_the_readme_command_leaves_out_the_slow_tier_only():
     config = configparser.ConfigParser()
     config.read(REPO_ROOT / "setup.cfg", encoding="utf-8")
     assert shlex.split(config["tool:pytest"]["addopts"])[-2:] == ["-m", "not slow"]
+    assert "pytest-xdist" in config["options.extras_require"]["test"]  # addopts' -n needs it
 
 
 def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv_then_the_slow_tier():
