@@ -1,5 +1,4 @@
 import threading
-import time
 
 import pytest
 
@@ -48,12 +47,13 @@ def test_listings_wait_while_the_file_backlog_is_above_high_water():
 
 def test_control_plane_tasks_are_capped_by_the_limit():
     running, peak, lock = [0], [0], threading.Lock()
+    pair = threading.Barrier(2, timeout=30)  # two calls meet: the limit is reached, whatever the machine's load
 
     def call():
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-        time.sleep(0.02)
+        pair.wait()
         with lock:
             running[0] -= 1
 
