@@ -135,6 +135,7 @@ def test_synapseclient_with_5s_urls(emulator_factory, synapse_login, tmp_path):
     assert emu.stats()["api_5xx_injected"] > 0
 
 
+@pytest.mark.slow  # about 15-20 s a scheme: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_synapseclient_under_the_synapse_profile(emulator_factory, synapse_login, tmp_path):
     """Production throttles (3 concurrent, 600/min), 30 s URLs, realistic latency: synapseclient's
     5 connections exceed the concurrency limit, so it meets 429s and retries them -- and still

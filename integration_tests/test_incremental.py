@@ -42,6 +42,7 @@ def seeded(emulator):
     return emulator, tree
 
 
+@pytest.mark.slow  # about 30 s: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_resync_of_10000_files_costs_listing_pages_only_then_one_new_version_costs_three_calls(tmp_path):
     with EmulatorProcess(seed=Seed(synthetic="files=10000,depth=1,fanout=100,size=20")) as emu:
         project = next(iter(emu.info()["projects"].values()))
@@ -215,10 +216,12 @@ def test_a_second_sync_into_the_same_folder_fails_fast(seeded, tmp_path):
     from synclient.sync.records.index import LocalIndex
     holder = LocalIndex(Path(os.path.realpath(tmp_path))).open()
     try:
-        started = time.monotonic()
+        emu.reset_stats()
         with pytest.raises(SyncLockedError, match="another sync"):
             sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu))
-        assert time.monotonic() - started < 5
+        stats = emu.stats()
+        # fast, counted in calls rather than seconds: refused before the walk (the root's type is its one call)
+        assert stats["api_requests"] <= 1 and stats["data_requests"] == 0, stats
     finally:
         holder.close()
     sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu))

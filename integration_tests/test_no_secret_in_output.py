@@ -209,6 +209,7 @@ def test_an_unreachable_endpoint_with_a_password_is_refused_before_any_warning(w
         _assert_clean(world, done, f"whoami {flags}")
 
 
+@pytest.mark.slow  # about 13 s: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_proxy_credentials_are_never_shown(world, tmp_path):
     """The data plane's HTTPS proxy (its URL with ``user:password@``) is closed: the HTTPS external file fails
     through it; then the REST plane's HTTP proxy too: the endpoint cannot be reached, retried with warnings."""

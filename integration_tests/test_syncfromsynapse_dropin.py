@@ -230,7 +230,7 @@ def test_without_a_path_files_go_into_synapseclients_cache(emulator, synapse_log
     assert emulator.stats()["data_requests"] - before == len(ours) == len(theirs) == 7
     # the same files, in the same place of each cache's layout (<handle % 1000>/<handle>/<file name>)
     assert described(ours, our_root) == described(theirs, their_root)
-    assert all(hashlib.md5(open(f.path, "rb").read()).hexdigest() == f._file_handle["contentMd5"] for f in ours)
+    assert all(hashlib.md5(Path(f.path).read_bytes()).hexdigest() == f._file_handle["contentMd5"] for f in ours)
     # synapseclient finds every file the drop-in put there: its own path=None sync downloads nothing
     before = emulator.stats()["data_requests"]
     again = synapseutils.syncFromSynapse(ours_syn, project)

@@ -172,19 +172,19 @@ def _field(entity: Any, *names: str) -> Any:
 
 def legacy_file(*, path: Optional[Path], entity: Optional[Mapping[str, Any]],
                 file_handle: Optional[Mapping[str, Any]], annotations: Mapping[str, List[object]]) -> Any:
-    """The ``synapseclient.File`` synapseutils returns for a file: the fields its models API converts
-    (``File._convert_into_legacy_file``) from the entity's and its file handle's records, None ones left out."""
-    import synapseclient
+    """The ``synapseclient.File`` synapseutils returns for a file, made as synapseutils 4.14 makes it: the entity's
+    and its file handle's records read into synapseclient's ``models.File``, then converted by it
+    (``File._convert_into_legacy_file``), None fields left out. The legacy class is deprecated in synapseclient;
+    synapseutils' callers get it all the same, so here it is synapseclient's own converter that builds it."""
+    from synapseclient.models import File
 
-    record = entity or {}
-    fields = {name: record.get(name) for name in (
-        "id", "name", "description", "etag", "createdOn", "modifiedOn", "createdBy", "modifiedBy", "parentId",
-        "versionNumber", "versionLabel", "versionComment", "dataFileHandleId")}
-    fields = {name: value for name, value in fields.items() if value is not None}
-    handle = {name: value for name, value in (file_handle or {}).items() if value is not None}
-    return synapseclient.File(path=str(path) if path is not None else None,
-                              properties={"isLatestVersion": record.get("isLatestVersion", False)},
-                              annotations=annotations, _file_handle=handle or None, **fields)
+    record = dict(entity or {})
+    record["isLatestVersion"] = record.get("isLatestVersion", False)
+    record["_file_handle"] = {name: value for name, value in (file_handle or {}).items() if value is not None}
+    record["path"] = str(path) if path is not None else None
+    model = File().fill_from_dict(record, set_annotations=False)
+    model.annotations = annotations
+    return model._convert_into_legacy_file()
 
 
 def results_as_files(results: List[FileResult]) -> list:

@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # about 150 s: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_quick_benchmark_run_is_byte_exact(tmp_path):
     out = tmp_path / "quick.json"
     # Its own store cache: nothing shared with another run on the machine, nothing left from an older seeding.

@@ -14,6 +14,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # about 20 s: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_quick_dask_scaling_run_is_byte_exact(tmp_path):
     pytest.importorskip("distributed")
     out = tmp_path / "quick.json"

@@ -30,6 +30,9 @@ from synclient.emulator import Emulator
 #: merged (the kill cases depend on where the kill lands; docs/reliability.md lists more seeds).
 DEFAULT_SEEDS = ((1, False), (2, False), (3, True))
 DEFAULT_STEPS = 50
+#: the default walk the README's test command runs (the hostile one); the others are in the slow tier
+#: (``pytest -m slow``, run by CI)
+QUICK_TIER_SEEDS = (3,)
 
 
 @contextlib.contextmanager
@@ -50,7 +53,8 @@ def _long_mode() -> bool:
 
 def _walks():
     if not _long_mode():
-        return [(seed, DEFAULT_STEPS, hostile) for seed, hostile in DEFAULT_SEEDS]
+        return [pytest.param(seed, DEFAULT_STEPS, hostile, marks=() if seed in QUICK_TIER_SEEDS else pytest.mark.slow)
+                for seed, hostile in DEFAULT_SEEDS]
     steps_env = os.environ.get("SYNCLIENT_MODEL_SOURCES_STEPS", "").strip()
     seeds_env = os.environ.get("SYNCLIENT_MODEL_SOURCES_SEED", "").strip()
     steps = int(steps_env) if steps_env else DEFAULT_STEPS

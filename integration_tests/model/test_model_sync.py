@@ -28,6 +28,8 @@ from synclient.emulator import Emulator
 
 DEFAULT_SEEDS = (1, 2, 3, 4, 5)
 DEFAULT_STEPS = 120
+#: the default walks the README's test command runs; the others are in the slow tier (``pytest -m slow``, run by CI)
+QUICK_TIER_SEEDS = (1,)
 #: the default walk over Dask: one seed, fewer steps (a sharded sync costs a few scheduler round trips more)
 DASK_SEED = 7
 DASK_STEPS = 60
@@ -41,7 +43,8 @@ def _walks():
     seeds_env = os.environ.get("SYNCLIENT_MODEL_SEED", "").strip()
     steps_env = os.environ.get("SYNCLIENT_MODEL_STEPS", "").strip()
     if not _long_mode():
-        return [(seed, DEFAULT_STEPS) for seed in DEFAULT_SEEDS]
+        return [pytest.param(seed, DEFAULT_STEPS, marks=() if seed in QUICK_TIER_SEEDS else pytest.mark.slow)
+                for seed in DEFAULT_SEEDS]
     steps = int(steps_env) if steps_env else DEFAULT_STEPS
     if seeds_env:
         seeds = [int(text) for text in seeds_env.split(",") if text.strip()]

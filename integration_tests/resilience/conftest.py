@@ -24,11 +24,14 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    mine = [item for item in items if "resilience" in str(item.fspath)]
+    for item in mine:  # one pytest-xdist worker runs them all: FIGURES (one process's) is then the whole report
+        item.add_marker(pytest.mark.xdist_group("resilience"))
     if long_mode(config):
         return
     skip = pytest.mark.skip(reason="long case: run with --long (or SYNCLIENT_LONG=1)")
-    for item in items:
-        if "long" in item.keywords and "resilience" in str(item.fspath):
+    for item in mine:
+        if "long" in item.keywords:
             item.add_marker(skip)
 
 

@@ -50,7 +50,8 @@ def _subset(expected, prefix):
     return {p[len(prefix):]: m for p, m in expected.items() if p.startswith(prefix)}
 
 
-@pytest.mark.parametrize("route_class", ROUTE_CLASSES)
+@pytest.mark.parametrize("route_class", [pytest.param(name, marks=pytest.mark.slow) if name == "bundle" else name
+                                         for name in ROUTE_CLASSES])  # bundle: about 13 s, in the slow tier
 def test_5xx_on_one_route_class(emulators, tree, tmp_path, route_class):
     with FIGURES.scenario(f"5xx 40% on route class {route_class} (project, folder, single file)", "faults") as sc:
         emu, project = _seeded(emulators, tree, fault_api_5xx_rate={route_class: 0.4}, fault_seed=11)
@@ -73,7 +74,7 @@ def test_5xx_on_one_route_class(emulators, tree, tmp_path, route_class):
             assert injected > 0
 
 
-@pytest.mark.parametrize("retry_after", [None, 1])
+@pytest.mark.parametrize("retry_after", [None, pytest.param(1, marks=pytest.mark.slow)])  # 1: about 13 s, slow tier
 def test_429_storm(emulators, tmp_path, retry_after):
     tree = small_mixed_tree(folder_files=12, mid_files=2)
     label = "with Retry-After: 1" if retry_after else "without Retry-After"
@@ -116,6 +117,7 @@ def test_urls_expire_mid_file(emulators, tmp_path):
         assert url_calls > 1, "the URL must have been refreshed while the file was in flight"
 
 
+@pytest.mark.slow  # about 20 s: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_maintenance_window_of_10_seconds(emulators, tree, tmp_path):
     with FIGURES.scenario("503 maintenance window of 10 s mid-sync", "faults") as sc:
         emu, project = _seeded(emulators, tree, api_latency_ms=20)
@@ -175,6 +177,7 @@ def _combined_seeds(long):
     return list(range(1, 11)) if long else [1, 2, 3]
 
 
+@pytest.mark.slow  # about 15 s: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_all_faults_combined(emulators, tree, tmp_path, long):
     seeds = _combined_seeds(long)
     with FIGURES.scenario(f"combined: 5xx 10% + 429 5% + malformed JSON 5% + cut 5% + stall 3% + corrupt 5% "

@@ -199,6 +199,7 @@ def test_storage_ignoring_range_while_cutting_bodies(emulators, tmp_path):
         assert emu.stats()["data_cuts_injected"] > 0
 
 
+@pytest.mark.slow  # about 100 s: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_100000_children_in_one_folder(tmp_path, emulators, long):
     """All 2,000 listing pages are walked; by default an include pattern keeps 1,000 of the files (every 100th),
     so the case fits CI; ``--long`` fetches all 100,000."""

@@ -12,6 +12,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from synclient import SyncStatus, TransferConfig
 from resilience_support import CONFIG, FIGURES, SECRETS, expected_sizes, small_mixed_tree, sync
 
@@ -42,6 +44,7 @@ def _points(long: bool):
     return points
 
 
+@pytest.mark.slow  # about 40 s: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_sigint_and_sigkill_at_seeded_random_points(emulators, tmp_path, long):
     tree = small_mixed_tree()
     total = sum(expected_sizes(tree).values())

@@ -77,12 +77,25 @@ def test_readme_quick_start_has_exactly_two_commands():
     shlex.split(tests)  # well-formed shell
 
 
-def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv():
+#: the tests the README's command leaves out (setup.cfg's addopts deselect ``slow``); CI runs them after it
+SLOW_TIER = "python -m pytest -m slow"
+
+
+def test_the_readme_command_leaves_out_the_slow_tier_only():
+    config = configparser.ConfigParser()
+    config.read(REPO_ROOT / "setup.cfg", encoding="utf-8")
+    assert shlex.split(config["tool:pytest"]["addopts"])[-2:] == ["-m", "not slow"]
+    assert "pytest-xdist" in config["options.extras_require"]["test"]  # addopts' -n needs it
+
+
+def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv_then_the_slow_tier():
     readme_test_command = _quick_start_commands()[1]
     command_lines = [line.strip() for line in CI_RUN.splitlines() if line.strip() and not line.startswith("#")]
     expected = f"python3 -m venv .venv && . .venv/bin/activate && {readme_test_command}"
     assert expected in command_lines, f".ci/run must contain: {expected}"
-    assert command_lines[-1] == expected  # last: its exit code (pytest's) is the script's
+    # last, in the README command's venv: the slow tier; with `set -e` a failing one's exit code is the script's
+    assert command_lines[-2:] == [expected, SLOW_TIER]
+    assert "set -euo pipefail" in command_lines
     assert (REPO_ROOT / ".ci" / "run").stat().st_mode & 0o111, ".ci/run must be executable"
 
 
@@ -96,7 +109,7 @@ def test_github_workflow_runs_the_readme_test_command_on_each_os_with_the_oldest
     assert job["defaults"]["run"]["shell"] == "bash"  # the README's quoting, on Windows too
     (setup_python,) = [step for step in job["steps"] if step.get("uses", "").startswith("actions/setup-python@")]
     assert setup_python["with"]["python-version"] == "${{ matrix.python }}"
-    assert [step["run"] for step in job["steps"] if "run" in step] == [_quick_start_commands()[1]]
+    assert [step["run"] for step in job["steps"] if "run" in step] == [_quick_start_commands()[1], SLOW_TIER]
 
 
 def test_the_supported_pythons_are_said_alike_everywhere():

@@ -5,21 +5,20 @@ listens on. Retries of an endpoint that never answered well are announced, one w
 """
 from __future__ import annotations
 
-import time
+import re
 
 import pytest
 
 from cli_support import isolated_env, run_cli
+from synclient.platform.rest import FIRST_CONTACT_MAX_BACKOFF
 from stub_http import EMPTY_OBJECT, HTML_200, HTML_404, Answer, refused_root, stub_server
 
 REDIRECT = Answer(301, b"", "text/html", {"Location": "https://127.0.0.1/repo/v1/entity/syn1/type"})
-GENEROUS_SECONDS = 10  # the promise is "within 10 s"; the cases take well under 2 s
+ANNOUNCED_WAIT = re.compile(r"trying again in (\d+\.\d) s")
 
 
-def _run_timed(*args, env):
-    started = time.monotonic()
-    result = run_cli(*args, env=env, timeout=120)
-    return result, time.monotonic() - started
+def _run(*args, env):
+    return run_cli(*args, env=env, timeout=120)
 
 
 def _check_one_error_line(result, *, root, phrase, warnings):
@@ -31,6 +30,10 @@ def _check_one_error_line(result, *, root, phrase, warnings):
     assert f"endpoint {root}/repo/v1 " in errors[0] and phrase in errors[0], errors[0]
     assert len(retries) == warnings, result.stderr
     assert all(root in line and "trying again" in line for line in retries)
+    # "within seconds" by policy, not by a clock (a loaded machine starts Python slowly): one try, or a few tries
+    # with the short waits of a first contact between them
+    waits = [float(ANNOUNCED_WAIT.search(line).group(1)) for line in retries]
+    assert all(0 <= wait <= FIRST_CONTACT_MAX_BACKOFF for wait in waits), retries
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
 
 
@@ -44,39 +47,36 @@ def _check_one_error_line(result, *, root, phrase, warnings):
 def test_an_endpoint_that_is_not_synapse(tmp_path, answer, phrase, warnings):
     with stub_server(answer) as stub:
         env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=stub.root, SYNCLIENT_AUTH_TOKEN="tok-0123456789")
-        result, seconds = _run_timed("ls", "syn1", env=env)
+        result = _run("ls", "syn1", env=env)
     _check_one_error_line(result, root=stub.root, phrase=phrase, warnings=warnings)
     assert "(the endpoint comes from the SYNCLIENT_ENDPOINT environment variable)" in result.stderr
-    assert seconds < GENEROUS_SECONDS
     assert len(stub.paths) == 1 + warnings  # the redirect was not followed
 
 
 def test_connection_refused(tmp_path):
     root = refused_root()
     env = isolated_env(tmp_path, SYNCLIENT_AUTH_TOKEN="tok-0123456789")
-    result, seconds = _run_timed("--endpoint", root, "get", "-r", "syn1", "--path", str(tmp_path / "o"), env=env)
+    result = _run("--endpoint", root, "get", "-r", "syn1", "--path", str(tmp_path / "o"), env=env)
     _check_one_error_line(result, root=root, phrase="refused the connection", warnings=2)
     assert "(the endpoint comes from the --endpoint option" in result.stderr
-    assert seconds < GENEROUS_SECONDS
 
 
 def test_quiet_keeps_the_error_line_only(tmp_path):
     root = refused_root()
-    result, _ = _run_timed("-q", "ls", "syn1", env=isolated_env(tmp_path, SYNCLIENT_ENDPOINT=root))
+    result = _run("-q", "ls", "syn1", env=isolated_env(tmp_path, SYNCLIENT_ENDPOINT=root))
     _check_one_error_line(result, root=root, phrase="refused the connection", warnings=0)
 
 
 def test_tls_to_a_plain_http_server(tmp_path):
     with stub_server(HTML_404) as stub:
         root = stub.root.replace("http://", "https://")
-        result, seconds = _run_timed("ls", "syn1", env=isolated_env(tmp_path, SYNCLIENT_ENDPOINT=root))
+        result = _run("ls", "syn1", env=isolated_env(tmp_path, SYNCLIENT_ENDPOINT=root))
     _check_one_error_line(result, root=root, phrase="failed the TLS handshake", warnings=0)
-    assert seconds < GENEROUS_SECONDS
 
 
 def test_json_mode_carries_the_same_one_line_message(tmp_path):
     with stub_server(HTML_404) as stub:
-        result, _ = _run_timed("--json", "ls", "syn1", env=isolated_env(tmp_path, SYNCLIENT_ENDPOINT=stub.root))
+        result = _run("--json", "ls", "syn1", env=isolated_env(tmp_path, SYNCLIENT_ENDPOINT=stub.root))
     document = result.json()
     assert document["exit_code"] == 2 and document["error"]["type"] == "EndpointError"
     assert f"endpoint {stub.root}/repo/v1 is not a Synapse API" in document["error"]["message"]

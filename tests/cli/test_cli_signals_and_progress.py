@@ -19,14 +19,15 @@ import pytest
 from cli_support import isolated_env, run_cli
 from synclient.emulator import Emulator, seeded_bytes
 
-BIG = 24 * 1024 * 1024
+BIG = 30 * 1024 * 1024  # below the part size: one connection
 
 
 @pytest.fixture
 def slow_emulator():
     """A big file served slowly enough that a sync is surely in flight when the test interrupts it."""
-    # 12 s for the whole file; the test interrupts after 1 MiB, leaving ~11 s of margin for a loaded machine
-    with Emulator(bandwidth_per_conn="2MiB") as emulator:
+    # 30 s for the whole file; the test interrupts after 1 MiB, so a sync that ignored Ctrl-C would either finish
+    # the file or outlast the test's 25 s wait for it
+    with Emulator(bandwidth_per_conn="1MiB") as emulator:
         emulator.ids = emulator.seed_spec({"projects": [{"name": "slow", "children": [
             {"type": "file", "name": "big.bin", "size": BIG, "seed": 11}]}]})
         yield emulator
@@ -46,12 +47,12 @@ def test_sigint_exits_130_and_keeps_partial_data_for_resume(tmp_path, slow_emula
     while time.monotonic() < deadline and (not out.exists() or _bytes_on_disk(out) < 1024 * 1024):
         time.sleep(0.05)
     assert _bytes_on_disk(out) > 0, "the download never started"
-    sent = time.monotonic()
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=15)
+    stdout, stderr = process.communicate(timeout=25)  # a safety bound, below the 30 s the whole file takes
     assert process.returncode == 130, stderr
-    assert time.monotonic() - sent < 8, "Ctrl-C must stop the sync promptly"
     assert "interrupted" in stderr and "Traceback" not in stderr
+    # promptly: the sync stopped long before the file could be complete (not by a clock: a loaded machine is slow)
+    assert slow_emulator.stats()["data_bytes"] < BIG // 2, "Ctrl-C must stop the sync promptly"
     assert not (out / "big.bin").exists()
     kept = _bytes_on_disk(out)
     assert 0 < kept < BIG  # partial data stays beside the destination for the next run

@@ -382,7 +382,8 @@ def test_bodies_are_longer_or_shorter_with_and_without_content_length(site):
     forms = set()
     for entity_id in _files(ids) + [ids("ext.csv")]:
         handle = emu.store.file_handle(int(_honest_handle(emu, entity_id)))
-        honest = open(emu.store.blob_path(handle.md5), "rb").read()
+        with open(emu.store.blob_path(handle.md5), "rb") as blob:
+            honest = blob.read()
         if entity_id == ids("ext.csv"):
             url = api.get(f"/repo/v1/entity/{entity_id}/file", params={"redirect": "false"}).text
         else:

@@ -2,12 +2,11 @@
 import logging
 import socket
 import threading
-import time
 
 import pytest
 import responses
 
-from synclient.platform.rest import FIRST_CONTACT_ATTEMPTS, Platform, RetryPolicy
+from synclient.platform.rest import FIRST_CONTACT_ATTEMPTS, FIRST_CONTACT_MAX_BACKOFF, Platform, RetryPolicy
 from synclient.errors import (AccessDeniedError, CallCancelledError, ConfigError, EndpointError,
                               MalformedAnswerError, NotFoundError, PlatformError, ServerError)
 from client_support import FAST, REPO, ROOT, TOKEN, error, prove
@@ -126,10 +125,12 @@ def test_connection_refused_is_quick_and_names_the_endpoint():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         root = f"http://127.0.0.1:{probe.getsockname()[1]}"  # bound, not listening: refused
-        started = time.monotonic()
         with Platform(endpoint=root, token=TOKEN) as platform, pytest.raises(EndpointError) as info:
+            waits = _record_waits(platform)
             platform.get_entity_header("syn1")
-    assert time.monotonic() - started < 10
+    # quick by policy, not by a clock: a refusal is immediate, and the waits between the tries are the short ones
+    assert len(waits) == FIRST_CONTACT_ATTEMPTS - 1
+    assert sum(waits) <= (FIRST_CONTACT_ATTEMPTS - 1) * FIRST_CONTACT_MAX_BACKOFF
     assert str(info.value).startswith(f"endpoint {root}/repo/v1 refused the connection")
     assert f"gave up after {FIRST_CONTACT_ATTEMPTS} tries" in str(info.value)
 
@@ -137,19 +138,43 @@ def test_connection_refused_is_quick_and_names_the_endpoint():
 # -- cancellation ---------------------------------------------------------------------------------------------------
 
 
-SLOW = RetryPolicy(max_attempts=10, initial_backoff=4.0, max_backoff=20.0)  # at least 2 s before the 2nd try
+#: at least 30 minutes before the 2nd try: only a cancel can end the wait before the test's 30 s safety bound
+SLOW = RetryPolicy(max_attempts=10, max_total_seconds=7200.0, initial_backoff=3600.0, max_backoff=7200.0)
+
+
+def _record_waits(platform):
+    """The seconds of each wait between tries of ``platform``'s calls, recorded as they start (then waited)."""
+    waits, wait = [], platform._sleep
+
+    def recorded(seconds):
+        waits.append(seconds)
+        wait(seconds)
+
+    platform._sleep = recorded
+    return waits
 
 
 @responses.activate
 def test_a_cancel_stops_a_call_waiting_between_retries():
     responses.add(responses.GET, REPO + "/userProfile", **error(503, "Synapse is down for maintenance."))
-    cancel = threading.Event()
+    cancel, raised = threading.Event(), []
     with Platform(endpoint=ROOT, token=TOKEN, retry=SLOW, cancel_event=cancel) as platform:
-        threading.Timer(0.3, cancel.set).start()
-        started = time.monotonic()
-        with pytest.raises(CallCancelledError):
-            platform.get_user_profile()
-    assert time.monotonic() - started < 1.0
+        waits = _record_waits(platform)
+
+        def call():
+            try:
+                platform.get_user_profile()
+            except CallCancelledError as exc:
+                raised.append(exc)
+
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        while not waits and caller.is_alive():  # until the call waits to retry
+            cancel.wait(0.01)
+        cancel.set()
+        caller.join(timeout=30)
+        assert not caller.is_alive(), "the cancel did not end the wait between tries"
+    assert waits and waits[0] >= 1800 and len(raised) == 1
     assert len(responses.calls) == 1  # no try after the cancel
 
 

@@ -1,5 +1,4 @@
 import threading
-import time
 
 import pytest
 
@@ -48,12 +47,13 @@ def test_listings_wait_while_the_file_backlog_is_above_high_water():
 
 def test_control_plane_tasks_are_capped_by_the_limit():
     running, peak, lock = [0], [0], threading.Lock()
+    pair = threading.Barrier(2, timeout=30)  # two calls meet: the limit is reached, whatever the machine's load
 
     def call():
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-        time.sleep(0.02)
+        pair.wait()
         with lock:
             running[0] -= 1
 
@@ -77,18 +77,28 @@ def test_unexpected_exception_is_kept_and_the_rest_still_runs():
 
 
 def test_cancel_stops_promptly_and_drops_queued_work():
-    pool, ran = TaskPool(2), []
+    """Two workers, ten tasks that would each run for 30 s unless cancelled: a cancel once both run stops them at
+    their next check and the other eight never start (no clock: the 30 s only bounds a broken cancel)."""
+    pool, ran, started = TaskPool(2), [], threading.Semaphore(0)
+    entered = []
 
     def slow():
-        for _ in range(200):
+        entered.append(1)
+        started.release()
+        for _ in range(3000):
             pool.check_cancelled()
-            time.sleep(0.01)
+            pool.cancel_event.wait(0.01)
         ran.append("finished")
+
+    def cancel_once_both_run():
+        for _ in range(2):
+            started.acquire(timeout=30)
+        pool.cancel()
 
     for _ in range(10):
         pool.submit(Priority.PART, slow)
-    threading.Timer(0.1, pool.cancel).start()
-    started = time.monotonic()
+    canceller = threading.Thread(target=cancel_once_both_run)
+    canceller.start()
     pool.run()
-    assert time.monotonic() - started < 2.0
-    assert ran == []
+    canceller.join(timeout=30)
+    assert ran == [] and len(entered) == 2 and pool.cancel_event.is_set()
