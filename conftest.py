@@ -1,4 +1,5 @@
 """Fixtures shared by tests/ and integration_tests/: a fresh emulator per test on free 127.0.0.1 ports."""
+
 from __future__ import annotations
 
 import os

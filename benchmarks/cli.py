@@ -1,4 +1,5 @@
 """``python -m benchmarks run [SCENARIO ...] [--repeat N] [--quick]`` and ``python -m benchmarks sweep``."""
+
 from __future__ import annotations
 
 import argparse
@@ -46,14 +47,20 @@ def machine() -> Dict[str, object]:
 
     versions["synclient"] = synclient.__version__
     try:
-        versions["synclient_commit"] = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT,
-                                                      capture_output=True, text=True).stdout.strip()
+        versions["synclient_commit"] = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
     except OSError:
         pass
-    return {"cpus": os.cpu_count(), "cpu": cpu, "python": platform_module.python_version(),
-            "kernel": platform_module.release(), "load_average_at_start": os.getloadavg(),
-            "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30, 1),
-            "versions": versions}
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform_module.python_version(),
+        "kernel": platform_module.release(),
+        "load_average_at_start": os.getloadavg(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "versions": versions,
+    }
 
 
 def _knobs_text(knobs: Dict[str, object], tls: bool = False) -> str:
@@ -84,15 +91,23 @@ def cmd_run(args) -> int:
         names = list(dict.fromkeys(n for name in names for n in (name, _https_name(scenarios, name))))
     unknown = [n for n in names if lookup(scenarios, n) is None]
     if unknown:
-        print(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(scenarios)} (and the HTTPS variant "
-              f"of any: its name + {TLS_SUFFIX!r})", file=sys.stderr)
+        print(
+            f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(scenarios)} (and the HTTPS variant "
+            f"of any: its name + {TLS_SUFFIX!r})",
+            file=sys.stderr,
+        )
         return 2
     scenarios = {name: lookup(scenarios, name) for name in names}
     contenders = args.contenders.split(",") if args.contenders else None
     work = Path(args.work or tempfile.mkdtemp(prefix="synclient-bench-work-"))
     repeat = args.repeat or (1 if args.quick else 3)
-    results = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "quick": args.quick,
-               "repeat": repeat, "machine": machine(), "scenarios": {}}
+    results = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "repeat": repeat,
+        "machine": machine(),
+        "scenarios": {},
+    }
     failed = []
     suffix = "-quick" if args.quick else ""
     out = Path(args.out) if args.out else RESULTS / f"{datetime.date.today().isoformat()}{suffix}.json"
@@ -101,23 +116,44 @@ def cmd_run(args) -> int:
         scenario = scenarios[group[0]]
         chosen = [c for c in scenario.contenders if contenders is None or c in contenders]
         # contenders run only when named: where synclient runs, so can its drop-in
-        chosen += [c for c in ON_REQUEST if contenders and c in contenders and "synclient" in scenario.contenders
-                   and scenario.job == "sync"]  # the drop-in is syncFromSynapse's: it has no list-of-ids form
-        print(f"{' + '.join(group)}: {scenario.title} ({len(scenario.files)} files, "
-              f"{scenario.total_bytes / 1e6:,.1f} MB)" + (", plain and over HTTPS, side by side" if len(group) > 1
-                                                          else ""), flush=True)
-        by_name = harness.run_side_by_side([scenarios[name] for name in group], work, chosen, repeat,
-                                           log=lambda text: print(text, flush=True),
-                                           max_slow_repeats=None if args.quick else args.slow_after)
+        chosen += [
+            c
+            for c in ON_REQUEST
+            if contenders and c in contenders and "synclient" in scenario.contenders and scenario.job == "sync"
+        ]  # the drop-in is syncFromSynapse's: it has no list-of-ids form
+        print(
+            f"{' + '.join(group)}: {scenario.title} ({len(scenario.files)} files, "
+            f"{scenario.total_bytes / 1e6:,.1f} MB)"
+            + (", plain and over HTTPS, side by side" if len(group) > 1 else ""),
+            flush=True,
+        )
+        by_name = harness.run_side_by_side(
+            [scenarios[name] for name in group],
+            work,
+            chosen,
+            repeat,
+            log=lambda text: print(text, flush=True),
+            max_slow_repeats=None if args.quick else args.slow_after,
+        )
         for name in group:
             variant = scenarios[name]
             dicts = harness.as_dicts(by_name[name])
-            failed += [f"{name}/{r['contender']}: {r['status']}" for r in dicts
-                       if not r["ok"] and not r["status"].startswith("skipped")]
+            failed += [
+                f"{name}/{r['contender']}: {r['status']}"
+                for r in dicts
+                if not r["ok"] and not r["status"].startswith("skipped")
+            ]
             results["scenarios"][name] = {
-                "title": variant.title, "files": len(variant.files), "bytes": variant.total_bytes,
-                "knobs": variant.knobs, "knobs_text": _knobs_text(variant.knobs, variant.tls), "tls": variant.tls,
-                "bound": report.latency_bound(variant), "runs": dicts, "summary": report.summarize(variant, dicts)}
+                "title": variant.title,
+                "files": len(variant.files),
+                "bytes": variant.total_bytes,
+                "knobs": variant.knobs,
+                "knobs_text": _knobs_text(variant.knobs, variant.tls),
+                "tls": variant.tls,
+                "bound": report.latency_bound(variant),
+                "runs": dicts,
+                "summary": report.summarize(variant, dicts),
+            }
         results["load_average_at_end"] = os.getloadavg()
         out.write_text(json.dumps(results, indent=1))  # after every scenario: a long run keeps what it measured
     _publish(results, out, args.write_docs)
@@ -136,16 +172,23 @@ def _publish(results: dict, out: Path, write_docs: bool) -> None:
     if write_docs:
         pngs = report.plots(results, RESULTS)
         m = results["machine"]
-        described = (f"Machine: {m['cpus']} vCPU ({m['cpu']}), {m['memory_gib']} GiB RAM, Python {m['python']}, "
-                     f"Linux {m['kernel']}; {', '.join(f'{k} {v}' for k, v in m['versions'].items())}. "
-                     f"1-minute load average {m['load_average_at_start'][0]:.1f} at the start"
-                     + (f" and {results['load_average_at_end'][0]:.1f} at the end" if "load_average_at_end" in results
-                        else "") + " (shared machine). "
-                     f"Run of {results['date']}, {results['repeat']} repeats."
-                     + (f" {results['notes']}" if results.get("notes") else "") + "\n\n")
-        _write_doc_block("results", described + table + "".join(
-            f"\n![{p.stem}](../benchmarks/results/{p.name})\n" for p in pngs)
-            + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n")
+        described = (
+            f"Machine: {m['cpus']} vCPU ({m['cpu']}), {m['memory_gib']} GiB RAM, Python {m['python']}, "
+            f"Linux {m['kernel']}; {', '.join(f'{k} {v}' for k, v in m['versions'].items())}. "
+            f"1-minute load average {m['load_average_at_start'][0]:.1f} at the start"
+            + (f" and {results['load_average_at_end'][0]:.1f} at the end" if "load_average_at_end" in results else "")
+            + " (shared machine). "
+            f"Run of {results['date']}, {results['repeat']} repeats."
+            + (f" {results['notes']}" if results.get("notes") else "")
+            + "\n\n"
+        )
+        _write_doc_block(
+            "results",
+            described
+            + table
+            + "".join(f"\n![{p.stem}](../benchmarks/results/{p.name})\n" for p in pngs)
+            + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n",
+        )
 
 
 def cmd_report(args) -> int:
@@ -201,8 +244,10 @@ def cmd_sweep(args) -> int:
     scenarios = build(quick=args.quick)
     unknown = sorted(set(args.knob or []) - {knob for _name, knob, _values in SWEEP})
     if unknown:
-        print(f"unknown knob(s): {', '.join(unknown)}; swept: {', '.join(sorted({k for _n, k, _v in SWEEP}))}",
-              file=sys.stderr)
+        print(
+            f"unknown knob(s): {', '.join(unknown)}; swept: {', '.join(sorted({k for _n, k, _v in SWEEP}))}",
+            file=sys.stderr,
+        )
         return 2
     work = Path(args.work or tempfile.mkdtemp(prefix="synclient-bench-sweep-"))
     groups = []
@@ -211,16 +256,26 @@ def cmd_sweep(args) -> int:
             continue
         points = []
         for value in values:
-            runs = harness.run_scenario(scenarios[name], work, ["synclient"], args.repeat or 3,
-                                        config=_config_for(knob, value), log=lambda text: None,
-                                        max_slow_repeats=None)
+            runs = harness.run_scenario(
+                scenarios[name],
+                work,
+                ["synclient"],
+                args.repeat or 3,
+                config=_config_for(knob, value),
+                log=lambda text: None,
+                max_slow_repeats=None,
+            )
             good = [r.wall for r in runs if r.ok]
-            point = {"value": value, "config": _config_for(knob, value),
-                     "wall": statistics.median(good) if good else None, "walls": [round(w, 3) for w in good],
-                     "rest_calls": statistics.median([r.rest_calls for r in runs]),
-                     "throttled_429": statistics.median([r.throttled_429 for r in runs]),
-                     "cpu_seconds": statistics.median([r.cpu_seconds for r in runs]),
-                     "peak_rss_mb": max(r.peak_rss_mb for r in runs)}
+            point = {
+                "value": value,
+                "config": _config_for(knob, value),
+                "wall": statistics.median(good) if good else None,
+                "walls": [round(w, 3) for w in good],
+                "rest_calls": statistics.median([r.rest_calls for r in runs]),
+                "throttled_429": statistics.median([r.throttled_429 for r in runs]),
+                "cpu_seconds": statistics.median([r.cpu_seconds for r in runs]),
+                "peak_rss_mb": max(r.peak_rss_mb for r in runs),
+            }
             print(f"{name} {knob}={value}: {point}", flush=True)
             points.append(point)
         groups.append({"scenario": name, "knob": knob, "points": points})
@@ -236,18 +291,26 @@ def cmd_sweep(args) -> int:
 
 def write_sweep_docs(sweep: dict, out: Path) -> None:
     """The sweep block of docs/benchmarks.md (table + plot) from a sweep JSON."""
-    lines = ["| scenario | knob | value | median wall s (runs) | REST calls | CPU s | peak RSS MB |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| scenario | knob | value | median wall s (runs) | REST calls | CPU s | peak RSS MB |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for group in sweep["groups"]:
         for p in group["points"]:
             shown = report.knob_label(group["knob"], p["value"])
             wall = f"{p['wall']:.3f} ({', '.join(f'{w:.2f}' for w in p['walls'])})" if p["wall"] else "failed"
-            lines.append(f"| {group['scenario']} | {group['knob']} | {shown} | {wall} | {p['rest_calls']:.0f} "
-                         f"| {p['cpu_seconds']:.2f} | {p['peak_rss_mb']:.0f} |")
+            lines.append(
+                f"| {group['scenario']} | {group['knob']} | {shown} | {wall} | {p['rest_calls']:.0f} "
+                f"| {p['cpu_seconds']:.2f} | {p['peak_rss_mb']:.0f} |"
+            )
     png = report.sweep_plot(sweep, RESULTS)
-    _write_doc_block("sweep", "\n".join(lines) + "\n" + (f"\n![sweep](../benchmarks/results/{png.name})\n"
-                                                         if png else "")
-                     + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n")
+    _write_doc_block(
+        "sweep",
+        "\n".join(lines)
+        + "\n"
+        + (f"\n![sweep](../benchmarks/results/{png.name})\n" if png else "")
+        + f"\nRaw figures: [`benchmarks/results/{out.name}`](../benchmarks/results/{out.name}).\n",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -255,9 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for name, helptext in (("run", "run scenarios with every contender"), ("sweep", "sweep TransferConfig knobs")):
         sub = commands.add_parser(name, help=helptext)
-        sub.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                         help="S1 S1h S1t S2 S3 S3h S4 S5 S5h S6 S6s S7 S8 S9 M1 M1r, or any name + 'h': over "
-                              "HTTPS (default: all)")
+        sub.add_argument(
+            "scenarios",
+            nargs="*",
+            metavar="SCENARIO",
+            help="S1 S1h S1t S2 S3 S3h S4 S5 S5h S6 S6s S7 S8 S9 M1 M1r, or any name + 'h': over HTTPS (default: all)",
+        )
         sub.add_argument("--repeat", type=int, default=None, help="runs per contender (default 3; 1 with --quick)")
         sub.add_argument("--quick", action="store_true", help="small sizes (the CI smoke test)")
         sub.add_argument("--out", help="results JSON path (default benchmarks/results/<date>.json)")
@@ -267,10 +333,17 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--knob", action="append", help="sweep only this knob (repeatable; default: all)")
         if name == "run":
             sub.add_argument("--contenders", help=f"comma-separated subset of {','.join(ORDER)}")
-            sub.add_argument("--tls", action="store_true",
-                             help="also run every named scenario over HTTPS (its 'h' variant), side by side with it")
-            sub.add_argument("--slow-after", type=float, default=60.0,
-                             help="a contender whose run takes longer than this many seconds is not repeated")
+            sub.add_argument(
+                "--tls",
+                action="store_true",
+                help="also run every named scenario over HTTPS (its 'h' variant), side by side with it",
+            )
+            sub.add_argument(
+                "--slow-after",
+                type=float,
+                default=60.0,
+                help="a contender whose run takes longer than this many seconds is not repeated",
+            )
     rep = commands.add_parser("report", help="re-render the table/plots from a results JSON")
     rep.add_argument("results")
     rep.add_argument("--write-docs", action="store_true")

@@ -21,6 +21,7 @@ Python 3.11 a worker could deadlock in Dask's statistical profiler (``sys._curre
 gh-116969; seen on 3.11.7, and 3.12 is not affected) until the scheduler dropped it (``worker-ttl``, 5 minutes):
 the clusters here start without it before 3.12, as synclient's own do, and a shard stops it on its worker.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -104,8 +105,13 @@ class Cluster:
         started = time.perf_counter()
         # as `synclient get --dask local:N` starts them: no sampling profiler before Python 3.12 (gh-116969)
         with dask.config.set({"distributed.worker.profile.enabled": sys.version_info >= (3, 12)}):
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=":0", local_directory=str(local_directory))
+            self.cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                local_directory=str(local_directory),
+            )
         self.client = Client(self.cluster)
         self.client.wait_for_workers(workers)
         self.start_seconds = time.perf_counter() - started
@@ -115,8 +121,10 @@ class Cluster:
         import synclient
 
         if set(where.values()) != {synclient.__file__}:
-            raise RuntimeError(f"the workers import synclient from {where}, not from {synclient.__file__} "
-                               "as this process does: set PYTHONPATH")
+            raise RuntimeError(
+                f"the workers import synclient from {where}, not from {synclient.__file__} "
+                "as this process does: set PYTHONPATH"
+            )
         self.pids = sorted(self.client.run(os.getpid).values())
 
     def cpu(self) -> float:
@@ -140,8 +148,17 @@ def _import_synclient() -> str:
     return synclient.__file__
 
 
-def one_run(way: str, repeat: int, *, emu: EmulatorProcess, project: str, expected: dict, work: Path,
-            cluster: Optional[Cluster], config) -> Dict[str, object]:
+def one_run(
+    way: str,
+    repeat: int,
+    *,
+    emu: EmulatorProcess,
+    project: str,
+    expected: dict,
+    work: Path,
+    cluster: Optional[Cluster],
+    config,
+) -> Dict[str, object]:
     from synclient import Platform, sync_from_platform
 
     target = work / f"{way}-{repeat}"
@@ -150,9 +167,16 @@ def one_run(way: str, repeat: int, *, emu: EmulatorProcess, project: str, expect
         emu.reset_stats()
         cpu, workers_cpu, emu_cpu = _driver_cpu(), cluster.cpu() if cluster else 0.0, emu.cpu_seconds()
         started = time.perf_counter()
-        results = sync_from_platform(project, str(target), platform=platform, config=config, progress=False,
-                                     on_error="continue", synapse_cache=False,
-                                     dask=cluster.client if cluster else None)
+        results = sync_from_platform(
+            project,
+            str(target),
+            platform=platform,
+            config=config,
+            progress=False,
+            on_error="continue",
+            synapse_cache=False,
+            dask=cluster.client if cluster else None,
+        )
         wall = time.perf_counter() - started
         cpu, emu_cpu = _driver_cpu() - cpu, emu.cpu_seconds() - emu_cpu
         workers_cpu = cluster.cpu() - workers_cpu if cluster else 0.0
@@ -164,14 +188,24 @@ def one_run(way: str, repeat: int, *, emu: EmulatorProcess, project: str, expect
     gb = report.bytes_downloaded / 1e9
     client_cpu = cpu + workers_cpu
     return {
-        "way": way, "repeat": repeat, "status": status, "failures": len(results.failures),
-        "wall": wall, "report_wall": report.wall_seconds, "bytes": report.bytes_downloaded,
+        "way": way,
+        "repeat": repeat,
+        "status": status,
+        "failures": len(results.failures),
+        "wall": wall,
+        "report_wall": report.wall_seconds,
+        "bytes": report.bytes_downloaded,
         "mb_per_s": report.bytes_downloaded / 1e6 / wall,
-        "driver_cpu": cpu, "workers_cpu": workers_cpu, "worker_replaced": replaced,
+        "driver_cpu": cpu,
+        "workers_cpu": workers_cpu,
+        "worker_replaced": replaced,
         "workers_cpu_reported": sum(w.cpu_seconds for w in report.workers),
-        "client_cpu": client_cpu, "client_cpu_per_gb": client_cpu / gb if gb else None,
-        "emulator_cpu": emu_cpu, "emulator_cpu_per_gb": emu_cpu / gb if gb else None,
-        "rest_calls": report.rest_calls, "throttled": report.throttled,
+        "client_cpu": client_cpu,
+        "client_cpu_per_gb": client_cpu / gb if gb else None,
+        "emulator_cpu": emu_cpu,
+        "emulator_cpu_per_gb": emu_cpu / gb if gb else None,
+        "rest_calls": report.rest_calls,
+        "throttled": report.throttled,
         "emulator_rest_calls": int(stats.get("api_requests", 0)),
         "emulator_429": int(stats.get("throttled_429", 0)),
         "rest_by_route": {str(k): int(v) for k, v in sorted((stats.get("api_by_route") or {}).items())},
@@ -182,8 +216,19 @@ def one_run(way: str, repeat: int, *, emu: EmulatorProcess, project: str, expect
     }
 
 
-def run_condition(name: str, knobs: dict, *, data_dir: Path, project: str, expected: dict, repeats: int,
-                  warmups: int, work: Path, config, log) -> Dict[str, object]:
+def run_condition(
+    name: str,
+    knobs: dict,
+    *,
+    data_dir: Path,
+    project: str,
+    expected: dict,
+    repeats: int,
+    warmups: int,
+    work: Path,
+    config,
+    log,
+) -> Dict[str, object]:
     runs: List[Dict[str, object]] = []
     warm: List[Dict[str, object]] = []
     clusters: Dict[str, Cluster] = {}
@@ -194,36 +239,75 @@ def run_condition(name: str, knobs: dict, *, data_dir: Path, project: str, expec
                 log(f"{name}: LocalCluster({workers}) started in {clusters[f'dask-{workers}'].start_seconds:.2f} s")
             idle_cpu, idle_workers = _driver_cpu(), sum(c.cpu() for c in clusters.values())
             time.sleep(IDLE_SECONDS)
-            idle = {"driver_cpu_per_s": (_driver_cpu() - idle_cpu) / IDLE_SECONDS,
-                    "workers_cpu_per_s": (sum(c.cpu() for c in clusters.values()) - idle_workers) / IDLE_SECONDS}
+            idle = {
+                "driver_cpu_per_s": (_driver_cpu() - idle_cpu) / IDLE_SECONDS,
+                "workers_cpu_per_s": (sum(c.cpu() for c in clusters.values()) - idle_workers) / IDLE_SECONDS,
+            }
             for number in range(warmups):  # the store into the page cache, the first writes: not counted
-                warmup = one_run("single", -1 - number, emu=emu, project=project, expected=expected, work=work,
-                                 cluster=None, config=config)
+                warmup = one_run(
+                    "single",
+                    -1 - number,
+                    emu=emu,
+                    project=project,
+                    expected=expected,
+                    work=work,
+                    cluster=None,
+                    config=config,
+                )
                 warm.append({key: warmup[key] for key in ("wall", "driver_cpu", "emulator_cpu", "status")})
                 log(f"{name}: warm-up run (not counted) {warmup['wall']:.2f} s {warmup['status']}")
             for repeat in range(repeats):
-                order = WAYS[repeat % len(WAYS):] + WAYS[:repeat % len(WAYS)]
+                order = WAYS[repeat % len(WAYS) :] + WAYS[: repeat % len(WAYS)]
                 for way in order:
-                    run = one_run(way, repeat, emu=emu, project=project, expected=expected, work=work,
-                                  cluster=clusters.get(way), config=config)
+                    run = one_run(
+                        way,
+                        repeat,
+                        emu=emu,
+                        project=project,
+                        expected=expected,
+                        work=work,
+                        cluster=clusters.get(way),
+                        config=config,
+                    )
                     runs.append(run)
                     replaced = "  (a worker was replaced)" if run["worker_replaced"] else ""
-                    log(f"{name} #{repeat} {way:7s} {run['wall']:7.2f} s {run['mb_per_s']:7.1f} MB/s  "
+                    log(
+                        f"{name} #{repeat} {way:7s} {run['wall']:7.2f} s {run['mb_per_s']:7.1f} MB/s  "
                         f"CPU driver {run['driver_cpu']:5.2f} workers {run['workers_cpu']:5.2f} "
                         f"emulator {run['emulator_cpu']:5.2f}  {run['rest_calls']} calls  {run['status']}  "
-                        f"load {run['load_average']:.1f}{replaced}")
+                        f"load {run['load_average']:.1f}{replaced}"
+                    )
         finally:
-            starts = {way: {"workers": int(way[-1]), "start_seconds": c.start_seconds, "warm_seconds": c.warm_seconds,
-                            "pids": c.pids} for way, c in clusters.items()}
+            starts = {
+                way: {
+                    "workers": int(way[-1]),
+                    "start_seconds": c.start_seconds,
+                    "warm_seconds": c.warm_seconds,
+                    "pids": c.pids,
+                }
+                for way, c in clusters.items()
+            }
             for cluster in clusters.values():
                 cluster.close()
     return {"knobs": knobs, "clusters": starts, "idle": idle, "warmups": warm, "runs": runs, "medians": medians(runs)}
 
 
 def medians(runs: List[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
-    keys = ("wall", "mb_per_s", "driver_cpu", "workers_cpu", "workers_cpu_reported", "client_cpu",
-            "client_cpu_per_gb", "emulator_cpu", "emulator_cpu_per_gb", "rest_calls", "emulator_rest_calls",
-            "throttled", "peak_data_connections")
+    keys = (
+        "wall",
+        "mb_per_s",
+        "driver_cpu",
+        "workers_cpu",
+        "workers_cpu_reported",
+        "client_cpu",
+        "client_cpu_per_gb",
+        "emulator_cpu",
+        "emulator_cpu_per_gb",
+        "rest_calls",
+        "emulator_rest_calls",
+        "throttled",
+        "peak_data_connections",
+    )
     out = {}
     for way in WAYS:
         mine = [run for run in runs if run["way"] == way]
@@ -239,14 +323,19 @@ def medians(runs: List[Dict[str, object]]) -> Dict[str, Dict[str, object]]:
 
 
 def table(conditions: Dict[str, Dict[str, object]]) -> str:
-    lines = ["| condition | way | median wall s (runs) | MB/s | driver CPU s | workers CPU s | client CPU s per GB "
-             "| emulator CPU s | REST calls (emulator) | 429s |", "|---" * 10 + "|"]
+    lines = [
+        "| condition | way | median wall s (runs) | MB/s | driver CPU s | workers CPU s | client CPU s per GB "
+        "| emulator CPU s | REST calls (emulator) | 429s |",
+        "|---" * 10 + "|",
+    ]
     for name, condition in conditions.items():
         for way, m in condition["medians"].items():
             walls = ", ".join(f"{w:.2f}" for w in m["walls"])
-            lines.append(f"| {name} | {way} | {m['wall']:.2f} ({walls}) | {m['mb_per_s']:.0f} | {m['driver_cpu']:.2f} "
-                         f"| {m['workers_cpu']:.2f} | {m['client_cpu_per_gb']:.2f} | {m['emulator_cpu']:.2f} "
-                         f"| {m['rest_calls']:.0f} ({m['emulator_rest_calls']:.0f}) | {m['throttled']:.0f} |")
+            lines.append(
+                f"| {name} | {way} | {m['wall']:.2f} ({walls}) | {m['mb_per_s']:.0f} | {m['driver_cpu']:.2f} "
+                f"| {m['workers_cpu']:.2f} | {m['client_cpu_per_gb']:.2f} | {m['emulator_cpu']:.2f} "
+                f"| {m['rest_calls']:.0f} ({m['emulator_rest_calls']:.0f}) | {m['throttled']:.0f} |"
+            )
     return "\n".join(lines)
 
 
@@ -254,10 +343,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.dask_scaling", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="8 files of 16 MiB, 1 repeat (a smoke test)")
     parser.add_argument("--repeats", type=int, help="runs of each way per condition (default 3; --quick 1)")
-    parser.add_argument("--warmups", type=int, help="uncounted single-process runs per condition first "
-                                                     "(default 1; --quick 0)")
-    parser.add_argument("--out", help=f"write the JSON here (default {DEFAULT_OUT.relative_to(ROOT)}; "
-                                      "--quick: only when given)")
+    parser.add_argument(
+        "--warmups", type=int, help="uncounted single-process runs per condition first (default 1; --quick 0)"
+    )
+    parser.add_argument(
+        "--out", help=f"write the JSON here (default {DEFAULT_OUT.relative_to(ROOT)}; --quick: only when given)"
+    )
     parser.add_argument("--work", help="scratch directory for the targets (default: a new one in $TMPDIR)")
     args = parser.parse_args(argv)
     from synclient import TransferConfig
@@ -280,20 +371,39 @@ def main(argv=None) -> int:
     scratch = Path(args.work) if args.work else Path(tempfile.gettempdir())
     free = shutil.disk_usage(scratch).free
     if free < 2 * files * size:  # a target and its temporary files
-        raise SystemExit(f"{scratch}: {free / 2 ** 30:.1f} GiB free, need {2 * files * size / 2 ** 30:.1f}")
+        raise SystemExit(f"{scratch}: {free / 2**30:.1f} GiB free, need {2 * files * size / 2**30:.1f}")
     work = Path(tempfile.mkdtemp(prefix="synclient-dask-scaling-", dir=scratch))
     started = time.time()
     print(f"{files} x {size // MiB} MiB, {repeats} repeat(s); targets in {work} ({filesystem_of(work)})", flush=True)
     results: Dict[str, object] = {
-        "issue": 19, "files": files, "file_size": size, "total_bytes": files * size, "repeats": repeats,
-        "warmups": warmups, "quick": args.quick, "work_filesystem": filesystem_of(work),
-        "transfer_config": vars(config).copy(), "ways": list(WAYS), "machine": meta,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)), "conditions": {}}
+        "issue": 19,
+        "files": files,
+        "file_size": size,
+        "total_bytes": files * size,
+        "repeats": repeats,
+        "warmups": warmups,
+        "quick": args.quick,
+        "work_filesystem": filesystem_of(work),
+        "transfer_config": vars(config).copy(),
+        "ways": list(WAYS),
+        "machine": meta,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "conditions": {},
+    }
     try:
         for name, knobs in CONDITIONS.items():
             results["conditions"][name] = run_condition(
-                name, knobs, data_dir=data_dir, project=project, expected=expected, repeats=repeats,
-                warmups=warmups, work=work, config=config, log=lambda text: print(text, flush=True))
+                name,
+                knobs,
+                data_dir=data_dir,
+                project=project,
+                expected=expected,
+                repeats=repeats,
+                warmups=warmups,
+                work=work,
+                config=config,
+                log=lambda text: print(text, flush=True),
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["seconds"] = time.time() - started

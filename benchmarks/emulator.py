@@ -2,6 +2,7 @@
 across runs and invocations. The emulator serves them in a separate process (never in the client's process: a
 shared GIL would distort the figures): :class:`synclient.emulator.process.EmulatorProcess`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,8 +25,21 @@ def seeded_store(spec: dict) -> tuple:
         data_dir.mkdir(parents=True, exist_ok=True)
         spec_file = data_dir / "spec.json"
         spec_file.write_text(json.dumps(spec))
-        out = subprocess.run([sys.executable, "-m", "synclient.emulator", "seed", "--data-dir", str(data_dir),
-                              "--seed-spec", str(spec_file)], check=True, capture_output=True, text=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "synclient.emulator",
+                "seed",
+                "--data-dir",
+                str(data_dir),
+                "--seed-spec",
+                str(spec_file),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         marker.write_text(out.stdout)
     projects = json.loads(marker.read_text())["projects"]
     return data_dir, next(iter(projects.values()))

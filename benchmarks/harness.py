@@ -1,4 +1,5 @@
 """Runs the contenders of a scenario against one seeded emulator, in alternation, and verifies every byte."""
+
 from __future__ import annotations
 
 import hashlib
@@ -7,8 +8,8 @@ import os
 import shutil
 import subprocess
 import threading
-from contextlib import ExitStack
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -29,12 +30,12 @@ class Run:
     contender: str
     repeat: int
     ok: bool = False
-    status: str = ""              # "byte-exact", "skipped: ...", or what went wrong
-    wall: float = 0.0             # timed region (library: the sync call; tools/CLI: the whole process)
+    status: str = ""  # "byte-exact", "skipped: ...", or what went wrong
+    wall: float = 0.0  # timed region (library: the sync call; tools/CLI: the whole process)
     process_wall: float = 0.0
-    cpu_seconds: float = 0.0      # user + system of the contender process
+    cpu_seconds: float = 0.0  # user + system of the contender process
     peak_rss_mb: float = 0.0
-    rest_calls: int = 0           # API requests the emulator answered during the timed region
+    rest_calls: int = 0  # API requests the emulator answered during the timed region
     throttled_429: int = 0
     data_requests: int = 0
     data_bytes: int = 0
@@ -44,8 +45,8 @@ class Run:
     bytes: int = 0
     client_report: Dict[str, object] = field(default_factory=dict)
     rest_by_route: Dict[str, int] = field(default_factory=dict)  # the emulator's API requests per route
-    load_average: float = 0.0     # 1-minute load average when the run ended (the machine is shared)
-    tls: bool = False             # issue 18: against an emulator serving HTTPS, the contender given its CA
+    load_average: float = 0.0  # 1-minute load average when the run ended (the machine is shared)
+    tls: bool = False  # issue 18: against an emulator serving HTTPS, the contender given its CA
     server_cpu_seconds: float = 0.0  # user + system of the emulator process over the contender's whole process
     connections: Dict[str, int] = field(default_factory=dict)  # connections the emulator accepted, per listener
     tls_handshakes: Dict[str, int] = field(default_factory=dict)  # of those, TLS handshakes completed, per listener
@@ -63,13 +64,17 @@ def _md5(path: Path) -> str:
 
 
 def verify(out: Path, expected: Dict[str, Tuple[int, str]]) -> str:
-    """"byte-exact" or the first difference (missing, extra, wrong size, wrong MD5)."""
+    """ "byte-exact" or the first difference (missing, extra, wrong size, wrong MD5)."""
     found = {}
     for here, dirs, names in os.walk(out):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in names:
-            if (name in IGNORED_NAMES or name.startswith(".") or name.endswith(".aria2")
-                    or name.startswith(IGNORED_PREFIXES)):
+            if (
+                name in IGNORED_NAMES
+                or name.startswith(".")
+                or name.endswith(".aria2")
+                or name.startswith(IGNORED_PREFIXES)
+            ):
                 continue
             full = Path(here) / name
             found[full.relative_to(out).as_posix()] = full
@@ -91,7 +96,8 @@ def verify(out: Path, expected: Dict[str, Tuple[int, str]]) -> str:
 def expected_for(scenario: Scenario, data_dir: Path) -> Dict[str, Tuple[int, str]]:
     # one store can serve several jobs (S8 queries the tree S9 syncs): the cached expectation is per job
     cached = data_dir / {"sync": "bench-expected.json", "ids": "bench-expected-flat.json"}.get(
-        scenario.job, f"bench-expected-{scenario.job}-{scenario.where}.json")
+        scenario.job, f"bench-expected-{scenario.job}-{scenario.where}.json"
+    )
     if cached.exists():
         return {k: tuple(v) for k, v in json.loads(cached.read_text()).items()}
     expected = scenario.expected()
@@ -123,7 +129,7 @@ def presigned_urls(emu: EmulatorProcess, project: str, scenario: Scenario) -> Li
             handle = platform.get_file_bundle(entity_id).file_handle
             requests_.append((rel, FileHandleRequest(handle.id, entity_id)))
         for start in range(0, len(requests_), 100):
-            batch = requests_[start:start + 100]
+            batch = requests_[start : start + 100]
             answers = platform.get_presigned_urls([r for _, r in batch])
             pairs += [(rel, answers[r.file_handle_id].url) for rel, r in batch]
     return pairs
@@ -158,8 +164,12 @@ def vm_hwm_mb(pid: str = "self") -> float:
 def spawn(argv: Sequence[str], env: Optional[Dict[str, str]] = None) -> Tuple[int, float, object, str, str, float]:
     """Run ``argv`` (``env`` set over the harness's environment); (exit code, wall, rusage, stdout, stderr, peak RSS
     MB polled every 10 ms from /proc)."""
-    env = dict(os.environ, SYNCLIENT_DISABLE_PROGRESS="1", PYTHONPATH=str(Path(__file__).resolve().parent.parent)
-               + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
+    env = dict(
+        os.environ,
+        SYNCLIENT_DISABLE_PROGRESS="1",
+        PYTHONPATH=str(Path(__file__).resolve().parent.parent) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        **(env or {}),
+    )
     started = time.perf_counter()
     process = _Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak = [0.0]
@@ -180,13 +190,25 @@ def spawn(argv: Sequence[str], env: Optional[Dict[str, str]] = None) -> Tuple[in
     finally:
         done.set()
         poller.join()
-    return (process.returncode, time.perf_counter() - started, getattr(process, "_bench_rusage", None), stdout,
-            stderr, peak[0])
+    return (
+        process.returncode,
+        time.perf_counter() - started,
+        getattr(process, "_bench_rusage", None),
+        stdout,
+        stderr,
+        peak[0],
+    )
 
 
 class ScenarioRunner:
-    def __init__(self, scenario: Scenario, work: Path, contenders: Sequence[str],
-                 config: Optional[Dict[str, object]] = None, log=print) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        work: Path,
+        contenders: Sequence[str],
+        config: Optional[Dict[str, object]] = None,
+        log=print,
+    ) -> None:
         self.scenario = scenario
         self.work = work / scenario.name
         self.contenders = list(contenders)
@@ -199,7 +221,7 @@ class ScenarioRunner:
         self.view_id = ""
         self.prepared: set = set()
 
-    def __enter__(self) -> "ScenarioRunner":
+    def __enter__(self) -> ScenarioRunner:
         data_dir, self.project = seeded_store(self.scenario.spec)
         self.expected = expected_for(self.scenario, data_dir)
         self.emu = EmulatorProcess(data_dir, tls=self.scenario.tls, **self.scenario.knobs).start()
@@ -211,8 +233,9 @@ class ScenarioRunner:
             self.view_id = self.emu.resolve(self.project, self.scenario.view)
         if self.scenario.job == "ids":
             self.ids_file = self.work / "ids.txt"
-            self.ids_file.write_text("".join(i + "\n" for i in file_ids(self.emu, self.project, self.scenario,
-                                                                         data_dir)))
+            self.ids_file.write_text(
+                "".join(i + "\n" for i in file_ids(self.emu, self.project, self.scenario, data_dir))
+            )
         return self
 
     def __exit__(self, *exc) -> None:
@@ -221,17 +244,30 @@ class ScenarioRunner:
         shutil.rmtree(self.work, ignore_errors=True)
 
     def _dirs(self, contender: str) -> Tuple[Path, Path]:
-        family = "synapseclient" if contender == "synapseclient" else ("tools" if contender in ("aria2c", "curl")
-                                                                         else "synclient")
+        family = (
+            "synapseclient"
+            if contender == "synapseclient"
+            else ("tools" if contender in ("aria2c", "curl") else "synclient")
+        )
         if self.scenario.resync:  # one mirror per client family, synced once (unmeasured), re-synced per run
             return self.work / f"mirror-{family}", self.work / f"cache-{family}"
         return self.work / f"out-{contender}", self.work / f"cache-{contender}"
 
     def _launch(self, contender: str, out: Path, cache: Path):
-        return launch(contender, endpoint=self.emu.endpoint, token=self.emu.token, entity=self.project, out=out,
-                      cache_dir=cache, urls=self.urls, config=self.config, ids_file=self.ids_file,
-                      view_id=self.view_id, where=self.scenario.where if self.scenario.job == "query" else "",
-                      ca_bundle=self.emu.ca_bundle)
+        return launch(
+            contender,
+            endpoint=self.emu.endpoint,
+            token=self.emu.token,
+            entity=self.project,
+            out=out,
+            cache_dir=cache,
+            urls=self.urls,
+            config=self.config,
+            ids_file=self.ids_file,
+            view_id=self.view_id,
+            where=self.scenario.where if self.scenario.job == "query" else "",
+            ca_bundle=self.emu.ca_bundle,
+        )
 
     def _prepare_resync(self, contender: str, out: Path, cache: Path) -> Optional[str]:
         setup = "synapseclient" if contender == "synapseclient" else "synclient"
@@ -253,8 +289,13 @@ class ScenarioRunner:
         return None
 
     def run(self, contender: str, repeat: int) -> Run:
-        result = Run(contender, repeat, files=len(self.expected), bytes=sum(s for s, _ in self.expected.values()),
-                     tls=self.scenario.tls)
+        result = Run(
+            contender,
+            repeat,
+            files=len(self.expected),
+            bytes=sum(s for s, _ in self.expected.values()),
+            tls=self.scenario.tls,
+        )
         skipped = missing_tool(contender)
         if skipped:
             result.status = skipped
@@ -315,9 +356,15 @@ class ScenarioRunner:
         return result
 
 
-def run_scenario(scenario: Scenario, work: Path, contenders: Sequence[str], repeat: int,
-                 config: Optional[Dict[str, object]] = None, log=print,
-                 max_slow_repeats: Optional[float] = 60.0) -> List[Run]:
+def run_scenario(
+    scenario: Scenario,
+    work: Path,
+    contenders: Sequence[str],
+    repeat: int,
+    config: Optional[Dict[str, object]] = None,
+    log=print,
+    max_slow_repeats: Optional[float] = 60.0,
+) -> List[Run]:
     """Every contender ``repeat`` times, in alternation (the starting contender rotates each round).
 
     A contender whose first run took longer than ``max_slow_repeats`` seconds runs only once (the serial
@@ -327,12 +374,18 @@ def run_scenario(scenario: Scenario, work: Path, contenders: Sequence[str], repe
 
 
 def _rotated(items: Sequence, by: int) -> list:
-    return list(items[by % len(items):]) + list(items[:by % len(items)])
+    return list(items[by % len(items) :]) + list(items[: by % len(items)])
 
 
-def run_side_by_side(scenarios: Sequence[Scenario], work: Path, contenders: Sequence[str], repeat: int,
-                     config: Optional[Dict[str, object]] = None, log=print,
-                     max_slow_repeats: Optional[float] = 60.0) -> Dict[str, List[Run]]:
+def run_side_by_side(
+    scenarios: Sequence[Scenario],
+    work: Path,
+    contenders: Sequence[str],
+    repeat: int,
+    config: Optional[Dict[str, object]] = None,
+    log=print,
+    max_slow_repeats: Optional[float] = 60.0,
+) -> Dict[str, List[Run]]:
     """Variants of one scenario (issue 18: plain and over HTTPS), each on its own emulator, all up at once, run
     interleaved: in each round every contender runs in every variant before the next contender starts; the starting
     contender and the starting variant rotate each round, so both variants see the same machine state. As in
@@ -340,8 +393,9 @@ def run_side_by_side(scenarios: Sequence[Scenario], work: Path, contenders: Sequ
     runs: Dict[str, List[Run]] = {scenario.name: [] for scenario in scenarios}
     slow: set = set()
     with ExitStack() as stack:
-        runners = [stack.enter_context(ScenarioRunner(scenario, work, contenders, config, log))
-                   for scenario in scenarios]
+        runners = [
+            stack.enter_context(ScenarioRunner(scenario, work, contenders, config, log)) for scenario in scenarios
+        ]
         for r in range(repeat):
             variants = _rotated(runners, r)
             for contender in _rotated(contenders, r):
@@ -351,10 +405,13 @@ def run_side_by_side(scenarios: Sequence[Scenario], work: Path, contenders: Sequ
                         continue
                     result = runner.run(contender, r)
                     runs[name].append(result)
-                    log(f"  {name} #{r + 1} {contender:14s} {result.wall:8.2f} s  calls={result.rest_calls:<6d}"
+                    log(
+                        f"  {name} #{r + 1} {contender:14s} {result.wall:8.2f} s  calls={result.rest_calls:<6d}"
                         f" 429={result.throttled_429:<5d} rss={result.peak_rss_mb:6.0f} MB"
                         f" cpu={result.cpu_seconds:6.2f} s server={result.server_cpu_seconds:6.2f} s"
-                        + (f" handshakes={result.tls_handshakes}" if result.tls else "") + f"  {result.status}")
+                        + (f" handshakes={result.tls_handshakes}" if result.tls else "")
+                        + f"  {result.status}"
+                    )
                     if not result.ok or (max_slow_repeats is not None and result.wall > max_slow_repeats):
                         slow.add((name, contender))
     return runs

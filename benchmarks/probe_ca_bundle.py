@@ -7,6 +7,7 @@ per connection. This probe runs S1h (400 tiny files over HTTPS) with one contend
 between the emulator's CA alone ("small") and certifi's bundle with the emulator's CA appended ("big", still
 trusting exactly what it must), and reports wall, CPU, handshakes and status per run (JSON; ``--out`` writes it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,33 +38,49 @@ def main(argv=None) -> int:
         with ScenarioRunner(scenario, work, [args.contender], log=lambda text: None) as runner:
             emu = runner.emu
             bundles = {"small": emu.ca_bundle, "big": str(work / "certifi-plus-emulator-ca.pem")}
-            Path(bundles["big"]).write_text(Path(certifi.where()).read_text() + "\n"
-                                            + Path(emu.ca_bundle).read_text())
+            Path(bundles["big"]).write_text(Path(certifi.where()).read_text() + "\n" + Path(emu.ca_bundle).read_text())
             for r in range(args.repeat):
-                for kind in (("small", "big") if r % 2 == 0 else ("big", "small")):
+                for kind in ("small", "big") if r % 2 == 0 else ("big", "small"):
                     out = work / f"out-{kind}-{r}"
-                    plan = launch(args.contender, endpoint=emu.endpoint, token=emu.token, entity=runner.project,
-                                  out=out, cache_dir=work / f"cache-{kind}-{r}", urls=[], ca_bundle=bundles[kind])
+                    plan = launch(
+                        args.contender,
+                        endpoint=emu.endpoint,
+                        token=emu.token,
+                        entity=runner.project,
+                        out=out,
+                        cache_dir=work / f"cache-{kind}-{r}",
+                        urls=[],
+                        ca_bundle=bundles[kind],
+                    )
                     emu.reset_stats()
                     code, wall, usage, stdout, stderr, _rss = spawn(plan.argv, plan.env)
                     stats = emu.stats()
                     if plan.kind == "worker" and code == 0:
                         answer = json.loads(stdout.strip().splitlines()[-1])
                         wall, stats = answer["wall"], answer["stats"]
-                    row = {"wall": wall, "cpu_seconds": usage.ru_utime + usage.ru_stime if usage else 0.0,
-                           "tls_handshakes": stats.get("tls_handshakes", {}),
-                           "status": verify(out, runner.expected) if code == 0 else f"exit {code}: {stderr[-300:]}",
-                           "load_average": os.getloadavg()[0]}
+                    row = {
+                        "wall": wall,
+                        "cpu_seconds": usage.ru_utime + usage.ru_stime if usage else 0.0,
+                        "tls_handshakes": stats.get("tls_handshakes", {}),
+                        "status": verify(out, runner.expected) if code == 0 else f"exit {code}: {stderr[-300:]}",
+                        "load_average": os.getloadavg()[0],
+                    }
                     print(kind, r, json.dumps(row), flush=True)
                     runs[kind].append(row)
                     shutil.rmtree(out, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result = {"scenario": "S1h", "contender": args.contender, "repeat": args.repeat,
-              "certificates": {"small": 1, "big": Path(certifi.where()).read_text().count("BEGIN CERTIFICATE") + 1},
-              "runs": runs,
-              "medians": {kind: {key: statistics.median(row[key] for row in rows) for key in ("wall", "cpu_seconds")}
-                          for kind, rows in runs.items()}}
+    result = {
+        "scenario": "S1h",
+        "contender": args.contender,
+        "repeat": args.repeat,
+        "certificates": {"small": 1, "big": Path(certifi.where()).read_text().count("BEGIN CERTIFICATE") + 1},
+        "runs": runs,
+        "medians": {
+            kind: {key: statistics.median(row[key] for row in rows) for key in ("wall", "cpu_seconds")}
+            for kind, rows in runs.items()
+        },
+    }
     print(json.dumps(result["medians"]))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))

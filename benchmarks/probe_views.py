@@ -7,6 +7,7 @@ On S8's and S9's store and knobs, each measurement on a fresh emulator (S9: a fr
 The emulator's CPU is read from ``/proc/<pid>/stat``, the client's (this process) from ``getrusage``. Prints one
 JSON line per measurement.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,12 @@ def _client_cpu() -> float:
 def _measure(emu: EmulatorProcess, call) -> dict:
     emu_cpu, cpu, started = emu.cpu_seconds(), _client_cpu(), time.perf_counter()
     answer = call()
-    return {"wall_s": round(time.perf_counter() - started, 3), "client_cpu_s": round(_client_cpu() - cpu, 2),
-            "emulator_cpu_s": round(emu.cpu_seconds() - emu_cpu, 2), **answer}
+    return {
+        "wall_s": round(time.perf_counter() - started, 3),
+        "client_cpu_s": round(_client_cpu() - cpu, 2),
+        "emulator_cpu_s": round(emu.cpu_seconds() - emu_cpu, 2),
+        **answer,
+    }
 
 
 def main() -> int:
@@ -51,8 +56,7 @@ def main() -> int:
     return 0
 
 
-def _probe_once(emu: EmulatorProcess, *, name: str, scenario, project: str, view: str, sql: str,
-                repeat: int) -> None:
+def _probe_once(emu: EmulatorProcess, *, name: str, scenario, project: str, view: str, sql: str, repeat: int) -> None:
     """One repeat of one scenario: the query or view read alone, then the whole download, each on a fresh
     emulator."""
     from synclient import Platform, download_query, sync_from_platform
@@ -60,10 +64,8 @@ def _probe_once(emu: EmulatorProcess, *, name: str, scenario, project: str, view
 
     emu.restart()
     with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
-        figures = _measure(emu, lambda: {"rows": sum(len(page.rows)
-                                                     for page in platform.query_table(view, sql))})
-    print(json.dumps({"scenario": name, "repeat": repeat, "what": f"query alone: {sql}", **figures}),
-          flush=True)
+        figures = _measure(emu, lambda: {"rows": sum(len(page.rows) for page in platform.query_table(view, sql))})
+    print(json.dumps({"scenario": name, "repeat": repeat, "what": f"query alone: {sql}", **figures}), flush=True)
     emu.restart()
     out = tempfile.mkdtemp(prefix="synclient-probe-")
     times: dict = {}
@@ -83,14 +85,14 @@ def _probe_once(emu: EmulatorProcess, *, name: str, scenario, project: str, view
     def run() -> dict:
         started[0] = time.perf_counter()
         with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
-            common = dict(platform=platform, on_error="continue", synapse_cache=False, progress=False,
-                          observer=Timeline())
+            common = dict(
+                platform=platform, on_error="continue", synapse_cache=False, progress=False, observer=Timeline()
+            )
             if scenario.job == "query":
                 results = download_query(sql, out, **common)
             else:
                 results = sync_from_platform(project, out, view=view, **common)
-        return {"files": results.report.downloaded, "rest_calls": results.report.rest_calls,
-                "first_last_s": times}
+        return {"files": results.report.downloaded, "rest_calls": results.report.rest_calls, "first_last_s": times}
 
     try:
         figures = _measure(emu, run)

@@ -1,4 +1,5 @@
 """Medians, ratios, latency bounds, the Markdown table and the PNG plots."""
+
 from __future__ import annotations
 
 import functools
@@ -55,8 +56,7 @@ def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optiona
         query_calls = math.ceil(len(scenario.all_files) / page_rows) * per_job
         calls = 1 + pages + query_calls + math.ceil(len(files) / 100)
         critical = (max(1 + depth, query_calls) + 1) * api + data_first_byte
-        data = (len(files) * data_first_byte / workers
-                + (scenario.total_bytes / (workers * cap) if cap else 0.0))
+        data = len(files) * data_first_byte / workers + (scenario.total_bytes / (workers * cap) if cap else 0.0)
     elif scenario.job == "ids":  # POST /entity/header, then bundle -> URL batch -> data: no walk down the tree
         calls = 1 + len(files) + math.ceil(len(files) / 100)
         critical = 3 * api + data_first_byte
@@ -68,8 +68,7 @@ def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optiona
     else:
         calls = 1 + pages + len(files) + math.ceil(len(files) / 100)
         critical = (1 + depth + 2) * api + data_first_byte
-        data = (len(files) * data_first_byte / workers
-                + (scenario.total_bytes / (workers * cap) if cap else 0.0))
+        data = len(files) * data_first_byte / workers + (scenario.total_bytes / (workers * cap) if cap else 0.0)
     if api == 0 and cap == 0:
         return None
     rest = calls * api / concurrency
@@ -79,8 +78,7 @@ def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optiona
         # the window's sustained rate (issue 13's bound); a first burst into an empty window can beat it a little
         rest = max(rest, calls * window / rate_limit)
     bound = max(critical, rest, data)
-    return {"seconds": bound, "calls": calls, "critical_path": critical, "rest": rest, "data": data,
-            "workers": workers}
+    return {"seconds": bound, "calls": calls, "critical_path": critical, "rest": rest, "data": data, "workers": workers}
 
 
 def _listing_pages(children) -> int:
@@ -114,19 +112,29 @@ def summarize(scenario: Scenario, runs: List[dict]) -> Dict[str, dict]:
             continue
         med = functools.partial(_median, good)
         wall = med("wall")
-        row = {"ok": True, "status": "byte-exact", "runs": len(good), "wall": wall,
-               "walls": [round(r["wall"], 3) for r in good],
-               "mb_s": (0.0 if scenario.resync else scenario.total_bytes / wall / 1e6),
-               "files_s": len(scenario.files) / wall, "rest_calls": med("rest_calls"),
-               "throttled_429": med("throttled_429"), "peak_rss_mb": max(r["peak_rss_mb"] for r in good),
-               "cpu_seconds": med("cpu_seconds"), "data_requests": med("data_requests"),
-               "process_wall": med("process_wall"),
-               "load_average": max(r.get("load_average", 0.0) for r in good),
-               "server_cpu_seconds": statistics.median(r.get("server_cpu_seconds", 0.0) for r in good)}
+        row = {
+            "ok": True,
+            "status": "byte-exact",
+            "runs": len(good),
+            "wall": wall,
+            "walls": [round(r["wall"], 3) for r in good],
+            "mb_s": (0.0 if scenario.resync else scenario.total_bytes / wall / 1e6),
+            "files_s": len(scenario.files) / wall,
+            "rest_calls": med("rest_calls"),
+            "throttled_429": med("throttled_429"),
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in good),
+            "cpu_seconds": med("cpu_seconds"),
+            "data_requests": med("data_requests"),
+            "process_wall": med("process_wall"),
+            "load_average": max(r.get("load_average", 0.0) for r in good),
+            "server_cpu_seconds": statistics.median(r.get("server_cpu_seconds", 0.0) for r in good),
+        }
         for counter in ("connections", "tls_handshakes", "tls_resumed"):  # issue 18: medians per listener
             listeners = sorted({listener for r in good for listener in r.get(counter) or {}})
-            row[counter] = {listener: statistics.median((r.get(counter) or {}).get(listener, 0) for r in good)
-                            for listener in listeners}
+            row[counter] = {
+                listener: statistics.median((r.get(counter) or {}).get(listener, 0) for r in good)
+                for listener in listeners
+            }
         cap = _num(scenario.knobs.get("bandwidth_per_conn", 0))
         row["peak_connections"] = max(r.get("peak_data_connections", 0) for r in good)
         paced = [r for r in good if r.get("paced_body_seconds")]
@@ -135,13 +143,17 @@ def summarize(scenario: Scenario, runs: List[dict]) -> Dict[str, dict]:
             # ran at its cap, the link and not the client's reading was the limit.
             row["cap_use"] = statistics.median(r["data_bytes"] / (r["paced_body_seconds"] * cap) for r in paced)
             # The same against the peak number of connections over the whole wall time (idle gaps count).
-            row["cap_share_of_peak"] = (scenario.total_bytes / wall / (row["peak_connections"] * cap)
-                                        if row["peak_connections"] else 0.0)
+            row["cap_share_of_peak"] = (
+                scenario.total_bytes / wall / (row["peak_connections"] * cap) if row["peak_connections"] else 0.0
+            )
         rows[contender] = row
     for contender, row in rows.items():
         if row.get("ok"):
-            row["ratios"] = {peer: rows[peer]["wall"] / row["wall"] for peer in PEERS
-                             if peer in rows and rows[peer].get("ok") and peer != contender}
+            row["ratios"] = {
+                peer: rows[peer]["wall"] / row["wall"]
+                for peer in PEERS
+                if peer in rows and rows[peer].get("ok") and peer != contender
+            }
     return rows
 
 
@@ -152,31 +164,43 @@ def markdown(results: dict) -> str:
         lines.append(f"### {name}: {entry['title']}")
         lines.append("")
         knobs = f"`{entry['knobs_text']}`" if entry["knobs_text"] else "no knobs"
-        lines.append(f"{entry['files']} files, {entry['bytes'] / 1e6:,.1f} MB; emulator: {knobs}"
-                     + (f"; latency bound at {bound['workers']} workers: **{bound['seconds']:.2f} s** "
-                        f"({bound['calls']} REST calls)" if bound else ""))
+        lines.append(
+            f"{entry['files']} files, {entry['bytes'] / 1e6:,.1f} MB; emulator: {knobs}"
+            + (
+                f"; latency bound at {bound['workers']} workers: **{bound['seconds']:.2f} s** "
+                f"({bound['calls']} REST calls)"
+                if bound
+                else ""
+            )
+        )
         lines.append("")
-        lines.append("| contender | runs | median wall s | MB/s | files/s | REST calls | 429s | peak RSS MB | CPU s "
-                     "| data conns | cap use | x synapseclient | x aria2c | x curl | x bound |")
+        lines.append(
+            "| contender | runs | median wall s | MB/s | files/s | REST calls | 429s | peak RSS MB | CPU s "
+            "| data conns | cap use | x synapseclient | x aria2c | x curl | x bound |"
+        )
         lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for contender, row in entry["summary"].items():
             if not row.get("ok"):
                 lines.append(f"| {contender} | {row['runs']} | {row['status']} |  |  |  |  |  |  |  |  |  |  |  |  |")
                 continue
-            cap_use = (f"{row['cap_use']:.0%} ({row['cap_share_of_peak']:.0%})" if "cap_use" in row else "")
+            cap_use = f"{row['cap_use']:.0%} ({row['cap_share_of_peak']:.0%})" if "cap_use" in row else ""
             ratio = functools.partial(_ratio_text, row)
             vs_bound = f"{row['wall'] / bound['seconds']:.2f}" if bound else ""
-            lines.append(f"| {contender} | {row['runs']} | {row['wall']:.3f} | {row['mb_s']:.1f} | "
-                         f"{row['files_s']:.1f} | {row['rest_calls']:.0f} | {row['throttled_429']:.0f} | "
-                         f"{row['peak_rss_mb']:.0f} | {row['cpu_seconds']:.2f} | {row.get('peak_connections', 0)} | "
-                         f"{cap_use} | {ratio('synapseclient')} | "
-                         f"{ratio('aria2c')} | {ratio('curl')} | {vs_bound} |")
+            lines.append(
+                f"| {contender} | {row['runs']} | {row['wall']:.3f} | {row['mb_s']:.1f} | "
+                f"{row['files_s']:.1f} | {row['rest_calls']:.0f} | {row['throttled_429']:.0f} | "
+                f"{row['peak_rss_mb']:.0f} | {row['cpu_seconds']:.2f} | {row.get('peak_connections', 0)} | "
+                f"{cap_use} | {ratio('synapseclient')} | "
+                f"{ratio('aria2c')} | {ratio('curl')} | {vs_bound} |"
+            )
         lines.append("")
-    lines.append("`x peer` = peer's median wall / this contender's median wall (above 1: faster than the peer). "
-                 "`x bound` = wall / latency bound (1.0 would be perfect). `data conns` = most bodies the storage "
-                 "served at once. `cap use` (bandwidth-capped scenarios) = bytes / (seconds the capped bodies took "
-                 "x per-connection cap): how much of each open connection's cap the client's reading used; in "
-                 "brackets the same over the whole wall time at the peak connection count (idle gaps count).")
+    lines.append(
+        "`x peer` = peer's median wall / this contender's median wall (above 1: faster than the peer). "
+        "`x bound` = wall / latency bound (1.0 would be perfect). `data conns` = most bodies the storage "
+        "served at once. `cap use` (bandwidth-capped scenarios) = bytes / (seconds the capped bodies took "
+        "x per-connection cap): how much of each open connection's cap the client's reading used; in "
+        "brackets the same over the whole wall time at the peak connection count (idle gaps count)."
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -195,31 +219,43 @@ def tls_markdown(results: dict) -> str:
         per_gb = gb >= 0.1  # CPU per GB only where the bytes, not the calls, are the work
         lines.append(f"#### {plain} plain and {name} over HTTPS: {entry['title']}")
         lines.append("")
-        lines.append("| contender | plain: median wall s (runs) | HTTPS: median wall s (runs) | HTTPS / plain "
-                     "| client CPU s, plain / HTTPS | emulator CPU s, plain / HTTPS "
-                     + ("| extra CPU s per GB over HTTPS, client / emulator " if per_gb else "")
-                     + "| TLS handshakes (API + data) | x synapseclient, plain / HTTPS |")
+        lines.append(
+            "| contender | plain: median wall s (runs) | HTTPS: median wall s (runs) | HTTPS / plain "
+            "| client CPU s, plain / HTTPS | emulator CPU s, plain / HTTPS "
+            + ("| extra CPU s per GB over HTTPS, client / emulator " if per_gb else "")
+            + "| TLS handshakes (API + data) | x synapseclient, plain / HTTPS |"
+        )
         lines.append("|---|---|---|---|---|---|" + ("---|" if per_gb else "") + "---|---|")
         for contender in ORDER:
             a, b = entry["summary"].get(contender), tls_entry["summary"].get(contender)
             if a is None and b is None:
                 continue
             if not (a and a.get("ok") and b and b.get("ok")):
-                lines.append(f"| {contender} | {_wall_cell(a)} | {_wall_cell(b)} |  |  |  |"
-                             + (" |" if per_gb else "") + "  |  |")
+                lines.append(
+                    f"| {contender} | {_wall_cell(a)} | {_wall_cell(b)} |  |  |  |"
+                    + (" |" if per_gb else "")
+                    + "  |  |"
+                )
                 continue
             handshakes = b.get("tls_handshakes") or {}
-            shakes = (f"{handshakes.get('api', 0):.0f} + {handshakes.get('data', 0):.0f}"
-                      + (f" + {handshakes['external']:.0f} ext." if handshakes.get("external") else ""))
-            ratio = " / ".join(f"{r['ratios']['synapseclient']:.2f}" if "synapseclient" in r.get("ratios", {})
-                               else "-" for r in (a, b))
-            extra = (f"| {(b['cpu_seconds'] - a['cpu_seconds']) / gb:.2f} / "
-                     f"{(b.get('server_cpu_seconds', 0) - a.get('server_cpu_seconds', 0)) / gb:.2f} " if per_gb
-                     else "")
-            lines.append(f"| {contender} | {_wall_cell(a)} | {_wall_cell(b)} | {b['wall'] / a['wall']:.2f} "
-                         f"| {a['cpu_seconds']:.2f} / {b['cpu_seconds']:.2f} "
-                         f"| {a.get('server_cpu_seconds', 0):.2f} / {b.get('server_cpu_seconds', 0):.2f} {extra}"
-                         f"| {shakes} | {ratio} |")
+            shakes = f"{handshakes.get('api', 0):.0f} + {handshakes.get('data', 0):.0f}" + (
+                f" + {handshakes['external']:.0f} ext." if handshakes.get("external") else ""
+            )
+            ratio = " / ".join(
+                f"{r['ratios']['synapseclient']:.2f}" if "synapseclient" in r.get("ratios", {}) else "-" for r in (a, b)
+            )
+            extra = (
+                f"| {(b['cpu_seconds'] - a['cpu_seconds']) / gb:.2f} / "
+                f"{(b.get('server_cpu_seconds', 0) - a.get('server_cpu_seconds', 0)) / gb:.2f} "
+                if per_gb
+                else ""
+            )
+            lines.append(
+                f"| {contender} | {_wall_cell(a)} | {_wall_cell(b)} | {b['wall'] / a['wall']:.2f} "
+                f"| {a['cpu_seconds']:.2f} / {b['cpu_seconds']:.2f} "
+                f"| {a.get('server_cpu_seconds', 0):.2f} / {b.get('server_cpu_seconds', 0):.2f} {extra}"
+                f"| {shakes} | {ratio} |"
+            )
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -295,7 +331,7 @@ def sweep_plot(sweep: dict, directory: Path) -> Optional[Path]:
     columns = min(len(groups), 4)
     rows = -(-len(groups) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(3.4 * columns, 3.2 * rows), squeeze=False)
-    for ax in axes.flat[len(groups):]:
+    for ax in axes.flat[len(groups) :]:
         ax.set_visible(False)
     for ax, group in zip(axes.flat, groups):
         xs = [knob_label(group["knob"], point["value"]) for point in group["points"]]

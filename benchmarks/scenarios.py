@@ -1,9 +1,10 @@
 """The scenarios of issue 6: a seed spec (built here, so the expected bytes are known independently of the
 emulator), the emulator knobs, and which contenders apply."""
+
 from __future__ import annotations
 
-import hashlib
 import dataclasses
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
@@ -23,10 +24,10 @@ DATA_CONTENDERS = ("aria2c", "curl")
 class Scenario:
     name: str
     title: str
-    spec: dict                        # seed spec (emulator format)
-    knobs: Dict[str, object]          # emulator serve flags (knob field -> value)
+    spec: dict  # seed spec (emulator format)
+    knobs: Dict[str, object]  # emulator serve flags (knob field -> value)
     contenders: Tuple[str, ...]
-    resync: bool = False              # measure a no-op re-sync after an unmeasured first sync
+    resync: bool = False  # measure a no-op re-sync after an unmeasured first sync
     fresh_server_per_run: bool = False  # per-user throttle windows must not leak from one run into the next
     setup_knobs: Dict[str, object] = field(default_factory=dict)  # knobs during the unmeasured first sync
     #: "sync": sync the project into a tree; "ids": download every file by its id (``download_many`` and its peers)
@@ -57,8 +58,7 @@ class Scenario:
                 if child["type"] == "folder":
                     walk(child["children"], prefix + child["name"] + "/")
                 elif child["type"] == "file":
-                    found.append((prefix + child["name"], child["size"], child["seed"],
-                                  child.get("annotations") or {}))
+                    found.append((prefix + child["name"], child["size"], child["seed"], child.get("annotations") or {}))
 
         walk(self.spec["projects"][0]["children"], "")
         return found
@@ -74,8 +74,9 @@ class Scenario:
         if self.select is None:
             return self.all_files
         name, value = self.select
-        return [(path, size, seed) for path, size, seed, annotations in self._walk()
-                if value in annotations.get(name, [])]
+        return [
+            (path, size, seed) for path, size, seed, annotations in self._walk() if value in annotations.get(name, [])
+        ]
 
     @property
     def total_bytes(self) -> int:
@@ -148,10 +149,20 @@ def tiny_tree(files: int, per_folder: int = 10) -> dict:
 
 def mixed(big: int, big_size: int, medium: int, medium_size: int, small: int, small_size: int) -> dict:
     children = [_file(f"big{i}.bin", big_size, 10 + i) for i in range(big)]
-    children.append({"type": "folder", "name": "medium",
-                     "children": [_file(f"m{i:04d}.bin", medium_size, 100 + i) for i in range(medium)]})
-    children.append({"type": "folder", "name": "small",
-                     "children": [_file(f"s{i:04d}.bin", small_size, 5000 + i) for i in range(small)]})
+    children.append(
+        {
+            "type": "folder",
+            "name": "medium",
+            "children": [_file(f"m{i:04d}.bin", medium_size, 100 + i) for i in range(medium)],
+        }
+    )
+    children.append(
+        {
+            "type": "folder",
+            "name": "small",
+            "children": [_file(f"s{i:04d}.bin", small_size, 5000 + i) for i in range(small)],
+        }
+    )
     return _project(f"mixed-{big}-{medium}-{small}", children)
 
 
@@ -160,19 +171,30 @@ def one_file(size: int) -> dict:
 
 
 def wide(folders: int, per_folder: int, size: int = 1024) -> dict:
-    children = [{"type": "folder", "name": f"d{f:03d}",
-                 "children": [_file(f"f{i:04d}.bin", size, 20000 + f * per_folder + i) for i in range(per_folder)]}
-                for f in range(folders)]
+    children = [
+        {
+            "type": "folder",
+            "name": f"d{f:03d}",
+            "children": [_file(f"f{i:04d}.bin", size, 20000 + f * per_folder + i) for i in range(per_folder)],
+        }
+        for f in range(folders)
+    ]
     return _project(f"wide-{folders}x{per_folder}", children)
 
 
 def spread(folders: int, per_folder: int, size: int = 4096) -> dict:
     """``folders`` folders of ``per_folder`` files, every name unique across the project (downloaded flat by id,
     nothing is renamed)."""
-    children = [{"type": "folder", "name": f"d{f:03d}",
-                 "children": [_file(f"f{f * per_folder + i:05d}.bin", size, 40000 + f * per_folder + i)
-                              for i in range(per_folder)]}
-                for f in range(folders)]
+    children = [
+        {
+            "type": "folder",
+            "name": f"d{f:03d}",
+            "children": [
+                _file(f"f{f * per_folder + i:05d}.bin", size, 40000 + f * per_folder + i) for i in range(per_folder)
+            ],
+        }
+        for f in range(folders)
+    ]
     return _project(f"spread-{folders}x{per_folder}", children)
 
 
@@ -185,8 +207,14 @@ def viewed(folders: int, per_folder: int, every: int = 5) -> dict:
         files = []
         for i in range(per_folder):
             n = f * per_folder + i
-            files.append(_file(f"f{n:05d}.bin", 1024 + (n * 37) % 3073, 60000 + n,
-                               {"assay": ["rnaSeq" if n % every == 0 else "wgs"]}))
+            files.append(
+                _file(
+                    f"f{n:05d}.bin",
+                    1024 + (n * 37) % 3073,
+                    60000 + n,
+                    {"assay": ["rnaSeq" if n % every == 0 else "wgs"]},
+                )
+            )
         children.append({"type": "folder", "name": f"d{f:03d}", "children": files})
     children.append({"type": "entityview", "name": "v", "scope": [""], "columns": ["assay"]})
     return _project(f"viewed-{folders}x{per_folder}", children)
@@ -212,13 +240,14 @@ TLS_ROWS = ("S1", "S3", "S5")
 
 def over_tls(scenario: Scenario) -> Scenario:
     """The same scenario against an emulator serving HTTPS (``serve --tls``); every contender gets its CA."""
-    return dataclasses.replace(scenario, name=scenario.name + TLS_SUFFIX, title=scenario.title + ", over HTTPS",
-                               tls=True)
+    return dataclasses.replace(
+        scenario, name=scenario.name + TLS_SUFFIX, title=scenario.title + ", over HTTPS", tls=True
+    )
 
 
 def plain_of(name: str) -> Optional[str]:
     """The plain scenario whose HTTPS variant ``name`` is (``S5h`` -> ``S5``), else None."""
-    return name[:-len(TLS_SUFFIX)] if name.endswith(TLS_SUFFIX) and len(name) > len(TLS_SUFFIX) else None
+    return name[: -len(TLS_SUFFIX)] if name.endswith(TLS_SUFFIX) and len(name) > len(TLS_SUFFIX) else None
 
 
 def lookup(scenarios: Dict[str, Scenario], name: str) -> Optional[Scenario]:
@@ -240,43 +269,117 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
     viewed_tree = viewed(view_folders, view_per_folder)
     viewed_files = view_folders * view_per_folder
     scenarios = [
-        Scenario("S1", "tiny tree (SYNPY-1074 shape)", tiny_tree(60 if q else 400),
-                 {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30}, ALL),
-        Scenario("S1t", "tiny tree under --profile synapse throttles", tiny_tree(40 if q else 400),
-                 {"profile": "synapse"}, ALL, fresh_server_per_run=True),
-        Scenario("S2", "mixed sizes", mixed(2, (8 if q else 256) * MiB, 20 if q else 200, MiB,
-                                            50 if q else 500, 4096),
-                 {"bandwidth_per_conn": "32MB", "data_latency_ms": 20, "url_lifetime": 3600}, WITH_DATA),
-        Scenario("S3", "one large file, 50 MB/s per connection", one_file((64 * MiB) if q else 2 * GiB),
-                 {"bandwidth_per_conn": "50MB", "url_lifetime": 3600}, WITH_DATA),
+        Scenario(
+            "S1",
+            "tiny tree (SYNPY-1074 shape)",
+            tiny_tree(60 if q else 400),
+            {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30},
+            ALL,
+        ),
+        Scenario(
+            "S1t",
+            "tiny tree under --profile synapse throttles",
+            tiny_tree(40 if q else 400),
+            {"profile": "synapse"},
+            ALL,
+            fresh_server_per_run=True,
+        ),
+        Scenario(
+            "S2",
+            "mixed sizes",
+            mixed(2, (8 if q else 256) * MiB, 20 if q else 200, MiB, 50 if q else 500, 4096),
+            {"bandwidth_per_conn": "32MB", "data_latency_ms": 20, "url_lifetime": 3600},
+            WITH_DATA,
+        ),
+        Scenario(
+            "S3",
+            "one large file, 50 MB/s per connection",
+            one_file((64 * MiB) if q else 2 * GiB),
+            {"bandwidth_per_conn": "50MB", "url_lifetime": 3600},
+            WITH_DATA,
+        ),
         # issue 13: a first sync far above the 600-per-60-s window, at its real length and ten times faster
-        Scenario("S6", "sustained throttle: first sync above the 600/60 s window", wide(100, 30, size=16),
-                 {"profile": "synapse"}, THROTTLED, fresh_server_per_run=True),
-        Scenario("S6s", "sustained throttle, ten times faster (600 per 6 s, API 5 ms)",
-                 wide(10 if q else 100, 15 if q else 30, size=16),
-                 {"profile": "synapse", "rate_window_seconds": 1 if q else 6, "api_latency_ms": 5,
-                  "api_latency_jitter_ms": 2, "data_latency_ms": 2, **({"max_requests_per_minute": 50} if q else {})},
-                 THROTTLED, fresh_server_per_run=True),
-        Scenario("S4", "no-op re-sync", wide(10 if q else 100, 30 if q else 100),
-                 {"api_latency_ms": 20 if q else 100}, ALL, resync=True, setup_knobs={"api_latency_ms": 0}),
-        Scenario("S5", "one large file, raw loopback", one_file((64 * MiB) if q else 2 * GiB),
-                 {"url_lifetime": 3600}, WITH_DATA),
+        Scenario(
+            "S6",
+            "sustained throttle: first sync above the 600/60 s window",
+            wide(100, 30, size=16),
+            {"profile": "synapse"},
+            THROTTLED,
+            fresh_server_per_run=True,
+        ),
+        Scenario(
+            "S6s",
+            "sustained throttle, ten times faster (600 per 6 s, API 5 ms)",
+            wide(10 if q else 100, 15 if q else 30, size=16),
+            {
+                "profile": "synapse",
+                "rate_window_seconds": 1 if q else 6,
+                "api_latency_ms": 5,
+                "api_latency_jitter_ms": 2,
+                "data_latency_ms": 2,
+                **({"max_requests_per_minute": 50} if q else {}),
+            },
+            THROTTLED,
+            fresh_server_per_run=True,
+        ),
+        Scenario(
+            "S4",
+            "no-op re-sync",
+            wide(10 if q else 100, 30 if q else 100),
+            {"api_latency_ms": 20 if q else 100},
+            ALL,
+            resync=True,
+            setup_knobs={"api_latency_ms": 0},
+        ),
+        Scenario(
+            "S5",
+            "one large file, raw loopback",
+            one_file((64 * MiB) if q else 2 * GiB),
+            {"url_lifetime": 3600},
+            WITH_DATA,
+        ),
         # issue 6's memory target (peak RSS <= 150 MB for a 100,000-file tree): tiny files and no latency, so the
         # run is about the number of entities, not bytes or waiting. One tree (one seeded store) for both rows.
         # issue 16: download_many of a list of ids, not a project sync; the ids are resolved before any timed run
-        Scenario("S7", f"{100 if q else 1000:,} ids spread over {10 if q else 100} folders",
-                 spread(10 if q else 100, 10, size=4096),
-                 {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30}, BY_ID, job="ids"),
+        Scenario(
+            "S7",
+            f"{100 if q else 1000:,} ids spread over {10 if q else 100} folders",
+            spread(10 if q else 100, 10, size=4096),
+            {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30},
+            BY_ID,
+            job="ids",
+        ),
         # issue 17: a query over a file view selecting 1 file in 5, and a first sync planned from that view under
         # Synapse's throttles; one tree (one seeded store) for both rows
-        Scenario("S8", f"query selecting {viewed_files // 5:,} of {viewed_files:,} files in a view",
-                 viewed_tree, {"api_latency_ms": 20 if q else 50, "data_latency_ms": 10 if q else 20}, BY_QUERY,
-                 job="query", view="v", select=("assay", "rnaSeq")),
-        Scenario("S9", f"first sync of {viewed_files:,} files under --profile synapse, with and without "
-                       "view=", viewed_tree, {"profile": "synapse"}, WITH_VIEW, fresh_server_per_run=True, view="v"),
+        Scenario(
+            "S8",
+            f"query selecting {viewed_files // 5:,} of {viewed_files:,} files in a view",
+            viewed_tree,
+            {"api_latency_ms": 20 if q else 50, "data_latency_ms": 10 if q else 20},
+            BY_QUERY,
+            job="query",
+            view="v",
+            select=("assay", "rnaSeq"),
+        ),
+        Scenario(
+            "S9",
+            f"first sync of {viewed_files:,} files under --profile synapse, with and without view=",
+            viewed_tree,
+            {"profile": "synapse"},
+            WITH_VIEW,
+            fresh_server_per_run=True,
+            view="v",
+        ),
         Scenario("M1", f"memory: first sync of {folders * per_folder:,} files", tree, {}, ("synclient",)),
-        Scenario("M1r", f"memory: no-op re-sync of {folders * per_folder:,} files", tree,
-                 {"api_latency_ms": 0}, ("synclient",), resync=True, setup_knobs={"api_latency_ms": 0}),
+        Scenario(
+            "M1r",
+            f"memory: no-op re-sync of {folders * per_folder:,} files",
+            tree,
+            {"api_latency_ms": 0},
+            ("synclient",),
+            resync=True,
+            setup_knobs={"api_latency_ms": 0},
+        ),
     ]
     if q:  # at quick sizes S6 and S6s are the same run
         scenarios = [s for s in scenarios if s.name != "S6"]

@@ -12,6 +12,7 @@ Two floors to read the S5/S5h rows against:
 Prints a JSON object (and writes it with ``--out``). Single-threaded on each side: on 2 cores the two sides run
 on one core each.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,12 +30,15 @@ import time
 from pathlib import Path
 from typing import Dict, Optional
 
-GiB = 1024 ** 3
+GiB = 1024**3
 BLOCK = 1024 * 1024
 
 #: TLS 1.3 suites -> ``openssl speed -evp`` names
-EVP_NAMES = {"TLS_AES_256_GCM_SHA384": "aes-256-gcm", "TLS_AES_128_GCM_SHA256": "aes-128-gcm",
-             "TLS_CHACHA20_POLY1305_SHA256": "chacha20-poly1305"}
+EVP_NAMES = {
+    "TLS_AES_256_GCM_SHA384": "aes-256-gcm",
+    "TLS_AES_128_GCM_SHA256": "aes-128-gcm",
+    "TLS_CHACHA20_POLY1305_SHA256": "chacha20-poly1305",
+}
 
 
 def _cpu() -> float:
@@ -51,7 +55,7 @@ def _serve(listener: socket.socket, context: Optional[ssl.SSLContext], total: in
     started = _cpu()
     sent = 0
     while sent < total:
-        connection.sendall(payload[:min(BLOCK, total - sent)])
+        connection.sendall(payload[: min(BLOCK, total - sent)])
         sent += min(BLOCK, total - sent)
     cpu = _cpu() - started
     connection.close()  # no close_notify wait: the client stops at ``total``
@@ -69,8 +73,7 @@ def transfer(total: int, tls: Optional[dict]) -> Dict[str, object]:
         server_context.load_cert_chain(tls["cert"], tls["key"])
         client_context = ssl.create_default_context(cafile=tls["ca"])  # as urllib3's, with the CA given
     receive, answer = multiprocessing.Pipe(duplex=False)
-    server = multiprocessing.get_context("fork").Process(target=_serve,
-                                                         args=(listener, server_context, total, answer))
+    server = multiprocessing.get_context("fork").Process(target=_serve, args=(listener, server_context, total, answer))
     server.start()
     port = listener.getsockname()[1]
     listener.close()
@@ -99,8 +102,12 @@ def transfer(total: int, tls: Optional[dict]) -> Dict[str, object]:
 def openssl_speed(evp: str, seconds: int = 3) -> Optional[float]:
     """Bytes per second of ``openssl speed -evp`` on 16 KiB blocks (one TLS record), one core."""
     try:
-        text = subprocess.run(["openssl", "speed", "-evp", evp, "-bytes", "16384", "-seconds", str(seconds)],
-                              capture_output=True, text=True, timeout=60).stdout
+        text = subprocess.run(
+            ["openssl", "speed", "-evp", evp, "-bytes", "16384", "-seconds", str(seconds)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     line = next((row for row in text.splitlines() if row.lower().startswith(evp.lower())), "")
@@ -132,17 +139,26 @@ def main(argv=None) -> int:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     gb = total / 1e9
-    med = {mode: {key: statistics.median(run[key] for run in mode_runs)
-                  for key in ("wall", "client_cpu", "server_cpu")} for mode, mode_runs in runs.items()}
+    med = {
+        mode: {key: statistics.median(run[key] for run in mode_runs) for key in ("wall", "client_cpu", "server_cpu")}
+        for mode, mode_runs in runs.items()
+    }
     cipher = runs["tls"][0]["cipher"]
     evp = EVP_NAMES.get(cipher)
     speed = openssl_speed(evp) if evp else None
-    result = {"gib": args.gib, "repeat": args.repeat, "version": runs["tls"][0]["version"], "cipher": cipher,
-              "runs": runs, "medians": med,
-              "extra_cpu_s_per_gb": {"client": (med["tls"]["client_cpu"] - med["plain"]["client_cpu"]) / gb,
-                                     "server": (med["tls"]["server_cpu"] - med["plain"]["server_cpu"]) / gb},
-              "openssl_speed": {"evp": evp, "bytes_per_second_16k": speed,
-                                "cpu_s_per_gb": (1e9 / speed) if speed else None}}
+    result = {
+        "gib": args.gib,
+        "repeat": args.repeat,
+        "version": runs["tls"][0]["version"],
+        "cipher": cipher,
+        "runs": runs,
+        "medians": med,
+        "extra_cpu_s_per_gb": {
+            "client": (med["tls"]["client_cpu"] - med["plain"]["client_cpu"]) / gb,
+            "server": (med["tls"]["server_cpu"] - med["plain"]["server_cpu"]) / gb,
+        },
+        "openssl_speed": {"evp": evp, "bytes_per_second_16k": speed, "cpu_s_per_gb": (1e9 / speed) if speed else None},
+    }
     text = json.dumps(result, indent=1)
     print(text)
     if args.out:

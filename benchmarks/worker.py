@@ -7,6 +7,7 @@ With ``--ids-file`` the job is a list of ids into one directory: synclient's ``d
 Times only the sync call (imports and, for synapseclient, login are outside the timed region) and reads the
 emulator's counters around it; prints one JSON line. The parent measures CPU and peak RSS of this process.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,14 +18,14 @@ import sys
 import time
 import urllib.request
 
-
 #: the emulator's CA over HTTPS (``--ca-bundle``), for the admin calls around the timed region
 _SSL = None
 
 
 def _admin(endpoint: str, path: str, method: str = "GET") -> dict:
-    request = urllib.request.Request(endpoint + "/emulator/" + path, data=b"" if method == "POST" else None,
-                                     method=method)
+    request = urllib.request.Request(
+        endpoint + "/emulator/" + path, data=b"" if method == "POST" else None, method=method
+    )
     with urllib.request.urlopen(request, timeout=30, context=_SSL) as answer:
         text = answer.read()
     return json.loads(text) if text else {}
@@ -40,24 +41,39 @@ def run_synclient(args) -> dict:
 
     config = TransferConfig(**json.loads(args.config))
     ids = _ids(args) if args.ids_file else None
-    with Platform(endpoint=args.endpoint, token=args.token, max_connections=config.max_workers,
-                  ca_bundle=args.ca_bundle) as platform:
+    with Platform(
+        endpoint=args.endpoint, token=args.token, max_connections=config.max_workers, ca_bundle=args.ca_bundle
+    ) as platform:
         _admin(args.endpoint, "stats/reset", "POST")
         started = time.perf_counter()
         # no synapseclient cache: every contender downloads every byte (and the emulator's handles stay out of it)
         if ids is not None:
-            results = download_many(ids, args.path, platform=platform, config=config, on_error="continue",
-                                    synapse_cache=False)
+            results = download_many(
+                ids, args.path, platform=platform, config=config, on_error="continue", synapse_cache=False
+            )
         elif args.query:
-            results = download_query(args.query, args.path, platform=platform, config=config, on_error="continue",
-                                     synapse_cache=False)
+            results = download_query(
+                args.query, args.path, platform=platform, config=config, on_error="continue", synapse_cache=False
+            )
         else:
-            results = sync_from_platform(args.entity, args.path, platform=platform, config=config,
-                                         on_error="continue", synapse_cache=False, view=args.view)
+            results = sync_from_platform(
+                args.entity,
+                args.path,
+                platform=platform,
+                config=config,
+                on_error="continue",
+                synapse_cache=False,
+                view=args.view,
+            )
         wall = time.perf_counter() - started
     report = results.report
-    client = {"rest_calls": report.rest_calls, "retries": report.retries, "throttled": report.throttled,
-              "bytes_downloaded": report.bytes_downloaded, "downloaded": report.downloaded}
+    client = {
+        "rest_calls": report.rest_calls,
+        "retries": report.retries,
+        "throttled": report.throttled,
+        "bytes_downloaded": report.bytes_downloaded,
+        "downloaded": report.downloaded,
+    }
     if getattr(report, "query", None) is not None:
         client["query_rows"] = report.query.rows
     return {"wall": wall, "failures": len(results.failures), "client": client}
@@ -76,9 +92,15 @@ def run_synapseclient(args) -> dict:
         from synapseutils import syncFromSynapse
 
     logging.disable(logging.WARNING)
-    syn = synapseclient.Synapse(repoEndpoint=args.endpoint + "/repo/v1", authEndpoint=args.endpoint + "/auth/v1",
-                                fileHandleEndpoint=args.endpoint + "/file/v1", portalEndpoint=args.endpoint + "/",
-                                skip_checks=True, cache_root_dir=args.cache_dir, silent=True)
+    syn = synapseclient.Synapse(
+        repoEndpoint=args.endpoint + "/repo/v1",
+        authEndpoint=args.endpoint + "/auth/v1",
+        fileHandleEndpoint=args.endpoint + "/file/v1",
+        portalEndpoint=args.endpoint + "/",
+        skip_checks=True,
+        cache_root_dir=args.cache_dir,
+        silent=True,
+    )
     syn.login(authToken=args.token)
     if args.ids_file:
         return _synapseclient_ids(syn, args)
@@ -121,8 +143,11 @@ def main() -> int:
     parser.add_argument("--query", help="download what this SQL over a file view selects (download_query)")
     parser.add_argument("--view", help="plan the sync from this file view (sync_from_platform(view=...))")
     parser.add_argument("--workers", type=int, default=8, help="synapseclient's thread pool for --ids-file")
-    parser.add_argument("--ca-bundle", help="the emulator's CA over HTTPS (synclient: Platform(ca_bundle=); "
-                                            "synapseclient reads REQUESTS_CA_BUNDLE/SSL_CERT_FILE, set by the harness)")
+    parser.add_argument(
+        "--ca-bundle",
+        help="the emulator's CA over HTTPS (synclient: Platform(ca_bundle=); "
+        "synapseclient reads REQUESTS_CA_BUNDLE/SSL_CERT_FILE, set by the harness)",
+    )
     args = parser.parse_args()
     global _SSL
     if args.ca_bundle:

@@ -1,4 +1,5 @@
 """Fixtures for end-to-end tests with the official synapseclient (the emulator fixtures are in ../conftest.py)."""
+
 from __future__ import annotations
 
 import os

@@ -3,6 +3,7 @@ proxy) and absolute-URI requests for plain HTTP, each recorded, so a test can pr
 
 Only loopback targets are allowed: the tests must never reach the network.
 """
+
 from __future__ import annotations
 
 import select
@@ -34,7 +35,7 @@ class _Handler(socketserver.StreamRequestHandler):
         else:  # plain HTTP through the proxy: an absolute URI
             parts = urlsplit(target)
             host, port = parts.hostname or "", str(parts.port or 80)
-        proxy: "ConnectProxy" = self.server.proxy  # type: ignore[attr-defined]
+        proxy: ConnectProxy = self.server.proxy  # type: ignore[attr-defined]
         if host.strip("[]") not in _LOOPBACK:
             self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
             return
@@ -83,14 +84,13 @@ class ConnectProxy:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.proxy = self  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
 
     def record(self, method: str, host_port: str) -> None:
         with self._lock:
             (self.tunnels if method == "CONNECT" else self.forwarded)[host_port] += 1
 
-    def __enter__(self) -> "ConnectProxy":
+    def __enter__(self) -> ConnectProxy:
         self._thread.start()
         return self
 

@@ -1,4 +1,5 @@
 """Seed specs with known expected bytes, and a byte-for-byte checker of a synced folder."""
+
 from __future__ import annotations
 
 import hashlib
@@ -119,16 +120,19 @@ sync_from_platform(entity, target, platform=Platform(endpoint=endpoint, token=to
 """
 
 
-def sigkill_sync_after(emu, project: str, target: Path, served: int, *, workers: int = 4,
-                       part_size: int = 16 * MiB) -> int:
+def sigkill_sync_after(
+    emu, project: str, target: Path, served: int, *, workers: int = 4, part_size: int = 16 * MiB
+) -> int:
     """Run a library sync in a child, SIGKILL it once the emulator served ``served`` data bytes; return the bytes
     served by then (waits on the emulator's count, not on time: at most 60 s)."""
     import signal
     import subprocess
     import sys
     import time
-    child = subprocess.Popen([sys.executable, "-c", KILLED_SYNC, emu.endpoint, emu.token, project, str(target),
-                              str(workers), str(part_size)])
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_SYNC, emu.endpoint, emu.token, project, str(target), str(workers), str(part_size)]
+    )
     deadline = time.monotonic() + 60
     while emu.stats()["data_bytes"] < served and time.monotonic() < deadline and child.poll() is None:
         time.sleep(0.02)
@@ -143,7 +147,8 @@ def assert_tree_matches(root: Path, expected: Dict[str, str]) -> None:
     extra = sorted(set(found) - set(expected))
     wrong = sorted(p for p in set(found) & set(expected) if found[p] != expected[p])
     assert not missing and not extra and not wrong, (
-        f"missing {missing[:5]} ({len(missing)}), extra {extra[:5]} ({len(extra)}), wrong {wrong[:5]}")
+        f"missing {missing[:5]} ({len(missing)}), extra {extra[:5]} ({len(extra)}), wrong {wrong[:5]}"
+    )
 
 
 def rest_bound(tree: Tree, *, constant: int = 3) -> Tuple[int, int]:

@@ -6,6 +6,7 @@ outside the target (a symlinked folder is not followed), a worker SIGKILLed mid-
 byte-exact, resuming from what is on disk), and Synapse's limits under ``--profile synapse`` shared by every
 process of the run (under 1% 429s).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,18 +25,18 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 import dask  # noqa: E402 (installed with distributed)
+from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree, seeded_md5  # noqa: E402
 
 from benchmarks.emulator import seeded_store  # noqa: E402
-from synctrees import MiB, Tree, assert_tree_matches, local_tree, mixed_tree, seeded_md5  # noqa: E402
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform  # noqa: E402
-from synclient.platform.credentials import Endpoints  # noqa: E402
-from synclient.emulator.process import EmulatorProcess  # noqa: E402
-from synclient.errors import AuthenticationError, ErrorNature, SynclientError  # noqa: E402
 from synclient.cluster.budget import ClusterBudget  # noqa: E402
 from synclient.cluster.connect import dask_client as dask_client_for  # noqa: E402
 from synclient.cluster.driver import DaskSettings  # noqa: E402
 from synclient.cluster.shard_run import PlatformAccess, ShardTask, run_shard  # noqa: E402
 from synclient.cluster.shards import Shard, ShardSizes  # noqa: E402
+from synclient.emulator.process import EmulatorProcess  # noqa: E402
+from synclient.errors import AuthenticationError, ErrorNature, SynclientError  # noqa: E402
+from synclient.platform.credentials import Endpoints  # noqa: E402
 from synclient.transfer.jobs import FetchJob, LocalState  # noqa: E402
 from synclient.transfer.partial import journal_path, temp_path  # noqa: E402
 
@@ -57,8 +58,9 @@ def _settings(client, **sizes) -> DaskSettings:
 
 def _sync(emu, project, target, client, **kwargs):
     with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
-        return sync_from_platform(project, str(target), platform=platform, config=kwargs.pop("config", CONFIG),
-                                  progress=False, **kwargs)
+        return sync_from_platform(
+            project, str(target), platform=platform, config=kwargs.pop("config", CONFIG), progress=False, **kwargs
+        )
 
 
 def test_a_mixed_tree_is_byte_exact_and_a_second_run_only_lists(emulator, dask_client, tmp_path):
@@ -69,8 +71,7 @@ def test_a_mixed_tree_is_byte_exact_and_a_second_run_only_lists(emulator, dask_c
     target = tmp_path / "target"
     target.mkdir()
     (target / "top3").symlink_to(outside, target_is_directory=True)  # adversary: a folder of the tree, elsewhere
-    results = _sync(emulator, project, target, dask_client, dask=_settings(dask_client, files=40),
-                    on_error="continue")
+    results = _sync(emulator, project, target, dask_client, dask=_settings(dask_client, files=40), on_error="continue")
     failed = {r.path.relative_to(target).as_posix() if r.path else r.entity_id for r in results.failures}
     assert failed == {"top3"}, failed  # the symlinked folder is refused, nothing written through it
     assert list(outside.iterdir()) == []
@@ -112,8 +113,15 @@ def test_a_worker_killed_mid_shard_does_not_lose_the_run(emulator_factory, dask_
     outcome = {}
 
     def run():
-        outcome["results"] = _sync(emu, project, target, dask_client, dask=_settings(dask_client, files=1000),
-                                   config=replace(CONFIG, streams_per_file=2, part_size=part), on_error="continue")
+        outcome["results"] = _sync(
+            emu,
+            project,
+            target,
+            dask_client,
+            dask=_settings(dask_client, files=1000),
+            config=replace(CONFIG, streams_per_file=2, part_size=part),
+            on_error="continue",
+        )
 
     sync = threading.Thread(target=run)
     sync.start()
@@ -125,8 +133,10 @@ def test_a_worker_killed_mid_shard_does_not_lose_the_run(emulator_factory, dask_
     assert not results.failures, [str(r.error) for r in results.failures]
     assert_tree_matches(target, tree.expected)  # (a partial left anywhere would be an extra file)
     served = emu.stats()["data_bytes"]
-    print(f"killed {killed}; served {served} bytes for {total}; workers: "
-          f"{[(c.worker, c.shards, c.files) for c in results.report.workers]}")
+    print(
+        f"killed {killed}; served {served} bytes for {total}; workers: "
+        f"{[(c.worker, c.shards, c.files) for c in results.report.workers]}"
+    )
     # resumed, not started over: what the killed worker fetched again is at most its parts in flight (2 streams);
     # started over, it would be the ~5 MiB it had
     assert served <= total + 2 * part + 64 * 1024, served
@@ -139,8 +149,11 @@ def _kill_a_busy_worker(client, emu, *, after_bytes: int):
     while emu.stats()["data_bytes"] < after_bytes and time.monotonic() < deadline:
         time.sleep(0.02)
     while time.monotonic() < deadline:
-        busy = [address for address, keys in client.processing().items()
-                if any(str(key).startswith("synclient-shard-") for key in keys)]
+        busy = [
+            address
+            for address, keys in client.processing().items()
+            if any(str(key).startswith("synclient-shard-") for key in keys)
+        ]
         if busy:
             pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
             os.kill(pid, signal.SIGKILL)
@@ -153,24 +166,50 @@ def test_synapse_limits_are_shared_by_every_process_of_the_run(dask_client, tmp_
     """1,500 files under Synapse's limits (3 concurrent, 600 per window; the window 6 s instead of 60 so the run
     takes seconds): the driver's bundle calls and the workers' URL batches (10 handles each here, so the workers
     call often) all run at once, and every process passes the one cluster budget: under 1% answered 429."""
-    spec = {"projects": [{"name": "w", "children": [
-        {"type": "folder", "name": f"d{f:02d}", "children": [
-            {"type": "file", "name": f"f{i:03d}.bin", "size": 512, "seed": 5000 + f * 100 + i} for i in range(100)]}
-        for f in range(15)]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "w",
+                "children": [
+                    {
+                        "type": "folder",
+                        "name": f"d{f:02d}",
+                        "children": [
+                            {"type": "file", "name": f"f{i:03d}.bin", "size": 512, "seed": 5000 + f * 100 + i}
+                            for i in range(100)
+                        ],
+                    }
+                    for f in range(15)
+                ],
+            }
+        ]
+    }
     data_dir, project = seeded_store(spec)
-    knobs = {"profile": "synapse", "rate_window_seconds": 6, "api_latency_ms": 5, "api_latency_jitter_ms": 2,
-             "data_latency_ms": 2}
+    knobs = {
+        "profile": "synapse",
+        "rate_window_seconds": 6,
+        "api_latency_ms": 5,
+        "api_latency_jitter_ms": 2,
+        "data_latency_ms": 2,
+    }
     config = TransferConfig(max_workers=4, url_batch_size=10)
     budget = ClusterBudget.for_run(window_seconds=6)
     with EmulatorProcess(data_dir, **knobs) as emu:
         with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
-            results = sync_from_platform(project, str(tmp_path / "out"), platform=platform, config=config,
-                                         progress=False, dask=DaskSettings(dask_client, budget=budget,
-                                                                           shard_sizes=ShardSizes(files=100)))
+            results = sync_from_platform(
+                project,
+                str(tmp_path / "out"),
+                platform=platform,
+                config=config,
+                progress=False,
+                dask=DaskSettings(dask_client, budget=budget, shard_sizes=ShardSizes(files=100)),
+            )
         stats = emu.stats()
     report = results.report
-    print(f"{stats['api_requests']} calls, {stats['throttled_429']} answered 429, {report.wall_seconds:.1f} s; "
-          f"workers: {[(c.worker, c.shards, c.rest_calls, c.throttled) for c in report.workers]}")
+    print(
+        f"{stats['api_requests']} calls, {stats['throttled_429']} answered 429, {report.wall_seconds:.1f} s; "
+        f"workers: {[(c.worker, c.shards, c.rest_calls, c.throttled) for c in report.workers]}"
+    )
     assert not results.failures and report.downloaded == 1500
     assert stats["api_requests"] > 2.5 * 600  # the run needs more than two full windows: the limit is reached
     assert sum(c.rest_calls for c in report.workers) >= 150  # the workers' URL batches: 1,500 handles / 10
@@ -183,8 +222,13 @@ def test_the_cli_runs_a_sync_on_a_local_cluster(emulator, tmp_path):
     project = emulator.seed_spec(tree.spec())["p"]
     target = tmp_path / "cli"
     env = {**os.environ, "SYNCLIENT_ENDPOINT": emulator.endpoint, "SYNCLIENT_AUTH_TOKEN": emulator.token}
-    done = subprocess.run([sys.executable, "-m", "synclient", "--json", "get", "-r", project, "--path", str(target),
-                           "--dask", "local:2"], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "synclient", "--json", "get", "-r", project, "--path", str(target), "--dask", "local:2"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     document = json.loads(done.stdout)
     workers = document["report"]["workers"]
@@ -196,9 +240,11 @@ def test_other_sources_run_on_the_cluster_too_and_a_lagging_view_falls_back_to_t
     """download_many and download_query take dask= as sync_from_platform does; a file view's row whose handle was
     replaced in place (the URL batch on the worker refuses it) gets its bundle on the driver and is fetched on
     the cluster again, as in a local run (test_view_planned_sync.py)."""
+    from test_view_planned_sync import SPEC, bundle_calls
+
     from synclient import download_many, download_query
     from synclient.emulator import Emulator
-    from test_view_planned_sync import SPEC, bundle_calls
+
     with Emulator(data_dir=str(tmp_path / "emu")) as emu:
         project = emu.seed_spec(SPEC)["p"]
         at = lambda path: emu.resolve(project, path)  # noqa: E731
@@ -207,14 +253,33 @@ def test_other_sources_run_on_the_cluster_too_and_a_lagging_view_falls_back_to_t
         emu.replace_file_handle(at("A/a1.txt"))  # same bytes, same version, another handle
         emu.reset_stats()
         with Platform(emu.endpoint, token=emu.token) as platform:
-            viewed = sync_from_platform(project, tmp_path / "v", platform=platform, view=at("files"),
-                                        synapse_cache=False, progress=False, dask=dask_client)
+            viewed = sync_from_platform(
+                project,
+                tmp_path / "v",
+                platform=platform,
+                view=at("files"),
+                synapse_cache=False,
+                progress=False,
+                dask=dask_client,
+            )
             assert not viewed.failures and bundle_calls(emu) == 1  # the one refused by the worker's URL batch
             assert (tmp_path / "v" / "A" / "a1.txt").read_text() == "a1\n" and viewed.report.workers
-            listed = download_many([at("A/a2.txt"), at("B/b1.txt")], tmp_path / "ids", platform=platform,
-                                   synapse_cache=False, progress=False, dask=dask_client)
-            picked = download_query(f"SELECT * FROM {at('files')} WHERE name = 'top.csv'", tmp_path / "q",
-                                    platform=platform, synapse_cache=False, progress=False, dask=dask_client)
+            listed = download_many(
+                [at("A/a2.txt"), at("B/b1.txt")],
+                tmp_path / "ids",
+                platform=platform,
+                synapse_cache=False,
+                progress=False,
+                dask=dask_client,
+            )
+            picked = download_query(
+                f"SELECT * FROM {at('files')} WHERE name = 'top.csv'",
+                tmp_path / "q",
+                platform=platform,
+                synapse_cache=False,
+                progress=False,
+                dask=dask_client,
+            )
     assert sorted(p.name for p in (tmp_path / "ids").iterdir() if p.is_file()) == ["a2.txt", "b1.txt"]
     assert sum(c.files for c in listed.report.workers) == 2 and not listed.failures
     assert (tmp_path / "q" / "top.csv").read_text() == "x,y\n" and sum(c.files for c in picked.report.workers) == 1
@@ -226,8 +291,9 @@ STOP_DEADLINE_SECONDS = 60.0  # only reached when a released shard goes on (it w
 
 
 def _one_file_shard(emu, tmp_path, size: int, config: TransferConfig) -> ShardTask:
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "file", "name": "big.bin", "size": size, "seed": 19}]}]})["p"]
+    project = emu.seed_spec(
+        {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size, "seed": 19}]}]}
+    )["p"]
     with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
         entity = emu.resolve(project, "big.bin")
         handle = platform.get_file_bundle(entity).file_handle
@@ -251,8 +317,12 @@ def test_a_released_shard_stops_and_its_next_try_resumes_from_its_parts(emulator
     path, its journal kept; the next try fetches only the parts not journaled and installs the file verified."""
     part = 1 * MiB
     emu = emulator_factory(bandwidth_per_conn=400_000)
-    task = _one_file_shard(emu, tmp_path, 3 * part + 5, TransferConfig(
-        max_workers=2, multipart_threshold=2 * MiB, part_size=part, streams_per_file=1))
+    task = _one_file_shard(
+        emu,
+        tmp_path,
+        3 * part + 5,
+        TransferConfig(max_workers=2, multipart_threshold=2 * MiB, part_size=part, streams_per_file=1),
+    )
     file = task.shard.files[0]
     journal = journal_path(temp_path(Path(file.destination), file.handle.id))
     released, outcome = threading.Event(), {}
@@ -311,19 +381,39 @@ def test_a_scheduler_lost_mid_run_stops_it_once_and_the_next_run_resumes(emulato
     """The scheduler goes away while shards run: the run stops with one fatal error (not one failure per file, not
     a hang), nothing unverified is left at a final path, and the next run (here a local one) completes it."""
     emu = emulator_factory(bandwidth_per_conn=100_000)
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "file", "name": f"f{i}.bin", "size": 300_000, "seed": 70 + i} for i in range(6)]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "p",
+                "children": [{"type": "file", "name": f"f{i}.bin", "size": 300_000, "seed": 70 + i} for i in range(6)],
+            }
+        ]
+    }
     project = emu.seed_spec(spec)["p"]
     target, outcome = tmp_path / "target", {}
     # (Dask's connect timeout bounds how long it tries to reach the lost scheduler again: 30 s by default)
-    with dask.config.set({"distributed.comm.timeouts.connect": "5s"}), \
-            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                     local_directory=str(tmp_path / "scratch")) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
+    with (
+        dask.config.set({"distributed.comm.timeouts.connect": "5s"}),
+        distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            local_directory=str(tmp_path / "scratch"),
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
+
         def run():
             try:
-                outcome["results"] = _sync(emu, project, target, client, on_error="continue",
-                                           dask=DaskSettings(client, shard_sizes=ShardSizes(files=2)))
+                outcome["results"] = _sync(
+                    emu,
+                    project,
+                    target,
+                    client,
+                    on_error="continue",
+                    dask=DaskSettings(client, shard_sizes=ShardSizes(files=2)),
+                )
             except Exception as exc:  # noqa: BLE001 - what the run raised is the finding
                 outcome["raised"] = exc
 
@@ -348,15 +438,42 @@ def test_ctrl_c_on_the_driver_stops_its_shards_and_the_next_run_resumes(dask_cli
     data plane crawls from then on: a shard that went on would need minutes), nothing unverified at a final path,
     and the next run completes the target."""
     emu = emulator_factory(bandwidth_per_conn=100_000)
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "file", "name": f"f{i}.bin", "size": 300_000, "seed": 90 + i} for i in range(8)]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "p",
+                "children": [{"type": "file", "name": f"f{i}.bin", "size": 300_000, "seed": 90 + i} for i in range(8)],
+            }
+        ]
+    }
     project = emu.seed_spec(spec)["p"]
     target = tmp_path / "target"
-    env = {**os.environ, "SYNCLIENT_ENDPOINT": emu.endpoint, "SYNCLIENT_AUTH_TOKEN": emu.token,
-           "SYNCLIENT_DISABLE_PROGRESS": "1"}
-    child = subprocess.Popen([sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(target),
-                              "--max-workers", "2", "--dask", dask_client.scheduler.address],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    env = {
+        **os.environ,
+        "SYNCLIENT_ENDPOINT": emu.endpoint,
+        "SYNCLIENT_AUTH_TOKEN": emu.token,
+        "SYNCLIENT_DISABLE_PROGRESS": "1",
+    }
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "synclient",
+            "get",
+            "-r",
+            project,
+            "--path",
+            str(target),
+            "--max-workers",
+            "2",
+            "--dask",
+            dask_client.scheduler.address,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         _wait_for(lambda: emu.stats()["data_bytes"] > 100_000, "no shard started")
         emu.set_knobs(bandwidth_per_conn=2_000)
@@ -378,12 +495,26 @@ def test_ctrl_c_on_the_driver_stops_its_shards_and_the_next_run_resumes(dask_cli
 def test_a_fatal_error_on_a_worker_stops_the_run_once(dask_client, emulator, tmp_path, monkeypatch):
     """The workers' token is refused (401, as when it expires mid-run): every file of every shard fails with it on
     its worker, and the driver stops the run once with that error, as a local run stops at its first 401."""
-    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "file", "name": f"f{i}.txt", "size": 100, "seed": i} for i in range(6)]}]})["p"]
+    project = emulator.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [{"type": "file", "name": f"f{i}.txt", "size": 100, "seed": i} for i in range(6)],
+                }
+            ]
+        }
+    )["p"]
     monkeypatch.setattr(Platform, "token_for_workers", lambda platform: "a-token-the-platform-refuses")
     with pytest.raises(AuthenticationError) as info:
-        _sync(emulator, project, tmp_path / "target", dask_client, on_error="continue",
-              dask=_settings(dask_client, files=2))
+        _sync(
+            emulator,
+            project,
+            tmp_path / "target",
+            dask_client,
+            on_error="continue",
+            dask=_settings(dask_client, files=2),
+        )
     assert info.value.nature is ErrorNature.FATAL and "\n" not in str(info.value)
     assert "a-token-the-platform-refuses" not in str(info.value)
     assert local_tree(tmp_path / "target") == {}

@@ -1,15 +1,16 @@
 """Issue 16: lists of ids on the one shared pool, against the emulator (real HTTP on loopback, real files)."""
+
 from __future__ import annotations
 
 import hashlib
 import math
 
 import pytest
+from synctrees import assert_tree_matches
 
 from synclient import Platform, SyncStatus, TransferConfig, download_many
 from synclient.emulator import Emulator
 from synclient.errors import ConfigError
-from synctrees import assert_tree_matches
 
 N_FOLDERS, PER_FOLDER = 100, 10  # 1,000 ids from 100 folders: the figure of the issue
 
@@ -20,17 +21,43 @@ def content(i: int, j: int) -> str:
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory):
-    spec = {"projects": [{"name": "many", "children": [
-        {"type": "folder", "name": f"d{i:03d}", "children": [
-            {"type": "file", "name": f"f{i:03d}_{j}.txt", "content": content(i, j)} for j in range(PER_FOLDER)]}
-        for i in range(N_FOLDERS)] + [
-        {"type": "folder", "name": "other", "children": [
-            {"type": "file", "name": "f000_0.txt", "content": "a file with a name already in the list\n"},
-            {"type": "file", "name": "v.txt", "versions": [{"content": "one\n"}, {"content": "two\n"}]}]}]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "many",
+                "children": [
+                    {
+                        "type": "folder",
+                        "name": f"d{i:03d}",
+                        "children": [
+                            {"type": "file", "name": f"f{i:03d}_{j}.txt", "content": content(i, j)}
+                            for j in range(PER_FOLDER)
+                        ],
+                    }
+                    for i in range(N_FOLDERS)
+                ]
+                + [
+                    {
+                        "type": "folder",
+                        "name": "other",
+                        "children": [
+                            {
+                                "type": "file",
+                                "name": "f000_0.txt",
+                                "content": "a file with a name already in the list\n",
+                            },
+                            {"type": "file", "name": "v.txt", "versions": [{"content": "one\n"}, {"content": "two\n"}]},
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
     with Emulator(data_dir=str(tmp_path_factory.mktemp("emu"))) as emu:
         project = emu.seed_spec(spec)["many"]
-        emu.ids = [emu.resolve(project, f"d{i:03d}/f{i:03d}_{j}.txt")
-                   for i in range(N_FOLDERS) for j in range(PER_FOLDER)]
+        emu.ids = [
+            emu.resolve(project, f"d{i:03d}/f{i:03d}_{j}.txt") for i in range(N_FOLDERS) for j in range(PER_FOLDER)
+        ]
         emu.project = project
         yield emu
 
@@ -43,8 +70,11 @@ def emu(seeded):
 
 
 def expected_tree():
-    return {f"f{i:03d}_{j}.txt": hashlib.md5(content(i, j).encode()).hexdigest()
-            for i in range(N_FOLDERS) for j in range(PER_FOLDER)}
+    return {
+        f"f{i:03d}_{j}.txt": hashlib.md5(content(i, j).encode()).hexdigest()
+        for i in range(N_FOLDERS)
+        for j in range(PER_FOLDER)
+    }
 
 
 def test_a_thousand_ids_from_a_hundred_folders_cost_a_bundle_each_and_a_url_call_per_hundred(emu, tmp_path):
@@ -84,7 +114,8 @@ def test_a_list_under_faults_is_byte_exact_and_names_never_overwrite(emu, tmp_pa
     assert not results.failures
     assert results.report.renamed == [
         f"{clash}.1: f000_0.txt -> f000_0 ({clash}).txt (the name was taken)",
-        f"{versioned}.2: v.txt -> v ({versioned}.2).txt (the name was taken)"]
+        f"{versioned}.2: v.txt -> v ({versioned}.2).txt (the name was taken)",
+    ]
     stats = emu.stats()
     assert stats["api_5xx_injected"] and stats["data_cuts_injected"]  # the faults did happen
 
@@ -113,12 +144,27 @@ def test_an_unknown_id_fails_alone(emu, tmp_path):
 
 # -- a list's names against what the target already holds (the index) --------------------------------------------
 
-CLASH_SPEC = {"projects": [{"name": "clash", "children": [
-    {"type": "folder", "name": "f", "children": [{"type": "file", "name": "a.csv", "content": "f/a\n"}]},
-    {"type": "folder", "name": "g", "children": [{"type": "file", "name": "a.csv", "content": "g/a\n"}]},
-    {"type": "folder", "name": "h", "children": [{"type": "file", "name": "a(1).csv", "content": "h/a(1)\n"}]},
-    {"type": "folder", "name": "tree", "children": [{"type": "file", "name": "a.csv", "content": "tree/a\n"}]},
-]}]}
+CLASH_SPEC = {
+    "projects": [
+        {
+            "name": "clash",
+            "children": [
+                {"type": "folder", "name": "f", "children": [{"type": "file", "name": "a.csv", "content": "f/a\n"}]},
+                {"type": "folder", "name": "g", "children": [{"type": "file", "name": "a.csv", "content": "g/a\n"}]},
+                {
+                    "type": "folder",
+                    "name": "h",
+                    "children": [{"type": "file", "name": "a(1).csv", "content": "h/a(1)\n"}],
+                },
+                {
+                    "type": "folder",
+                    "name": "tree",
+                    "children": [{"type": "file", "name": "a.csv", "content": "tree/a\n"}],
+                },
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture
@@ -131,8 +177,11 @@ def clash(emulator):
 
 
 def files_in(root):
-    return {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*")
-            if p.is_file() and ".synclient" not in p.parts}
+    return {
+        p.relative_to(root).as_posix(): p.read_text()
+        for p in root.rglob("*")
+        if p.is_file() and ".synclient" not in p.parts
+    }
 
 
 def test_a_reordered_list_keeps_every_name_and_adds_no_copy(clash, tmp_path):
@@ -150,8 +199,11 @@ def test_a_keep_both_copy_is_never_overwritten_by_a_later_entry_of_its_name(clas
     download_many([f_a], tmp_path, platform=clash.platform, if_collision="keep.both")  # f/a goes to a(1).csv
     assert files_in(tmp_path) == {"a.csv": "the user's own a.csv\n", "a(1).csv": "f/a\n"}
     results = download_many([f_a, h_a1], tmp_path, platform=clash.platform, if_collision="keep.both")
-    assert files_in(tmp_path) == {"a.csv": "the user's own a.csv\n", "a(1).csv": "f/a\n",
-                                  f"a(1) ({h_a1}).csv": "h/a(1)\n"}
+    assert files_in(tmp_path) == {
+        "a.csv": "the user's own a.csv\n",
+        "a(1).csv": "f/a\n",
+        f"a(1) ({h_a1}).csv": "h/a(1)\n",
+    }
     by_id = {r.entity_id: r for r in results}
     assert by_id[f_a].status is SyncStatus.SKIPPED and by_id[f_a].path.name == "a(1).csv"
     assert by_id[h_a1].status is SyncStatus.DOWNLOADED
@@ -159,6 +211,7 @@ def test_a_keep_both_copy_is_never_overwritten_by_a_later_entry_of_its_name(clas
 
 def test_a_list_never_takes_a_synced_trees_file_and_a_later_delete_spares_the_lists(clash, tmp_path):
     from synclient import sync_from_platform
+
     tree, f_a = clash.at("tree"), clash.at("f/a.csv")
     sync_from_platform(tree, tmp_path, platform=clash.platform, manifest="suppress")
     assert files_in(tmp_path) == {"a.csv": "tree/a\n"}
@@ -179,5 +232,9 @@ def test_a_folder_walked_in_a_list_settles_keep_both_copies_as_a_sync_does(clash
     clash.add_file(f, "a(1).csv", b"a remote file named like the copy\n")  # it takes its name: the copy moves
     again = download_many([f, g_a], tmp_path, platform=clash.platform, recursive=True, if_collision="keep.both")
     assert not again.failures
-    assert files_in(tmp_path) == {"f/a.csv": "the user's own\n", "f/a(1).csv": "a remote file named like the copy\n",
-                                  "f/a(2).csv": "f/a\n", "a.csv": "g/a\n"}
+    assert files_in(tmp_path) == {
+        "f/a.csv": "the user's own\n",
+        "f/a(1).csv": "a remote file named like the copy\n",
+        "f/a(2).csv": "f/a\n",
+        "a.csv": "g/a\n",
+    }

@@ -1,16 +1,17 @@
 """Issue 17: what a query over a file view or table selects (download_query, get --query), and a sync planned from
 a file view (view=), against the emulator's query service (real HTTP on loopback, real files)."""
+
 from __future__ import annotations
 
 import hashlib
 import math
 
 import pytest
+from synctrees import assert_tree_matches
 
 from synclient import Platform, SyncStatus, TransferConfig, download_query, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import BadRequestError, ConfigError, UnsupportedError
-from synctrees import assert_tree_matches
 
 ASSAYS = ("rnaSeq", "wgs", "atac", "proteomics", "imaging")
 N_FOLDERS, PER_FOLDER = 20, 25  # 500 files; assay rnaSeq is every fifth: 100 files
@@ -37,14 +38,38 @@ def md5(text) -> str:
 
 
 def study_spec() -> dict:
-    return {"projects": [{"name": "study", "children": [
-        {"type": "folder", "name": f"batch{i:02d}", "children": [
-            {"type": "file", "name": f"s{i:02d}_{j:02d}.txt", "content": content(i, j),
-             "annotations": {"assay": [assay(i, j)], "species": ["Mouse" if j % 2 else "Human"]}}
-            for j in range(PER_FOLDER)]} for i in range(N_FOLDERS)] + [
-        {"type": "entityview", "name": "files", "scope": [""], "columns": ["assay", "species"]},
-        {"type": "table", "name": "picks", "columns": [{"name": "id", "type": "ENTITYID"}, "note"],
-         "rows": [["batch00/s00_00.txt", "first"], ["batch01/s01_03.txt", None]]}]}]}
+    return {
+        "projects": [
+            {
+                "name": "study",
+                "children": [
+                    {
+                        "type": "folder",
+                        "name": f"batch{i:02d}",
+                        "children": [
+                            {
+                                "type": "file",
+                                "name": f"s{i:02d}_{j:02d}.txt",
+                                "content": content(i, j),
+                                "annotations": {"assay": [assay(i, j)], "species": ["Mouse" if j % 2 else "Human"]},
+                            }
+                            for j in range(PER_FOLDER)
+                        ],
+                    }
+                    for i in range(N_FOLDERS)
+                ]
+                + [
+                    {"type": "entityview", "name": "files", "scope": [""], "columns": ["assay", "species"]},
+                    {
+                        "type": "table",
+                        "name": "picks",
+                        "columns": [{"name": "id", "type": "ENTITYID"}, "note"],
+                        "rows": [["batch00/s00_00.txt", "first"], ["batch01/s01_03.txt", None]],
+                    },
+                ],
+            }
+        ]
+    }
 
 
 def seed_study(emu: Emulator) -> Emulator:
@@ -63,20 +88,28 @@ def seeded(tmp_path_factory):
 
 @pytest.fixture
 def emu(seeded):
-    seeded.set_knobs(fault_api_5xx_rate=0.0, fault_data_cut_rate=0.0, fault_data_corrupt_rate=0.0,
-                     query_page_rows=40, query_pending_polls=1, view_lag=False)
+    seeded.set_knobs(
+        fault_api_5xx_rate=0.0,
+        fault_data_cut_rate=0.0,
+        fault_data_corrupt_rate=0.0,
+        query_page_rows=40,
+        query_pending_polls=1,
+        view_lag=False,
+    )
     seeded.reset_stats()
     return seeded
 
 
 def selected(where=lambda i, j: True):
-    return {f"s{i:02d}_{j:02d}.txt": md5(current(i, j))
-            for i in range(N_FOLDERS) for j in range(PER_FOLDER) if where(i, j)}
+    return {
+        f"s{i:02d}_{j:02d}.txt": md5(current(i, j)) for i in range(N_FOLDERS) for j in range(PER_FOLDER) if where(i, j)
+    }
 
 
 def tree():
-    return {f"batch{i:02d}/s{i:02d}_{j:02d}.txt": md5(current(i, j))
-            for i in range(N_FOLDERS) for j in range(PER_FOLDER)}
+    return {
+        f"batch{i:02d}/s{i:02d}_{j:02d}.txt": md5(current(i, j)) for i in range(N_FOLDERS) for j in range(PER_FOLDER)
+    }
 
 
 def query_calls(routes):
@@ -93,8 +126,10 @@ def run(emu, sql, path, **keywords):
 
 
 def test_a_view_query_with_its_file_columns_costs_its_pages_and_a_url_call_per_hundred_files(emu, tmp_path):
-    sql = (f"SELECT id, name, currentVersion, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes FROM {emu.view} "
-           "WHERE assay = 'rnaSeq'")
+    sql = (
+        f"SELECT id, name, currentVersion, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes FROM {emu.view} "
+        "WHERE assay = 'rnaSeq'"
+    )
     results = run(emu, sql, tmp_path)
     expected = selected(lambda i, j: assay(i, j) == "rnaSeq")
     assert_tree_matches(tmp_path, expected)
@@ -116,15 +151,18 @@ def test_a_view_query_with_its_file_columns_costs_its_pages_and_a_url_call_per_h
     stats = emu.stats()
     assert stats["data_requests"] == 0
     assert set(stats["api_by_route"]) - {route for route in stats["api_by_route"] if "/table/query" in route} == {
-        "POST /repo/v1/entity/header"}
+        "POST /repo/v1/entity/header"
+    }
 
 
 def test_rows_that_fill_their_last_page_end_with_the_empty_page_synapse_sends(emu, tmp_path):
     """Synapse names a next page whenever a page is full (TableQueryManagerImpl.isRowCountEqualToMaxRowsPerPage), so
     100 rows at 20 a page are 5 full pages and a sixth, empty one without a token: all of it is followed, once."""
     emu.set_knobs(query_page_rows=20)
-    sql = f"SELECT id, name, currentVersion, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes FROM {emu.view} " \
-          "WHERE assay = 'rnaSeq'"
+    sql = (
+        f"SELECT id, name, currentVersion, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes FROM {emu.view} "
+        "WHERE assay = 'rnaSeq'"
+    )
     results = run(emu, sql, tmp_path)
     assert len(results) == 100 and not results.failures and results.report.query.rows == 100
     assert query_calls(emu.stats()["api_by_route"]) == 3 * (100 // 20 + 1)
@@ -153,13 +191,17 @@ def test_a_lagging_view_pins_a_selected_version_and_otherwise_gives_way_to_the_c
     EDITED[3, 0] = "version two\n"
     try:
         where = f"FROM {emu.view} WHERE name = 's03_00.txt'"
-        pinned = run(emu, f"SELECT id, currentVersion, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes {where}",
-                     tmp_path / "pinned")
+        pinned = run(
+            emu,
+            f"SELECT id, currentVersion, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes {where}",
+            tmp_path / "pinned",
+        )
         assert_tree_matches(tmp_path / "pinned", {"s03_00.txt": md5(content(3, 0))})
         assert [r.version for r in pinned] == [1]
         emu.reset_stats()
-        current = run(emu, f"SELECT id, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes {where}",
-                      tmp_path / "current")
+        current = run(
+            emu, f"SELECT id, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes {where}", tmp_path / "current"
+        )
         # the row describes version 1 and the file is at 2 now: its bundle, not the row, says what to fetch
         assert_tree_matches(tmp_path / "current", {"s03_00.txt": md5("version two\n")})
         assert [r.version for r in current] == [2]
@@ -175,8 +217,10 @@ def test_a_query_under_faults_is_byte_exact(tmp_path):
     with Emulator(data_dir=str(tmp_path / "emu"), query_page_rows=40, query_pending_polls=1) as emu:
         seed_study(emu)
         emu.set_knobs(fault_api_5xx_rate=0.1, fault_data_cut_rate=0.2, fault_data_corrupt_rate=0.1, fault_seed=3)
-        sql = (f"SELECT id, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes FROM {emu.view} "
-               "WHERE assay LIKE '%a%' AND NOT species = 'Human'")
+        sql = (
+            f"SELECT id, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes FROM {emu.view} "
+            "WHERE assay LIKE '%a%' AND NOT species = 'Human'"
+        )
         results = run(emu, sql, tmp_path / "got", config=TransferConfig(max_workers=1))
         stats = emu.stats()
     tmp_path = tmp_path / "got"
@@ -229,12 +273,25 @@ def test_a_sync_planned_from_a_view_takes_no_bundle_call_and_the_lagging_file_ta
 
 
 def test_external_files_known_from_their_rows_are_fetched_or_fail_alone(tmp_path):
-    spec = {"projects": [{"name": "ext", "children": [
-        {"type": "file", "name": "y.csv", "external": "sftp://user:pw@sftp.example.org/y.csv", "md5": "0" * 32,
-         "size": 5},
-        {"type": "file", "name": "x.csv", "external": True, "content": "a,b\n"},
-        {"type": "file", "name": "p.txt", "content": "platform\n"},
-        {"type": "entityview", "name": "files", "scope": [""]}]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "ext",
+                "children": [
+                    {
+                        "type": "file",
+                        "name": "y.csv",
+                        "external": "sftp://user:pw@sftp.example.org/y.csv",
+                        "md5": "0" * 32,
+                        "size": 5,
+                    },
+                    {"type": "file", "name": "x.csv", "external": True, "content": "a,b\n"},
+                    {"type": "file", "name": "p.txt", "content": "platform\n"},
+                    {"type": "entityview", "name": "files", "scope": [""]},
+                ],
+            }
+        ]
+    }
     with Emulator(data_dir=str(tmp_path / "emu")) as emu:
         view = emu.resolve(emu.seed_spec(spec)["ext"], "files")
         results = run(emu, f"SELECT * FROM {view}", tmp_path / "out", on_error="continue")

@@ -3,6 +3,7 @@
 No patching of synapseclient: it only gets the emulator's endpoints and token. What these tests pin about
 synapseclient itself (not the emulator) is said in each test's docstring and in docs/emulator.md.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -34,9 +35,10 @@ def _content_node(name: str) -> dict:
 
 
 def _external_spec():
-    children = [{"type": "file", "name": name, "external": True, "record_md5": md5, "record_size": size,
-                 **_content_node(name)}
-                for name, (_content, md5, size) in EXTERNAL_FILES.items()]
+    children = [
+        {"type": "file", "name": name, "external": True, "record_md5": md5, "record_size": size, **_content_node(name)}
+        for name, (_content, md5, size) in EXTERNAL_FILES.items()
+    ]
     children.append({"type": "file", "name": "y.csv", "external": "sftp://sftp.example.org/data/y.csv"})
     return {"projects": [{"name": "ext", "children": children}]}
 
@@ -114,17 +116,36 @@ def test_without_content_length_a_cut_is_caught_only_by_the_md5(emulator_factory
     assert len(truncated) < len(content) and content.startswith(truncated)
 
 
-DATASET_SPEC = {"projects": [{"name": "ds", "children": [
-    {"type": "folder", "name": "data", "children": [
-        {"type": "file", "name": "a.csv", "content": "a"},
-        {"type": "file", "name": "v.csv", "versions": [{"content": "v1"}, {"content": "v2"}]},
-        {"type": "dataset", "name": "inner", "items": [{"ref": "data/a.csv"}]},
-    ]},
-    {"type": "file", "name": "ext.csv", "external": True, "content": "e"},
-    {"type": "dataset", "name": "d", "items": [{"ref": "data/a.csv"}, {"ref": "data/v.csv", "version": 1},
-                                               {"ref": "data/v.csv"}, {"ref": "ext.csv"}]},
-    {"type": "datasetcollection", "name": "c", "items": [{"ref": "d"}, {"ref": "data/inner"}]},
-]}]}
+DATASET_SPEC = {
+    "projects": [
+        {
+            "name": "ds",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "data",
+                    "children": [
+                        {"type": "file", "name": "a.csv", "content": "a"},
+                        {"type": "file", "name": "v.csv", "versions": [{"content": "v1"}, {"content": "v2"}]},
+                        {"type": "dataset", "name": "inner", "items": [{"ref": "data/a.csv"}]},
+                    ],
+                },
+                {"type": "file", "name": "ext.csv", "external": True, "content": "e"},
+                {
+                    "type": "dataset",
+                    "name": "d",
+                    "items": [
+                        {"ref": "data/a.csv"},
+                        {"ref": "data/v.csv", "version": 1},
+                        {"ref": "data/v.csv"},
+                        {"ref": "ext.csv"},
+                    ],
+                },
+                {"type": "datasetcollection", "name": "c", "items": [{"ref": "d"}, {"ref": "data/inner"}]},
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture
@@ -142,13 +163,18 @@ def test_syn_get_of_a_dataset_and_a_collection(datasets):
     dataset = _get(syn, ids("d"))
     assert isinstance(dataset, synapseclient.table.Dataset)
     assert dataset.properties["datasetItems"] == [
-        {"entityId": ids("data/a.csv"), "versionNumber": 1}, {"entityId": ids("data/v.csv"), "versionNumber": 1},
-        {"entityId": ids("data/v.csv"), "versionNumber": 2}, {"entityId": ids("ext.csv"), "versionNumber": 1}]
+        {"entityId": ids("data/a.csv"), "versionNumber": 1},
+        {"entityId": ids("data/v.csv"), "versionNumber": 1},
+        {"entityId": ids("data/v.csv"), "versionNumber": 2},
+        {"entityId": ids("ext.csv"), "versionNumber": 1},
+    ]
     assert len(dataset) == 4
     collection = _get(syn, ids("c"))
     assert collection["concreteType"] == "org.sagebionetworks.repo.model.table.DatasetCollection"
-    assert collection.properties["datasetItems"] == [{"entityId": ids("d"), "versionNumber": 1},
-                                                     {"entityId": ids("data/inner"), "versionNumber": 1}]
+    assert collection.properties["datasetItems"] == [
+        {"entityId": ids("d"), "versionNumber": 1},
+        {"entityId": ids("data/inner"), "versionNumber": 1},
+    ]
     assert emu.stats()["api_by_status"].keys() == {"200"}
 
 
@@ -157,7 +183,11 @@ def test_models_api_gets_datasets_and_collections(datasets):
     emu, syn, ids = datasets
     dataset = Dataset(id=ids("d")).get(synapse_client=syn)
     assert [(item.id, item.version) for item in dataset.items] == [
-        (ids("data/a.csv"), 1), (ids("data/v.csv"), 1), (ids("data/v.csv"), 2), (ids("ext.csv"), 1)]
+        (ids("data/a.csv"), 1),
+        (ids("data/v.csv"), 1),
+        (ids("data/v.csv"), 2),
+        (ids("ext.csv"), 1),
+    ]
     assert (dataset.count, dataset.size, len(dataset.columns)) == (4, 1 + 2 + 2 + 1, 0)
     assert dataset.parent_id == emu.info()["projects"]["ds"]
     collection = DatasetCollection(id=ids("c")).get(synapse_client=syn)

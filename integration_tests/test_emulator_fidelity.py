@@ -2,6 +2,7 @@
 
 No patching of synapseclient: it only gets the emulator's endpoints and token.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,24 +22,52 @@ MANIFESTS = {"SYNAPSE_METADATA_MANIFEST.tsv", "manifest.csv"}
 def _spec():
     """>= 3 levels, >= 120 files, one folder with > 50 children (two pages), files > 8 MiB; some files' handles
     have a fileName of their own (what synapseclient names a download by: unicode is fine there)."""
-    wide = [{"type": "file", "name": f"w{i:03d}.txt", "content": f"wide file {i}\n" * (i % 7 + 1)}
-            for i in range(75)]
+    wide = [{"type": "file", "name": f"w{i:03d}.txt", "content": f"wide file {i}\n" * (i % 7 + 1)} for i in range(75)]
     deep = [{"type": "file", "name": f"deep{i}.dat", "size": 1000 + i * 37, "seed": 100 + i} for i in range(30)]
-    top = [{"type": "file", "name": f"top{i}.txt", "content": f"top {i}",
-            **({"file_name": f"Top {i} (r\u00e9sum\u00e9).txt"} if i % 5 == 0 else {})} for i in range(15)]
-    return {"projects": [{"name": "fidelity", "children": top + [
-        {"type": "folder", "name": "level1", "children": [
-            {"type": "folder", "name": "wide", "children": wide},
-            {"type": "folder", "name": "level2", "children": [
-                {"type": "folder", "name": "level3", "children": deep},
-                {"type": "file", "name": "big20.bin", "size": 20 * MiB + 123, "seed": 7},
-            ]},
-            {"type": "file", "name": "big9.bin", "size": 9 * MiB, "seed": 8},
-        ]},
-        {"type": "file", "name": "versions.txt", "versions": [{"content": "old", "file_name": "old.txt"},
-                                                              {"content": "new", "file_name": "new.txt"}]},
-        {"type": "file", "name": "annotated.txt", "content": "a", "annotations": {"k": ["v"], "n": [1, 2]}},
-    ]}]}
+    top = [
+        {
+            "type": "file",
+            "name": f"top{i}.txt",
+            "content": f"top {i}",
+            **({"file_name": f"Top {i} (r\u00e9sum\u00e9).txt"} if i % 5 == 0 else {}),
+        }
+        for i in range(15)
+    ]
+    return {
+        "projects": [
+            {
+                "name": "fidelity",
+                "children": top
+                + [
+                    {
+                        "type": "folder",
+                        "name": "level1",
+                        "children": [
+                            {"type": "folder", "name": "wide", "children": wide},
+                            {
+                                "type": "folder",
+                                "name": "level2",
+                                "children": [
+                                    {"type": "folder", "name": "level3", "children": deep},
+                                    {"type": "file", "name": "big20.bin", "size": 20 * MiB + 123, "seed": 7},
+                                ],
+                            },
+                            {"type": "file", "name": "big9.bin", "size": 9 * MiB, "seed": 8},
+                        ],
+                    },
+                    {
+                        "type": "file",
+                        "name": "versions.txt",
+                        "versions": [
+                            {"content": "old", "file_name": "old.txt"},
+                            {"content": "new", "file_name": "new.txt"},
+                        ],
+                    },
+                    {"type": "file", "name": "annotated.txt", "content": "a", "annotations": {"k": ["v"], "n": [1, 2]}},
+                ],
+            }
+        ]
+    }
 
 
 def _expected_files(spec):
@@ -54,8 +83,9 @@ def _expected_files(spec):
             elif child["type"] == "file":
                 node = child["versions"][-1] if "versions" in child else child
                 data = node["content"].encode() if "content" in node else seeded_bytes(node["size"], node["seed"])
-                expected[prefix + node.get("file_name", child.get("file_name", child["name"]))] = \
-                    hashlib.md5(data).hexdigest()
+                expected[prefix + node.get("file_name", child.get("file_name", child["name"]))] = hashlib.md5(
+                    data
+                ).hexdigest()
 
     walk(spec["projects"][0]["children"], "")
     return expected

@@ -4,6 +4,7 @@ No patching of synapseclient: it gets the emulator's endpoints and token, and (a
 ``table_query_sleep`` so its polling of the 202 answers takes milliseconds. What these tests pin about synapseclient
 itself is said in each docstring and in docs/emulator.md.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,8 +18,10 @@ import pytest
 synapseclient = pytest.importorskip("synapseclient")
 
 #: 12 files in two scope folders (one nested), 3 outside the scope, annotations "assay" and "age"
-FILES = {f"data/f{i:02d}.txt": (f"content of file {i}\n" * (i + 1), "rnaSeq" if i % 3 == 0 else "wgs", 20 + i)
-         for i in range(8)}
+FILES = {
+    f"data/f{i:02d}.txt": (f"content of file {i}\n" * (i + 1), "rnaSeq" if i % 3 == 0 else "wgs", 20 + i)
+    for i in range(8)
+}
 FILES.update({f"data/nested/n{i}.txt": (f"nested {i}\n", "rnaSeq" if i % 2 else "atac", 40 + i) for i in range(4)})
 OUTSIDE = {f"elsewhere/o{i}.txt": f"outside {i}\n" for i in range(3)}
 
@@ -28,29 +31,50 @@ def _children(prefix: str, entries):
     nodes = []
     folders = {}
     for path, node in entries.items():
-        rest = path[len(prefix):]
+        rest = path[len(prefix) :]
         if "/" in rest:
             folders.setdefault(rest.split("/", 1)[0], None)
         else:
             nodes.append(dict(node, type="file", name=rest))
     for folder in folders:
-        nodes.append({"type": "folder", "name": folder, "children": _children(f"{prefix}{folder}/", {
-            path: node for path, node in entries.items() if path.startswith(f"{prefix}{folder}/")})})
+        nodes.append(
+            {
+                "type": "folder",
+                "name": folder,
+                "children": _children(
+                    f"{prefix}{folder}/",
+                    {path: node for path, node in entries.items() if path.startswith(f"{prefix}{folder}/")},
+                ),
+            }
+        )
     return nodes
 
 
 def _spec():
-    entries = {path: {"content": content, "annotations": {"assay": assay, "age": age}}
-               for path, (content, assay, age) in FILES.items()}
+    entries = {
+        path: {"content": content, "annotations": {"assay": assay, "age": age}}
+        for path, (content, assay, age) in FILES.items()
+    }
     entries.update({path: {"content": content} for path, content in OUTSIDE.items()})
     children = _children("", entries)
     children += [
-        {"type": "entityview", "name": "files", "scope": ["data"],
-         "columns": ["assay", {"name": "age", "type": "INTEGER"}]},
-        {"type": "table", "name": "notes", "columns": [
-            {"name": "file", "type": "ENTITYID"}, {"name": "fh", "type": "FILEHANDLEID"},
-            {"name": "note", "type": "STRING"}, {"name": "score", "type": "DOUBLE"}],
-         "rows": [[path, path, f"note {index}", index / 2] for index, path in enumerate(sorted(FILES))]},
+        {
+            "type": "entityview",
+            "name": "files",
+            "scope": ["data"],
+            "columns": ["assay", {"name": "age", "type": "INTEGER"}],
+        },
+        {
+            "type": "table",
+            "name": "notes",
+            "columns": [
+                {"name": "file", "type": "ENTITYID"},
+                {"name": "fh", "type": "FILEHANDLEID"},
+                {"name": "note", "type": "STRING"},
+                {"name": "score", "type": "DOUBLE"},
+            ],
+            "rows": [[path, path, f"note {index}", index / 2] for index, path in enumerate(sorted(FILES))],
+        },
     ]
     return {"projects": [{"name": "q", "children": children}]}
 
@@ -99,8 +123,11 @@ def test_table_query_csv_default(queries):
     view = ids("files")
     result = _quiet(syn.tableQuery, f"SELECT id, name, assay, age, dataFileMD5Hex FROM {view} WHERE age >= 22")
     rows = list(result)
-    expected = sorted((ids(path), path.rsplit("/", 1)[-1], assay, age, hashlib.md5(content.encode()).hexdigest())
-                      for path, (content, assay, age) in FILES.items() if age >= 22)
+    expected = sorted(
+        (ids(path), path.rsplit("/", 1)[-1], assay, age, hashlib.md5(content.encode()).hexdigest())
+        for path, (content, assay, age) in FILES.items()
+        if age >= 22
+    )
     assert sorted(tuple(row) for row in rows) == expected
     with open(result.filepath, encoding="utf-8") as handle:
         assert handle.readline().startswith('"ROW_ID","ROW_VERSION","ROW_ETAG","id"')
@@ -121,8 +148,9 @@ def test_table_query_rowset_pages(queries):
     emu.reset_stats()
     view = ids("files")
     emu.add_version(ids("data/f01.txt"), b"second version")
-    result = _quiet(syn.tableQuery, f"SELECT id, name, currentVersion, age FROM {view} ORDER BY name",
-                    resultsAs="rowset")
+    result = _quiet(
+        syn.tableQuery, f"SELECT id, name, currentVersion, age FROM {view} ORDER BY name", resultsAs="rowset"
+    )
     rows = _quiet(list, result)  # iterating fetches the next pages
     assert len(rows) == 12
     names = [row["values"][1] for row in rows]
@@ -130,7 +158,11 @@ def test_table_query_rowset_pages(queries):
     by_name = {row["values"][1]: row for row in rows}
     f01 = by_name["f01.txt"]
     assert (f01["values"][0], f01["values"][2], f01["rowId"], f01["versionNumber"]) == (
-        ids("data/f01.txt"), 2, int(ids("data/f01.txt")[3:]), 2)
+        ids("data/f01.txt"),
+        2,
+        int(ids("data/f01.txt")[3:]),
+        2,
+    )
     assert by_name["n3.txt"]["values"][3] == 43
     routes = emu.stats()["api_by_route"]
     assert routes["POST /repo/v1/entity/{id}/table/query/async/start"] == 1
@@ -170,17 +202,36 @@ def test_cli_get_by_query_downloads_exactly_the_selected_files(queries, tmp_path
     CSV into the download folder (synapseclient keeps it there), reads its ``id`` column and gets each file."""
     emu, syn, ids = queries
     config = tmp_path / "synapseConfig"
-    config.write_text(f"[endpoints]\nrepoEndpoint = {emu.endpoint}/repo/v1\nauthEndpoint = {emu.endpoint}/auth/v1\n"
-                      f"fileHandleEndpoint = {emu.endpoint}/file/v1\nportalEndpoint = {emu.endpoint}/\n")
+    config.write_text(
+        f"[endpoints]\nrepoEndpoint = {emu.endpoint}/repo/v1\nauthEndpoint = {emu.endpoint}/auth/v1\n"
+        f"fileHandleEndpoint = {emu.endpoint}/file/v1\nportalEndpoint = {emu.endpoint}/\n"
+    )
     out = tmp_path / "out"
     out.mkdir()
     query = f"SELECT id FROM {ids('files')} WHERE assay = 'rnaSeq'"
-    done = subprocess.run([sys.executable, "-m", "synapseclient", "-c", str(config), "--skip-checks",
-                           "-p", emu.token, "get", "-q", query, "--downloadLocation", str(out)],
-                          capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "synapseclient",
+            "-c",
+            str(config),
+            "--skip-checks",
+            "-p",
+            emu.token,
+            "get",
+            "-q",
+            query,
+            "--downloadLocation",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONWARNINGS="ignore"),
+    )
     assert done.returncode == 0, done.stderr
-    selected = {path.rsplit("/", 1)[-1]: content for path, (content, assay, _age) in FILES.items()
-                if assay == "rnaSeq"}
+    selected = {path.rsplit("/", 1)[-1]: content for path, (content, assay, _age) in FILES.items() if assay == "rnaSeq"}
     downloaded = {p.name: p.read_text() for p in out.iterdir() if not p.name.startswith("SYNAPSE_TABLE_QUERY_")}
     assert downloaded == selected
     assert len([p for p in out.iterdir() if p.name.startswith("SYNAPSE_TABLE_QUERY_")]) == 1

@@ -1,4 +1,5 @@
 """Issue 16: external-URL files, datasets and dataset collections, downloaded by synclient from the emulator."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from synctrees import assert_tree_matches, seeded_md5
 
 from synclient import Platform, SyncStatus, TransferConfig, download_many, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.results import Verification
-from synctrees import assert_tree_matches, seeded_md5
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MiB = 1024 * 1024
@@ -25,32 +26,89 @@ def md5(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
 
 
-SPEC = {"projects": [{"name": "kinds", "children": [
-    {"type": "folder", "name": "ext", "children": [
-        {"type": "file", "name": "both.csv", "external": True, "content": "md5 and size\n"},
-        {"type": "file", "name": "md5-only.csv", "external": True, "content": "md5 only\n", "record_size": False},
-        {"type": "file", "name": "size-only.csv", "external": True, "content": "size only\n", "record_md5": False},
-        {"type": "file", "name": "neither.csv", "external": True, "content": "nothing recorded\n",
-         "record_md5": False, "record_size": False},
-        {"type": "file", "name": "big.bin", "external": True, "size": BIG, "seed": 16},
-        {"type": "file", "name": "big-unsized.bin", "external": True, "size": BIG, "seed": 17,
-         "record_size": False},
-        {"type": "file", "name": "far.csv", "external": "sftp://user:secret@sftp.example.org/data/far.csv"},
-        {"type": "file", "name": "ftp.csv", "external": "ftp://ftp.example.org/pub/ftp.csv"},
-    ]},
-    {"type": "folder", "name": "f", "children": [
-        {"type": "file", "name": "a.csv", "content": "f/a\n"},
-        {"type": "file", "name": "b.csv", "versions": [{"content": "b one\n"}, {"content": "b two\n"}]}]},
-    {"type": "folder", "name": "g", "children": [{"type": "file", "name": "a.csv", "content": "g/a\n"}]},
-    {"type": "dataset", "name": "cohort", "items": [{"ref": "f/a.csv"}, {"ref": "f/b.csv", "version": 1},
-                                                    {"ref": "g/a.csv"}, {"ref": "ext/both.csv"}]},
-    {"type": "dataset", "name": "latest", "items": [{"ref": "f/b.csv"}]},
-    {"type": "datasetcollection", "name": "all", "items": [{"ref": "cohort"}, {"ref": "latest"}]},
-]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "kinds",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "ext",
+                    "children": [
+                        {"type": "file", "name": "both.csv", "external": True, "content": "md5 and size\n"},
+                        {
+                            "type": "file",
+                            "name": "md5-only.csv",
+                            "external": True,
+                            "content": "md5 only\n",
+                            "record_size": False,
+                        },
+                        {
+                            "type": "file",
+                            "name": "size-only.csv",
+                            "external": True,
+                            "content": "size only\n",
+                            "record_md5": False,
+                        },
+                        {
+                            "type": "file",
+                            "name": "neither.csv",
+                            "external": True,
+                            "content": "nothing recorded\n",
+                            "record_md5": False,
+                            "record_size": False,
+                        },
+                        {"type": "file", "name": "big.bin", "external": True, "size": BIG, "seed": 16},
+                        {
+                            "type": "file",
+                            "name": "big-unsized.bin",
+                            "external": True,
+                            "size": BIG,
+                            "seed": 17,
+                            "record_size": False,
+                        },
+                        {
+                            "type": "file",
+                            "name": "far.csv",
+                            "external": "sftp://user:secret@sftp.example.org/data/far.csv",
+                        },
+                        {"type": "file", "name": "ftp.csv", "external": "ftp://ftp.example.org/pub/ftp.csv"},
+                    ],
+                },
+                {
+                    "type": "folder",
+                    "name": "f",
+                    "children": [
+                        {"type": "file", "name": "a.csv", "content": "f/a\n"},
+                        {"type": "file", "name": "b.csv", "versions": [{"content": "b one\n"}, {"content": "b two\n"}]},
+                    ],
+                },
+                {"type": "folder", "name": "g", "children": [{"type": "file", "name": "a.csv", "content": "g/a\n"}]},
+                {
+                    "type": "dataset",
+                    "name": "cohort",
+                    "items": [
+                        {"ref": "f/a.csv"},
+                        {"ref": "f/b.csv", "version": 1},
+                        {"ref": "g/a.csv"},
+                        {"ref": "ext/both.csv"},
+                    ],
+                },
+                {"type": "dataset", "name": "latest", "items": [{"ref": "f/b.csv"}]},
+                {"type": "datasetcollection", "name": "all", "items": [{"ref": "cohort"}, {"ref": "latest"}]},
+            ],
+        }
+    ]
+}
 
-EXTERNAL = {"both.csv": md5(b"md5 and size\n"), "md5-only.csv": md5(b"md5 only\n"),
-            "size-only.csv": md5(b"size only\n"), "neither.csv": md5(b"nothing recorded\n"),
-            "big.bin": seeded_md5(BIG, 16), "big-unsized.bin": seeded_md5(BIG, 17)}
+EXTERNAL = {
+    "both.csv": md5(b"md5 and size\n"),
+    "md5-only.csv": md5(b"md5 only\n"),
+    "size-only.csv": md5(b"size only\n"),
+    "neither.csv": md5(b"nothing recorded\n"),
+    "big.bin": seeded_md5(BIG, 16),
+    "big-unsized.bin": seeded_md5(BIG, 17),
+}
 
 
 @pytest.fixture(scope="module")
@@ -62,22 +120,33 @@ def seeded(tmp_path_factory):
 
 @pytest.fixture
 def emu(seeded):
-    seeded.set_knobs(external_ranges=True, external_content_length=True, fault_data_cut_rate=0.0,
-                     fault_data_corrupt_rate=0.0, fault_api_5xx_rate=0.0)
+    seeded.set_knobs(
+        external_ranges=True,
+        external_content_length=True,
+        fault_data_cut_rate=0.0,
+        fault_data_corrupt_rate=0.0,
+        fault_api_5xx_rate=0.0,
+    )
     seeded.reset_stats()
     return seeded
 
 
 def run_synclient(emu, *args):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.run([sys.executable, "-m", "synclient", "--endpoint", emu.endpoint, "--token", emu.token,
-                           *args, "--no-progress"], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "synclient", "--endpoint", emu.endpoint, "--token", emu.token, *args, "--no-progress"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def get(emu, path, *, config=SMALL_PARTS, **kwargs):
     with Platform(emu.endpoint, token=emu.token) as platform:
-        return sync_from_platform(emu.resolve(emu.project, path), kwargs.pop("into"), platform=platform,
-                                  config=config, **kwargs)
+        return sync_from_platform(
+            emu.resolve(emu.project, path), kwargs.pop("into"), platform=platform, config=config, **kwargs
+        )
 
 
 @pytest.mark.parametrize("ranges, length", [(True, True), (False, True), (True, False), (False, False)])
@@ -109,8 +178,7 @@ def test_external_files_survive_cuts_and_corruption(emu, tmp_path, length):
     """Cut bodies and flipped bytes are caught by the MD5 (or the announced size) and fetched again. (A file that
     records neither, from a server without Content-Length, cannot be checked at all: that one is left out here;
     it is what the report counts as unverified.)"""
-    emu.set_knobs(external_content_length=length, fault_data_cut_rate=0.25, fault_data_corrupt_rate=0.15,
-                  fault_seed=7)
+    emu.set_knobs(external_content_length=length, fault_data_cut_rate=0.25, fault_data_corrupt_rate=0.15, fault_seed=7)
     ids = [emu.resolve(emu.project, f"ext/{name}") for name in EXTERNAL if name != "neither.csv"]
     with Platform(emu.endpoint, token=emu.token) as platform:
         results = download_many(ids, tmp_path, platform=platform, config=SMALL_PARTS)
@@ -122,8 +190,15 @@ def test_external_files_survive_cuts_and_corruption(emu, tmp_path, length):
 def test_a_dataset_downloads_its_pinned_items_flat_and_renames_a_clash(emu, tmp_path):
     results = get(emu, "cohort", into=tmp_path)
     g_a = emu.resolve(emu.project, "g/a.csv")
-    assert_tree_matches(tmp_path, {"a.csv": md5(b"f/a\n"), "b.csv": md5(b"b one\n"), f"a ({g_a}).csv": md5(b"g/a\n"),
-                                   "both.csv": EXTERNAL["both.csv"]})
+    assert_tree_matches(
+        tmp_path,
+        {
+            "a.csv": md5(b"f/a\n"),
+            "b.csv": md5(b"b one\n"),
+            f"a ({g_a}).csv": md5(b"g/a\n"),
+            "both.csv": EXTERNAL["both.csv"],
+        },
+    )
     assert results.report.renamed == [f"{g_a}.1: a.csv -> a ({g_a}).csv (the name was taken)"]
     emu.reset_stats()
     again = get(emu, "cohort", into=tmp_path)
@@ -134,9 +209,16 @@ def test_a_dataset_collection_gives_each_dataset_a_folder(emu, tmp_path):
     results = get(emu, "all", into=tmp_path)
     g_a = emu.resolve(emu.project, "g/a.csv")
     assert not results.failures
-    assert_tree_matches(tmp_path, {"cohort/a.csv": md5(b"f/a\n"), "cohort/b.csv": md5(b"b one\n"),
-                                   f"cohort/a ({g_a}).csv": md5(b"g/a\n"), "cohort/both.csv": EXTERNAL["both.csv"],
-                                   "latest/b.csv": md5(b"b two\n")})
+    assert_tree_matches(
+        tmp_path,
+        {
+            "cohort/a.csv": md5(b"f/a\n"),
+            "cohort/b.csv": md5(b"b one\n"),
+            f"cohort/a ({g_a}).csv": md5(b"g/a\n"),
+            "cohort/both.csv": EXTERNAL["both.csv"],
+            "latest/b.csv": md5(b"b two\n"),
+        },
+    )
 
 
 def test_the_cli_gets_a_dataset_and_a_list_with_an_unsupported_url(emu, tmp_path):
@@ -145,8 +227,9 @@ def test_the_cli_gets_a_dataset_and_a_list_with_an_unsupported_url(emu, tmp_path
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["report"]["downloaded"] == 4
     ids = tmp_path / "ids.txt"
-    ids.write_text(f"# two files\n{emu.resolve(emu.project, 'ext/neither.csv')}\n"
-                   f"{emu.resolve(emu.project, 'ext/far.csv')}\n")
+    ids.write_text(
+        f"# two files\n{emu.resolve(emu.project, 'ext/neither.csv')}\n{emu.resolve(emu.project, 'ext/far.csv')}\n"
+    )
     run = run_synclient(emu, "get", "--from-file", str(ids), "--path", str(tmp_path / "l"))
     assert run.returncode == 1
     assert "1 downloaded (1 unverified: no MD5 or size recorded), 0 skipped, 1 failed" in run.stdout
@@ -160,31 +243,58 @@ def test_a_collection_under_faults_is_byte_exact_and_a_dry_run_writes_nothing(em
     with Platform(emu.endpoint, token=emu.token) as platform:
         plan = download_many([emu.resolve(emu.project, "all")], tmp_path / "dry", platform=platform, dry_run=True)
         assert sorted(entry.rel_path for entry in plan.entries) == [
-            "cohort/a (%s).csv" % emu.resolve(emu.project, "g/a.csv"), "cohort/a.csv", "cohort/b.csv",
-            "cohort/both.csv", "latest/b.csv"]
+            "cohort/a (%s).csv" % emu.resolve(emu.project, "g/a.csv"),
+            "cohort/a.csv",
+            "cohort/b.csv",
+            "cohort/both.csv",
+            "latest/b.csv",
+        ]
         assert not (tmp_path / "dry").exists()
-        results = download_many([emu.resolve(emu.project, "all")], tmp_path / "real", platform=platform,
-                                config=SMALL_PARTS)
+        results = download_many(
+            [emu.resolve(emu.project, "all")], tmp_path / "real", platform=platform, config=SMALL_PARTS
+        )
     assert not results.failures and len(results) == 5
     assert local_md5s(tmp_path / "real") == {
-        "cohort/a.csv": md5(b"f/a\n"), "cohort/b.csv": md5(b"b one\n"),
+        "cohort/a.csv": md5(b"f/a\n"),
+        "cohort/b.csv": md5(b"b one\n"),
         f"cohort/a ({emu.resolve(emu.project, 'g/a.csv')}).csv": md5(b"g/a\n"),
-        "cohort/both.csv": EXTERNAL["both.csv"], "latest/b.csv": md5(b"b two\n")}
+        "cohort/both.csv": EXTERNAL["both.csv"],
+        "latest/b.csv": md5(b"b two\n"),
+    }
     assert emu.stats()["api_5xx_injected"] > 0
 
 
 def local_md5s(root: Path) -> dict:
-    return {p.relative_to(root).as_posix(): md5(p.read_bytes()) for p in root.rglob("*")
-            if p.is_file() and ".synclient" not in p.parts}
+    return {
+        p.relative_to(root).as_posix(): md5(p.read_bytes())
+        for p in root.rglob("*")
+        if p.is_file() and ".synclient" not in p.parts
+    }
 
 
 def test_credentials_in_an_external_url_never_reach_a_message(emulator, tmp_path):
-    project = emulator.seed_spec({"projects": [{"name": "leak", "children": [
-        {"type": "file", "name": "leak.csv", "external": "http://alice:hunter2@127.0.0.1:9/data/leak.csv?sig=s3cret",
-         "md5": "0" * 32, "size": 5}]}]})["leak"]
+    project = emulator.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "leak",
+                    "children": [
+                        {
+                            "type": "file",
+                            "name": "leak.csv",
+                            "external": "http://alice:hunter2@127.0.0.1:9/data/leak.csv?sig=s3cret",
+                            "md5": "0" * 32,
+                            "size": 5,
+                        }
+                    ],
+                }
+            ]
+        }
+    )["leak"]
     with Platform(emulator.endpoint, token=emulator.token) as platform:
-        results = sync_from_platform(project, tmp_path, platform=platform, on_error="continue",
-                                     config=TransferConfig(max_attempts=1))
+        results = sync_from_platform(
+            project, tmp_path, platform=platform, on_error="continue", config=TransferConfig(max_attempts=1)
+        )
     [failed] = results.failures
     shown = str(failed.error) + json.dumps(results[0].to_json()) + json.dumps(results.report.to_json())
     assert "127.0.0.1:9/data/leak.csv" in str(failed.error)
@@ -209,8 +319,13 @@ def test_a_file_of_unknown_size_that_fails_leaves_no_partial_and_no_size(emu, tm
     emu.set_knobs(fault_data_cut_rate=1.0)
     unsized = emu.resolve(emu.project, "ext/big-unsized.bin")
     with Platform(emu.endpoint, token=emu.token) as platform:
-        results = download_many([unsized], tmp_path, platform=platform, on_error="continue",
-                                config=TransferConfig(max_attempts=2, max_workers=4))
+        results = download_many(
+            [unsized],
+            tmp_path,
+            platform=platform,
+            on_error="continue",
+            config=TransferConfig(max_attempts=2, max_workers=4),
+        )
     [failed] = results.failures
     assert failed.size is None and failed.verification is None
     assert [p.name for p in tmp_path.iterdir() if p.name != ".synclient"] == []

@@ -1,4 +1,5 @@
 """Issue 4 acceptance: the second sync is the one users run every day; it must cost almost nothing."""
+
 from __future__ import annotations
 
 import os
@@ -10,13 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+from synctrees import MANIFEST, Tree, assert_tree_matches, local_tree
 
 from synclient import Platform, SyncStatus, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.emulator.process import EmulatorProcess, Seed
-from synclient.sync.records.index import SyncLockedError
 from synclient.sync.plan.dry_run import SyncPlan
-from synctrees import MANIFEST, Tree, assert_tree_matches, local_tree
+from synclient.sync.records.index import SyncLockedError
 
 
 def platform_for(emu) -> Platform:
@@ -159,8 +160,9 @@ def test_existing_matching_files_are_adopted_without_download(seeded, tmp_path):
 def test_filters_apply_before_any_per_file_call(seeded, tmp_path):
     emu, _ = seeded
     emu.reset_stats()
-    results = sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu),
-                                 include=["*.csv", "*.md"], exclude=["raw/r[34].csv"])
+    results = sync_from_platform(
+        emu.project_id, tmp_path, platform=platform_for(emu), include=["*.csv", "*.md"], exclude=["raw/r[34].csv"]
+    )
     assert sorted(local_tree(tmp_path)) == ["raw/r0.csv", "raw/r1.csv", "raw/r2.csv", "top.md"]
     assert emu.stats()["api_by_route"]["POST /repo/v1/entity/{id}/version/{v}/bundle2"] == len(results) == 4
     emu.reset_stats()
@@ -175,7 +177,8 @@ def test_dry_run_writes_nothing_and_counts_right(seeded, tmp_path):
     plan = sync_from_platform(emu.project_id, target, platform=platform_for(emu), dry_run=True)
     assert isinstance(plan, SyncPlan) and not target.exists()
     assert len(plan.fetch_entries) == tree.file_count and plan.bytes_to_fetch == sum(
-        len(c) for c in ["alpha\n", "bravo\n", "# top\n"] + [f"{i},{i * i}\n" for i in range(5)])
+        len(c) for c in ["alpha\n", "bravo\n", "# top\n"] + [f"{i},{i * i}\n" for i in range(5)]
+    )
     assert emu.stats()["data_requests"] == 0
     sync_from_platform(emu.project_id, target, platform=platform_for(emu))
     edit(target / "top.md", "changed\n")
@@ -191,6 +194,7 @@ def test_dry_run_writes_nothing_and_counts_right(seeded, tmp_path):
 
 def test_dry_run_estimate_uses_the_throughput_stored_by_the_last_run(seeded, tmp_path):
     import sqlite3
+
     emu, _ = seeded
     target = tmp_path / "t"
     sync_from_platform(emu.project_id, target, platform=platform_for(emu))
@@ -208,12 +212,14 @@ def test_dry_run_estimate_uses_the_throughput_stored_by_the_last_run(seeded, tmp
     assert plan.bytes_per_second == float(stored["bytes_per_second"])
     assert plan.files_per_second == float(stored["files_per_second"])
     assert len(plan.fetch_entries) == 1 and plan.estimate_seconds == pytest.approx(
-        plan.bytes_to_fetch / float(stored["bytes_per_second"]) + 1 / float(stored["files_per_second"]))
+        plan.bytes_to_fetch / float(stored["bytes_per_second"]) + 1 / float(stored["files_per_second"])
+    )
 
 
 def test_a_second_sync_into_the_same_folder_fails_fast(seeded, tmp_path):
     emu, _ = seeded
     from synclient.sync.records.index import LocalIndex
+
     holder = LocalIndex(Path(os.path.realpath(tmp_path))).open()
     try:
         emu.reset_stats()
@@ -228,19 +234,31 @@ def test_a_second_sync_into_the_same_folder_fails_fast(seeded, tmp_path):
 
 
 def test_links_are_followed_with_cycle_protection_and_versions_pinned(emulator, tmp_path):
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "d", "children": [
-            {"type": "file", "name": "a.txt", "content": "A"},
-            {"type": "link", "name": "up", "target": "d"}]},
-        {"type": "file", "name": "v.txt", "versions": [{"content": "one"}, {"content": "two"}]},
-        {"type": "link", "name": "a-link.txt", "target": "d/a.txt"},
-        {"type": "link", "name": "d-link", "target": "d"}]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "p",
+                "children": [
+                    {
+                        "type": "folder",
+                        "name": "d",
+                        "children": [
+                            {"type": "file", "name": "a.txt", "content": "A"},
+                            {"type": "link", "name": "up", "target": "d"},
+                        ],
+                    },
+                    {"type": "file", "name": "v.txt", "versions": [{"content": "one"}, {"content": "two"}]},
+                    {"type": "link", "name": "a-link.txt", "target": "d/a.txt"},
+                    {"type": "link", "name": "d-link", "target": "d"},
+                ],
+            }
+        ]
+    }
     project = emulator.seed_spec(spec)["p"]
     platform = platform_for(emulator)
     plain = sync_from_platform(project, tmp_path / "plain", platform=platform)
     assert sorted(local_tree(tmp_path / "plain")) == ["d/a.txt", "v.txt"] and len(plain) == 2
-    results = sync_from_platform(project, tmp_path / "links", platform=platform, follow_links=True,
-                                 on_error="continue")
+    results = sync_from_platform(project, tmp_path / "links", platform=platform, follow_links=True, on_error="continue")
     assert sorted(local_tree(tmp_path / "links")) == ["a-link.txt", "d-link/a.txt", "d/a.txt", "v.txt"]
     cycles = [r for r in results if r.status is SyncStatus.FAILED]
     assert len(cycles) == 2 and all("cycle" in str(r.error) for r in cycles)  # d/up and d-link/up
@@ -250,15 +268,46 @@ def test_links_are_followed_with_cycle_protection_and_versions_pinned(emulator, 
 
 
 def test_manifest_lists_files_with_annotations_in_every_folder(emulator, tmp_path):
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "d", "children": [
-            {"type": "file", "name": "a.txt", "content": "A", "annotations": {"tissue": ["brain"], "n": [3]}}]},
-        {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}}]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "p",
+                "children": [
+                    {
+                        "type": "folder",
+                        "name": "d",
+                        "children": [
+                            {
+                                "type": "file",
+                                "name": "a.txt",
+                                "content": "A",
+                                "annotations": {"tissue": ["brain"], "n": [3]},
+                            }
+                        ],
+                    },
+                    {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}},
+                ],
+            }
+        ]
+    }
     project = emulator.seed_spec(spec)["p"]
     sync_from_platform(project, tmp_path, platform=platform_for(emulator))
     root_rows = _read_manifest(tmp_path / MANIFEST)
-    assert list(root_rows[0]) == ["path", "parent", "name", "id", "synapseStore", "contentType", "used",
-                                  "executed", "activityName", "activityDescription", "n", "tags", "tissue"]
+    assert list(root_rows[0]) == [
+        "path",
+        "parent",
+        "name",
+        "id",
+        "synapseStore",
+        "contentType",
+        "used",
+        "executed",
+        "activityName",
+        "activityDescription",
+        "n",
+        "tags",
+        "tissue",
+    ]
     by_name = {r["name"]: r for r in root_rows}
     assert by_name["a.txt"]["tissue"] == "brain" and by_name["a.txt"]["n"] == "3"
     assert by_name["b.txt"]["tags"] == '[x,"y,z"]'
@@ -276,6 +325,7 @@ def test_manifest_lists_files_with_annotations_in_every_folder(emulator, tmp_pat
 
 def _read_manifest(path: Path):
     import csv
+
     with open(path, newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
 
@@ -294,10 +344,9 @@ def test_interrupted_first_sync_then_rerun_does_not_download_finished_files_agai
         folder = tree.folder(tree.children, f"d{f}")
         for i in range(50):
             tree.seeded_file(folder, f"d{f}/", f"x{i}.bin", 200_000)
-    with Emulator(bandwidth_per_conn=5 * 10 ** 6) as emu:
+    with Emulator(bandwidth_per_conn=5 * 10**6) as emu:
         project = emu.seed_spec(tree.spec())["p"]
-        child = subprocess.Popen([sys.executable, "-c", _INTERRUPTED, emu.endpoint, emu.token, project,
-                                  str(tmp_path)])
+        child = subprocess.Popen([sys.executable, "-c", _INTERRUPTED, emu.endpoint, emu.token, project, str(tmp_path)])
         deadline = time.monotonic() + 60
         while emu.stats()["data_requests"] < 60 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -308,7 +357,10 @@ def test_interrupted_first_sync_then_rerun_does_not_download_finished_files_agai
         emu.reset_stats()
         emu.set_knobs(bandwidth_per_conn=0)
         results = sync_from_platform(project, tmp_path, platform=platform_for(emu))
-        downloaded = {r.path.relative_to(Path(os.path.realpath(tmp_path))).as_posix()
-                      for r in results if r.status is SyncStatus.DOWNLOADED}
+        downloaded = {
+            r.path.relative_to(Path(os.path.realpath(tmp_path))).as_posix()
+            for r in results
+            if r.status is SyncStatus.DOWNLOADED
+        }
     assert not downloaded & finished_before
     assert_tree_matches(tmp_path, tree.expected)

@@ -1,5 +1,6 @@
 """Our manifest.csv against the one the official synapseclient 4.14 writes for the same tree, and read back by
 synapseclient's own manifest reader (the one ``sync_to_synapse`` uses)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,22 +15,71 @@ from synclient import Platform, SyncOptions, sync_from_platform
 
 CSV_MANIFEST = "manifest.csv"
 TSV_MANIFEST = "SYNAPSE_METADATA_MANIFEST.tsv"
-BASE = ["path", "parentId", "name", "ID", "synapseStore", "contentType", "used", "executed", "activityName",
-        "activityDescription"]
+BASE = [
+    "path",
+    "parentId",
+    "name",
+    "ID",
+    "synapseStore",
+    "contentType",
+    "used",
+    "executed",
+    "activityName",
+    "activityDescription",
+]
 
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "folder", "name": "d", "children": [
-        {"type": "folder", "name": "e", "children": [
-            {"type": "file", "name": "deep.csv", "content": "1,2\n", "annotations": {"n": [3], "x": [1.5]}}]},
-        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"tissue": ["brain"], "ok": [True],
-                                                                          "flags": [True, False]}}]},
-    {"type": "folder", "name": "empty", "children": []},
-    {"type": "folder", "name": "only-folders", "children": [{"type": "folder", "name": "inner", "children": []}]},
-    {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"], "counts": [1, 2],
-                                                                      "ratios": [0.5, 2.0]}},
-    {"type": "file", "name": "a b+(1).txt", "content": "AB", "annotations": {"note": ['say "hi", twice'],
-                                                                          "tissue": ["liver"]}},
-    {"type": "file", "name": "plain.bin", "content": "P"}]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "d",
+                    "children": [
+                        {
+                            "type": "folder",
+                            "name": "e",
+                            "children": [
+                                {
+                                    "type": "file",
+                                    "name": "deep.csv",
+                                    "content": "1,2\n",
+                                    "annotations": {"n": [3], "x": [1.5]},
+                                }
+                            ],
+                        },
+                        {
+                            "type": "file",
+                            "name": "a.txt",
+                            "content": "A",
+                            "annotations": {"tissue": ["brain"], "ok": [True], "flags": [True, False]},
+                        },
+                    ],
+                },
+                {"type": "folder", "name": "empty", "children": []},
+                {
+                    "type": "folder",
+                    "name": "only-folders",
+                    "children": [{"type": "folder", "name": "inner", "children": []}],
+                },
+                {
+                    "type": "file",
+                    "name": "b.txt",
+                    "content": "B",
+                    "annotations": {"tags": ["x", "y,z"], "counts": [1, 2], "ratios": [0.5, 2.0]},
+                },
+                {
+                    "type": "file",
+                    "name": "a b+(1).txt",
+                    "content": "AB",
+                    "annotations": {"note": ['say "hi", twice'], "tissue": ["liver"]},
+                },
+                {"type": "file", "name": "plain.bin", "content": "P"},
+            ],
+        }
+    ]
+}
 
 
 def _csv_text(rows) -> str:
@@ -66,8 +116,12 @@ def _sync_both(emulator, synapse_login, tmp_path, **options):
     project = emulator.seed_spec(SPEC)["p"]
     theirs, ours = tmp_path / "theirs", tmp_path / "ours"
     synapseutils.syncFromSynapse(synapse_login(emulator), project, path=str(theirs))
-    sync_from_platform(project, ours, platform=Platform(endpoint=emulator.endpoint, token=emulator.token),
-                       options=SyncOptions(progress=False, **options))
+    sync_from_platform(
+        project,
+        ours,
+        platform=Platform(endpoint=emulator.endpoint, token=emulator.token),
+        options=SyncOptions(progress=False, **options),
+    )
     return project, theirs, ours
 
 
@@ -92,9 +146,11 @@ def test_synapseclient_reads_our_manifest_csv(emulator, synapse_login, tmp_path)
 
     project, _, ours = _sync_both(emulator, synapse_login, tmp_path)
     syn = synapse_login(emulator)
-    items, total = asyncio.run(read_manifest_for_upload(str(ours / CSV_MANIFEST), syn,
-                                                        merge_existing_annotations=False,
-                                                        associate_activity_to_new_version=False))
+    items, total = asyncio.run(
+        read_manifest_for_upload(
+            str(ours / CSV_MANIFEST), syn, merge_existing_annotations=False, associate_activity_to_new_version=False
+        )
+    )
     root = Path(os.path.realpath(ours))
     by_path = {os.path.relpath(item.entity.path, root): item.entity for item in items}
     assert sorted(by_path) == ["a b+(1).txt", "b.txt", "d/a.txt", "d/e/deep.csv", "plain.bin"]

@@ -1,4 +1,5 @@
 """Our SYNAPSE_METADATA_MANIFEST.tsv against the one the official synapseclient 4.14 writes for the same tree."""
+
 from __future__ import annotations
 
 import csv
@@ -6,12 +7,22 @@ import os
 from pathlib import Path
 
 import pytest
-
-from synclient import Platform, sync_from_platform
 from synctrees import MANIFEST
 
-BASE = ["path", "parent", "name", "id", "synapseStore", "contentType", "used", "executed", "activityName",
-        "activityDescription"]
+from synclient import Platform, sync_from_platform
+
+BASE = [
+    "path",
+    "parent",
+    "name",
+    "id",
+    "synapseStore",
+    "contentType",
+    "used",
+    "executed",
+    "activityName",
+    "activityDescription",
+]
 
 
 def read_manifest(path: Path, root: Path):
@@ -26,14 +37,41 @@ def read_manifest(path: Path, root: Path):
 
 def test_manifest_matches_synapseclient(emulator, synapse_login, tmp_path):
     synapseutils = pytest.importorskip("synapseutils")
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "d", "children": [
-            {"type": "folder", "name": "e", "children": [
-                {"type": "file", "name": "deep.csv", "content": "1,2\n", "annotations": {"n": [3], "x": [1.5]}}]},
-            {"type": "file", "name": "a.txt", "content": "A", "annotations": {"tissue": ["brain"],
-                                                                              "ok": [True]}}]},
-        {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}},
-        {"type": "file", "name": "plain.bin", "content": "P"}]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "p",
+                "children": [
+                    {
+                        "type": "folder",
+                        "name": "d",
+                        "children": [
+                            {
+                                "type": "folder",
+                                "name": "e",
+                                "children": [
+                                    {
+                                        "type": "file",
+                                        "name": "deep.csv",
+                                        "content": "1,2\n",
+                                        "annotations": {"n": [3], "x": [1.5]},
+                                    }
+                                ],
+                            },
+                            {
+                                "type": "file",
+                                "name": "a.txt",
+                                "content": "A",
+                                "annotations": {"tissue": ["brain"], "ok": [True]},
+                            },
+                        ],
+                    },
+                    {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}},
+                    {"type": "file", "name": "plain.bin", "content": "P"},
+                ],
+            }
+        ]
+    }
     project = emulator.seed_spec(spec)["p"]
     theirs, ours = tmp_path / "theirs", tmp_path / "ours"
     synapseutils.syncFromSynapse(synapse_login(emulator), project, path=str(theirs))
@@ -43,6 +81,6 @@ def test_manifest_matches_synapseclient(emulator, synapse_login, tmp_path):
     for folder in folders:
         their_header, their_rows = read_manifest(theirs / folder / MANIFEST, theirs)
         our_header, our_rows = read_manifest(ours / folder / MANIFEST, Path(os.path.realpath(ours)))
-        assert our_header[:len(BASE)] == their_header[:len(BASE)] == BASE
+        assert our_header[: len(BASE)] == their_header[: len(BASE)] == BASE
         assert set(our_header) == set(their_header)  # annotation columns: theirs come in set order
         assert our_rows == their_rows

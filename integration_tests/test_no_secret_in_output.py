@@ -9,6 +9,7 @@ plain, with ``--json`` and with ``-vv``; stdout, stderr, the ``--json`` document
 captured logs are searched for every secret. Under Dask (``--dask local:2`` and a library run whose worker logs
 are read back) too, where ``distributed`` is installed.
 """
+
 from __future__ import annotations
 
 import base64
@@ -42,9 +43,13 @@ def _b64(data: dict) -> str:
 
 
 #: shaped like a Synapse personal access token (a JWT); the platform knows no such token
-FAKE_PAT = ".".join([_b64({"typ": "JWT", "kid": "WZMAP", "alg": "RS256"}),
-                     _b64({"access": {"scope": ["view", "download"]}, "sub": "3456789", "iss": "x"}),
-                     "c2lnbmF0dXJlLW9mLWEtZmFrZS10b2tlbi0wMTIzNDU2Nzg5"])
+FAKE_PAT = ".".join(
+    [
+        _b64({"typ": "JWT", "kid": "WZMAP", "alg": "RS256"}),
+        _b64({"access": {"scope": ["view", "download"]}, "sub": "3456789", "iss": "x"}),
+        "c2lnbmF0dXJlLW9mLWEtZmFrZS10b2tlbi0wMTIzNDU2Nzg5",
+    ]
+)
 #: a folder name of the CA bundle's path, shaped like a token
 CA_FOLDER = _b64({"kid": "folder-named-like-a-token"}) + ".ZmFrZQ.c2ln"
 
@@ -59,8 +64,16 @@ class World:
 
     @property
     def secrets(self) -> List[str]:
-        return [self.emu.token, FAKE_PAT, CA_FOLDER, EXTERNAL_PASSWORD, PLAIN_EXTERNAL_PASSWORD, QUERY_SECRET,
-                ENDPOINT_PASSWORD, PROXY_PASSWORD]
+        return [
+            self.emu.token,
+            FAKE_PAT,
+            CA_FOLDER,
+            EXTERNAL_PASSWORD,
+            PLAIN_EXTERNAL_PASSWORD,
+            QUERY_SECRET,
+            ENDPOINT_PASSWORD,
+            PROXY_PASSWORD,
+        ]
 
     def endpoint_with_password(self) -> str:
         return self.emu.endpoint.replace("://", f"://bob:{ENDPOINT_PASSWORD}@", 1)
@@ -80,43 +93,88 @@ def world(tmp_path_factory):
         tls_host = elsewhere.external_endpoint.split("://", 1)[1]
         plain_host = emu.external_endpoint.split("://", 1)[1]
         query = f"?X-Amz-Signature={QUERY_SECRET}&X-Amz-Expires=30"
-        project = emu.seed_spec({"projects": [{"name": "p", "children": [
-            {"type": "file", "name": "near.txt", "content": "near"},
-            {"type": "file", "name": "far.csv",
-             "external": f"https://alice:{EXTERNAL_PASSWORD}@{tls_host}/ext/{far}/far.csv{query}"},
-            {"type": "file", "name": "plain.csv",
-             "external": f"http://carol:{PLAIN_EXTERNAL_PASSWORD}@{plain_host}/ext/{plain}/plain.csv{query}"},
-        ]}]})["p"]
+        project = emu.seed_spec(
+            {
+                "projects": [
+                    {
+                        "name": "p",
+                        "children": [
+                            {"type": "file", "name": "near.txt", "content": "near"},
+                            {
+                                "type": "file",
+                                "name": "far.csv",
+                                "external": f"https://alice:{EXTERNAL_PASSWORD}@{tls_host}/ext/{far}/far.csv{query}",
+                            },
+                            {
+                                "type": "file",
+                                "name": "plain.csv",
+                                "external": f"http://carol:{PLAIN_EXTERNAL_PASSWORD}@{plain_host}/ext/{plain}/plain.csv{query}",
+                            },
+                        ],
+                    }
+                ]
+            }
+        )["p"]
         yield World(emu, elsewhere, project, root, ca_bundle)
 
 
 def _external_handle(emu: Emulator, name: str) -> int:
     """The handle id of a file ``name`` whose bytes ``emu``'s external listener serves (in a project of its own)."""
-    project = emu.seed_spec({"projects": [{"name": f"src-{name}", "children": [
-        {"type": "file", "name": name, "content": "a,b\n", "external": True}]}]})[f"src-{name}"]
+    project = emu.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": f"src-{name}",
+                    "children": [{"type": "file", "name": name, "content": "a,b\n", "external": True}],
+                }
+            ]
+        }
+    )[f"src-{name}"]
     with requests.Session() as session:
         session.trust_env = False
-        return session.get(f"{emu.endpoint}/repo/v1/entity/{emu.resolve(project, name)}",
-                           verify=emu.ca_bundle if emu.endpoint.startswith("https") else True,
-                           headers={"Authorization": f"Bearer {emu.token}"}, timeout=30).json()["dataFileHandleId"]
+        return session.get(
+            f"{emu.endpoint}/repo/v1/entity/{emu.resolve(project, name)}",
+            verify=emu.ca_bundle if emu.endpoint.startswith("https") else True,
+            headers={"Authorization": f"Bearer {emu.token}"},
+            timeout=30,
+        ).json()["dataFileHandleId"]
 
 
 def _env(world: World, home: Path, **extra: str) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SYNCLIENT_", "SYNAPSE_", "PYTHON_KEYRING", "TQDM_"))
-           and k.upper() not in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE",
-                                 "SSL_CERT_FILE", "CURL_CA_BUNDLE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SYNCLIENT_", "SYNAPSE_", "PYTHON_KEYRING", "TQDM_"))
+        and k.upper()
+        not in (
+            "HTTPS_PROXY",
+            "HTTP_PROXY",
+            "ALL_PROXY",
+            "NO_PROXY",
+            "REQUESTS_CA_BUNDLE",
+            "SSL_CERT_FILE",
+            "CURL_CA_BUNDLE",
+        )
+    }
     home.mkdir(parents=True, exist_ok=True)
-    env.update({"HOME": str(home), "SYNAPSE_CONFIG_FILE": str(home / ".synapseConfig"),
-                "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring", "PYTHONPATH": str(REPO_ROOT),
-                "PYTHONUNBUFFERED": "1", "REQUESTS_CA_BUNDLE": str(world.ca_bundle)})
+    env.update(
+        {
+            "HOME": str(home),
+            "SYNAPSE_CONFIG_FILE": str(home / ".synapseConfig"),
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+            "PYTHONPATH": str(REPO_ROOT),
+            "PYTHONUNBUFFERED": "1",
+            "REQUESTS_CA_BUNDLE": str(world.ca_bundle),
+        }
+    )
     env.update(extra)
     return env
 
 
 def _run(env: Dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "synclient", *args], env=env, text=True, capture_output=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "synclient", *args], env=env, text=True, capture_output=True, timeout=timeout
+    )
 
 
 def _assert_clean(world: World, done: subprocess.CompletedProcess, what: str) -> None:
@@ -190,8 +248,12 @@ def test_an_endpoint_with_a_password_is_refused_without_showing_it(world, tmp_pa
         env["SYNCLIENT_ENDPOINT"] = endpoint
     else:
         Path(env["SYNAPSE_CONFIG_FILE"]).write_text(
-            "[endpoints]\n" + "".join(f"{key} = {endpoint}/{path}/v1\n" for key, path in (
-                ("repoEndpoint", "repo"), ("fileHandleEndpoint", "file"), ("authEndpoint", "auth"))))
+            "[endpoints]\n"
+            + "".join(
+                f"{key} = {endpoint}/{path}/v1\n"
+                for key, path in (("repoEndpoint", "repo"), ("fileHandleEndpoint", "file"), ("authEndpoint", "auth"))
+            )
+        )
     for command, target in ((["whoami"], None), (["get", "-r", world.project], tmp_path)):
         for flags, done in _runs(env, target, *given, *command):
             assert done.returncode == 2, done.stderr
@@ -201,8 +263,12 @@ def test_an_endpoint_with_a_password_is_refused_without_showing_it(world, tmp_pa
 
 def test_an_unreachable_endpoint_with_a_password_is_refused_before_any_warning(world, tmp_path):
     """Before: each retry's warning and the final error named ``http://bob:EPSECRET@127.0.0.1:1/repo/v1``."""
-    env = _env(world, tmp_path / "home", SYNCLIENT_AUTH_TOKEN=world.emu.token,
-               SYNCLIENT_ENDPOINT=f"http://bob:{ENDPOINT_PASSWORD}@127.0.0.1:1")
+    env = _env(
+        world,
+        tmp_path / "home",
+        SYNCLIENT_AUTH_TOKEN=world.emu.token,
+        SYNCLIENT_ENDPOINT=f"http://bob:{ENDPOINT_PASSWORD}@127.0.0.1:1",
+    )
     for flags, done in _runs(env, None, "whoami"):
         assert done.returncode == 2 and "has a user name or password in it" in done.stderr, done.stderr
         assert "trying again" not in done.stderr
@@ -214,8 +280,13 @@ def test_proxy_credentials_are_never_shown(world, tmp_path):
     """The data plane's HTTPS proxy (its URL with ``user:password@``) is closed: the HTTPS external file fails
     through it; then the REST plane's HTTP proxy too: the endpoint cannot be reached, retried with warnings."""
     proxy = f"http://u:{PROXY_PASSWORD}@127.0.0.1:1"
-    env = _env(world, tmp_path / "home", SYNCLIENT_ENDPOINT=world.emu.endpoint, SYNCLIENT_AUTH_TOKEN=world.emu.token,
-               HTTPS_PROXY=proxy)
+    env = _env(
+        world,
+        tmp_path / "home",
+        SYNCLIENT_ENDPOINT=world.emu.endpoint,
+        SYNCLIENT_AUTH_TOKEN=world.emu.token,
+        HTTPS_PROXY=proxy,
+    )
     for flags, done in _runs(env, tmp_path, "get", "-r", world.project, variants=(["--json"], ["-vv"])):
         assert done.returncode == 1, done.stderr  # (the external file is tried a few times: --json and -vv only)
         _assert_clean(world, done, f"get through the HTTPS proxy {flags}")
@@ -231,14 +302,25 @@ def test_a_library_sync_logs_and_reports_no_secret(world, tmp_path, caplog, monk
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(world.ca_bundle))
     caplog.set_level(logging.DEBUG)
     with Platform(world.emu.endpoint, token=world.emu.token) as platform:
-        results = sync_from_platform(world.project, tmp_path / "out", platform=platform, progress=False,
-                                     on_error="continue")
+        results = sync_from_platform(
+            world.project, tmp_path / "out", platform=platform, progress=False, on_error="continue"
+        )
     statuses = {r.path.name: r.status for r in results}
     assert statuses["near.txt"] is SyncStatus.DOWNLOADED and statuses["far.csv"] is SyncStatus.FAILED
-    client_log = "\n".join(caplog.text.splitlines() + [r.getMessage() for r in caplog.records
-                                                       if not r.name.startswith("synclient.emulator")])
-    text = "\n".join([client_log, repr(results), repr(results.report), str([str(r.error) for r in results]),
-                      json.dumps([r.to_json() for r in results]), json.dumps(results.report.to_json())])
+    client_log = "\n".join(
+        caplog.text.splitlines()
+        + [r.getMessage() for r in caplog.records if not r.name.startswith("synclient.emulator")]
+    )
+    text = "\n".join(
+        [
+            client_log,
+            repr(results),
+            repr(results.report),
+            str([str(r.error) for r in results]),
+            json.dumps([r.to_json() for r in results]),
+            json.dumps(results.report.to_json()),
+        ]
+    )
     leaked = [secret for secret in world.secrets if secret in text]
     assert not leaked, leaked
     assert any("?<redacted>" in r.getMessage() for r in caplog.records if r.name.startswith("urllib3"))
@@ -253,8 +335,19 @@ def test_a_sync_on_a_local_dask_cluster_shows_no_secret_nor_logs_one_on_its_work
     from synclient.cluster.driver import DaskSettings
 
     env = _env(world, tmp_path / "home", SYNCLIENT_ENDPOINT=world.emu.endpoint, SYNCLIENT_AUTH_TOKEN=world.emu.token)
-    done = _run(env, "--json", "-v", "get", "-r", world.project, "--path", str(tmp_path / "cli"), "--dask", "local:2",
-                timeout=300)
+    done = _run(
+        env,
+        "--json",
+        "-v",
+        "get",
+        "-r",
+        world.project,
+        "--path",
+        str(tmp_path / "cli"),
+        "--dask",
+        "local:2",
+        timeout=300,
+    )
     assert done.returncode == 1, done.stderr[-3000:]
     _assert_clean(world, done, "get --dask local:2")
     assert json.loads(done.stdout)["report"]["workers"]
@@ -262,15 +355,24 @@ def test_a_sync_on_a_local_dask_cluster_shows_no_secret_nor_logs_one_on_its_work
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(world.ca_bundle))
     with dask_client("local:2") as client:
         with Platform(world.emu.endpoint, token=world.emu.token) as platform:
-            results = sync_from_platform(world.project, tmp_path / "lib", platform=platform, progress=False,
-                                         on_error="continue", dask=DaskSettings(client))
+            results = sync_from_platform(
+                world.project,
+                tmp_path / "lib",
+                platform=platform,
+                progress=False,
+                on_error="continue",
+                dask=DaskSettings(client),
+            )
         logs = [message for worker in client.get_worker_logs().values() for _, message in worker]
         logs += [message for _, message in client.get_scheduler_logs()]
     by_name = {r.path.name: r for r in results}
     assert by_name["far.csv"].status is SyncStatus.FAILED and by_name["plain.csv"].status is SyncStatus.DOWNLOADED
     assert "the TLS certificate of the storage host" in str(by_name["far.csv"].error)
     assert results.report.workers  # fetched on the cluster
-    text = "\n".join(logs + [repr(results), json.dumps([r.to_json() for r in results])]
-                     + [f"{r.error!r} {r.error} {getattr(r.error, 'host', '')}" for r in results])
+    text = "\n".join(
+        logs
+        + [repr(results), json.dumps([r.to_json() for r in results])]
+        + [f"{r.error!r} {r.error} {getattr(r.error, 'host', '')}" for r in results]
+    )
     leaked = [secret for secret in world.secrets if secret in text]
     assert not leaked, leaked

@@ -1,18 +1,38 @@
 """Every FileResult carries its file's annotations, from the bundle call a sync already makes (no extra call) and,
 on a re-sync, from the index (no call at all)."""
+
 from __future__ import annotations
 
 from synclient import Platform, SyncStatus, sync_from_platform
 
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "folder", "name": "d", "children": [
-        {"type": "file", "name": "a.txt", "content": "A",
-         "annotations": {"tissue": ["brain"], "n": [3, 4], "x": [1.5], "ok": [True]}}]},
-    {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}},
-    {"type": "file", "name": "plain.bin", "content": "P"}]}]}
-EXPECTED = {"a.txt": {"tissue": ["brain"], "n": [3, 4], "x": [1.5], "ok": [True]},
-            "b.txt": {"tags": ["x", "y,z"]},
-            "plain.bin": {}}
+SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "d",
+                    "children": [
+                        {
+                            "type": "file",
+                            "name": "a.txt",
+                            "content": "A",
+                            "annotations": {"tissue": ["brain"], "n": [3, 4], "x": [1.5], "ok": [True]},
+                        }
+                    ],
+                },
+                {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}},
+                {"type": "file", "name": "plain.bin", "content": "P"},
+            ],
+        }
+    ]
+}
+EXPECTED = {
+    "a.txt": {"tissue": ["brain"], "n": [3, 4], "x": [1.5], "ok": [True]},
+    "b.txt": {"tags": ["x", "y,z"]},
+    "plain.bin": {},
+}
 
 
 def _by_name(results):

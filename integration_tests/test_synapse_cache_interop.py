@@ -1,5 +1,6 @@
 """One download cache for synclient and the official synapseclient 4.14, against the emulator: what one of them
 downloaded the other copies without a data request (the emulator counts every storage GET)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,17 +11,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from synctrees import local_tree
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.emulator import seeded_bytes
 from synclient.errors import CacheLockTimeoutError
 from synclient.results import FROM_SYNAPSE_CACHE
 from synclient.synapse_cache import CACHE_MAP, SynapseCache
-from synctrees import local_tree
 
 pytest.importorskip("synapseclient")
-pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # synapseclient 4.14's own, about syn.get
-              pytest.mark.over_tls]  # each test also runs against an emulator serving HTTPS
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # synapseclient 4.14's own, about syn.get
+    pytest.mark.over_tls,
+]  # each test also runs against an emulator serving HTTPS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
@@ -29,15 +32,34 @@ MiB = 1024 * 1024
 def _spec():
     """15 files below the multipart threshold (one data request each), in three folders, one of 3 MiB. The top
     files' handles have their own fileName (what synapseclient names them by)."""
-    top = [{"type": "file", "name": f"top{i}.txt", "file_name": f"Top file {i}.txt",
-            "content": f"top file {i}\n" * (i + 1)} for i in range(3)]
+    top = [
+        {
+            "type": "file",
+            "name": f"top{i}.txt",
+            "file_name": f"Top file {i}.txt",
+            "content": f"top file {i}\n" * (i + 1),
+        }
+        for i in range(3)
+    ]
     a = [{"type": "file", "name": f"a{i}.dat", "size": 2000 + 97 * i, "seed": 10 + i} for i in range(6)]
     c = [{"type": "file", "name": f"c{i}.csv", "content": f"x,y\n{i},{i * i}\n"} for i in range(5)]
     big = {"type": "file", "name": "big.bin", "size": 3 * MiB + 17, "seed": 99}
-    return {"projects": [{"name": "cached", "children": top + [
-        {"type": "folder", "name": "a", "children": a},
-        {"type": "folder", "name": "b", "children": [{"type": "folder", "name": "c", "children": c + [big]}]},
-    ]}]}
+    return {
+        "projects": [
+            {
+                "name": "cached",
+                "children": top
+                + [
+                    {"type": "folder", "name": "a", "children": a},
+                    {
+                        "type": "folder",
+                        "name": "b",
+                        "children": [{"type": "folder", "name": "c", "children": c + [big]}],
+                    },
+                ],
+            }
+        ]
+    }
 
 
 def _expected(by_handle: bool = False):
@@ -76,8 +98,11 @@ def cache_root(tmp_path):
 
 def _maps(root: Path):
     """Every cache map under ``root``: {handle id: parsed map}."""
-    return {folder.name: json.loads((folder / CACHE_MAP).read_text())
-            for folder in root.glob("*/*") if (folder / CACHE_MAP).is_file()}
+    return {
+        folder.name: json.loads((folder / CACHE_MAP).read_text())
+        for folder in root.glob("*/*")
+        if (folder / CACHE_MAP).is_file()
+    }
 
 
 def _snapshot(root: Path):
@@ -90,8 +115,9 @@ def _sync(emulator, project, out, **options):
         return sync_from_platform(project, out, platform=platform, **options)
 
 
-def test_synapseclient_gets_what_synclient_synced_without_a_data_request(emulator, project, cache_root, tmp_path,
-                                                                         synapse_login):
+def test_synapseclient_gets_what_synclient_synced_without_a_data_request(
+    emulator, project, cache_root, tmp_path, synapse_login
+):
     out = tmp_path / "out"
     results = _sync(emulator, project, out, progress=False)
     assert len(results) == FILES and {r.action for r in results} == {"download"}
@@ -109,8 +135,9 @@ def test_synapseclient_gets_what_synclient_synced_without_a_data_request(emulato
     assert local_tree(out) == before == _expected()  # no second copy ("name(1).txt") beside any file
 
 
-def test_synclient_copies_what_synapseclient_got_and_downloads_the_rest(emulator, project, cache_root, tmp_path,
-                                                                        synapse_login):
+def test_synclient_copies_what_synapseclient_got_and_downloads_the_rest(
+    emulator, project, cache_root, tmp_path, synapse_login
+):
     syn = synapse_login(emulator, cache_root=cache_root)
     theirs = tmp_path / "theirs"
     got = {}
@@ -149,8 +176,9 @@ def test_synclient_copies_what_synapseclient_got_and_downloads_the_rest(emulator
     assert emulator.stats()["api_by_route"] == stats["api_by_route"]
 
 
-def test_the_drop_in_names_files_as_synapseutils_does_with_or_without_cached_copies(emulator, project, tmp_path,
-                                                                                    synapse_login):
+def test_the_drop_in_names_files_as_synapseutils_does_with_or_without_cached_copies(
+    emulator, project, tmp_path, synapse_login
+):
     """synapseclient names a download by its handle's fileName, or by the cached copy it copies: the drop-in lands
     path for path where synapseutils does, with empty caches and after ``synclient get`` (entity names) recorded
     its copies. (Each cache is named here: no config file names one.)"""
@@ -160,8 +188,9 @@ def test_the_drop_in_names_files_as_synapseutils_does_with_or_without_cached_cop
     caches = {name: tmp_path / name for name in ("their-cache", "our-cache", "shared-cache")}
     for root in caches.values():
         root.mkdir()
-    synapseutils.syncFromSynapse(synapse_login(emulator, cache_root=caches["their-cache"]), project,
-                                 path=str(tmp_path / "theirs"))
+    synapseutils.syncFromSynapse(
+        synapse_login(emulator, cache_root=caches["their-cache"]), project, path=str(tmp_path / "theirs")
+    )
     syncFromSynapse(synapse_login(emulator, cache_root=caches["our-cache"]), project, path=str(tmp_path / "ours"))
     assert local_tree(tmp_path / "ours") == local_tree(tmp_path / "theirs") == _expected(by_handle=True)
     assert _expected(by_handle=True) != _expected()
@@ -186,10 +215,29 @@ def test_without_the_cache_every_file_is_downloaded_and_nothing_recorded(emulato
     assert {r.action for r in results} == {"download"} and emulator.stats()["data_requests"] == FILES
     emulator.reset_stats()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    cli = subprocess.run([sys.executable, "-m", "synclient", "--endpoint", emulator.endpoint, "--token",
-                          emulator.token, "--json", "get", "-r", project, "--path", str(tmp_path / "cli"),
-                          "--no-progress", "--no-synapse-cache"], env=env, capture_output=True, text=True,
-                         timeout=120)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "synclient",
+            "--endpoint",
+            emulator.endpoint,
+            "--token",
+            emulator.token,
+            "--json",
+            "get",
+            "-r",
+            project,
+            "--path",
+            str(tmp_path / "cli"),
+            "--no-progress",
+            "--no-synapse-cache",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["report"]["from_cache"] == 0 and emulator.stats()["data_requests"] == FILES
     assert _snapshot(cache_root) == snapshot
@@ -199,9 +247,28 @@ def test_the_cli_uses_the_cache_by_default(emulator, project, cache_root, tmp_pa
     _sync(emulator, project, tmp_path / "first", progress=False)
     emulator.reset_stats()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    cli = subprocess.run([sys.executable, "-m", "synclient", "--endpoint", emulator.endpoint, "--token",
-                          emulator.token, "--json", "get", "-r", project, "--path", str(tmp_path / "cli"),
-                          "--no-progress"], env=env, capture_output=True, text=True, timeout=120)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "synclient",
+            "--endpoint",
+            emulator.endpoint,
+            "--token",
+            emulator.token,
+            "--json",
+            "get",
+            "-r",
+            project,
+            "--path",
+            str(tmp_path / "cli"),
+            "--no-progress",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert cli.returncode == 0, cli.stderr
     document = json.loads(cli.stdout)
     assert document["report"]["from_cache"] == FILES and emulator.stats()["data_requests"] == 0
@@ -210,8 +277,9 @@ def test_the_cli_uses_the_cache_by_default(emulator, project, cache_root, tmp_pa
     assert local_tree(tmp_path / "cli") == _expected()
 
 
-def test_a_cached_copy_with_other_bytes_falls_back_to_a_download(emulator, project, cache_root, tmp_path,
-                                                                  synapse_login, caplog):
+def test_a_cached_copy_with_other_bytes_falls_back_to_a_download(
+    emulator, project, cache_root, tmp_path, synapse_login, caplog
+):
     """Changed in place, same size, its mtime put back: only the bytes tell, and they are hashed while copied."""
     syn = synapse_login(emulator, cache_root=cache_root)
     entity_id, _name = _some_files(syn, project)[0]
@@ -263,17 +331,23 @@ def test_no_cache_folder_means_no_cache_and_none_made(emulator, project, tmp_pat
 
 def _some_files(syn, project):
     """(entity id, name) of four files of the project, two from the top folder and two from the deepest one."""
+
     def children(parent):
         return {child["name"]: child["id"] for child in syn.getChildren(parent)}
 
     top = children(project)
     deep = children(children(top["b"])["c"])
-    return [(top["top0.txt"], "top0.txt"), (top["top2.txt"], "top2.txt"), (deep["big.bin"], "big.bin"),
-            (deep["c0.csv"], "c0.csv")]
+    return [
+        (top["top0.txt"], "top0.txt"),
+        (top["top2.txt"], "top2.txt"),
+        (deep["big.bin"], "big.bin"),
+        (deep["c0.csv"], "c0.csv"),
+    ]
 
 
-def test_a_cache_that_cannot_be_written_fails_no_file_and_is_said_once(emulator, project, cache_root, tmp_path,
-                                                                         monkeypatch, caplog):
+def test_a_cache_that_cannot_be_written_fails_no_file_and_is_said_once(
+    emulator, project, cache_root, tmp_path, monkeypatch, caplog
+):
     calls = []
 
     def refuse(self, file_handle_id, path, md5):
@@ -287,8 +361,7 @@ def test_a_cache_that_cannot_be_written_fails_no_file_and_is_said_once(emulator,
     assert caplog.text.count("cannot record") == 1 and "Permission denied" in caplog.text
 
 
-def test_a_cache_lock_never_released_is_waited_for_once_per_run(emulator, project, cache_root, tmp_path,
-                                                                 monkeypatch):
+def test_a_cache_lock_never_released_is_waited_for_once_per_run(emulator, project, cache_root, tmp_path, monkeypatch):
     calls = []
 
     def locked(self, file_handle_id, path, md5):

@@ -7,6 +7,7 @@ ones a test names). What the tests expect is what Synapse does, not what the emu
 names an emulator mismatch (issue 30). No patching of synapseclient: it gets the emulator's endpoints and token, and a
 short ``table_query_sleep`` (a client setting) so its polling takes milliseconds.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,28 +32,53 @@ WIDE = 55  # > 50: two pages of entity/children
 VERSIONS = ["one\n", "two!\n", "three\n"]
 B_BIN = seeded_bytes(3000, 3)
 #: the project's readable files, path -> bytes of the current version (the files syncFromSynapse writes)
-DOWNLOADABLE = {"raw/a.txt": b"alpha\n", "raw/sub/b.bin": B_BIN, "v.txt": VERSIONS[-1].encode(),
-                "ext.csv": b"a,b\n1,2\n"}
+DOWNLOADABLE = {
+    "raw/a.txt": b"alpha\n",
+    "raw/sub/b.bin": B_BIN,
+    "v.txt": VERSIONS[-1].encode(),
+    "ext.csv": b"a,b\n1,2\n",
+}
 DOWNLOADABLE.update({f"wide/w{i:02d}.txt": f"w{i}\n".encode() for i in range(WIDE)})
 
-SPEC = {"projects": [{"name": "conf", "children": [
-    {"type": "folder", "name": "raw", "children": [
-        {"type": "file", "name": "a.txt", "content": "alpha\n", "annotations": {"assay": "rna"}},
-        {"type": "folder", "name": "sub", "children": [{"type": "file", "name": "b.bin", "size": 3000, "seed": 3}]},
-    ]},
-    {"type": "folder", "name": "wide", "children": [
-        {"type": "file", "name": f"w{i:02d}.txt", "content": f"w{i}\n"} for i in range(WIDE)] + [
-        {"type": "folder", "name": "inner", "children": []}]},
-    {"type": "file", "name": "v.txt", "versions": [{"content": text} for text in VERSIONS]},
-    {"type": "file", "name": "nodl.txt", "content": "metadata only\n", "deny": "download"},
-    {"type": "file", "name": "secret.txt", "content": "hidden\n", "deny": True},
-    {"type": "file", "name": "ext.csv", "external": True, "content": "a,b\n1,2\n"},
-    {"type": "dataset", "name": "ds", "items": [{"ref": "raw/a.txt"}, {"ref": "v.txt", "version": 2}]},
-    {"type": "entityview", "name": "view", "scope": ["raw"], "columns": ["assay"]},
-    {"type": "table", "name": "tab", "columns": [{"name": "file", "type": "ENTITYID"},
-                                                 {"name": "note", "type": "STRING"}],
-     "rows": [["raw/a.txt", "first"], ["v.txt", "second"], [None, "third"]]},
-]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "conf",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "raw",
+                    "children": [
+                        {"type": "file", "name": "a.txt", "content": "alpha\n", "annotations": {"assay": "rna"}},
+                        {
+                            "type": "folder",
+                            "name": "sub",
+                            "children": [{"type": "file", "name": "b.bin", "size": 3000, "seed": 3}],
+                        },
+                    ],
+                },
+                {
+                    "type": "folder",
+                    "name": "wide",
+                    "children": [{"type": "file", "name": f"w{i:02d}.txt", "content": f"w{i}\n"} for i in range(WIDE)]
+                    + [{"type": "folder", "name": "inner", "children": []}],
+                },
+                {"type": "file", "name": "v.txt", "versions": [{"content": text} for text in VERSIONS]},
+                {"type": "file", "name": "nodl.txt", "content": "metadata only\n", "deny": "download"},
+                {"type": "file", "name": "secret.txt", "content": "hidden\n", "deny": True},
+                {"type": "file", "name": "ext.csv", "external": True, "content": "a,b\n1,2\n"},
+                {"type": "dataset", "name": "ds", "items": [{"ref": "raw/a.txt"}, {"ref": "v.txt", "version": 2}]},
+                {"type": "entityview", "name": "view", "scope": ["raw"], "columns": ["assay"]},
+                {
+                    "type": "table",
+                    "name": "tab",
+                    "columns": [{"name": "file", "type": "ENTITYID"}, {"name": "note", "type": "STRING"}],
+                    "rows": [["raw/a.txt", "first"], ["v.txt", "second"], [None, "third"]],
+                },
+            ],
+        }
+    ]
+}
 
 #: (route key, status) that Synapse answers to these calls on this data: no provenance is a 404
 #: (EntityController.getActivityForEntity -> NodeManager.getActivityForNode throws NotFoundException), which
@@ -85,8 +111,11 @@ def unexpected(exchanges: Iterable, allowed: Iterable[Tuple[str, int]] = ()) -> 
     for exchange in exchanges:
         key = route_key(exchange.method, exchange.path)
         reason = exchange.response.get("reason", "") if isinstance(exchange.response, dict) else ""
-        if exchange.status >= 500 or reason.startswith("No such route") or (
-                exchange.status >= 400 and (key, exchange.status) not in allowed):
+        if (
+            exchange.status >= 500
+            or reason.startswith("No such route")
+            or (exchange.status >= 400 and (key, exchange.status) not in allowed)
+        ):
             found.append(f"{key} -> {exchange.status} {reason}")
     return found
 
@@ -198,7 +227,9 @@ def test_get_children(world):
     names = [child["name"] for child in syn.getChildren(world.project)]
     assert names == ["ds", "ext.csv", "nodl.txt", "raw", "tab", "v.txt", "view", "wide"]
     assert [(c["name"], c["id"]) for c in syn.getChildren(world.project, includeTypes=["folder"])] == [
-        ("raw", world.id("raw")), ("wide", world.id("wide"))]
+        ("raw", world.id("raw")),
+        ("wide", world.id("wide")),
+    ]
     files = list(syn.getChildren(world.id("wide"), includeTypes=["file"]))
     assert [c["name"] for c in files] == [f"w{i:02d}.txt" for i in range(WIDE)]
     assert [c["id"] for c in files] == [world.id(f"wide/w{i:02d}.txt") for i in range(WIDE)]
@@ -215,10 +246,16 @@ def test_table_query_rows_and_csv(world):
     syn = world.syn
     rowset = list(_quiet(syn.tableQuery, f"select * from {world.id('tab')}", resultsAs="rowset"))
     assert [(row["rowId"], row["values"]) for row in rowset] == [
-        (1, [world.id("raw/a.txt"), "first"]), (2, [world.id("v.txt"), "second"]), (3, [None, "third"])]
+        (1, [world.id("raw/a.txt"), "first"]),
+        (2, [world.id("v.txt"), "second"]),
+        (3, [None, "third"]),
+    ]
     csv_rows = list(_quiet(syn.tableQuery, f"select * from {world.id('tab')}"))
-    assert csv_rows == [["1", "1", world.id("raw/a.txt"), "first"], ["2", "1", world.id("v.txt"), "second"],
-                        ["3", "1", None, "third"]]
+    assert csv_rows == [
+        ["1", "1", world.id("raw/a.txt"), "first"],
+        ["2", "1", world.id("v.txt"), "second"],
+        ["3", "1", None, "third"],
+    ]
     view_rows = list(_quiet(syn.tableQuery, f"select id, name, assay from {world.id('view')} order by name"))
     assert view_rows == [[world.id("raw/a.txt"), "a.txt", "rna"], [world.id("raw/sub/b.bin"), "b.bin", None]]
     count = list(_quiet(syn.tableQuery, f"select count(*) from {world.id('tab')}"))
@@ -299,10 +336,19 @@ def test_models_project_sync_from_synapse(world):
 # --- every exchange against Synapse's model --------------------------------------------------------------------
 #: the calls above, in one list, for the model check (errors are the other tests' business)
 SCENARIO: List[Callable[[World], object]] = [
-    test_get_files_and_versions, test_get_without_download_a_folder_and_a_dataset, test_get_an_external_handle,
-    test_get_a_file_one_may_read_but_not_download, test_get_an_unreadable_file_is_403, test_find_entity_id,
-    test_get_children, test_table_query_rows_and_csv, test_sync_from_synapse, test_models_project_file_and_dataset_get,
-    test_models_project_by_name, test_models_folder_sync_from_synapse, test_models_project_sync_from_synapse,
+    test_get_files_and_versions,
+    test_get_without_download_a_folder_and_a_dataset,
+    test_get_an_external_handle,
+    test_get_a_file_one_may_read_but_not_download,
+    test_get_an_unreadable_file_is_403,
+    test_find_entity_id,
+    test_get_children,
+    test_table_query_rows_and_csv,
+    test_sync_from_synapse,
+    test_models_project_file_and_dataset_get,
+    test_models_project_by_name,
+    test_models_folder_sync_from_synapse,
+    test_models_project_sync_from_synapse,
 ]
 
 

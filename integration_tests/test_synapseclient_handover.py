@@ -1,4 +1,5 @@
 """A logged-in official synapseclient handed over to synclient: ``Platform.from_synapseclient(syn)`` and ``syn=``."""
+
 from __future__ import annotations
 
 import logging
@@ -12,9 +13,17 @@ pytestmark = pytest.mark.over_tls  # each test also runs against an emulator ser
 
 synapseclient = pytest.importorskip("synapseclient")
 
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "folder", "name": "d", "children": [{"type": "file", "name": "a.txt", "content": "A"}]},
-    {"type": "file", "name": "b.txt", "content": "B"}]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {"type": "folder", "name": "d", "children": [{"type": "file", "name": "a.txt", "content": "A"}]},
+                {"type": "file", "name": "b.txt", "content": "B"},
+            ],
+        }
+    ]
+}
 
 
 def test_from_synapseclient_takes_its_endpoints_and_login(emulator, synapse_login, caplog):
@@ -54,6 +63,8 @@ def test_syn_shortcut_syncs_with_that_login(emulator, synapse_login, tmp_path, e
 
 def test_syn_and_platform_together_are_refused(emulator, synapse_login, tmp_path):
     syn = synapse_login(emulator)
-    with Platform(emulator.endpoint, token=emulator.token) as platform, \
-            pytest.raises(ConfigError, match="either platform= or syn="):
+    with (
+        Platform(emulator.endpoint, token=emulator.token) as platform,
+        pytest.raises(ConfigError, match="either platform= or syn="),
+    ):
         sync_from_platform("syn1", tmp_path / "out", platform=platform, syn=syn)

@@ -5,6 +5,7 @@ which logs in against an emulator before it writes, so every token in these file
 Two emulators give two distinct tokens, so a test can tell which section a token was read from. For every shape,
 synclient must pick the token synapseclient's own reader (``get_config_authentication``) picks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,8 @@ import argparse
 import pytest
 
 from synclient import Platform
-from synclient.platform.credentials import TokenSource, find_token
 from synclient.errors import ConfigError
+from synclient.platform.credentials import TokenSource, find_token
 
 synapseclient = pytest.importorskip("synapseclient")
 synapse_main = pytest.importorskip("synapseclient.__main__")
@@ -24,8 +25,13 @@ configuration_services = pytest.importorskip("synapseclient.api.configuration_se
 def config_file(tmp_path, monkeypatch):
     path = tmp_path / "synapseConfig"
     monkeypatch.setenv("SYNAPSE_CONFIG_FILE", str(path))
-    for variable in ("SYNCLIENT_AUTH_TOKEN", "SYNAPSE_AUTH_TOKEN", "SYNCLIENT_PROFILE", "SYNAPSE_PROFILE",
-                     "SYNCLIENT_ENDPOINT"):
+    for variable in (
+        "SYNCLIENT_AUTH_TOKEN",
+        "SYNAPSE_AUTH_TOKEN",
+        "SYNCLIENT_PROFILE",
+        "SYNAPSE_PROFILE",
+        "SYNCLIENT_ENDPOINT",
+    ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setattr("synclient.platform.credentials.keyring_token", lambda profile="default": None)
     return path
@@ -34,11 +40,20 @@ def config_file(tmp_path, monkeypatch):
 def synapse_config(emu, path, *, profile, username="", monkeypatch, tmp_path):
     """``synapse config [--profile P]`` as the official CLI runs it, answering its prompt with ``emu``'s token."""
     syn = synapseclient.Synapse(
-        repoEndpoint=emu.endpoint + "/repo/v1", authEndpoint=emu.endpoint + "/auth/v1",
-        fileHandleEndpoint=emu.endpoint + "/file/v1", portalEndpoint=emu.endpoint + "/", skip_checks=True,
-        cache_root_dir=str(tmp_path / "synapse-cache"), configPath=str(path), silent=True)
-    monkeypatch.setattr(synapse_main, "_prompt_for_credentials",
-                        lambda user=None, profile=None, password=None: (username, emu.token, profile or "default"))
+        repoEndpoint=emu.endpoint + "/repo/v1",
+        authEndpoint=emu.endpoint + "/auth/v1",
+        fileHandleEndpoint=emu.endpoint + "/file/v1",
+        portalEndpoint=emu.endpoint + "/",
+        skip_checks=True,
+        cache_root_dir=str(tmp_path / "synapse-cache"),
+        configPath=str(path),
+        silent=True,
+    )
+    monkeypatch.setattr(
+        synapse_main,
+        "_prompt_for_credentials",
+        lambda user=None, profile=None, password=None: (username, emu.token, profile or "default"),
+    )
     synapse_main.config(argparse.Namespace(profile=profile, configPath=str(path)), syn)
 
 

@@ -4,6 +4,7 @@
 as "no such entity"; ``Project(name=...).get()`` looks the project up the same way with a null ``parentId``.
 No patching of synapseclient: it only gets the emulator's endpoints and token.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -11,10 +12,17 @@ import pytest
 synapseclient = pytest.importorskip("synapseclient")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # findEntityId, syn.get: deprecated in 4.14
 
-SPEC = {"projects": [{"name": "study", "children": [
-    {"type": "folder", "name": "raw", "children": [{"type": "file", "name": "a.txt", "content": "A"}]},
-    {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v22"}]},
-]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "study",
+            "children": [
+                {"type": "folder", "name": "raw", "children": [{"type": "file", "name": "a.txt", "content": "A"}]},
+                {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v22"}]},
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture
@@ -43,6 +51,7 @@ def test_project_get_by_name(study):
 def test_headers_of_a_named_version(study):
     """synapseclient posts ``targetVersionNumber`` as given; the answer is the header of that version."""
     syn, _, ids = study
-    answer = syn.restPOST("/entity/header", body='{"references": [{"targetId": "%s", "targetVersionNumber": 1}]}'
-                          % ids("v.txt"))
+    answer = syn.restPOST(
+        "/entity/header", body='{"references": [{"targetId": "%s", "targetVersionNumber": 1}]}' % ids("v.txt")
+    )
     assert [(h["versionNumber"], h["isLatestVersion"]) for h in answer["results"]] == [(1, False)]

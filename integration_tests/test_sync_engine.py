@@ -1,4 +1,5 @@
 """Issue 3 acceptance: the sync engine against the emulator (real HTTP on loopback, real files)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -11,13 +12,22 @@ import textwrap
 import time
 
 import pytest
+from synctrees import (
+    KILLED_SYNC,
+    MiB,
+    Tree,
+    assert_tree_matches,
+    local_tree,
+    mixed_tree,
+    rest_bound,
+    seeded_md5,
+    sigkill_sync_after,
+)
 
 from synclient import Platform, SyncStatus, TransferConfig, portable, sync_from_platform
-from synclient.errors import SyncError, UnsafePathError
 from synclient.emulator import Emulator
+from synclient.errors import SyncError, UnsafePathError
 from synclient.transfer.partial import FileIdentity, JournalHeader, ResumeJournal, journal_path, temp_path
-from synctrees import (MiB, Tree, assert_tree_matches, local_tree, mixed_tree, rest_bound, seeded_md5,
-                       KILLED_SYNC, sigkill_sync_after)
 
 SMALL_PARTS = dict(multipart_threshold=8 * MiB, part_size=8 * MiB)
 
@@ -41,10 +51,19 @@ def emu(emulator):
     return emulator
 
 
-_CLEAN_KNOBS = dict(api_latency_ms=0, fault_api_5xx_rate=0.0, fault_api_429_rate=0.0, fault_data_cut_rate=0.0,
-                    fault_data_stall_rate=0.0, url_lifetime=900.0, data_ignore_range=False,
-                    data_wrong_content_range=False, max_concurrent_per_user=0, max_requests_per_minute=0,
-                    bandwidth_per_conn=0)
+_CLEAN_KNOBS = dict(
+    api_latency_ms=0,
+    fault_api_5xx_rate=0.0,
+    fault_api_429_rate=0.0,
+    fault_data_cut_rate=0.0,
+    fault_data_stall_rate=0.0,
+    url_lifetime=900.0,
+    data_ignore_range=False,
+    data_wrong_content_range=False,
+    max_concurrent_per_user=0,
+    max_requests_per_minute=0,
+    bandwidth_per_conn=0,
+)
 
 
 def platform_for(emu: Emulator) -> Platform:
@@ -54,8 +73,9 @@ def platform_for(emu: Emulator) -> Platform:
 # workers=32: the fast subset's one end-to-end sync (conftest.py)
 @pytest.mark.parametrize("workers", [1, 2, pytest.param(32, marks=pytest.mark.fast)])
 def test_mixed_tree_is_byte_exact_at_any_pool_size(emu, tree, tmp_path, workers):
-    results = sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu),
-                                 config=TransferConfig(max_workers=workers, **SMALL_PARTS))
+    results = sync_from_platform(
+        emu.project_id, tmp_path, platform=platform_for(emu), config=TransferConfig(max_workers=workers, **SMALL_PARTS)
+    )
     assert len(results) == tree.file_count
     assert all(r.status is SyncStatus.DOWNLOADED for r in results)
     assert_tree_matches(tmp_path, tree.expected)
@@ -79,8 +99,15 @@ def test_second_run_skips_verified_files_and_fetches_no_data(emu, tree, tmp_path
 
 
 def test_faults_end_byte_exact(emu, tree, tmp_path):
-    emu.set_knobs(fault_api_5xx_rate=0.05, fault_api_429_rate=0.02, fault_data_cut_rate=0.02,
-                  fault_data_stall_rate=0.01, stall_seconds=3, url_lifetime=5, fault_seed=7)
+    emu.set_knobs(
+        fault_api_5xx_rate=0.05,
+        fault_api_429_rate=0.02,
+        fault_data_cut_rate=0.02,
+        fault_data_stall_rate=0.01,
+        stall_seconds=3,
+        url_lifetime=5,
+        fault_seed=7,
+    )
     config = TransferConfig(max_workers=16, stall_timeout=1.0, max_attempts=8, **SMALL_PARTS)
     results = sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu), config=config)
     assert all(r.status is SyncStatus.DOWNLOADED for r in results)
@@ -93,8 +120,9 @@ def test_faults_end_byte_exact(emu, tree, tmp_path):
 @pytest.mark.parametrize("knob", ["data_ignore_range", "data_wrong_content_range"])
 def test_storage_that_mishandles_range_is_detected_not_trusted(emu, tree, tmp_path, knob):
     emu.set_knobs(**{knob: True})
-    results = sync_from_platform(emu.project_id, tmp_path, platform=platform_for(emu),
-                                 config=TransferConfig(max_workers=8, **SMALL_PARTS))
+    results = sync_from_platform(
+        emu.project_id, tmp_path, platform=platform_for(emu), config=TransferConfig(max_workers=8, **SMALL_PARTS)
+    )
     assert all(r.ok for r in results)
     assert_tree_matches(tmp_path, tree.expected)
 
@@ -116,21 +144,31 @@ def test_synapse_profile_throttles_see_under_one_percent_429(tmp_path):
 
 def _has_profile_arg() -> bool:
     import inspect
+
     return "profile" in inspect.signature(Emulator.__init__).parameters
 
 
 def _synapse_knobs() -> dict:
     from synclient.emulator.knobs import profile_knobs
+
     return profile_knobs("synapse")
 
 
 def test_access_denied_file_fails_alone_and_is_reported(tmp_path):
     """A file the user may read but not download (Synapse's bundle withholds its handle) fails alone, as access
     denied; a file the user may not read is not listed at all, as Synapse hides it, and is no failure."""
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "file", "name": "ok.txt", "content": "fine"},
-        {"type": "file", "name": "secret.txt", "content": "x", "deny": "download"},
-        {"type": "file", "name": "hidden.txt", "content": "x", "deny": "read"}]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "p",
+                "children": [
+                    {"type": "file", "name": "ok.txt", "content": "fine"},
+                    {"type": "file", "name": "secret.txt", "content": "x", "deny": "download"},
+                    {"type": "file", "name": "hidden.txt", "content": "x", "deny": "read"},
+                ],
+            }
+        ]
+    }
     with Emulator() as emu:
         project = emu.seed_spec(spec)["p"]
         with pytest.raises(SyncError) as info:
@@ -149,17 +187,31 @@ def test_hostile_names_never_write_outside_the_target(tmp_path, fs_names):
     """Hostile names are refused before any mapping of names the filesystem cannot hold ('..' never becomes
     '.．'); with the mapping, a backslash is a lookalike and case twins get their id."""
     names = ["a/b", "/abs", "nul\x00x", "back\\slash", "Case.txt", "case.txt", "ok.txt"]
-    spec = {"names": "unchecked", "projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "..", "children": [{"type": "file", "name": "escape.txt", "content": "x"}]},
-        {"type": "folder", "name": "sub", "children": [{"type": "file", "name": "..", "content": "x"}]},
-        *({"type": "file", "name": n, "content": n} for n in names)]}]}
+    spec = {
+        "names": "unchecked",
+        "projects": [
+            {
+                "name": "p",
+                "children": [
+                    {
+                        "type": "folder",
+                        "name": "..",
+                        "children": [{"type": "file", "name": "escape.txt", "content": "x"}],
+                    },
+                    {"type": "folder", "name": "sub", "children": [{"type": "file", "name": "..", "content": "x"}]},
+                    *({"type": "file", "name": n, "content": n} for n in names),
+                ],
+            }
+        ],
+    }
     outside_before = sorted(os.listdir(tmp_path))
     target = tmp_path / "target"
     with Emulator() as emu:
         project = emu.seed_spec(spec)["p"]
         lower = emu.resolve(project, "case.txt")
-        results = sync_from_platform(project, target, platform=platform_for(emu), on_error="continue",
-                                     filesystem_names=fs_names)
+        results = sync_from_platform(
+            project, target, platform=platform_for(emu), on_error="continue", filesystem_names=fs_names
+        )
     assert sorted(os.listdir(tmp_path)) == sorted(outside_before + ["target"])
     if fs_names == "none":
         assert sorted(local_tree(target)) == ["Case.txt", "case.txt", "ok.txt"]
@@ -217,25 +269,29 @@ def _seed_of(tree: Tree, relpath: str) -> int:
                 if found is not None:
                     return found
         return None
+
     return find(tree.children, "")
 
 
 def _one_file_project(size: int, seed: int) -> dict:
-    return {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size,
-                                                      "seed": seed}]}]}
+    return {"projects": [{"name": "p", "children": [{"type": "file", "name": "big.bin", "size": size, "seed": seed}]}]}
 
 
 def test_sigkill_mid_file_then_rerun_refetches_only_parts_in_flight(tmp_path):
     size, part, workers = 256 * MiB, 16 * MiB, 4
-    with Emulator(bandwidth_per_conn=40 * 10 ** 6) as emu:
+    with Emulator(bandwidth_per_conn=40 * 10**6) as emu:
         project = emu.seed_spec(_one_file_project(size, 99))["p"]
         first = sigkill_sync_after(emu, project, tmp_path, size // 3)
         assert size // 3 <= first < size, "the kill must land mid-file"
         assert not (tmp_path / "big.bin").exists(), "nothing may appear at the final path before it is verified"
         emu.reset_stats()
         emu.set_knobs(bandwidth_per_conn=0)
-        sync_from_platform(project, tmp_path, platform=platform_for(emu),
-                           config=TransferConfig(max_workers=workers, multipart_threshold=part, part_size=part))
+        sync_from_platform(
+            project,
+            tmp_path,
+            platform=platform_for(emu),
+            config=TransferConfig(max_workers=workers, multipart_threshold=part, part_size=part),
+        )
         second = emu.stats()["data_bytes"]
     md5 = hashlib.md5((tmp_path / "big.bin").read_bytes()).hexdigest()
     assert md5 == seeded_md5(size, 99)
@@ -260,15 +316,20 @@ def test_a_kill_between_install_and_journal_removal_leaves_nothing_after_the_rer
     size = 16 * MiB
     with Emulator() as emu:
         project = emu.seed_spec(_one_file_project(size, 7))["p"]
-        child = subprocess.run([sys.executable, "-c", _KILLED_AFTER_INSTALL, emu.endpoint, emu.token, project,
-                                str(tmp_path)], timeout=60)
+        child = subprocess.run(
+            [sys.executable, "-c", _KILLED_AFTER_INSTALL, emu.endpoint, emu.token, project, str(tmp_path)], timeout=60
+        )
         assert child.returncode == -signal.SIGKILL
         left = sorted(local_tree(tmp_path))  # the crash's state: the file in place and its journal beside it
         assert left[0].startswith(".big.bin.") and left[0].endswith(".synclient-partial.parts")
         assert left[1:] == ["big.bin"]
         emu.reset_stats()
-        results = sync_from_platform(project, tmp_path, platform=platform_for(emu),
-                                     config=TransferConfig(multipart_threshold=4 * MiB, part_size=4 * MiB))
+        results = sync_from_platform(
+            project,
+            tmp_path,
+            platform=platform_for(emu),
+            config=TransferConfig(multipart_threshold=4 * MiB, part_size=4 * MiB),
+        )
         assert [r.action for r in results] == ["adopt"]
         assert emu.stats()["data_bytes"] == 0
     assert hashlib.md5((tmp_path / "big.bin").read_bytes()).hexdigest() == seeded_md5(size, 7)
@@ -277,7 +338,7 @@ def test_a_kill_between_install_and_journal_removal_leaves_nothing_after_the_rer
 
 def test_partials_of_an_older_version_go_once_a_newer_one_is_synced(tmp_path):
     size = 64 * MiB
-    with Emulator(bandwidth_per_conn=10 * 10 ** 6) as emu:
+    with Emulator(bandwidth_per_conn=10 * 10**6) as emu:
         project = emu.seed_spec(_one_file_project(size, 3))["p"]
         assert sigkill_sync_after(emu, project, tmp_path, size // 3) < size, "the kill must land mid-file"
         left = sorted(local_tree(tmp_path))
@@ -294,10 +355,12 @@ def test_sigint_stops_promptly_and_keeps_partial_data(tmp_path):
     size = 128 * MiB
     spec = _one_file_project(size, 5)
     # 4 connections of 1 MB/s: the whole file takes 34 s, the interrupt comes after 8 MiB (about 2 s)
-    with Emulator(bandwidth_per_conn=1 * 10 ** 6) as emu:
+    with Emulator(bandwidth_per_conn=1 * 10**6) as emu:
         project = emu.seed_spec(spec)["p"]
-        child = subprocess.Popen([sys.executable, "-c", KILLED_SYNC, emu.endpoint, emu.token, project,
-                                  str(tmp_path), "4", str(16 * MiB)], stderr=subprocess.PIPE)
+        child = subprocess.Popen(
+            [sys.executable, "-c", KILLED_SYNC, emu.endpoint, emu.token, project, str(tmp_path), "4", str(16 * MiB)],
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 60
         while emu.stats()["data_bytes"] < 8 * MiB and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -314,6 +377,7 @@ def test_sigint_stops_promptly_and_keeps_partial_data(tmp_path):
 class RecordingObserver:
     def __init__(self):
         import threading
+
         self.lock = threading.Lock()
         self.planned = self.bytes = 0
         self.finished = []
@@ -340,21 +404,38 @@ class RecordingObserver:
 def test_secrets_stay_out_of_logs_reprs_and_reports_and_pool_never_overflows(emu, tree, tmp_path, caplog):
     import json
     import logging
+
     caplog.set_level(logging.DEBUG)
     emu.set_knobs(fault_api_5xx_rate=0.05, fault_data_cut_rate=0.05, url_lifetime=4, fault_seed=3)
     observer = RecordingObserver()
     platform = platform_for(emu)
-    results = sync_from_platform(emu.project_id, tmp_path, platform=platform, observer=observer,
-                                 config=TransferConfig(max_workers=32, max_attempts=8, **SMALL_PARTS))
+    results = sync_from_platform(
+        emu.project_id,
+        tmp_path,
+        platform=platform,
+        observer=observer,
+        config=TransferConfig(max_workers=32, max_attempts=8, **SMALL_PARTS),
+    )
     # the client's logs (the emulator, in-process here, is the server and logs its own access lines)
     client_log = "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith("synclient.emulator"))
-    text = "\n".join([client_log, repr(platform), repr(results), repr(results.report),
-                      json.dumps([r.to_json() for r in results]), json.dumps(results.report.to_json())])
+    text = "\n".join(
+        [
+            client_log,
+            repr(platform),
+            repr(results),
+            repr(results.report),
+            json.dumps([r.to_json() for r in results]),
+            json.dumps(results.report.to_json()),
+        ]
+    )
     assert emu.token not in text
     assert "Signature=" not in text and "X-Amz-Signature" not in text
     assert "Connection pool is full" not in caplog.text
-    assert any("GET" in r.getMessage() and "?<redacted>" in r.getMessage() for r in caplog.records
-               if r.name.startswith("urllib3"))
+    assert any(
+        "GET" in r.getMessage() and "?<redacted>" in r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("urllib3")
+    )
     assert len(observer.finished) == tree.file_count == observer.planned
     assert observer.bytes >= sum(r.size for r in results)
     # every byte is counted for its own file (retried bytes count again, so at least the file's size)
@@ -410,8 +491,9 @@ def test_a_large_file_is_written_direct_only_when_asked(tmp_path, monkeypatch, d
     from synclient.transfer.direct import filesystem_type, open_direct
 
     opened = []
-    monkeypatch.setattr(download, "open_direct",
-                        lambda path, same_as: opened.append(open_direct(path, same_as)) or opened[-1])
+    monkeypatch.setattr(
+        download, "open_direct", lambda path, same_as: opened.append(open_direct(path, same_as)) or opened[-1]
+    )
     size = 5 * MiB + 1234  # unaligned tail
     spec = _one_file_project(size, 13)
     with Emulator() as emu:

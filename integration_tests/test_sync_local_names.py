@@ -1,5 +1,6 @@
 """Issue 18: names a local filesystem cannot hold, with the filesystem probe's answer forced (Linux here has no
 case-folding filesystem): case and Unicode twins, Windows' names, over-long paths."""
+
 from __future__ import annotations
 
 import csv
@@ -8,12 +9,12 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from synctrees import MANIFEST, local_tree
 
 from synclient import Platform, SyncStatus, download_many, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import UnsafePathError
 from synclient.sync.local.local_names import PROBE_ENV, FilesystemNames
-from synctrees import MANIFEST, local_tree
 
 NFC, NFD = unicodedata.normalize("NFC", "café.txt"), unicodedata.normalize("NFD", "café.txt")
 
@@ -27,8 +28,9 @@ def _file(name: str, content: str) -> dict:
 
 
 def _sync(emu, project, target, names, **kwargs):
-    return sync_from_platform(project, target, platform=platform_for(emu), filesystem_names=names,
-                              progress=False, **kwargs)
+    return sync_from_platform(
+        project, target, platform=platform_for(emu), filesystem_names=names, progress=False, **kwargs
+    )
 
 
 def _by_id(results):
@@ -57,10 +59,20 @@ def emu():
 
 
 def test_case_twins_both_land_under_distinct_names_resync_is_a_no_op_and_delete_removes_the_right_one(emu, tmp_path):
-    spec = {"projects": [{"name": "p", "children": [
-        _file("Case.txt", "upper"), _file("case.txt", "lower"), _file("other.txt", "other"),
-        {"type": "folder", "name": "Data", "children": [_file("a.txt", "big D")]},
-        {"type": "folder", "name": "data", "children": [_file("a.txt", "small d")]}]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "p",
+                "children": [
+                    _file("Case.txt", "upper"),
+                    _file("case.txt", "lower"),
+                    _file("other.txt", "other"),
+                    {"type": "folder", "name": "Data", "children": [_file("a.txt", "big D")]},
+                    {"type": "folder", "name": "data", "children": [_file("a.txt", "small d")]},
+                ],
+            }
+        ]
+    }
     project = emu.seed_spec(spec)["p"]
     upper, lower = emu.resolve(project, "Case.txt"), emu.resolve(project, "case.txt")
     big, small = emu.resolve(project, "Data"), emu.resolve(project, "data")
@@ -74,8 +86,9 @@ def test_case_twins_both_land_under_distinct_names_resync_is_a_no_op_and_delete_
     renamed_file = f"{stem} ({newer}).{ext}"
     folders = {big: "Data", small: "data"}
     renamed_folder = f"{folders[newer_folder]} ({newer_folder})"
-    assert sorted(local_tree(tmp_path)) == sorted([names[older], renamed_file, "other.txt",
-                                                   f"{folders[older_folder]}/a.txt", f"{renamed_folder}/a.txt"])
+    assert sorted(local_tree(tmp_path)) == sorted(
+        [names[older], renamed_file, "other.txt", f"{folders[older_folder]}/a.txt", f"{renamed_folder}/a.txt"]
+    )
     assert (tmp_path / names[older]).read_text() == ("upper" if older == upper else "lower")
     assert (tmp_path / renamed_file).read_text() == ("upper" if newer == upper else "lower")
     results = _by_id(first)
@@ -121,8 +134,12 @@ def test_a_twin_added_later_never_renames_the_file_already_there(emu, tmp_path):
 
 
 def test_unicode_normalization_twins_are_kept_apart_and_a_new_version_stays_at_its_local_name(emu, tmp_path):
-    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
-        _file(NFC, "composed"), _file(NFD, "decomposed")]}]})["p"]
+    project = emu.seed_spec(
+        {
+            "names": "unchecked",
+            "projects": [{"name": "p", "children": [_file(NFC, "composed"), _file(NFD, "decomposed")]}],
+        }
+    )["p"]
     composed, decomposed = emu.resolve(project, NFC), emu.resolve(project, NFD)
     first = _sync(emu, project, tmp_path, "nfd")
     later = max(composed, decomposed, key=lambda i: int(i[3:]))
@@ -138,16 +155,39 @@ def test_unicode_normalization_twins_are_kept_apart_and_a_new_version_stays_at_i
 
 
 def test_windows_names_are_mapped_to_lookalikes_and_suffixes(emu, tmp_path):
-    names = ['a:b?.txt', 'CON', 'nul.txt', 'com1.tar.gz', 'trail.', 'space ', 'x<y>z|"*', "tab\tname"]
-    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
-        *(_file(name, name) for name in names), _file("a：b？.txt", "already full-width"),
-        {"type": "folder", "name": "AUX", "children": [_file("in.txt", "inside")]}]}]})["p"]
+    names = ["a:b?.txt", "CON", "nul.txt", "com1.tar.gz", "trail.", "space ", 'x<y>z|"*', "tab\tname"]
+    project = emu.seed_spec(
+        {
+            "names": "unchecked",
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        *(_file(name, name) for name in names),
+                        _file("a：b？.txt", "already full-width"),
+                        {"type": "folder", "name": "AUX", "children": [_file("in.txt", "inside")]},
+                    ],
+                }
+            ],
+        }
+    )["p"]
     mapped_one = emu.resolve(project, "a:b?.txt")
     results = _sync(emu, project, tmp_path, FilesystemNames(windows_rules=True))
     assert {r.status for r in results} == {SyncStatus.DOWNLOADED}
-    assert sorted(local_tree(tmp_path)) == sorted([
-        f"a：b？ ({mapped_one}).txt", "a：b？.txt", "CON_", "nul_.txt", "com1_.tar.gz", "trail．", "space␠",
-        "x＜y＞z｜＂＊", "tab␉name", "AUX_/in.txt"])
+    assert sorted(local_tree(tmp_path)) == sorted(
+        [
+            f"a：b？ ({mapped_one}).txt",
+            "a：b？.txt",
+            "CON_",
+            "nul_.txt",
+            "com1_.tar.gz",
+            "trail．",
+            "space␠",
+            "x＜y＞z｜＂＊",
+            "tab␉name",
+            "AUX_/in.txt",
+        ]
+    )
     assert (tmp_path / "a：b？.txt").read_text() == "already full-width"  # the remote name as it is wins
     assert (tmp_path / f"a：b？ ({mapped_one}).txt").read_text() == "a:b?.txt"
     assert all(r.renamed for r in results if r.path.name not in ("a：b？.txt", "in.txt"))
@@ -157,8 +197,9 @@ def test_windows_names_are_mapped_to_lookalikes_and_suffixes(emu, tmp_path):
 
 
 def test_twins_on_different_listing_pages_are_found(emu, tmp_path):
-    children = [_file("Alpha.txt", "A")] + [_file(f"b{i:02d}.txt", str(i)) for i in range(60)] + [
-        _file("alpha.txt", "a")]
+    children = (
+        [_file("Alpha.txt", "A")] + [_file(f"b{i:02d}.txt", str(i)) for i in range(60)] + [_file("alpha.txt", "a")]
+    )
     project = emu.seed_spec({"projects": [{"name": "p", "children": children}]})["p"]
     later = emu.resolve(project, "alpha.txt")
     results = _sync(emu, project, tmp_path, "case", max_workers=4)
@@ -167,8 +208,9 @@ def test_twins_on_different_listing_pages_are_found(emu, tmp_path):
 
 
 def test_an_over_long_path_is_one_reported_failure_not_a_traceback(emu, tmp_path):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file("short.txt", "s"), _file("x" * 120 + ".txt", "long")]}]})["p"]
+    project = emu.seed_spec(
+        {"projects": [{"name": "p", "children": [_file("short.txt", "s"), _file("x" * 120 + ".txt", "long")]}]}
+    )["p"]
     limit = len(str(tmp_path.resolve() / "short.txt")) + 20
     results = _sync(emu, project, tmp_path, f"windows,max_path={limit}", on_error="continue")
     failed = [r for r in results if r.status is SyncStatus.FAILED]
@@ -181,8 +223,9 @@ def test_an_over_long_path_is_one_reported_failure_not_a_traceback(emu, tmp_path
 
 
 def test_the_environment_forces_the_probe_and_a_dry_run_plans_the_same_names(emu, tmp_path, monkeypatch):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file("Case.txt", "upper"), _file("case.txt", "lower")]}]})["p"]
+    project = emu.seed_spec(
+        {"projects": [{"name": "p", "children": [_file("Case.txt", "upper"), _file("case.txt", "lower")]}]}
+    )["p"]
     later = max(emu.resolve(project, "Case.txt"), emu.resolve(project, "case.txt"), key=lambda i: int(i[3:]))
     monkeypatch.setenv(PROBE_ENV, "case")
     plan = sync_from_platform(project, tmp_path / "t", platform=platform_for(emu), dry_run=True, progress=False)
@@ -195,8 +238,17 @@ def test_the_environment_forces_the_probe_and_a_dry_run_plans_the_same_names(emu
 
 def test_without_a_forced_answer_linux_keeps_every_name(emu, tmp_path, monkeypatch):
     monkeypatch.delenv(PROBE_ENV, raising=False)
-    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
-        _file("Case.txt", "upper"), _file("case.txt", "lower"), _file("a:b", "colon")]}]})["p"]
+    project = emu.seed_spec(
+        {
+            "names": "unchecked",
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [_file("Case.txt", "upper"), _file("case.txt", "lower"), _file("a:b", "colon")],
+                }
+            ],
+        }
+    )["p"]
     results = sync_from_platform(project, tmp_path, platform=platform_for(emu), progress=False)
     assert sorted(local_tree(tmp_path)) == ["Case.txt", "a:b", "case.txt"]
     assert not results.report.renamed and all(r.renamed is None for r in results)
@@ -204,10 +256,12 @@ def test_without_a_forced_answer_linux_keeps_every_name(emu, tmp_path, monkeypat
 
 
 def test_when_the_twin_that_kept_the_name_goes_the_other_stays_put_until_its_next_version(emu, tmp_path):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file("Case.txt", "upper"), _file("case.txt", "lower")]}]})["p"]
-    older, newer = sorted([emu.resolve(project, "Case.txt"), emu.resolve(project, "case.txt")],
-                          key=lambda i: int(i[3:]))
+    project = emu.seed_spec(
+        {"projects": [{"name": "p", "children": [_file("Case.txt", "upper"), _file("case.txt", "lower")]}]}
+    )["p"]
+    older, newer = sorted(
+        [emu.resolve(project, "Case.txt"), emu.resolve(project, "case.txt")], key=lambda i: int(i[3:])
+    )
     first = _by_id(_sync(emu, project, tmp_path, "case"))
     kept, renamed = first[older].path.name, first[newer].path.name
     emu.delete_entity(older)
@@ -224,23 +278,37 @@ def test_when_the_twin_that_kept_the_name_goes_the_other_stays_put_until_its_nex
 
 
 def test_a_list_of_ids_names_its_twins_apart_and_maps_windows_names(emu, tmp_path):
-    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "x", "children": [_file("Case.txt", "x"), _file("a:b", "colon")]},
-        {"type": "folder", "name": "y", "children": [_file("case.txt", "y")]}]}]})["p"]
+    project = emu.seed_spec(
+        {
+            "names": "unchecked",
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        {"type": "folder", "name": "x", "children": [_file("Case.txt", "x"), _file("a:b", "colon")]},
+                        {"type": "folder", "name": "y", "children": [_file("case.txt", "y")]},
+                    ],
+                }
+            ],
+        }
+    )["p"]
     upper, lower, colon = (emu.resolve(project, path) for path in ("x/Case.txt", "y/case.txt", "x/a:b"))
-    results = download_many([upper, lower, colon], tmp_path, platform=platform_for(emu), progress=False,
-                            filesystem_names="case,windows")
+    results = download_many(
+        [upper, lower, colon], tmp_path, platform=platform_for(emu), progress=False, filesystem_names="case,windows"
+    )
     assert {r.status for r in results} == {SyncStatus.DOWNLOADED}
     assert sorted(local_tree(tmp_path)) == sorted(["Case.txt", f"case ({lower}).txt", "a：b"])
     assert _by_id(results)[colon].renamed and len(results.report.renamed) == 2
-    again = download_many([upper, lower, colon], tmp_path, platform=platform_for(emu), progress=False,
-                          filesystem_names="case,windows")
+    again = download_many(
+        [upper, lower, colon], tmp_path, platform=platform_for(emu), progress=False, filesystem_names="case,windows"
+    )
     assert {r.status for r in again} == {SyncStatus.SKIPPED}
 
 
 def test_a_keep_both_copy_name_is_not_a_case_twin_of_a_remote_name(emu, tmp_path):
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file("a.txt", "remote a"), _file("A(1).txt", "remote A(1)")]}]})["p"]
+    project = emu.seed_spec(
+        {"projects": [{"name": "p", "children": [_file("a.txt", "remote a"), _file("A(1).txt", "remote A(1)")]}]}
+    )["p"]
     (tmp_path / "a.txt").write_text("the user's own a")
     results = _sync(emu, project, tmp_path, "case", if_collision="keep.both")
     assert {r.status for r in results} == {SyncStatus.DOWNLOADED}
@@ -252,9 +320,20 @@ def test_a_keep_both_copy_name_is_not_a_case_twin_of_a_remote_name(emu, tmp_path
 def test_no_manifest_is_written_over_a_remote_file_whose_name_differs_from_it_only_in_case(emu, tmp_path):
     """Review of issue 18: a remote entity takes a manifest's name as the filesystem compares names (the remote
     entity wins, as with the exact name): on a case-insensitive disk the manifest would replace its bytes."""
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file("synapse_metadata_manifest.tsv", "remote tsv"), _file("MANIFEST.CSV", "remote csv"),
-        _file("x.txt", "x")]}]})["p"]
+    project = emu.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        _file("synapse_metadata_manifest.tsv", "remote tsv"),
+                        _file("MANIFEST.CSV", "remote csv"),
+                        _file("x.txt", "x"),
+                    ],
+                }
+            ]
+        }
+    )["p"]
     results = _sync(emu, project, tmp_path, "case", manifest="all", on_error="continue")
     assert {r.status for r in results} == {SyncStatus.DOWNLOADED}
     assert _folded_twins(tmp_path) == []
@@ -267,18 +346,37 @@ def test_no_manifest_is_written_over_a_remote_file_whose_name_differs_from_it_on
 def test_an_entity_named_by_id_never_takes_the_index_folders_name_as_the_filesystem_compares_it(emu, tmp_path):
     """Review of issue 18: '.SYNCLIENT' is the '.synclient' index folder on a case-insensitive disk: a file of a
     list, a listed folder and a single-file root get '.SYNCLIENT (synN)', as the walker names a child of the root."""
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file(".SYNCLIENT", "not the index"), _file("other.txt", "o"),
-        {"type": "folder", "name": "sub", "children": [
-            {"type": "folder", "name": ".Synclient", "children": [_file("in.txt", "i")]}]}]}]})["p"]
+    project = emu.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        _file(".SYNCLIENT", "not the index"),
+                        _file("other.txt", "o"),
+                        {
+                            "type": "folder",
+                            "name": "sub",
+                            "children": [{"type": "folder", "name": ".Synclient", "children": [_file("in.txt", "i")]}],
+                        },
+                    ],
+                }
+            ]
+        }
+    )["p"]
     dot, folder = emu.resolve(project, ".SYNCLIENT"), emu.resolve(project, "sub/.Synclient")
-    results = download_many([dot, emu.resolve(project, "other.txt"), folder], tmp_path, recursive=True,
-                            platform=platform_for(emu), filesystem_names="case", on_error="continue",
-                            progress=False)
+    results = download_many(
+        [dot, emu.resolve(project, "other.txt"), folder],
+        tmp_path,
+        recursive=True,
+        platform=platform_for(emu),
+        filesystem_names="case",
+        on_error="continue",
+        progress=False,
+    )
     assert not results.failures
     assert _by_id(results)[dot].path == tmp_path / f".SYNCLIENT ({dot})"
-    assert sorted(local_tree(tmp_path)) == sorted([f".SYNCLIENT ({dot})", "other.txt",
-                                                   f".Synclient ({folder})/in.txt"])
+    assert sorted(local_tree(tmp_path)) == sorted([f".SYNCLIENT ({dot})", "other.txt", f".Synclient ({folder})/in.txt"])
     assert _folded_twins(tmp_path) == []
     alone = tmp_path / "alone"
     single = _sync(emu, dot, alone, "case", on_error="continue")
@@ -289,9 +387,19 @@ def test_an_entity_named_by_id_never_takes_the_index_folders_name_as_the_filesys
 def test_a_folder_twin_whose_keeper_is_deleted_keeps_its_local_folder_for_its_new_files(emu, tmp_path):
     """Review of issue 18: local names are sticky. 'data' got 'data (synN)' beside 'Data'; once 'Data' is gone it
     keeps that folder (its new files land there too): one remote folder is one local folder."""
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "Data", "children": [_file("a.txt", "big")]},
-        {"type": "folder", "name": "data", "children": [_file("b.txt", "small")]}]}]})["p"]
+    project = emu.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        {"type": "folder", "name": "Data", "children": [_file("a.txt", "big")]},
+                        {"type": "folder", "name": "data", "children": [_file("b.txt", "small")]},
+                    ],
+                }
+            ]
+        }
+    )["p"]
     big, small = emu.resolve(project, "Data"), emu.resolve(project, "data")
     assert int(big[3:]) < int(small[3:])
     _sync(emu, project, tmp_path, "case", delete=True)
@@ -312,8 +420,11 @@ def test_a_folder_twin_whose_keeper_is_deleted_keeps_its_local_folder_for_its_ne
 def test_a_literal_lookalike_added_later_never_takes_the_mapped_name_already_there(emu, tmp_path, kind):
     """Review of issue 18: 'a:b' synced to 'a：b' keeps it when a literal 'a：b' is added: the newcomer gets its id
     (nothing re-downloaded, no two remote folders' files mixed in one local folder)."""
-    entity = ({"type": "folder", "name": "a:b", "children": [_file("x", "colon x"), _file("y", "colon y")]}
-              if kind == "folder" else _file("a:b", "colon"))
+    entity = (
+        {"type": "folder", "name": "a:b", "children": [_file("x", "colon x"), _file("y", "colon y")]}
+        if kind == "folder"
+        else _file("a:b", "colon")
+    )
     project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [entity]}]})["p"]
     colon = emu.resolve(project, "a:b")
     _sync(emu, project, tmp_path, "windows", delete=True)
@@ -336,8 +447,9 @@ def test_a_literal_lookalike_added_later_never_takes_the_mapped_name_already_the
 
 def test_a_twin_that_keeps_its_renamed_local_name_still_says_why(emu, tmp_path):
     """Review of issue 18: its keeper gone, a twin stays at 'name (synN).ext' and its result and report say so."""
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file("Case.txt", "upper"), _file("case.txt", "lower")]}]})["p"]
+    project = emu.seed_spec(
+        {"projects": [{"name": "p", "children": [_file("Case.txt", "upper"), _file("case.txt", "lower")]}]}
+    )["p"]
     upper, lower = emu.resolve(project, "Case.txt"), emu.resolve(project, "case.txt")
     assert int(upper[3:]) < int(lower[3:])
     _sync(emu, project, tmp_path, "case")
@@ -351,9 +463,20 @@ def test_a_twin_that_keeps_its_renamed_local_name_still_says_why(emu, tmp_path):
 
 def test_a_twin_differing_in_case_and_unicode_normalization_says_so(emu, tmp_path):
     """Review of issue 18: 'Café.txt' decomposed and 'café.txt' composed differ in both: the reason names both."""
-    project = emu.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
-        _file(unicodedata.normalize("NFD", "Caf\u00e9.txt"), "upper"),
-        _file(unicodedata.normalize("NFC", "caf\u00e9.txt"), "lower")]}]})["p"]
+    project = emu.seed_spec(
+        {
+            "names": "unchecked",
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        _file(unicodedata.normalize("NFD", "Caf\u00e9.txt"), "upper"),
+                        _file(unicodedata.normalize("NFC", "caf\u00e9.txt"), "lower"),
+                    ],
+                }
+            ],
+        }
+    )["p"]
     results = _sync(emu, project, tmp_path, "case,nfd")
     renamed = [r.renamed for r in results if r.renamed]
     assert len(renamed) == 1 and "differs only in case and Unicode normalization" in renamed[0], renamed
@@ -362,21 +485,37 @@ def test_a_twin_differing_in_case_and_unicode_normalization_says_so(emu, tmp_pat
 
 def test_a_listed_folder_given_another_local_name_is_reported(emu, tmp_path):
     """Review of issue 18: a folder named by id ('CON', with recursive) lands at 'CON_' and is a renamed: line."""
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "CON", "children": [_file("y", "3")]}, _file("other", "o")]}]})["p"]
+    project = emu.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [{"type": "folder", "name": "CON", "children": [_file("y", "3")]}, _file("other", "o")],
+                }
+            ]
+        }
+    )["p"]
     folder = emu.resolve(project, "CON")
-    results = download_many([folder, emu.resolve(project, "other")], tmp_path, recursive=True,
-                            platform=platform_for(emu), filesystem_names="windows", on_error="continue",
-                            progress=False)
+    results = download_many(
+        [folder, emu.resolve(project, "other")],
+        tmp_path,
+        recursive=True,
+        platform=platform_for(emu),
+        filesystem_names="windows",
+        on_error="continue",
+        progress=False,
+    )
     assert sorted(local_tree(tmp_path)) == ["CON_/y", "other"]
     assert [line for line in results.report.renamed if line.startswith(f"{folder}: ")] == [
-        f"{folder}: CON -> CON_ (Windows cannot hold this name)"]
+        f"{folder}: CON -> CON_ (Windows cannot hold this name)"
+    ]
 
 
 def test_a_keep_both_copy_name_longer_than_the_filesystem_allows_fails_its_file_only(emu, tmp_path):
     name = "n" * 16 + ".txt"  # 20 bytes: the limit; its copy name 'nnn...(1).txt' is longer
-    project = emu.seed_spec({"projects": [{"name": "p", "children": [
-        _file(name, "remote"), _file("ok.txt", "ok")]}]})["p"]
+    project = emu.seed_spec({"projects": [{"name": "p", "children": [_file(name, "remote"), _file("ok.txt", "ok")]}]})[
+        "p"
+    ]
     (tmp_path / name).write_text("the user's own")
     results = _sync(emu, project, tmp_path, "max_name=20", if_collision="keep.both", on_error="continue")
     failed = [r for r in results if r.status is SyncStatus.FAILED]

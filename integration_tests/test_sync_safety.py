@@ -1,4 +1,5 @@
 """Issue 12: a sync touches nothing that is not its own and always converges. One test per reproduced defect."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,13 +10,21 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from synctrees import MANIFEST, MiB, local_tree, seeded_md5, sigkill_sync_after
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
-from synclient.errors import (AccessDeniedError, AuthenticationError, ConfigError, EndpointError, NotFoundError,
-                              PathConflictError, PermanentServerError, SyncError)
-from synclient.sync.records.index import LocalIndex
+from synclient.errors import (
+    AccessDeniedError,
+    AuthenticationError,
+    ConfigError,
+    EndpointError,
+    NotFoundError,
+    PathConflictError,
+    PermanentServerError,
+    SyncError,
+)
 from synclient.sync.plan.dry_run import SyncPlan
-from synctrees import MANIFEST, MiB, local_tree, seeded_md5, sigkill_sync_after
+from synclient.sync.records.index import LocalIndex
 
 pytestmark = pytest.mark.over_tls  # each test also runs against an emulator serving HTTPS
 
@@ -59,6 +68,7 @@ def manifest_paths(folder_path: Path):
 
 # -- 1: nothing outside the target is ever deleted ----------------------------------------------------------------
 
+
 def test_delete_never_follows_a_symlinked_folder_out_of_the_target(emulator, tmp_path):
     project = seed(emulator, [folder("d", text("f.txt", "remote f")), text("top.txt", "top")])
     target, elsewhere = tmp_path / "t", tmp_path / "elsewhere"
@@ -87,8 +97,7 @@ def test_a_folder_that_could_not_be_listed_contributes_nothing_to_delete(emulato
         return real_list(parent_id, **kwargs)
 
     platform.list_children = list_children
-    results = sync_from_platform(project, tmp_path, platform=platform, delete=True, on_error="continue",
-                                 progress=False)
+    results = sync_from_platform(project, tmp_path, platform=platform, delete=True, on_error="continue", progress=False)
     assert (tmp_path / "d" / "f.txt").read_text() == "f"
     assert [r.path.name for r in results if r.status is SyncStatus.DELETED] == ["gone.txt"]
 
@@ -110,6 +119,7 @@ def test_delete_resolves_the_path_when_unlinking_not_when_listing(emulator, tmp_
 
 # -- 3: a remote entity named like the manifest wins its path -----------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["file", "folder"])
 def test_a_remote_entity_named_like_the_manifest_wins_and_resync_is_a_noop(emulator, tmp_path, kind):
     entity = text(MANIFEST, "remote bytes") if kind == "file" else folder(MANIFEST, text("in.txt", "inside"))
@@ -130,6 +140,7 @@ def test_a_remote_entity_named_like_the_manifest_wins_and_resync_is_a_noop(emula
 
 
 # -- 4: keep.both never takes a remote sibling's name --------------------------------------------------------------
+
 
 def test_keep_both_copy_name_avoids_remote_siblings(emulator, tmp_path):
     project = seed(emulator, [text("a.txt", "remote a"), text("a(1).txt", "remote a(1)")])
@@ -166,20 +177,21 @@ def test_dry_run_reads_rows_a_killed_run_left_in_the_write_ahead_log(emulator, t
     project = seed(emulator, [text("a.txt", "a")])
     sync(emulator, project, tmp_path)
     (tmp_path / "gone.txt").write_text("ours, from the killed run")
-    subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(tmp_path), "gone.txt", project], check=True,
-                   timeout=60)
+    subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(tmp_path), "gone.txt", project], check=True, timeout=60)
     assert (tmp_path / ".synclient" / "index.sqlite-wal").stat().st_size > 0
     before = sorted(os.listdir(tmp_path / ".synclient"))
     plan = sync(emulator, project, tmp_path, delete=True, dry_run=True)
     assert isinstance(plan, SyncPlan)
-    assert [(e.rel_path, e.action.value) for e in plan.entries if e.action.value == "delete"] == \
-        [("gone.txt", "delete")]
+    assert [(e.rel_path, e.action.value) for e in plan.entries if e.action.value == "delete"] == [
+        ("gone.txt", "delete")
+    ]
     assert sorted(os.listdir(tmp_path / ".synclient")) == before  # wrote nothing
     results = sync(emulator, project, tmp_path, delete=True)
     assert [r.path.name for r in results if r.status is SyncStatus.DELETED] == ["gone.txt"]
 
 
 # -- 6: a folder becoming a file and back converges in one run ------------------------------------------------------
+
 
 def test_remote_folder_replaced_by_a_file_converges_in_one_run_with_delete(emulator, tmp_path):
     project = seed(emulator, [folder("x", text("f.txt", "f"), folder("deeper", text("g.txt", "g")))])
@@ -231,6 +243,7 @@ def test_remote_file_replaced_by_a_folder_converges_in_one_run_with_delete(emula
 
 # -- 7: manifests describe what is there at the end ------------------------------------------------------------------
 
+
 def test_manifests_never_list_deleted_files(emulator, tmp_path):
     project = seed(emulator, [folder("d", text("f.txt", "f")), folder("e", text("g.txt", "g")), text("t.txt", "t")])
     sync(emulator, project, tmp_path)
@@ -243,6 +256,7 @@ def test_manifests_never_list_deleted_files(emulator, tmp_path):
 
 
 # -- 8: a single-file get into a synced tree keeps the tree's ownership ---------------------------------------------
+
 
 def _assert_the_tree_owns(emulator, project, file_id, target):
     """t.txt is listed in the tree's manifest and goes with the tree's delete."""
@@ -275,6 +289,7 @@ def test_a_tree_sync_after_a_single_file_get_owns_the_file(emulator, tmp_path):
 
 # -- 9: a manifest that cannot be written is one entry of a complete report ------------------------------------------
 
+
 def test_one_unwritable_manifest_leaves_the_report_complete(emulator, tmp_path):
     project = seed(emulator, [folder("d", text("f.txt", "f")), folder("e", text("g.txt", "g"))])
     (tmp_path / "d" / MANIFEST).mkdir(parents=True)  # cannot be replaced by a file
@@ -291,6 +306,7 @@ def test_one_unwritable_manifest_leaves_the_report_complete(emulator, tmp_path):
 
 # -- 10: a target path that is not UTF-8 ----------------------------------------------------------------------------
 
+
 def test_a_target_path_that_is_not_utf8_works(emulator, tmp_path):
     project = seed(emulator, [folder("d", text("f.txt", "f"))])
     target = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/T_\xe9"))
@@ -301,6 +317,7 @@ def test_a_target_path_that_is_not_utf8_works(emulator, tmp_path):
 
 
 # -- 12: versions ----------------------------------------------------------------------------------------------------
+
 
 def test_a_version_on_a_container_or_a_missing_version_is_a_usage_error(emulator, tmp_path):
     project = seed(emulator, [text("a.txt", "a")])
@@ -314,17 +331,19 @@ def test_a_version_on_a_container_or_a_missing_version_is_a_usage_error(emulator
 
 # -- 14: partials of a renamed file ----------------------------------------------------------------------------------
 
+
 def test_a_file_renamed_after_an_interrupted_download_resumes_under_its_new_name(emulator_factory, tmp_path):
     size = 32 * MiB
-    emu = emulator_factory(bandwidth_per_conn=8 * 10 ** 6)
+    emu = emulator_factory(bandwidth_per_conn=8 * 10**6)
     project = emu.emulator_project = seed(emu, [{"type": "file", "name": "big.bin", "size": size, "seed": 5}])
     served = sigkill_sync_after(emu, project, tmp_path, size // 2, workers=2, part_size=4 * MiB)
     assert size // 2 <= served < size and partials(tmp_path), "the kill must land mid-file"
     emu.rename_entity(emu.resolve(project, "big.bin"), "renamed.bin")
     emu.set_knobs(bandwidth_per_conn=0)
     emu.reset_stats()
-    results = sync(emu, project, tmp_path, delete=True,
-                   config=TransferConfig(multipart_threshold=4 * MiB, part_size=4 * MiB))
+    results = sync(
+        emu, project, tmp_path, delete=True, config=TransferConfig(multipart_threshold=4 * MiB, part_size=4 * MiB)
+    )
     assert [r.status for r in results] == [SyncStatus.DOWNLOADED]
     assert emu.stats()["data_bytes"] < size, "the renamed file started again from zero"
     assert hashlib.md5((tmp_path / "renamed.bin").read_bytes()).hexdigest() == seeded_md5(size, 5)
@@ -343,6 +362,7 @@ def test_partials_of_files_gone_remotely_do_not_outlive_a_completed_run(emulator
 
 # -- fatal errors and filters ---------------------------------------------------------------------------------------
 
+
 def test_a_token_that_turns_invalid_mid_run_stops_the_run_once(emulator, tmp_path):
     project = seed(emulator, [text(f"f{i:03d}.txt", f"file {i}") for i in range(150)])
     platform = platform_for(emulator)
@@ -358,18 +378,28 @@ def test_a_token_that_turns_invalid_mid_run_stops_the_run_once(emulator, tmp_pat
             platform._token = "revoked-token"
 
     with pytest.raises(AuthenticationError):
-        sync_from_platform(project, tmp_path, platform=platform, observer=RevokeAfterFirstFile(),
-                           max_workers=2, progress=False, on_error="continue")
+        sync_from_platform(
+            project,
+            tmp_path,
+            platform=platform,
+            observer=RevokeAfterFirstFile(),
+            max_workers=2,
+            progress=False,
+            on_error="continue",
+        )
     calls = emulator.stats()["api_requests"]
     assert calls < 150, f"{calls} calls: the run kept going file by file after the token was refused"
     results = sync(emulator, project, tmp_path)  # the same command with a good token finishes the job
     assert not results.failures and len(local_tree(tmp_path)) == 150
 
 
-@pytest.mark.parametrize("refusal", [
-    EndpointError("endpoint redirects to another host (HTTP 307)", endpoint="http://x"),  # a per-file refusal
-    PermanentServerError("POST /entity/{id}/bundle2: HTTP 501", status=501),
-])
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        EndpointError("endpoint redirects to another host (HTTP 307)", endpoint="http://x"),  # a per-file refusal
+        PermanentServerError("POST /entity/{id}/bundle2: HTTP 501", status=501),
+    ],
+)
 def test_a_refusal_of_one_files_call_fails_that_file_only(emulator, tmp_path, refusal):
     """Only errors every file would meet stop a run (their nature is FATAL); a redirect or a 501 on one bundle call
     fails that file and the others are synced."""
@@ -384,15 +414,17 @@ def test_a_refusal_of_one_files_call_fails_that_file_only(emulator, tmp_path, re
         return real_bundle(entity_id, **kwargs)
 
     platform.get_file_bundle = bundle
-    results = sync_from_platform(project, tmp_path, platform=platform, max_workers=1, progress=False,
-                                 on_error="continue")
+    results = sync_from_platform(
+        project, tmp_path, platform=platform, max_workers=1, progress=False, on_error="continue"
+    )
     assert [r.entity_id for r in results.failures] == refused and results.failures[0].error is refusal
     assert len(local_tree(tmp_path)) == 4
 
 
 def test_include_filters_prune_folders_that_cannot_match(emulator, tmp_path):
-    project = seed(emulator, [folder("a", text("x.txt", "x")),
-                              folder("b", folder("c", text("y.txt", "y")), text("z.txt", "z"))])
+    project = seed(
+        emulator, [folder("a", text("x.txt", "x")), folder("b", folder("c", text("y.txt", "y")), text("z.txt", "z"))]
+    )
     emulator.reset_stats()
     results = sync(emulator, project, tmp_path, include=["a/*"])
     assert [r.path.name for r in results] == ["x.txt"]
@@ -413,6 +445,7 @@ def test_a_noop_resync_rewrites_no_manifest(emulator, tmp_path):
 
 
 # -- found by the model test (integration_tests/model) ---------------------------------------------------------------
+
 
 def test_keep_local_with_delete_replaces_a_folder_of_synclients_own_files(emulator, tmp_path):
     project = seed(emulator, [folder("x", text("f.txt", "f"))])
@@ -474,11 +507,14 @@ def test_a_vanished_folder_kept_for_a_changed_file_loses_its_stale_manifest(emul
     emulator.delete_entity(emulator.resolve(project, "d"))
     results = sync(emulator, project, tmp_path, delete=True)
     assert sorted((r.path.name, r.action) for r in results if r.path.parent.name == "d") == [
-        ("f.txt", "keep-local"), ("g.txt", "delete")]
+        ("f.txt", "keep-local"),
+        ("g.txt", "delete"),
+    ]
     assert sorted(os.listdir(tmp_path / "d")) == ["f.txt"]
 
 
 # -- found by review ---------------------------------------------------------------------------------------------
+
 
 def test_dry_run_below_a_file_that_becomes_a_folder_plans_like_the_real_run(emulator, tmp_path):
     project = seed(emulator, [text("x", "a file")])
@@ -512,8 +548,7 @@ def test_a_resync_with_keep_both_copies_costs_listing_calls_only(emulator, tmp_p
     emulator.reset_stats()
     again = sync(emulator, project, tmp_path, if_collision="keep.both")
     assert {r.status for r in again} == {SyncStatus.SKIPPED} and len(again) == 10
-    assert emulator.stats()["api_by_route"] == {"GET /repo/v1/entity/{id}/type": 1,
-                                                "POST /repo/v1/entity/children": 1}
+    assert emulator.stats()["api_by_route"] == {"GET /repo/v1/entity/{id}/type": 1, "POST /repo/v1/entity/children": 1}
 
 
 def test_the_manifest_temp_name_never_writes_through_a_planted_symlink(emulator, tmp_path):
@@ -577,9 +612,15 @@ def test_a_folder_swapped_for_a_symlink_after_planning_is_not_written_through(em
         def file_finished(self, result):
             pass
 
-    results = sync_from_platform(project, target, platform=platform_for(emulator), observer=SwapOnPlan(),
-                                 progress=False, on_error="continue",
-                                 config=TransferConfig(multipart_threshold=4 * MiB, part_size=4 * MiB))
+    results = sync_from_platform(
+        project,
+        target,
+        platform=platform_for(emulator),
+        observer=SwapOnPlan(),
+        progress=False,
+        on_error="continue",
+        config=TransferConfig(multipart_threshold=4 * MiB, part_size=4 * MiB),
+    )
     assert os.listdir(elsewhere) == [], "bytes were written through the symlink"
     assert [(r.status, type(r.error).__name__) for r in results] == [(SyncStatus.FAILED, "UnsafePathError")]
 
@@ -588,7 +629,7 @@ def test_a_filtered_run_sweeps_orphan_partials_it_may_judge_and_spares_the_rest(
     project = seed(emulator, [text("a.txt", "a"), text("b.bin", "b")])
     sync(emulator, project, tmp_path)
     orphan = tmp_path / f".gone.txt.12345{PARTIAL}"  # a file the filters want, gone remotely
-    spared = tmp_path / f".big.bin.12345{PARTIAL}"   # a file the filters leave out: may resume another day
+    spared = tmp_path / f".big.bin.12345{PARTIAL}"  # a file the filters leave out: may resume another day
     orphan.write_bytes(b"half")
     spared.write_bytes(b"half")
     sync(emulator, project, tmp_path, include=["*.txt"])
@@ -615,6 +656,5 @@ def test_options_object_and_keyword_overrides(emulator, tmp_path):
     plan = sync_from_platform(project, tmp_path, platform=platform_for(emulator), options=options)
     assert isinstance(plan, SyncPlan) and [e.rel_path for e in plan.fetch_entries] == ["a.csv"]
     assert not (tmp_path / "a.csv").exists()
-    results = sync_from_platform(project, tmp_path, platform=platform_for(emulator), options=options,
-                                 dry_run=False)
+    results = sync_from_platform(project, tmp_path, platform=platform_for(emulator), options=options, dry_run=False)
     assert [r.path.name for r in results] == ["a.csv"] and (tmp_path / "a.csv").read_text() == "a"

@@ -1,5 +1,6 @@
 """Issue 29, against the emulator: writes only to what we made (defect 1), bytes that failed a check are never
 accepted later (defect 5), a file larger than the free space fails alone (defect 6)."""
+
 from __future__ import annotations
 
 import errno
@@ -11,12 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from synctrees import MiB, local_tree, seeded_md5
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.errors import IntegrityError, NoRoomForFileError
 from synclient.transfer import local_copy
 from synclient.transfer.partial import PARTIAL_SUFFIXES, temp_path
-from synctrees import MiB, local_tree, seeded_md5
 
 PARTS = TransferConfig(multipart_threshold=1 * MiB, part_size=1 * MiB, max_workers=4)
 BIG = 3 * MiB + 17
@@ -31,8 +32,11 @@ def _sync(emu, project, target, **options):
 
 def _fingerprint(folder: Path):
     """Every file's bytes, inode and link count: what must not change outside the target."""
-    return {path.name: (hashlib.md5(path.read_bytes()).hexdigest(), os.stat(path).st_ino, os.stat(path).st_nlink)
-            for path in folder.iterdir() if path.is_file()}
+    return {
+        path.name: (hashlib.md5(path.read_bytes()).hexdigest(), os.stat(path).st_ino, os.stat(path).st_nlink)
+        for path in folder.iterdir()
+        if path.is_file()
+    }
 
 
 @pytest.fixture
@@ -45,9 +49,19 @@ def cache_root(tmp_path):
 
 @pytest.fixture
 def project(emulator):
-    return emulator.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "file", "name": "big2.bin", "size": BIG, "seed": 2},
-        {"type": "file", "name": "small.bin", "size": 3000, "seed": 3}]}]})["p"]
+    return emulator.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        {"type": "file", "name": "big2.bin", "size": BIG, "seed": 2},
+                        {"type": "file", "name": "small.bin", "size": 3000, "seed": 3},
+                    ],
+                }
+            ]
+        }
+    )["p"]
 
 
 EXPECTED = {"big2.bin": seeded_md5(BIG, 2), "small.bin": seeded_md5(3000, 3)}
@@ -55,9 +69,9 @@ EXPECTED = {"big2.bin": seeded_md5(BIG, 2), "small.bin": seeded_md5(3000, 3)}
 
 # -- defect 1 -----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("cache", [True, False], ids=["synapse-cache", "no-synapse-cache"])
-def test_a_partial_hard_linked_to_another_targets_file_never_empties_it(emulator, project, cache_root, tmp_path,
-                                                                       cache):
+def test_a_partial_hard_linked_to_another_targets_file_never_empties_it(emulator, project, cache_root, tmp_path, cache):
     """The state a ``--synapse-cache-link`` run killed mid-hash left (before the write rule): the target's partial
     of big2.bin is a hard link to the same file in another target. A default run must not write through it."""
     ca, cb = tmp_path / "cA", tmp_path / "cB"
@@ -84,8 +98,13 @@ def test_a_linked_copy_never_stands_under_a_partials_name(emulator, project, cac
 
     def watching(fd, *args):
         inode = os.fstat(fd).st_ino
-        seen.append([name for name in os.listdir(cb) if name.endswith(PARTIAL_SUFFIXES[:2])
-                     and os.stat(cb / name).st_ino == inode])
+        seen.append(
+            [
+                name
+                for name in os.listdir(cb)
+                if name.endswith(PARTIAL_SUFFIXES[:2]) and os.stat(cb / name).st_ino == inode
+            ]
+        )
         return hash_fd(fd, *args)
 
     monkeypatch.setattr(local_copy, "_hash_fd", watching)
@@ -96,6 +115,7 @@ def test_a_linked_copy_never_stands_under_a_partials_name(emulator, project, cac
 
 
 # -- defect 5 -----------------------------------------------------------------------------------------------------
+
 
 class _Overrun(BaseHTTPRequestHandler):
     """1029 bytes for a file recorded as 1024, without Content-Length (the body ends when the connection closes)."""
@@ -118,8 +138,13 @@ def test_a_size_only_external_file_whose_body_overran_is_never_installed(emulato
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/ext.bin"
-        project = emulator.seed_spec({"projects": [{"name": "x", "children": [
-            {"type": "file", "name": "ext.bin", "external": url, "size": 1024}]}]})["x"]
+        project = emulator.seed_spec(
+            {
+                "projects": [
+                    {"name": "x", "children": [{"type": "file", "name": "ext.bin", "external": url, "size": 1024}]}
+                ]
+            }
+        )["x"]
         for _ in range(2):  # a second run does not accept what the first left either
             results = _sync(emulator, project, tmp_path, config=TransferConfig(max_attempts=3))
             [failed] = results.failures
@@ -133,10 +158,19 @@ def test_a_size_only_external_file_whose_body_overran_is_never_installed(emulato
 
 # -- defect 6 -----------------------------------------------------------------------------------------------------
 
+
 def _big_and_small(emulator, big: int):
-    return emulator.seed_spec({"projects": [{"name": "d", "children": [
-        {"type": "file", "name": "huge.bin", "size": big, "seed": 60}] + [
-        {"type": "file", "name": f"s{i}.bin", "size": 1000 + i, "seed": i} for i in range(3)]}]})["d"]
+    return emulator.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "d",
+                    "children": [{"type": "file", "name": "huge.bin", "size": big, "seed": 60}]
+                    + [{"type": "file", "name": f"s{i}.bin", "size": 1000 + i, "seed": i} for i in range(3)],
+                }
+            ]
+        }
+    )["d"]
 
 
 def test_a_file_refused_its_preallocation_fails_alone(emulator, tmp_path, monkeypatch):
@@ -163,8 +197,9 @@ def small_tmpfs(tmp_path):
     mount = tmp_path / "tmpfs"
     mount.mkdir()
     try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mount)], capture_output=True,
-                              timeout=30)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mount)], capture_output=True, timeout=30
+        )
     except (OSError, subprocess.SubprocessError):
         pytest.skip("cannot run mount here")
     if done.returncode != 0:

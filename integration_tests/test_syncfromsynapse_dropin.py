@@ -1,6 +1,7 @@
 """``from synclient import syncFromSynapse`` against synapseutils 4.14's own, on the same emulated project: the same
 files with the same bytes, the same returned objects (ids, versions, paths, annotations, entity fields) and the
 same manifests."""
+
 from __future__ import annotations
 
 import csv
@@ -16,40 +17,96 @@ pytestmark = pytest.mark.over_tls  # each test also runs against an emulator ser
 
 synapseutils = pytest.importorskip("synapseutils")
 
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "folder", "name": "d", "children": [
-        {"type": "folder", "name": "e", "children": [
-            {"type": "file", "name": "deep.csv", "content": "1,2\n", "annotations": {"n": [3], "x": [1.5]}}]},
-        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"tissue": ["brain"], "ok": [True]}}]},
-    {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}},
-    {"type": "file", "name": "big.bin", "size": 3 * 1024 * 1024 + 5, "seed": 7},
-    {"type": "file", "name": "plain.bin", "content": "P"},
-    # an entity name that is not its handle's fileName (renamed, or stored with name=):
-    # synapseclient writes the handle's, unicode included (Synapse refuses unicode only in
-    # entity names)
-    {"type": "file", "name": "renamed", "file_name": "raw data.csv", "content": "R"},
-    {"type": "file", "name": "v.txt", "versions": [{"content": "v1", "file_name": "old.txt"},
-                                                   {"content": "v2", "file_name": "r\u00e9sum\u00e9.txt"}]}]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "d",
+                    "children": [
+                        {
+                            "type": "folder",
+                            "name": "e",
+                            "children": [
+                                {
+                                    "type": "file",
+                                    "name": "deep.csv",
+                                    "content": "1,2\n",
+                                    "annotations": {"n": [3], "x": [1.5]},
+                                }
+                            ],
+                        },
+                        {
+                            "type": "file",
+                            "name": "a.txt",
+                            "content": "A",
+                            "annotations": {"tissue": ["brain"], "ok": [True]},
+                        },
+                    ],
+                },
+                {"type": "file", "name": "b.txt", "content": "B", "annotations": {"tags": ["x", "y,z"]}},
+                {"type": "file", "name": "big.bin", "size": 3 * 1024 * 1024 + 5, "seed": 7},
+                {"type": "file", "name": "plain.bin", "content": "P"},
+                # an entity name that is not its handle's fileName (renamed, or stored with name=):
+                # synapseclient writes the handle's, unicode included (Synapse refuses unicode only in
+                # entity names)
+                {"type": "file", "name": "renamed", "file_name": "raw data.csv", "content": "R"},
+                {
+                    "type": "file",
+                    "name": "v.txt",
+                    "versions": [
+                        {"content": "v1", "file_name": "old.txt"},
+                        {"content": "v2", "file_name": "r\u00e9sum\u00e9.txt"},
+                    ],
+                },
+            ],
+        }
+    ]
+}
 
-FIELDS = ("id", "name", "etag", "createdOn", "modifiedOn", "createdBy", "modifiedBy", "parentId", "versionNumber",
-          "versionLabel", "dataFileHandleId")
+FIELDS = (
+    "id",
+    "name",
+    "etag",
+    "createdOn",
+    "modifiedOn",
+    "createdBy",
+    "modifiedBy",
+    "parentId",
+    "versionNumber",
+    "versionLabel",
+    "dataFileHandleId",
+)
 
 
 MANIFESTS = ("SYNAPSE_METADATA_MANIFEST.tsv", "manifest.csv")  # compared on their own (they hold the root's path)
 
 
 def tree(root: Path):
-    return {p.relative_to(root).as_posix(): hashlib.md5(p.read_bytes()).hexdigest()
-            for p in root.rglob("*") if p.is_file() and ".synclient" not in p.relative_to(root).parts
-            and p.name not in MANIFESTS}
+    return {
+        p.relative_to(root).as_posix(): hashlib.md5(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file() and ".synclient" not in p.relative_to(root).parts and p.name not in MANIFESTS
+    }
 
 
 def described(files, root: Path):
     """Each File as plain data, its path relative to ``root``, in a stable order (a link's file appears twice)."""
-    return sorted(((os.path.relpath(f.path, root), {name: f.get(name) for name in FIELDS}, dict(f.annotations),
-                    f.get("isLatestVersion"),
-                    {k: f._file_handle.get(k) for k in ("id", "contentMd5", "contentSize", "fileName")})
-                   for f in files), key=repr)
+    return sorted(
+        (
+            (
+                os.path.relpath(f.path, root),
+                {name: f.get(name) for name in FIELDS},
+                dict(f.annotations),
+                f.get("isLatestVersion"),
+                {k: f._file_handle.get(k) for k in ("id", "contentMd5", "contentSize", "fileName")},
+            )
+            for f in files
+        ),
+        key=repr,
+    )
 
 
 def manifest_rows(root: Path):
@@ -75,8 +132,11 @@ def test_same_tree_objects_and_manifests_as_synapseutils(emulator, synapse_login
     assert all(type(f) is type(their_files[0]) for f in our_files)
     assert manifest_rows(ours) == manifest_rows(theirs)
     if manifest == "all":  # (synapseutils writes manifest.csv into every folder whatever the mode: see the docs)
-        assert ({p.relative_to(ours) for p in ours.rglob("manifest.csv")}
-                == {p.relative_to(theirs) for p in theirs.rglob("manifest.csv")} != set())
+        assert (
+            {p.relative_to(ours) for p in ours.rglob("manifest.csv")}
+            == {p.relative_to(theirs) for p in theirs.rglob("manifest.csv")}
+            != set()
+        )
 
 
 def test_files_land_under_their_handles_file_names_as_synapseutils_puts_them(emulator, synapse_login, tmp_path):
@@ -92,19 +152,34 @@ def test_files_land_under_their_handles_file_names_as_synapseutils_puts_them(emu
 def test_two_handles_of_one_file_name_in_a_folder_keep_both_files(emulator, synapse_login, tmp_path):
     """synapseutils writes both to one path (the later replaces the earlier: a file is lost); the drop-in keeps the
     name for the file of the smallest id and gives the other its id in the name."""
-    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "file", "name": "one", "file_name": "same.csv", "content": "1"},
-        {"type": "file", "name": "two", "file_name": "same.csv", "content": "2"},
-        {"type": "folder", "name": "x.txt"},
-        {"type": "file", "name": "three", "file_name": "x.txt", "content": "3"}]}]})["p"]
+    project = emulator.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        {"type": "file", "name": "one", "file_name": "same.csv", "content": "1"},
+                        {"type": "file", "name": "two", "file_name": "same.csv", "content": "2"},
+                        {"type": "folder", "name": "x.txt"},
+                        {"type": "file", "name": "three", "file_name": "x.txt", "content": "3"},
+                    ],
+                }
+            ]
+        }
+    )["p"]
     syn = synapse_login(emulator)
     ours = syncFromSynapse(syn, project, path=str(tmp_path / "ours"))
     ids = {f.name: f.id for f in ours}
-    assert tree(tmp_path / "ours") == {"same.csv": hashlib.md5(b"1").hexdigest(),
-                                       f"same ({ids['two']}).csv": hashlib.md5(b"2").hexdigest(),
-                                       f"x ({ids['three']}).txt": hashlib.md5(b"3").hexdigest()}
+    assert tree(tmp_path / "ours") == {
+        "same.csv": hashlib.md5(b"1").hexdigest(),
+        f"same ({ids['two']}).csv": hashlib.md5(b"2").hexdigest(),
+        f"x ({ids['three']}).txt": hashlib.md5(b"3").hexdigest(),
+    }
     assert {f.name: os.path.relpath(f.path, tmp_path / "ours") for f in ours} == {
-        "one": "same.csv", "two": f"same ({ids['two']}).csv", "three": f"x ({ids['three']}).txt"}
+        "one": "same.csv",
+        "two": f"same ({ids['two']}).csv",
+        "three": f"x ({ids['three']}).txt",
+    }
     # (synapseutils, with a cache of its own: one path for both, where the later download replaced the earlier)
     theirs_syn = synapse_login(emulator, cache_root=tmp_path / "their-cache")
     theirs = synapseutils.syncFromSynapse(theirs_syn, project, path=str(tmp_path / "theirs"))
@@ -113,16 +188,22 @@ def test_two_handles_of_one_file_name_in_a_folder_keep_both_files(emulator, syna
 
 def test_twins_on_different_listing_pages_are_named_apart_the_same_way_every_run(emulator, synapse_login, tmp_path):
     """A folder's names are settled once its every page is listed: the smallest id keeps a shared fileName."""
-    children = [{"type": "file", "name": f"f{i:02d}", "content": str(i),
-                 **({"file_name": "twin.txt"} if i in (1, 59) else {})} for i in range(60)]
+    children = [
+        {"type": "file", "name": f"f{i:02d}", "content": str(i), **({"file_name": "twin.txt"} if i in (1, 59) else {})}
+        for i in range(60)
+    ]
     project = emulator.seed_spec({"projects": [{"name": "p", "children": children}]})["p"]
     syn = synapse_login(emulator)
-    first = {f.name: os.path.relpath(f.path, tmp_path / "out") for f in syncFromSynapse(syn, project,
-                                                                                       path=str(tmp_path / "out"))}
+    first = {
+        f.name: os.path.relpath(f.path, tmp_path / "out")
+        for f in syncFromSynapse(syn, project, path=str(tmp_path / "out"))
+    }
     later = emulator.resolve(project, "f59")
     assert first["f01"] == "twin.txt" and first["f59"] == f"twin ({later}).txt" and first["f02"] == "f02"
-    again = {f.name: os.path.relpath(f.path, tmp_path / "out") for f in syncFromSynapse(syn, project,
-                                                                                       path=str(tmp_path / "out"))}
+    again = {
+        f.name: os.path.relpath(f.path, tmp_path / "out")
+        for f in syncFromSynapse(syn, project, path=str(tmp_path / "out"))
+    }
     assert again == first and len(tree(tmp_path / "out")) == 60
 
 
@@ -131,12 +212,27 @@ def test_a_hostile_handle_file_name_goes_through_the_name_gate(emulator, synapse
     nothing is written outside the target."""
     from synclient.errors import SyncError
 
-    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "d", "children": [
-            {"type": "file", "name": "up", "file_name": "../../escaped.txt", "content": "x"},
-            {"type": "file", "name": "dotdot", "file_name": "..", "content": "x"},
-            {"type": "file", "name": "nul", "file_name": "a\x00b", "content": "x"},
-            {"type": "file", "name": "fine", "file_name": "fine.txt", "content": "ok"}]}]}]})["p"]
+    project = emulator.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        {
+                            "type": "folder",
+                            "name": "d",
+                            "children": [
+                                {"type": "file", "name": "up", "file_name": "../../escaped.txt", "content": "x"},
+                                {"type": "file", "name": "dotdot", "file_name": "..", "content": "x"},
+                                {"type": "file", "name": "nul", "file_name": "a\x00b", "content": "x"},
+                                {"type": "file", "name": "fine", "file_name": "fine.txt", "content": "ok"},
+                            ],
+                        }
+                    ],
+                }
+            ]
+        }
+    )["p"]
     syn = synapse_login(emulator)
     target = tmp_path / "deep" / "target"
     with pytest.raises(SyncError) as raised:
@@ -210,8 +306,9 @@ def test_the_drop_in_shares_the_synapse_objects_cache_both_ways(emulator, synaps
     assert tree(tmp_path / "ours") == tree(tmp_path / "theirs")
     assert {os.path.relpath(f.path, tmp_path / "ours") for f in ours} == set(tree(tmp_path / "ours"))
     # metadata only: both answer each file's path as the copy the cache has of it
-    their_paths = sorted(f.path for f in synapseutils.syncFromSynapse(syn, project, path=str(tmp_path / "t2"),
-                                                                     downloadFile=False))
+    their_paths = sorted(
+        f.path for f in synapseutils.syncFromSynapse(syn, project, path=str(tmp_path / "t2"), downloadFile=False)
+    )
     our_paths = sorted(f.path for f in syncFromSynapse(syn, project, path=str(tmp_path / "o2"), downloadFile=False))
     assert our_paths == their_paths and all(os.path.isfile(p) for p in our_paths)
     # and what the drop-in installed, synapseclient finds: a syn.get into our folder downloads nothing
@@ -247,11 +344,19 @@ def test_without_a_path_files_go_into_synapseclients_cache(emulator, synapse_log
 def test_without_a_path_partly_cached_shared_handles_and_clashing_names(emulator, synapse_login, tmp_path):
     """A tree some of whose files the cache has, a link to a file of the same tree (one file handle, two entries),
     a root file named like a cache folder, and a stale unrecorded file at a cache path: as synapseutils does it."""
-    spec = {"projects": [{"name": "p", "children": [
-        {"type": "folder", "name": "d", "children": [{"type": "file", "name": "a.txt", "content": "A"}]},
-        {"type": "link", "name": "to-a", "target": "d/a.txt"},
-        {"type": "file", "name": "1", "content": "one"},
-        {"type": "file", "name": "b.txt", "content": "B"}]}]}
+    spec = {
+        "projects": [
+            {
+                "name": "p",
+                "children": [
+                    {"type": "folder", "name": "d", "children": [{"type": "file", "name": "a.txt", "content": "A"}]},
+                    {"type": "link", "name": "to-a", "target": "d/a.txt"},
+                    {"type": "file", "name": "1", "content": "one"},
+                    {"type": "file", "name": "b.txt", "content": "B"},
+                ],
+            }
+        ]
+    }
     project = emulator.seed_spec(spec)["p"]
     theirs_syn = synapse_login(emulator)
     ours_syn = synapse_login(emulator, cache_root=tmp_path / "our-cache")

@@ -9,6 +9,7 @@ first window's 429s the old gate slowed to one call per minute, so this run woul
 counts (429s, what the gate learned of the window) and, should the run stall, in the safety bound of ten times the
 window's bound.
 """
+
 from __future__ import annotations
 
 import threading
@@ -37,8 +38,10 @@ def test_a_first_sync_of_five_windows_of_calls_rides_the_window(tmp_path):
         with Platform(endpoint=emulator.endpoint, token=emulator.token) as platform:
             done = []
             started = time.monotonic()
-            sync = threading.Thread(target=lambda: done.append(
-                sync_from_platform(project, str(tmp_path / "out"), platform=platform)), daemon=True)
+            sync = threading.Thread(
+                target=lambda: done.append(sync_from_platform(project, str(tmp_path / "out"), platform=platform)),
+                daemon=True,
+            )
             sync.start()
             sync.join(timeout=STALL_FACTOR * bound["seconds"])  # a safety bound only: a stall would take hours
             seconds = time.monotonic() - started
@@ -46,12 +49,16 @@ def test_a_first_sync_of_five_windows_of_calls_rides_the_window(tmp_path):
             policy = platform.gate.policy
         stats = emulator.stats()
     results = done[0]
-    print(f"S6s: {seconds:.1f} s = {seconds / bound['seconds']:.2f} x the bound of {bound['seconds']:.1f} s; "
-          f"{stats['api_requests']} calls, {stats['throttled_429']} answered 429")
+    print(
+        f"S6s: {seconds:.1f} s = {seconds / bound['seconds']:.2f} x the bound of {bound['seconds']:.1f} s; "
+        f"{stats['api_requests']} calls, {stats['throttled_429']} answered 429"
+    )
     assert not results.failures and results.report.downloaded == len(scenario.files)
     assert stats["throttled_429"] < 0.01 * stats["api_requests"], stats
     # the gate learned the window the 429s stated and paces near it (less its reserve), not at a trickle; a refusal
     # that network jitter lets through within the budget lowers it for a while, hence the half
     assert policy.window_seconds == scenario.knobs["rate_window_seconds"]
     assert policy.budget_ceiling == with_reserve(600) and policy.budget >= policy.budget_ceiling // 2, (
-        policy.budget, policy.budget_ceiling)
+        policy.budget,
+        policy.budget_ceiling,
+    )

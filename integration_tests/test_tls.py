@@ -2,6 +2,7 @@
 certificates on the REST and the data plane alike, trusts what ``ca_bundle=`` / the environment say on both, goes
 through an ``HTTPS_PROXY`` on both (a CONNECT proxy counts the tunnels), reuses connections, so TLS handshakes,
 across files, and stops with one line naming the host when a certificate is not trusted."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,17 +11,25 @@ import sys
 
 import pytest
 import requests
+from connect_proxy import ConnectProxy
+from synctrees import local_tree
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import CertificateError
 from synclient.platform.tls import CA_BUNDLE_VARIABLES, TrustedCAs
 from synclient.transfer import fetcher
-from connect_proxy import ConnectProxy
-from synctrees import local_tree
 
-PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy",
-                   "NO_PROXY", "no_proxy")
+PROXY_VARIABLES = (
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+)
 
 
 @pytest.fixture
@@ -51,8 +60,7 @@ def expected_md5s(children):
 
 def test_the_emulator_announces_https_endpoints_and_its_ca(tls_emulator):
     info = tls_emulator.info()
-    assert all(info[key].startswith("https://127.0.0.1:") for key in ("endpoint", "data_endpoint",
-                                                                      "external_endpoint"))
+    assert all(info[key].startswith("https://127.0.0.1:") for key in ("endpoint", "data_endpoint", "external_endpoint"))
     with open(info["ca_bundle"], encoding="ascii") as pem:
         assert pem.read().startswith("-----BEGIN CERTIFICATE-----")
 
@@ -62,10 +70,12 @@ def test_ca_bundle_is_trusted_on_both_planes_and_handshakes_are_reused(tls_emula
     hold (never once per file)."""
     project, children = seed_small(tls_emulator, 400)
     workers = 8
-    platform = Platform(tls_emulator.endpoint, token=tls_emulator.token, ca_bundle=tls_emulator.ca_bundle,
-                        max_connections=workers)
-    results = sync_from_platform(project, tmp_path / "out", platform=platform, progress=False,
-                                 config=TransferConfig(max_workers=workers))
+    platform = Platform(
+        tls_emulator.endpoint, token=tls_emulator.token, ca_bundle=tls_emulator.ca_bundle, max_connections=workers
+    )
+    results = sync_from_platform(
+        project, tmp_path / "out", platform=platform, progress=False, config=TransferConfig(max_workers=workers)
+    )
     assert {r.status for r in results} == {SyncStatus.DOWNLOADED}
     assert md5s(tmp_path / "out") == expected_md5s(children)
     stats = tls_emulator.stats()
@@ -77,26 +87,55 @@ def test_ca_bundle_is_trusted_on_both_planes_and_handshakes_are_reused(tls_emula
 
 def test_an_untrusted_rest_host_is_one_line_naming_it_and_trusted_by_flag_or_config(tls_emulator, tmp_path):
     project, _ = seed_small(tls_emulator, 3)
-    env = {"SYNCLIENT_ENDPOINT": tls_emulator.endpoint, "SYNCLIENT_AUTH_TOKEN": tls_emulator.token,
-           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    run = subprocess.run([sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(tmp_path / "o")],
-                         env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        "SYNCLIENT_ENDPOINT": tls_emulator.endpoint,
+        "SYNCLIENT_AUTH_TOKEN": tls_emulator.token,
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+    }
+    run = subprocess.run(
+        [sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(tmp_path / "o")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 2, run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, run.stderr
     assert lines[0].startswith(f"synclient: error: the TLS certificate of endpoint {tls_emulator.endpoint}")
     assert "--ca-bundle" in lines[0] and "REQUESTS_CA_BUNDLE" in lines[0]
     assert tls_emulator.stats()["api_requests"] == 0  # refused at the handshake: not a single request got through
-    ok = subprocess.run([sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(tmp_path / "o"),
-                         "--ca-bundle", tls_emulator.ca_bundle, "-q"], env=env, capture_output=True, text=True,
-                        timeout=120)
+    ok = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "synclient",
+            "get",
+            "-r",
+            project,
+            "--path",
+            str(tmp_path / "o"),
+            "--ca-bundle",
+            tls_emulator.ca_bundle,
+            "-q",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ok.returncode == 0, ok.stderr
     assert len(local_tree(tmp_path / "o")) == 3
     config = tmp_path / "synapseConfig"
     config.write_text(f"[synclient]\nca_bundle = {tls_emulator.ca_bundle}\n", encoding="utf-8")
-    from_config = subprocess.run([sys.executable, "-m", "synclient", "get", "-r", project, "--path",
-                                  str(tmp_path / "c"), "-q"], env={**env, "SYNAPSE_CONFIG_FILE": str(config)},
-                                 capture_output=True, text=True, timeout=120)
+    from_config = subprocess.run(
+        [sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(tmp_path / "c"), "-q"],
+        env={**env, "SYNAPSE_CONFIG_FILE": str(config)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert from_config.returncode == 0, from_config.stderr
     assert len(local_tree(tmp_path / "c")) == 3
 
@@ -107,8 +146,13 @@ def test_an_untrusted_storage_host_stops_the_run_once_and_writes_nothing(tls_emu
     project, _ = seed_small(tls_emulator, 50)
     platform = Platform(tls_emulator.endpoint, token=tls_emulator.token, ca_bundle=tls_emulator.ca_bundle)
     data_client = fetcher.DataClient
-    monkeypatch.setattr(fetcher, "DataClient", lambda pool_size, **_: data_client(  # the runs' data plane only
-        pool_size, trusted_cas=TrustedCAs(path=None, source="a test's certifi default")))
+    monkeypatch.setattr(
+        fetcher,
+        "DataClient",
+        lambda pool_size, **_: data_client(  # the runs' data plane only
+            pool_size, trusted_cas=TrustedCAs(path=None, source="a test's certifi default")
+        ),
+    )
     with pytest.raises(CertificateError) as raised:
         sync_from_platform(project, tmp_path / "out", platform=platform, progress=False, on_error="continue")
     host = tls_emulator.data_endpoint.split("://")[1]
@@ -151,21 +195,41 @@ def test_an_untrusted_external_host_fails_its_file_only(tls_emulator, tmp_path):
     """An external-URL file lives on a host of its own choosing: a certificate the bundle does not trust there fails
     that file (with the one-line reason), and the platform's own files still come down."""
     with Emulator(tls=True) as elsewhere:  # another HTTPS host, signed by a CA nobody gave us
-        remote = elsewhere.seed_spec({"projects": [{"name": "q", "children": [
-            {"type": "file", "name": "far.csv", "content": "a,b\n", "external": True}]}]})["q"]
+        remote = elsewhere.seed_spec(
+            {
+                "projects": [
+                    {
+                        "name": "q",
+                        "children": [{"type": "file", "name": "far.csv", "content": "a,b\n", "external": True}],
+                    }
+                ]
+            }
+        )["q"]
         far_id = elsewhere.resolve(remote, "far.csv")
         with requests.Session() as session:
             session.trust_env = False
-            handle_id = session.get(f"{elsewhere.endpoint}/repo/v1/entity/{far_id}", verify=elsewhere.ca_bundle,
-                                    headers={"Authorization": f"Bearer {elsewhere.token}"},
-                                    timeout=30).json()["dataFileHandleId"]
+            handle_id = session.get(
+                f"{elsewhere.endpoint}/repo/v1/entity/{far_id}",
+                verify=elsewhere.ca_bundle,
+                headers={"Authorization": f"Bearer {elsewhere.token}"},
+                timeout=30,
+            ).json()["dataFileHandleId"]
         url = f"{elsewhere.external_endpoint}/ext/{handle_id}/far.csv"
-        project = tls_emulator.seed_spec({"projects": [{"name": "p", "children": [
-            {"type": "file", "name": "near.txt", "content": "near"},
-            {"type": "file", "name": "far.csv", "external": url}]}]})["p"]
+        project = tls_emulator.seed_spec(
+            {
+                "projects": [
+                    {
+                        "name": "p",
+                        "children": [
+                            {"type": "file", "name": "near.txt", "content": "near"},
+                            {"type": "file", "name": "far.csv", "external": url},
+                        ],
+                    }
+                ]
+            }
+        )["p"]
         platform = Platform(tls_emulator.endpoint, token=tls_emulator.token, ca_bundle=tls_emulator.ca_bundle)
-        results = sync_from_platform(project, tmp_path / "out", platform=platform, progress=False,
-                                     on_error="continue")
+        results = sync_from_platform(project, tmp_path / "out", platform=platform, progress=False, on_error="continue")
         by_name = {r.path.name: r for r in results}
         assert by_name["near.txt"].status is SyncStatus.DOWNLOADED
         assert by_name["far.csv"].status is SyncStatus.FAILED

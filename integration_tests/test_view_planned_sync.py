@@ -2,6 +2,7 @@
 moves, files replaced by new versions, handles replaced in place, a view without its file columns. Each scenario
 runs twice on one emulator state, into two targets, with and without the view, and the two must agree (tree,
 manifests, actions); then the calls the view saved are checked."""
+
 from __future__ import annotations
 
 import csv
@@ -11,21 +12,39 @@ import logging
 from pathlib import Path
 
 import pytest
+from synctrees import assert_tree_matches, local_tree
 
 from synclient import Platform, SyncOptions, SyncStatus, download_query, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import ConfigError
-from synctrees import assert_tree_matches, local_tree
 
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "folder", "name": "A", "children": [
-        {"type": "file", "name": "a1.txt", "content": "a1\n", "annotations": {"assay": ["rna"]}},
-        {"type": "file", "name": "a2.txt", "content": "a2\n", "annotations": {"assay": ["dna"]}}]},
-    {"type": "folder", "name": "B", "children": [
-        {"type": "file", "name": "b1.txt", "content": "b1\n", "annotations": {"assay": ["rna"]}}]},
-    {"type": "file", "name": "top.csv", "content": "x,y\n", "annotations": {"assay": ["dna"]}},
-    {"type": "entityview", "name": "files", "scope": [""], "columns": ["assay"]},
-    {"type": "entityview", "name": "bare", "scope": [""], "columns": ["assay"], "defaultColumns": False}]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "A",
+                    "children": [
+                        {"type": "file", "name": "a1.txt", "content": "a1\n", "annotations": {"assay": ["rna"]}},
+                        {"type": "file", "name": "a2.txt", "content": "a2\n", "annotations": {"assay": ["dna"]}},
+                    ],
+                },
+                {
+                    "type": "folder",
+                    "name": "B",
+                    "children": [
+                        {"type": "file", "name": "b1.txt", "content": "b1\n", "annotations": {"assay": ["rna"]}}
+                    ],
+                },
+                {"type": "file", "name": "top.csv", "content": "x,y\n", "annotations": {"assay": ["dna"]}},
+                {"type": "entityview", "name": "files", "scope": [""], "columns": ["assay"]},
+                {"type": "entityview", "name": "bare", "scope": [""], "columns": ["assay"], "defaultColumns": False},
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture
@@ -54,8 +73,7 @@ def manifest_rows(root):
 
 
 def outcome(results, root):
-    return sorted((str(r.path.relative_to(root)), r.entity_id, r.version, r.status.value, r.action)
-                  for r in results)
+    return sorted((str(r.path.relative_to(root)), r.entity_id, r.version, r.status.value, r.action) for r in results)
 
 
 def both_ways(emu, tmp_path, name, **keywords):
@@ -64,8 +82,16 @@ def both_ways(emu, tmp_path, name, **keywords):
     plans, results = {}, {}
     for root, view in ((plain, None), (viewed, emu.view)):
         plan = sync(emu, root, view=view, dry_run=True, **keywords)
-        plans[root] = sorted((e.rel_path, e.entity_id, e.version, e.action.value,
-                              str(e.destination.relative_to(root)) if e.destination else None) for e in plan.entries)
+        plans[root] = sorted(
+            (
+                e.rel_path,
+                e.entity_id,
+                e.version,
+                e.action.value,
+                str(e.destination.relative_to(root)) if e.destination else None,
+            )
+            for e in plan.entries
+        )
         emu.reset_stats()
         results[root] = sync(emu, root, view=view, on_error="continue", **keywords)
     assert plans[plain] == plans[viewed]
@@ -120,15 +146,21 @@ def test_a_handle_replaced_in_place_behind_the_view_falls_back_to_the_bundle(emu
     caplog.set_level(logging.INFO, logger="synclient")
     emu.reset_stats()
     results = sync(emu, tmp_path / "t", view=emu.view)
-    assert_tree_matches(tmp_path / "t", {"A/a1.txt": hashlib.md5(b"a1\n").hexdigest(),
-                                         "A/a2.txt": hashlib.md5(b"a2\n").hexdigest(),
-                                         "B/b1.txt": hashlib.md5(b"b1\n").hexdigest(),
-                                         "top.csv": hashlib.md5(b"x,y\n").hexdigest()})
+    assert_tree_matches(
+        tmp_path / "t",
+        {
+            "A/a1.txt": hashlib.md5(b"a1\n").hexdigest(),
+            "A/a2.txt": hashlib.md5(b"a2\n").hexdigest(),
+            "B/b1.txt": hashlib.md5(b"b1\n").hexdigest(),
+            "top.csv": hashlib.md5(b"x,y\n").hexdigest(),
+        },
+    )
     assert not results.failures and bundle_calls(emu) == 1  # the one refused by the URL batch
     assert f"now {new_handle}" in caplog.text
     with Platform(emu.endpoint, token=emu.token) as platform:
-        picked = download_query(f"SELECT * FROM {emu.view} WHERE name = 'a1.txt'", tmp_path / "q",
-                                platform=platform, synapse_cache=False)
+        picked = download_query(
+            f"SELECT * FROM {emu.view} WHERE name = 'a1.txt'", tmp_path / "q", platform=platform, synapse_cache=False
+        )
     assert [r.status for r in picked] == [SyncStatus.DOWNLOADED] and (tmp_path / "q" / "a1.txt").read_text() == "a1\n"
     emu.reset_stats()  # the index recorded the handle that was fetched: a re-sync is a no-op
     again = sync(emu, tmp_path / "t", view=emu.view)
@@ -149,14 +181,17 @@ def test_a_view_without_its_file_columns_is_said_once_and_every_file_takes_its_b
 
 def test_a_query_selection_is_laid_out_alike_whatever_its_row_count_and_filters_apply(emu, tmp_path):
     with Platform(emu.endpoint, token=emu.token) as platform:
-        one = download_query(f"SELECT * FROM {emu.view} WHERE name = 'a1.txt'", tmp_path / "one",
-                             platform=platform, synapse_cache=False)
+        one = download_query(
+            f"SELECT * FROM {emu.view} WHERE name = 'a1.txt'", tmp_path / "one", platform=platform, synapse_cache=False
+        )
         assert one[0].annotations == {"assay": ["rna"]}  # the view's annotation column, as selected
-        filtered = download_query(f"SELECT id FROM {emu.view}", tmp_path / "f", platform=platform,
-                                  exclude=["*.csv"], synapse_cache=False)
+        filtered = download_query(
+            f"SELECT id FROM {emu.view}", tmp_path / "f", platform=platform, exclude=["*.csv"], synapse_cache=False
+        )
         with pytest.raises(ConfigError, match="deletes nothing"):
-            download_query(f"SELECT id FROM {emu.view}", tmp_path / "d", platform=platform,
-                           options=SyncOptions(delete=True))
+            download_query(
+                f"SELECT id FROM {emu.view}", tmp_path / "d", platform=platform, options=SyncOptions(delete=True)
+            )
     assert sorted(local_tree(tmp_path / "f")) == ["a1.txt", "a2.txt", "b1.txt"] and len(filtered) == 3
     assert list(local_tree(tmp_path / "one")) == ["a1.txt"]
     assert not list((tmp_path / "one").glob("*.tsv")) and not list((tmp_path / "one").glob("*.csv"))

@@ -4,15 +4,29 @@ from synclient import _moved
 from synclient._version import __version__
 from synclient.platform.rest import Platform
 from synclient.results import FileResult, SyncReport, SyncResults, SyncStatus
-from synclient.sync.plan.dry_run import SyncPlan
+from synclient.synapseutils_compat import sync_from_synapse, syncFromSynapse
 from synclient.sync.options import OnError, SyncOptions
-from synclient.sync.runner import download_many, download_query, syncFromPlatform, sync_from_platform
-from synclient.synapseutils_compat import syncFromSynapse, sync_from_synapse
+from synclient.sync.plan.dry_run import SyncPlan
+from synclient.sync.runner import download_many, download_query, sync_from_platform, syncFromPlatform
 from synclient.transfer.config import TransferConfig
 
-__all__ = ["Platform", "syncFromPlatform", "sync_from_platform", "download_many", "download_query", "syncFromSynapse",
-           "sync_from_synapse",
-           "SyncOptions", "OnError",
-           "TransferConfig", "FileResult", "SyncReport", "SyncResults", "SyncStatus", "SyncPlan", "__version__"]
+__all__ = [
+    "Platform",
+    "syncFromPlatform",
+    "sync_from_platform",
+    "download_many",
+    "download_query",
+    "syncFromSynapse",
+    "sync_from_synapse",
+    "SyncOptions",
+    "OnError",
+    "TransferConfig",
+    "FileResult",
+    "SyncReport",
+    "SyncResults",
+    "SyncStatus",
+    "SyncPlan",
+    "__version__",
+]
 
 _moved.install()

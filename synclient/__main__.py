@@ -1,4 +1,5 @@
 """``python -m synclient``: the same as the ``synclient`` command."""
+
 import sys
 
 from synclient.cli import main

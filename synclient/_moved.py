@@ -3,6 +3,7 @@
 One finder on ``sys.meta_path`` answers for every old path, so ``from synclient.client import Platform`` keeps
 working and gives the very same objects (``isinstance`` and monkeypatching behave as for the new path).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -43,8 +44,9 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self) -> None:
         self._true_specs: Dict[str, Optional[importlib.machinery.ModuleSpec]] = {}
 
-    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
-                  target: Optional[ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
+    def find_spec(
+        self, fullname: str, path: Optional[Sequence[str]] = None, target: Optional[ModuleType] = None
+    ) -> Optional[importlib.machinery.ModuleSpec]:
         if fullname not in MOVED:
             return None
         return importlib.machinery.ModuleSpec(fullname, self)

@@ -1,4 +1,5 @@
 """Enums whose members users name by string (``if_collision="keep.both"``, ``manifest="root"``)."""
+
 from __future__ import annotations
 
 import enum

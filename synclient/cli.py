@@ -6,6 +6,7 @@ one line on stderr, never showing a token or a URL's credentials (every channel 
 :func:`synclient.redaction.redact`); ``-v`` adds the traceback. With ``--json``, stdout
 carries exactly one JSON object (also on errors), and nothing else.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,21 +25,42 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence
 
 from synclient._version import __version__
-from synclient.platform.rest import Platform
-from synclient.platform.credentials import (ResolvedToken, clean_token, delete_token, endpoint_source, find_token,
-                              resolve_endpoints, resolve_profile, store_token)
-from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, ConfigError, EndpointError,
-                              KeyringUnavailableError, LocalIOError, MalformedAnswerError, NotFoundError, SyncError,
-                              SynclientError, SyncLockedError, TargetError, UnsafePathError)
+from synclient.errors import (
+    AccessDeniedError,
+    AuthenticationError,
+    BadRequestError,
+    ConfigError,
+    EndpointError,
+    KeyringUnavailableError,
+    LocalIOError,
+    MalformedAnswerError,
+    NotFoundError,
+    SyncError,
+    SynclientError,
+    SyncLockedError,
+    TargetError,
+    UnsafePathError,
+)
+from synclient.platform.credentials import (
+    ResolvedToken,
+    clean_token,
+    delete_token,
+    endpoint_source,
+    find_token,
+    resolve_endpoints,
+    resolve_profile,
+    store_token,
+)
 from synclient.platform.models import EntityHeader, EntityType, parse_entity_id
+from synclient.platform.rest import Platform
 from synclient.progress import progress_observer
 from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret, visible  # noqa: F401
 from synclient.results import FileResult, SyncReport, SyncResults
-from synclient.sync.plan.dry_run import SyncPlan
-from synclient.sync.sources.id_lists import EntityRef, parse_refs, read_id_file
-from synclient.sync.records.manifest import ManifestFormat, ManifestMode
 from synclient.sync.options import OnError, SyncOptions
+from synclient.sync.plan.dry_run import SyncPlan
 from synclient.sync.plan.planner import Collision
+from synclient.sync.records.manifest import ManifestFormat, ManifestMode
+from synclient.sync.sources.id_lists import EntityRef, parse_refs, read_id_file
 from synclient.sync.sources.queries import looks_like_sql, table_of
 from synclient.transfer.config import TransferConfig
 
@@ -47,9 +69,9 @@ log = logging.getLogger("synclient.cli")
 
 class ExitCode(enum.IntEnum):
     OK = 0
-    FILES_FAILED = 1       # the run happened, but some files (or the platform) failed
-    USAGE = 2              # the user must fix something: arguments, configuration, token, id, access
-    INTERRUPTED = 130      # Ctrl-C (128 + SIGINT)
+    FILES_FAILED = 1  # the run happened, but some files (or the platform) failed
+    USAGE = 2  # the user must fix something: arguments, configuration, token, id, access
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
 class CliError(Exception):
@@ -140,90 +162,173 @@ def _add_global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool)
     """Global options work before or after the command; in a subcommand they only override what was given."""
     unset: Any = argparse.SUPPRESS if in_subcommand else None
     group = parser.add_argument_group("global options")
-    group.add_argument("--endpoint", metavar="URL", default=unset,
-                       help="platform service root, e.g. http://127.0.0.1:8080 (default: SYNCLIENT_ENDPOINT, "
-                            "~/.synapseConfig [endpoints], else Synapse production)")
-    group.add_argument("--token", metavar="TOKEN", default=unset,
-                       help="personal access token (default: SYNCLIENT_AUTH_TOKEN, SYNAPSE_AUTH_TOKEN, "
-                            "~/.synapseConfig, then the keyring entry saved by 'synclient login')")
-    group.add_argument("--profile", metavar="NAME", default=unset,
-                       help="profile: the [profile NAME] section of ~/.synapseConfig and the keyring entry NAME "
-                            "(default: SYNCLIENT_PROFILE, SYNAPSE_PROFILE, else 'default')")
-    group.add_argument("--ca-bundle", metavar="PATH", default=unset,
-                       help="CA certificates (PEM file or hashed folder) that REST and storage hosts must chain to "
-                            "(default: REQUESTS_CA_BUNDLE, SSL_CERT_FILE, CURL_CA_BUNDLE, ~/.synapseConfig "
-                            "[synclient] ca_bundle, else certifi's bundle)")
-    group.add_argument("-q", "--quiet", action="store_true", default=unset if in_subcommand else False,
-                       help="no progress and no narration; only results and errors")
-    group.add_argument("-v", "--verbose", action="count", default=unset if in_subcommand else 0,
-                       help="log what happens (-vv: debug) and show tracebacks of errors")
-    group.add_argument("--json", action="store_true", default=unset if in_subcommand else False,
-                       help="print exactly one JSON object on stdout (report and per-file results)")
+    group.add_argument(
+        "--endpoint",
+        metavar="URL",
+        default=unset,
+        help="platform service root, e.g. http://127.0.0.1:8080 (default: SYNCLIENT_ENDPOINT, "
+        "~/.synapseConfig [endpoints], else Synapse production)",
+    )
+    group.add_argument(
+        "--token",
+        metavar="TOKEN",
+        default=unset,
+        help="personal access token (default: SYNCLIENT_AUTH_TOKEN, SYNAPSE_AUTH_TOKEN, "
+        "~/.synapseConfig, then the keyring entry saved by 'synclient login')",
+    )
+    group.add_argument(
+        "--profile",
+        metavar="NAME",
+        default=unset,
+        help="profile: the [profile NAME] section of ~/.synapseConfig and the keyring entry NAME "
+        "(default: SYNCLIENT_PROFILE, SYNAPSE_PROFILE, else 'default')",
+    )
+    group.add_argument(
+        "--ca-bundle",
+        metavar="PATH",
+        default=unset,
+        help="CA certificates (PEM file or hashed folder) that REST and storage hosts must chain to "
+        "(default: REQUESTS_CA_BUNDLE, SSL_CERT_FILE, CURL_CA_BUNDLE, ~/.synapseConfig "
+        "[synclient] ca_bundle, else certifi's bundle)",
+    )
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=unset if in_subcommand else False,
+        help="no progress and no narration; only results and errors",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=unset if in_subcommand else 0,
+        help="log what happens (-vv: debug) and show tracebacks of errors",
+    )
+    group.add_argument(
+        "--json",
+        action="store_true",
+        default=unset if in_subcommand else False,
+        help="print exactly one JSON object on stdout (report and per-file results)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="synclient",
         description="Mirror projects of a Synapse-compatible data platform to local disk, fast and safely.",
-        epilog="exit codes: 0 ok, 1 some files failed, 2 usage/config/auth/endpoint error, 130 interrupted")
+        epilog="exit codes: 0 ok, 1 some files failed, 2 usage/config/auth/endpoint error, 130 interrupted",
+    )
     parser.add_argument("--version", action="version", version=f"synclient {__version__}")
     _add_global_options(parser, in_subcommand=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
-    def command(name: str, help_text: str, handler: Callable[["CommandContext"], ExitCode]) -> argparse.ArgumentParser:
+    def command(name: str, help_text: str, handler: Callable[[CommandContext], ExitCode]) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         _add_global_options(sub, in_subcommand=True)
         sub.set_defaults(handler=handler)
         return sub
 
-    get = command("get", "download files, projects or folders (those need -r), datasets, a list of ids, or what a "
-                         "query selects", cmd_get)
-    get.add_argument("ids", metavar="ID", nargs="*",
-                     help="entity ids, e.g. syn123, or syn123.4 for version 4 of a file; several ids are one run")
-    get.add_argument("--from-file", metavar="FILE",
-                     help="read ids from FILE ('-': standard input): one per line ('#' comments), or a CSV/TSV "
-                          "with an 'id' column such as a manifest or a saved query result")
-    get.add_argument("--query", metavar="SQL",
-                     help="download the files a query over a file view or table selects: \"SELECT id FROM syn123 "
-                          "WHERE ...\" (its id column; a currentVersion column pins versions)")
-    get.add_argument("--view", metavar="ID",
-                     help="a file view over what is downloaded (syn456): its rows stand in for one REST call per "
-                          "file (a first sync of N files takes about N/100 calls instead of N)")
-    get.add_argument("--version", dest="file_version", metavar="N", type=_positive_int,
-                     help="version N of the one file ID (as syn123.N)")
+    get = command(
+        "get",
+        "download files, projects or folders (those need -r), datasets, a list of ids, or what a query selects",
+        cmd_get,
+    )
+    get.add_argument(
+        "ids",
+        metavar="ID",
+        nargs="*",
+        help="entity ids, e.g. syn123, or syn123.4 for version 4 of a file; several ids are one run",
+    )
+    get.add_argument(
+        "--from-file",
+        metavar="FILE",
+        help="read ids from FILE ('-': standard input): one per line ('#' comments), or a CSV/TSV "
+        "with an 'id' column such as a manifest or a saved query result",
+    )
+    get.add_argument(
+        "--query",
+        metavar="SQL",
+        help='download the files a query over a file view or table selects: "SELECT id FROM syn123 '
+        'WHERE ..." (its id column; a currentVersion column pins versions)',
+    )
+    get.add_argument(
+        "--view",
+        metavar="ID",
+        help="a file view over what is downloaded (syn456): its rows stand in for one REST call per "
+        "file (a first sync of N files takes about N/100 calls instead of N)",
+    )
+    get.add_argument(
+        "--version",
+        dest="file_version",
+        metavar="N",
+        type=_positive_int,
+        help="version N of the one file ID (as syn123.N)",
+    )
     get.add_argument("-r", "--recursive", action="store_true", help="download projects and folders recursively")
     get.add_argument("--path", metavar="DIR", default=".", help="local directory to sync into (default: .)")
-    get.add_argument("--dask", metavar="ADDRESS", help="fetch on a Dask cluster: a scheduler's address "
-                     "(tcp://host:8786) or scheduler file, or local:N for N worker processes on this machine; this "
-                     "process plans and indexes, the workers fetch (pip install 'synclient[dask]'; docs/dask.md)")
-    get.add_argument("--max-workers", metavar="N", type=_positive_int,
-                     help=f"threads of the shared transfer pool (default: {TransferConfig().max_workers})")
-    get.add_argument("--if-collision", metavar="MODE", choices=COLLISION_MODES,
-                     help="when a local file differs: " + ", ".join(COLLISION_MODES)
-                     + f" (default: {SyncOptions().if_collision.value})")
-    get.add_argument("--include", metavar="GLOB", action="append",
-                     help="only remote paths matching GLOB (repeatable)")
+    get.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="fetch on a Dask cluster: a scheduler's address "
+        "(tcp://host:8786) or scheduler file, or local:N for N worker processes on this machine; this "
+        "process plans and indexes, the workers fetch (pip install 'synclient[dask]'; docs/dask.md)",
+    )
+    get.add_argument(
+        "--max-workers",
+        metavar="N",
+        type=_positive_int,
+        help=f"threads of the shared transfer pool (default: {TransferConfig().max_workers})",
+    )
+    get.add_argument(
+        "--if-collision",
+        metavar="MODE",
+        choices=COLLISION_MODES,
+        help="when a local file differs: "
+        + ", ".join(COLLISION_MODES)
+        + f" (default: {SyncOptions().if_collision.value})",
+    )
+    get.add_argument("--include", metavar="GLOB", action="append", help="only remote paths matching GLOB (repeatable)")
     get.add_argument("--exclude", metavar="GLOB", action="append", help="skip remote paths matching GLOB (repeatable)")
-    get.add_argument("--dry-run", action="store_true", help="print the plan (what would be downloaded, skipped, "
-                                                            "deleted) and change nothing")
-    get.add_argument("--delete", action="store_true",
-                     help="remove local files that synclient wrote and that are gone remotely")
-    get.add_argument("--manifest", choices=MANIFEST_MODES,
-                     help="where to write the manifests: all folders, the root only, or nowhere")
-    get.add_argument("--manifest-format", choices=MANIFEST_FORMATS,
-                     help="which manifests: tsv (SYNAPSE_METADATA_MANIFEST.tsv), csv (manifest.csv) or both "
-                          "(default, as synapseclient 4.14)")
+    get.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (what would be downloaded, skipped, deleted) and change nothing",
+    )
+    get.add_argument(
+        "--delete", action="store_true", help="remove local files that synclient wrote and that are gone remotely"
+    )
+    get.add_argument(
+        "--manifest",
+        choices=MANIFEST_MODES,
+        help="where to write the manifests: all folders, the root only, or nowhere",
+    )
+    get.add_argument(
+        "--manifest-format",
+        choices=MANIFEST_FORMATS,
+        help="which manifests: tsv (SYNAPSE_METADATA_MANIFEST.tsv), csv (manifest.csv) or both "
+        "(default, as synapseclient 4.14)",
+    )
     get.add_argument("--follow-links", action="store_true", help="follow Link entities to their targets")
-    get.add_argument("--provenance", action="store_true",
-                     help="fetch provenance for the manifest's used/executed columns (one REST call per file)")
+    get.add_argument(
+        "--provenance",
+        action="store_true",
+        help="fetch provenance for the manifest's used/executed columns (one REST call per file)",
+    )
     get.add_argument("--no-progress", action="store_true", help="no progress bar (also: SYNCLIENT_DISABLE_PROGRESS=1)")
-    get.add_argument("--no-synapse-cache", dest="synapse_cache", action="store_false",
-                     help="neither copy files from synapseclient's download cache (~/.synapseCache) nor record "
-                          "them there")
-    get.add_argument("--synapse-cache-link", action="store_true",
-                     help="hard-link files found in synapseclient's cache instead of copying them (the two names are "
-                          "then one file: a change to either changes both)")
+    get.add_argument(
+        "--no-synapse-cache",
+        dest="synapse_cache",
+        action="store_false",
+        help="neither copy files from synapseclient's download cache (~/.synapseCache) nor record them there",
+    )
+    get.add_argument(
+        "--synapse-cache-link",
+        action="store_true",
+        help="hard-link files found in synapseclient's cache instead of copying them (the two names are "
+        "then one file: a change to either changes both)",
+    )
 
     ls = command("ls", "list a project or folder (a tree with -r, sizes with -l)", cmd_ls)
     ls.add_argument("id", metavar="ID", help="entity id, e.g. syn123")
@@ -235,8 +340,12 @@ def build_parser() -> argparse.ArgumentParser:
     command("whoami", "show the user the current token belongs to, and where the token came from", cmd_whoami)
 
     demo = command("demo", "run a local platform emulator and sync a demo project twice (no network)", cmd_demo)
-    demo.add_argument("--path", metavar="DIR", default="synclient-demo",
-                      help="where to put the demo files (default: ./synclient-demo)")
+    demo.add_argument(
+        "--path",
+        metavar="DIR",
+        default="synclient-demo",
+        help="where to put the demo files (default: ./synclient-demo)",
+    )
     demo.add_argument("--small", action="store_true", help="a tiny demo project (a few dozen small files)")
     demo.add_argument("--max-workers", metavar="N", type=_positive_int, help="threads of the shared transfer pool")
     demo.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -268,9 +377,15 @@ class CommandContext:
         # The token is resolved here (not inside Platform) so error messages can say where it came from.
         resolved = token or (self.token.token if self.token else None)
         endpoints = resolve_endpoints(self.args.endpoint)
-        return Platform(repo_endpoint=endpoints.repo, file_endpoint=endpoints.file, auth_endpoint=endpoints.auth,
-                        token=resolved or None, profile=self.args.profile, max_connections=max_connections,
-                        ca_bundle=self.args.ca_bundle)
+        return Platform(
+            repo_endpoint=endpoints.repo,
+            file_endpoint=endpoints.file,
+            auth_endpoint=endpoints.auth,
+            token=resolved or None,
+            profile=self.args.profile,
+            max_connections=max_connections,
+            ca_bundle=self.args.ca_bundle,
+        )
 
     def want_progress(self) -> bool:
         return not (self.out.quiet or getattr(self.args, "no_progress", False))
@@ -283,17 +398,23 @@ def _explain(exc: BaseException, ctx: Optional[CommandContext]) -> CliError:
     if isinstance(exc, AuthenticationError):
         token = ctx.token if ctx else None
         if token is None:
-            return CliError("the platform requires a login and no access token was found: run 'synclient login', "
-                            "or set SYNCLIENT_AUTH_TOKEN to a personal access token")
-        return CliError(f"the access token from {token.describe()} was rejected (invalid or expired): create a new "
-                        f"personal access token, then run 'synclient login' or set SYNCLIENT_AUTH_TOKEN to it")
+            return CliError(
+                "the platform requires a login and no access token was found: run 'synclient login', "
+                "or set SYNCLIENT_AUTH_TOKEN to a personal access token"
+            )
+        return CliError(
+            f"the access token from {token.describe()} was rejected (invalid or expired): create a new "
+            f"personal access token, then run 'synclient login' or set SYNCLIENT_AUTH_TOKEN to it"
+        )
     if isinstance(exc, NotFoundError):
         return CliError(f"not found: {_reason_or(exc)} (check the id; it may not exist or may have been deleted)")
     if isinstance(exc, AccessDeniedError):
         if ctx is not None and ctx.token is None:  # the platform answered for its anonymous user
-            return CliError(f"access denied: {_reason_or(exc)} (no access token was found, so the platform "
-                            f"answered as an anonymous user: run 'synclient login', or set SYNCLIENT_AUTH_TOKEN "
-                            f"to a personal access token)")
+            return CliError(
+                f"access denied: {_reason_or(exc)} (no access token was found, so the platform "
+                f"answered as an anonymous user: run 'synclient login', or set SYNCLIENT_AUTH_TOKEN "
+                f"to a personal access token)"
+            )
         return CliError(f"access denied: {_reason_or(exc)} (this user may not read it; see 'synclient whoami')")
     if isinstance(exc, EndpointError):
         return CliError(f"{exc} (the endpoint comes from {endpoint_source(ctx.args.endpoint if ctx else None)})")
@@ -303,8 +424,9 @@ def _explain(exc: BaseException, ctx: Optional[CommandContext]) -> CliError:
         return CliError(str(exc), ExitCode.FILES_FAILED)
     if isinstance(exc, OSError):
         return CliError(f"{exc.__class__.__name__}: {exc}", ExitCode.FILES_FAILED)
-    return CliError(f"internal error: {exc.__class__.__name__}: {exc} (run with -v for the traceback)",
-                    ExitCode.FILES_FAILED)
+    return CliError(
+        f"internal error: {exc.__class__.__name__}: {exc} (run with -v for the traceback)", ExitCode.FILES_FAILED
+    )
 
 
 def _reason_or(exc: BaseException) -> str:
@@ -322,38 +444,52 @@ def _entity_id(text: str) -> str:
 def _check_target(path: Path) -> None:
     """``--path`` must be a directory or not exist yet: say so before any network call."""
     if path.exists() and not path.is_dir():
-        raise TargetError(f"the target path cannot be used: {path} exists as a file; give --path a directory "
-                          f"(it is created when missing)")
+        raise TargetError(
+            f"the target path cannot be used: {path} exists as a file; give --path a directory "
+            f"(it is created when missing)"
+        )
 
 
 def _require_token(ctx: CommandContext) -> ResolvedToken:
     if ctx.token is None:
-        raise CliError("not logged in: run 'synclient login', set SYNCLIENT_AUTH_TOKEN, or add authtoken to "
-                       "~/.synapseConfig")
+        raise CliError(
+            "not logged in: run 'synclient login', set SYNCLIENT_AUTH_TOKEN, or add authtoken to ~/.synapseConfig"
+        )
     return ctx.token
 
 
 # -- get ------------------------------------------------------------------------------------------------------------
 
+
 def _sync_options(args: argparse.Namespace) -> SyncOptions:
     """The sync's options from the flags (the CLI draws its own progress, and reports failures itself)."""
     defaults = SyncOptions()
-    return SyncOptions(if_collision=args.if_collision or defaults.if_collision, delete=args.delete,
-                       manifest=args.manifest or defaults.manifest, include=args.include or (),
-                       exclude=args.exclude or (), dry_run=args.dry_run, follow_links=args.follow_links,
-                       provenance=args.provenance, on_error=OnError.CONTINUE, progress=False,
-                       manifest_formats=(args.manifest_format if args.manifest_format not in (None, "both")
-                                         else defaults.manifest_formats),
-                       synapse_cache=args.synapse_cache, synapse_cache_link=args.synapse_cache_link)
-
+    return SyncOptions(
+        if_collision=args.if_collision or defaults.if_collision,
+        delete=args.delete,
+        manifest=args.manifest or defaults.manifest,
+        include=args.include or (),
+        exclude=args.exclude or (),
+        dry_run=args.dry_run,
+        follow_links=args.follow_links,
+        provenance=args.provenance,
+        on_error=OnError.CONTINUE,
+        progress=False,
+        manifest_formats=(
+            args.manifest_format if args.manifest_format not in (None, "both") else defaults.manifest_formats
+        ),
+        synapse_cache=args.synapse_cache,
+        synapse_cache_link=args.synapse_cache_link,
+    )
 
 
 def _requested_ids(args: argparse.Namespace) -> List[EntityRef]:
     """The ids of ``get``: on the command line and from ``--from-file``, ``--version`` applied to the one id."""
     for text in args.ids:
         if looks_like_sql(text):
-            raise CliError(f"{_one_line(text)!r} is a query, not an id: pass it with --query \"SELECT ...\" "
-                           "(-q means quiet)")
+            raise CliError(
+                f'{_one_line(text)!r} is a query, not an id: pass it with --query "SELECT ..." (-q means quiet)'
+            )
     refs = parse_refs(args.ids)
     if args.from_file:
         try:
@@ -398,8 +534,10 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
             if root.type.is_container and not args.recursive:
                 raise CliError(f"{one.entity_id} is a {root.type.label}; pass -r to download it recursively")
             if root.type.is_queryable:
-                raise CliError(f"{one.entity_id} is a {root.type.label}: select its files with "
-                               f"--query \"SELECT id FROM {one.entity_id} WHERE ...\"")
+                raise CliError(
+                    f"{one.entity_id} is a {root.type.label}: select its files with "
+                    f'--query "SELECT id FROM {one.entity_id} WHERE ..."'
+                )
             source = resolve_entity(platform, one, header=root)
             description = root.name
         else:
@@ -408,13 +546,22 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
             observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=description)
             try:
                 if source is not None:
-                    settings = RunSettings.of(options, max_workers=args.max_workers, observer=observer, view=view,
-                                              dask=dask)
+                    settings = RunSettings.of(
+                        options, max_workers=args.max_workers, observer=observer, view=view, dask=dask
+                    )
                     outcome = sync_source(source, path, platform=platform, settings=settings, baseline=baseline)
                 else:
-                    outcome = download_many(refs, path, recursive=args.recursive, platform=platform,
-                                            max_workers=args.max_workers, options=options, observer=observer,
-                                            view=view, dask=dask)
+                    outcome = download_many(
+                        refs,
+                        path,
+                        recursive=args.recursive,
+                        platform=platform,
+                        max_workers=args.max_workers,
+                        options=options,
+                        observer=observer,
+                        view=view,
+                        dask=dask,
+                    )
             finally:
                 observer.close()
     if isinstance(outcome, SyncPlan):  # (a dry run's)
@@ -443,9 +590,16 @@ def _get_query(ctx: CommandContext) -> ExitCode:
     with ctx.platform(max_connections=workers) as platform, _dask_for(args) as dask:
         observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description="query")
         try:
-            outcome = download_query(sql, path, recursive=args.recursive, platform=platform,
-                                     max_workers=args.max_workers, options=_sync_options(args), observer=observer,
-                                     dask=dask)
+            outcome = download_query(
+                sql,
+                path,
+                recursive=args.recursive,
+                platform=platform,
+                max_workers=args.max_workers,
+                options=_sync_options(args),
+                observer=observer,
+                dask=dask,
+            )
         except BadRequestError as exc:
             if "/table/query" not in (exc.url or ""):
                 raise
@@ -461,6 +615,7 @@ def _check_dask(args: argparse.Namespace) -> None:
     """``--dask``: Dask installed, ``local:N`` well formed, a scheduler file readable: said before any call."""
     if args.dask is not None and not args.dry_run:
         from synclient.cluster.connect import check_spec
+
         check_spec(args.dask)
 
 
@@ -469,6 +624,7 @@ def _dask_for(args: argparse.Namespace) -> ContextManager[Optional[object]]:
     if args.dask is None or args.dry_run:
         return contextlib.nullcontext()
     from synclient.cluster.connect import dask_client
+
     return dask_client(args.dask)
 
 
@@ -492,13 +648,17 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
         ctx.out.info(f"renamed: {line}")
     if report.query is not None:
         query = report.query
-        ctx.out.info(f"query: {query.rows} rows of {query.table} named {query.entities} entities"
-                     + (f" ({query.rows_without_id} rows without an id)" if query.rows_without_id else ""))
+        ctx.out.info(
+            f"query: {query.rows} rows of {query.table} named {query.entities} entities"
+            + (f" ({query.rows_without_id} rows without an id)" if query.rows_without_id else "")
+        )
     for counts in report.workers:
-        ctx.out.info(f"worker {counts.worker}: {counts.shards} shard{'s' if counts.shards != 1 else ''}, "
-                     f"{counts.files} files, "
-                     f"{counts.bytes / 1e6:.1f} MB in {counts.seconds:.1f} s ({counts.cpu_seconds:.1f} CPU s), "
-                     f"{counts.rest_calls} REST calls")
+        ctx.out.info(
+            f"worker {counts.worker}: {counts.shards} shard{'s' if counts.shards != 1 else ''}, "
+            f"{counts.files} files, "
+            f"{counts.bytes / 1e6:.1f} MB in {counts.seconds:.1f} s ({counts.cpu_seconds:.1f} CPU s), "
+            f"{counts.rest_calls} REST calls"
+        )
     ctx.out.result(report.summary())
     return ExitCode.FILES_FAILED if results.failures or report.manifest_errors else ExitCode.OK
 
@@ -519,13 +679,19 @@ class TreeEntry:
     header: EntityHeader
     depth: int
     path: str
-    size: Optional[int] = None        # files: content size (with -l); folders: total of what was listed below
+    size: Optional[int] = None  # files: content size (with -l); folders: total of what was listed below
     version: Optional[int] = None
 
     def to_json(self) -> Dict[str, Any]:
-        return {"id": self.header.id, "name": self.header.name, "type": self.header.type.name.lower(),
-                "path": self.path, "depth": self.depth, "size": self.size,
-                "version": self.version if self.version is not None else self.header.version_number}
+        return {
+            "id": self.header.id,
+            "name": self.header.name,
+            "type": self.header.type.name.lower(),
+            "path": self.path,
+            "depth": self.depth,
+            "size": self.size,
+            "version": self.version if self.version is not None else self.header.version_number,
+        }
 
 
 LISTED_TYPES = (EntityType.FOLDER, EntityType.FILE, EntityType.LINK)
@@ -616,9 +782,16 @@ def cmd_whoami(ctx: CommandContext) -> ExitCode:
     with ctx.platform() as platform:
         profile = platform.get_user_profile()
         endpoint = platform.endpoints.repo
-    ctx.out.json_document.update({"command": "whoami", "user_name": profile.get("userName"),
-                                  "owner_id": profile.get("ownerId"), "endpoint": endpoint,
-                                  "token_source": token.source.name.lower(), "profile": ctx.profile})
+    ctx.out.json_document.update(
+        {
+            "command": "whoami",
+            "user_name": profile.get("userName"),
+            "owner_id": profile.get("ownerId"),
+            "endpoint": endpoint,
+            "token_source": token.source.name.lower(),
+            "profile": ctx.profile,
+        }
+    )
     ctx.out.result(f"{_user_line(profile)} at {endpoint}")
     ctx.out.info(f"token from {token.describe()}")
     return ExitCode.OK
@@ -639,21 +812,34 @@ def cmd_login(ctx: CommandContext) -> ExitCode:
     register_secret(given)
     token = clean_token(given, where="the --token option" if ctx.args.token else "the input")
     if not token:
-        raise CliError("no token given: create a personal access token in the platform's web site "
-                       "(Account Settings > Personal Access Tokens) and paste it at the prompt")
+        raise CliError(
+            "no token given: create a personal access token in the platform's web site "
+            "(Account Settings > Personal Access Tokens) and paste it at the prompt"
+        )
     try:
         with ctx.platform(token=token) as platform:
             profile = platform.get_user_profile()
             endpoint = platform.endpoints.repo
     except AuthenticationError:
-        raise CliError("that token was rejected by the platform (invalid or expired): create a new personal "
-                       "access token and run 'synclient login' again") from None
+        raise CliError(
+            "that token was rejected by the platform (invalid or expired): create a new personal "
+            "access token and run 'synclient login' again"
+        ) from None
     backend = store_token(token, ctx.profile)
-    ctx.out.json_document.update({"command": "login", "user_name": profile.get("userName"),
-                                  "owner_id": profile.get("ownerId"), "endpoint": endpoint,
-                                  "profile": ctx.profile, "keyring_backend": backend})
-    ctx.out.result(f"logged in as {_user_line(profile)} at {endpoint}; token stored in the keyring "
-                   f"({backend}) for profile {ctx.profile!r}")
+    ctx.out.json_document.update(
+        {
+            "command": "login",
+            "user_name": profile.get("userName"),
+            "owner_id": profile.get("ownerId"),
+            "endpoint": endpoint,
+            "profile": ctx.profile,
+            "keyring_backend": backend,
+        }
+    )
+    ctx.out.result(
+        f"logged in as {_user_line(profile)} at {endpoint}; token stored in the keyring "
+        f"({backend}) for profile {ctx.profile!r}"
+    )
     _warn_about_overrides(ctx)
     return ExitCode.OK
 
@@ -672,8 +858,11 @@ def cmd_logout(ctx: CommandContext) -> ExitCode:
         removed = False
         ctx.out.info("no keyring backend on this machine, so no token was stored there")
     ctx.out.json_document.update({"command": "logout", "profile": ctx.profile, "removed": removed})
-    ctx.out.result(f"removed the stored token of profile {ctx.profile!r}" if removed
-                   else f"no token stored in the keyring for profile {ctx.profile!r}")
+    ctx.out.result(
+        f"removed the stored token of profile {ctx.profile!r}"
+        if removed
+        else f"no token stored in the keyring for profile {ctx.profile!r}"
+    )
     _warn_about_overrides(ctx)
     return ExitCode.OK
 
@@ -686,13 +875,23 @@ def cmd_demo(ctx: CommandContext) -> ExitCode:
 
     args = ctx.args
     path = Path(args.path)
-    outcome = run_demo(path, shape=SMALL if args.small else FULL, max_workers=args.max_workers,
-                       make_observer=lambda description: progress_observer(enabled=ctx.want_progress(),
-                                                                            description=description),
-                       narrate=ctx.out.info)
+    outcome = run_demo(
+        path,
+        shape=SMALL if args.small else FULL,
+        max_workers=args.max_workers,
+        make_observer=lambda description: progress_observer(enabled=ctx.want_progress(), description=description),
+        narrate=ctx.out.info,
+    )
     first, second = outcome.first.report, outcome.second.report
-    ctx.out.json_document.update({"command": "demo", "path": str(path.resolve()), "project": outcome.project_id,
-                                  "first": first.to_json(), "second": second.to_json()})
+    ctx.out.json_document.update(
+        {
+            "command": "demo",
+            "path": str(path.resolve()),
+            "project": outcome.project_id,
+            "first": first.to_json(),
+            "second": second.to_json(),
+        }
+    )
     ctx.out.result(f"first sync:  {first.summary()}")
     ctx.out.result(f"second sync: {second.summary()}")
     failures = outcome.first.failures + outcome.second.failures
@@ -700,8 +899,10 @@ def cmd_demo(ctx: CommandContext) -> ExitCode:
     if failures:
         return ExitCode.FILES_FAILED
     if second.downloaded:
-        raise CliError(f"the second sync downloaded {second.downloaded} files; an unchanged tree should download "
-                       f"none", ExitCode.FILES_FAILED)
+        raise CliError(
+            f"the second sync downloaded {second.downloaded} files; an unchanged tree should download none",
+            ExitCode.FILES_FAILED,
+        )
     ctx.out.result(f"the second sync downloaded nothing: the files in {path} are up to date")
     return ExitCode.OK
 

@@ -8,6 +8,7 @@ Each error says what it means for the work in hand (:class:`ErrorNature`, rclone
 goes on) or *fatal* (every remaining file would meet it too: the run stops). Retry loops and the runner read
 :attr:`SynclientError.retryable` and :attr:`SynclientError.nature` instead of deciding again at each call site.
 """
+
 from __future__ import annotations
 
 import enum
@@ -23,8 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class ErrorNature(enum.Enum):
     RETRYABLE = "retryable"  # another try may succeed: tried again, a bounded number of times
-    PER_FILE = "per-file"    # this file (or folder) fails; the rest of the run goes on
-    FATAL = "fatal"          # every remaining file would meet it too: the run stops
+    PER_FILE = "per-file"  # this file (or folder) fails; the rest of the run goes on
+    FATAL = "fatal"  # every remaining file would meet it too: the run stops
 
 
 class SynclientError(Exception):
@@ -40,7 +41,7 @@ class SynclientError(Exception):
         """Worth another try here: retryable by nature, and no inner layer already spent the tries."""
         return self.nature is ErrorNature.RETRYABLE and not self.retries_spent
 
-    def spent(self) -> "SynclientError":
+    def spent(self) -> SynclientError:
         """Mark this error as raised after its retries ran out (see :attr:`retries_spent`); returns it."""
         self.retries_spent = True
         return self
@@ -102,7 +103,8 @@ NO_KEYRING_HELP = (
     "no keyring backend is available on this machine (common on headless Linux and in containers), so the "
     "token cannot be stored there. Instead either set SYNCLIENT_AUTH_TOKEN=<token> in your environment, or "
     "put 'authtoken = <token>' under [default] in ~/.synapseConfig (and chmod 600 it), or install a "
-    "keyring backend (for example: pip install keyrings.alt) and run 'synclient login' again")
+    "keyring backend (for example: pip install keyrings.alt) and run 'synclient login' again"
+)
 
 
 class KeyringUnavailableError(ConfigError):
@@ -141,15 +143,22 @@ class ExternalCertificateError(CertificateError):
     nature = ErrorNature.PER_FILE
 
     @classmethod
-    def of(cls, error: CertificateError) -> "ExternalCertificateError":
+    def of(cls, error: CertificateError) -> ExternalCertificateError:
         return cls(str(error), host=error.host)
 
 
 class PlatformError(SynclientError):
     """A control-plane (REST) call failed; carries the HTTP status and the server's ``reason``."""
 
-    def __init__(self, message: str, *, status: Optional[int] = None, reason: Optional[str] = None,
-                 method: Optional[str] = None, url: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: Optional[int] = None,
+        reason: Optional[str] = None,
+        method: Optional[str] = None,
+        url: Optional[str] = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
@@ -258,7 +267,7 @@ class LocalIOError(SynclientError, OSError):
         return ErrorNature.FATAL if getattr(self, "errno", None) in _FATAL_ERRNOS else ErrorNature.PER_FILE
 
     @classmethod
-    def from_exception(cls, action: str, exc: BaseException) -> "LocalIOError":
+    def from_exception(cls, action: str, exc: BaseException) -> LocalIOError:
         """``"<action>: <reason>"`` for an ``OSError`` or ``sqlite3.Error``, keeping its ``errno``. A full disk or
         quota reads "disk full" with errno ``ENOSPC`` whichever layer (file, manifest, SQLite index) hit it first,
         so callers and users see one answer for one cause."""
@@ -287,7 +296,7 @@ class NoRoomForFileError(LocalIOError):
     nature = ErrorNature.PER_FILE
 
     @classmethod
-    def of(cls, path: object, size: int, exc: OSError, *, free: Optional[int] = None) -> "NoRoomForFileError":
+    def of(cls, path: object, size: int, exc: OSError, *, free: Optional[int] = None) -> NoRoomForFileError:
         room = f" ({free} bytes free)" if free is not None else ""
         error = cls(f"cannot write {path}: no room for its {size} bytes{room}")
         error.errno = exc.errno
@@ -310,10 +319,11 @@ class SyncError(SynclientError):
     """Some files of a sync failed, or some folder's manifest could not be written. ``failures`` lists the files;
     ``results`` holds every file's outcome (with ``.report``); ``problems`` the manifest errors, one per folder."""
 
-    def __init__(self, failures: Sequence["FileResult"], results: Sequence["FileResult"], *,
-                 problems: Sequence[str] = ()) -> None:
-        self.failures: List["FileResult"] = list(failures)
-        self.results: List["FileResult"] = list(results)
+    def __init__(
+        self, failures: Sequence[FileResult], results: Sequence[FileResult], *, problems: Sequence[str] = ()
+    ) -> None:
+        self.failures: List[FileResult] = list(failures)
+        self.results: List[FileResult] = list(results)
         self.problems: List[str] = list(problems)
         shown = "; ".join(f"{f.entity_id} ({f.path}): {f.error}" for f in self.failures[:5])
         more = f" and {len(self.failures) - 5} more" if len(self.failures) > 5 else ""

@@ -17,6 +17,7 @@ that blocks holds up the transfer that called it). An exception raised by an obs
 
     sync_from_platform("syn123", "data", observer=Slowest())
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -23,6 +23,7 @@ capability            fast path                                       fallback
 on Linux run the code other systems will: ``all`` (or ``1``) for every one, or a comma-separated list of the
 capability names above. Unset, empty or ``0``: the fast path wherever the system has it.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -62,8 +63,12 @@ def _has_fcntl() -> bool:
 def _has_dir_fd() -> bool:
     """Open, ``lstat`` (``os.stat`` without following), unlink and rmdir relative to a folder's descriptor, and
     list a folder by its descriptor: all or nothing (Windows has none of them)."""
-    return ({os.open, os.stat, os.unlink, os.rmdir} <= os.supports_dir_fd and os.stat in os.supports_follow_symlinks
-            and os.listdir in os.supports_fd and hasattr(os, "O_DIRECTORY"))
+    return (
+        {os.open, os.stat, os.unlink, os.rmdir} <= os.supports_dir_fd
+        and os.stat in os.supports_follow_symlinks
+        and os.listdir in os.supports_fd
+        and hasattr(os, "O_DIRECTORY")
+    )
 
 
 def offered() -> Capabilities:
@@ -90,8 +95,10 @@ def disabled_by(value: str) -> FrozenSet[str]:
     names = frozenset(name.strip() for name in value.split(",") if name.strip())
     unknown = names - Capabilities.names()
     if unknown:
-        raise ConfigError(f"{ENV_VAR}={value!r}: unknown capability {', '.join(sorted(unknown))} "
-                          f"(known: all, {', '.join(sorted(Capabilities.names()))})")
+        raise ConfigError(
+            f"{ENV_VAR}={value!r}: unknown capability {', '.join(sorted(unknown))} "
+            f"(known: all, {', '.join(sorted(Capabilities.names()))})"
+        )
     return names
 
 
@@ -130,7 +137,7 @@ def _preadv_with_seek(fd: int, buffers: List[memoryview], offset: int) -> int:
     with _fd_lock(fd):
         os.lseek(fd, offset, os.SEEK_SET)
         data = os.read(fd, len(buffer))
-    buffer[:len(data)] = data
+    buffer[: len(data)] = data
     return len(data)
 
 
@@ -138,7 +145,7 @@ def _preadv_by_pread(fd: int, buffers: List[memoryview], offset: int) -> int:
     """One buffer's ``os.preadv`` by ``os.pread`` and a copy (a macOS build without ``preadv``)."""
     (buffer,) = buffers
     data = os.pread(fd, len(buffer), offset)
-    buffer[:len(data)] = data
+    buffer[: len(data)] = data
     return len(data)
 
 
@@ -170,11 +177,13 @@ def use(capabilities: Capabilities) -> Capabilities:
 
 # -- an exclusive lock on a file ---------------------------------------------------------------------------------
 
-def try_lock_file(path: "os.PathLike[str] | str") -> "Optional[Callable[[], None]]":
+
+def try_lock_file(path: os.PathLike[str] | str) -> Optional[Callable[[], None]]:
     """Lock ``path`` (created if missing) for this holder alone, without waiting: the function that releases it,
     or None when another holder has it. Held until released or until the process ends, as the kernel drops it."""
     if CAPABILITIES.flock:
         import fcntl
+
         fd = os.open(path, os.O_RDWR | os.O_CREAT | O_BINARY, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -186,6 +195,7 @@ def try_lock_file(path: "os.PathLike[str] | str") -> "Optional[Callable[[], None
             raise
         return lambda: os.close(fd)  # closing drops the flock
     import filelock  # msvcrt.locking on Windows; on a POSIX system forced here, its own flock
+
     lock = filelock.FileLock(os.fspath(path), thread_local=False)  # released by whichever thread closes the sync
     try:
         lock.acquire(timeout=0)

@@ -13,6 +13,7 @@ parts, then freeze while hundreds of small files finish); the count of files don
     from synclient.progress import progress_observer
     syncFromPlatform("syn123", "data", observer=progress_observer())
 """
+
 from __future__ import annotations
 
 import enum
@@ -35,7 +36,7 @@ ECHO_ROOM = 2  # columns the bar leaves free (beyond tqdm's one): the terminal e
 
 
 class ProgressMode(enum.Enum):
-    BAR = "bar"          # tqdm.auto bar (terminal or notebook widget)
+    BAR = "bar"  # tqdm.auto bar (terminal or notebook widget)
     LOG_LINES = "lines"  # a plain status line now and then, no carriage returns
     OFF = "off"
 
@@ -100,15 +101,25 @@ class ProgressBar(ProgressDisplay):
         self._lock = threading.Lock()
         self._counts = _Counts()
         # miniters=0: no learned "every N bytes" (which froze the bar); every update asks the clock instead
-        settings: Dict[str, Any] = dict(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
-                                        file=stream if stream is not None else sys.stderr, dynamic_ncols=True,
-                                        mininterval=REDRAW_INTERVAL, miniters=0, leave=True,
-                                        postfix=self._counts.files_text())
+        settings: Dict[str, Any] = dict(
+            total=0,
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1024,
+            desc=description,
+            file=stream if stream is not None else sys.stderr,
+            dynamic_ncols=True,
+            mininterval=REDRAW_INTERVAL,
+            miniters=0,
+            leave=True,
+            postfix=self._counts.files_text(),
+        )
         notebook = sys.modules.get("tqdm.notebook")  # (imported by tqdm.auto only in a notebook)
         self._bar: std_tqdm[Any]
         self._shown: Optional[Tuple[Any, tqdm_notebook[Any]]] = None  # (IPython's display handle, the widget bar)
         if notebook is not None and issubclass(tqdm, notebook.tqdm_notebook):
             from IPython.display import display
+
             # tqdm.auto's class is a tqdm_notebook in a notebook (checked above); its stubs know only the terminal's
             widget_bar = cast("tqdm_notebook[Any]", tqdm(display=False, **settings))
             self._bar = widget_bar
@@ -225,8 +236,10 @@ class ProgressLines(ProgressDisplay):
     def _line(self) -> str:
         counts = self._counts
         elapsed = max(time.monotonic() - self._started, 1e-6)
-        return (f"{self._description}: {counts.files_text()}, {counts.bytes_done / 1e6:.1f} of "
-                f"{counts.bytes_planned / 1e6:.1f} MB, {counts.bytes_done / 1e6 / elapsed:.1f} MB/s")
+        return (
+            f"{self._description}: {counts.files_text()}, {counts.bytes_done / 1e6:.1f} of "
+            f"{counts.bytes_planned / 1e6:.1f} MB, {counts.bytes_done / 1e6 / elapsed:.1f} MB/s"
+        )
 
     def _write(self, line: Optional[str]) -> None:
         if line is None:
@@ -243,8 +256,9 @@ class NoProgress(ProgressDisplay):
         pass
 
 
-def progress_observer(*, enabled: bool = True, stream: Optional[IO[str]] = None, description: str = "sync",
-                      interval: float = 10.0) -> ProgressDisplay:
+def progress_observer(
+    *, enabled: bool = True, stream: Optional[IO[str]] = None, description: str = "sync", interval: float = 10.0
+) -> ProgressDisplay:
     """The right display for where output goes; call ``.close()`` on it when the sync returns."""
     mode = choose_mode(enabled=enabled, stream=stream)
     if mode is ProgressMode.BAR:

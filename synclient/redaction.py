@@ -21,6 +21,7 @@ Nothing here is installed at import: :func:`install_redaction` is called when a
 :class:`~synclient.platform.rest.Platform` or a data client is created and when the CLI starts. This module imports
 nothing of synclient (the lowest layer), so every other module may use it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,8 +47,10 @@ _SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*://"
 _URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])(" + _SCHEME + r")[^\s/?#]*@")
 #: an authority that is no ``host[:port]`` (``scheme://user:pass?word@host``, an unescaped ``?``, ``#`` or ``/`` in a
 #: password): all of it up to the path goes, since nothing can tell where the password ends
-_URL_BAD_AUTHORITY = re.compile(r"(?<![A-Za-z0-9+.\-])(" + _SCHEME + r")[^\s/?#@:\[\]]+:"
-                                r"(?!\d*(?:[/?#\s\"'<>]|$))[^\s]*@")
+_URL_BAD_AUTHORITY = re.compile(
+    r"(?<![A-Za-z0-9+.\-])(" + _SCHEME + r")[^\s/?#@:\[\]]+:"
+    r"(?!\d*(?:[/?#\s\"'<>]|$))[^\s]*@"
+)
 #: ``user:password@host`` without a scheme (a ``netloc`` printed alone); a plain ``user@host`` (an e-mail address)
 #: carries no password and stays
 _BARE_USERINFO = re.compile(r"(?<![\w.~%!$&'()*+,;=:@/\-])[\w.~%!$&'()*+,;=\-]+:[^\s/@]+@(?=[\w\[])")
@@ -56,15 +59,21 @@ _QUERY_END = r"[^\s\"'<>]*[^\s\"'<>.,;:)\]}]"
 _URL_QUERY = re.compile(r"(" + _SCHEME + r"[^\s?#\"'<>]*)\?(?!<redacted>)" + _QUERY_END)
 #: the query of a request path (``GET /bucket/key?X-Amz-Signature=...``, urllib3's ``with url: /path?...``); a
 #: local path with a ``?`` in a name elsewhere in a text stays as it is
-_PATH_QUERY = re.compile(r"((?:\b(?:GET|HEAD|POST|PUT|DELETE|PATCH|OPTIONS|CONNECT)\s+|\burl:\s*)/[^\s?#\"'<>]*)"
-                         r"\?(?!<redacted>)" + _QUERY_END)
+_PATH_QUERY = re.compile(
+    r"((?:\b(?:GET|HEAD|POST|PUT|DELETE|PATCH|OPTIONS|CONNECT)\s+|\burl:\s*)/[^\s?#\"'<>]*)"
+    r"\?(?!<redacted>)" + _QUERY_END
+)
 #: a JWT (a Synapse personal access token is one) or its first segment alone (a token cut short still is one)
 _JWT = re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{16,}(?:\.[A-Za-z0-9_\-]+){0,2}")
-_AUTHORIZATION_VALUE = re.compile(r"""(?i)(authorization['"]?\s*[:=]\s*['"]?)(?!\[redacted\])"""
-                                  r"""[^\s'"\r\n,;)}\]][^'"\r\n,;)}\]]*""")
+_AUTHORIZATION_VALUE = re.compile(
+    r"""(?i)(authorization['"]?\s*[:=]\s*['"]?)(?!\[redacted\])"""
+    r"""[^\s'"\r\n,;)}\]][^'"\r\n,;)}\]]*"""
+)
 _BEARER_VALUE = re.compile(r"""(?i)\b(bearer)(?:\s|%20|\+)+(?!\[redacted\])[^\s'",;)}\]]+""")
-_SECRET_PAIR = re.compile(r"""(?i)\b((?:auth_?token|access_?token|api_?key|password|passwd|secret)"""
-                          r"""['"]?\s*[:=]\s*['"]?|token(?:['"]?\s*:\s*['"]?|=))(?!\[redacted\]|<)[^\s'",;&)}\]]+""")
+_SECRET_PAIR = re.compile(
+    r"""(?i)\b((?:auth_?token|access_?token|api_?key|password|passwd|secret)"""
+    r"""['"]?\s*[:=]\s*['"]?|token(?:['"]?\s*:\s*['"]?|=))(?!\[redacted\]|<)[^\s'",;&)}\]]+"""
+)
 
 _secrets: Set[str] = set()
 _secrets_lock = threading.Lock()
@@ -135,8 +144,14 @@ _CONTROL_SPELLING = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 def visible(text: str, *, keep: str = "") -> str:
     """``text`` with every control character (but those in ``keep``) spelled as an escape (``\\x1b``, ``\\n``): what
     a server named is shown, never acted on by the terminal. For lines printed to a terminal or a log."""
-    return _CONTROL.sub(lambda match: match.group(0) if match.group(0) in keep else
-                        _CONTROL_SPELLING.get(match.group(0), f"\\x{ord(match.group(0)):02x}"), text)
+    return _CONTROL.sub(
+        lambda match: (
+            match.group(0)
+            if match.group(0) in keep
+            else _CONTROL_SPELLING.get(match.group(0), f"\\x{ord(match.group(0)):02x}")
+        ),
+        text,
+    )
 
 
 def redact_data(value: Any) -> Any:
@@ -211,8 +226,7 @@ def install_redaction() -> None:
     import urllib.request
 
     with _install_lock:
-        names = [name for name in list(logging.Logger.manager.loggerDict)
-                 if name.split(".")[0] in LOGGER_TREES]
+        names = [name for name in list(logging.Logger.manager.loggerDict) if name.split(".")[0] in LOGGER_TREES]
         for name in set(names) | {"synclient", "urllib3", "urllib3.connectionpool", "requests"}:
             logger = logging.getLogger(name)
             if _FILTER not in logger.filters:

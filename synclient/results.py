@@ -3,6 +3,7 @@
 The lowest module of the package (it imports nothing of synclient): errors, events, progress and the CLI all speak
 of these outcome types, and none of them sits above the sync engine.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -12,7 +13,6 @@ import threading
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
-
 
 #: the ``action`` of a file whose bytes were copied from synapseclient's download cache instead of downloaded
 FROM_SYNAPSE_CACHE = "synapse-cache"
@@ -33,7 +33,7 @@ class Verification(enum.Enum):
     NONE = "none"  # nothing: an external-URL file whose handle records neither; taken as the server sent it
 
     @classmethod
-    def of(cls, md5: Optional[str], size: Optional[int]) -> "Verification":
+    def of(cls, md5: Optional[str], size: Optional[int]) -> Verification:
         return cls.MD5 if md5 else cls.SIZE if size is not None else cls.NONE
 
 
@@ -78,8 +78,21 @@ class FileResult:
     platform sent them (or as the index's JSON text) and turned into Python values when asked for.
     """
 
-    __slots__ = ("entity_id", "version", "_path", "size", "md5", "status", "error", "action", "_annotations",
-                 "entity", "file_handle", "verification", "renamed")
+    __slots__ = (
+        "entity_id",
+        "version",
+        "_path",
+        "size",
+        "md5",
+        "status",
+        "error",
+        "action",
+        "_annotations",
+        "entity",
+        "file_handle",
+        "verification",
+        "renamed",
+    )
     # The slots' types, for type checkers (annotations without values add no class attributes, so they do not
     # clash with __slots__); __init__ sets them through object.__setattr__ since __setattr__ refuses.
     entity_id: str
@@ -96,11 +109,23 @@ class FileResult:
     verification: Optional[Verification]
     renamed: Optional[str]
 
-    def __init__(self, entity_id: str, version: Optional[int], path: Optional[Path], size: Optional[int],
-                 md5: Optional[str], status: SyncStatus, error: Optional[Exception] = None,
-                 action: Optional[str] = None, *, annotations: Union[Mapping[str, Any], str, None] = None,
-                 entity: Optional[Mapping[str, Any]] = None, file_handle: Optional[Mapping[str, Any]] = None,
-                 verification: Optional[Verification] = None, renamed: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        entity_id: str,
+        version: Optional[int],
+        path: Optional[Path],
+        size: Optional[int],
+        md5: Optional[str],
+        status: SyncStatus,
+        error: Optional[Exception] = None,
+        action: Optional[str] = None,
+        *,
+        annotations: Union[Mapping[str, Any], str, None] = None,
+        entity: Optional[Mapping[str, Any]] = None,
+        file_handle: Optional[Mapping[str, Any]] = None,
+        verification: Optional[Verification] = None,
+        renamed: Optional[str] = None,
+    ) -> None:
         set_ = object.__setattr__
         set_(self, "entity_id", entity_id)
         set_(self, "version", version)
@@ -148,11 +173,18 @@ class FileResult:
         return f"FileResult({fields_text})"
 
     def to_json(self) -> Dict[str, Any]:
-        return {"entity_id": self.entity_id, "version": self.version, "path": self._path, "size": self.size,
-                "md5": self.md5, "status": self.status.value, "action": self.action,
-                "error": str(self.error) if self.error else None,
-                "verification": self.verification.value if self.verification else None,
-                "renamed": self.renamed}
+        return {
+            "entity_id": self.entity_id,
+            "version": self.version,
+            "path": self._path,
+            "size": self.size,
+            "md5": self.md5,
+            "status": self.status.value,
+            "action": self.action,
+            "error": str(self.error) if self.error else None,
+            "verification": self.verification.value if self.verification else None,
+            "renamed": self.renamed,
+        }
 
 
 @dataclass
@@ -241,20 +273,22 @@ class SyncReport:
             notes.append(f"{self.unverified} unverified: no MD5 or size recorded")
         noted = f" ({'; '.join(notes)})" if notes else ""
         renamed = f", {len(self.renamed)} renamed" if self.renamed else ""
-        return (f"{self.downloaded} downloaded{noted}, {self.skipped} skipped, {deleted}{self.failed} failed"
-                f"{renamed}{manifests}; "
-                f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
-                f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
-                f"{self.throttled} throttled"
-                + (f"; on {len(self.workers)} Dask workers" if self.workers else ""))
+        return (
+            f"{self.downloaded} downloaded{noted}, {self.skipped} skipped, {deleted}{self.failed} failed"
+            f"{renamed}{manifests}; "
+            f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
+            f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
+            f"{self.throttled} throttled" + (f"; on {len(self.workers)} Dask workers" if self.workers else "")
+        )
 
 
 class SyncResults(List[FileResult]):
     """The list of per-file results, with the run's :class:`SyncReport` as ``.report`` and every folder the run
     entered as ``.folders`` (path relative to the target, '/'-separated -> entity id)."""
 
-    def __init__(self, results: List[FileResult], report: SyncReport, *,
-                 folders: Optional[Dict[str, str]] = None) -> None:
+    def __init__(
+        self, results: List[FileResult], report: SyncReport, *, folders: Optional[Dict[str, str]] = None
+    ) -> None:
         super().__init__(results)
         self.report = report
         self.folders: Dict[str, str] = folders or {}

@@ -13,6 +13,7 @@ Two departures from synapseclient, both invisible to it: a map is replaced atomi
 reads without the lock, because a map caught while synapseclient rewrites it in place is not valid JSON and reads
 as empty, which costs only a download.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -30,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Optional, Union
 
-from synclient.platform.credentials import config_path, read_config_file
 from synclient.errors import CacheLockTimeoutError
+from synclient.platform.credentials import config_path, read_config_file
 
 log = logging.getLogger("synclient.synapse_cache")
 
@@ -71,8 +72,10 @@ def epoch_to_iso(seconds: float) -> str:
     moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
     if moment.microsecond >= 999500:  # rounds up to the next second, as synapseclient's does
         moment = moment.replace(microsecond=0) + datetime.timedelta(seconds=1)
-    return (f"{moment.year:04}-{moment.month:02}-{moment.day:02}T{moment.hour:02}:{moment.minute:02}:"
-            f"{moment.second:02}.{int(round(moment.microsecond / 1000.0)):03}Z")
+    return (
+        f"{moment.year:04}-{moment.month:02}-{moment.day:02}T{moment.hour:02}:{moment.minute:02}:"
+        f"{moment.second:02}.{int(round(moment.microsecond / 1000.0)):03}Z"
+    )
 
 
 def same_modified_time(mtime: float, recorded: Optional[str]) -> bool:
@@ -179,8 +182,7 @@ class CacheLock:
             if self.acquire():
                 return
             self.sleep(LOCK_RETRY_SECONDS)
-        raise CacheLockTimeoutError(f"the synapseclient cache lock {self.path} was not released within "
-                                    f"{timeout:.0f} s")
+        raise CacheLockTimeoutError(f"the synapseclient cache lock {self.path} was not released within {timeout:.0f} s")
 
     def release(self) -> None:
         if not self.held:
@@ -195,7 +197,7 @@ class CacheLock:
             shutil.rmtree(self.path, ignore_errors=True)
         self.held = False
 
-    def __enter__(self) -> "CacheLock":
+    def __enter__(self) -> CacheLock:
         self.blocking_acquire()
         return self
 
@@ -206,14 +208,15 @@ class CacheLock:
 class SynapseCache:
     """One cache root, shared with synapseclient. Thread-safe: every call works on files only."""
 
-    def __init__(self, root: PathLike, *, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, root: PathLike, *, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self.root = Path(root)
         self._clock = clock
         self._sleep = sleep
 
     @classmethod
-    def if_present(cls, root: Optional[PathLike] = None) -> Optional["SynapseCache"]:
+    def if_present(cls, root: Optional[PathLike] = None) -> Optional[SynapseCache]:
         """The cache at ``root`` (default: the machine's, :func:`cache_root`) when that folder exists, else None: a
         sync uses a cache that synapseclient made, and never makes one itself."""
         root = Path(root) if root is not None else cache_root()
@@ -239,8 +242,9 @@ class SynapseCache:
             cache_map[key] = {"modified_time": epoch_to_iso(math.floor(os.path.getmtime(key))), "content_md5": md5}
             _replace_map(cache_dir, cache_map)
 
-    def lookup(self, file_handle_id: Union[str, int], *, md5: Optional[str], size: int,
-               not_at: Optional[PathLike] = None) -> Optional[Path]:
+    def lookup(
+        self, file_handle_id: Union[str, int], *, md5: Optional[str], size: int, not_at: Optional[PathLike] = None
+    ) -> Optional[Path]:
         """A recorded copy of the handle's bytes that can stand in for a download, or None: a regular file with the
         recorded modified time (unchanged since it was recorded), ``size`` bytes, and a recorded MD5 equal to the
         platform's ``md5`` (an entry without one may still be used: the copy hashes every byte and must match).
@@ -253,8 +257,7 @@ class SynapseCache:
             return None
         wanted = md5.lower()
         avoid = normalize_path(not_at) if not_at is not None else None
-        entries = sorted(read_cache_map(cache_dir).items(), key=lambda item: _entry_time(item[1]) or "",
-                         reverse=True)
+        entries = sorted(read_cache_map(cache_dir).items(), key=lambda item: _entry_time(item[1]) or "", reverse=True)
         for key, entry in entries:
             recorded_md5 = _entry_md5(entry)
             if key == avoid or (recorded_md5 is not None and recorded_md5.lower() != wanted):
@@ -263,8 +266,11 @@ class SynapseCache:
                 info = os.lstat(key)
             except OSError:
                 continue
-            if (stat.S_ISREG(info.st_mode) and info.st_size == size
-                    and same_modified_time(info.st_mtime, _entry_time(entry))):
+            if (
+                stat.S_ISREG(info.st_mode)
+                and info.st_size == size
+                and same_modified_time(info.st_mtime, _entry_time(entry))
+            ):
                 return Path(key)
         return None
 

@@ -26,6 +26,7 @@ Deliberate differences (docs/synapseclient.md):
   layout (``<cache>/<handle id % 1000>/<handle id>/<file name>``) and recorded there, as synapseutils does; the
   run's index is kept in ``<cache>/.synclient``, and it costs one more bundle call per file it downloads.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -33,24 +34,31 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, LocalIOError, MalformedAnswerError, SyncError, SynclientError
-from synclient.results import FileResult, SyncResults, SyncStatus, typed_annotations
-from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
 from synclient.platform.models import EntityHeader, EntityType
-from synclient.sync.plan.handle_names import FileNames
-from synclient.sync.options import SyncOptions
-from synclient.sync.local.name_gate import RemotePath
-from synclient.sync.runner import sync_found_files, sync_from_platform
-from synclient.sync.local.paths import validate_name
+from synclient.platform.rest import Platform
+from synclient.results import FileResult, SyncResults, SyncStatus, typed_annotations
 from synclient.synapse_cache import SynapseCache, cache_root_of
+from synclient.sync.local.name_gate import RemotePath
+from synclient.sync.local.paths import validate_name
+from synclient.sync.options import SyncOptions
+from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
+from synclient.sync.plan.handle_names import FileNames
+from synclient.sync.runner import sync_found_files, sync_from_platform
 
 MANIFEST_CHOICES = ("all", "root", "suppress")
 
 
-def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollision: str = "overwrite.local",
-                    allFiles: Optional[list] = None, followLink: bool = False, manifest: str = "all",
-                    downloadFile: bool = True) -> list:
+def syncFromSynapse(
+    syn: Any,
+    entity: Any,
+    path: Optional[str] = None,
+    ifcollision: str = "overwrite.local",
+    allFiles: Optional[list] = None,
+    followLink: bool = False,
+    manifest: str = "all",
+    downloadFile: bool = True,
+) -> list:
     """Download a project, folder or file (an id such as ``"syn123"`` / ``"syn123.4"``, or a synapseclient entity)
     to ``path``, mirroring its folders, with a ``SYNAPSE_METADATA_MANIFEST.tsv`` per folder (``manifest="all"``),
     in the root only (``"root"``) or none (``"suppress"``); without ``path``, into synapseclient's cache (no
@@ -67,10 +75,18 @@ def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollisi
     if path is None or path == "":
         files, _ = into_synapse_cache(syn, entity_id, follow_links=followLink, download=downloadFile)
     else:
-        run = sync_from_platform(entity_id, Path(path).expanduser(), syn=syn, if_collision=ifcollision,
-                                 follow_links=followLink, manifest="suppress" if is_file else manifest,
-                                 entity_details=True, progress=False, dry_run=not downloadFile,
-                                 file_names=FileNames.HANDLE)
+        run = sync_from_platform(
+            entity_id,
+            Path(path).expanduser(),
+            syn=syn,
+            if_collision=ifcollision,
+            follow_links=followLink,
+            manifest="suppress" if is_file else manifest,
+            entity_details=True,
+            progress=False,
+            dry_run=not downloadFile,
+            file_names=FileNames.HANDLE,
+        )
         files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
     if allFiles is not None:
         allFiles.extend(files)
@@ -78,10 +94,18 @@ def syncFromSynapse(syn: Any, entity: Any, path: Optional[str] = None, ifcollisi
     return files
 
 
-def sync_from_synapse(container: Any, *, path: Optional[str] = None, recursive: bool = True,
-                      download_file: bool = True, if_collision: str = "overwrite.local", follow_link: bool = False,
-                      include_types: Optional[List[str]] = None, manifest: str = "all",
-                      synapse_client: Any = None) -> Any:
+def sync_from_synapse(
+    container: Any,
+    *,
+    path: Optional[str] = None,
+    recursive: bool = True,
+    download_file: bool = True,
+    if_collision: str = "overwrite.local",
+    follow_link: bool = False,
+    include_types: Optional[List[str]] = None,
+    manifest: str = "all",
+    synapse_client: Any = None,
+) -> Any:
     """synapseclient's models API, ``Project(id=...).sync_from_synapse(path=..., ...)``, run by synclient:
     ``synclient.sync_from_synapse(Project(id="syn1"), path="data", synapse_client=syn)``.
 
@@ -102,12 +126,23 @@ def sync_from_synapse(container: Any, *, path: Optional[str] = None, recursive: 
     syn = synapse_client or synapseclient.Synapse.get_client(synapse_client=None)
     exclude = ("*/*",) if not recursive or "folder" not in types else ()
     if path is None or path == "":
-        files, found = into_synapse_cache(syn, str(container.id), follow_links=follow_link, download=download_file,
-                                          exclude=exclude)
+        files, found = into_synapse_cache(
+            syn, str(container.id), follow_links=follow_link, download=download_file, exclude=exclude
+        )
     else:
-        run = sync_from_platform(str(container.id), Path(path).expanduser(), syn=syn, if_collision=if_collision,
-                                 follow_links=follow_link, manifest=manifest, entity_details=True, progress=False,
-                                 dry_run=not download_file, exclude=exclude, file_names=FileNames.HANDLE)
+        run = sync_from_platform(
+            str(container.id),
+            Path(path).expanduser(),
+            syn=syn,
+            if_collision=if_collision,
+            follow_links=follow_link,
+            manifest=manifest,
+            entity_details=True,
+            progress=False,
+            dry_run=not download_file,
+            exclude=exclude,
+            file_names=FileNames.HANDLE,
+        )
         files = plan_as_files(run, cache=_cache_of(syn)) if isinstance(run, SyncPlan) else results_as_files(run)
         found = run.folders
     folder_ids = found if "folder" in types else {}
@@ -135,8 +170,10 @@ def _fill_tree(container: Any, files: list, records: Dict[str, dict]) -> None:
         parent.folders.append(folder)
         by_path[rel] = by_id[str(folder.id)] = folder
     for legacy in files:
-        model = File().fill_from_dict({**legacy.properties, "path": legacy.path,
-                                       "_file_handle": legacy._file_handle or None}, set_annotations=False)
+        model = File().fill_from_dict(
+            {**legacy.properties, "path": legacy.path, "_file_handle": legacy._file_handle or None},
+            set_annotations=False,
+        )
         model.annotations = dict(legacy.annotations)
         by_id.get(str(model.parent_id), container).files.append(model)
 
@@ -152,8 +189,9 @@ def _root_of(entity: Any) -> Tuple[str, bool]:
     try:
         entity_id = id_of(entity)
     except ValueError:
-        raise ConfigError(f"cannot sync {type(entity).__name__}: give a Synapse id or a Project, Folder or File"
-                          ) from None
+        raise ConfigError(
+            f"cannot sync {type(entity).__name__}: give a Synapse id or a Project, Folder or File"
+        ) from None
     concrete = _field(entity, "concreteType") or type(entity).__name__
     is_file = concrete.endswith("FileEntity") or type(entity).__name__ == "File"
     version = _field(entity, "versionNumber", "version_number") if is_file else None
@@ -170,8 +208,13 @@ def _field(entity: Any, *names: str) -> Any:
     return None
 
 
-def legacy_file(*, path: Optional[Path], entity: Optional[Mapping[str, Any]],
-                file_handle: Optional[Mapping[str, Any]], annotations: Mapping[str, List[object]]) -> Any:
+def legacy_file(
+    *,
+    path: Optional[Path],
+    entity: Optional[Mapping[str, Any]],
+    file_handle: Optional[Mapping[str, Any]],
+    annotations: Mapping[str, List[object]],
+) -> Any:
     """The ``synapseclient.File`` synapseutils returns for a file, made as synapseutils 4.14 makes it: the entity's
     and its file handle's records read into synapseclient's ``models.File``, then converted by it
     (``File._convert_into_legacy_file``), None fields left out. The legacy class is deprecated in synapseclient;
@@ -189,10 +232,15 @@ def legacy_file(*, path: Optional[Path], entity: Optional[Mapping[str, Any]],
 
 def results_as_files(results: List[FileResult]) -> list:
     """Every result of a sync made with ``entity_details=True`` as ``synapseclient.File`` objects, in path order."""
-    return [legacy_file(path=result.path, entity=result.entity or {"id": result.entity_id,
-                                                                     "versionNumber": result.version},
-                        file_handle=result.file_handle, annotations=result.annotations)
-            for result in sorted(results, key=lambda r: str(r.path))]
+    return [
+        legacy_file(
+            path=result.path,
+            entity=result.entity or {"id": result.entity_id, "versionNumber": result.version},
+            file_handle=result.file_handle,
+            annotations=result.annotations,
+        )
+        for result in sorted(results, key=lambda r: str(r.path))
+    ]
 
 
 def plan_as_files(plan: SyncPlan, *, cache: Optional[SynapseCache] = None) -> list:
@@ -202,14 +250,20 @@ def plan_as_files(plan: SyncPlan, *, cache: Optional[SynapseCache] = None) -> li
     if plan.failures:
         raise SyncError(plan.failures, plan.failures)
     entries: List[PlanEntry] = sorted(plan.entries, key=lambda e: e.rel_path)
-    return [_entry_file(entry, _cached(cache, entry) or (entry.destination.parent if entry.destination else None))
-            for entry in entries]
+    return [
+        _entry_file(entry, _cached(cache, entry) or (entry.destination.parent if entry.destination else None))
+        for entry in entries
+    ]
 
 
 def _entry_file(entry: PlanEntry, path: Optional[Path]) -> Any:
     """The ``synapseclient.File`` of a dry run's entry planned with ``entity_details``, at ``path``."""
-    return legacy_file(path=path, entity=entry.entity, file_handle=entry.file_handle,
-                       annotations=typed_annotations(entry.annotations or {}))
+    return legacy_file(
+        path=path,
+        entity=entry.entity,
+        file_handle=entry.file_handle,
+        annotations=typed_annotations(entry.annotations or {}),
+    )
 
 
 def _cached(cache: Optional[SynapseCache], entry: PlanEntry) -> Optional[Path]:
@@ -219,8 +273,9 @@ def _cached(cache: Optional[SynapseCache], entry: PlanEntry) -> Optional[Path]:
     return cache.lookup(handle["id"], md5=handle.get("contentMd5"), size=entry.size)
 
 
-def into_synapse_cache(syn: Any, entity_id: str, *, follow_links: bool, download: bool,
-                       exclude: Tuple[str, ...] = ()) -> Tuple[list, Dict[str, str]]:
+def into_synapse_cache(
+    syn: Any, entity_id: str, *, follow_links: bool, download: bool, exclude: Tuple[str, ...] = ()
+) -> Tuple[list, Dict[str, str]]:
     """synapseutils' ``path=None``: every file of ``entity_id`` at the copy synapseclient's cache has of its bytes,
     the others (``download``) fetched into the cache's own layout in one run and recorded there; each file handle
     once, however many entities (copies, links) share it. A collision setting does not apply: synapseclient ignores
@@ -234,8 +289,17 @@ def into_synapse_cache(syn: Any, entity_id: str, *, follow_links: bool, download
         raise LocalIOError.from_exception(f"cannot create the synapseclient cache {root}", exc) from None
     # planned against a folder that does not exist: the cache's own folders (0-999) are not local copies of the tree
     nowhere = Path(tempfile.gettempdir()) / f"synclient-plan-{uuid.uuid4().hex}"
-    plan = sync_from_platform(entity_id, nowhere, syn=syn, follow_links=follow_links, manifest="suppress",
-                              entity_details=True, progress=False, dry_run=True, exclude=exclude)
+    plan = sync_from_platform(
+        entity_id,
+        nowhere,
+        syn=syn,
+        follow_links=follow_links,
+        manifest="suppress",
+        entity_details=True,
+        progress=False,
+        dry_run=True,
+        exclude=exclude,
+    )
     if plan.failures:
         raise SyncError(plan.failures, plan.failures)
     entries = sorted(plan.entries, key=lambda e: e.rel_path)
@@ -255,16 +319,18 @@ def into_synapse_cache(syn: Any, entity_id: str, *, follow_links: bool, download
                 raise MalformedAnswerError(f"{entry.entity_id}: file handle id {handle_id!r} is not a number")
             validate_name(name)  # one name: it must not make folders of its own in the cache
         except SynclientError as exc:
-            failed.append(FileResult(entry.entity_id, entry.version, None, entry.size, handle.get("contentMd5"),
-                                     SyncStatus.FAILED, exc))
+            failed.append(
+                FileResult(
+                    entry.entity_id, entry.version, None, entry.size, handle.get("contentMd5"), SyncStatus.FAILED, exc
+                )
+            )
             continue
         header = EntityHeader(id=entry.entity_id, name=name, type=EntityType.FILE, version_number=entry.version)
         handle_of[(entry.entity_id, entry.version)] = handle_id
         # synapseclient's layout: <root>/<id % 1000>/<id>/<name>, placed by synclient's name gate
         wanted.append((header, RemotePath(cache.cache_dir(handle_id).relative_to(root).parts + (name,))))
     if wanted:
-        options = SyncOptions(if_collision="overwrite.local", progress=False, synapse_cache=root,
-                              on_error="continue")
+        options = SyncOptions(if_collision="overwrite.local", progress=False, synapse_cache=root, on_error="continue")
         results = sync_found_files(wanted, root, root_id=entity_id, syn=syn, options=options)
         assert isinstance(results, SyncResults)  # (options without dry_run: a real run's results)
         for result in results:

@@ -1,6 +1,7 @@
 """Smoke test of the benchmark suite: ``python -m benchmarks run --quick`` finishes and every contender that ran
 was byte-exact, plain and (S1h, S3h, S5h) over HTTPS. No timing assertions: figures on a shared CI machine mean
 nothing. Missing tools (aria2c, curl, synapseclient) are reported as skipped by the runner, not failed."""
+
 from __future__ import annotations
 
 import json
@@ -22,11 +23,31 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
     env = {**os.environ, "SYNCLIENT_BENCH_CACHE": str(tmp_path / "stores")}
     completed = subprocess.run(
         [sys.executable, "-m", "benchmarks", "run", "--quick", "--out", str(out), "--work", str(tmp_path / "work")],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     results = json.loads(out.read_text())
-    assert set(results["scenarios"]) == {"S1", "S1h", "S1t", "S2", "S3", "S3h", "S4", "S5", "S5h", "S6s", "S7", "S8",
-                                         "S9", "M1", "M1r"}
+    assert set(results["scenarios"]) == {
+        "S1",
+        "S1h",
+        "S1t",
+        "S2",
+        "S3",
+        "S3h",
+        "S4",
+        "S5",
+        "S5h",
+        "S6s",
+        "S7",
+        "S8",
+        "S9",
+        "M1",
+        "M1r",
+    }
     ran = 0
     for name, entry in results["scenarios"].items():
         for run in entry["runs"]:
@@ -52,8 +73,9 @@ def _check_tls_rows(scenarios: dict) -> None:
     contender of the plain row is in the HTTPS row too. Counts, not times."""
     for plain, tls in (("S1", "S1h"), ("S3", "S3h"), ("S5", "S5h")):
         assert scenarios[tls]["tls"] and not scenarios[plain]["tls"] and "--tls" in scenarios[tls]["knobs_text"]
-        assert ({run["contender"] for run in scenarios[tls]["runs"]}
-                == {run["contender"] for run in scenarios[plain]["runs"]})
+        assert {run["contender"] for run in scenarios[tls]["runs"]} == {
+            run["contender"] for run in scenarios[plain]["runs"]
+        }
         for run in scenarios[plain]["runs"]:
             assert not run["tls"] and not run["tls_handshakes"], run
         for run in scenarios[tls]["runs"]:
@@ -70,11 +92,22 @@ def test_every_contender_is_given_the_emulators_ca(tmp_path):
     from benchmarks.contenders import CA_VARIABLES, launch
 
     ca = str(tmp_path / "ca.pem")
-    common = dict(endpoint="https://127.0.0.1:1", token="t", entity="syn1", out=tmp_path / "out",
-                  cache_dir=tmp_path / "cache", urls=[("a.bin", "https://127.0.0.1:2/a")])
-    flags = {"synclient": ["--ca-bundle", ca], "synclient-w1": ["--ca-bundle", ca],
-             "synclient-cli": ["--ca-bundle", ca], "synapseclient": ["--ca-bundle", ca],
-             "aria2c": [f"--ca-certificate={ca}"], "curl": ["--cacert", ca]}
+    common = dict(
+        endpoint="https://127.0.0.1:1",
+        token="t",
+        entity="syn1",
+        out=tmp_path / "out",
+        cache_dir=tmp_path / "cache",
+        urls=[("a.bin", "https://127.0.0.1:2/a")],
+    )
+    flags = {
+        "synclient": ["--ca-bundle", ca],
+        "synclient-w1": ["--ca-bundle", ca],
+        "synclient-cli": ["--ca-bundle", ca],
+        "synapseclient": ["--ca-bundle", ca],
+        "aria2c": [f"--ca-certificate={ca}"],
+        "curl": ["--cacert", ca],
+    }
     for name, flag in flags.items():
         plan = launch(name, ca_bundle=ca, **common)
         joined = " ".join(plan.argv)

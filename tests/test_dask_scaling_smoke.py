@@ -1,6 +1,7 @@
 """Smoke test of issue 19's figure script: ``python -m benchmarks.dask_scaling --quick`` (8 files of 16 MiB, the
 single-process sync and a Dask LocalCluster of 1 and of 2 worker processes, under both emulator conditions)
 finishes and every run was byte-exact. Counts, not times: figures on a shared CI machine mean nothing."""
+
 from __future__ import annotations
 
 import json
@@ -19,11 +20,19 @@ def test_quick_dask_scaling_run_is_byte_exact(tmp_path):
     pytest.importorskip("distributed")
     out = tmp_path / "quick.json"
     # its own store cache (as the suite's smoke test); the timeout only guards against a hang (about 20 s here)
-    env = {**os.environ, "SYNCLIENT_BENCH_CACHE": str(tmp_path / "stores"),
-           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    env = {
+        **os.environ,
+        "SYNCLIENT_BENCH_CACHE": str(tmp_path / "stores"),
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+    }
     completed = subprocess.run(
         [sys.executable, "-m", "benchmarks.dask_scaling", "--quick", "--out", str(out), "--work", str(tmp_path)],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     results = json.loads(out.read_text())
     assert set(results["conditions"]) == {"50MB/s per connection", "raw loopback"}

@@ -54,6 +54,7 @@ stop (no worker still runs one) within :data:`ORPHAN_STOP_SECONDS` of the kill, 
 Dask draws come from a random generator of their own, so a seed's rules are the same with and without Dask (a
 violation over Dask can be replayed locally).
 """
+
 from __future__ import annotations
 
 import csv
@@ -84,16 +85,37 @@ CSV_MANIFEST = "manifest.csv"
 MANIFESTS = (MANIFEST, CSV_MANIFEST)
 META_DIR = ".synclient"
 PART = 64 * KiB  # TransferConfig's smallest part: files of a few hundred KiB take the multipart path
-CONFIG = TransferConfig(max_workers=4, multipart_threshold=PART, part_size=PART, streams_per_file=4,
-                        stall_timeout=10.0)
+CONFIG = TransferConfig(max_workers=4, multipart_threshold=PART, part_size=PART, streams_per_file=4, stall_timeout=10.0)
 COLLISIONS = ("overwrite.local", "keep.local", "keep.both")
 #: include / exclude pattern pairs a sync may use (documented semantics in synclient/sync/plan/filters.py)
 FILTERS: Tuple[Tuple[Tuple[str, ...], Tuple[str, ...]], ...] = (
-    ((), ("*.bin",)), (("*.txt",), ()), ((), ("d",)), ((), ("d/*",)), (("d/*", "*.csv"), ()),
-    ((), ("*(1)*",)), ((), ("e*",)), (("x*", "*.txt"), ("a*",)))
+    ((), ("*.bin",)),
+    (("*.txt",), ()),
+    ((), ("d",)),
+    ((), ("d/*",)),
+    (("d/*", "*.csv"), ()),
+    ((), ("*(1)*",)),
+    ((), ("e*",)),
+    (("x*", "*.txt"), ("a*",)),
+)
 #: a hostile alphabet: keep.both copy names, the manifest's name, NFC/NFD twins, case twins, hidden names
-COMMON_NAMES = ("a.txt", "a(1).txt", "a(2).txt", "b.txt", "b(1).txt", "x", "x(1)", "d", "e", "A.txt",
-                "\u00e9.txt", "e\u0301.txt", "y z.csv", ".hidden", "data.bin")
+COMMON_NAMES = (
+    "a.txt",
+    "a(1).txt",
+    "a(2).txt",
+    "b.txt",
+    "b(1).txt",
+    "x",
+    "x(1)",
+    "d",
+    "e",
+    "A.txt",
+    "\u00e9.txt",
+    "e\u0301.txt",
+    "y z.csv",
+    ".hidden",
+    "data.bin",
+)
 RARE_NAMES = (MANIFEST, META_DIR, ".a.txt.7.synclient-partial")
 MAX_DEPTH = 3
 VIEW_NAME = "view of the model"  # a name no rule gives (the pools above)
@@ -103,7 +125,8 @@ DASK_SHARD_FILES = (1, 2, 5, 500)
 ORPHAN_STOP_SECONDS = 30.0
 #: bytes/s per data connection meanwhile: a file or part still to fetch then takes longer than that
 ORPHAN_CRAWL = 4096
-KILL_CHILD = textwrap.dedent("""
+KILL_CHILD = textwrap.dedent(
+    """
     import dataclasses, sys
     from synclient.transfer.config import TransferConfig
     # the CLI with the model's small parts (it has no flag for them): a kill lands in multipart downloads too
@@ -112,7 +135,9 @@ KILL_CHILD = textwrap.dedent("""
                                                  for f in dataclasses.fields(TransferConfig))
     from synclient.cli import main
     sys.exit(main(sys.argv[1:]))
-""" % (PART, PART))
+"""
+    % (PART, PART)
+)
 
 
 class ModelViolation(AssertionError):
@@ -150,15 +175,16 @@ def is_copy_name(candidate: str, original: str) -> bool:
     name = name_of(candidate)
     if not (name.startswith(stem + "(") and name.endswith(")" + suffix)):
         return False
-    number = name[len(stem) + 1:len(name) - len(suffix) - 1]
+    number = name[len(stem) + 1 : len(name) - len(suffix) - 1]
     return number.isdigit()
 
 
 def refusable(rel: str) -> bool:
     """Remote paths synclient may legitimately refuse (reserved names); refused or synced are both fine."""
     parts = rel.split("/")
-    return (parts[0] == META_DIR or any(p.endswith(PARTIAL_SUFFIXES) for p in parts)
-            or any(p in MANIFESTS for p in parts))
+    return (
+        parts[0] == META_DIR or any(p.endswith(PARTIAL_SUFFIXES) for p in parts) or any(p in MANIFESTS for p in parts)
+    )
 
 
 def _pattern_matches(pattern: str, rel: str) -> bool:
@@ -189,8 +215,9 @@ def file_md5(path: Path) -> str:
     return digest.hexdigest()
 
 
-def tree_snapshot(root: Path, *, skip_meta: bool, manifests_by_content: bool = False,
-                  hash_files: bool = False) -> Dict[str, tuple]:
+def tree_snapshot(
+    root: Path, *, skip_meta: bool, manifests_by_content: bool = False, hash_files: bool = False
+) -> Dict[str, tuple]:
     """rel path -> (kind, ...) of everything under ``root`` without following symlinks."""
     found: Dict[str, tuple] = {}
     for folder, dirs, files in os.walk(root):
@@ -229,6 +256,7 @@ def diff_snapshots(before: Dict[str, tuple], after: Dict[str, tuple], limit: int
 
 
 # -- the remote model ------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class RemoteFile:
@@ -288,12 +316,14 @@ class Remote:
             self.emu.move_entity(entity, self.folders[parent_of(new_rel)])
 
         def moved(p: str) -> str:
-            return new_rel + p[len(rel):] if p and under(p, rel) else p
+            return new_rel + p[len(rel) :] if p and under(p, rel) else p
+
         self.files = {moved(p): f for p, f in self.files.items()}
         self.folders = {moved(p): i for p, i in self.folders.items()}
 
 
 # -- the local model -------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Local:
@@ -342,14 +372,19 @@ class SyncOptions:
     dry_run_first: bool = False
     view: Optional[str] = None  # a file view whose rows stand in for bundle calls
 
-
     @property
     def filtered(self) -> bool:
         return bool(self.include or self.exclude)
 
     def kwargs(self) -> dict:
-        return dict(delete=self.delete, if_collision=self.if_collision, include=list(self.include),
-                    exclude=list(self.exclude), manifest=self.manifest, view=self.view)
+        return dict(
+            delete=self.delete,
+            if_collision=self.if_collision,
+            include=list(self.include),
+            exclude=list(self.exclude),
+            manifest=self.manifest,
+            view=self.view,
+        )
 
     def cli_args(self) -> List[str]:
         args = ["--if-collision", self.if_collision, "--manifest", self.manifest]
@@ -375,12 +410,22 @@ class SyncOptions:
 
 # -- the walk --------------------------------------------------------------------------------------------------------
 
+
 class ModelWalk:
     """One seeded walk: ``run()`` raises :class:`ModelViolation` at the first broken invariant (or, with
     ``keep_going``, collects one violation per invariant name and raises them all at the end)."""
 
-    def __init__(self, *, seed: int, steps: int, workdir: Path, emu: Emulator, keep_going: bool = False,
-                 log_path: Optional[Path] = None, dask_client=None) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int,
+        steps: int,
+        workdir: Path,
+        emu: Emulator,
+        keep_going: bool = False,
+        log_path: Optional[Path] = None,
+        dask_client=None,
+    ) -> None:
         self.seed = seed
         self.steps = steps
         self.rng = random.Random(seed)
@@ -404,8 +449,13 @@ class ModelWalk:
         self.counter = 0  # for unique local names
         self.local = Local()
         self._make_sentinel()
-        root_id = emu.seed_spec({"projects": [{"name": f"model-{seed}", "children": [
-            {"type": "entityview", "name": VIEW_NAME, "scope": [""]}]}]})[f"model-{seed}"]
+        root_id = emu.seed_spec(
+            {
+                "projects": [
+                    {"name": f"model-{seed}", "children": [{"type": "entityview", "name": VIEW_NAME, "scope": [""]}]}
+                ]
+            }
+        )[f"model-{seed}"]
         self.view_id = emu.resolve(root_id, VIEW_NAME)
         self.remote = Remote(emu, root_id)
         self.platform = Platform(endpoint=emu.endpoint, token=emu.token)
@@ -417,8 +467,7 @@ class ModelWalk:
 
     def violation(self, invariant: str, detail: str) -> None:
         self.stats["violations"] += 1
-        message = (f"model test: invariant {invariant!r} broke at step {self.step} of seed {self.seed}\n"
-                   f"{detail}\n")
+        message = f"model test: invariant {invariant!r} broke at step {self.step} of seed {self.seed}\n{detail}\n"
         if self.keep_going:
             self.violations.setdefault(invariant, message)
             self.note(f"VIOLATION {invariant}: {detail.splitlines()[0][:300]}")
@@ -429,10 +478,11 @@ class ModelWalk:
         self.log_path.write_text("\n".join(self.log) + "\n", encoding="utf-8")
         shown = self.log if len(self.log) <= 150 else ["..."] + self.log[-150:]
         over_dask = " SYNCLIENT_MODEL_DASK=1" if self.dask_client is not None else ""
-        return (message + f"replay: SYNCLIENT_MODEL_SEED={self.seed} SYNCLIENT_MODEL_STEPS={self.step}{over_dask} "
-                f"python -m pytest integration_tests/model -x\n"
-                f"rules and syncs so far ({len(self.log)} lines; all in {self.log_path}):\n  "
-                + "\n  ".join(shown))
+        return (
+            message + f"replay: SYNCLIENT_MODEL_SEED={self.seed} SYNCLIENT_MODEL_STEPS={self.step}{over_dask} "
+            f"python -m pytest integration_tests/model -x\n"
+            f"rules and syncs so far ({len(self.log)} lines; all in {self.log_path}):\n  " + "\n  ".join(shown)
+        )
 
     def close(self) -> None:
         self.platform.close()
@@ -459,29 +509,46 @@ class ModelWalk:
         finally:
             self.log_path.write_text("\n".join(self.log) + "\n", encoding="utf-8")
         if self.violations:
-            raise ModelViolation(self._with_replay(
-                f"{len(self.violations)} distinct invariants broke (keep-going mode):\n\n"
-                + "\n".join(self.violations.values())))
+            raise ModelViolation(
+                self._with_replay(
+                    f"{len(self.violations)} distinct invariants broke (keep-going mode):\n\n"
+                    + "\n".join(self.violations.values())
+                )
+            )
         return self.stats
 
     def random_options(self, *, dry_allowed: bool = True, filters_allowed: bool = True) -> SyncOptions:
         rng = self.rng
         include, exclude = rng.choice(FILTERS) if filters_allowed and rng.random() < 0.15 else ((), ())
-        return SyncOptions(delete=rng.random() < 0.45,
-                           if_collision=rng.choices(COLLISIONS, weights=(5, 2, 2))[0],
-                           include=include, exclude=exclude,
-                           manifest=rng.choices(("all", "root", "suppress"), weights=(7, 1, 1))[0],
-                           dry_run_first=dry_allowed and rng.random() < 0.4,
-                           view=self.view_id if rng.random() < 0.4 else None)
+        return SyncOptions(
+            delete=rng.random() < 0.45,
+            if_collision=rng.choices(COLLISIONS, weights=(5, 2, 2))[0],
+            include=include,
+            exclude=exclude,
+            manifest=rng.choices(("all", "root", "suppress"), weights=(7, 1, 1))[0],
+            dry_run_first=dry_allowed and rng.random() < 0.4,
+            view=self.view_id if rng.random() < 0.4 else None,
+        )
 
     def apply_random_rule(self) -> None:
         many = len(self.remote.files) > 24
         rules = [
-            (self.r_add_file, 2 if many else 8), (self.r_add_big_file, 0.6), (self.r_add_folder, 1 if many else 3),
-            (self.r_delete, 5 if many else 2), (self.r_rename, 3), (self.r_move, 3), (self.r_new_version, 5),
-            (self.r_file_to_folder, 1.2), (self.r_folder_to_file, 1.2),
-            (self.l_edit, 3), (self.l_touch_back, 1.5), (self.l_delete, 2), (self.l_plant_file, 1.5),
-            (self.l_replace_by_folder, 1), (self.l_replace_by_symlink, 2), (self.l_cleanup, 2.5),
+            (self.r_add_file, 2 if many else 8),
+            (self.r_add_big_file, 0.6),
+            (self.r_add_folder, 1 if many else 3),
+            (self.r_delete, 5 if many else 2),
+            (self.r_rename, 3),
+            (self.r_move, 3),
+            (self.r_new_version, 5),
+            (self.r_file_to_folder, 1.2),
+            (self.r_folder_to_file, 1.2),
+            (self.l_edit, 3),
+            (self.l_touch_back, 1.5),
+            (self.l_delete, 2),
+            (self.l_plant_file, 1.5),
+            (self.l_replace_by_folder, 1),
+            (self.l_replace_by_symlink, 2),
+            (self.l_cleanup, 2.5),
             (self.r_view_lags, 1.5),
         ]
         rule = self.rng.choices([r for r, _ in rules], weights=[w for _, w in rules])[0]
@@ -558,11 +625,19 @@ class ModelWalk:
         rel = self._any_entity()
         if rel is None:
             return
-        height = max(self.remote.depth(p) - self.remote.depth(rel) for p in
-                     list(self.remote.files) + list(self.remote.folders) if under(p, rel))
-        targets = sorted(p for p in self.remote.folders if p != parent_of(rel) and not under(p, rel)
-                         and self.remote.depth(p) + 1 + height <= MAX_DEPTH
-                         and name_of(rel) not in self.remote.names_in(p))
+        height = max(
+            self.remote.depth(p) - self.remote.depth(rel)
+            for p in list(self.remote.files) + list(self.remote.folders)
+            if under(p, rel)
+        )
+        targets = sorted(
+            p
+            for p in self.remote.folders
+            if p != parent_of(rel)
+            and not under(p, rel)
+            and self.remote.depth(p) + 1 + height <= MAX_DEPTH
+            and name_of(rel) not in self.remote.names_in(p)
+        )
         if not targets:
             return
         folder = self.rng.choice(targets)
@@ -575,8 +650,12 @@ class ModelWalk:
         rel = self.rng.choice(sorted(self.remote.files))
         old = self.remote.files[rel].content
         kind = self.rng.choices(("new", "same-size", "same-bytes", "big"), weights=(6, 2, 1, 1))[0]
-        data = {"new": self.content, "big": self.big_content, "same-bytes": lambda: old,
-                "same-size": lambda: self.rng.randbytes(len(old)) if old else b"z"}[kind]()
+        data = {
+            "new": self.content,
+            "big": self.big_content,
+            "same-bytes": lambda: old,
+            "same-size": lambda: self.rng.randbytes(len(old)) if old else b"z",
+        }[kind]()
         self.remote.new_version(rel, data)
         self.note(f"remote: new version of {rel!r} ({kind}, {len(data)} bytes) -> v{self.remote.files[rel].version}")
 
@@ -750,8 +829,7 @@ class ModelWalk:
                 destination = os.path.relpath(self.root / self.rng.choice(candidates), path.parent)
         os.symlink(destination, path)
         self.local.planted[rel] = f"symlink:{kind}"
-        self.note(f"local: replace {rel!r} ({'folder' if is_dir else 'file'}) by a symlink ({kind}) -> "
-                  f"{destination!r}")
+        self.note(f"local: replace {rel!r} ({'folder' if is_dir else 'file'}) by a symlink ({kind}) -> {destination!r}")
 
     def l_cleanup(self) -> None:
         """The user tidies up: every file and folder of theirs goes (what synclient wrote stays)."""
@@ -795,12 +873,21 @@ class ModelWalk:
             self.stats["syncs over dask"] += 1
             self.note(f"  ({'dry run' if dry_run else 'sync'} over Dask, shards of {dask.shard_sizes.files} files)")
         try:
-            return sync_from_platform(self.remote.root_id, self.target, platform=self.platform, config=CONFIG,
-                                      on_error="continue", progress=False, dry_run=dry_run, dask=dask,
-                                      **options.kwargs())
+            return sync_from_platform(
+                self.remote.root_id,
+                self.target,
+                platform=self.platform,
+                config=CONFIG,
+                on_error="continue",
+                progress=False,
+                dry_run=dry_run,
+                dask=dask,
+                **options.kwargs(),
+            )
         except Exception as exc:  # noqa: BLE001 - any exception is the finding
-            self.violation("sync-raised", f"{'dry run' if dry_run else 'sync'} with {options} raised "
-                                          f"{type(exc).__name__}: {exc}")
+            self.violation(
+                "sync-raised", f"{'dry run' if dry_run else 'sync'} with {options} raised {type(exc).__name__}: {exc}"
+            )
             return None
 
     def _dask_for_sync(self):
@@ -809,6 +896,7 @@ class ModelWalk:
             return None
         from synclient.cluster.driver import DaskSettings
         from synclient.cluster.shards import ShardSizes
+
         return DaskSettings(self.dask_client, shard_sizes=ShardSizes(files=self.dask_rng.choice(DASK_SHARD_FILES)))
 
     def sync_and_check(self, options: SyncOptions) -> None:
@@ -821,13 +909,16 @@ class ModelWalk:
             plan = self.run_sync(options, dry_run=True)
             after = tree_snapshot(self.root, skip_meta=False)
             if before != after:
-                self.violation("dry-run-wrote", f"the dry run with {options} changed the target: "
-                                                f"{diff_snapshots(before, after)}")
+                self.violation(
+                    "dry-run-wrote", f"the dry run with {options} changed the target: {diff_snapshots(before, after)}"
+                )
             self.check_outside("the dry run")
         # a planted folder at the path of a remote folder this sync lists is the remote folder's local folder
-        self.local.shared_dirs |= {rel for rel, kind in self.local.planted.items()
-                                   if kind == "dir" and rel in self.remote.folders
-                                   and wanted(join(rel, "f"), options.include, options.exclude)}
+        self.local.shared_dirs |= {
+            rel
+            for rel, kind in self.local.planted.items()
+            if kind == "dir" and rel in self.remote.folders and wanted(join(rel, "f"), options.include, options.exclude)
+        }
         results = self.run_sync(options)
         if results is None:
             return
@@ -846,15 +937,18 @@ class ModelWalk:
         by_id = self.remote.by_id()
         for r in sorted(results, key=lambda r: str(r.path)):
             error = f" {type(r.error).__name__}: {r.error}" if r.error else ""
-            self.note(f"     {self._rel(r.path)!r} {r.entity_id} v{r.version} ({by_id.get(r.entity_id)!r}) "
-                      f"{r.status.value} {r.action}{error}")
+            self.note(
+                f"     {self._rel(r.path)!r} {r.entity_id} v{r.version} ({by_id.get(r.entity_id)!r}) "
+                f"{r.status.value} {r.action}{error}"
+            )
 
     def _failure_note(self, results) -> str:
         failures = [r for r in results if r.status is SyncStatus.FAILED]
         if not failures:
             return ""
-        shown = "; ".join(f"{self._rel(r.path) if r.path else r.entity_id}: {type(r.error).__name__}"
-                          for r in failures[:4])
+        shown = "; ".join(
+            f"{self._rel(r.path) if r.path else r.entity_id}: {type(r.error).__name__}" for r in failures[:4]
+        )
         return f" (failed: {shown}{' ...' if len(failures) > 4 else ''})"
 
     def _rel(self, path) -> Optional[str]:
@@ -872,8 +966,11 @@ class ModelWalk:
         data_requests = self.emu.stats()["data_requests"]
         paths = {**{i: p for p, i in self.remote.folders.items()}, **self.remote.by_id()}
         # a refused reserved name fails every run without fetching anything: it does not make the run unclean
-        failed_first = {r.entity_id for r in first if r.status is SyncStatus.FAILED
-                        and not (r.entity_id in paths and refusable(paths[r.entity_id]))}
+        failed_first = {
+            r.entity_id
+            for r in first
+            if r.status is SyncStatus.FAILED and not (r.entity_id in paths and refusable(paths[r.entity_id]))
+        }
         ok_first = {r.entity_id for r in first if r.status is not SyncStatus.FAILED}
         after = tree_snapshot(self.root, skip_meta=True, manifests_by_content=True)
         self.check_results(options, again, "the second identical sync")
@@ -887,14 +984,18 @@ class ModelWalk:
             if before != after:
                 problems.append(f"local changes: {diff_snapshots(before, after)}")
             if problems:
-                self.violation("second-run-not-noop", f"a second identical sync ({options}) after a clean one was "
-                                                      f"not a no-op: " + "; ".join(problems))
+                self.violation(
+                    "second-run-not-noop",
+                    f"a second identical sync ({options}) after a clean one was not a no-op: " + "; ".join(problems),
+                )
             return
         acted = [r for r in acted if r.entity_id in ok_first and r.entity_id not in failed_first]
         if acted:
-            self.violation("second-run-not-noop", f"a second identical sync ({options}) acted again on files the "
-                                                  "first one had settled: "
-                           + ", ".join(f"{self._rel(r.path)} ({r.action})" for r in acted[:6]))
+            self.violation(
+                "second-run-not-noop",
+                f"a second identical sync ({options}) acted again on files the "
+                "first one had settled: " + ", ".join(f"{self._rel(r.path)} ({r.action})" for r in acted[:6]),
+            )
 
     # -- invariants on one run ---------------------------------------------------------------------------------------
 
@@ -917,20 +1018,26 @@ class ModelWalk:
             if result.status is not SyncStatus.DELETED and result.action != "keep-local":
                 real_paths.setdefault(os.path.realpath(result.path), set()).add(result.entity_id)
             remote_rel = by_id.get(result.entity_id)
-            vanished = result.action == "delete" or (result.action == "keep-local" and (
-                remote_rel is None or (rel != remote_rel)))
+            vanished = result.action == "delete" or (
+                result.action == "keep-local" and (remote_rel is None or (rel != remote_rel))
+            )
             if vanished:
                 self._check_vanished(options, result, rel, remote_rel, when)
                 continue
             per_entity[result.entity_id] += 1
             if remote_rel is None:
-                self.violation("synced-stale-version", f"{when}: a result for {result.entity_id}, which does not "
-                                                       f"exist remotely: {result!r}")
+                self.violation(
+                    "synced-stale-version",
+                    f"{when}: a result for {result.entity_id}, which does not exist remotely: {result!r}",
+                )
                 continue
             if options.filtered and not wanted(remote_rel, options.include, options.exclude):
-                self.violation("filter-violated", f"{when}: {remote_rel!r} is left out by include="
-                                                  f"{list(options.include)} exclude={list(options.exclude)} "
-                                                  f"but has a result: {result!r}")
+                self.violation(
+                    "filter-violated",
+                    f"{when}: {remote_rel!r} is left out by include="
+                    f"{list(options.include)} exclude={list(options.exclude)} "
+                    f"but has a result: {result!r}",
+                )
             if result.action == "keep-local":
                 continue
             if result.action in ("download", "overwrite", "keep-both"):
@@ -938,17 +1045,21 @@ class ModelWalk:
             self._check_synced(result, rel, remote_rel, when)
         for path, entities in paths.items():
             if len(entities) > 1:
-                self.violation("shared-path", f"{when}: entities {sorted(entities)} share the path "
-                                              f"{self._rel(path)!r}")
+                self.violation("shared-path", f"{when}: entities {sorted(entities)} share the path {self._rel(path)!r}")
         for path, entities in real_paths.items():
             if len(entities) > 1:
-                self.violation("shared-real-path", f"{when}: entities {sorted(entities)} resolve to one file "
-                                                   f"{path!r} (through a symlink in the target)")
+                self.violation(
+                    "shared-real-path",
+                    f"{when}: entities {sorted(entities)} resolve to one file "
+                    f"{path!r} (through a symlink in the target)",
+                )
         for entity, count in per_entity.items():
             if count > 1:
-                self.violation("duplicate-results", f"{when}: {count} results for {entity} "
-                                                    f"({by_id.get(entity)!r}): "
-                               + ", ".join(repr(r) for r in results if r.entity_id == entity))
+                self.violation(
+                    "duplicate-results",
+                    f"{when}: {count} results for {entity} "
+                    f"({by_id.get(entity)!r}): " + ", ".join(repr(r) for r in results if r.entity_id == entity),
+                )
         self._check_missing(options, results, failed_ids, when)
         self._check_user_things(options, results, settled_fetch, when)
         self._check_partials(options, results, when)
@@ -958,8 +1069,7 @@ class ModelWalk:
         if not options.delete:
             self.violation("deleted-user-file", f"{when}: a deletion result without delete=True: {result!r}")
         source = self.local.copies.get(rel, rel)  # filters apply to remote paths: a copy's is its file's
-        if (options.filtered and not wanted(source, options.include, options.exclude)
-                and rel not in self.remote.folders):
+        if options.filtered and not wanted(source, options.include, options.exclude) and rel not in self.remote.folders:
             # (a file of synclient's where a listed remote folder now is may go to make room for it)
             self.violation("filter-violated", f"{when}: deletion of {rel!r}, left out by the filters: {result!r}")
         if result.action == "delete":
@@ -984,26 +1094,35 @@ class ModelWalk:
     def _check_synced(self, result, rel: str, remote_rel: str, when: str) -> None:
         remote = self.remote.files[remote_rel]
         if result.version != remote.version:
-            self.violation("synced-stale-version", f"{when}: {remote_rel!r} synced at version {result.version}, "
-                                                   f"remote is at v{remote.version}: {result!r}")
+            self.violation(
+                "synced-stale-version",
+                f"{when}: {remote_rel!r} synced at version {result.version}, "
+                f"remote is at v{remote.version}: {result!r}",
+            )
         if rel != remote_rel and not is_copy_name(rel, remote_rel):
-            self.violation("synced-unexpected-path", f"{when}: {remote_rel!r} ({result.entity_id}) reported at "
-                                                     f"{rel!r}: {result!r}")
+            self.violation(
+                "synced-unexpected-path", f"{when}: {remote_rel!r} ({result.entity_id}) reported at {rel!r}: {result!r}"
+            )
         try:
             info = os.lstat(result.path)
         except FileNotFoundError:
             self.violation("synced-not-byte-exact", f"{when}: {rel!r} reported {result.action} but is absent")
             return
         if not stat.S_ISREG(info.st_mode):
-            self.violation("synced-not-regular-file", f"{when}: {rel!r} reported {result.action} but is not a "
-                                                      f"regular file (mode {oct(info.st_mode)})")
+            self.violation(
+                "synced-not-regular-file",
+                f"{when}: {rel!r} reported {result.action} but is not a regular file (mode {oct(info.st_mode)})",
+            )
             return
         data = Path(result.path).read_bytes()
         if data != remote.content:
-            self.violation("synced-not-byte-exact", f"{when}: {rel!r} reported {result.action} ({result.status.value})"
-                                                    f" for {remote_rel!r} v{remote.version} but holds "
-                                                    f"{len(data)} bytes md5 {md5(data)}, remote has "
-                                                    f"{len(remote.content)} bytes md5 {md5(remote.content)}")
+            self.violation(
+                "synced-not-byte-exact",
+                f"{when}: {rel!r} reported {result.action} ({result.status.value})"
+                f" for {remote_rel!r} v{remote.version} but holds "
+                f"{len(data)} bytes md5 {md5(data)}, remote has "
+                f"{len(remote.content)} bytes md5 {md5(remote.content)}",
+            )
 
     def _check_missing(self, options: SyncOptions, results, failed_ids: Set[str], when: str) -> None:
         seen = {r.entity_id for r in results}
@@ -1013,8 +1132,9 @@ class ModelWalk:
             ancestors = [p for p in self.remote.folders if p and under(rel, p) and p != rel]
             if any(self.remote.folders[p] in failed_ids for p in ancestors):
                 continue
-            self.violation("missing-result", f"{when}: no result at all for the remote file {rel!r} "
-                                             f"({remote.entity_id})")
+            self.violation(
+                "missing-result", f"{when}: no result at all for the remote file {rel!r} ({remote.entity_id})"
+            )
 
     def _check_user_things(self, options: SyncOptions, results, settled_fetch: Dict[str, str], when: str) -> None:
         for rel, data in sorted(self.local.user_files.items()):
@@ -1027,34 +1147,50 @@ class ModelWalk:
                 current = None
             if current == data:
                 if action == "download":
-                    self.violation("user-file-taken-as-own", f"{when}: the user's {rel!r} was 'download'ed over "
-                                                             "(a conflict taken for synclient's own copy)")
+                    self.violation(
+                        "user-file-taken-as-own",
+                        f"{when}: the user's {rel!r} was 'download'ed over (a conflict taken for synclient's own copy)",
+                    )
                 continue
             if action == "overwrite" and options.if_collision == "overwrite.local":
                 continue  # replaced as asked; checked byte-exact above
             what = "deleted" if current is None else "changed"
-            self.violation("user-file-lost", f"{when}: the user's file {rel!r} was {what} "
-                                             f"(action at that path: {action}, {options})")
+            self.violation(
+                "user-file-lost",
+                f"{when}: the user's file {rel!r} was {what} (action at that path: {action}, {options})",
+            )
         for rel, kind in sorted(self.local.planted.items()):
             path = self.root / rel
-            still = os.path.islink(path) if kind.startswith("symlink") else (
-                os.path.isdir(path) and not os.path.islink(path))
+            still = (
+                os.path.islink(path)
+                if kind.startswith("symlink")
+                else (os.path.isdir(path) and not os.path.islink(path))
+            )
             if still:
                 continue
-            if (kind.startswith("symlink") and settled_fetch.get(rel) == "overwrite"
-                    and options.if_collision == "overwrite.local"):
+            if (
+                kind.startswith("symlink")
+                and settled_fetch.get(rel) == "overwrite"
+                and options.if_collision == "overwrite.local"
+            ):
                 continue
             replaced_by = next((p for p in (rel, *ancestors_of(rel)) if settled_fetch.get(p) is not None), None)
             shared = any(p in self.local.shared_dirs for p in (rel, *ancestors_of(rel)))
-            if (kind == "dir" and options.delete and (replaced_by is not None or shared)
-                    and not any(f.startswith(rel + "/") for f in self.local.user_files)):
+            if (
+                kind == "dir"
+                and options.delete
+                and (replaced_by is not None or shared)
+                and not any(f.startswith(rel + "/") for f in self.local.user_files)
+            ):
                 # an empty folder holds nothing of the user's: with delete, a remote file may replace it, or a
                 # folder of synclient's it lies in; and one a remote folder of the same path synced into is
                 # synclient's folder too, removed when that remote folder goes
                 del self.local.planted[rel]
                 continue
-            self.violation("user-file-lost", f"{when}: the user's {kind} at {rel!r} is gone "
-                                             f"(action there: {settled_fetch.get(rel)})")
+            self.violation(
+                "user-file-lost",
+                f"{when}: the user's {kind} at {rel!r} is gone (action there: {settled_fetch.get(rel)})",
+            )
 
     def _check_partials(self, options: SyncOptions, results, when: str) -> None:
         failed_ids = {r.entity_id for r in results if r.status is SyncStatus.FAILED}
@@ -1076,18 +1212,20 @@ class ModelWalk:
                 if destination in unsettled or not wanted(destination, options.include, options.exclude):
                     continue  # not settled by this run, or outside its filters (an excluded folder is not listed)
                 if destination in self.remote.files and any(
-                        self.remote.folders.get(p) in failed_ids for p in self.remote.folders
-                        if p and under(destination, p)):
+                    self.remote.folders.get(p) in failed_ids for p in self.remote.folders if p and under(destination, p)
+                ):
                     continue  # under a folder that failed
-                self.violation("partial-leaked", f"{when}: the partial file {rel!r} (of {destination!r}) outlived "
-                                                 f"a completed sync ({options})")
+                self.violation(
+                    "partial-leaked",
+                    f"{when}: the partial file {rel!r} (of {destination!r}) outlived a completed sync ({options})",
+                )
 
     @staticmethod
     def _partial_destination(rel: str) -> str:
         name = name_of(rel)
         for suffix in sorted(PARTIAL_SUFFIXES, key=len, reverse=True):
             if name.endswith(suffix):
-                name = name[:-len(suffix)]
+                name = name[: -len(suffix)]
                 break
         stem, _, handle = name.rpartition(".")
         if not handle.isdigit():  # a manifest's partial: ".SYNAPSE_METADATA_MANIFEST.tsv.synclient-partial"
@@ -1124,8 +1262,11 @@ class ModelWalk:
         if predicted != happened:
             only_plan = sorted((predicted - happened).elements(), key=str)
             only_real = sorted((happened - predicted).elements(), key=str)
-            self.violation("dry-run-mismatch", f"the dry run ({options}) predicted {only_plan[:8]} but the real run "
-                                               f"did {only_real[:8]} (entity, path, action)")
+            self.violation(
+                "dry-run-mismatch",
+                f"the dry run ({options}) predicted {only_plan[:8]} but the real run "
+                f"did {only_real[:8]} (entity, path, action)",
+            )
 
     # -- convergence -------------------------------------------------------------------------------------------------
 
@@ -1145,16 +1286,32 @@ class ModelWalk:
                 continue
             if not options.delete and self._type_changed_locally(rel):
                 continue  # synclient's own file or folder where the remote now has the other type: only with delete
-            why = next((f"{r.action} {r.status.value}: {type(r.error).__name__}: {r.error}" if r.error else
-                        f"{r.action} {r.status.value}" for r in results if r.entity_id == remote.entity_id),
-                       "no result")
-            failed_above = [p for p in self.remote.folders if p and under(rel, p) and p != rel and any(
-                r.entity_id == self.remote.folders[p] and r.status is SyncStatus.FAILED for r in results)]
+            why = next(
+                (
+                    f"{r.action} {r.status.value}: {type(r.error).__name__}: {r.error}"
+                    if r.error
+                    else f"{r.action} {r.status.value}"
+                    for r in results
+                    if r.entity_id == remote.entity_id
+                ),
+                "no result",
+            )
+            failed_above = [
+                p
+                for p in self.remote.folders
+                if p
+                and under(rel, p)
+                and p != rel
+                and any(r.entity_id == self.remote.folders[p] and r.status is SyncStatus.FAILED for r in results)
+            ]
             if failed_above:
                 error = next(r.error for r in results if r.entity_id == self.remote.folders[failed_above[0]])
                 why = f"folder {failed_above[0]!r} failed: {type(error).__name__}: {error}"
-            self.violation("no-convergence", f"after a sync with {options} and nothing of the user's in the way, "
-                                             f"{rel!r} ({remote.entity_id} v{remote.version}) is not in place: {why}")
+            self.violation(
+                "no-convergence",
+                f"after a sync with {options} and nothing of the user's in the way, "
+                f"{rel!r} ({remote.entity_id} v{remote.version}) is not in place: {why}",
+            )
         if not options.delete:
             return
         written = set(good.values())
@@ -1162,15 +1319,20 @@ class ModelWalk:
             path = self.root / rel
             if rel in written or rel in self.local.user_files or not os.path.isfile(path) or os.path.islink(path):
                 continue
-            if (self._is_manifest(path) or rel in self.remote.files
-                    or any(is_copy_name(rel, r) for r in self.remote.files)):
+            if (
+                self._is_manifest(path)
+                or rel in self.remote.files
+                or any(is_copy_name(rel, r) for r in self.remote.files)
+            ):
                 continue  # still remote (maybe under a folder that failed), or a keep.both copy of a remote file
             if self.local.blocks(rel, exact_file_blocks=True) is not None:
                 continue
             if any(under(rel, p) for p in self.local.planted):
                 continue
-            self.violation("stale-not-deleted", f"after a sync with {options}, {rel!r} (written by synclient, "
-                                                "unchanged, gone remotely) is still there")
+            self.violation(
+                "stale-not-deleted",
+                f"after a sync with {options}, {rel!r} (written by synclient, unchanged, gone remotely) is still there",
+            )
 
     def _type_changed_locally(self, rel: str) -> bool:
         """Locally a folder where the remote file ``rel`` is, or a file where one of its folders is."""
@@ -1200,21 +1362,28 @@ class ModelWalk:
         tsv = manifest.name == MANIFEST
         try:
             with open(manifest, newline="", encoding="utf-8") as handle:
-                rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE) if tsv
-                            else csv.DictReader(handle))
+                rows = list(
+                    csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE) if tsv else csv.DictReader(handle)
+                )
         except (UnicodeDecodeError, csv.Error) as exc:
             self.violation("manifest-stale", f"the manifest {rel!r} cannot be read: {exc}")
             return
         for row in rows:
             path, entity = row.get("path") or "", row.get("id" if tsv else "ID") or ""
             if not os.path.lexists(path):
-                self.violation("manifest-stale", f"after a sync with {options}, the manifest {rel!r} lists "
-                                                 f"{self._rel(path) or path!r} ({entity}), which is not there")
+                self.violation(
+                    "manifest-stale",
+                    f"after a sync with {options}, the manifest {rel!r} lists "
+                    f"{self._rel(path) or path!r} ({entity}), which is not there",
+                )
                 break
             if entity not in ids:
-                self.violation("manifest-stale", f"after a sync with {options}, the manifest {rel!r} lists "
-                                                 f"{entity} ({self._rel(path)!r}), which no longer exists "
-                                                 "remotely")
+                self.violation(
+                    "manifest-stale",
+                    f"after a sync with {options}, the manifest {rel!r} lists "
+                    f"{entity} ({self._rel(path)!r}), which no longer exists "
+                    "remotely",
+                )
                 break
 
     # -- SIGKILL mid-sync --------------------------------------------------------------------------------------------
@@ -1223,6 +1392,7 @@ class ModelWalk:
         """After the SIGKILL of a driver: every shard of its run stops on the workers (Dask cancels the tasks of a
         client that is gone, and a running shard must notice), at most :data:`ORPHAN_STOP_SECONDS` later; until then
         the next sync does not start, so what a shard still did is in the checks of this step."""
+
         def running_shards(dask_worker) -> List[str]:
             tasks = dask_worker.state.executing | dask_worker.state.long_running  # cancelled ones still running too
             return sorted(str(task.key) for task in tasks if str(task.key).startswith("synclient-shard-"))
@@ -1233,8 +1403,11 @@ class ModelWalk:
             if not running:
                 return
             if time.monotonic() > deadline:
-                self.violation("orphan-shards-ran-on", f"{len(running)} shards of the killed driver still run "
-                                                       f"{ORPHAN_STOP_SECONDS:.0f} s after its SIGKILL: {running}")
+                self.violation(
+                    "orphan-shards-ran-on",
+                    f"{len(running)} shards of the killed driver still run "
+                    f"{ORPHAN_STOP_SECONDS:.0f} s after its SIGKILL: {running}",
+                )
                 return
             time.sleep(0.05)  # polling the workers' state, not waiting for time to pass
 
@@ -1255,28 +1428,50 @@ class ModelWalk:
         bandwidth = self.rng.choice((150_000, 400_000))
         over_dask = self.dask_client is not None and self.dask_rng.random() < 0.5
         dask_args = ["--dask", self.dask_client.scheduler.address] if over_dask else []
-        self.note(f"kill: new bytes for {rel!r} ({len(data)} bytes); CLI sync ({options}"
-                  f"{', over Dask' if over_dask else ''}) at {bandwidth} B/s per connection, SIGKILL after "
-                  f"{threshold} data bytes")
+        self.note(
+            f"kill: new bytes for {rel!r} ({len(data)} bytes); CLI sync ({options}"
+            f"{', over Dask' if over_dask else ''}) at {bandwidth} B/s per connection, SIGKILL after "
+            f"{threshold} data bytes"
+        )
         self.stats["kills"] += 1
         if over_dask:
             self.stats["kills over dask"] += 1
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCLIENT_", "SYNAPSE_"))}
-        env.update(HOME=str(self.home), SYNCLIENT_DISABLE_PROGRESS="1",
-                   PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+        env.update(
+            HOME=str(self.home), SYNCLIENT_DISABLE_PROGRESS="1", PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring"
+        )
         user_before = dict(self.local.user_files)
         tree_before = tree_snapshot(self.root, skip_meta=True)
         self.emu.set_knobs(bandwidth_per_conn=bandwidth)
         self.emu.reset_stats()
         child = subprocess.Popen(
-            [sys.executable, "-c", KILL_CHILD, "--endpoint", self.emu.endpoint, "--token", self.emu.token,
-             "--json", "-q", "get", "-r", self.remote.root_id, "--path", str(self.target), "--no-progress",
-             *options.cli_args(), *dask_args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-            cwd=str(self.home))
+            [
+                sys.executable,
+                "-c",
+                KILL_CHILD,
+                "--endpoint",
+                self.emu.endpoint,
+                "--token",
+                self.emu.token,
+                "--json",
+                "-q",
+                "get",
+                "-r",
+                self.remote.root_id,
+                "--path",
+                str(self.target),
+                "--no-progress",
+                *options.cli_args(),
+                *dask_args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=str(self.home),
+        )
         try:
             deadline = time.monotonic() + 60
-            while (child.poll() is None and self.emu.stats()["data_bytes"] < threshold
-                   and time.monotonic() < deadline):
+            while child.poll() is None and self.emu.stats()["data_bytes"] < threshold and time.monotonic() < deadline:
                 time.sleep(0.002)  # polling the server's byte counter, not waiting for time to pass
             killed = child.poll() is None
             if killed:
@@ -1296,14 +1491,20 @@ class ModelWalk:
         else:
             self.note(f"  -> the child finished first (exit {child.returncode}, {served} data bytes)")
             if child.returncode not in (0, 1):
-                raise RuntimeError(f"the CLI child failed to run: exit {child.returncode}: "
-                                   f"{stderr.decode(errors='replace')[-2000:]}")
+                raise RuntimeError(
+                    f"the CLI child failed to run: exit {child.returncode}: {stderr.decode(errors='replace')[-2000:]}"
+                )
         self.check_outside("the killed sync")
         # what the killed run put in place may not be in its index (rows are committed by a writer thread; a shard
         # that ran on after its driver died indexes nothing): files synclient may take for the user's
         for krel, entry in tree_snapshot(self.root, skip_meta=True).items():
-            if (entry[0] == "file" and tree_before.get(krel) != entry and krel not in self.local.user_files
-                    and name_of(krel) not in MANIFESTS and not name_of(krel).endswith(PARTIAL_SUFFIXES)):
+            if (
+                entry[0] == "file"
+                and tree_before.get(krel) != entry
+                and krel not in self.local.user_files
+                and name_of(krel) not in MANIFESTS
+                and not name_of(krel).endswith(PARTIAL_SUFFIXES)
+            ):
                 self.local.unindexed.add(krel)
         for urel, udata in sorted(user_before.items()):
             path = self.root / urel
@@ -1311,12 +1512,15 @@ class ModelWalk:
             remote = self.remote.files.get(urel)
             if current == udata:
                 continue
-            if (remote is not None and current == remote.content and options.if_collision == "overwrite.local"):
+            if remote is not None and current == remote.content and options.if_collision == "overwrite.local":
                 self.local.user_files.pop(urel)
                 self.local.owned.add(urel)
                 continue
-            self.violation("kill-damaged", f"after a SIGKILL of a sync ({options}), the user's {urel!r} holds "
-                                           f"{'nothing' if current is None else f'{len(current)} other bytes'}")
+            self.violation(
+                "kill-damaged",
+                f"after a SIGKILL of a sync ({options}), the user's {urel!r} holds "
+                f"{'nothing' if current is None else f'{len(current)} other bytes'}",
+            )
         for prel, kind in sorted(self.local.planted.items()):
             path = self.root / prel
             if kind.startswith("symlink") and not os.path.islink(path):

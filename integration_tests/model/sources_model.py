@@ -58,6 +58,7 @@ Invariants (names as printed on failure):
 
 A hung run stops the walk even in keep-going mode (its thread still runs: nothing after it could be trusted).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -78,17 +79,30 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from model_support import (COMMON_NAMES, CONFIG, PART, ModelViolation, Remote, diff_snapshots, file_md5, join, md5,
-                           name_of, parent_of, under)
+from model_support import (
+    COMMON_NAMES,
+    CONFIG,
+    PART,
+    ModelViolation,
+    Remote,
+    diff_snapshots,
+    file_md5,
+    join,
+    md5,
+    name_of,
+    parent_of,
+    under,
+)
+
 from synclient import Platform, SyncStatus, download_many, download_query, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.emulator import hostile as emulator_hostile
-from synclient.emulator.knobs import Knobs
-from synclient.errors import ConfigError, SynclientError
 from synclient.emulator.entity_names import NameRule
+from synclient.emulator.knobs import Knobs
 from synclient.emulator.store import EntityKind, ItemRef
-from synclient.sync.plan.dry_run import SyncPlan
+from synclient.errors import ConfigError, SynclientError
 from synclient.synapse_cache import SynapseCache
+from synclient.sync.plan.dry_run import SyncPlan
 from synclient.transfer.partial import PARTIAL_SUFFIXES, TEMP_SUFFIX
 
 KiB = 1024
@@ -98,7 +112,8 @@ ATTEMPTS = 2
 SYNC_CONFIG = dataclasses.replace(CONFIG, max_attempts=ATTEMPTS)
 #: the CLI in a child with the walk's transfer settings (it has no flags for them): small parts (a kill lands in
 #: multipart downloads too) and few tries
-CLI_CHILD = textwrap.dedent("""
+CLI_CHILD = textwrap.dedent(
+    """
     import dataclasses, sys
     from synclient.transfer.config import TransferConfig
     small = dict(max_workers=4, multipart_threshold=%d, part_size=%d, streams_per_file=4, max_attempts=%d)
@@ -106,7 +121,9 @@ CLI_CHILD = textwrap.dedent("""
                                                  for f in dataclasses.fields(TransferConfig))
     from synclient.cli import main
     sys.exit(main(sys.argv[1:]))
-""" % (PART, PART, ATTEMPTS))
+"""
+    % (PART, PART, ATTEMPTS)
+)
 #: a sync (API or CLI) that has not ended after this long is a violation (``run-hung``), not a hang of the suite
 SYNC_TIMEOUT = 120.0
 SOURCES = ("ids", "dataset", "query", "walk", "view-walk")
@@ -131,10 +148,12 @@ TOKEN = ""
 #: a password in the userinfo of external URLs (files a rule moves into the project, ids a list names): searched for
 #: in every output as the token is
 URL_PASSWORD = "pw-SECRET-model"
-CREDENTIAL_URLS = ("https://alice:{password}@{untrusted}/data/cred.csv",  # a host whose certificate is not trusted
-                   "https://dave:{password}@127.0.0.1:9/data/cred1.csv",
-                   "http://bob:{password}@127.0.0.1:9/data/cred2.csv?X-Amz-Signature=abc",
-                   "sftp://carol:{password}@127.0.0.1:9/data/cred3.csv")
+CREDENTIAL_URLS = (
+    "https://alice:{password}@{untrusted}/data/cred.csv",  # a host whose certificate is not trusted
+    "https://dave:{password}@127.0.0.1:9/data/cred1.csv",
+    "http://bob:{password}@127.0.0.1:9/data/cred2.csv?X-Amz-Signature=abc",
+    "sftp://carol:{password}@127.0.0.1:9/data/cred3.csv",
+)
 LEGACY_HOSTILE = dict(fault_api_malformed_rate=0.04, fault_data_corrupt_rate=0.15, hostile_handle_rate=0.2)
 
 
@@ -192,8 +211,11 @@ class Sync:
     named: Set[str] = field(default_factory=set)  # file ids named in a list: each must have a result
 
     def __str__(self) -> str:
-        what = {"ids": f"ids {self.refs}{' -r' if self.recursive else ''}", "dataset": f"datasets {self.refs}",
-                "query": f"query {self.sql!r}"}.get(self.source, self.source)
+        what = {
+            "ids": f"ids {self.refs}{' -r' if self.recursive else ''}",
+            "dataset": f"datasets {self.refs}",
+            "query": f"query {self.sql!r}",
+        }.get(self.source, self.source)
         flags = [f"cache={self.cache}", self.if_collision]
         flags += ["delete"] if self.delete else []
         flags += [f"fs={self.fs}"] if self.fs else []
@@ -219,7 +241,7 @@ def unsafe_name(name: str) -> bool:
 
 def around(text: str, secret: str) -> str:
     at = text.find(secret)
-    return "..." + text[max(0, at - 200):at + len(secret) + 60] + "..."
+    return "..." + text[max(0, at - 200) : at + len(secret) + 60] + "..."
 
 
 class SecretWatch(logging.Handler):
@@ -278,8 +300,10 @@ class VersionedRemote(Remote):
 
     def relocate(self, rel: str, new_rel: str) -> None:
         super().relocate(rel, new_rel)
-        self.odd = {e: ((new_rel + folder[len(rel):]) if folder and under(folder, rel) else folder, name)
-                    for e, (folder, name) in self.odd.items()}
+        self.odd = {
+            e: ((new_rel + folder[len(rel) :]) if folder and under(folder, rel) else folder, name)
+            for e, (folder, name) in self.odd.items()
+        }
 
     def files_under(self, folder: str) -> Dict[str, int]:
         found = {f.entity_id: f.version for p, f in self.files.items() if not folder or under(p, folder)}
@@ -307,8 +331,19 @@ class SourcesWalk:
     """One seeded walk; ``run()`` raises :class:`ModelViolation` at the first broken invariant (or, with
     ``keep_going``, records the first violation of each invariant and raises them all at the end)."""
 
-    def __init__(self, *, seed: int, steps: int, workdir: Path, emu: Emulator, keep_going: bool = False,
-                 hostile: bool = False, cli_share: float = 0.12, kill_share: float = 0.1, dask_client=None) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int,
+        steps: int,
+        workdir: Path,
+        emu: Emulator,
+        keep_going: bool = False,
+        hostile: bool = False,
+        cli_share: float = 0.12,
+        kill_share: float = 0.1,
+        dask_client=None,
+    ) -> None:
         self.seed = seed
         self.steps = steps
         self.rng = random.Random(seed)
@@ -339,8 +374,13 @@ class SourcesWalk:
         self.violations: Dict[str, str] = {}
         self.stats: Counter = Counter()
         emu.set_knobs(fault_seed=seed)
-        root_id = emu.seed_spec({"projects": [{"name": f"sources-{seed}", "children": [
-            {"type": "entityview", "name": "the view", "scope": [""]}]}]})[f"sources-{seed}"]
+        root_id = emu.seed_spec(
+            {
+                "projects": [
+                    {"name": f"sources-{seed}", "children": [{"type": "entityview", "name": "the view", "scope": [""]}]}
+                ]
+            }
+        )[f"sources-{seed}"]
         self.view_id = emu.resolve(root_id, "the view")
         global TOKEN
         TOKEN = emu.token  # the secret every output is searched for
@@ -348,12 +388,28 @@ class SourcesWalk:
         # an HTTPS server whose certificate nothing trusts (another emulator's TLS listener)
         self.untrusted = Emulator(tls=True).start()
         untrusted = self.untrusted.endpoint.split("://", 1)[1].rstrip("/")
-        side = emu.seed_spec({"projects": [{"name": f"credentials-{seed}", "children": [
-            {"type": "file", "name": f"cred{i}.csv", "external": url.format(password=URL_PASSWORD, untrusted=untrusted)}
-            for i, url in enumerate(CREDENTIAL_URLS)]}]})
+        side = emu.seed_spec(
+            {
+                "projects": [
+                    {
+                        "name": f"credentials-{seed}",
+                        "children": [
+                            {
+                                "type": "file",
+                                "name": f"cred{i}.csv",
+                                "external": url.format(password=URL_PASSWORD, untrusted=untrusted),
+                            }
+                            for i, url in enumerate(CREDENTIAL_URLS)
+                        ],
+                    }
+                ]
+            }
+        )
         #: files whose handle is an external URL with a password (nothing serves it): they fail, and say so safely
-        self.credential_files = {emu.resolve(side[f"credentials-{seed}"], f"cred{i}.csv"): f"cred{i}.csv"
-                                 for i in range(len(CREDENTIAL_URLS))}
+        self.credential_files = {
+            emu.resolve(side[f"credentials-{seed}"], f"cred{i}.csv"): f"cred{i}.csv"
+            for i in range(len(CREDENTIAL_URLS))
+        }
         self.remote = VersionedRemote(emu, root_id)
         self.linked_targets: Set[str] = set()  # targets a --synapse-cache-link sync ran into (see shared-inode)
         self.datasets: Dict[str, Dataset] = {}
@@ -388,9 +444,12 @@ class SourcesWalk:
         self.note(f"VIOLATION {invariant}: {detail.splitlines()[0][:400]}")
         if invariant == "run-hung" and self.keep_going:  # the run goes on in its thread: nothing after is sound
             self.violations.setdefault(invariant, message)
-            raise ModelViolation(self._with_replay(
-                f"{len(self.violations)} distinct invariants broke (keep-going mode; the walk stops at a hung "
-                "run):\n\n" + "\n".join(self.violations.values())))
+            raise ModelViolation(
+                self._with_replay(
+                    f"{len(self.violations)} distinct invariants broke (keep-going mode; the walk stops at a hung "
+                    "run):\n\n" + "\n".join(self.violations.values())
+                )
+            )
         if self.keep_going:
             self.violations.setdefault(invariant, message)
             return
@@ -399,9 +458,11 @@ class SourcesWalk:
     def _with_replay(self, message: str) -> str:
         shown = self.log if len(self.log) <= 120 else ["..."] + self.log[-120:]
         hostile = " SYNCLIENT_MODEL_SOURCES_HOSTILE=1" if self.hostile else ""
-        return (message + f"replay: SYNCLIENT_MODEL_SOURCES_SEED={self.seed} SYNCLIENT_MODEL_SOURCES_STEPS={self.step}"
-                f"{hostile} python -m pytest integration_tests/model/test_model_sources.py -x\n"
-                f"rules and syncs so far ({len(self.log)} lines; all in {self.log_path}):\n  " + "\n  ".join(shown))
+        return (
+            message + f"replay: SYNCLIENT_MODEL_SOURCES_SEED={self.seed} SYNCLIENT_MODEL_SOURCES_STEPS={self.step}"
+            f"{hostile} python -m pytest integration_tests/model/test_model_sources.py -x\n"
+            f"rules and syncs so far ({len(self.log)} lines; all in {self.log_path}):\n  " + "\n  ".join(shown)
+        )
 
     def close(self) -> None:
         logging.getLogger("synclient").removeHandler(self.secrets)
@@ -427,19 +488,32 @@ class SourcesWalk:
                 self.kill_mid_sync(dataclasses.replace(sync, dry_run_first=False, cli=True, cache=cache))
             self.sync_and_check(sync)
         if self.violations:
-            raise ModelViolation(self._with_replay(
-                f"{len(self.violations)} distinct invariants broke (keep-going mode):\n\n"
-                + "\n".join(self.violations.values())))
+            raise ModelViolation(
+                self._with_replay(
+                    f"{len(self.violations)} distinct invariants broke (keep-going mode):\n\n"
+                    + "\n".join(self.violations.values())
+                )
+            )
         return self.stats
 
     def apply_random_rule(self) -> None:
         many = len(self.remote.current) > 30
         rules = [
-            (self.r_add_file, 2 if many else 8), (self.r_add_big_file, 0.5), (self.r_add_huge_file, 0.4),
-            (self.r_add_folder, 1 if many else 3), (self.r_add_odd_file, 0.8),
-            (self.r_delete, 4 if many else 1.5), (self.r_rename, 2), (self.r_move, 2), (self.r_new_version, 5),
-            (self.r_add_dataset, 2), (self.r_change_dataset, 1.5), (self.r_add_collection, 1),
-            (self.c_synapseclient_download, 1.5), (self.l_edit, 1.5), (self.l_delete, 1),
+            (self.r_add_file, 2 if many else 8),
+            (self.r_add_big_file, 0.5),
+            (self.r_add_huge_file, 0.4),
+            (self.r_add_folder, 1 if many else 3),
+            (self.r_add_odd_file, 0.8),
+            (self.r_delete, 4 if many else 1.5),
+            (self.r_rename, 2),
+            (self.r_move, 2),
+            (self.r_new_version, 5),
+            (self.r_add_dataset, 2),
+            (self.r_change_dataset, 1.5),
+            (self.r_add_collection, 1),
+            (self.c_synapseclient_download, 1.5),
+            (self.l_edit, 1.5),
+            (self.l_delete, 1),
             (self.r_credential_file_in, 0.3),
         ]
         rule = self.rng.choices([r for r, _ in rules], weights=[w for _, w in rules])[0]
@@ -533,11 +607,20 @@ class SourcesWalk:
         rel = self._any_entity()
         if rel is None:
             return
-        height = max(self.remote.depth(p) - self.remote.depth(rel)
-                     for p in list(self.remote.files) + list(self.remote.folders) if under(p, rel))
+        height = max(
+            self.remote.depth(p) - self.remote.depth(rel)
+            for p in list(self.remote.files) + list(self.remote.folders)
+            if under(p, rel)
+        )
         taken = lambda folder: name_of(rel) in self.free_names_taken(folder)  # noqa: E731
-        targets = sorted(p for p in self.remote.folders if p != parent_of(rel) and not under(p, rel)
-                         and self.remote.depth(p) + 1 + height <= MAX_DEPTH and not taken(p))
+        targets = sorted(
+            p
+            for p in self.remote.folders
+            if p != parent_of(rel)
+            and not under(p, rel)
+            and self.remote.depth(p) + 1 + height <= MAX_DEPTH
+            and not taken(p)
+        )
         if targets:
             folder = self.rng.choice(targets)
             self.remote.relocate(rel, join(folder, name_of(rel)))
@@ -553,16 +636,18 @@ class SourcesWalk:
         rel = self.rng.choice(sorted(self.remote.files))
         old = self.remote.files[rel].content
         kind = self.rng.choices(("new", "same-size", "same-bytes", "big"), weights=(6, 2, 1, 1))[0]
-        data = {"new": self.content, "big": lambda: self.rng.randbytes(self.rng.randint(PART + 1, 3 * PART)),
-                "same-bytes": lambda: old,
-                "same-size": lambda: self.rng.randbytes(len(old)) if old else b"z"}[kind]()
+        data = {
+            "new": self.content,
+            "big": lambda: self.rng.randbytes(self.rng.randint(PART + 1, 3 * PART)),
+            "same-bytes": lambda: old,
+            "same-size": lambda: self.rng.randbytes(len(old)) if old else b"z",
+        }[kind]()
         self.remote.new_version(rel, data)
         self.note(f"remote: new version of {rel!r} ({kind}, {len(data)} bytes) -> v{self.remote.files[rel].version}")
 
     def r_credential_file_in(self) -> None:
         """A file whose external URL carries a password comes into the project (walks and queries meet it)."""
-        outside = sorted(e for e in self.credential_files
-                         if e not in self.remote.current and e not in self.deleted_ids)
+        outside = sorted(e for e in self.credential_files if e not in self.remote.current and e not in self.deleted_ids)
         if not outside:
             return
         entity = self.rng.choice(outside)
@@ -596,8 +681,9 @@ class SourcesWalk:
         if name is None or not items:
             return
         # (the model's names are a hostile server's: "ev/ds" is no name Synapse stores)
-        entity_id = self.emu.store.create_entity(EntityKind.DATASET, name, int(self.remote.root_id[3:]),
-                                                 names=NameRule.UNCHECKED)
+        entity_id = self.emu.store.create_entity(
+            EntityKind.DATASET, name, int(self.remote.root_id[3:]), names=NameRule.UNCHECKED
+        )
         entity = f"syn{entity_id}"
         self._set_items(entity, items)
         self.datasets[entity] = Dataset(name, items)
@@ -619,8 +705,9 @@ class SourcesWalk:
         if not plain or name is None:
             return
         members = self.rng.sample(plain, self.rng.randint(1, min(3, len(plain))))
-        entity_id = self.emu.store.create_entity(EntityKind.DATASET_COLLECTION, name, int(self.remote.root_id[3:]),
-                                                 names=NameRule.UNCHECKED)
+        entity_id = self.emu.store.create_entity(
+            EntityKind.DATASET_COLLECTION, name, int(self.remote.root_id[3:]), names=NameRule.UNCHECKED
+        )
         entity = f"syn{entity_id}"
         self.emu.store.set_items(int(entity[3:]), [ItemRef(int(m[3:]), 1) for m in members])
         self.datasets[entity] = Dataset(name, [(m, 0) for m in members], collection=True)
@@ -685,11 +772,17 @@ class SourcesWalk:
         source = rng.choices(SOURCES, weights=SOURCE_WEIGHTS)[0]
         if source == "dataset" and not self.datasets:
             source = "ids"
-        sync = Sync(source=source, target=source, cache=rng.choices(CACHE_MODES, weights=CACHE_WEIGHTS)[0],
-                    fs=rng.choice(FS_PROBES), if_collision=rng.choices(
-                        ("overwrite.local", "keep.local", "keep.both"), weights=(6, 2, 1))[0],
-                    dry_run_first=rng.random() < 0.3, cli=rng.random() < self.cli_share,
-                    token_via=rng.choice(("--token", "env", "config")), verbose=rng.random() < 0.5)
+        sync = Sync(
+            source=source,
+            target=source,
+            cache=rng.choices(CACHE_MODES, weights=CACHE_WEIGHTS)[0],
+            fs=rng.choice(FS_PROBES),
+            if_collision=rng.choices(("overwrite.local", "keep.local", "keep.both"), weights=(6, 2, 1))[0],
+            dry_run_first=rng.random() < 0.3,
+            cli=rng.random() < self.cli_share,
+            token_via=rng.choice(("--token", "env", "config")),
+            verbose=rng.random() < 0.5,
+        )
         if source in ("walk", "view-walk"):
             sync.target = rng.choice(("walk-a", "walk-b"))
             sync.delete = rng.random() < 0.4
@@ -726,8 +819,10 @@ class SourcesWalk:
         refs: List[str] = []
         files = sorted(self.remote.current)
         for _ in range(rng.randint(1, 5)):
-            kind = rng.choices(("file", "version", "container", "dataset", "deleted", "again", "zeros",
-                                "credential"), weights=(6, 3, 1.5, 1.5, 0.7, 1, 0.5, 0.3))[0]
+            kind = rng.choices(
+                ("file", "version", "container", "dataset", "deleted", "again", "zeros", "credential"),
+                weights=(6, 3, 1.5, 1.5, 0.7, 1, 0.5, 0.3),
+            )[0]
             if kind in ("file", "version") and files:
                 entity = rng.choice(files)
                 if kind == "version":
@@ -774,9 +869,15 @@ class SourcesWalk:
 
     def _draw_query(self, sync: Sync) -> None:
         columns = self.rng.choice(("*", "id", "id, currentVersion", "id, name"))
-        where = self.rng.choice(("", " WHERE name LIKE '%.txt'", " WHERE dataFileSizeBytes > 100",
-                                 " WHERE name IN ('a.txt', 'b.txt', 'evil/x.txt', 'A.txt')",
-                                 " WHERE dataFileSizeBytes <= 64 OR name LIKE 'e%'"))
+        where = self.rng.choice(
+            (
+                "",
+                " WHERE name LIKE '%.txt'",
+                " WHERE dataFileSizeBytes > 100",
+                " WHERE name IN ('a.txt', 'b.txt', 'evil/x.txt', 'A.txt')",
+                " WHERE dataFileSizeBytes <= 64 OR name LIKE 'e%'",
+            )
+        )
         sync.sql = f"SELECT {columns} FROM {self.view_id}{where}"
         sync.wanted = {e: {v} for e, v in self.remote.files_under("").items()}  # the view is live
 
@@ -786,20 +887,30 @@ class SourcesWalk:
         target = self.targets[sync.target]
         if sync.cache == "link":
             self.linked_targets.add(sync.target)
-        common = dict(platform=self.platform, config=SYNC_CONFIG, on_error="continue", progress=False, dry_run=dry_run,
-                      if_collision=sync.if_collision, synapse_cache=self.cache_root if sync.cache != "off" else False,
-                      synapse_cache_link=sync.cache == "link", filesystem_names=sync.fs)
+        common = dict(
+            platform=self.platform,
+            config=SYNC_CONFIG,
+            on_error="continue",
+            progress=False,
+            dry_run=dry_run,
+            if_collision=sync.if_collision,
+            synapse_cache=self.cache_root if sync.cache != "off" else False,
+            synapse_cache_link=sync.cache == "link",
+            filesystem_names=sync.fs,
+        )
         if self.dask_client is not None and self.dask_rng.random() < 0.5:
             from synclient.cluster.driver import DaskSettings
             from synclient.cluster.shards import ShardSizes
-            common["dask"] = DaskSettings(self.dask_client, shard_sizes=ShardSizes(files=self.dask_rng.choice(
-                (1, 2, 5, 500))))
+
+            common["dask"] = DaskSettings(
+                self.dask_client, shard_sizes=ShardSizes(files=self.dask_rng.choice((1, 2, 5, 500)))
+            )
             self.stats["syncs over dask"] += 1
-            self.note(f"  ({'dry run' if dry_run else 'sync'} over Dask, shards of {common['dask'].shard_sizes.files}"
-                      " files)")
+            self.note(
+                f"  ({'dry run' if dry_run else 'sync'} over Dask, shards of {common['dask'].shard_sizes.files} files)"
+            )
         if sync.source in ("walk", "view-walk"):
-            return lambda: sync_from_platform(self.remote.root_id, target, delete=sync.delete, view=sync.view,
-                                              **common)
+            return lambda: sync_from_platform(self.remote.root_id, target, delete=sync.delete, view=sync.view, **common)
         if sync.source == "query":
             return lambda: download_query(sync.sql, target, **common)
         if sync.source == "dataset" and len(sync.refs) == 1:
@@ -808,8 +919,9 @@ class SourcesWalk:
 
     def _cli(self, sync: Sync, dry_run: bool) -> Tuple[List[str], Dict[str, str]]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCLIENT_", "SYNAPSE_"))}
-        env.update(HOME=str(self.home), SYNCLIENT_DISABLE_PROGRESS="1",
-                   PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+        env.update(
+            HOME=str(self.home), SYNCLIENT_DISABLE_PROGRESS="1", PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring"
+        )
         if sync.fs:
             env["SYNCLIENT_FS_PROBE"] = sync.fs
         head = ["--endpoint", self.emu.endpoint, "--json"] + (["-v"] if sync.verbose else [])
@@ -818,8 +930,7 @@ class SourcesWalk:
         elif sync.token_via == "env":
             env["SYNCLIENT_AUTH_TOKEN"] = TOKEN
         # else: the token of the config file in HOME (written once, at the start)
-        get = ["get", "--path", str(self.targets[sync.target]), "--no-progress", "--if-collision",
-               sync.if_collision]
+        get = ["get", "--path", str(self.targets[sync.target]), "--no-progress", "--if-collision", sync.if_collision]
         get += ["--dry-run"] if dry_run else []
         get += {"off": ["--no-synapse-cache"], "link": ["--synapse-cache-link"]}.get(sync.cache, [])
         if sync.cache == "link":
@@ -837,15 +948,18 @@ class SourcesWalk:
         for channel, text in (("stdout/--json", stdout), ("stderr", stderr)):
             secret = leaked(text)
             if secret:
-                self.violation("secret-leaked", f"{secret!r} is in the CLI's {channel} ({sync}): "
-                                                f"{around(text, secret)}")
+                self.violation(
+                    "secret-leaked", f"{secret!r} is in the CLI's {channel} ({sync}): {around(text, secret)}"
+                )
         if "internal error" in stderr or ("Traceback (most recent call last)" in stderr and not sync.verbose):
             self.violation("cli-internal-error", f"the CLI ({sync}) exit {code}: {stderr[-1500:]}")
         try:
             document = json.loads(stdout)
         except ValueError:
-            self.violation("cli-internal-error", f"the CLI ({sync}) exit {code} wrote no JSON document: "
-                                                 f"{stdout[-500:]!r} / {stderr[-800:]}")
+            self.violation(
+                "cli-internal-error",
+                f"the CLI ({sync}) exit {code} wrote no JSON document: {stdout[-500:]!r} / {stderr[-800:]}",
+            )
             return None
         if code not in (0, 1):
             if code == 2:  # a usage error (an id the list cannot take as given): one line, no results
@@ -854,12 +968,25 @@ class SourcesWalk:
             self.violation("cli-internal-error", f"the CLI ({sync}) exit {code}: {stderr[-800:]}")
             return None
         self.renamed_lines = list(document.get("report", {}).get("renamed") or [])
-        results = [SimpleNamespace(entity_id=f["entity_id"], version=f["version"],
-                                   path=Path(f["path"]) if f["path"] else None, status=SyncStatus(f["status"]),
-                                   action=f["action"], error=f["error"], renamed=f.get("renamed"))
-                   for f in document.get("files", [])]
-        self.note("  -> CLI: " + json.dumps(document.get("report", {}).get("downloaded")) + " downloaded, "
-                  + str(sum(r.status is SyncStatus.FAILED for r in results)) + " failed")
+        results = [
+            SimpleNamespace(
+                entity_id=f["entity_id"],
+                version=f["version"],
+                path=Path(f["path"]) if f["path"] else None,
+                status=SyncStatus(f["status"]),
+                action=f["action"],
+                error=f["error"],
+                renamed=f.get("renamed"),
+            )
+            for f in document.get("files", [])
+        ]
+        self.note(
+            "  -> CLI: "
+            + json.dumps(document.get("report", {}).get("downloaded"))
+            + " downloaded, "
+            + str(sum(r.status is SyncStatus.FAILED for r in results))
+            + " failed"
+        )
         return results
 
     def run_sync(self, sync: Sync, *, dry_run: bool = False):
@@ -870,8 +997,9 @@ class SourcesWalk:
             if sync.cli:
                 argv, env = self._cli(sync, dry_run)
                 try:
-                    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(self.home),
-                                          timeout=SYNC_TIMEOUT)
+                    done = subprocess.run(
+                        argv, capture_output=True, text=True, env=env, cwd=str(self.home), timeout=SYNC_TIMEOUT
+                    )
                 except subprocess.TimeoutExpired:
                     self.violation("run-hung", f"the CLI sync ({sync}) did not end in {SYNC_TIMEOUT:.0f} s")
                     return None
@@ -897,8 +1025,9 @@ class SourcesWalk:
             if not dry_run and value is not None and hasattr(value, "report"):
                 text = json.dumps(value.report.to_json(), default=str)
                 if leaked(text):
-                    self.violation("secret-leaked", f"a secret is in the report of the sync ({sync}): "
-                                                    f"{around(text, leaked(text))}")
+                    self.violation(
+                        "secret-leaked", f"a secret is in the report of the sync ({sync}): {around(text, leaked(text))}"
+                    )
             return value
         finally:
             self._set_hostile(False)
@@ -973,13 +1102,19 @@ class SourcesWalk:
         old = {k: v[0] for k, v in before.items()}
         new = {k: v[0] for k, v in now.items()}
         if old != new:
-            self.violation("outside-unchanged", f"{when} ({sync}) changed files outside its target: "
-                                                f"{diff_snapshots(old, new)}" + self._inode_note(before, now))
+            self.violation(
+                "outside-unchanged",
+                f"{when} ({sync}) changed files outside its target: "
+                f"{diff_snapshots(old, new)}" + self._inode_note(before, now),
+            )
         if sync.cache != "link":
             gained = sorted(k for k in set(before) & set(now) if now[k][1] > before[k][1])
             if gained:
-                self.violation("hard-link-without-link-mode", f"{when} ({sync}) without synapse_cache_link gave "
-                                                              f"files outside its target more links: {gained[:6]}")
+                self.violation(
+                    "hard-link-without-link-mode",
+                    f"{when} ({sync}) without synapse_cache_link gave "
+                    f"files outside its target more links: {gained[:6]}",
+                )
 
     @staticmethod
     def _inode_note(before, now) -> str:
@@ -994,8 +1129,11 @@ class SourcesWalk:
                         info = os.lstat(Path(folder) / name)
                         if info.st_nlink > 1:
                             rel = (Path(folder) / name).relative_to(root).as_posix()
-                            self.violation("partial-hard-linked", f"after {when}, the partial {target}/{rel!r} has "
-                                                                  f"{info.st_nlink} links (inode {info.st_ino})")
+                            self.violation(
+                                "partial-hard-linked",
+                                f"after {when}, the partial {target}/{rel!r} has "
+                                f"{info.st_nlink} links (inode {info.st_ino})",
+                            )
 
     def check_cache_maps(self) -> None:
         for path in self.cache_root.glob("*/*/.cacheMap"):
@@ -1021,8 +1159,10 @@ class SourcesWalk:
             plan = self.run_sync(dataclasses.replace(sync, cli=False), dry_run=True)  # a CLI sync's: by the API
             after_target = self._tree(target)
             if before_target != after_target:
-                self.violation("dry-run-wrote", f"the dry run ({sync}) changed the target: "
-                                                f"{diff_snapshots(before_target, after_target)}")
+                self.violation(
+                    "dry-run-wrote",
+                    f"the dry run ({sync}) changed the target: {diff_snapshots(before_target, after_target)}",
+                )
             if maps != self._cache_maps():
                 self.violation("dry-run-wrote", f"the dry run ({sync}) changed the cache's maps")
             self.check_outside(before, sync, "the dry run")
@@ -1038,8 +1178,10 @@ class SourcesWalk:
             return
         self.stats["results"] += len(results)
         failed = [r for r in results if r.status is SyncStatus.FAILED]
-        self.note(f"  -> {len(results)} results, {len(failed)} failed"
-                  + (": " + "; ".join(f"{r.entity_id}: {str(r.error)[:80]}" for r in failed[:3]) if failed else ""))
+        self.note(
+            f"  -> {len(results)} results, {len(failed)} failed"
+            + (": " + "; ".join(f"{r.entity_id}: {str(r.error)[:80]}" for r in failed[:3]) if failed else "")
+        )
         self.check_results(sync, results, "the sync")
         if failed or sync.hostile or not results:
             return
@@ -1056,10 +1198,13 @@ class SourcesWalk:
         requests = self.emu.stats()["data_requests"]
         changed = diff_snapshots(tree, self._tree(target, meta=False))
         if acted or requests or changed:
-            self.violation("second-run-not-noop", f"a second identical run ({sync}) after a clean one: "
-                           f"{requests} data requests; acted on "
-                           + ", ".join(f"{self._rel(sync, r.path)} ({r.entity_id} {r.action})" for r in acted[:6])
-                           + (f"; local changes: {changed}" if changed else ""))
+            self.violation(
+                "second-run-not-noop",
+                f"a second identical run ({sync}) after a clean one: "
+                f"{requests} data requests; acted on "
+                + ", ".join(f"{self._rel(sync, r.path)} ({r.entity_id} {r.action})" for r in acted[:6])
+                + (f"; local changes: {changed}" if changed else ""),
+            )
 
     def _cache_maps(self) -> Dict[str, str]:
         return {str(p): p.read_text(encoding="utf-8") for p in self.cache_root.glob("*/*/.cacheMap")}
@@ -1077,19 +1222,24 @@ class SourcesWalk:
             if entry.destination is None or entry.action.value == "delete":
                 continue
             on_path.setdefault(os.path.normpath(str(entry.destination)), set()).add(
-                (entry.entity_id, getattr(entry, "version", None)))
+                (entry.entity_id, getattr(entry, "version", None))
+            )
         for path, entities in sorted(on_path.items()):
             if len({e for e, _ in entities}) > 1:
-                self.violation("shared-path", f"the dry run ({sync}) plans {sorted(entities)} to one path "
-                                              f"{self._rel(sync, path)!r}")
+                self.violation(
+                    "shared-path",
+                    f"the dry run ({sync}) plans {sorted(entities)} to one path {self._rel(sync, path)!r}",
+                )
         self._check_separator(sync, [e.destination for e in plan.entries], "the dry run")
 
     def _check_separator(self, sync: Sync, paths, when: str) -> None:
         for path in paths:
             rel = self._rel(sync, path)
             if rel and any(part in SEPARATOR_PARTS for part in rel.split("/")):
-                self.violation("separator-name-synced", f"{when} ({sync}) put a file at {rel!r}: a remote name "
-                                                        "holding '/' became folders")
+                self.violation(
+                    "separator-name-synced",
+                    f"{when} ({sync}) put a file at {rel!r}: a remote name holding '/' became folders",
+                )
                 return
 
     def check_results(self, sync: Sync, results, when: str) -> None:
@@ -1098,35 +1248,45 @@ class SourcesWalk:
         seen = {r.entity_id for r in results}
         for result in results:
             if str(result.entity_id).startswith("syn0"):
-                self.violation("id-not-canonical", f"{when} ({sync}): a result for {result.entity_id!r}, not the "
-                                                   f"canonical id: {result!r}")
+                self.violation(
+                    "id-not-canonical",
+                    f"{when} ({sync}): a result for {result.entity_id!r}, not the canonical id: {result!r}",
+                )
             if leaked(str(result.error or "")) or leaked(str(result.path or "")):
                 self.violation("secret-leaked", f"{when} ({sync}): a secret is in a result: {result!r}")
             rel = self._rel(sync, result.path)
             if result.path is not None and rel is None:
                 self.violation("result-outside-target", f"{when} ({sync}): a result outside the target: {result!r}")
                 continue
-            if result.status is SyncStatus.FAILED or result.action in ("delete", "keep-local") \
-                    or result.status is SyncStatus.DELETED:
+            if (
+                result.status is SyncStatus.FAILED
+                or result.action in ("delete", "keep-local")
+                or result.status is SyncStatus.DELETED
+            ):
                 continue
             on_path.setdefault(os.path.normpath(str(result.path)), set()).add((result.entity_id, result.version))
             self._check_on_disk(sync, result, rel, when, inodes)
             bad = self._answered_unsafe(sync, result.entity_id)
             if bad:
-                self.violation("hostile-name-synced", f"{when} ({sync}): the server answered the name {bad!r} for "
-                                                      f"{result.entity_id} (or a folder above it), yet it is "
-                                                      f"reported {result.status.value} at {rel!r}")
+                self.violation(
+                    "hostile-name-synced",
+                    f"{when} ({sync}): the server answered the name {bad!r} for "
+                    f"{result.entity_id} (or a folder above it), yet it is "
+                    f"reported {result.status.value} at {rel!r}",
+                )
         for path, entities in sorted(on_path.items()):
             if len(entities) > 1:
-                self.violation("shared-path", f"{when} ({sync}): {sorted(entities)} share the path "
-                                              f"{self._rel(sync, path)!r}")
+                self.violation(
+                    "shared-path", f"{when} ({sync}): {sorted(entities)} share the path {self._rel(sync, path)!r}"
+                )
         for entities in inodes.values():
             # --synapse-cache-link makes a target's file the cache's file: two entities of the same bytes whose files
             # a link-mode run made (one of them stale and skipped as synclient's own) are one inode by design
             if len(entities) > 1 and sync.target not in self.linked_targets:
                 self.violation("shared-inode", f"{when} ({sync}): the files of {sorted(entities)} are one inode")
-        self._check_separator(sync, [r.path for r in results if r.status is not SyncStatus.FAILED
-                                     and r.path is not None], when)
+        self._check_separator(
+            sync, [r.path for r in results if r.status is not SyncStatus.FAILED and r.path is not None], when
+        )
         self._check_renamed(sync, results, when)
         missing = sorted(e for e in sync.named if e not in seen)
         if missing and not sync.hostile:
@@ -1143,8 +1303,11 @@ class SourcesWalk:
         if rel is not None:
             names.append((entity, name_of(rel)))
             if sync.source in ("walk", "view-walk"):
-                names += [(self.remote.folders[p], name_of(p)) for p in self.remote.folders
-                          if p and under(rel, p) and p != rel]
+                names += [
+                    (self.remote.folders[p], name_of(p))
+                    for p in self.remote.folders
+                    if p and under(rel, p) and p != rel
+                ]
         elif entity in self.remote.odd:
             names.append((entity, self.remote.odd[entity][1]))
         for key, name in names:
@@ -1168,44 +1331,64 @@ class SourcesWalk:
             if entity not in ok or given in ok[entity]:
                 continue
             if not os.path.lexists(self.targets[sync.target] / given):
-                self.violation("rename-not-on-disk", f"{when} ({sync}) reports {line!r}, but {given!r} is not "
-                                                     f"there (the results put {entity} at {sorted(ok[entity])})")
+                self.violation(
+                    "rename-not-on-disk",
+                    f"{when} ({sync}) reports {line!r}, but {given!r} is not "
+                    f"there (the results put {entity} at {sorted(ok[entity])})",
+                )
                 return
 
     def _check_on_disk(self, sync: Sync, result, rel: str, when: str, inodes) -> None:
         entity, version = result.entity_id, result.version
         wanted = sync.wanted.get(entity)
         if wanted is None:
-            self.violation("unexpected-entity", f"{when} ({sync}): a result for {entity}, which the source does not "
-                                                f"name: {result!r}")
+            self.violation(
+                "unexpected-entity",
+                f"{when} ({sync}): a result for {entity}, which the source does not name: {result!r}",
+            )
         elif version not in wanted:
-            self.violation("wrong-version", f"{when} ({sync}): {entity} at version {version}, the source asks for "
-                                            f"{sorted(wanted)}: {result!r}")
+            self.violation(
+                "wrong-version",
+                f"{when} ({sync}): {entity} at version {version}, the source asks for {sorted(wanted)}: {result!r}",
+            )
         if entity not in self.remote.current and result.status is SyncStatus.DOWNLOADED:
-            self.violation("synced-gone-entity", f"{when} ({sync}): {entity} was deleted remotely but is reported "
-                                                 f"{result.status.value}: {result!r}")
+            self.violation(
+                "synced-gone-entity",
+                f"{when} ({sync}): {entity} was deleted remotely but is reported {result.status.value}: {result!r}",
+            )
         try:
             info = os.lstat(result.path)
         except FileNotFoundError:
-            self.violation("report-not-disk", f"{when} ({sync}): {rel!r} reported {result.status.value} "
-                                              f"({result.action}) for {entity} v{version} but is absent"
-                           + (f" (renamed: {result.renamed})" if getattr(result, "renamed", None) else ""))
+            self.violation(
+                "report-not-disk",
+                f"{when} ({sync}): {rel!r} reported {result.status.value} "
+                f"({result.action}) for {entity} v{version} but is absent"
+                + (f" (renamed: {result.renamed})" if getattr(result, "renamed", None) else ""),
+            )
             return
         if not stat.S_ISREG(info.st_mode):
-            self.violation("report-not-disk", f"{when} ({sync}): {rel!r} reported {result.status.value} but is not "
-                                              f"a regular file (mode {oct(info.st_mode)})")
+            self.violation(
+                "report-not-disk",
+                f"{when} ({sync}): {rel!r} reported {result.status.value} but is not "
+                f"a regular file (mode {oct(info.st_mode)})",
+            )
             return
         inodes.setdefault((info.st_dev, info.st_ino), set()).add(entity)
         expected = self.remote.history.get((entity, version))
         data = Path(result.path).read_bytes()
         if expected is None:
-            self.violation("report-not-disk", f"{when} ({sync}): {rel!r} reported for {entity} v{version}, a "
-                                              "version the model never made")
+            self.violation(
+                "report-not-disk",
+                f"{when} ({sync}): {rel!r} reported for {entity} v{version}, a version the model never made",
+            )
         elif data != expected:
-            self.violation("report-not-disk", f"{when} ({sync}): {rel!r} reported {result.status.value} "
-                                              f"({result.action}) for {entity} v{version} holds {len(data)} bytes "
-                                              f"md5 {md5(data)}, that version has {len(expected)} bytes md5 "
-                                              f"{md5(expected)} ({info.st_nlink} links)")
+            self.violation(
+                "report-not-disk",
+                f"{when} ({sync}): {rel!r} reported {result.status.value} "
+                f"({result.action}) for {entity} v{version} holds {len(data)} bytes "
+                f"md5 {md5(data)}, that version has {len(expected)} bytes md5 "
+                f"{md5(expected)} ({info.st_nlink} links)",
+            )
 
     # -- SIGKILL mid-sync --------------------------------------------------------------------------------------------
 
@@ -1219,8 +1402,10 @@ class SourcesWalk:
         bandwidth = self.rng.choice((150_000, 400_000))
         argv, env = self._cli(sync, dry_run=False)
         target = self.targets[sync.target]
-        self.note(f"kill: CLI {sync}, SIGKILL on {trigger}"
-                  + (f" after {threshold} data bytes at {bandwidth} B/s per connection" if trigger == "bytes" else ""))
+        self.note(
+            f"kill: CLI {sync}, SIGKILL on {trigger}"
+            + (f" after {threshold} data bytes at {bandwidth} B/s per connection" if trigger == "bytes" else "")
+        )
         before = self.protected(sync.target)
         # a slow data plane for a kill on bytes served (a file-made trigger needs none: copies are local)
         self.emu.set_knobs(bandwidth_per_conn=bandwidth if trigger == "bytes" else 0)
@@ -1251,8 +1436,11 @@ class SourcesWalk:
         for channel, text in (("stdout", stdout), ("stderr", stderr)):
             secret = leaked(text)
             if secret:
-                self.violation("secret-leaked", f"{secret!r} is in the killed CLI's {channel} ({sync}): "
-                                                f"{around(text.decode('utf-8', 'replace'), secret)}")
+                self.violation(
+                    "secret-leaked",
+                    f"{secret!r} is in the killed CLI's {channel} ({sync}): "
+                    f"{around(text.decode('utf-8', 'replace'), secret)}",
+                )
         self.check_outside(before, sync, "the killed sync")
         self.check_partials("the killed sync")
         self.check_cache_maps()

@@ -9,6 +9,7 @@ LocalCluster of two workers; ``SYNCLIENT_MODEL_KEEP_GOING=1`` collects the first
 of stopping at the first. A failure prints the seed, the step, the rules and syncs so far, and the command that
 replays it. See docs/reliability.md, "Every source and mode (issue 29)".
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,9 +19,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from sources_model import SourcesWalk, has_hostile_mode
 
 import synclient
-from sources_model import SourcesWalk, has_hostile_mode
 from synclient.emulator import Emulator
 
 #: (seed, hostile): the default walks. On the code before issue 29's fixes (00ffcb5) they found (keep-going mode;
@@ -39,27 +40,37 @@ QUICK_TIER_SEEDS = (3,)
 def _dask_client(scratch: Path) -> Iterator[object]:
     """Two worker processes (one thread each), for one walk (as test_model_sync.py's)."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                  local_directory=str(scratch)) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", local_directory=str(scratch)
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         imported = set(client.run(lambda: synclient.__file__).values())
         assert imported == {synclient.__file__}, f"the Dask workers import {imported}, not {synclient.__file__}"
         yield client
 
 
 def _long_mode() -> bool:
-    return any(os.environ.get(name, "").strip() for name in ("SYNCLIENT_MODEL_SOURCES_SEED",
-                                                             "SYNCLIENT_MODEL_SOURCES_STEPS"))
+    return any(
+        os.environ.get(name, "").strip() for name in ("SYNCLIENT_MODEL_SOURCES_SEED", "SYNCLIENT_MODEL_SOURCES_STEPS")
+    )
 
 
 def _walks():
     if not _long_mode():
-        return [pytest.param(seed, DEFAULT_STEPS, hostile, marks=() if seed in QUICK_TIER_SEEDS else pytest.mark.slow)
-                for seed, hostile in DEFAULT_SEEDS]
+        return [
+            pytest.param(seed, DEFAULT_STEPS, hostile, marks=() if seed in QUICK_TIER_SEEDS else pytest.mark.slow)
+            for seed, hostile in DEFAULT_SEEDS
+        ]
     steps_env = os.environ.get("SYNCLIENT_MODEL_SOURCES_STEPS", "").strip()
     seeds_env = os.environ.get("SYNCLIENT_MODEL_SOURCES_SEED", "").strip()
     steps = int(steps_env) if steps_env else DEFAULT_STEPS
-    seeds = ([int(text) for text in seeds_env.split(",") if text.strip()] if seeds_env
-             else [random.SystemRandom().randrange(1, 2 ** 31)])
+    seeds = (
+        [int(text) for text in seeds_env.split(",") if text.strip()]
+        if seeds_env
+        else [random.SystemRandom().randrange(1, 2**31)]
+    )
     hostile = os.environ.get("SYNCLIENT_MODEL_SOURCES_HOSTILE") == "1"
     return [(seed, steps, hostile) for seed in seeds]
 
@@ -68,14 +79,26 @@ def _walks():
 def test_every_source_keeps_every_invariant(seed, steps, hostile, tmp_path: Path):
     keep_going = os.environ.get("SYNCLIENT_MODEL_KEEP_GOING") == "1"
     mode = (" hostile (hostile_rate)" if has_hostile_mode() else " hostile (older lying knobs only)") if hostile else ""
-    print(f"sources walk{mode}: seed {seed}, {steps} steps (replay: SYNCLIENT_MODEL_SOURCES_SEED={seed} "
-          f"SYNCLIENT_MODEL_SOURCES_STEPS={steps}{' SYNCLIENT_MODEL_SOURCES_HOSTILE=1' if hostile else ''})")
+    print(
+        f"sources walk{mode}: seed {seed}, {steps} steps (replay: SYNCLIENT_MODEL_SOURCES_SEED={seed} "
+        f"SYNCLIENT_MODEL_SOURCES_STEPS={steps}{' SYNCLIENT_MODEL_SOURCES_HOSTILE=1' if hostile else ''})"
+    )
     with contextlib.ExitStack() as stack:
-        client = (stack.enter_context(_dask_client(tmp_path / "dask-scratch"))
-                  if _long_mode() and os.environ.get("SYNCLIENT_MODEL_SOURCES_DASK") == "1" else None)
+        client = (
+            stack.enter_context(_dask_client(tmp_path / "dask-scratch"))
+            if _long_mode() and os.environ.get("SYNCLIENT_MODEL_SOURCES_DASK") == "1"
+            else None
+        )
         emu = stack.enter_context(Emulator())
-        walk = SourcesWalk(seed=seed, steps=steps, workdir=tmp_path, emu=emu, keep_going=keep_going,
-                           hostile=hostile, dask_client=client)
+        walk = SourcesWalk(
+            seed=seed,
+            steps=steps,
+            workdir=tmp_path,
+            emu=emu,
+            keep_going=keep_going,
+            hostile=hostile,
+            dask_client=client,
+        )
         try:
             stats = walk.run()
         finally:

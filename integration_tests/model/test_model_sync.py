@@ -11,6 +11,7 @@ Over Dask (issue 19): ``test_random_walk_over_dask`` walks one seed with most sy
 two worker processes (see model_support.py for which); in long mode ``SYNCLIENT_MODEL_DASK=1`` runs every long walk
 that way (one cluster per walk) and skips that default case.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,9 +22,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from model_support import ModelWalk
 
 import synclient
-from model_support import ModelWalk
 from synclient.emulator import Emulator
 
 DEFAULT_SEEDS = (1, 2, 3, 4, 5)
@@ -43,13 +44,15 @@ def _walks():
     seeds_env = os.environ.get("SYNCLIENT_MODEL_SEED", "").strip()
     steps_env = os.environ.get("SYNCLIENT_MODEL_STEPS", "").strip()
     if not _long_mode():
-        return [pytest.param(seed, DEFAULT_STEPS, marks=() if seed in QUICK_TIER_SEEDS else pytest.mark.slow)
-                for seed in DEFAULT_SEEDS]
+        return [
+            pytest.param(seed, DEFAULT_STEPS, marks=() if seed in QUICK_TIER_SEEDS else pytest.mark.slow)
+            for seed in DEFAULT_SEEDS
+        ]
     steps = int(steps_env) if steps_env else DEFAULT_STEPS
     if seeds_env:
         seeds = [int(text) for text in seeds_env.split(",") if text.strip()]
     else:
-        seeds = [random.SystemRandom().randrange(1, 2 ** 31)]
+        seeds = [random.SystemRandom().randrange(1, 2**31)]
     return [(seed, steps) for seed in seeds]
 
 
@@ -58,8 +61,12 @@ def _dask_client(scratch: Path) -> Iterator[object]:
     """A client of two worker processes (one thread each, as ``--dask local:2``), for one walk; its scratch space
     beside the walk's work folder (which must hold only the target and the sentinel)."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                  local_directory=str(scratch)) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", local_directory=str(scratch)
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         # the workers must run this synclient (PYTHONPATH), not another install of it
         imported = set(client.run(lambda: synclient.__file__).values())
         assert imported == {synclient.__file__}, f"the Dask workers import {imported}, not {synclient.__file__}"
@@ -69,13 +76,14 @@ def _dask_client(scratch: Path) -> Iterator[object]:
 def _walk(seed: int, steps: int, tmp_path: Path, *, dask: bool) -> None:
     keep_going = os.environ.get("SYNCLIENT_MODEL_KEEP_GOING") == "1"
     over = " over Dask" if dask else ""
-    print(f"model walk{over}: seed {seed}, {steps} steps (replay: SYNCLIENT_MODEL_SEED={seed} "
-          f"SYNCLIENT_MODEL_STEPS={steps}{' SYNCLIENT_MODEL_DASK=1' if dask else ''})")
+    print(
+        f"model walk{over}: seed {seed}, {steps} steps (replay: SYNCLIENT_MODEL_SEED={seed} "
+        f"SYNCLIENT_MODEL_STEPS={steps}{' SYNCLIENT_MODEL_DASK=1' if dask else ''})"
+    )
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(_dask_client(tmp_path / "dask-scratch")) if dask else None
         emu = stack.enter_context(Emulator())
-        walk = ModelWalk(seed=seed, steps=steps, workdir=tmp_path, emu=emu, keep_going=keep_going,
-                         dask_client=client)
+        walk = ModelWalk(seed=seed, steps=steps, workdir=tmp_path, emu=emu, keep_going=keep_going, dask_client=client)
         try:
             stats = walk.run()
         finally:

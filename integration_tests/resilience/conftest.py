@@ -1,4 +1,5 @@
 """Fixtures of the resilience suite: emulators that are watched for token leaks, the figures recorder, --long."""
+
 from __future__ import annotations
 
 import json
@@ -6,14 +7,17 @@ import logging
 import os
 
 import pytest
-
 from resilience_support import FIGURES, SECRETS, EmulatorRegistry, figures_path, long_mode  # noqa: F401
 
 
 def pytest_addoption(parser):
     try:
-        parser.addoption("--long", action="store_true", default=False,
-                         help="resilience/property suites: more seeds, more interrupt points, bigger trees")
+        parser.addoption(
+            "--long",
+            action="store_true",
+            default=False,
+            help="resilience/property suites: more seeds, more interrupt points, bigger trees",
+        )
     except ValueError:  # another conftest (tests/property) registered it first
         pass
 
@@ -68,8 +72,7 @@ def pytest_sessionfinish(session, exitstatus):
     if not FIGURES.rows:
         return
     path = figures_path()
-    document = FIGURES.document(long=long_mode(session.config), exitstatus=int(exitstatus),
-                                secrets=SECRETS.summary())
+    document = FIGURES.document(long=long_mode(session.config), exitstatus=int(exitstatus), secrets=SECRETS.summary())
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     try:  # a report, not a test: a path another user owns must not turn a green run into an internal error
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ Figures are measured, never typed: every scenario records what it checked, and t
 (``$SYNCLIENT_RELIABILITY_JSON`` or ``<tmp>/synclient-reliability/last-run.json``);
 ``integration_tests/resilience/figures.py`` turns that JSON into the table of ``docs/reliability.md``.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterable, List
 
+from synctrees import MiB, Tree, local_tree
+
 from synclient import Platform, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
-from synctrees import MiB, Tree, local_tree
 
 KiB = 1024
 PARTIAL_SUFFIXES = (".synclient-partial", ".synclient-partial.parts")
@@ -42,6 +44,7 @@ def figures_path() -> Path:
 
 
 # -- trees ---------------------------------------------------------------------------------------------------------
+
 
 def small_mixed_tree(name: str = "p", *, folder_files: int = 60, mid_files: int = 6) -> Tree:
     """~90 files, 3 levels, a folder of 60 (two listing pages), files of 100-600 KiB, two multipart files of odd
@@ -75,6 +78,7 @@ def expected_sizes(tree: Tree) -> Dict[str, int]:
                 walk(child["children"], path + "/")
             elif child["type"] == "file":
                 sizes[path] = child["size"] if "size" in child else len(child.get("content", "").encode())
+
     walk(tree.children, "")
     return sizes
 
@@ -86,10 +90,12 @@ def platform_for(emu, **kwargs) -> Platform:
 def impatient_platform(emu) -> Platform:
     """For cases where every try fails on purpose: 3 tries with sub-second backoff instead of 10 with up to 20 s."""
     from synclient.platform.rest import RetryPolicy
+
     return platform_for(emu, retry=RetryPolicy(max_attempts=3, initial_backoff=0.05, max_backoff=0.2))
 
 
 # -- checks ----------------------------------------------------------------------------------------------------------
+
 
 def is_partial(rel_path: str) -> bool:
     return rel_path.endswith(PARTIAL_SUFFIXES)
@@ -158,16 +164,30 @@ class Figures:
             yield scenario
             ok = True
         finally:
-            row = dict(scenario=name, group=group, tries=max(scenario.tries, 1), files_checked=scenario.files,
-                       bytes_checked=scenario.bytes, corruptions=scenario.corruptions,
-                       token_leaks=SECRETS.leaks - leaks_before, seconds=round(time.monotonic() - scenario.started, 2),
-                       passed=ok, notes="; ".join(scenario.notes))
+            row = dict(
+                scenario=name,
+                group=group,
+                tries=max(scenario.tries, 1),
+                files_checked=scenario.files,
+                bytes_checked=scenario.bytes,
+                corruptions=scenario.corruptions,
+                token_leaks=SECRETS.leaks - leaks_before,
+                seconds=round(time.monotonic() - scenario.started, 2),
+                passed=ok,
+                notes="; ".join(scenario.notes),
+            )
             with self._lock:
                 self.rows.append(row)
 
     def document(self, **extra) -> dict:
-        return {"python": sys.version.split()[0], "machine": _platform.machine(), "cpus": os.cpu_count(),
-                "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "rows": self.rows, **extra}
+        return {
+            "python": sys.version.split()[0],
+            "machine": _platform.machine(),
+            "cpus": os.cpu_count(),
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "rows": self.rows,
+            **extra,
+        }
 
 
 FIGURES = Figures()
@@ -245,9 +265,14 @@ class SecretWatch:
         self.scan("\n".join(parts), "results/report")
 
     def summary(self) -> dict:
-        return {"log_lines_scanned": self.lines, "texts_scanned": self.texts, "token_or_signature_leaks": self.leaks,
-                "leak_samples": self.leak_samples, "data_requests_watched": self.data_requests,
-                "authorization_headers_on_data": self.auth_on_data}
+        return {
+            "log_lines_scanned": self.lines,
+            "texts_scanned": self.texts,
+            "token_or_signature_leaks": self.leaks,
+            "leak_samples": self.leak_samples,
+            "data_requests_watched": self.data_requests,
+            "authorization_headers_on_data": self.auth_on_data,
+        }
 
 
 SECRETS = SecretWatch()
@@ -270,6 +295,7 @@ def sync(emu, entity: str, target: Path, **kwargs):
 
 
 # -- emulators ---------------------------------------------------------------------------------------------------------
+
 
 class EmulatorRegistry:
     def __init__(self) -> None:

@@ -3,16 +3,17 @@
 Not repeated here (integration_tests/test_sync_engine.py has them): one mixed fault run at seed 7, storage that
 ignores Range or answers a wrong Content-Range without other faults, the synapse profile's throttles.
 """
+
 from __future__ import annotations
 
 import threading
 import time
 
 import pytest
+from resilience_support import CONFIG, FIGURES, SECRETS, small_mixed_tree, sync
 
 from synclient import SyncStatus, TransferConfig
 from synclient.emulator.process import EmulatorProcess, Seed
-from resilience_support import CONFIG, FIGURES, SECRETS, small_mixed_tree, sync
 
 ROUTE_CLASSES = ["children", "bundle", "filehandle", "entity", "other"]
 
@@ -47,11 +48,12 @@ def _sync_exact(sc, emu, entity, target, expected, **kwargs):
 
 
 def _subset(expected, prefix):
-    return {p[len(prefix):]: m for p, m in expected.items() if p.startswith(prefix)}
+    return {p[len(prefix) :]: m for p, m in expected.items() if p.startswith(prefix)}
 
 
-@pytest.mark.parametrize("route_class", [pytest.param(name, marks=pytest.mark.slow) if name == "bundle" else name
-                                         for name in ROUTE_CLASSES])  # bundle: about 13 s, in the slow tier
+@pytest.mark.parametrize(
+    "route_class", [pytest.param(name, marks=pytest.mark.slow) if name == "bundle" else name for name in ROUTE_CLASSES]
+)  # bundle: about 13 s, in the slow tier
 def test_5xx_on_one_route_class(emulators, tree, tmp_path, route_class):
     with FIGURES.scenario(f"5xx 40% on route class {route_class} (project, folder, single file)", "faults") as sc:
         emu, project = _seeded(emulators, tree, fault_api_5xx_rate={route_class: 0.4}, fault_seed=11)
@@ -62,9 +64,11 @@ def test_5xx_on_one_route_class(emulators, tree, tmp_path, route_class):
         # "other" (userProfile, version, restrictionInformation) is not on a sync's path: the test shows a sync
         # does not depend on it.
         config = TransferConfig(**{**CONFIG, "url_batch_size": 1})
-        for entity, target, expected in ((project, tmp_path / "p", tree.expected),
-                                         (folder, tmp_path / "a", _subset(tree.expected, "a/")),
-                                         (single, tmp_path / "f", {"big1.bin": tree.expected["big1.bin"]})):
+        for entity, target, expected in (
+            (project, tmp_path / "p", tree.expected),
+            (folder, tmp_path / "a", _subset(tree.expected, "a/")),
+            (single, tmp_path / "f", {"big1.bin": tree.expected["big1.bin"]}),
+        ):
             _sync_exact(sc, emu, entity, target, expected, config=config)
         injected = emu.stats()["api_5xx_injected"]
         sc.notes.append(f"{injected} 5xx injected")
@@ -79,8 +83,14 @@ def test_429_storm(emulators, tmp_path, retry_after):
     tree = small_mixed_tree(folder_files=12, mid_files=2)
     label = "with Retry-After: 1" if retry_after else "without Retry-After"
     with FIGURES.scenario(f"429 storm (30% random 429 + 2 concurrent/user) {label}", "faults") as sc:
-        emu, project = _seeded(emulators, tree, fault_api_429_rate=0.3, max_concurrent_per_user=2,
-                               throttle_retry_after=retry_after, fault_seed=5)
+        emu, project = _seeded(
+            emulators,
+            tree,
+            fault_api_429_rate=0.3,
+            max_concurrent_per_user=2,
+            throttle_retry_after=retry_after,
+            fault_seed=5,
+        )
         _, elapsed = _sync_exact(sc, emu, project, tmp_path, tree.expected)
         throttled = emu.stats()["throttled_429"]
         sc.notes.append(f"{throttled} answered 429, {elapsed:.1f} s")
@@ -91,18 +101,19 @@ def test_429_storm(emulators, tmp_path, retry_after):
 
 @pytest.mark.parametrize("kind", ["cut", "stall"])
 def test_data_bodies_cut_or_stalled(emulators, tree, tmp_path, kind):
-    knobs = (dict(fault_data_cut_rate=0.3) if kind == "cut"
-             else dict(fault_data_stall_rate=0.15, stall_seconds=3))
+    knobs = dict(fault_data_cut_rate=0.3) if kind == "cut" else dict(fault_data_stall_rate=0.15, stall_seconds=3)
     with FIGURES.scenario(f"data bodies {kind} ({'30' if kind == 'cut' else '15'}% of GETs)", "faults") as sc:
         emu, project = _seeded(emulators, tree, fault_seed=3, **knobs)
-        _sync_exact(sc, emu, project, tmp_path, tree.expected,
-                    config=TransferConfig(**{**CONFIG, "stall_timeout": 0.5}))
+        _sync_exact(
+            sc, emu, project, tmp_path, tree.expected, config=TransferConfig(**{**CONFIG, "stall_timeout": 0.5})
+        )
         stats = emu.stats()
         assert stats["data_cuts_injected" if kind == "cut" else "data_stalls_injected"] > 0
 
 
 def test_urls_expire_mid_file(emulators, tmp_path):
     from synctrees import MiB, Tree
+
     tree = Tree()
     tree.seeded_file(tree.children, "", "slow.bin", 6 * MiB + 5)
     tree.seeded_file(tree.children, "", "slow-small.bin", 900 * 1024)
@@ -134,21 +145,28 @@ def test_maintenance_window_of_10_seconds(emulators, tree, tmp_path):
 
 def test_emulator_process_killed_and_restarted_mid_sync(tmp_path):
     from synctrees import MiB
+
     tree = small_mixed_tree()
-    server = EmulatorProcess(tmp_path / "store", bandwidth_per_conn="3MB", api_latency_ms=5,
-                             seed=Seed(spec=tree.spec()))
+    server = EmulatorProcess(
+        tmp_path / "store", bandwidth_per_conn="3MB", api_latency_ms=5, seed=Seed(spec=tree.spec())
+    )
     target = tmp_path / "target"
     try:
         SECRETS.add_token(server.start().token)
-        with FIGURES.scenario("emulator process SIGKILLed mid-sync, restarted 1.5 s later (same dir, ports)",
-                              "faults") as sc:
+        with FIGURES.scenario(
+            "emulator process SIGKILLed mid-sync, restarted 1.5 s later (same dir, ports)", "faults"
+        ) as sc:
             project = server.info()["projects"][tree.name]
             outcome = {}
 
             def run():
                 try:
-                    outcome["results"] = sync(server, project, target, config=TransferConfig(
-                        **{**CONFIG, "max_workers": 4, "max_attempts": 10, "stall_timeout": 2.0}))
+                    outcome["results"] = sync(
+                        server,
+                        project,
+                        target,
+                        config=TransferConfig(**{**CONFIG, "max_workers": 4, "max_attempts": 10, "stall_timeout": 2.0}),
+                    )
                 except BaseException as exc:  # noqa: BLE001 - reported below
                     outcome["error"] = exc
 
@@ -180,15 +198,32 @@ def _combined_seeds(long):
 @pytest.mark.slow  # about 15 s: the slow tier (pytest -m slow, run by CI after the README's command)
 def test_all_faults_combined(emulators, tree, tmp_path, long):
     seeds = _combined_seeds(long)
-    with FIGURES.scenario(f"combined: 5xx 10% + 429 5% + malformed JSON 5% + cut 5% + stall 3% + corrupt 5% "
-                          f"+ 5 s URLs, seeds {seeds[0]}..{seeds[-1]}", "faults") as sc:
+    with FIGURES.scenario(
+        f"combined: 5xx 10% + 429 5% + malformed JSON 5% + cut 5% + stall 3% + corrupt 5% "
+        f"+ 5 s URLs, seeds {seeds[0]}..{seeds[-1]}",
+        "faults",
+    ) as sc:
         emu, project = _seeded(emulators, tree)
         for seed in seeds:
-            emu.set_knobs(fault_api_5xx_rate=0.1, fault_api_429_rate=0.05, fault_api_malformed_rate=0.05,
-                          fault_data_cut_rate=0.05, fault_data_stall_rate=0.03, stall_seconds=2,
-                          fault_data_corrupt_rate=0.05, url_lifetime=5, fault_seed=seed)
+            emu.set_knobs(
+                fault_api_5xx_rate=0.1,
+                fault_api_429_rate=0.05,
+                fault_api_malformed_rate=0.05,
+                fault_data_cut_rate=0.05,
+                fault_data_stall_rate=0.03,
+                stall_seconds=2,
+                fault_data_corrupt_rate=0.05,
+                url_lifetime=5,
+                fault_seed=seed,
+            )
             target = tmp_path / f"seed{seed}"
-            _sync_exact(sc, emu, project, target, tree.expected,
-                        config=TransferConfig(**{**CONFIG, "max_attempts": 10, "stall_timeout": 0.5}))
+            _sync_exact(
+                sc,
+                emu,
+                project,
+                target,
+                tree.expected,
+                config=TransferConfig(**{**CONFIG, "max_attempts": 10, "stall_timeout": 0.5}),
+            )
         stats = emu.stats()
         assert stats["api_5xx_injected"] > 0 and stats["data_cuts_injected"] > 0

@@ -6,6 +6,7 @@ write outside the target, never a wrong file accepted.
 Already covered elsewhere and not repeated: ``..`` / ``a/b`` / ``/abs`` / NUL / backslash / case twins as plain
 file names (test_sync_engine.py::test_hostile_names_never_write_outside_the_target).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,14 +14,14 @@ import os
 import unicodedata
 
 import pytest
+from resilience_support import CONFIG, FIGURES, impatient_platform, platform_for, small_mixed_tree, sync
+from synctrees import MiB, Tree, local_tree
 
 from synclient import SyncStatus, TransferConfig
 from synclient.emulator import hostile
 from synclient.emulator.process import EmulatorProcess, Seed
 from synclient.errors import IntegrityError, ServerError, SyncError, UnsafePathError
 from synclient.transfer.partial import temp_path
-from synctrees import MiB, Tree, local_tree
-from resilience_support import CONFIG, FIGURES, impatient_platform, platform_for, small_mixed_tree, sync
 
 
 def _md5(text: str) -> str:
@@ -31,13 +32,31 @@ def test_names_windows_reserved_long_unicode_twins_and_case_folders(emulators, t
     nfc, nfd = unicodedata.normalize("NFC", "caf\u00e9.txt"), unicodedata.normalize("NFD", "caf\u00e9.txt")
     assert nfc != nfd
     fine = {  # legal single path components on POSIX: each must land exactly under its own name
-        "CON": "con", "aux.txt": "aux", "NUL.csv": "nul", "COM1": "com1", "lpt9.log": "lpt",
-        "trailing dot.": "dot", "trailing space ": "space", "x" * 255: "255 bytes",
-        "\u00e9" * 127 + "x": "255 bytes of UTF-8", nfc: "composed", nfd: "decomposed",
-        "-rf": "dash", " lead": "lead", "new\nline": "newline", "tab\tx": "tab",
+        "CON": "con",
+        "aux.txt": "aux",
+        "NUL.csv": "nul",
+        "COM1": "com1",
+        "lpt9.log": "lpt",
+        "trailing dot.": "dot",
+        "trailing space ": "space",
+        "x" * 255: "255 bytes",
+        "\u00e9" * 127 + "x": "255 bytes of UTF-8",
+        nfc: "composed",
+        nfd: "decomposed",
+        "-rf": "dash",
+        " lead": "lead",
+        "new\nline": "newline",
+        "tab\tx": "tab",
     }
-    refused = {"y" * 256: "256 bytes", "\u20ac" * 86: "258 bytes of UTF-8", ".": "dot", "a\\..\\b": "bs",
-               "../../etc/passwd": "up", "/etc/passwd": "abs", "ok\x00.txt": "nul"}
+    refused = {
+        "y" * 256: "256 bytes",
+        "\u20ac" * 86: "258 bytes of UTF-8",
+        ".": "dot",
+        "a\\..\\b": "bs",
+        "../../etc/passwd": "up",
+        "/etc/passwd": "abs",
+        "ok\x00.txt": "nul",
+    }
     tree = Tree()
     for name, content in {**fine, **refused}.items():
         tree.children.append({"type": "file", "name": name, "content": content})
@@ -48,8 +67,9 @@ def test_names_windows_reserved_long_unicode_twins_and_case_folders(emulators, t
         expected[f"{folder}/inside.txt"] = _md5(folder)
     outside_before = sorted(os.listdir(tmp_path))
     target = tmp_path / "target"
-    with FIGURES.scenario("hostile names: Windows-reserved, 255/256-byte, NFC/NFD twins, case-twin folders, "
-                          "traversal", "hostile server") as sc:
+    with FIGURES.scenario(
+        "hostile names: Windows-reserved, 255/256-byte, NFC/NFD twins, case-twin folders, traversal", "hostile server"
+    ) as sc:
         emu = emulators.start()
         # names Synapse refuses (unicode, Windows-reserved characters): a hostile server's
         project = emu.seed_spec({**tree.spec(), "names": "unchecked"})["p"]
@@ -69,8 +89,9 @@ def test_remote_name_inside_the_partial_namespace_cannot_hijack_another_download
     for i in range(4):
         tree.seeded_file(tree.children, "", f"a{i}.bin", 300_000 + i)
         tree.seeded_file(tree.children, "", f"m{i}.bin", 2 * MiB + i)  # multipart: its journal name too
-    with FIGURES.scenario("hostile names: remote files named like our partial files and journals",
-                          "hostile server") as sc:
+    with FIGURES.scenario(
+        "hostile names: remote files named like our partial files and journals", "hostile server"
+    ) as sc:
         emu = emulators.start()
         project = emu.seed_spec(tree.spec())["p"]
         platform = platform_for(emu)
@@ -95,12 +116,14 @@ def test_remote_name_inside_the_partial_namespace_cannot_hijack_another_download
 @pytest.mark.parametrize("mode", ["md5", "size+1", "size-1"])
 def test_file_handles_that_lie_about_the_bytes_are_never_accepted(emulators, tmp_path, mode):
     tree = small_mixed_tree(folder_files=20, mid_files=4)
-    with FIGURES.scenario(f"file handle {mode} does not match the bytes (about half the handles)",
-                          "hostile server") as sc:
+    with FIGURES.scenario(
+        f"file handle {mode} does not match the bytes (about half the handles)", "hostile server"
+    ) as sc:
         emu = emulators.start(hostile_handle_rate=0.5, hostile_handle_mode=mode, fault_seed=4)
         project = emu.seed_spec(tree.spec())["p"]
-        results = sync(emu, project, tmp_path, on_error="continue",
-                       config=TransferConfig(**{**CONFIG, "max_attempts": 2}))
+        results = sync(
+            emu, project, tmp_path, on_error="continue", config=TransferConfig(**{**CONFIG, "max_attempts": 2})
+        )
         sc.tries += 1
         platform = platform_for(emu)
         liars = set()
@@ -113,8 +136,9 @@ def test_file_handles_that_lie_about_the_bytes_are_never_accepted(emulators, tmp
         assert 0 < len(liars) < tree.file_count
         failed = {r.path.relative_to(tmp_path).as_posix(): r for r in results if r.status is SyncStatus.FAILED}
         assert set(failed) == liars
-        assert all(isinstance(r.error, IntegrityError) for r in failed.values()), [str(r.error) for r in
-                                                                                   failed.values()]
+        assert all(isinstance(r.error, IntegrityError) for r in failed.values()), [
+            str(r.error) for r in failed.values()
+        ]
         sc.absent(tmp_path, liars)
         sc.check(tmp_path, {p: m for p, m in tree.expected.items() if p not in liars}, complete=False)
         leftovers = [p for p in local_tree(tmp_path) if p.endswith(".synclient-partial")]
@@ -123,8 +147,9 @@ def test_file_handles_that_lie_about_the_bytes_are_never_accepted(emulators, tmp
 
 def test_corrupted_bodies_heal_by_retry_and_are_never_accepted(emulators, tmp_path):
     tree = small_mixed_tree(folder_files=20, mid_files=4)
-    with FIGURES.scenario("data bodies with wrong bytes: 5% of GETs (retried) and 100% (refused)",
-                          "hostile server") as sc:
+    with FIGURES.scenario(
+        "data bodies with wrong bytes: 5% of GETs (retried) and 100% (refused)", "hostile server"
+    ) as sc:
         emu = emulators.start(fault_data_corrupt_rate=0.05, fault_seed=1)
         project = emu.seed_spec(tree.spec())["p"]
         before = hostile.injected()["data_corrupt"]
@@ -134,8 +159,9 @@ def test_corrupted_bodies_heal_by_retry_and_are_never_accepted(emulators, tmp_pa
         sc.check(tmp_path / "some", tree.expected)
         assert hostile.injected()["data_corrupt"] > before
         emu.set_knobs(fault_data_corrupt_rate=1.0)
-        results = sync(emu, project, tmp_path / "all", on_error="continue",
-                       config=TransferConfig(**{**CONFIG, "max_attempts": 2}))
+        results = sync(
+            emu, project, tmp_path / "all", on_error="continue", config=TransferConfig(**{**CONFIG, "max_attempts": 2})
+        )
         sc.tries += 1
         failed = {r.path.relative_to(tmp_path / "all").as_posix() for r in results if r.status is SyncStatus.FAILED}
         assert failed == set(tree.expected) - {"empty.txt"}  # an empty body has no byte to corrupt
@@ -162,8 +188,9 @@ def test_multipart_file_heals_from_a_transiently_corrupted_part(emulators, tmp_p
 @pytest.mark.parametrize("route_class", ["children", "bundle", "filehandle"])
 def test_malformed_or_truncated_json(emulators, tmp_path, route_class):
     tree = small_mixed_tree(folder_files=20, mid_files=2)
-    with FIGURES.scenario(f"malformed/truncated JSON on {route_class}: 30% (retried) and 100% (reported)",
-                          "hostile server") as sc:
+    with FIGURES.scenario(
+        f"malformed/truncated JSON on {route_class}: 30% (retried) and 100% (reported)", "hostile server"
+    ) as sc:
         emu = emulators.start(fault_api_malformed_rate={route_class: 0.3}, fault_seed=6)
         project = emu.seed_spec(tree.spec())["p"]
         before = hostile.injected()["api_malformed"]
@@ -188,8 +215,7 @@ def test_malformed_or_truncated_json(emulators, tmp_path, route_class):
 
 def test_storage_ignoring_range_while_cutting_bodies(emulators, tmp_path):
     tree = small_mixed_tree(folder_files=10, mid_files=6)
-    with FIGURES.scenario("storage ignores Range and cuts 25% of bodies (resume impossible)",
-                          "hostile server") as sc:
+    with FIGURES.scenario("storage ignores Range and cuts 25% of bodies (resume impossible)", "hostile server") as sc:
         emu = emulators.start(data_ignore_range=True, fault_data_cut_rate=0.25, fault_seed=8)
         project = emu.seed_spec(tree.spec())["p"]
         results = sync(emu, project, tmp_path, config=TransferConfig(**{**CONFIG, "max_attempts": 12}))
@@ -204,17 +230,21 @@ def test_100000_children_in_one_folder(tmp_path, emulators, long):
     """All 2,000 listing pages are walked; by default an include pattern keeps 1,000 of the files (every 100th),
     so the case fits CI; ``--long`` fetches all 100,000."""
     import logging
+
     count = 100_000
     include = () if long else ("file*00.bin",)
-    with FIGURES.scenario(f"{count:,} children in one folder ({'all' if long else '1 in 100'} fetched)",
-                          "hostile server") as sc:
-        server = EmulatorProcess(tmp_path / "store",
-                                 seed=Seed(synthetic=f"files={count},depth=0,fanout=1,size=1,seed=3"))
+    with FIGURES.scenario(
+        f"{count:,} children in one folder ({'all' if long else '1 in 100'} fetched)", "hostile server"
+    ) as sc:
+        server = EmulatorProcess(
+            tmp_path / "store", seed=Seed(synthetic=f"files={count},depth=0,fanout=1,size=1,seed=3")
+        )
         emulators.add(server.start())
         project = next(iter(server.info()["projects"].values()))
         logging.getLogger("urllib3").setLevel(logging.INFO)  # 200k DEBUG lines would only fill memory
-        results = sync(server, project, tmp_path / "t", config=TransferConfig(max_workers=16), manifest="suppress",
-                       include=include)
+        results = sync(
+            server, project, tmp_path / "t", config=TransferConfig(max_workers=16), manifest="suppress", include=include
+        )
         sc.tries += 1
         expected = _synthetic_expected(count, seed=3)
         if include:
@@ -227,5 +257,8 @@ def test_100000_children_in_one_folder(tmp_path, emulators, long):
 
 def _synthetic_expected(count: int, seed: int, size: int = 1):
     import random
-    return {f"file{i:07d}.bin": hashlib.md5(random.Random(seed * 1_000_003 + i).randbytes(size)).hexdigest()
-            for i in range(count)}
+
+    return {
+        f"file{i:07d}.bin": hashlib.md5(random.Random(seed * 1_000_003 + i).randbytes(size)).hexdigest()
+        for i in range(count)
+    }

@@ -3,6 +3,7 @@ at a final path is ever partial or unverified, and what the rerun fetches again 
 
 Not repeated here (test_sync_engine.py): the 256 MiB single-file SIGKILL resume and SIGINT promptness.
 """
+
 from __future__ import annotations
 
 import random
@@ -13,9 +14,9 @@ import textwrap
 import time
 
 import pytest
+from resilience_support import CONFIG, FIGURES, SECRETS, expected_sizes, small_mixed_tree, sync
 
 from synclient import SyncStatus, TransferConfig
-from resilience_support import CONFIG, FIGURES, SECRETS, expected_sizes, small_mixed_tree, sync
 
 _CHILD = textwrap.dedent("""
     import logging, sys
@@ -26,7 +27,7 @@ _CHILD = textwrap.dedent("""
     sync_from_platform(entity, target, platform=Platform(endpoint=endpoint, token=token), config=config,
                        progress=False)
 """)
-WORKERS, THRESHOLD = 4, 2 ** 20
+WORKERS, THRESHOLD = 4, 2**20
 
 
 def _points(long: bool):
@@ -49,8 +50,9 @@ def test_sigint_and_sigkill_at_seeded_random_points(emulators, tmp_path, long):
     tree = small_mixed_tree()
     total = sum(expected_sizes(tree).values())
     points = _points(long)
-    with FIGURES.scenario(f"SIGINT/SIGKILL at {len(points)} seeded points of a {tree.file_count}-file tree, "
-                          f"then rerun", "interrupts") as sc:
+    with FIGURES.scenario(
+        f"SIGINT/SIGKILL at {len(points)} seeded points of a {tree.file_count}-file tree, then rerun", "interrupts"
+    ) as sc:
         emu = emulators.start(bandwidth_per_conn=1_500_000)
         project = emu.seed_spec(tree.spec())["p"]
         worst = 0
@@ -59,8 +61,11 @@ def test_sigint_and_sigkill_at_seeded_random_points(emulators, tmp_path, long):
             emu.set_knobs(bandwidth_per_conn=1_500_000)
             _account_data_requests(emu)
             emu.reset_stats()
-            child = subprocess.Popen([sys.executable, "-c", _CHILD, emu.endpoint, emu.token, project, str(target)],
-                                     stderr=subprocess.PIPE, text=True)
+            child = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, emu.endpoint, emu.token, project, str(target)],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             threshold = at if kind == "api" else int(at * total)
             key = "api_requests" if kind == "api" else "data_bytes"
             deadline = time.monotonic() + 60

@@ -1,6 +1,7 @@
 """Issue 7, matrix item 3: local trouble. A nearly full filesystem (a small tmpfs mounted by the test as root, else
 RLIMIT_FSIZE in a subprocess with SIGXFSZ ignored), a read-only target, a target that is a file, and symlinks in the
 target that lead outside it."""
+
 from __future__ import annotations
 
 import errno
@@ -11,19 +12,18 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from resilience_support import FIGURES, SECRETS, small_mixed_tree, sync
+from synctrees import MiB, Tree
 
 from synclient import SyncStatus
 from synclient.errors import LocalIOError, NoRoomForFileError, SyncError
-from synctrees import MiB, Tree
-from resilience_support import FIGURES, SECRETS, small_mixed_tree, sync
 
 
 def _mount_tmpfs(where: Path, size: str) -> bool:
     if os.geteuid() != 0:
         return False
     where.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                          capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True)
     return done.returncode == 0
 
 
@@ -37,8 +37,9 @@ def test_nearly_full_filesystem_then_space_freed(emulators, tmp_path):
     if not _mount_tmpfs(mount, "12m"):
         pytest.skip("not root or mounting not permitted: the RLIMIT_FSIZE case below covers a size limit")
     try:
-        with FIGURES.scenario("target on a nearly full tmpfs (12 MiB, 7 MiB taken), then space freed",
-                              "local trouble") as sc:
+        with FIGURES.scenario(
+            "target on a nearly full tmpfs (12 MiB, 7 MiB taken), then space freed", "local trouble"
+        ) as sc:
             filler = mount / "filler"
             with open(filler, "wb") as handle:
                 handle.write(b"\0" * (7 * MiB))
@@ -58,8 +59,10 @@ def test_nearly_full_filesystem_then_space_freed(emulators, tmp_path):
             messages = [str(e) for e in errors]
             # whichever write met the full disk first (a file, the SQLite index, the manifest) says so the same way;
             # a file that could not fit at all fails alone, saying so (issue 29, defect 6)
-            assert any(e.errno == errno.ENOSPC and (str(e).endswith(": disk full") or isinstance(e, NoRoomForFileError))
-                       for e in errors), messages[:3]
+            assert any(
+                e.errno == errno.ENOSPC and (str(e).endswith(": disk full") or isinstance(e, NoRoomForFileError))
+                for e in errors
+            ), messages[:3]
             sc.notes.append(f"first run: {type(error).__name__}: {messages[0][-60:]}")
             sc.check(target, tree.expected, complete=False)  # whatever is at a final path is right
             filler.unlink()
@@ -92,14 +95,19 @@ _LIMITED = textwrap.dedent("""
 
 def test_file_size_limit_then_lifted(emulators, tmp_path):
     import json
+
     tree = small_mixed_tree()
     limit = 1 * MiB  # the two multipart files (2-3 MiB) cannot be written; everything else can
     with FIGURES.scenario("RLIMIT_FSIZE 1 MiB (SIGXFSZ ignored), then lifted", "local trouble") as sc:
         emu = emulators.start()
         project = emu.seed_spec(tree.spec())["p"]
         target = tmp_path / "t"
-        child = subprocess.run([sys.executable, "-c", _LIMITED, emu.endpoint, emu.token, project, str(target),
-                                str(limit)], capture_output=True, text=True, timeout=120)
+        child = subprocess.run(
+            [sys.executable, "-c", _LIMITED, emu.endpoint, emu.token, project, str(target), str(limit)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         SECRETS.scan(child.stdout + child.stderr, "limited child output")
         sc.tries += 1
         assert child.returncode == 1, child.stderr[-2000:]
@@ -121,8 +129,10 @@ def test_read_only_target(emulators, tmp_path):
     with FIGURES.scenario("read-only target", "local trouble") as sc:
         emu = emulators.start()
         project = emu.seed_spec(tree.spec())["p"]
-        mounted = _mount_tmpfs(target, "4m") and subprocess.run(
-            ["mount", "-o", "remount,ro", str(target)], capture_output=True).returncode == 0
+        mounted = (
+            _mount_tmpfs(target, "4m")
+            and subprocess.run(["mount", "-o", "remount,ro", str(target)], capture_output=True).returncode == 0
+        )
         if not mounted:
             if os.geteuid() == 0:
                 pytest.skip("root ignores file modes and mounting is not permitted: no read-only target possible")

@@ -1,10 +1,10 @@
 """A platform user's request limits, shared by every process of a run sharded over a Dask cluster.
 
 Synapse's limits are per user: 3 concurrent requests and 600 requests per 60 s, for all of that user's processes
-together. Each process paces itself with its :class:`~synclient.platform.gate.AdaptiveGate`, so the driver and the workers of
-one run, each with a gate of its own, would together overshoot. A :class:`ClusterBudget`, made once per run on the
-driver and carried to the workers inside the tasks' arguments, admits every REST attempt against limits kept for the
-whole cluster by the Dask scheduler, in two ``distributed.Semaphore`` (no server of ours):
+together. Each process paces itself with its :class:`~synclient.platform.gate.AdaptiveGate`, so the driver and the
+workers of one run, each with a gate of its own, would together overshoot. A :class:`ClusterBudget`, made once per run
+on the driver and carried to the workers inside the tasks' arguments, admits every REST attempt against limits kept for
+the whole cluster by the Dask scheduler, in two ``distributed.Semaphore`` (no server of ours):
 
 - ``{name}-concurrent``, ``concurrent`` leases: one per request, from its start until its answer was read;
 - ``{name}-window``, ``requests`` less the gate's 1% reserve: one per request start, given back by a timer thread
@@ -38,6 +38,7 @@ once the run is over no process takes them again, and a release at that point wo
 shutdown (a ``local:N`` cluster stops right after the run). The timer and the refresh callbacks stop. The scheduler
 keeps the two semaphores' names and counts (a few bytes per run) until it stops.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -77,8 +78,8 @@ class ClusterBudget:
     workers inside the tasks' arguments."""
 
     name: str
-    concurrent: int = SYNAPSE_CONCURRENT       # requests in flight at once
-    requests: int = SYNAPSE_REQUESTS           # request starts per window
+    concurrent: int = SYNAPSE_CONCURRENT  # requests in flight at once
+    requests: int = SYNAPSE_REQUESTS  # request starts per window
     window_seconds: float = DEFAULT_WINDOW_SECONDS
 
     def __post_init__(self) -> None:
@@ -87,18 +88,28 @@ class ClusterBudget:
         for field_name in ("concurrent", "requests"):
             value = getattr(self, field_name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"a cluster budget's {field_name} must be a whole number of at least 1, "
-                                  f"not {value!r}")
+                raise ConfigError(
+                    f"a cluster budget's {field_name} must be a whole number of at least 1, not {value!r}"
+                )
         seconds = self.window_seconds
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < math.inf:
             raise ConfigError(f"a cluster budget's window_seconds must be a positive number, not {seconds!r}")
 
     @classmethod
-    def for_run(cls, *, concurrent: int = SYNAPSE_CONCURRENT, requests: int = SYNAPSE_REQUESTS,
-                window_seconds: float = DEFAULT_WINDOW_SECONDS) -> "ClusterBudget":
+    def for_run(
+        cls,
+        *,
+        concurrent: int = SYNAPSE_CONCURRENT,
+        requests: int = SYNAPSE_REQUESTS,
+        window_seconds: float = DEFAULT_WINDOW_SECONDS,
+    ) -> ClusterBudget:
         """A budget of its own for one run (a fresh name)."""
-        return cls(name=f"synclient-budget-{uuid.uuid4().hex}", concurrent=concurrent, requests=requests,
-                   window_seconds=window_seconds)
+        return cls(
+            name=f"synclient-budget-{uuid.uuid4().hex}",
+            concurrent=concurrent,
+            requests=requests,
+            window_seconds=window_seconds,
+        )
 
     @property
     def window_leases(self) -> int:
@@ -110,7 +121,7 @@ class ClusterBudget:
         """How long a start keeps its window lease: the window, plus the gate's margin for network jitter."""
         return self.window_seconds * (1.0 + MARGIN_SHARE)
 
-    def admission(self, *, client: Any = None) -> "ClusterAdmission":
+    def admission(self, *, client: Any = None) -> ClusterAdmission:
         """This process's admission to the budget, shared by all its threads and Platforms. The first call in a
         process must come from a task's thread, or from the driver with its ``client`` (without one: the
         process's default client, which need not be the run's)."""
@@ -136,16 +147,19 @@ class ClusterAdmission:
     ``distributed.Client`` whose scheduler keeps the semaphores (None: this thread's worker's, or the default
     client's)."""
 
-    def __init__(self, *, budget: ClusterBudget, clock: Callable[[], float] = time.monotonic,
-                 client: Any = None) -> None:
+    def __init__(
+        self, *, budget: ClusterBudget, clock: Callable[[], float] = time.monotonic, client: Any = None
+    ) -> None:
         self.budget = budget
         self._clock = clock
         scheduler, loop = (client.scheduler, client.loop) if client is not None else _scheduler_and_loop(budget.name)
-        self._window = _Leases(budget.window_leases, budget_name=budget.name, role="window", scheduler=scheduler,
-                               loop=loop)
+        self._window = _Leases(
+            budget.window_leases, budget_name=budget.name, role="window", scheduler=scheduler, loop=loop
+        )
         try:
-            self._concurrent = _Leases(budget.concurrent, budget_name=budget.name, role="concurrent",
-                                       scheduler=scheduler, loop=loop)
+            self._concurrent = _Leases(
+                budget.concurrent, budget_name=budget.name, role="concurrent", scheduler=scheduler, loop=loop
+            )
         except BaseException:
             self._window.stop_refreshing()  # its refresh callback would otherwise stay on the loop
             raise
@@ -235,8 +249,10 @@ class _Leases:
         try:
             self._semaphore.register()
         except ValueError:  # the scheduler's semaphore of that name has another size
-            raise ConfigError(f"cluster budget semaphore {name} already exists with other limits: give each "
-                              "run a budget of its own (ClusterBudget.for_run())") from None
+            raise ConfigError(
+                f"cluster budget semaphore {name} already exists with other limits: give each "
+                "run a budget of its own (ClusterBudget.for_run())"
+            ) from None
         except _SCHEDULER_TROUBLE as exc:
             raise _unreachable_error(budget_name, exc) from None
 
@@ -257,8 +273,13 @@ class _Leases:
         try:
             self._semaphore.release()
         except Exception as exc:  # noqa: BLE001 - also what distributed raises once the client's loop is gone
-            log.log(logging.DEBUG if quiet else logging.WARNING, "could not give back a lease of %s (%s: %s); the "
-                    "scheduler takes it back after its lease timeout", self._semaphore.name, type(exc).__name__, exc)
+            log.log(
+                logging.DEBUG if quiet else logging.WARNING,
+                "could not give back a lease of %s (%s: %s); the scheduler takes it back after its lease timeout",
+                self._semaphore.name,
+                type(exc).__name__,
+                exc,
+            )
 
     def stop_refreshing(self) -> None:
         refresh = getattr(self._semaphore, "refresh_callback", None)  # none with a lease timeout of "inf"
@@ -286,8 +307,10 @@ def _scheduler_and_loop(name: str) -> Tuple[Any, Any]:
     try:
         client = distributed.get_client()
     except ValueError:
-        raise ConfigError(f"cluster budget {name}: no Dask worker or client here; make the admission in a task, or "
-                          "on the driver once its distributed.Client exists") from None
+        raise ConfigError(
+            f"cluster budget {name}: no Dask worker or client here; make the admission in a task, or "
+            "on the driver once its distributed.Client exists"
+        ) from None
     return client.scheduler, client.loop
 
 
@@ -304,8 +327,9 @@ def _closed_error(name: str) -> CallCancelledError:
 
 def _unreachable_error(name: str, exc: BaseException) -> CallCancelledError:
     """The scheduler is gone (or the client closed): the run cannot go on within the user's limits."""
-    return CallCancelledError(f"cluster budget {name}: the Dask scheduler is out of reach ({type(exc).__name__}: "
-                              f"{exc})")
+    return CallCancelledError(
+        f"cluster budget {name}: the Dask scheduler is out of reach ({type(exc).__name__}: {exc})"
+    )
 
 
 #: this process's admissions, by budget name

@@ -4,6 +4,7 @@
 pool of threads) for the run and stops it afterwards; an address (``tcp://host:8786``, ``tls://...``) or a
 scheduler file (what ``dask scheduler --scheduler-file`` and dask-jobqueue write) connects to a running one.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -56,8 +57,10 @@ def local_workers(spec: str) -> Optional[int]:
     if workers < 1:
         raise ConfigError(f"--dask {spec}: give at least one worker process (local:2)")
     if workers > most:
-        raise ConfigError(f"--dask {spec}: at most {most} worker processes on this machine "
-                          f"({LOCAL_WORKERS_PER_CORE} per core); a larger cluster is a scheduler's address")
+        raise ConfigError(
+            f"--dask {spec}: at most {most} worker processes on this machine "
+            f"({LOCAL_WORKERS_PER_CORE} per core); a larger cluster is a scheduler's address"
+        )
     return workers
 
 
@@ -69,9 +72,15 @@ def dask_client(spec: str) -> Iterator[Any]:
     if workers is not None:
         with contextlib.ExitStack() as stack:
             try:
-                cluster = stack.enter_context(distributed.LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                    config=WORKER_CONFIG))
+                cluster = stack.enter_context(
+                    distributed.LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=":0",
+                        config=WORKER_CONFIG,
+                    )
+                )
                 client = stack.enter_context(distributed.Client(cluster))
             except Exception as exc:  # noqa: BLE001 - whatever Dask raises when its processes cannot start
                 reason = " ".join(f"{exc}".split()) or type(exc).__name__
@@ -91,8 +100,7 @@ def dask_client(spec: str) -> Iterator[Any]:
 
 def _is_file_name(spec: str) -> bool:
     """A scheduler file (one that exists, or a name that can only be a file's), not an address."""
-    return "://" not in spec and (Path(os.path.expanduser(spec)).exists() or spec.endswith(".json")
-                                  or os.sep in spec)
+    return "://" not in spec and (Path(os.path.expanduser(spec)).exists() or spec.endswith(".json") or os.sep in spec)
 
 
 def _address_in_file(spec: str) -> str:
@@ -106,5 +114,5 @@ def _address_in_file(spec: str) -> str:
     except (ValueError, AttributeError):  # not JSON, or JSON but no object
         address = None
     if not isinstance(address, str) or not address:
-        raise ConfigError(f"--dask {spec}: not a Dask scheduler file (no \"address\" in its JSON)")
+        raise ConfigError(f'--dask {spec}: not a Dask scheduler file (no "address" in its JSON)')
     return address

@@ -13,6 +13,7 @@ reports it, as after a local download: the driver is the only writer of the inde
 Every REST call of the run, the driver's and the workers', passes one :class:`~synclient.cluster.budget.ClusterBudget`
 (Synapse's limits are per user): see :mod:`synclient.cluster.budget`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from synclient.platform.gate import RestAdmission
-from synclient.platform.rest import Platform
 from synclient.cluster.budget import ClusterBudget, close_admission
 from synclient.cluster.shard_run import PlatformAccess, ShardOutcome, ShardTask, run_shard
 from synclient.cluster.shards import Shard, Sharder, ShardSizes
 from synclient.errors import ClusterLostError, ConfigError, ShardFailedError, SynclientError
 from synclient.events import SyncObserver
+from synclient.platform.gate import RestAdmission
+from synclient.platform.rest import Platform
 from synclient.redaction import redact
 from synclient.results import WorkerCounts
 from synclient.transfer.config import TransferConfig
@@ -56,7 +57,7 @@ class DaskSettings:
     retries: int = 2
 
     @classmethod
-    def of(cls, dask: Any) -> "DaskSettings":
+    def of(cls, dask: Any) -> DaskSettings:
         settings = dask if isinstance(dask, cls) else cls(dask)
         if not hasattr(settings.client, "submit") or not hasattr(settings.client, "nthreads"):
             raise ConfigError(f"dask= takes a distributed.Client (or DaskSettings), not {type(dask).__name__}")
@@ -69,8 +70,15 @@ class DaskFetcher:
     """The run's :class:`~synclient.transfer.fetcher.Fetcher` when a Dask cluster fetches
     (``with DaskFetcher(...) as fetcher``, around the run): thread-safe."""
 
-    def __init__(self, settings: DaskSettings, *, pool: TaskPool, platform: Platform,
-                 config: TransferConfig, observer: Optional[SyncObserver] = None) -> None:
+    def __init__(
+        self,
+        settings: DaskSettings,
+        *,
+        pool: TaskPool,
+        platform: Platform,
+        config: TransferConfig,
+        observer: Optional[SyncObserver] = None,
+    ) -> None:
         self._client = settings.client
         self._retries = settings.retries
         self._pool = pool
@@ -89,7 +97,7 @@ class DaskFetcher:
 
     # -- the run around it --------------------------------------------------------------------------------------
 
-    def __enter__(self) -> "DaskFetcher":
+    def __enter__(self) -> DaskFetcher:
         self._previous_admission = self._platform.admission
         # the driver's calls count in the cluster's budget, on the scheduler of the client given (not the default)
         self._platform.admission = self.budget.admission(client=self._client)
@@ -157,12 +165,14 @@ class DaskFetcher:
         self._pool.expect(len(shard.files))
         task = ShardTask(shard, self._access, self._config, self.budget)
         try:
-            future = self._client.submit(run_shard, task, key=f"synclient-shard-{self._run}-{shard.number}",
-                                         retries=self._retries, pure=False)
+            future = self._client.submit(
+                run_shard, task, key=f"synclient-shard-{self._run}-{shard.number}", retries=self._retries, pure=False
+            )
         except Exception as exc:  # noqa: BLE001 - a closed client, a lost scheduler: the files fail, and the
             # pool, which expects them, must hear of them (else the run would wait for them for ever)
-            self._pool.deliver(Priority.DOWNLOAD, self._settle, shard, None, self._failure(shard, exc),
-                               count=len(shard.files))
+            self._pool.deliver(
+                Priority.DOWNLOAD, self._settle, shard, None, self._failure(shard, exc), count=len(shard.files)
+            )
             return
         with self._lock:
             self._futures[shard.number] = future
@@ -191,8 +201,9 @@ class DaskFetcher:
             return exc
         reason = redact(" ".join(f"{type(exc).__name__}: {exc}".split()))  # Dask's text may quote a task's URL
         if not _connected(self._client):
-            return ClusterLostError(f"the Dask scheduler is out of reach; the run stops, the next run resumes "
-                                    f"({reason})")
+            return ClusterLostError(
+                f"the Dask scheduler is out of reach; the run stops, the next run resumes ({reason})"
+            )
         return ShardFailedError(f"the Dask cluster could not run shard {shard.number}: {reason}")
 
     def _settle(self, shard: Shard, outcome: Optional[ShardOutcome], failure: Optional[SynclientError]) -> None:
@@ -205,11 +216,15 @@ class DaskFetcher:
                 job, on_fetched = self._waiting.pop(file.destination)
             fetched = got.get(file.destination)
             if fetched is None:
-                fetched = FileFetched.of(job, failure or ShardFailedError(f"shard {shard.number} did not report "
-                                                                          f"{file.destination}"), received=None)
+                fetched = FileFetched.of(
+                    job,
+                    failure or ShardFailedError(f"shard {shard.number} did not report {file.destination}"),
+                    received=None,
+                )
             elif fetched.error is None:  # its bytes arrived elsewhere: the progress completes here
-                self._observer.bytes_transferred(job.planned, fetched.received if fetched.received is not None
-                                                 else job.size)
+                self._observer.bytes_transferred(
+                    job.planned, fetched.received if fetched.received is not None else job.size
+                )
             on_fetched(fetched)
 
     def _count(self, outcome: ShardOutcome) -> None:

@@ -21,6 +21,7 @@ a worker the scheduler removed), so a watcher thread looks at the task's state a
 stops every file at its next chunk and leaves its partial file for the next run. Otherwise the shard would go on
 writing into the target after its run ended, beside the next run.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,19 +39,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Tuple
 
-from synclient.platform.rest import Platform
 from synclient.cluster.budget import ClusterBudget
 from synclient.cluster.shards import Shard
-from synclient.platform.credentials import Endpoints
 from synclient.errors import PathConflictError, ShardFailedError, SynclientError
 from synclient.events import SyncObserver
+from synclient.platform.credentials import Endpoints
 from synclient.platform.gate import CANCEL_POLL_SECONDS
 from synclient.platform.models import FileHandle
+from synclient.platform.rest import Platform
 from synclient.redaction import redact
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.fetcher import DataPlane
 from synclient.transfer.hashing import hash_file_range
+
 # (FileFetched: what a shard reports of each file, the fetch stage's outcome type)
 from synclient.transfer.jobs import FetchJob, FileFetched, LocalState
 from synclient.transfer.partial import SAFE_READ_FLAGS, SymlinkFreeFolders
@@ -70,13 +72,18 @@ class PlatformAccess:
     ca_bundle: Optional[str] = None
 
     @classmethod
-    def of(cls, platform: Platform) -> "PlatformAccess":
+    def of(cls, platform: Platform) -> PlatformAccess:
         return cls(platform.endpoints, platform.token_for_workers(), platform.trusted_cas.path)
 
     def connect(self, *, max_connections: int) -> Platform:
-        return Platform(repo_endpoint=self.endpoints.repo, file_endpoint=self.endpoints.file,
-                        auth_endpoint=self.endpoints.auth, token=self.token, max_connections=max_connections,
-                        ca_bundle=self.ca_bundle)
+        return Platform(
+            repo_endpoint=self.endpoints.repo,
+            file_endpoint=self.endpoints.file,
+            auth_endpoint=self.endpoints.auth,
+            token=self.token,
+            max_connections=max_connections,
+            ca_bundle=self.ca_bundle,
+        )
 
 
 @dataclass(frozen=True)
@@ -156,19 +163,38 @@ def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None)
         plane.close()
         platform.close()
     seconds = time.monotonic() - started
-    log.info("shard %d: %d files in %.1f s%s", task.shard.number, len(fetched), seconds,
-             " (stopped: released by Dask)" if pool.cancel_event.is_set() else "")
+    log.info(
+        "shard %d: %d files in %.1f s%s",
+        task.shard.number,
+        len(fetched),
+        seconds,
+        " (stopped: released by Dask)" if pool.cancel_event.is_set() else "",
+    )
     cpu = time.thread_time() - cpu_started + pool.cpu_seconds
-    return ShardOutcome(task.shard.number, _worker_name(), tuple(fetched), seconds, cpu, platform.stats.calls,
-                        platform.stats.throttled, platform.stats.retries)
+    return ShardOutcome(
+        task.shard.number,
+        _worker_name(),
+        tuple(fetched),
+        seconds,
+        cpu,
+        platform.stats.calls,
+        platform.stats.throttled,
+        platform.stats.retries,
+    )
 
 
 def _every_file_failed(task: ShardTask, error: SynclientError, started: float, cpu_started: float) -> ShardOutcome:
     log.warning("shard %d cannot run here: %s", task.shard.number, error)
     portable = _portable(error)
-    return ShardOutcome(task.shard.number, _worker_name(),
-                        tuple(FileFetched.of(file, portable) for file in task.shard.files),
-                        time.monotonic() - started, time.thread_time() - cpu_started, 0, 0)
+    return ShardOutcome(
+        task.shard.number,
+        _worker_name(),
+        tuple(FileFetched.of(file, portable) for file in task.shard.files),
+        time.monotonic() - started,
+        time.thread_time() - cpu_started,
+        0,
+        0,
+    )
 
 
 #: the states of a running task whose result Dask still wants ("resumed": cancelled, then asked for again)
@@ -182,6 +208,7 @@ def _dask_task_released() -> Callable[[], bool]:
     or the worker is closing: the scheduler gives the task to another worker). Outside a task: never."""
     try:
         from distributed import get_worker
+
         worker = get_worker()
     except (ImportError, ValueError):
         return lambda: False
@@ -189,8 +216,12 @@ def _dask_task_released() -> Callable[[], bool]:
 
     def released() -> bool:
         task = worker.state.tasks.get(key)  # read from another thread: one dict lookup, and a retry later
-        return (task is None or task.state not in _WANTED_STATES
-                or getattr(worker.status, "name", "running") not in _STAYING_WORKER)
+        return (
+            task is None
+            or task.state not in _WANTED_STATES
+            or getattr(worker.status, "name", "running") not in _STAYING_WORKER
+        )
+
     return released
 
 
@@ -250,8 +281,9 @@ def _changed_since_decided(file: FetchJob) -> Optional[PathConflictError]:
     if now is None or now == file.before:
         return None  # as decided (or gone since: nothing there to lose)
     what = "a file appeared there" if file.before is None else "the file there changed"
-    return PathConflictError(f"{file.destination}: {what} since this run decided to write it; not overwritten "
-                             "(the next run decides again)")
+    return PathConflictError(
+        f"{file.destination}: {what} since this run decided to write it; not overwritten (the next run decides again)"
+    )
 
 
 def _md5_of_regular_file(path: Path, seen: os.stat_result) -> Optional[str]:
@@ -325,6 +357,7 @@ def _stop_sampling_profiler() -> None:
         return
     try:
         from distributed import get_worker
+
         worker = get_worker()
     except (ImportError, ValueError):
         return
@@ -337,6 +370,7 @@ def _stop_sampling_profiler() -> None:
 def _worker_name() -> str:
     try:
         from distributed import get_worker
+
         return get_worker().address
     except (ImportError, ValueError):
         return f"{socket.gethostname()}:{os.getpid()}"

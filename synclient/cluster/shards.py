@@ -10,6 +10,7 @@ else to do is split into one shard per worker, balanced by bytes (each file also
 
 Everything here is plain data: a shard is pickled into its Dask task.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -7,9 +7,10 @@
 
 See docs/emulator.md.
 """
+
 from __future__ import annotations
 
-from .knobs import Knobs, SYNAPSE_PROFILE, parse_size
+from .knobs import SYNAPSE_PROFILE, Knobs, parse_size
 from .seed import SpecError, seeded_bytes, seeded_chunks
 from .server import Emulator
 

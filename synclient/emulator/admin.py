@@ -1,5 +1,6 @@
 """Changing the platform while it serves: the operations behind ``Emulator.add_version`` & co.
 and the ``POST /emulator/...`` admin routes."""
+
 from __future__ import annotations
 
 import base64
@@ -12,7 +13,6 @@ from .store import EntityKind, EntityRef, HandleStorage, Store, parse_syn_id
 from .tables import refresh_view
 
 __all__ = ["Admin", "EntityRef", "content_from_json", "parse_syn_id"]
-
 
 
 def content_from_json(body: dict) -> Optional[Iterable[bytes]]:
@@ -49,8 +49,9 @@ class Admin:
             md5, size = self.store.put_blob(content)
         return self.store.create_file_handle(md5, size, file_name, **handle_options)
 
-    def add_version(self, entity_ref: EntityRef, content: Union[bytes, str, Iterable[bytes]], *,
-                    file_name: Optional[str] = None) -> int:
+    def add_version(
+        self, entity_ref: EntityRef, content: Union[bytes, str, Iterable[bytes]], *, file_name: Optional[str] = None
+    ) -> int:
         """A new version of a file; its handle's fileName is ``file_name`` (default: the entity's name)."""
         entity_id = parse_syn_id(entity_ref)
         entity = self.store.entity(entity_id)
@@ -74,42 +75,72 @@ class Admin:
         self.store.replace_version_handle(entity_id, number, handle)
         return handle
 
-    def add_file(self, parent_ref: EntityRef, name: str, content: Union[bytes, str, Iterable[bytes]] = b"", *,
-                 file_name: Optional[str] = None, names: Union[NameRule, str] = NameRule.SYNAPSE) -> str:
+    def add_file(
+        self,
+        parent_ref: EntityRef,
+        name: str,
+        content: Union[bytes, str, Iterable[bytes]] = b"",
+        *,
+        file_name: Optional[str] = None,
+        names: Union[NameRule, str] = NameRule.SYNAPSE,
+    ) -> str:
         """A new file; ``file_name``: its handle's fileName (default: its name); ``names="unchecked"``: a name
         Synapse would refuse (a hostile server's)."""
         rule = NameRule.parse(names)
         handle = self._store_content(content, _file_name(file_name, entity_name(name, rule)))
-        entity_id = self.store.create_entity(EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle,
-                                             names=rule)
+        entity_id = self.store.create_entity(
+            EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle, names=rule
+        )
         return f"syn{entity_id}"
 
-    def add_external_file(self, parent_ref: EntityRef, name: str, content: Union[bytes, str, Iterable[bytes]] = b"",
-                          *, record_md5: bool = True, record_size: bool = True, file_name: Optional[str] = None,
-                          names: Union[NameRule, str] = NameRule.SYNAPSE) -> str:
+    def add_external_file(
+        self,
+        parent_ref: EntityRef,
+        name: str,
+        content: Union[bytes, str, Iterable[bytes]] = b"",
+        *,
+        record_md5: bool = True,
+        record_size: bool = True,
+        file_name: Optional[str] = None,
+        names: Union[NameRule, str] = NameRule.SYNAPSE,
+    ) -> str:
         rule = NameRule.parse(names)
-        handle = self._store_content(content, _file_name(file_name, entity_name(name, rule)),
-                                     storage=HandleStorage.EXTERNAL, records_md5=record_md5, records_size=record_size)
-        entity_id = self.store.create_entity(EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle,
-                                             names=rule)
+        handle = self._store_content(
+            content,
+            _file_name(file_name, entity_name(name, rule)),
+            storage=HandleStorage.EXTERNAL,
+            records_md5=record_md5,
+            records_size=record_size,
+        )
+        entity_id = self.store.create_entity(
+            EntityKind.FILE, name, parse_syn_id(parent_ref), file_handle_id=handle, names=rule
+        )
         return f"syn{entity_id}"
 
     def add_folder(self, parent_ref: EntityRef, name: str, *, names: Union[NameRule, str] = NameRule.SYNAPSE) -> str:
-        entity_id = self.store.create_entity(EntityKind.FOLDER, name, parse_syn_id(parent_ref),
-                                             names=NameRule.parse(names))
+        entity_id = self.store.create_entity(
+            EntityKind.FOLDER, name, parse_syn_id(parent_ref), names=NameRule.parse(names)
+        )
         return f"syn{entity_id}"
 
-    def add_link(self, parent_ref: EntityRef, name: str, target_ref: EntityRef, *,
-                 names: Union[NameRule, str] = NameRule.SYNAPSE) -> str:
-        entity_id = self.store.create_entity(EntityKind.LINK, name, parse_syn_id(parent_ref),
-                                             link_target=parse_syn_id(target_ref), names=NameRule.parse(names))
+    def add_link(
+        self, parent_ref: EntityRef, name: str, target_ref: EntityRef, *, names: Union[NameRule, str] = NameRule.SYNAPSE
+    ) -> str:
+        entity_id = self.store.create_entity(
+            EntityKind.LINK,
+            name,
+            parse_syn_id(parent_ref),
+            link_target=parse_syn_id(target_ref),
+            names=NameRule.parse(names),
+        )
         return f"syn{entity_id}"
 
     def delete_entity(self, entity_ref: EntityRef) -> None:
         self.store.delete(parse_syn_id(entity_ref))
 
-    def rename_entity(self, entity_ref: EntityRef, new_name: str, *,
-                      names: Union[NameRule, str] = NameRule.SYNAPSE) -> None:
+    def rename_entity(
+        self, entity_ref: EntityRef, new_name: str, *, names: Union[NameRule, str] = NameRule.SYNAPSE
+    ) -> None:
         if not new_name:
             raise ValueError("a name must not be empty")
         self.store.rename(parse_syn_id(entity_ref), new_name, NameRule.parse(names))

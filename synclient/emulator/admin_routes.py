@@ -1,4 +1,5 @@
 """``/emulator/...`` over HTTP: stats, knobs, seeding and live mutations for tests."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,15 +53,22 @@ class AdminRoutes:
         if key == ("POST", "file"):
             data = request.json()
             content = content_from_json(data)
-            entity_id = self.admin.add_file(data["parentId"], data["name"], b"" if content is None else content,
-                                            file_name=data.get("file_name"), names=data.get("names", "synapse"))
+            entity_id = self.admin.add_file(
+                data["parentId"],
+                data["name"],
+                b"" if content is None else content,
+                file_name=data.get("file_name"),
+                names=data.get("names", "synapse"),
+            )
             return Response(status=201, body={"id": entity_id})
         if key == ("POST", "views/refresh"):
             return Response(body={"refreshed": self.admin.refresh_views(request.json().get("id"))})
         if key == ("POST", "folder"):
             data = request.json()
-            return Response(status=201, body={"id": self.admin.add_folder(data["parentId"], data["name"],
-                                                                          names=data.get("names", "synapse"))})
+            return Response(
+                status=201,
+                body={"id": self.admin.add_folder(data["parentId"], data["name"], names=data.get("names", "synapse"))},
+            )
         if method == "POST" and len(segments) == 3 and segments[0] == "entity":
             return self._entity_action(segments[1], segments[2], request.json())
         raise ApiError(404, f"No such emulator route: {method} {path}")
@@ -70,8 +78,10 @@ class AdminRoutes:
             content = content_from_json(data)
             if content is None:
                 raise ApiError(400, 'give "content", "content_b64" or "size" (+"seed")')
-            return Response(status=201, body={"versionNumber": self.admin.add_version(
-                entity_ref, content, file_name=data.get("file_name"))})
+            return Response(
+                status=201,
+                body={"versionNumber": self.admin.add_version(entity_ref, content, file_name=data.get("file_name"))},
+            )
         if action == "delete":
             self.admin.delete_entity(entity_ref)
         elif action == "rename":

@@ -2,6 +2,7 @@
 throttle gate -> random 429 -> latency -> random 5xx -> the route itself (``routes.py``).
 Paths under ``/emulator/`` go to the admin routes instead (``admin_routes.py``).
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,9 @@ class ApiHandler(EmulatorHandler):
             response = self._safely(lambda: self._platform(method, parts.path, query, body))
             # counted before it goes out: a client that has the answer finds its status counted
             context.stats.api_answered(response.status)
-            context.exchanges.record(context.knobs.record_exchanges, method, parts.path, query, body,
-                                     response.status, response.body)
+            context.exchanges.record(
+                context.knobs.record_exchanges, method, parts.path, query, body, response.status, response.body
+            )
             answered = True
             self._send(response)
         finally:
@@ -137,9 +139,9 @@ class ApiHandler(EmulatorHandler):
         """Synapse's AuthenticationFilter: no bearer token (no header, another scheme, a blank token) is the
         anonymous user; a token it does not know is 401 ``Invalid access token`` (HttpAuthUtil.reject)."""
         header = self.headers.get("Authorization", "")
-        if not header.startswith(BEARER) or not header[len(BEARER):].strip():
+        if not header.startswith(BEARER) or not header[len(BEARER) :].strip():
             return ANONYMOUS
-        user = self.server.context.store.user_for_token(header[len(BEARER):].strip())
+        user = self.server.context.store.user_for_token(header[len(BEARER) :].strip())
         if user is None:
             raise ApiError(401, "Invalid access token", {"WWW-Authenticate": CHALLENGE})
         return user

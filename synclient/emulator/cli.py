@@ -2,6 +2,7 @@
 
 Bad input gives one line on stderr and exit code 2, never a traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,10 +13,20 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, NoReturn, Dict, List, Optional
+from typing import Any, Dict, List, NoReturn, Optional
 
-from .knobs import (HOSTILE_KINDS, Knobs, PROFILES, RateWindow, parse_kinds, parse_rate, parse_route_rates, parse_size,
-                    parse_window, profile_knobs)
+from .knobs import (
+    HOSTILE_KINDS,
+    PROFILES,
+    Knobs,
+    RateWindow,
+    parse_kinds,
+    parse_rate,
+    parse_route_rates,
+    parse_size,
+    parse_window,
+    profile_knobs,
+)
 from .seed import SpecError
 from .server import Emulator
 
@@ -65,14 +76,18 @@ _KNOB_FLAGS = {
     "query_pending_polls": (int, "GETs of a table query job answered 202 before its result (default 1)"),
     "query_page_rows": (int, "rows per page of a table query (default 1000)"),
     "record_exchanges": (int, "keep the last N API exchanges for GET /emulator/exchanges; 0 = off"),
-    "fault_api_malformed_rate": (parse_route_rates, "probability of a truncated or non-JSON 2xx answer: 0.05, or "
-                                                    "per class"),
+    "fault_api_malformed_rate": (
+        parse_route_rates,
+        "probability of a truncated or non-JSON 2xx answer: 0.05, or per class",
+    ),
     "fault_data_corrupt_rate": (parse_rate, "probability that a data body has one byte flipped"),
     "hostile_handle_rate": (parse_rate, "stable fraction of file handles that misdescribe their bytes"),
     "hostile_handle_mode": (str, "how those handles lie: md5, size+1 or size-1"),
     "hostile_rate": (parse_rate, "hostile-server mode: stable fraction of entities/handles/listings/objects mutated"),
-    "hostile_kinds": (parse_kinds, "what hostile-server mode mutates: all (default), or a comma list of "
-                                   + ",".join(HOSTILE_KINDS)),
+    "hostile_kinds": (
+        parse_kinds,
+        "what hostile-server mode mutates: all (default), or a comma list of " + ",".join(HOSTILE_KINDS),
+    ),
 }
 _KNOB_SWITCHES = {
     "data_ignore_range": "answer ranged GETs with 200 and the whole body",
@@ -125,11 +140,13 @@ def _knob_text(name: str, value: object) -> str:
 
 def _checked(kind):
     """argparse swallows the message of a ValueError; keep it for the one-line error."""
+
     def convert(text: str):
         try:
             return kind(text)
         except (TypeError, ValueError) as error:
             raise argparse.ArgumentTypeError(str(error) or f"invalid value {text!r}") from None
+
     convert.__name__ = getattr(kind, "__name__", "value")
     return convert
 
@@ -138,8 +155,11 @@ def _add_seed_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--seed-spec", metavar="FILE", help="JSON tree spec to seed")
     group.add_argument("--seed-dir", metavar="DIR", help="local directory tree to seed as a project")
-    group.add_argument("--synthetic", metavar="SPEC",
-                       help="files=400,depth=3,fanout=10,size=50 (size may be a mix: size=4KiB:500,1MiB:200)")
+    group.add_argument(
+        "--synthetic",
+        metavar="SPEC",
+        help="files=400,depth=3,fanout=10,size=50 (size may be a mix: size=4KiB:500,1MiB:200)",
+    )
     parser.add_argument("--project-name", default=None, help="project name for --seed-dir / --synthetic")
 
 
@@ -152,16 +172,26 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", help="store directory (default: a temporary one, removed at exit)")
     serve.add_argument("--port", type=_checked(int), default=0, help="API port (0 = any free port)")
     serve.add_argument("--data-port", type=_checked(int), default=0, help="data port (0 = any free port)")
-    serve.add_argument("--external-port", type=_checked(int), default=0,
-                       help="port of the web server behind external file handles (0 = any free port)")
+    serve.add_argument(
+        "--external-port",
+        type=_checked(int),
+        default=0,
+        help="port of the web server behind external file handles (0 = any free port)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
-    serve.add_argument("--tls", action="store_true",
-                       help="serve HTTPS on every listener, with a CA made at start (its PEM file: 'ca_bundle' in the "
-                            "JSON line); needs the 'trustme' package (the test extra)")
+    serve.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS on every listener, with a CA made at start (its PEM file: 'ca_bundle' in the "
+        "JSON line); needs the 'trustme' package (the test extra)",
+    )
     serve.add_argument("--profile", choices=sorted(PROFILES), help="preset knobs; explicit flags win")
-    serve.add_argument("--stop-at-stdin-eof", action="store_true",
-                       help="also stop when standard input closes: a launcher's pipe, so that the server never "
-                            "outlives the process that started it (synclient.emulator.process)")
+    serve.add_argument(
+        "--stop-at-stdin-eof",
+        action="store_true",
+        help="also stop when standard input closes: a launcher's pipe, so that the server never "
+        "outlives the process that started it (synclient.emulator.process)",
+    )
     _add_seed_options(serve)
     for name, (kind, text) in _KNOB_FLAGS.items():
         serve.add_argument(_flag(name), dest=name, type=_checked(kind), default=None, help=text)
@@ -231,8 +261,15 @@ def _seed(emu: Emulator, args: argparse.Namespace) -> Dict[str, str]:
 
 def serve(args: argparse.Namespace) -> int:
     knobs = knobs_from_args(args)
-    emu = Emulator(data_dir=args.data_dir, knobs=knobs, host=args.host, port=args.port, data_port=args.data_port,
-                   external_port=args.external_port, tls=args.tls)
+    emu = Emulator(
+        data_dir=args.data_dir,
+        knobs=knobs,
+        host=args.host,
+        port=args.port,
+        data_port=args.data_port,
+        external_port=args.external_port,
+        tls=args.tls,
+    )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

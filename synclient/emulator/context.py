@@ -1,4 +1,5 @@
 """The shared runtime state of one running emulator: store, knobs, stats, faults, throttles."""
+
 from __future__ import annotations
 
 import threading

@@ -5,6 +5,7 @@ zero-copy ``os.sendfile`` unless a bandwidth cap or a fault needs paced, chunked
 ``ObjectHandler`` holds what every byte-serving listener shares (ranges, latency, bandwidth, cuts, stalls,
 corruption); the external web server (``external.py``) is the other one.
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -76,15 +77,21 @@ def parse_range(header: Optional[str], size: int) -> Optional[ByteRange]:
 
 
 def s3_error_xml(code: str, message: str) -> bytes:
-    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
-            f"<RequestId>{uuid.uuid4().hex[:16].upper()}</RequestId></Error>").encode()
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
+        f"<RequestId>{uuid.uuid4().hex[:16].upper()}</RequestId></Error>"
+    ).encode()
 
 
 _URL_ERRORS = {
-    UrlCheck.MALFORMED: ("AccessDenied", "Query-string authentication requires the Signature, Expires and "
-                                         "AWSAccessKeyId parameters"),
-    UrlCheck.BAD_SIGNATURE: ("SignatureDoesNotMatch", "The request signature we calculated does not match the "
-                                                      "signature you provided."),
+    UrlCheck.MALFORMED: (
+        "AccessDenied",
+        "Query-string authentication requires the Signature, Expires and AWSAccessKeyId parameters",
+    ),
+    UrlCheck.BAD_SIGNATURE: (
+        "SignatureDoesNotMatch",
+        "The request signature we calculated does not match the signature you provided.",
+    ),
     UrlCheck.EXPIRED: ("AccessDenied", "Request has expired"),
 }
 
@@ -156,8 +163,13 @@ class ObjectHandler(EmulatorHandler):
         try:
             wanted = parse_range(self.headers.get("Range"), size) if policy.honour_range else None
         except RangeNotSatisfiable:
-            self._error(416, "InvalidRange", "The requested range is not satisfiable", head_only,
-                        {"Content-Range": f"bytes */{size}"})
+            self._error(
+                416,
+                "InvalidRange",
+                "The requested range is not satisfiable",
+                head_only,
+                {"Content-Range": f"bytes */{size}"},
+            )
             return
         if wanted is not None and knobs.data_wrong_content_range and size > 1:
             shift = 1 if wanted.end + 1 < size else -1
@@ -206,8 +218,9 @@ class ObjectHandler(EmulatorHandler):
             return
         if corrupt_pick is not None:  # wrong bytes, right length (hostile.py)
             hostile.count("data_corrupt")
-            self._paced(source, offset, count, knobs.bandwidth_per_conn,
-                        flip_at=hostile.corrupt_offset(count, corrupt_pick))
+            self._paced(
+                source, offset, count, knobs.bandwidth_per_conn, flip_at=hostile.corrupt_offset(count, corrupt_pick)
+            )
         elif knobs.bandwidth_per_conn:
             started = time.monotonic()
             self._paced(source, offset, count, knobs.bandwidth_per_conn)
@@ -216,8 +229,17 @@ class ObjectHandler(EmulatorHandler):
         else:
             self._sendfile(source, offset, count)
 
-    def _send_hostile_body(self, source, status: int, headers: Dict[str, str], offset: int, count: int,
-                           plan: "hostile.BodyPlan", head_only: bool, knobs) -> None:
+    def _send_hostile_body(
+        self,
+        source,
+        status: int,
+        headers: Dict[str, str],
+        offset: int,
+        count: int,
+        plan: hostile.BodyPlan,
+        head_only: bool,
+        knobs,
+    ) -> None:
         """``plan.count`` bytes where the object has ``count`` (its bytes cut short, or followed by a tail), with a
         Content-Length that says ``plan.count`` or none at all; other data faults do not apply to this body."""
         self.server.context.stats.transfer_answered(self.plane, status)
@@ -227,8 +249,10 @@ class ObjectHandler(EmulatorHandler):
         if head_only:
             return
         hostile.count("bodies")
-        if self._send_copied(source, offset, min(count, plan.count), bytes_per_second=knobs.bandwidth_per_conn) \
-                and plan.count > count:
+        if (
+            self._send_copied(source, offset, min(count, plan.count), bytes_per_second=knobs.bandwidth_per_conn)
+            and plan.count > count
+        ):
             tail = hostile.tail_bytes(plan.count - count)
             self.server.context.stats.transfer_sent(self.plane, len(tail))
             try:
@@ -283,8 +307,16 @@ class ObjectHandler(EmulatorHandler):
             return False
         return remaining == 0
 
-    def _send_copied(self, source, offset: int, count: int, *, chunk_size: int = PACED_CHUNK, flip_at: int = -1,
-                     bytes_per_second: int = 0) -> bool:
+    def _send_copied(
+        self,
+        source,
+        offset: int,
+        count: int,
+        *,
+        chunk_size: int = PACED_CHUNK,
+        flip_at: int = -1,
+        bytes_per_second: int = 0,
+    ) -> bool:
         """The body through Python: over TLS, without ``sendfile`` (Windows), or to flip byte ``flip_at`` (if >= 0)
         or pace it to ``bytes_per_second`` in small chunks. False when the client went away."""
         stats = self.server.context.stats
@@ -329,8 +361,9 @@ class ObjectHandler(EmulatorHandler):
                 _sleep_to_pace(started, sent_total, bytes_per_second)
             return
         chunk_size = PACED_CHUNK if not bytes_per_second else max(1024, min(PACED_CHUNK, bytes_per_second // 20))
-        self._send_copied(source, offset, count, chunk_size=chunk_size, flip_at=flip_at,
-                          bytes_per_second=bytes_per_second)
+        self._send_copied(
+            source, offset, count, chunk_size=chunk_size, flip_at=flip_at, bytes_per_second=bytes_per_second
+        )
 
 
 class DataHandler(ObjectHandler):

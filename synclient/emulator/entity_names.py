@@ -19,6 +19,7 @@ A file handle's ``fileName`` is not an entity name: ``POST /externalFileHandle``
 .createExternalFileHandle``), so unicode and other characters belong there. :attr:`NameRule.UNCHECKED` is the
 documented escape for tests of a *hostile* server, one that answers names Synapse would never store.
 """
+
 from __future__ import annotations
 
 import enum
@@ -38,7 +39,7 @@ class NameRule(enum.Enum):
     UNCHECKED = "unchecked"  # not Synapse: a hostile server that stores any non-empty name as given
 
     @classmethod
-    def parse(cls, value: object) -> "NameRule":
+    def parse(cls, value: object) -> NameRule:
         if isinstance(value, cls):
             return value
         for member in cls:
@@ -59,8 +60,10 @@ def synapse_name(name: str) -> str:
     if len(trimmed.encode("utf-16-le")) // 2 > MAX_NAME_CHARS:  # Java counts UTF-16 code units
         raise InvalidName(f"Name length cannot be longer than {MAX_NAME_CHARS} characters.")
     if not _ALLOWED.fullmatch(trimmed):
-        raise InvalidName(f"Invalid Name: '{trimmed}'. Names may only contain: letters, numbers, spaces, "
-                          "underscores, hyphens, periods, plus signs, apostrophes, and parentheses")
+        raise InvalidName(
+            f"Invalid Name: '{trimmed}'. Names may only contain: letters, numbers, spaces, "
+            "underscores, hyphens, periods, plus signs, apostrophes, and parentheses"
+        )
     return trimmed
 
 

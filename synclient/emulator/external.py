@@ -6,6 +6,7 @@ signature, no expiry, no auth. This listener plays that server for the handles t
 (``ObjectHandler``); ``external_ranges`` and ``external_content_length`` make it a simpler server than S3.
 It never looks at the platform token, and counts requests that carry one (``auth_headers_on_external``).
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,11 @@ class ExternalHandler(ObjectHandler):
     plane = Plane.EXTERNAL
 
     def _policy(self, knobs) -> ServePolicy:
-        return ServePolicy(honour_range=knobs.external_ranges, advertise_ranges=knobs.external_ranges,
-                           send_length=knobs.external_content_length)
+        return ServePolicy(
+            honour_range=knobs.external_ranges,
+            advertise_ranges=knobs.external_ranges,
+            send_length=knobs.external_content_length,
+        )
 
     def _error_body(self, code: str, message: str) -> Tuple[str, bytes]:
         return "text/plain; charset=utf-8", f"{message}\n".encode()
@@ -44,7 +48,7 @@ class ExternalHandler(ObjectHandler):
         """The emulator-served handle whose URL path this is (the file name part must match too)."""
         if not path.startswith(EXTERNAL_PATH_PREFIX):
             return None
-        handle_ref = path[len(EXTERNAL_PATH_PREFIX):].split("/", 1)[0]
+        handle_ref = path[len(EXTERNAL_PATH_PREFIX) :].split("/", 1)[0]
         if not handle_ref.isdigit():
             return None
         handle = self.server.context.store.file_handle(int(handle_ref))

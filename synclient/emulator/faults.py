@@ -3,6 +3,7 @@
 Decisions come from one ``random.Random(fault_seed)`` so a run with the same seed and the same
 request order injects the same faults.
 """
+
 from __future__ import annotations
 
 import enum
@@ -22,8 +23,8 @@ MAINTENANCE_REASON = "Synapse is down for maintenance."
 
 class DataFault(enum.Enum):
     NONE = "none"
-    CUT = "cut"        # body cut mid-stream: connection closed before Content-Length bytes
-    STALL = "stall"    # headers sent, then silence
+    CUT = "cut"  # body cut mid-stream: connection closed before Content-Length bytes
+    STALL = "stall"  # headers sent, then silence
 
 
 class FaultPlan:
@@ -51,7 +52,7 @@ class FaultPlan:
             self._seen[(kind, key)] = occurrence + 1
             seed = self._seed
         digest = hashlib.sha256(f"{seed}|{kind}|{key}|{occurrence}".encode("utf-8", "replace")).digest()
-        return (int.from_bytes(digest[:8], "big") / 2.0 ** 64, int.from_bytes(digest[8:16], "big") / 2.0 ** 64)
+        return (int.from_bytes(digest[:8], "big") / 2.0**64, int.from_bytes(digest[8:16], "big") / 2.0**64)
 
     def api_5xx(self, knobs: Knobs, route_class: str, request_key: str) -> Optional[int]:
         rate = knobs.api_5xx_rate_for(route_class)

@@ -32,6 +32,7 @@ decision with the functions below. Kinds and their keys:
 - ``bodies`` (key: the object URL's path): the data or external host sends a body longer or shorter than the
   object, with a Content-Length that says so, or without one (the body ends where the connection does).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -62,8 +63,10 @@ BODY_FORMS = ("longer", "longer-no-length", "shorter", "shorter-no-length")
 REDIRECT_TARGETS = ("dead-port", "api-host")
 #: what a longer body adds after the object's bytes
 TAIL = b"HOSTILE-TAIL-"
-_FILE_HANDLE_TYPES = ("org.sagebionetworks.repo.model.file.S3FileHandle",
-                      "org.sagebionetworks.repo.model.file.ExternalFileHandle")
+_FILE_HANDLE_TYPES = (
+    "org.sagebionetworks.repo.model.file.S3FileHandle",
+    "org.sagebionetworks.repo.model.file.ExternalFileHandle",
+)
 _SYN_ID = re.compile(r"^syn\d+$")
 
 # Injection counters of this process (every in-process emulator), so tests can prove a fault really happened.
@@ -90,7 +93,7 @@ NOT_JSON = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
 def stable_fraction(seed: int, kind: str, key: str) -> float:
     """A uniform in [0, 1) that depends only on (seed, kind, key): the same on every call."""
     digest = hashlib.sha256(f"{seed}|{kind}|{key}".encode("utf-8", "replace")).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0 ** 64
+    return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
 def handle_lies(knobs, handle_id: str) -> bool:
@@ -121,7 +124,7 @@ def malformed_payload(payload: bytes, pick: float) -> bytes:
     """A garbled version of a JSON answer: its first half (a cut body), or an HTML error page."""
     count("api_malformed")
     if pick < 0.5 and len(payload) > 1:
-        return payload[:len(payload) // 2]
+        return payload[: len(payload) // 2]
     return NOT_JSON
 
 
@@ -131,7 +134,7 @@ def corrupt_offset(count: int, pick: float) -> int:
 
 
 def flip(chunk: bytes, index: int) -> bytes:
-    return chunk[:index] + bytes([chunk[index] ^ 0xFF]) + chunk[index + 1:]
+    return chunk[:index] + bytes([chunk[index] ^ 0xFF]) + chunk[index + 1 :]
 
 
 def json_payload(body) -> Optional[bytes]:
@@ -192,7 +195,7 @@ def hostile_size(seed: int, key: str, size: object):
     if form == "1e20":
         return 1e20
     if form == "2**64":
-        return 2 ** 64
+        return 2**64
     if form == "negative":
         return -max(real, 1)
     if form == "float":
@@ -270,8 +273,9 @@ def external_url(knobs, handle_id: str, url: str) -> str:
     return with_credentials(url)
 
 
-def children_token(knobs, parent_key: str, asked: Optional[str], honest: Optional[str],
-                   first_page: str) -> Optional[str]:
+def children_token(
+    knobs, parent_key: str, asked: Optional[str], honest: Optional[str], first_page: str
+) -> Optional[str]:
     """The ``nextPageToken`` of a children page: for a ``paging`` listing, the token asked with again (or, on the
     first page, the honest next token or the first page's own), so the listing never ends."""
     if not chosen(knobs, "paging", f"children:{parent_key}"):

@@ -1,4 +1,5 @@
 """Threaded HTTP/1.1 server plumbing shared by the API and data listeners."""
+
 from __future__ import annotations
 
 import email.utils
@@ -31,8 +32,15 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
     routes: Routes
     admin_routes: AdminRoutes
 
-    def __init__(self, address, handler, context: EmulatorContext, *, listener: str = "api",
-                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
+    def __init__(
+        self,
+        address,
+        handler,
+        context: EmulatorContext,
+        *,
+        listener: str = "api",
+        ssl_context: Optional[ssl.SSLContext] = None,
+    ) -> None:
         self.context = context
         self.listener = listener
         self.ssl_context = ssl_context
@@ -76,8 +84,9 @@ class EmulatorHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         resumed = handshake(self.request)  # in this thread, not the accept loop's
-        self.server.context.stats.connection_accepted(self.server.listener, tls=resumed is not None,
-                                                      resumed=bool(resumed))
+        self.server.context.stats.connection_accepted(
+            self.server.listener, tls=resumed is not None, resumed=bool(resumed)
+        )
         super().setup()
         # Headers and body go out in separate writes on the data plane; without NODELAY,
         # Nagle + delayed ACK would add ~40 ms to small answers.
@@ -96,8 +105,11 @@ class EmulatorHandler(BaseHTTPRequestHandler):
             phrase = HTTPStatus(status).phrase
         except ValueError:
             phrase = ""
-        lines = [f"HTTP/1.1 {status} {phrase}", f"Server: {self.server_version}",
-                 f"Date: {email.utils.formatdate(usegmt=True)}"]
+        lines = [
+            f"HTTP/1.1 {status} {phrase}",
+            f"Server: {self.server_version}",
+            f"Date: {email.utils.formatdate(usegmt=True)}",
+        ]
         for name, value in headers.items():
             lines.append(f"{name}: {value}")
         if content_length is not None:

@@ -3,6 +3,7 @@
 Field names are the snake_case of the CLI flags (``--api-latency-ms`` -> ``api_latency_ms``);
 scripts and other tools rely on both spellings, so keep them stable.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,6 +11,7 @@ import enum
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Optional, Tuple, Union
+
 
 class RateWindow(str, enum.Enum):
     """How the per-user request window is counted."""
@@ -28,11 +30,24 @@ ROUTE_CLASSES = ("children", "bundle", "filehandle", "entity", "query", "other")
 HOSTILE_KINDS = ("names", "sizes", "handle_ids", "paging", "url_credentials", "redirects", "bodies")
 
 _SIZE_UNITS = {
-    "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "m": 1000 ** 2, "mb": 1000 ** 2, "g": 1000 ** 3, "gb": 1000 ** 3,
-    "t": 1000 ** 4, "tb": 1000 ** 4,
-    "ki": 1024, "kib": 1024, "mi": 1024 ** 2, "mib": 1024 ** 2, "gi": 1024 ** 3, "gib": 1024 ** 3,
-    "ti": 1024 ** 4, "tib": 1024 ** 4,
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "ki": 1024,
+    "kib": 1024,
+    "mi": 1024**2,
+    "mib": 1024**2,
+    "gi": 1024**3,
+    "gib": 1024**3,
+    "ti": 1024**4,
+    "tib": 1024**4,
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
@@ -93,8 +108,9 @@ def parse_kinds(text: Union[str, Iterable[str], None]) -> Tuple[str, ...]:
         items = [str(item).strip().lower() for item in text]
     unknown = sorted(set(items) - set(HOSTILE_KINDS))
     if unknown:
-        raise ValueError(f"unknown hostile kind(s) {', '.join(unknown)}; known: {', '.join(HOSTILE_KINDS)} "
-                         "(or all, none)")
+        raise ValueError(
+            f"unknown hostile kind(s) {', '.join(unknown)}; known: {', '.join(HOSTILE_KINDS)} (or all, none)"
+        )
     return tuple(kind for kind in HOSTILE_KINDS if kind in items)
 
 
@@ -186,8 +202,7 @@ class Knobs:
         self.validate()
 
     def validate(self) -> None:
-        for name in ("api_latency_ms", "api_latency_jitter_ms", "data_latency_ms", "url_lifetime",
-                     "stall_seconds"):
+        for name in ("api_latency_ms", "api_latency_jitter_ms", "data_latency_ms", "url_lifetime", "stall_seconds"):
             if float(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must not be negative")
         self.bandwidth_per_conn = parse_size(self.bandwidth_per_conn)
@@ -212,8 +227,14 @@ class Knobs:
         self.fault_api_5xx_statuses = tuple(int(s) for s in self.fault_api_5xx_statuses)
         if not self.fault_api_5xx_statuses or any(not 500 <= s <= 599 for s in self.fault_api_5xx_statuses):
             raise ValueError("fault_api_5xx_statuses must be non-empty 5xx codes")
-        for name in ("fault_api_429_rate", "fault_data_cut_rate", "fault_data_stall_rate",
-                     "fault_data_corrupt_rate", "hostile_handle_rate", "hostile_rate"):
+        for name in (
+            "fault_api_429_rate",
+            "fault_data_cut_rate",
+            "fault_data_stall_rate",
+            "fault_data_corrupt_rate",
+            "hostile_handle_rate",
+            "hostile_rate",
+        ):
             setattr(self, name, parse_rate(getattr(self, name)))
         self.hostile_kinds = parse_kinds(self.hostile_kinds)
         self.maintenance_window = parse_window(self.maintenance_window)
@@ -244,7 +265,7 @@ class Knobs:
         """Whether hostile-server mode may apply ``kind`` at all (a rate above 0 and the kind chosen)."""
         return self.hostile_rate > 0 and kind in self.hostile_kinds
 
-    def replace(self, **changes) -> "Knobs":
+    def replace(self, **changes) -> Knobs:
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
             raise TypeError(f"unknown knob(s): {', '.join(sorted(unknown))}")

@@ -11,6 +11,7 @@ Readiness is the child's JSON line on stdout (printed once it listens), never a 
 ``stop()`` (SIGTERM, then SIGKILL after a hang guard), ``kill()``, a failed start; and it reads its stdin pipe to
 the end (``--stop-at-stdin-eof``), so even if this process dies the server stops with it.
 """
+
 from __future__ import annotations
 
 import base64
@@ -91,10 +92,21 @@ class EmulatorProcess:
     tree or removing a big store takes long on a loaded machine); they are not measures of speed.
     """
 
-    def __init__(self, data_dir: Optional[PathLike] = None, knobs: Optional[Knobs] = None, *, port: int = 0,
-                 data_port: int = 0, external_port: int = 0, profile: Optional[str] = None, tls: bool = False,
-                 seed: Optional[Seed] = None, start_timeout: float = 600.0, stop_timeout: float = 120.0,
-                 **knob_overrides) -> None:
+    def __init__(
+        self,
+        data_dir: Optional[PathLike] = None,
+        knobs: Optional[Knobs] = None,
+        *,
+        port: int = 0,
+        data_port: int = 0,
+        external_port: int = 0,
+        profile: Optional[str] = None,
+        tls: bool = False,
+        seed: Optional[Seed] = None,
+        start_timeout: float = 600.0,
+        stop_timeout: float = 120.0,
+        **knob_overrides,
+    ) -> None:
         knobs = knobs or Knobs()
         if profile is not None:  # the profile's values, then explicit overrides on top (as Emulator)
             knob_overrides = {**profile_knobs(profile), **knob_overrides}
@@ -120,7 +132,7 @@ class EmulatorProcess:
         self.returncode: Optional[int] = None
 
     # --- lifecycle ----------------------------------------------------------------------------
-    def __enter__(self) -> "EmulatorProcess":
+    def __enter__(self) -> EmulatorProcess:
         try:
             return self.start()
         except BaseException:
@@ -151,9 +163,22 @@ class EmulatorProcess:
 
     def _command(self) -> List[str]:
         port, data_port, external_port = self._ports
-        command = [sys.executable, "-m", "synclient.emulator", "serve", "--stop-at-stdin-eof",
-                   "--data-dir", str(self.data_dir), "--port", str(port), "--data-port", str(data_port),
-                   "--external-port", str(external_port), *knob_arguments(self.knobs)]
+        command = [
+            sys.executable,
+            "-m",
+            "synclient.emulator",
+            "serve",
+            "--stop-at-stdin-eof",
+            "--data-dir",
+            str(self.data_dir),
+            "--port",
+            str(port),
+            "--data-port",
+            str(data_port),
+            "--external-port",
+            str(external_port),
+            *knob_arguments(self.knobs),
+        ]
         if self.tls:
             command.append("--tls")
         if self._seed is not None and not self._seeded:
@@ -165,10 +190,13 @@ class EmulatorProcess:
         scratch folder, which :meth:`stop` removes even after a SIGKILL left them behind."""
         package_root = str(Path(__file__).resolve().parents[2])
         path = os.environ.get("PYTHONPATH")
-        return {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else ""),
-                "TMPDIR": str(self._scratch_dir())}
+        return {
+            **os.environ,
+            "PYTHONPATH": package_root + (os.pathsep + path if path else ""),
+            "TMPDIR": str(self._scratch_dir()),
+        }
 
-    def start(self) -> "EmulatorProcess":
+    def start(self) -> EmulatorProcess:
         """Start the child and return once it serves (its JSON line read); a child that exits or hangs first is
         reaped and raises :class:`EmulatorProcessError` with the tail of its stderr."""
         if self._process is not None:
@@ -177,8 +205,9 @@ class EmulatorProcess:
         if self._stderr is not None:
             self._stderr.close()  # the previous child's
         self._stderr = tempfile.TemporaryFile()
-        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=self._stderr, env=self._environment())
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=self._environment()
+        )
         self.returncode = None
         try:
             self._ready(self._read_ready_line())
@@ -209,8 +238,11 @@ class EmulatorProcess:
         if line.strip():
             return line.decode("utf-8", "replace")
         code = process.wait()
-        why = (f"printed nothing within {self.start_timeout:g} s and was killed" if fired.is_set()
-               else f"exited with code {code} before it was ready")
+        why = (
+            f"printed nothing within {self.start_timeout:g} s and was killed"
+            if fired.is_set()
+            else f"exited with code {code} before it was ready"
+        )
         raise EmulatorProcessError(f"the emulator {why}; its stderr ends: {self.stderr_tail() or '(empty)'}")
 
     def _ready(self, line: str) -> None:
@@ -219,8 +251,10 @@ class EmulatorProcess:
             endpoints = [str(info[key]) for key in ("endpoint", "data_endpoint", "external_endpoint")]
             token = str(info["token"])
         except (ValueError, KeyError, TypeError):
-            raise EmulatorProcessError(f"the emulator's ready line is not its JSON info: {line.strip()[:300]!r}; "
-                                       f"its stderr ends: {self.stderr_tail() or '(empty)'}") from None
+            raise EmulatorProcessError(
+                f"the emulator's ready line is not its JSON info: {line.strip()[:300]!r}; "
+                f"its stderr ends: {self.stderr_tail() or '(empty)'}"
+            ) from None
         self.endpoint, self.data_endpoint, self.external_endpoint = endpoints
         self.token = token
         self.ca_bundle = str(info["ca_bundle"]) if info.get("ca_bundle") else None  # a new CA at every start
@@ -259,8 +293,10 @@ class EmulatorProcess:
             self.returncode = process.returncode
             self._process = None
         if timed_out:
-            raise EmulatorProcessError(f"the emulator did not stop within {self.stop_timeout:g} s of SIGTERM and was "
-                                       f"killed; its stderr ends: {self.stderr_tail() or '(empty)'}")
+            raise EmulatorProcessError(
+                f"the emulator did not stop within {self.stop_timeout:g} s of SIGTERM and was "
+                f"killed; its stderr ends: {self.stderr_tail() or '(empty)'}"
+            )
 
     def _bank_counters(self) -> None:
         """Keep the numeric counters of the run about to end, for :meth:`total` (best effort: it may be gone)."""
@@ -346,10 +382,22 @@ class EmulatorProcess:
         body = {**_content_json(content), **({"file_name": file_name} if file_name is not None else {})}
         return self._admin("POST", f"entity/{entity_id}/version", body)["versionNumber"]
 
-    def add_file(self, parent_id: str, name: str, content: Content = b"", *, file_name: Optional[str] = None,
-                 names: str = "synapse") -> str:
-        body = {"parentId": parent_id, "name": name, "names": names, **_content_json(content),
-                **({"file_name": file_name} if file_name is not None else {})}
+    def add_file(
+        self,
+        parent_id: str,
+        name: str,
+        content: Content = b"",
+        *,
+        file_name: Optional[str] = None,
+        names: str = "synapse",
+    ) -> str:
+        body = {
+            "parentId": parent_id,
+            "name": name,
+            "names": names,
+            **_content_json(content),
+            **({"file_name": file_name} if file_name is not None else {}),
+        }
         return self._admin("POST", "file", body)["id"]
 
     def add_folder(self, parent_id: str, name: str, *, names: str = "synapse") -> str:
@@ -372,8 +420,9 @@ class EmulatorProcess:
         if self._process is None:
             raise EmulatorProcessError("the emulator process is not running: start() it first")
         data = json.dumps(body).encode("utf-8") if body is not None else None
-        request = urllib.request.Request(f"{self.endpoint}/emulator/{route}", data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.endpoint}/emulator/{route}", data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=30, context=self._ssl) as answer:
                 text = answer.read()

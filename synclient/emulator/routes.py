@@ -3,6 +3,7 @@
 Each route takes a ``Request`` and returns a ``Response`` or raises ``ApiError``; the HTTP
 pipeline around them (auth, throttles, faults, latency) lives in ``api.py``.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,10 +35,23 @@ EMULATOR_VERSION = "emulator-1"
 #: SynapseVersionInfoController always sets from its stack configuration
 EMULATOR_STACK_INSTANCE = "emulator"
 #: the file handle associations ``GET /file/{id}`` accepts (schema .../repo/model/file/FileHandleAssociateType.json)
-FILE_HANDLE_ASSOCIATE_TYPES = frozenset((
-    "FileEntity", "TableEntity", "WikiAttachment", "WikiMarkdown", "UserProfileAttachment", "MessageAttachment",
-    "TeamAttachment", "SubmissionAttachment", "VerificationSubmission", "AccessRequirementAttachment",
-    "DataAccessRequestAttachment", "DataAccessSubmissionAttachment", "FormData"))
+FILE_HANDLE_ASSOCIATE_TYPES = frozenset(
+    (
+        "FileEntity",
+        "TableEntity",
+        "WikiAttachment",
+        "WikiMarkdown",
+        "UserProfileAttachment",
+        "MessageAttachment",
+        "TeamAttachment",
+        "SubmissionAttachment",
+        "VerificationSubmission",
+        "AccessRequirementAttachment",
+        "DataAccessRequestAttachment",
+        "DataAccessSubmissionAttachment",
+        "FormData",
+    )
+)
 
 
 class ApiError(Exception):
@@ -88,7 +102,7 @@ class Response:
 class Route:
     method: str
     pattern: Pattern
-    handler: Callable[["Routes", Request], Response]
+    handler: Callable[[Routes, Request], Response]
     route_class: str
     needs_auth: bool = True
 
@@ -134,16 +148,19 @@ class Routes:
 
     def _handle_json(self, handle) -> Dict[str, Any]:
         """The handle's JSON; with ``hostile_handle_rate`` some handles misdescribe their bytes (hostile.py)."""
-        return hostile.lie_about_handle(self.context.knobs,
-                                        wire.file_handle_json(handle, self.context.external_endpoint))
+        return hostile.lie_about_handle(
+            self.context.knobs, wire.file_handle_json(handle, self.context.external_endpoint)
+        )
 
     def _presigned_url(self, handle) -> str:
         """A signed data-host URL; for an external handle Synapse answers its externalURL itself."""
         if handle.storage.is_external:
-            return hostile.external_url(self.context.knobs, str(handle.id),
-                                        wire.external_url(handle, self.context.external_endpoint))
-        return sign_url(self.store.secret, self.context.data_endpoint, wire.data_path(handle),
-                        self.context.knobs.url_lifetime)
+            return hostile.external_url(
+                self.context.knobs, str(handle.id), wire.external_url(handle, self.context.external_endpoint)
+            )
+        return sign_url(
+            self.store.secret, self.context.data_endpoint, wire.data_path(handle), self.context.knobs.url_lifetime
+        )
 
     # --- routes -------------------------------------------------------------------------------
     def version(self, request: Request) -> Response:
@@ -176,10 +193,12 @@ class Routes:
         if entity.kind.is_table_type:
             results: List[Dict[str, Any]] = []
         elif entity.kind is EntityKind.FILE:
-            results = [wire.version_info(ref, entity, v, self.store.file_handle(v.file_handle_id))
-                       for v in self.store.versions(entity.id)[offset:offset + limit]]
+            results = [
+                wire.version_info(ref, entity, v, self.store.file_handle(v.file_handle_id))
+                for v in self.store.versions(entity.id)[offset : offset + limit]
+            ]
         else:
-            results = [wire.version_info(ref, entity, None, None)][offset:offset + limit]
+            results = [wire.version_info(ref, entity, None, None)][offset : offset + limit]
         total = offset + len(results) + (1 if len(results) >= limit else 0)
         return Response(body={"results": results, "totalNumberOfResults": total})
 
@@ -209,8 +228,11 @@ class Routes:
             raise ApiError(404, not_found_reason(ref))
         if len(request.params) > 1:
             number = int(request.params[1])
-            exists = (self.store.version(entity.id, number) is not None if entity.kind is EntityKind.FILE
-                      else number == entity.current_version)
+            exists = (
+                self.store.version(entity.id, number) is not None
+                if entity.kind is EntityKind.FILE
+                else number == entity.current_version
+            )
             if not exists:
                 raise ApiError(404, f"Activity for: '{ref}', version: '{number}' does not exist")
         raise ApiError(404, "No activity")
@@ -247,8 +269,11 @@ class Routes:
         if wanted.get("includeThreadCount"):
             body["threadCount"] = 0
         if wanted.get("includeBenefactorACL") or wanted.get("includeAccessControlList"):
-            acl = {"id": f"syn{self.store.benefactor_id(entity)}", "etag": entity.etag,
-                   "resourceAccess": [{"principalId": entity.created_by, "accessType": ["READ", "DOWNLOAD"]}]}
+            acl = {
+                "id": f"syn{self.store.benefactor_id(entity)}",
+                "etag": entity.etag,
+                "resourceAccess": [{"principalId": entity.created_by, "accessType": ["READ", "DOWNLOAD"]}],
+            }
             if wanted.get("includeBenefactorACL"):
                 body["benefactorAcl"] = acl
             if wanted.get("includeAccessControlList") and self.store.benefactor_id(entity) == entity.id:
@@ -302,8 +327,13 @@ class Routes:
         page = self.store.children(parent_id, kinds, sort_by, direction == "ASC", limit + 1, offset)
         body: Dict[str, Any] = {"page": [wire.entity_header(self.store, e) for e in page[:limit]]}
         honest = make_page_token(limit, offset + limit) if len(page) > limit else None
-        token = hostile.children_token(self.context.knobs, "root" if parent_id is None else f"syn{parent_id}",
-                                       asked or None, honest, make_page_token(limit, 0))
+        token = hostile.children_token(
+            self.context.knobs,
+            "root" if parent_id is None else f"syn{parent_id}",
+            asked or None,
+            honest,
+            make_page_token(limit, 0),
+        )
         if token is not None:
             body["nextPageToken"] = token
         if query.get("includeTotalChildCount") or query.get("includeSumFileSizes"):
@@ -423,8 +453,7 @@ class Routes:
         for item in requested:
             handle_ref = str(item["fileHandleId"])
             result: Dict[str, Any] = {"fileHandleId": handle_ref}
-            failure = self._download_failure(handle_ref, item.get("associateObjectId"),
-                                             item.get("associateObjectType"))
+            failure = self._download_failure(handle_ref, item.get("associateObjectId"), item.get("associateObjectType"))
             if failure:
                 result["failureCode"] = failure
             else:
@@ -463,8 +492,9 @@ class Routes:
     def file_url(self, request: Request) -> Response:
         handle_ref = request.params[0]
         _require_association(request.query)
-        failure = self._download_failure(handle_ref, request.query.get("fileAssociateId"),
-                                         request.query.get("fileAssociateType"))
+        failure = self._download_failure(
+            handle_ref, request.query.get("fileAssociateId"), request.query.get("fileAssociateType")
+        )
         if failure == "NOT_FOUND":
             raise ApiError(404, f"FileHandle {handle_ref} does not exist.")
         if failure:
@@ -510,10 +540,13 @@ def _int_param(query: Dict[str, str], name: str, default: int) -> int:
     text = query.get(name)
     if text is None:
         return default
-    if re.match(r"^[+-]?[0-9]+$", text) and -2 ** 31 <= int(text) < 2 ** 31:
+    if re.match(r"^[+-]?[0-9]+$", text) and -(2**31) <= int(text) < 2**31:
         return int(text)
-    raise ApiError(400, "Failed to convert value of type 'java.lang.String' to required type 'java.lang.Integer'; "
-                        f"nested exception is java.lang.NumberFormatException: For input string: \"{text}\"")
+    raise ApiError(
+        400,
+        "Failed to convert value of type 'java.lang.String' to required type 'java.lang.Integer'; "
+        f'nested exception is java.lang.NumberFormatException: For input string: "{text}"',
+    )
 
 
 def _version_number(value) -> Optional[int]:
@@ -531,11 +564,15 @@ def _require_association(query: Dict[str, str]) -> None:
     the type checked first; a type that is no FileHandleAssociateType fails its conversion, also 400."""
     for name, java_type in (("fileAssociateType", "FileHandleAssociateType"), ("fileAssociateId", "String")):
         if name not in query:
-            raise ApiError(400, f"Required request parameter '{name}' for method parameter type {java_type} "
-                                "is not present")
+            raise ApiError(
+                400, f"Required request parameter '{name}' for method parameter type {java_type} is not present"
+            )
     if query["fileAssociateType"] not in FILE_HANDLE_ASSOCIATE_TYPES:
-        raise ApiError(400, "Failed to convert value of type 'java.lang.String' to required type "
-                            "'org.sagebionetworks.repo.model.file.FileHandleAssociateType'")
+        raise ApiError(
+            400,
+            "Failed to convert value of type 'java.lang.String' to required type "
+            "'org.sagebionetworks.repo.model.file.FileHandleAssociateType'",
+        )
 
 
 def parse_page_token(token) -> Tuple[int, int]:

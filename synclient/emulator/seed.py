@@ -45,6 +45,7 @@ A ``table`` has ``columns`` (the same forms) and ``rows``: lists of cells in col
 ENTITYID cell is a ref to an entity of the project (a path or a list of names), a FILEHANDLEID cell a ref to a file
 (its current handle) or a handle id (an integer); other cells are values of the column's type. Row ids count from 1.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,12 +53,12 @@ import os
 import random
 import re
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from urllib.parse import unquote, urlsplit
 
+from . import tables
 from .entity_names import NameRule, entity_name
 from .knobs import parse_size
-from . import tables
 from .store import DenyMode, EntityKind, HandleStorage, ItemRef, Store
 
 #: Chunk size for generated content; a multiple of 4 so that chunked randbytes equals one call
@@ -166,10 +167,14 @@ class SpecSeeder:
                 where = f"projects[{index}]"
                 name = self._name(project, where)
                 try:
-                    project_id = self.store.create_entity(EntityKind.PROJECT, name, None,
-                                                          deny=self._deny(project, where),
-                                                          annotations=self._annotations(project, where),
-                                                          names=self.names)
+                    project_id = self.store.create_entity(
+                        EntityKind.PROJECT,
+                        name,
+                        None,
+                        deny=self._deny(project, where),
+                        annotations=self._annotations(project, where),
+                        names=self.names,
+                    )
                 except ValueError as error:
                     raise SpecError(f"{where}: {error}") from None
                 name = self.store.known_entity(project_id).name
@@ -181,8 +186,9 @@ class SpecSeeder:
                 except KeyError:
                     raise SpecError(f"{link.where}: link target {link.target!r} not found in the project") from None
                 try:
-                    self.store.create_entity(EntityKind.LINK, link.name, link.parent_id, link_target=target,
-                                             deny=link.deny, names=self.names)
+                    self.store.create_entity(
+                        EntityKind.LINK, link.name, link.parent_id, link_target=target, deny=link.deny, names=self.names
+                    )
                 except ValueError as error:
                     raise SpecError(f"{link.where}: {error}") from None
             for pending in self._item_lists:
@@ -226,8 +232,17 @@ class SpecSeeder:
             raise SpecError(f"{where}: column names must be unique, {', '.join(duplicates)} given twice")
         return models
 
-    def _queryable(self, node: dict, kind: EntityKind, name: str, parent_id: int, project_id: int, where: str,
-                   deny: DenyMode, annotations) -> None:
+    def _queryable(
+        self,
+        node: dict,
+        kind: EntityKind,
+        name: str,
+        parent_id: int,
+        project_id: int,
+        where: str,
+        deny: DenyMode,
+        annotations,
+    ) -> None:
         if kind is EntityKind.ENTITYVIEW:
             scope = node.get("scope")
             if not isinstance(scope, list) or not all(isinstance(ref, (str, list)) for ref in scope):
@@ -244,8 +259,9 @@ class SpecSeeder:
             if "scope" in node:
                 raise SpecError(f"{where}: a table has no scope (only an entityview has)")
             columns = self._columns(node, where, False)
-        entity_id = self.store.create_entity(kind, name, parent_id, deny=deny, annotations=annotations,
-                                             names=self.names)
+        entity_id = self.store.create_entity(
+            kind, name, parent_id, deny=deny, annotations=annotations, names=self.names
+        )
         self._tables.append(_PendingTable(entity_id, kind, project_id, node, columns, where))
 
     def _ref(self, pending: _PendingTable, ref, where: str) -> int:
@@ -275,8 +291,12 @@ class SpecSeeder:
             row_where = f"{pending.where}.rows[{row_index}]"
             if not isinstance(row, list) or len(row) != len(pending.columns):
                 raise SpecError(f"{row_where}: a row is a list of {len(pending.columns)} cells")
-            rows.append([self._cell(pending, model, cell, f"{row_where}[{index}]")
-                         for index, (model, cell) in enumerate(zip(pending.columns, row))])
+            rows.append(
+                [
+                    self._cell(pending, model, cell, f"{row_where}[{index}]")
+                    for index, (model, cell) in enumerate(zip(pending.columns, row))
+                ]
+            )
         self.store.set_table_rows(pending.entity_id, rows)
 
     def _cell(self, pending: _PendingTable, model: dict, cell, where: str):
@@ -328,8 +348,9 @@ class SpecSeeder:
         annotations = self._annotations(node, where)
         try:
             if kind == "folder":
-                folder_id = self.store.create_entity(EntityKind.FOLDER, name, parent_id, deny=deny,
-                                                     annotations=annotations, names=self.names)
+                folder_id = self.store.create_entity(
+                    EntityKind.FOLDER, name, parent_id, deny=deny, annotations=annotations, names=self.names
+                )
                 self._children(node, folder_id, project_id, where)
             elif kind == "file":
                 versions = node.get("versions") or [node]
@@ -342,12 +363,25 @@ class SpecSeeder:
                 if isinstance(external, str):
                     handles = [self._foreign_handle(node, external, file_name, content_type, where)]
                 else:
-                    handles = [self._file_handle(v, self._file_name(v, f"{where}.versions[{i}]", file_name),
-                                                 content_type, f"{where}.versions[{i}]",
-                                                 self._handle_options(node, v, external, where))
-                               for i, v in enumerate(versions)]
-                file_id = self.store.create_entity(EntityKind.FILE, name, parent_id, file_handle_id=handles[0],
-                                                   deny=deny, annotations=annotations, names=self.names)
+                    handles = [
+                        self._file_handle(
+                            v,
+                            self._file_name(v, f"{where}.versions[{i}]", file_name),
+                            content_type,
+                            f"{where}.versions[{i}]",
+                            self._handle_options(node, v, external, where),
+                        )
+                        for i, v in enumerate(versions)
+                    ]
+                file_id = self.store.create_entity(
+                    EntityKind.FILE,
+                    name,
+                    parent_id,
+                    file_handle_id=handles[0],
+                    deny=deny,
+                    annotations=annotations,
+                    names=self.names,
+                )
                 for handle in handles[1:]:
                     self.store.add_version(file_id, handle)
             elif kind == "link":
@@ -359,12 +393,15 @@ class SpecSeeder:
             elif kind in ("dataset", "datasetcollection"):
                 item_kind = EntityKind(kind)
                 items = self._items(node, where)
-                entity_id = self.store.create_entity(item_kind, name, parent_id, deny=deny, annotations=annotations,
-                                                     names=self.names)
+                entity_id = self.store.create_entity(
+                    item_kind, name, parent_id, deny=deny, annotations=annotations, names=self.names
+                )
                 self._item_lists.append(_PendingItems(entity_id, item_kind, project_id, items, where))
             else:
-                raise SpecError(f"{where}: type must be folder, file, link, dataset, datasetcollection, "
-                                f"entityview or table, got {kind!r}")
+                raise SpecError(
+                    f"{where}: type must be folder, file, link, dataset, datasetcollection, "
+                    f"entityview or table, got {kind!r}"
+                )
         except (ValueError, KeyError) as error:
             if isinstance(error, SpecError):
                 raise
@@ -400,8 +437,7 @@ class SpecSeeder:
                 raise SpecError(f"{where}: md5 only applies to a file with an external URL (content has its own)")
             return True
         if not isinstance(external, str) or urlsplit(external).scheme.lower() not in FOREIGN_SCHEMES:
-            raise SpecError(f"{where}: external must be true or a URL ({', '.join(FOREIGN_SCHEMES)}), "
-                            f"got {external!r}")
+            raise SpecError(f"{where}: external must be true or a URL ({', '.join(FOREIGN_SCHEMES)}), got {external!r}")
         for key in ("content", "seed", "versions", "record_md5", "record_size"):
             if key in node:
                 raise SpecError(f"{where}: a file with an external URL has no {key} (only md5 and size)")
@@ -417,7 +453,7 @@ class SpecSeeder:
             value = version.get(key, node.get(key, True))
             if not isinstance(value, bool):
                 raise SpecError(f"{where}: {key} must be true or false")
-            options["records_" + key[len("record_"):]] = value
+            options["records_" + key[len("record_") :]] = value
         return dict(options, storage=HandleStorage.EXTERNAL)
 
     def _foreign_handle(self, node: dict, url: str, name: str, content_type: str, where: str) -> int:
@@ -430,12 +466,20 @@ class SpecSeeder:
             raise SpecError(f"{where}: {error}") from None
         # as synapseclient names such handles, unless the spec gives a "file_name"
         file_name = name if "file_name" in node else unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or name
-        return self.store.create_file_handle(md5 or "", size or 0, file_name, node.get("contentType", content_type),
-                                             storage=HandleStorage.FOREIGN, foreign_url=url,
-                                             records_md5=md5 is not None, records_size=size is not None)
+        return self.store.create_file_handle(
+            md5 or "",
+            size or 0,
+            file_name,
+            node.get("contentType", content_type),
+            storage=HandleStorage.FOREIGN,
+            foreign_url=url,
+            records_md5=md5 is not None,
+            records_size=size is not None,
+        )
 
-    def _file_handle(self, node: dict, name: str, content_type: str, where: str,
-                     handle_options: Optional[dict] = None) -> int:
+    def _file_handle(
+        self, node: dict, name: str, content_type: str, where: str, handle_options: Optional[dict] = None
+    ) -> int:
         if "content" in node:
             content = node["content"]
             data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
@@ -449,8 +493,9 @@ class SpecSeeder:
             md5, size = self.store.put_blob(seeded_chunks(size, seed))
         else:
             md5, size = self.store.put_bytes(b"")
-        return self.store.create_file_handle(md5, size, name, node.get("contentType", content_type),
-                                             **(handle_options or {}))
+        return self.store.create_file_handle(
+            md5, size, name, node.get("contentType", content_type), **(handle_options or {})
+        )
 
     @staticmethod
     def _file_name(node: dict, where: str, default: str) -> str:
@@ -508,7 +553,8 @@ def seed_dir(store: Store, path: str, project_name: str, names: NameRule = NameR
             dirs.sort()
             for name in dirs:
                 folder_ids[os.path.abspath(os.path.join(here, name))] = store.create_entity(
-                    EntityKind.FOLDER, name, parent_id, names=names)
+                    EntityKind.FOLDER, name, parent_id, names=names
+                )
             for name in sorted(files):
                 full = os.path.join(here, name)
                 if not os.path.isfile(full):
@@ -547,8 +593,15 @@ def parse_size_mix(size: Union[str, int]) -> List[Tuple[int, Optional[int]]]:
     return mix
 
 
-def seed_synthetic(store: Store, files: int = 400, depth: int = 3, fanout: int = 10,
-                   size: Union[str, int] = "50", seed: int = 0, project_name: Optional[str] = None) -> int:
+def seed_synthetic(
+    store: Store,
+    files: int = 400,
+    depth: int = 3,
+    fanout: int = 10,
+    size: Union[str, int] = "50",
+    seed: int = 0,
+    project_name: Optional[str] = None,
+) -> int:
     """A benchmark tree: ``depth`` folder levels, ``fanout`` children per folder, files at the leaves.
 
     With a size mix (``"4KiB:500,1MiB:200"``) the counts of the mix define the files and
@@ -562,7 +615,7 @@ def seed_synthetic(store: Store, files: int = 400, depth: int = 3, fanout: int =
     if depth < 0 or fanout < 1:
         raise ValueError("depth must be >= 0 and fanout >= 1")
     total = len(sizes)
-    leaves = fanout ** depth
+    leaves = fanout**depth
     per_leaf = max(fanout, math.ceil(total / leaves)) if depth else max(total, 1)
     with store.batch():
         name = project_name or f"synthetic-{total}-d{depth}-f{fanout}-s{seed}"
@@ -570,7 +623,7 @@ def seed_synthetic(store: Store, files: int = 400, depth: int = 3, fanout: int =
         folders: Dict[Tuple[int, ...], int] = {(): project_id}
         for index, file_size in enumerate(sizes):
             leaf = index // per_leaf
-            digits = tuple((leaf // fanout ** level) % fanout for level in reversed(range(depth)))
+            digits = tuple((leaf // fanout**level) % fanout for level in reversed(range(depth)))
             parent_id = _folder_for(store, folders, digits)
             generator_seed = seed * 1_000_003 + index
             if file_size <= GENERATE_CHUNK:

@@ -1,4 +1,5 @@
 """``Emulator``: the API, data and external listeners plus the store, as a context manager for tests."""
+
 from __future__ import annotations
 
 import shutil
@@ -11,13 +12,13 @@ from . import seed as seeding
 from .admin import Admin, EntityRef, parse_syn_id
 from .admin_routes import AdminRoutes
 from .api import ApiHandler
-from .routes import Routes
 from .context import EmulatorContext
-from .entity_names import NameRule
 from .data import DataHandler
+from .entity_names import NameRule
 from .external import ExternalHandler
 from .httpbase import EmulatorHTTPServer
 from .knobs import Knobs, profile_knobs
+from .routes import Routes
 from .stats import Exchange
 from .store import Store
 from .tls import EmulatorTls
@@ -35,9 +36,19 @@ class Emulator:
     certificate from a CA made at start, whose PEM file is ``ca_bundle`` (as real Synapse and S3 are HTTPS only).
     """
 
-    def __init__(self, data_dir: Optional[str] = None, knobs: Optional[Knobs] = None, *,
-                 host: str = "127.0.0.1", port: int = 0, data_port: int = 0, external_port: int = 0,
-                 profile: Optional[str] = None, tls: bool = False, **knob_overrides) -> None:
+    def __init__(
+        self,
+        data_dir: Optional[str] = None,
+        knobs: Optional[Knobs] = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        data_port: int = 0,
+        external_port: int = 0,
+        profile: Optional[str] = None,
+        tls: bool = False,
+        **knob_overrides,
+    ) -> None:
         knobs = knobs or Knobs()
         if profile is not None:  # the profile's values, then explicit overrides on top
             knob_overrides = {**profile_knobs(profile), **knob_overrides}
@@ -58,7 +69,7 @@ class Emulator:
         self._tls: Optional[EmulatorTls] = None
 
     # --- lifecycle ----------------------------------------------------------------------------
-    def __enter__(self) -> "Emulator":
+    def __enter__(self) -> Emulator:
         self.start()
         return self
 
@@ -78,7 +89,7 @@ class Emulator:
             self.admin = Admin(self._store)
         return self._context
 
-    def start(self) -> "Emulator":
+    def start(self) -> Emulator:
         if self._servers:
             return self
         context = self._open_store()
@@ -93,14 +104,14 @@ class Emulator:
         self.data_endpoint = f"{scheme}://{self.host}:{data_server.server_address[1]}"
         self.external_endpoint = f"{scheme}://{self.host}:{external_server.server_address[1]}"
         # restart() must come back on the same ports
-        self._requested_ports = tuple(server.server_address[1] for server in (api_server, data_server,
-                                                                               external_server))
+        self._requested_ports = tuple(server.server_address[1] for server in (api_server, data_server, external_server))
         context.api_endpoint = self.endpoint
         context.data_endpoint = self.data_endpoint
         context.external_endpoint = self.external_endpoint
         for name, server in self._servers.items():
-            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                                      name=f"emulator-{name}", daemon=True)
+            thread = threading.Thread(
+                target=server.serve_forever, kwargs={"poll_interval": 0.1}, name=f"emulator-{name}", daemon=True
+            )
             thread.start()
             self._threads[name] = thread
         return self
@@ -112,10 +123,12 @@ class Emulator:
         ssl_context = self._tls.server_context() if self._tls is not None else None
         bound = []
         try:
-            for port, handler, listener in zip(self._requested_ports, (ApiHandler, DataHandler, ExternalHandler),
-                                               ("api", "data", "external")):
-                bound.append(EmulatorHTTPServer((self.host, port), handler, context, listener=listener,
-                                                ssl_context=ssl_context))
+            for port, handler, listener in zip(
+                self._requested_ports, (ApiHandler, DataHandler, ExternalHandler), ("api", "data", "external")
+            ):
+                bound.append(
+                    EmulatorHTTPServer((self.host, port), handler, context, listener=listener, ssl_context=ssl_context)
+                )
         except OSError:
             for server in bound:
                 server.server_close()
@@ -184,9 +197,13 @@ class Emulator:
 
     def info(self) -> Dict[str, Any]:
         projects = {name: f"syn{entity_id}" for name, entity_id in self.store.projects().items()}
-        info: Dict[str, Any] = {"endpoint": self.endpoint, "data_endpoint": self.data_endpoint,
-                                   "external_endpoint": self.external_endpoint, "token": self.token,
-                                   "projects": projects}
+        info: Dict[str, Any] = {
+            "endpoint": self.endpoint,
+            "data_endpoint": self.data_endpoint,
+            "external_endpoint": self.external_endpoint,
+            "token": self.token,
+            "projects": projects,
+        }
         if self.ca_bundle is not None:
             info["ca_bundle"] = self.ca_bundle
         return info
@@ -200,8 +217,15 @@ class Emulator:
         hostile server's)."""
         return f"syn{seeding.seed_dir(self.store, path, project_name, NameRule.parse(names))}"
 
-    def seed_synthetic(self, files: int = 400, depth: int = 3, fanout: int = 10, size: Union[str, int] = "50",
-                       seed: int = 0, project_name: Optional[str] = None) -> str:
+    def seed_synthetic(
+        self,
+        files: int = 400,
+        depth: int = 3,
+        fanout: int = 10,
+        size: Union[str, int] = "50",
+        seed: int = 0,
+        project_name: Optional[str] = None,
+    ) -> str:
         return f"syn{seeding.seed_synthetic(self.store, files, depth, fanout, size, seed, project_name)}"
 
     # --- observability and knobs -------------------------------------------------------------
@@ -246,18 +270,35 @@ class Emulator:
     def move_entity(self, entity_id: EntityRef, new_parent_id: EntityRef) -> None:
         self._admin().move_entity(entity_id, new_parent_id)
 
-    def add_file(self, parent_id: EntityRef, name: str, content: Content = b"", *, file_name: Optional[str] = None,
-                 names: str = "synapse") -> str:
+    def add_file(
+        self,
+        parent_id: EntityRef,
+        name: str,
+        content: Content = b"",
+        *,
+        file_name: Optional[str] = None,
+        names: str = "synapse",
+    ) -> str:
         """A new file; ``file_name``: its handle's fileName (default: ``name``); ``names="unchecked"``: a name
         Synapse would refuse (a hostile server's)."""
         return self._admin().add_file(parent_id, name, content, file_name=file_name, names=names)
 
-    def add_external_file(self, parent_id: EntityRef, name: str, content: Content = b"", *, record_md5: bool = True,
-                          record_size: bool = True, file_name: Optional[str] = None, names: str = "synapse") -> str:
+    def add_external_file(
+        self,
+        parent_id: EntityRef,
+        name: str,
+        content: Content = b"",
+        *,
+        record_md5: bool = True,
+        record_size: bool = True,
+        file_name: Optional[str] = None,
+        names: str = "synapse",
+    ) -> str:
         """A file whose handle is an ExternalFileHandle served by the external listener; ``record_md5`` /
         ``record_size`` say whether the handle records contentMd5 / contentSize."""
-        return self._admin().add_external_file(parent_id, name, content, record_md5=record_md5,
-                                               record_size=record_size, file_name=file_name, names=names)
+        return self._admin().add_external_file(
+            parent_id, name, content, record_md5=record_md5, record_size=record_size, file_name=file_name, names=names
+        )
 
     def add_folder(self, parent_id: EntityRef, name: str, *, names: str = "synapse") -> str:
         return self._admin().add_folder(parent_id, name, names=names)

@@ -1,4 +1,5 @@
 """AWS-style pre-signed URLs for the data listener: HMAC-SHA256 over path, date and expiry."""
+
 from __future__ import annotations
 
 import datetime
@@ -15,7 +16,7 @@ AMZ_DATE_FORMAT = "%Y%m%dT%H%M%SZ"
 
 class UrlCheck(enum.Enum):
     VALID = "valid"
-    MALFORMED = "malformed"          # missing or unparsable X-Amz-* parameters
+    MALFORMED = "malformed"  # missing or unparsable X-Amz-* parameters
     BAD_SIGNATURE = "bad_signature"  # tampered path, date, expiry or signature
     EXPIRED = "expired"
 
@@ -31,14 +32,16 @@ def sign_url(secret: str, base: str, path: str, lifetime: float, now: Optional[f
     amz_date = moment.strftime(AMZ_DATE_FORMAT)
     expires = str(max(1, math.ceil(lifetime)))
     quoted = quote(path)
-    query = urlencode([
-        ("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
-        ("X-Amz-Date", amz_date),
-        ("X-Amz-SignedHeaders", "host"),
-        ("X-Amz-Expires", expires),
-        ("X-Amz-Credential", f"EMULATOR/{amz_date[:8]}/us-east-1/s3/aws4_request"),
-        ("X-Amz-Signature", _signature(secret, quoted, amz_date, expires)),
-    ])
+    query = urlencode(
+        [
+            ("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
+            ("X-Amz-Date", amz_date),
+            ("X-Amz-SignedHeaders", "host"),
+            ("X-Amz-Expires", expires),
+            ("X-Amz-Credential", f"EMULATOR/{amz_date[:8]}/us-east-1/s3/aws4_request"),
+            ("X-Amz-Signature", _signature(secret, quoted, amz_date, expires)),
+        ]
+    )
     return f"{base}{quoted}?{query}"
 
 

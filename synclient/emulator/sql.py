@@ -16,16 +16,38 @@ comments, subqueries, joins, functions, other tables, unknown columns) is a ``Qu
 answer as Synapse does (400, ErrorResponse). ``build`` turns a parsed query into one SQLite statement over
 ``row_table`` whose column names are generated (``c0``, ``c1``, ...) and whose literals are all parameters.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
-KEYWORDS = frozenset({
-    "SELECT", "DISTINCT", "FROM", "WHERE", "AND", "OR", "NOT", "IN", "LIKE", "IS", "NULL", "ORDER", "BY", "ASC",
-    "DESC", "LIMIT", "OFFSET", "TRUE", "FALSE", "COUNT", "BETWEEN",
-})
+KEYWORDS = frozenset(
+    {
+        "SELECT",
+        "DISTINCT",
+        "FROM",
+        "WHERE",
+        "AND",
+        "OR",
+        "NOT",
+        "IN",
+        "LIKE",
+        "IS",
+        "NULL",
+        "ORDER",
+        "BY",
+        "ASC",
+        "DESC",
+        "LIMIT",
+        "OFFSET",
+        "TRUE",
+        "FALSE",
+        "COUNT",
+        "BETWEEN",
+    }
+)
 COMPARISONS = ("=", "<>", "!=", "<=", ">=", "<", ">")
 _TABLE_REF = re.compile(r"^syn(\d+)$", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -39,7 +61,7 @@ class QueryError(ValueError):
 
 @dataclass(frozen=True)
 class Token:
-    kind: str   # "word", "ident" (quoted identifier), "string", "number", "op", "end"
+    kind: str  # "word", "ident" (quoted identifier), "string", "number", "op", "end"
     text: str
     position: int
 
@@ -78,7 +100,7 @@ def tokenize(sql: str) -> List[Token]:
                 raise QueryError(f"Queries of a table version ({word}.N) are not supported by the emulator.")
             tokens.append(Token("word", word, match.start()))
         else:
-            two = sql[index:index + 2]
+            two = sql[index : index + 2]
             if two in ("<>", "!=", "<=", ">="):
                 tokens.append(Token("op", two, index))
                 index += 2
@@ -114,7 +136,7 @@ Literal = Union[str, int, float, bool]
 @dataclass(frozen=True)
 class Comparison:
     column: str
-    operator: str      # one of COMPARISONS
+    operator: str  # one of COMPARISONS
     value: Literal
 
 
@@ -148,13 +170,13 @@ class Between:
 
 @dataclass(frozen=True)
 class Not:
-    operand: "Condition"
+    operand: Condition
 
 
 @dataclass(frozen=True)
 class Junction:
-    operator: str      # "AND" or "OR"
-    operands: Tuple["Condition", ...]
+    operator: str  # "AND" or "OR"
+    operands: Tuple[Condition, ...]
 
 
 Condition = Union[Comparison, InList, Like, IsNull, Between, Not, Junction]
@@ -252,8 +274,9 @@ class _Parser:
         if token.is_keyword("TRUE", "FALSE"):
             self.advance()
             return token.text.upper() == "TRUE"
-        if token.is_keyword("SELECT") or (token.kind == "op" and token.text == "("
-                                          and self.tokens[self.index + 1].is_keyword("SELECT")):
+        if token.is_keyword("SELECT") or (
+            token.kind == "op" and token.text == "(" and self.tokens[self.index + 1].is_keyword("SELECT")
+        ):
             raise QueryError("Subqueries are not supported.")
         raise self.fail("a literal (a quoted string, a number, TRUE or FALSE)")
 
@@ -394,8 +417,9 @@ def table_id_of(sql: str) -> Optional[int]:
     return None
 
 
-def build(query: Query, names: Sequence[str],
-          convert: Callable[[str, Literal], object]) -> Tuple[str, List[object], List[int]]:
+def build(
+    query: Query, names: Sequence[str], convert: Callable[[str, Literal], object]
+) -> Tuple[str, List[object], List[int]]:
     """(SQLite statement over ROW_TABLE, its parameters, the selected column indexes).
 
     ``names`` are the table's column names in order (column i is SQLite column ``c{i}``); ``convert(name, literal)``
@@ -430,8 +454,11 @@ def build(query: Query, names: Sequence[str],
         head = "SELECT NULL, NULL, NULL, COUNT(*)"
     else:
         columns = ", ".join(f"c{i}" for i in selected)
-        head = (f"SELECT DISTINCT NULL, NULL, NULL, {columns}" if query.distinct
-                else f"SELECT row_id, row_version, row_etag, {columns}")
+        head = (
+            f"SELECT DISTINCT NULL, NULL, NULL, {columns}"
+            if query.distinct
+            else f"SELECT row_id, row_version, row_etag, {columns}"
+        )
     statement = f"{head} FROM {ROW_TABLE}"
     if query.where is not None:
         statement += " WHERE " + sql_of(query.where)

@@ -1,4 +1,5 @@
 """Counters that tests read through ``GET /emulator/stats`` (or ``Emulator.stats()``)."""
+
 from __future__ import annotations
 
 import enum
@@ -26,7 +27,7 @@ def route_key(method: str, path: str) -> str:
 class Plane(enum.Enum):
     """The listeners that serve bytes; each keeps its own request, byte and status counters."""
 
-    DATA = "data"          # the S3-like host behind pre-signed URLs
+    DATA = "data"  # the S3-like host behind pre-signed URLs
     EXTERNAL = "external"  # the plain web server behind external file handles
 
 
@@ -72,8 +73,9 @@ class ExchangeLog:
         self._lock = threading.Lock()
         self._kept: Deque[Exchange] = deque()
 
-    def record(self, limit: int, method: str, path: str, query: Dict[str, str], body: bytes, status: int,
-               answer: object) -> None:
+    def record(
+        self, limit: int, method: str, path: str, query: Dict[str, str], body: bytes, status: int, answer: object
+    ) -> None:
         """``answer`` is the route's ``Response.body`` (JSON value, bytes or text)."""
         if limit <= 0:
             return

@@ -4,6 +4,7 @@ Everything survives a restart: entities, versions, file handles, annotations, re
 the user's token and the URL-signing secret. Blobs live under ``blobs/<md5[:2]>/<md5>`` and are
 stored once however many file handles point at them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -108,7 +109,7 @@ FIRST_COLUMN_ID = 70001
 #: what Synapse's ``KeyFactory.stringToKey`` accepts once it has URL-decoded, trimmed, lower-cased the id and taken
 #: off one leading ``syn`` (lib/models/.../repo/model/jdo/KeyFactory.java): a Java long, so ``SYN123`` is syn123
 _SYN_ID = re.compile(r"^[+-]?[0-9]+$")
-_LONG_RANGE = range(-2 ** 63, 2 ** 63)
+_LONG_RANGE = range(-(2**63), 2**63)
 
 EntityRef = Union[str, int]
 
@@ -212,7 +213,7 @@ DATA_OWNER_ID = 3300001
 #: The user the request being answered is for: api.py sets it around each platform route (as Synapse's
 #: AuthenticationFilter keeps the caller's id on a thread local). None outside a request (seeding, admin routes,
 #: tests calling the store): the seeded user.
-CALLER: "contextvars.ContextVar[Optional[User]]" = contextvars.ContextVar("emulator_caller", default=None)
+CALLER: contextvars.ContextVar[Optional[User]] = contextvars.ContextVar("emulator_caller", default=None)
 
 
 def caller_is_anonymous() -> bool:
@@ -238,13 +239,27 @@ class FileHandle:
     records_size: bool = True
 
 
-_HANDLE_COLUMNS = ("id, md5, size, file_name, content_type, created_on, created_by, etag, storage, external_url, "
-                   "records_md5, records_size")
+_HANDLE_COLUMNS = (
+    "id, md5, size, file_name, content_type, created_on, created_by, etag, storage, external_url, "
+    "records_md5, records_size"
+)
 
 
 def _handle_from_row(row: Sequence) -> FileHandle:
-    return FileHandle(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], HandleStorage(row[8]), row[9],
-                      bool(row[10]), bool(row[11]))
+    return FileHandle(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        HandleStorage(row[8]),
+        row[9],
+        bool(row[10]),
+        bool(row[11]),
+    )
 
 
 #: URL path prefix of the external listener's files: ``/ext/<handle id>/<quoted file name>``
@@ -294,16 +309,36 @@ class Entity:
     size: Optional[int] = None
 
 
-_ENTITY_COLUMNS = ("e.id, e.parent_id, e.project_id, e.name, e.kind, e.created_on, e.modified_on, "
-                   "e.created_by, e.modified_by, e.etag, e.current_version, e.link_target, "
-                   "e.link_target_version, e.deny, v.file_handle_id, fh.size")
-_ENTITY_FROM = ("entities e LEFT JOIN versions v ON v.entity_id = e.id AND v.version_number = e.current_version "
-                "LEFT JOIN file_handles fh ON fh.id = v.file_handle_id")
+_ENTITY_COLUMNS = (
+    "e.id, e.parent_id, e.project_id, e.name, e.kind, e.created_on, e.modified_on, "
+    "e.created_by, e.modified_by, e.etag, e.current_version, e.link_target, "
+    "e.link_target_version, e.deny, v.file_handle_id, fh.size"
+)
+_ENTITY_FROM = (
+    "entities e LEFT JOIN versions v ON v.entity_id = e.id AND v.version_number = e.current_version "
+    "LEFT JOIN file_handles fh ON fh.id = v.file_handle_id"
+)
 
 
 def _entity_from_row(row: Sequence) -> Entity:
-    return Entity(row[0], row[1], row[2], row[3], EntityKind(row[4]), row[5], row[6], row[7], row[8], row[9],
-                  row[10], row[11], row[12], DenyMode(row[13]), row[14], row[15])
+    return Entity(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        EntityKind(row[4]),
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        row[10],
+        row[11],
+        row[12],
+        DenyMode(row[13]),
+        row[14],
+        row[15],
+    )
 
 
 class SortBy(enum.Enum):
@@ -335,8 +370,9 @@ class Store:
         os.makedirs(os.path.join(self.blob_dir, "tmp"), exist_ok=True)
         # One connection shared by all handler threads, serialized by a lock: statements are
         # tiny, and it keeps batch seeding inside one transaction trivially.
-        self._db = sqlite3.connect(os.path.join(data_dir, "emulator.sqlite3"), check_same_thread=False,
-                                   isolation_level=None)
+        self._db = sqlite3.connect(
+            os.path.join(data_dir, "emulator.sqlite3"), check_same_thread=False, isolation_level=None
+        )
         self._lock = threading.RLock()
         self._batch_depth = 0
         with self._lock:
@@ -386,8 +422,11 @@ class Store:
         did not make pass to the data owner (the caller, as creator, could download every one of them)."""
         if self._db.execute("SELECT 1 FROM meta WHERE key = 'handles_owner'").fetchone():
             return
-        self._db.execute("UPDATE file_handles SET created_by = ? WHERE created_by = ? AND id NOT IN"
-                         " (SELECT handle_id FROM result_handles)", (DATA_OWNER_ID, self.user.id))
+        self._db.execute(
+            "UPDATE file_handles SET created_by = ? WHERE created_by = ? AND id NOT IN"
+            " (SELECT handle_id FROM result_handles)",
+            (DATA_OWNER_ID, self.user.id),
+        )
         self._db.execute("INSERT INTO meta (key, value) VALUES ('handles_owner', ?)", (str(DATA_OWNER_ID),))
 
     def _next_id(self, table: str, first: int) -> int:
@@ -450,11 +489,19 @@ class Store:
         return md5, len(data)
 
     # --- writes -------------------------------------------------------------------------------
-    def create_file_handle(self, md5: str, size: int, file_name: str,
-                           content_type: str = "application/octet-stream", *,
-                           storage: HandleStorage = HandleStorage.S3, foreign_url: Optional[str] = None,
-                           records_md5: bool = True, records_size: bool = True,
-                           created_by: int = DATA_OWNER_ID) -> int:
+    def create_file_handle(
+        self,
+        md5: str,
+        size: int,
+        file_name: str,
+        content_type: str = "application/octet-stream",
+        *,
+        storage: HandleStorage = HandleStorage.S3,
+        foreign_url: Optional[str] = None,
+        records_md5: bool = True,
+        records_size: bool = True,
+        created_by: int = DATA_OWNER_ID,
+    ) -> int:
         """A new handle. EXTERNAL handles get their path on the external listener; FOREIGN ones need
         ``foreign_url`` (their ``md5``/``size`` only mean something where ``records_*`` says so). Created by the
         data owner unless ``created_by`` says otherwise (a handle the caller made: ``self.user.id``)."""
@@ -467,8 +514,21 @@ class Store:
             self._db.execute(
                 "INSERT INTO file_handles (id, md5, size, file_name, content_type, created_on, created_by, etag,"
                 " storage, external_url, records_md5, records_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (handle_id, md5, size, file_name, content_type, now_iso(), created_by, new_etag(), storage.value,
-                 url, int(records_md5), int(records_size)))
+                (
+                    handle_id,
+                    md5,
+                    size,
+                    file_name,
+                    content_type,
+                    now_iso(),
+                    created_by,
+                    new_etag(),
+                    storage.value,
+                    url,
+                    int(records_md5),
+                    int(records_size),
+                ),
+            )
             return handle_id
 
     def set_items(self, entity_id: int, items: Sequence[ItemRef]) -> None:
@@ -481,14 +541,23 @@ class Store:
                 self._db.execute("DELETE FROM dataset_items WHERE entity_id = ?", (entity_id,))
                 self._db.executemany(
                     "INSERT INTO dataset_items (entity_id, position, item_id, item_version) VALUES (?, ?, ?, ?)",
-                    [(entity_id, position, item.entity_id, item.version_number)
-                     for position, item in enumerate(items)])
+                    [(entity_id, position, item.entity_id, item.version_number) for position, item in enumerate(items)],
+                )
 
-    def create_entity(self, kind: EntityKind, name: str, parent_id: Optional[int], *,
-                      file_handle_id: Optional[int] = None, link_target: Optional[int] = None,
-                      link_target_version: Optional[int] = None, deny: DenyMode = DenyMode.NONE,
-                      annotations: Optional[Dict[str, Any]] = None, check_name: bool = True,
-                      names: NameRule = NameRule.SYNAPSE) -> int:
+    def create_entity(
+        self,
+        kind: EntityKind,
+        name: str,
+        parent_id: Optional[int],
+        *,
+        file_handle_id: Optional[int] = None,
+        link_target: Optional[int] = None,
+        link_target_version: Optional[int] = None,
+        deny: DenyMode = DenyMode.NONE,
+        annotations: Optional[Dict[str, Any]] = None,
+        check_name: bool = True,
+        names: NameRule = NameRule.SYNAPSE,
+    ) -> int:
         """A new entity; its name as Synapse stores it (trimmed; :class:`InvalidName` for one Synapse refuses,
         unless ``names`` is :attr:`NameRule.UNCHECKED`: a hostile server's)."""
         name = entity_name(name, names)
@@ -503,8 +572,7 @@ class Store:
             raise ValueError("a link needs a target")
         with self._lock:
             if parent_id is not None:
-                parent = self._db.execute("SELECT project_id, kind FROM entities WHERE id = ?",
-                                          (parent_id,)).fetchone()
+                parent = self._db.execute("SELECT project_id, kind FROM entities WHERE id = ?", (parent_id,)).fetchone()
                 if parent is None:
                     raise KeyError(f"no parent syn{parent_id}")
                 if parent[1] not in (EntityKind.PROJECT.value, EntityKind.FOLDER.value):
@@ -521,23 +589,41 @@ class Store:
                 "INSERT INTO entities (id, parent_id, project_id, name, kind, created_on, modified_on, created_by,"
                 " modified_by, etag, current_version, link_target, link_target_version, deny)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
-                (entity_id, parent_id, project_id, name, kind.value, stamp, stamp, self.user.id, self.user.id,
-                 new_etag(), link_target, link_target_version, deny.value))
+                (
+                    entity_id,
+                    parent_id,
+                    project_id,
+                    name,
+                    kind.value,
+                    stamp,
+                    stamp,
+                    self.user.id,
+                    self.user.id,
+                    new_etag(),
+                    link_target,
+                    link_target_version,
+                    deny.value,
+                ),
+            )
             if kind is EntityKind.FILE:
                 self._db.execute(
                     "INSERT INTO versions (entity_id, version_number, file_handle_id, created_on, modified_on, etag)"
-                    " VALUES (?, 1, ?, ?, ?, ?)", (entity_id, file_handle_id, stamp, stamp, new_etag()))
+                    " VALUES (?, 1, ?, ?, ?, ?)",
+                    (entity_id, file_handle_id, stamp, stamp, new_etag()),
+                )
             if annotations:
-                self._db.execute("INSERT INTO annotations (entity_id, json) VALUES (?, ?)",
-                                 (entity_id, json.dumps(annotations)))
+                self._db.execute(
+                    "INSERT INTO annotations (entity_id, json) VALUES (?, ?)", (entity_id, json.dumps(annotations))
+                )
             return entity_id
 
     def _check_free_name(self, parent_id: Optional[int], name: str) -> None:
         if parent_id is None:
             row = self._db.execute("SELECT id FROM entities WHERE parent_id IS NULL AND name = ?", (name,)).fetchone()
         else:
-            row = self._db.execute("SELECT id FROM entities WHERE parent_id = ? AND name = ?",
-                                   (parent_id, name)).fetchone()
+            row = self._db.execute(
+                "SELECT id FROM entities WHERE parent_id = ? AND name = ?", (parent_id, name)
+            ).fetchone()
         if row:
             raise NameConflict(f"an entity named {name!r} already exists in that parent (syn{row[0]})")
 
@@ -553,9 +639,13 @@ class Store:
             with self.batch():
                 self._db.execute(
                     "INSERT INTO versions (entity_id, version_number, file_handle_id, created_on, modified_on, etag)"
-                    " VALUES (?, ?, ?, ?, ?, ?)", (entity_id, version, file_handle_id, stamp, stamp, new_etag()))
-                self._db.execute("UPDATE entities SET current_version = ?, modified_on = ?, etag = ? WHERE id = ?",
-                                 (version, stamp, new_etag(), entity_id))
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (entity_id, version, file_handle_id, stamp, stamp, new_etag()),
+                )
+                self._db.execute(
+                    "UPDATE entities SET current_version = ?, modified_on = ?, etag = ? WHERE id = ?",
+                    (version, stamp, new_etag(), entity_id),
+                )
             return version
 
     def replace_version_handle(self, entity_id: int, version_number: int, file_handle_id: int) -> None:
@@ -571,8 +661,10 @@ class Store:
             if (new.md5, new.size) != (old.md5, old.size):
                 raise ValueError("a version's handle can only be replaced by one of the same MD5 and size")
             with self.batch():
-                self._db.execute("UPDATE versions SET file_handle_id = ?, etag = ? WHERE entity_id = ? AND "
-                                 "version_number = ?", (file_handle_id, new_etag(), entity_id, version_number))
+                self._db.execute(
+                    "UPDATE versions SET file_handle_id = ?, etag = ? WHERE entity_id = ? AND version_number = ?",
+                    (file_handle_id, new_etag(), entity_id, version_number),
+                )
 
     def rename(self, entity_id: int, new_name: str, names: NameRule = NameRule.SYNAPSE) -> None:
         new_name = entity_name(new_name, names)
@@ -596,8 +688,9 @@ class Store:
                 self._touch(entity_id, "parent_id = ?", (new_parent_id,))
                 if parent.project_id != entity.project_id:
                     ids = self.subtree_ids(entity_id)
-                    self._db.executemany("UPDATE entities SET project_id = ? WHERE id = ?",
-                                         [(parent.project_id, i) for i in ids])
+                    self._db.executemany(
+                        "UPDATE entities SET project_id = ? WHERE id = ?", [(parent.project_id, i) for i in ids]
+                    )
 
     def delete(self, entity_id: int) -> None:
         """Remove an entity and its whole subtree (file handles and blobs stay, as in Synapse)."""
@@ -618,8 +711,10 @@ class Store:
             self._db.execute("UPDATE entities SET deny = ? WHERE id = ?", (deny.value, entity_id))
 
     def _touch(self, entity_id: int, assignment: str, values: tuple) -> None:
-        self._db.execute(f"UPDATE entities SET {assignment}, modified_on = ?, etag = ? WHERE id = ?",
-                         values + (now_iso(), new_etag(), entity_id))
+        self._db.execute(
+            f"UPDATE entities SET {assignment}, modified_on = ?, etag = ? WHERE id = ?",
+            values + (now_iso(), new_etag(), entity_id),
+        )
 
     def _require(self, entity_id: int) -> Entity:
         entity = self.entity(entity_id)
@@ -630,18 +725,20 @@ class Store:
     # --- reads --------------------------------------------------------------------------------
     def entity(self, entity_id: int) -> Optional[Entity]:
         with self._lock:
-            row = self._db.execute(f"SELECT {_ENTITY_COLUMNS} FROM {_ENTITY_FROM} WHERE e.id = ?",
-                                   (entity_id,)).fetchone()
+            row = self._db.execute(
+                f"SELECT {_ENTITY_COLUMNS} FROM {_ENTITY_FROM} WHERE e.id = ?", (entity_id,)
+            ).fetchone()
         return _entity_from_row(row) if row else None
 
     def entities(self, entity_ids: Sequence[int]) -> Dict[int, Entity]:
         found: Dict[int, Entity] = {}
         with self._lock:
             for start in range(0, len(entity_ids), 500):
-                chunk = list(entity_ids[start:start + 500])
+                chunk = list(entity_ids[start : start + 500])
                 marks = ",".join("?" * len(chunk))
-                for row in self._db.execute(f"SELECT {_ENTITY_COLUMNS} FROM {_ENTITY_FROM} WHERE e.id IN ({marks})",
-                                            chunk):
+                for row in self._db.execute(
+                    f"SELECT {_ENTITY_COLUMNS} FROM {_ENTITY_FROM} WHERE e.id IN ({marks})", chunk
+                ):
                     found[row[0]] = _entity_from_row(row)
         return found
 
@@ -656,27 +753,31 @@ class Store:
         with self._lock:
             row = self._db.execute(
                 "SELECT entity_id, version_number, file_handle_id, created_on, modified_on, etag FROM versions"
-                " WHERE entity_id = ? AND version_number = ?", (entity_id, version_number)).fetchone()
+                " WHERE entity_id = ? AND version_number = ?",
+                (entity_id, version_number),
+            ).fetchone()
         return Version(*row) if row else None
 
     def versions(self, entity_id: int) -> List[Version]:
         with self._lock:
             rows = self._db.execute(
                 "SELECT entity_id, version_number, file_handle_id, created_on, modified_on, etag FROM versions"
-                " WHERE entity_id = ? ORDER BY version_number DESC", (entity_id,)).fetchall()
+                " WHERE entity_id = ? ORDER BY version_number DESC",
+                (entity_id,),
+            ).fetchall()
         return [Version(*row) for row in rows]
 
     def file_handle(self, handle_id: int) -> Optional[FileHandle]:
         with self._lock:
-            row = self._db.execute(f"SELECT {_HANDLE_COLUMNS} FROM file_handles WHERE id = ?",
-                                   (handle_id,)).fetchone()
+            row = self._db.execute(f"SELECT {_HANDLE_COLUMNS} FROM file_handles WHERE id = ?", (handle_id,)).fetchone()
         return _handle_from_row(row) if row else None
 
     def items(self, entity_id: int) -> List[ItemRef]:
         """The items of a dataset or dataset collection, in their order."""
         with self._lock:
-            rows = self._db.execute("SELECT item_id, item_version FROM dataset_items WHERE entity_id = ?"
-                                    " ORDER BY position", (entity_id,)).fetchall()
+            rows = self._db.execute(
+                "SELECT item_id, item_version FROM dataset_items WHERE entity_id = ? ORDER BY position", (entity_id,)
+            ).fetchall()
         return [ItemRef(*row) for row in rows]
 
     def annotations(self, entity_id: int) -> Dict[str, Any]:
@@ -686,12 +787,20 @@ class Store:
 
     def handle_is_used_by(self, handle_id: int, entity_id: int) -> bool:
         with self._lock:
-            row = self._db.execute("SELECT 1 FROM versions WHERE entity_id = ? AND file_handle_id = ? LIMIT 1",
-                                   (entity_id, handle_id)).fetchone()
+            row = self._db.execute(
+                "SELECT 1 FROM versions WHERE entity_id = ? AND file_handle_id = ? LIMIT 1", (entity_id, handle_id)
+            ).fetchone()
         return row is not None
 
-    def children(self, parent_id: Optional[int], kinds: Sequence[EntityKind], sort_by: SortBy,
-                 ascending: bool, limit: int, offset: int) -> List[Entity]:
+    def children(
+        self,
+        parent_id: Optional[int],
+        kinds: Sequence[EntityKind],
+        sort_by: SortBy,
+        ascending: bool,
+        limit: int,
+        offset: int,
+    ) -> List[Entity]:
         """A page of the children the caller may read (Synapse leaves the others out of the listing)."""
         where, args = self._children_filter(parent_id, kinds, readable_only=True)
         direction = "ASC" if ascending else "DESC"
@@ -699,11 +808,13 @@ class Store:
             rows = self._db.execute(
                 f"SELECT {_ENTITY_COLUMNS} FROM {_ENTITY_FROM} WHERE {where}"
                 f" ORDER BY e.{sort_by.value} {direction}, e.id {direction} LIMIT ? OFFSET ?",
-                args + [limit, offset]).fetchall()
+                args + [limit, offset],
+            ).fetchall()
         return [_entity_from_row(row) for row in rows]
 
-    def count_children(self, parent_id: Optional[int], kinds: Sequence[EntityKind], *,
-                       readable_only: bool = False) -> Tuple[int, int]:
+    def count_children(
+        self, parent_id: Optional[int], kinds: Sequence[EntityKind], *, readable_only: bool = False
+    ) -> Tuple[int, int]:
         """(number of children, sum of current file sizes) for the given kinds; with ``readable_only`` only the
         children the caller may read, as Synapse's ``NodeDAOImpl.getChildrenStats`` excludes the non-visible ones.
         The sum counts recorded sizes only (Synapse sums the handles' CONTENT_SIZE, NULL when not recorded)."""
@@ -711,12 +822,15 @@ class Store:
         with self._lock:
             count, total = self._db.execute(
                 f"SELECT count(*), coalesce(sum(CASE WHEN fh.records_size THEN fh.size END), 0)"
-                f" FROM {_ENTITY_FROM} WHERE {where}", args).fetchone()
+                f" FROM {_ENTITY_FROM} WHERE {where}",
+                args,
+            ).fetchone()
         return count, total
 
     @staticmethod
-    def _children_filter(parent_id: Optional[int], kinds: Sequence[EntityKind], *,
-                         readable_only: bool = False) -> Tuple[str, list]:
+    def _children_filter(
+        parent_id: Optional[int], kinds: Sequence[EntityKind], *, readable_only: bool = False
+    ) -> Tuple[str, list]:
         marks = ",".join("?" * len(kinds)) or "NULL"
         args: list = [k.value for k in kinds]
         if parent_id is None:
@@ -770,17 +884,21 @@ class Store:
             rows = self._db.execute(
                 "WITH RECURSIVE sub(id) AS "
                 "(SELECT ? UNION ALL SELECT e.id FROM entities e JOIN sub ON e.parent_id = sub.id)"
-                " SELECT id FROM sub", (entity_id,)).fetchall()
+                " SELECT id FROM sub",
+                (entity_id,),
+            ).fetchall()
         return [row[0] for row in rows]
 
     def child_by_name(self, parent_id: Optional[int], name: str) -> Optional[int]:
         with self._lock:
             if parent_id is None:
-                row = self._db.execute("SELECT id FROM entities WHERE parent_id IS NULL AND name = ?",
-                                       (name,)).fetchone()
+                row = self._db.execute(
+                    "SELECT id FROM entities WHERE parent_id IS NULL AND name = ?", (name,)
+                ).fetchone()
             else:
-                row = self._db.execute("SELECT id FROM entities WHERE parent_id = ? AND name = ?",
-                                       (parent_id, name)).fetchone()
+                row = self._db.execute(
+                    "SELECT id FROM entities WHERE parent_id = ? AND name = ?", (parent_id, name)
+                ).fetchone()
         return row[0] if row else None
 
     def projects(self) -> Dict[str, int]:
@@ -806,19 +924,31 @@ class Store:
             row = self._db.execute("SELECT json FROM column_models WHERE id = ?", (column_id,)).fetchone()
         return dict(json.loads(row[0]), id=str(column_id)) if row else None
 
-    def set_table_schema(self, entity_id: int, column_ids: Sequence[int], scope_ids: Optional[Sequence[int]] = None,
-                         view_type_mask: Optional[int] = None) -> None:
+    def set_table_schema(
+        self,
+        entity_id: int,
+        column_ids: Sequence[int],
+        scope_ids: Optional[Sequence[int]] = None,
+        view_type_mask: Optional[int] = None,
+    ) -> None:
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO table_schemas (entity_id, column_ids, scope_ids, view_type_mask)"
-                " VALUES (?, ?, ?, ?)", (entity_id, json.dumps(list(column_ids)),
-                                         None if scope_ids is None else json.dumps(list(scope_ids)), view_type_mask))
+                " VALUES (?, ?, ?, ?)",
+                (
+                    entity_id,
+                    json.dumps(list(column_ids)),
+                    None if scope_ids is None else json.dumps(list(scope_ids)),
+                    view_type_mask,
+                ),
+            )
 
     def table_schema(self, entity_id: int) -> Tuple[List[int], Optional[List[int]], Optional[int]]:
         """(column ids, scope ids or None, viewTypeMask or None); no columns for an entity without a schema."""
         with self._lock:
-            row = self._db.execute("SELECT column_ids, scope_ids, view_type_mask FROM table_schemas"
-                                   " WHERE entity_id = ?", (entity_id,)).fetchone()
+            row = self._db.execute(
+                "SELECT column_ids, scope_ids, view_type_mask FROM table_schemas WHERE entity_id = ?", (entity_id,)
+            ).fetchone()
         if row is None:
             return [], None, None
         return json.loads(row[0]), (None if row[1] is None else json.loads(row[1])), row[2]
@@ -827,20 +957,24 @@ class Store:
         """Replace a table's rows; row ids count from 1, every row at version 1 (one change set)."""
         with self._lock, self.batch():
             self._db.execute("DELETE FROM table_rows WHERE entity_id = ?", (entity_id,))
-            self._db.executemany("INSERT INTO table_rows (entity_id, row_id, version, json) VALUES (?, ?, 1, ?)",
-                                 [(entity_id, index + 1, json.dumps(list(cells))) for index, cells in enumerate(rows)])
+            self._db.executemany(
+                "INSERT INTO table_rows (entity_id, row_id, version, json) VALUES (?, ?, 1, ?)",
+                [(entity_id, index + 1, json.dumps(list(cells))) for index, cells in enumerate(rows)],
+            )
 
     def table_rows(self, entity_id: int) -> List[Tuple[int, int, List[object]]]:
         """(row id, row version, cells) of a table, by row id."""
         with self._lock:
-            rows = self._db.execute("SELECT row_id, version, json FROM table_rows WHERE entity_id = ?"
-                                    " ORDER BY row_id", (entity_id,)).fetchall()
+            rows = self._db.execute(
+                "SELECT row_id, version, json FROM table_rows WHERE entity_id = ? ORDER BY row_id", (entity_id,)
+            ).fetchall()
         return [(row_id, version, json.loads(text)) for row_id, version, text in rows]
 
     def set_view_snapshot(self, entity_id: int, rows: object) -> None:
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO view_snapshots (entity_id, json) VALUES (?, ?)",
-                             (entity_id, json.dumps(rows)))
+            self._db.execute(
+                "INSERT OR REPLACE INTO view_snapshots (entity_id, json) VALUES (?, ?)", (entity_id, json.dumps(rows))
+            )
 
     def view_snapshot(self, entity_id: int) -> Optional[Dict[str, Any]]:
         with self._lock:
@@ -859,8 +993,7 @@ class Store:
     def result_handle_table(self, handle_id: int) -> Optional[int]:
         """The table or view whose query made this handle (a CSV download), else None."""
         with self._lock:
-            row = self._db.execute("SELECT entity_id FROM result_handles WHERE handle_id = ?",
-                                   (handle_id,)).fetchone()
+            row = self._db.execute("SELECT entity_id FROM result_handles WHERE handle_id = ?", (handle_id,)).fetchone()
         return row[0] if row else None
 
     def files_below(self, container_ids: Sequence[int]) -> List[Entity]:
@@ -874,6 +1007,7 @@ class Store:
                 " UNION SELECT e.id FROM entities e JOIN scope ON e.parent_id = scope.id WHERE e.kind = ?)"
                 f" SELECT {_ENTITY_COLUMNS} FROM {_ENTITY_FROM} WHERE e.kind = ? AND e.parent_id IN"
                 " (SELECT id FROM scope) ORDER BY e.id",
-                list(container_ids) + [EntityKind.PROJECT.value, EntityKind.FOLDER.value, EntityKind.FOLDER.value,
-                                       EntityKind.FILE.value]).fetchall()
+                list(container_ids)
+                + [EntityKind.PROJECT.value, EntityKind.FOLDER.value, EntityKind.FOLDER.value, EntityKind.FILE.value],
+            ).fetchall()
         return [_entity_from_row(row) for row in rows]

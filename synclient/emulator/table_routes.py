@@ -5,6 +5,7 @@ answers 202 with the job's AsynchronousJobStatus for ``query_pending_polls`` GET
 ``BaseControllerExceptionHandlerAdvice``'s answer to ``NotReadyException``), or the error it failed with
 (``AsynchJobUtils.throwExceptionIfFailed`` rethrows a failed job's exception: 400 for a bad query, 403, 404).
 """
+
 from __future__ import annotations
 
 import base64
@@ -13,7 +14,7 @@ import json
 from typing import Any, Dict, Optional, Tuple
 
 from . import hostile, wire
-from .routes import ApiError, Request, Response, Routes, _ID, _route
+from .routes import _ID, ApiError, Request, Response, Routes, _route
 from .sql import QueryError
 from .store import Entity, EntityKind, parse_syn_id
 from .tables import AsyncJobs, Job, QueryOutcome, column_models_of, csv_bytes, row_json, run_query
@@ -60,8 +61,16 @@ def _object(value, message: str) -> dict:
 _ModelFields = Dict[str, Any]
 #: Query.json
 _QUERY_FIELDS: _ModelFields = {
-    "sql": str, "additionalFilters": list, "selectedFacets": list, "includeEntityEtag": bool,
-    "selectFileColumn": int, "selectFileVersionColumn": int, "offset": int, "limit": int, "sort": list}
+    "sql": str,
+    "additionalFilters": list,
+    "selectedFacets": list,
+    "includeEntityEtag": bool,
+    "selectFileColumn": int,
+    "selectFileVersionColumn": int,
+    "offset": int,
+    "limit": int,
+    "sort": list,
+}
 #: every AsynchronousRequestBody (its concreteType) that implements HasEntityId.json (entityId)
 _REQUEST_FIELDS: _ModelFields = {"concreteType": str, "entityId": str}
 #: QueryBundleRequest.json
@@ -70,9 +79,19 @@ _BUNDLE_REQUEST_FIELDS: _ModelFields = dict(_REQUEST_FIELDS, query=_QUERY_FIELDS
 _NEXT_PAGE_FIELDS: _ModelFields = dict(_REQUEST_FIELDS, token=str)
 #: DownloadFromTableRequest.json (extends Query.json), its CsvTableDescriptor.json
 _DOWNLOAD_REQUEST_FIELDS: _ModelFields = dict(
-    _REQUEST_FIELDS, **_QUERY_FIELDS, writeHeader=bool, includeRowIdAndRowVersion=bool, fileName=str,
-    csvTableDescriptor={"separator": str, "quoteCharacter": str, "escapeCharacter": str, "lineEnd": str,
-                        "isFirstLineHeader": bool})
+    _REQUEST_FIELDS,
+    **_QUERY_FIELDS,
+    writeHeader=bool,
+    includeRowIdAndRowVersion=bool,
+    fileName=str,
+    csvTableDescriptor={
+        "separator": str,
+        "quoteCharacter": str,
+        "escapeCharacter": str,
+        "lineEnd": str,
+        "isFirstLineHeader": bool,
+    },
+)
 _KIND_NAMES: Dict[type, str] = {str: "a string", int: "an integer", bool: "a boolean", list: "an array"}
 
 
@@ -120,8 +139,9 @@ def _sql_of(value, where: str) -> str:
 
 
 def _start(routes: Routes, request: Request, kind: str, body: dict) -> Response:
-    job = _jobs(routes).start(kind, parse_syn_id(request.params[0]), body, request.caller.id,
-                              routes.context.knobs.query_pending_polls)
+    job = _jobs(routes).start(
+        kind, parse_syn_id(request.params[0]), body, request.caller.id, routes.context.knobs.query_pending_polls
+    )
     return Response(status=201, body={"token": job.id})
 
 
@@ -163,14 +183,15 @@ def _page_token(state: dict) -> Dict[str, Any]:
     return {"concreteType": QUERY_NEXT_PAGE_TOKEN, "token": token}
 
 
-def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict,
-                  asked: Optional[str] = None) -> Dict[str, Any]:
+def _query_result(
+    routes: Routes, entity, outcome: QueryOutcome, state: dict, asked: Optional[str] = None
+) -> Dict[str, Any]:
     """A QueryResult: one page of the rows (``state``: sql, offset, limit, includeEntityEtag) and, when the page is
     full, the token of the next page (which holds no rows when none remain, as on Synapse). Under hostile ``paging``
     for this table every page has a token: the one asked with (``asked``) again, or on the first page the honest next
     one or this page's own (hostile.py)."""
     offset, limit = state["offset"], state["limit"]
-    window = outcome.rows[offset:] if limit is None else outcome.rows[offset:offset + limit]
+    window = outcome.rows[offset:] if limit is None else outcome.rows[offset : offset + limit]
     page_rows = routes.context.knobs.query_page_rows
     page = window[:page_rows]
     row_set = {
@@ -183,8 +204,9 @@ def _query_result(routes: Routes, entity, outcome: QueryOutcome, state: dict,
     result: Dict[str, Any] = {"concreteType": QUERY_RESULT, "queryResults": row_set}
     if len(page) == page_rows:  # a full page has a next page, maybe an empty one (TableQueryManagerImpl:
         # isRowCountEqualToMaxRowsPerPage decides; the rows beyond are not counted)
-        result["nextPageToken"] = _page_token(dict(
-            state, offset=offset + page_rows, limit=None if limit is None else limit - page_rows))
+        result["nextPageToken"] = _page_token(
+            dict(state, offset=offset + page_rows, limit=None if limit is None else limit - page_rows)
+        )
     if hostile.chosen(routes.context.knobs, "paging", f"query:syn{entity.id}"):
         hostile.count("paging")
         if asked is not None:
@@ -284,8 +306,13 @@ def csv_get(routes: Routes, request: Request) -> Response:
                 raise ApiError(400, f"The emulator does not support {key} in a DownloadFromTableRequest.")
         entity, outcome = _run(routes, job, body["sql"])
         include_etag = bool(body.get("includeEntityEtag")) and entity.kind is EntityKind.ENTITYVIEW
-        data = csv_bytes(outcome, body.get("csvTableDescriptor") or {}, body.get("writeHeader", True) is not False,
-                         body.get("includeRowIdAndRowVersion", True) is not False, include_etag)
+        data = csv_bytes(
+            outcome,
+            body.get("csvTableDescriptor") or {},
+            body.get("writeHeader", True) is not False,
+            body.get("includeRowIdAndRowVersion", True) is not False,
+            include_etag,
+        )
         store = routes.store
         md5, size = store.put_bytes(data)
         with store.batch():

@@ -8,6 +8,7 @@ Views are live by default: a query sees the store as it is. With the ``view_lag`
 snapshot instead, taken when it was seeded and again by ``refresh_views`` (Synapse's views are eventually
 consistent: a view's row can say version 1 while the file is at version 2).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -26,8 +27,18 @@ from .store import DenyMode, Entity, EntityKind, Store, now_iso, parse_syn_id
 VIEW_TYPE_FILE = 1
 #: Synapse's default STRING size when a column model gives none
 DEFAULT_STRING_SIZE = 50
-COLUMN_TYPES = ("STRING", "INTEGER", "DOUBLE", "BOOLEAN", "DATE", "ENTITYID", "FILEHANDLEID", "USERID", "LARGETEXT",
-                "LINK")
+COLUMN_TYPES = (
+    "STRING",
+    "INTEGER",
+    "DOUBLE",
+    "BOOLEAN",
+    "DATE",
+    "ENTITYID",
+    "FILEHANDLEID",
+    "USERID",
+    "LARGETEXT",
+    "LINK",
+)
 _SIZED_TYPES = ("STRING", "LINK")
 _INTEGER_TYPES = ("INTEGER", "DATE", "FILEHANDLEID", "USERID")
 #: Synapse's default columns of a file view (``ObjectField``, in ``FILE_DEFAULT_COLUMNS`` order): name, type,
@@ -52,8 +63,9 @@ DEFAULT_FILE_VIEW_COLUMNS: Tuple[Tuple[str, str, Optional[int], Optional[str]], 
 DEFAULT_COLUMN_NAMES = tuple(column[0] for column in DEFAULT_FILE_VIEW_COLUMNS)
 
 
-def column_model(name: str, column_type: str, maximum_size: Optional[int] = None,
-                 facet_type: Optional[str] = None) -> Dict[str, Any]:
+def column_model(
+    name: str, column_type: str, maximum_size: Optional[int] = None, facet_type: Optional[str] = None
+) -> Dict[str, Any]:
     """A ColumnModel without its id (the store gives ids). ColumnModel has no ``concreteType``: its interface
     (lib-auto-generated .../repo/model/table/ColumnModelInterface.json) declares none."""
     if column_type not in COLUMN_TYPES:
@@ -166,12 +178,20 @@ def _file_cells(store: Store, entity: Entity, columns: Sequence[Column]) -> Tupl
     handle = store.file_handle(entity.file_handle_id) if entity.file_handle_id else None
     size = handle.size if handle is not None and handle.records_size else None
     fixed = {
-        "id": entity.id, "name": entity.name, "createdOn": epoch_ms(entity.created_on),
-        "createdBy": entity.created_by, "etag": entity.etag, "type": EntityKind.FILE.value,
+        "id": entity.id,
+        "name": entity.name,
+        "createdOn": epoch_ms(entity.created_on),
+        "createdBy": entity.created_by,
+        "etag": entity.etag,
+        "type": EntityKind.FILE.value,
         "currentVersion": entity.current_version,
-        "parentId": entity.parent_id, "benefactorId": store.benefactor_id(entity), "projectId": entity.project_id,
-        "modifiedOn": epoch_ms(entity.modified_on), "modifiedBy": entity.modified_by,
-        "dataFileHandleId": entity.file_handle_id, "dataFileSizeBytes": size,
+        "parentId": entity.parent_id,
+        "benefactorId": store.benefactor_id(entity),
+        "projectId": entity.project_id,
+        "modifiedOn": epoch_ms(entity.modified_on),
+        "modifiedBy": entity.modified_by,
+        "dataFileHandleId": entity.file_handle_id,
+        "dataFileSizeBytes": size,
         "dataFileMD5Hex": handle.md5 if handle is not None and handle.records_md5 else None,
     }
     annotations = store.annotations(entity.id)
@@ -203,16 +223,18 @@ def live_view_rows(store: Store, view_id: int) -> List[TableRow]:
 
 def refresh_view(store: Store, view_id: int) -> None:
     """Take a view's snapshot: what it answers while ``view_lag`` is on."""
-    rows = [[row.row_id, row.version, row.etag, list(row.cells), row.file_size]
-            for row in live_view_rows(store, view_id)]
+    rows = [
+        [row.row_id, row.version, row.etag, list(row.cells), row.file_size] for row in live_view_rows(store, view_id)
+    ]
     store.set_view_snapshot(view_id, {"takenOn": now_iso(), "rows": rows})
 
 
 def table_rows(store: Store, entity: Entity, lag: bool) -> Tuple[List[TableRow], str]:
     """(rows, lastUpdatedOn) of a view (live, or its snapshot when lagging) or a table."""
     if entity.kind is EntityKind.TABLE:
-        return [TableRow(row_id, version, None, tuple(cells))
-                for row_id, version, cells in store.table_rows(entity.id)], entity.modified_on
+        return [
+            TableRow(row_id, version, None, tuple(cells)) for row_id, version, cells in store.table_rows(entity.id)
+        ], entity.modified_on
     snapshot = store.view_snapshot(entity.id) if lag else None
     if snapshot is None:
         return live_view_rows(store, entity.id), now_iso()
@@ -222,8 +244,12 @@ def table_rows(store: Store, entity: Entity, lag: bool) -> Tuple[List[TableRow],
 # --- running a query ------------------------------------------------------------------------------
 #: text columns compare without case, as Synapse's MySQL tables do (their collation is case-insensitive); NOCASE
 #: folds ASCII only, where MySQL's collation also folds accents: the one difference left (docs/emulator.md)
-_AFFINITY = {"DOUBLE": "REAL", "STRING": "TEXT COLLATE NOCASE", "LARGETEXT": "TEXT COLLATE NOCASE",
-             "LINK": "TEXT COLLATE NOCASE"}
+_AFFINITY = {
+    "DOUBLE": "REAL",
+    "STRING": "TEXT COLLATE NOCASE",
+    "LARGETEXT": "TEXT COLLATE NOCASE",
+    "LINK": "TEXT COLLATE NOCASE",
+}
 
 
 @dataclass
@@ -249,33 +275,40 @@ def run_query(store: Store, entity: Entity, query_sql: str, lag: bool, facets: b
     names = [column.name for column in columns]
     query = sqlmod.parse(query_sql, names)
     if query.table_id != entity.id:
-        raise sqlmod.QueryError(f"The query's FROM syn{query.table_id} does not match the entity of the request "
-                                f"(syn{entity.id}).")
+        raise sqlmod.QueryError(
+            f"The query's FROM syn{query.table_id} does not match the entity of the request (syn{entity.id})."
+        )
     types = {column.name: column.type for column in columns}
 
     def convert(name: str, literal: object) -> object:
         try:
             return to_cell(literal, types[name])
         except (TypeError, ValueError):
-            raise sqlmod.QueryError(f"{literal!r} is not a valid value for column '{name}' "
-                                    f"of type {types[name]}.") from None
+            raise sqlmod.QueryError(
+                f"{literal!r} is not a valid value for column '{name}' of type {types[name]}."
+            ) from None
 
     statement, params, selected = sqlmod.build(query, names, convert)
     rows, last_updated_on = table_rows(store, entity, lag)
     database = sqlite3.connect(":memory:")
     try:
         definitions = ", ".join(f"c{i} {_AFFINITY.get(column.type, 'INTEGER')}" for i, column in enumerate(columns))
-        database.execute(f"CREATE TABLE {sqlmod.ROW_TABLE} (row_id INTEGER, row_version INTEGER, row_etag TEXT, "
-                         f"file_size INTEGER{', ' + definitions if definitions else ''})")
+        database.execute(
+            f"CREATE TABLE {sqlmod.ROW_TABLE} (row_id INTEGER, row_version INTEGER, row_etag TEXT, "
+            f"file_size INTEGER{', ' + definitions if definitions else ''})"
+        )
         marks = ", ".join("?" * (4 + len(columns)))
-        database.executemany(f"INSERT INTO {sqlmod.ROW_TABLE} VALUES ({marks})",
-                             [(row.row_id, row.version, row.etag, row.file_size) + tuple(row.cells) for row in rows])
+        database.executemany(
+            f"INSERT INTO {sqlmod.ROW_TABLE} VALUES ({marks})",
+            [(row.row_id, row.version, row.etag, row.file_size) + tuple(row.cells) for row in rows],
+        )
         found = database.execute(statement, params).fetchall()
         sizes = {row.row_id: row.file_size for row in rows}
         facet_cells: List[Tuple[object, ...]] = []
         if facets:  # the facet queries keep the query's FROM and WHERE only (FacetTransformerValueCounts/Range)
-            where_only = replace(query, columns=[], star=True, count=False, distinct=False, order=[], limit=None,
-                                 offset=None)
+            where_only = replace(
+                query, columns=[], star=True, count=False, distinct=False, order=[], limit=None, offset=None
+            )
             where_statement, where_params, _all = sqlmod.build(where_only, names, convert)
             facet_cells = [tuple(r[3:]) for r in database.execute(where_statement, where_params).fetchall()]
     finally:
@@ -324,8 +357,9 @@ def _value_counts(name: str, column_type: str, cells: Sequence[object]) -> Dict[
         group = cell.casefold() if isinstance(cell, str) else cell  # general_ci: values apart only in case are one
         shown.setdefault(group, cell)
         counts[group] = counts.get(group, 0) + 1
-    ranked = sorted(((shown[group], count) for group, count in counts.items()),
-                    key=lambda item: (-item[1], _order_key(item[0])))[:MAX_FACET_VALUES]
+    ranked = sorted(
+        ((shown[group], count) for group, count in counts.items()), key=lambda item: (-item[1], _order_key(item[0]))
+    )[:MAX_FACET_VALUES]
     values = []
     for cell, count in ranked:
         value = wire_value(cell, column_type)
@@ -344,8 +378,7 @@ def _range(name: str, column_type: str, cells: Sequence[object]) -> Dict[str, An
     return result
 
 
-def facet_results(store: Store, columns: Sequence[Column],
-                  cells: Sequence[Tuple[object, ...]]) -> List[Dict[str, Any]]:
+def facet_results(store: Store, columns: Sequence[Column], cells: Sequence[Tuple[object, ...]]) -> List[Dict[str, Any]]:
     """The FacetColumnResults of the faceted columns among ``columns`` over rows of ``cells`` (every column's)."""
     results = []
     for index, column in enumerate(columns):
@@ -370,8 +403,9 @@ def row_json(row, column_types: Sequence[str], include_etag: bool) -> Dict[str, 
     return body
 
 
-def csv_bytes(outcome: QueryOutcome, descriptor: Dict[str, Any], write_header: bool, row_id_and_version: bool,
-              include_etag: bool) -> bytes:
+def csv_bytes(
+    outcome: QueryOutcome, descriptor: Dict[str, Any], write_header: bool, row_id_and_version: bool, include_etag: bool
+) -> bytes:
     """The CSV Synapse writes for a DownloadFromTableRequest: every field quoted (opencsv's default), nulls as empty
     fields, ROW_ID, ROW_VERSION (and ROW_ETAG for a view with includeEntityEtag) first unless aggregate."""
     separator = str(descriptor.get("separator") or ",")
@@ -403,7 +437,7 @@ def csv_bytes(outcome: QueryOutcome, descriptor: Dict[str, Any], write_header: b
 @dataclass
 class Job:
     id: str
-    kind: str            # "query", "nextPage" or "csv": the route family that may fetch it
+    kind: str  # "query", "nextPage" or "csv": the route family that may fetch it
     entity_id: int
     request: Dict[str, Any]
     started_on: str

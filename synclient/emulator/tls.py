@@ -6,6 +6,7 @@ line). Accepted sockets are wrapped here but shake hands in their handler's thre
 or hostile client never holds up the accept loop; each handshake is counted, per listener, with whether the client
 resumed an earlier TLS session.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,7 @@ class EmulatorTls:
         try:
             import trustme
         except ImportError:  # pragma: no cover - the test extra has it
-            raise RuntimeError("TLS needs the 'trustme' package: pip install 'synclient[test]' (or trustme)") \
-                from None
+            raise RuntimeError("TLS needs the 'trustme' package: pip install 'synclient[test]' (or trustme)") from None
         self._ca = trustme.CA(organization_name="synclient emulator")
         names = sorted({host, "localhost", "127.0.0.1"})
         self._certificate = self._ca.issue_cert(*names)

@@ -1,4 +1,5 @@
 """Store rows -> the JSON shapes the Synapse REST API documents (EntityHeader, FileEntity, ...)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -80,12 +81,14 @@ def entity_json(store: Store, entity: Entity, version: Optional[Version] = None)
         version = version or store.version(entity.id, entity.current_version)
         assert version is not None  # a file always has its current version
         latest = version.version_number == entity.current_version
-        body.update({
-            "versionNumber": version.version_number,
-            "versionLabel": str(version.version_number),
-            "isLatestVersion": latest,
-            "dataFileHandleId": str(version.file_handle_id),
-        })
+        body.update(
+            {
+                "versionNumber": version.version_number,
+                "versionLabel": str(version.version_number),
+                "isLatestVersion": latest,
+                "dataFileHandleId": str(version.file_handle_id),
+            }
+        )
         if not latest:
             body["etag"] = ZERO_ETAG
             body["modifiedOn"] = version.modified_on
@@ -97,7 +100,7 @@ def entity_json(store: Store, entity: Entity, version: Optional[Version] = None)
         if entity.link_target_version is not None:
             links_to["targetVersionNumber"] = entity.link_target_version
         body["linksTo"] = links_to
-        body["linksToClassName"] = (target.kind.concrete_type if target else EntityKind.FILE.concrete_type)
+        body["linksToClassName"] = target.kind.concrete_type if target else EntityKind.FILE.concrete_type
     elif entity.kind.is_item_list:
         body.update(_item_list_fields(store, entity))
     elif entity.kind.is_queryable:
@@ -118,8 +121,9 @@ def _table_version_fields(entity: Entity) -> Dict[str, Any]:
 def _queryable_fields(store: Store, entity: Entity) -> Dict[str, Any]:
     """An EntityView's (``scopeIds`` as numeric strings, ``viewTypeMask``) or a TableEntity's own fields."""
     column_ids, scope_ids, view_type_mask = store.table_schema(entity.id)
-    fields: Dict[str, Any] = dict(_table_version_fields(entity), columnIds=[str(c) for c in column_ids],
-                                     isSearchEnabled=False)
+    fields: Dict[str, Any] = dict(
+        _table_version_fields(entity), columnIds=[str(c) for c in column_ids], isSearchEnabled=False
+    )
     if entity.kind is EntityKind.ENTITYVIEW:
         fields["scopeIds"] = [str(s) for s in scope_ids or []]
         fields["viewTypeMask"] = view_type_mask
@@ -131,8 +135,11 @@ def _item_list_fields(store: Store, entity: Entity) -> Dict[str, Any]:
     emulator's datasets have an empty schema, which Synapse allows (``GET /entity/{id}/column`` lists none)."""
     items = store.items(entity.id)
     fields: Dict[str, Any] = dict(
-        _table_version_fields(entity), columnIds=[], isSearchEnabled=False,
-        items=[{"entityId": syn(item.entity_id), "versionNumber": item.version_number} for item in items])
+        _table_version_fields(entity),
+        columnIds=[],
+        isSearchEnabled=False,
+        items=[{"entityId": syn(item.entity_id), "versionNumber": item.version_number} for item in items],
+    )
     if entity.kind is EntityKind.DATASET:
         fields.update(_dataset_summary(store, items))
     return fields
@@ -300,8 +307,9 @@ def path_json(store: Store, entity: Entity) -> Dict[str, Any]:
     return {"path": headers}
 
 
-def version_info(entity_ref: str, entity: Entity, version: Optional[Version],
-                 handle: Optional[FileHandle]) -> Dict[str, Any]:
+def version_info(
+    entity_ref: str, entity: Entity, version: Optional[Version], handle: Optional[FileHandle]
+) -> Dict[str, Any]:
     """A VersionInfo: of a file version, or (``version`` None) of the one revision every other entity has. ``id`` is
     the id as the caller wrote it; contentMd5/contentSize only when there are some: Synapse leaves null fields out
     (NodeDAOImpl.getVersionsOfEntity)."""

@@ -10,6 +10,7 @@ synapseclient 4.14 reads it (``get_config_authentication``): profile "default" t
 ``synapse config`` writes) and, when the file has none, ``[authentication]`` (older files); profile NAME takes
 ``[profile NAME]``; ``[endpoints] repoEndpoint/fileHandleEndpoint/authEndpoint``.
 """
+
 from __future__ import annotations
 
 import configparser
@@ -46,22 +47,24 @@ class Endpoints:
         for url in (self.repo, self.file, self.auth):
             if has_userinfo(url):
                 register_url_credentials(url)  # never shown, whatever prints the URL's parts
-                raise ConfigError(f"the endpoint {redact_url(url)} has a user name or password in it (not shown): "
-                                  f"the platform is reached with the access token alone; remove the "
-                                  f"'user:password@' part")
+                raise ConfigError(
+                    f"the endpoint {redact_url(url)} has a user name or password in it (not shown): "
+                    f"the platform is reached with the access token alone; remove the "
+                    f"'user:password@' part"
+                )
 
     def __repr__(self) -> str:
         return redact(f"Endpoints(repo={self.repo!r}, file={self.file!r}, auth={self.auth!r})")
 
     @classmethod
-    def from_root(cls, root: str) -> "Endpoints":
+    def from_root(cls, root: str) -> Endpoints:
         root = root.rstrip("/")
         if not root.startswith(("http://", "https://")):
             raise ConfigError(f"endpoint must be an http(s) URL, got {redact(repr(root))}")
         return cls(repo=root + "/repo/v1", file=root + "/file/v1", auth=root + "/auth/v1")
 
     @classmethod
-    def production(cls) -> "Endpoints":
+    def production(cls) -> Endpoints:
         return cls(repo=PRODUCTION_REPO, file=PRODUCTION_FILE, auth=PRODUCTION_AUTH)
 
 
@@ -91,15 +94,17 @@ def _profile_section(parser: configparser.ConfigParser, profile: Optional[str]) 
     when the file has that section (even without a token in it: synapseclient then looks no further in the file),
     else ``[authentication]``."""
     if profile in (None, DEFAULT_PROFILE):
-        return DEFAULT_PROFILE if parser.has_section(DEFAULT_PROFILE) and parser.items(DEFAULT_PROFILE) \
+        return (
+            DEFAULT_PROFILE
+            if parser.has_section(DEFAULT_PROFILE) and parser.items(DEFAULT_PROFILE)
             else LEGACY_DEFAULT_SECTION
+        )
     return f"profile {profile}"
 
 
 def resolve_profile(profile: Optional[str] = None) -> str:
     """The profile name: argument > ``SYNCLIENT_PROFILE`` > ``SYNAPSE_PROFILE`` (synapseclient's) > "default"."""
-    return (profile or os.environ.get("SYNCLIENT_PROFILE") or os.environ.get("SYNAPSE_PROFILE")
-            or DEFAULT_PROFILE)
+    return profile or os.environ.get("SYNCLIENT_PROFILE") or os.environ.get("SYNAPSE_PROFILE") or DEFAULT_PROFILE
 
 
 class TokenSource(enum.Enum):
@@ -134,8 +139,10 @@ def find_token(token: Optional[str] = None, *, profile: Optional[str] = None) ->
     a typo must not silently fall back to another identity.
     """
     found = _checked(token, TokenSource.ARGUMENT)
-    for variable, source in (("SYNCLIENT_AUTH_TOKEN", TokenSource.SYNCLIENT_ENV),
-                             ("SYNAPSE_AUTH_TOKEN", TokenSource.SYNAPSE_ENV)):
+    for variable, source in (
+        ("SYNCLIENT_AUTH_TOKEN", TokenSource.SYNCLIENT_ENV),
+        ("SYNAPSE_AUTH_TOKEN", TokenSource.SYNAPSE_ENV),
+    ):
         found = found or _checked(os.environ.get(variable), source)
     if found:
         return found
@@ -143,14 +150,19 @@ def find_token(token: Optional[str] = None, *, profile: Optional[str] = None) ->
     path = config_path()
     parser = read_config_file(path)
     section = _profile_section(parser, name)
-    found = (_checked(parser.get(section, "authtoken"), TokenSource.CONFIG_FILE, f"{path} [{section}]")
-             if parser.has_option(section, "authtoken") else None)
+    found = (
+        _checked(parser.get(section, "authtoken"), TokenSource.CONFIG_FILE, f"{path} [{section}]")
+        if parser.has_option(section, "authtoken")
+        else None
+    )
     found = found or _checked(keyring_token(name), TokenSource.KEYRING, f"profile {name!r}")
     if found:
         return found
     if name != DEFAULT_PROFILE and not parser.has_section(section):
-        raise ConfigError(f"unknown profile {name!r}: no [{section}] section in {path} and no token stored "
-                          f"for it by 'synclient login --profile {name}'")
+        raise ConfigError(
+            f"unknown profile {name!r}: no [{section}] section in {path} and no token stored "
+            f"for it by 'synclient login --profile {name}'"
+        )
     return None
 
 
@@ -167,8 +179,10 @@ def clean_token(raw: str, *, where: str) -> str:
     register_secret(raw)  # the token synclient holds: from now on redacted wherever it would show
     bad = next((index for index, char in enumerate(token) if not "\x21" <= char <= "\x7e"), None)
     if bad is not None:
-        raise ConfigError(f"the access token from {where} has a space, control or non-ASCII character inside it "
-                          f"(character {bad + 1} of {len(token)}; the token is not shown): copy it again, exactly")
+        raise ConfigError(
+            f"the access token from {where} has a space, control or non-ASCII character inside it "
+            f"(character {bad + 1} of {len(token)}; the token is not shown): copy it again, exactly"
+        )
     return token
 
 
@@ -179,6 +193,7 @@ def resolve_token(token: Optional[str] = None, *, profile: Optional[str] = None)
 
 
 # -- keyring: where 'synclient login' keeps the token ---------------------------------------------------------
+
 
 def _usable_keyring() -> KeyringBackend:
     """The active keyring backend, or raise :class:`KeyringUnavailableError` when it cannot store anything."""
@@ -213,6 +228,7 @@ def keyring_token(profile: str = DEFAULT_PROFILE) -> Optional[str]:
     """The token stored by ``synclient login``, or None when keyring has none or no usable backend."""
     try:
         from keyring.errors import KeyringError
+
         backend = _usable_keyring()
         return backend.get_password(KEYRING_SERVICE, profile)
     except (KeyringUnavailableError, KeyringError, RuntimeError):
@@ -262,8 +278,13 @@ def endpoint_source(endpoint: Optional[str] = None) -> str:
     return "the default (Synapse production)"
 
 
-def resolve_endpoints(endpoint: Optional[str] = None, *, repo_endpoint: Optional[str] = None,
-                      file_endpoint: Optional[str] = None, auth_endpoint: Optional[str] = None) -> Endpoints:
+def resolve_endpoints(
+    endpoint: Optional[str] = None,
+    *,
+    repo_endpoint: Optional[str] = None,
+    file_endpoint: Optional[str] = None,
+    auth_endpoint: Optional[str] = None,
+) -> Endpoints:
     """Endpoints from explicit arguments, else the environment, else the config file, else production."""
     if endpoint:
         base = Endpoints.from_root(endpoint)
@@ -276,7 +297,13 @@ def resolve_endpoints(endpoint: Optional[str] = None, *, repo_endpoint: Optional
         def get(key: str, default: str) -> str:
             return parser.get("endpoints", key).rstrip("/") if parser.has_option("endpoints", key) else default
 
-        base = Endpoints(repo=get("repoendpoint", production.repo), file=get("filehandleendpoint", production.file),
-                         auth=get("authendpoint", production.auth))
-    return Endpoints(repo=(repo_endpoint or base.repo).rstrip("/"), file=(file_endpoint or base.file).rstrip("/"),
-                     auth=(auth_endpoint or base.auth).rstrip("/"))
+        base = Endpoints(
+            repo=get("repoendpoint", production.repo),
+            file=get("filehandleendpoint", production.file),
+            auth=get("authendpoint", production.auth),
+        )
+    return Endpoints(
+        repo=(repo_endpoint or base.repo).rstrip("/"),
+        file=(file_endpoint or base.file).rstrip("/"),
+        auth=(auth_endpoint or base.auth).rstrip("/"),
+    )

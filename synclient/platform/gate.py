@@ -34,6 +34,7 @@ increases need only time without refusals, so no state is absorbing (a property 
 and checks the way back to full speed). The lock is held for bookkeeping only,
 never across network I/O.
 """
+
 from __future__ import annotations
 
 import collections
@@ -87,22 +88,29 @@ class Throttle:
     """What one 429 answer said: which limit, and its size when the server stated it."""
 
     kind: ThrottleKind
-    allowed: Optional[int] = None           # the limit's size, when stated
+    allowed: Optional[int] = None  # the limit's size, when stated
     window_seconds: Optional[float] = None  # FREQUENCY: the window's length, when stated
-    retry_after: Optional[float] = None     # the Retry-After header, seconds
+    retry_after: Optional[float] = None  # the Retry-After header, seconds
 
     @classmethod
-    def from_reason(cls, reason: Optional[str], *, retry_after: Optional[float] = None) -> "Throttle":
+    def from_reason(cls, reason: Optional[str], *, retry_after: Optional[float] = None) -> Throttle:
         text = reason or ""
         frequency = _FREQUENCY_TEXT.search(text)
         if frequency:
-            return cls(ThrottleKind.FREQUENCY, allowed=int(frequency.group(1)),
-                       window_seconds=float(frequency.group(2)), retry_after=retry_after)
+            return cls(
+                ThrottleKind.FREQUENCY,
+                allowed=int(frequency.group(1)),
+                window_seconds=float(frequency.group(2)),
+                retry_after=retry_after,
+            )
         if "frequent" in text.lower():
             return cls(ThrottleKind.FREQUENCY, retry_after=retry_after)
         concurrency = _CONCURRENCY_TEXT.search(text)
-        return cls(ThrottleKind.CONCURRENCY, allowed=int(concurrency.group(1)) if concurrency else None,
-                   retry_after=retry_after)
+        return cls(
+            ThrottleKind.CONCURRENCY,
+            allowed=int(concurrency.group(1)) if concurrency else None,
+            retry_after=retry_after,
+        )
 
 
 @dataclass(frozen=True)
@@ -116,31 +124,32 @@ class Ticket:
 class ThrottlePolicy:
     """The gate's decisions, without threads: when may the next request start, and what an answer teaches."""
 
-    def __init__(self, *, initial_limit: int = 3, max_limit: int = 32, min_limit: int = 1,
-                 growth_successes: int = 50) -> None:
+    def __init__(
+        self, *, initial_limit: int = 3, max_limit: int = 32, min_limit: int = 1, growth_successes: int = 50
+    ) -> None:
         if not 1 <= min_limit <= initial_limit <= max_limit:
             raise ValueError("gate limits must satisfy 1 <= min <= initial <= max")
         # concurrency
         self.limit = initial_limit
-        self.thread_cap = max_limit                # the caller's threads: never more in flight than these
+        self.thread_cap = max_limit  # the caller's threads: never more in flight than these
         self.stated_concurrency: Optional[int] = None  # the server's stated limit, once a refusal said it
         self._min_limit = min_limit
         self._growth_successes = growth_successes
         self._slow_start = True
         self._successes = 0
         self._concurrency_cut_at = -math.inf
-        self._refused_at = math.inf                # in flight at the last refusal that cut the limit
+        self._refused_at = math.inf  # in flight at the last refusal that cut the limit
         self.in_flight = 0
         # frequency
         self.window_seconds = DEFAULT_WINDOW_SECONDS
-        self.budget: Optional[int] = None       # starts allowed per window, once a refusal taught the window
+        self.budget: Optional[int] = None  # starts allowed per window, once a refusal taught the window
         self.budget_ceiling: Optional[int] = None  # a stated size, less the reserve
         # admitted starts within the counted window (the newest, when there are more)
         self._starts: Deque[float] = collections.deque(maxlen=MAX_RECORDED_STARTS)
         self._budget_changed_at = -math.inf
-        self._budget_bound = False               # a start had to wait for the budget since the last change
-        self._budget_measured = False            # the budget is what the last refusal measured
-        self._shared_noted = False               # "another client shares the window" was said once
+        self._budget_bound = False  # a start had to wait for the budget since the last change
+        self._budget_measured = False  # the budget is what the last refusal measured
+        self._shared_noted = False  # "another client shares the window" was said once
         self._cool_until = -math.inf
         self.throttled = 0  # 429s answered, all kinds
 
@@ -252,19 +261,33 @@ class ThrottlePolicy:
         admitted = max(1, len(self._starts) - self.in_flight)
         if throttle.allowed and self.budget_ceiling != with_reserve(throttle.allowed):
             self.budget = self.budget_ceiling = with_reserve(throttle.allowed)
-            log.info("the platform allows %d requests every %.0f s: pacing REST calls at %d per %.1f s",
-                     throttle.allowed, self.window_seconds, self.budget, self.counted_window)
+            log.info(
+                "the platform allows %d requests every %.0f s: pacing REST calls at %d per %.1f s",
+                throttle.allowed,
+                self.window_seconds,
+                self.budget,
+                self.counted_window,
+            )
         elif self.budget is None:
             self.budget = with_reserve(admitted)
-            log.info("the platform refused a request after %d in %.0f s: pacing REST calls at %d per %.1f s",
-                     admitted, self.window_seconds, self.budget, self.counted_window)
+            log.info(
+                "the platform refused a request after %d in %.0f s: pacing REST calls at %d per %.1f s",
+                admitted,
+                self.window_seconds,
+                self.budget,
+                self.counted_window,
+            )
         else:
             # refused within our budget: another process of this user shares the window; take what it left us
             self.budget = max(1, min(self.budget - 1, with_reserve(admitted)))
             # said once (the CLI shows it as a note), then only in the debug log: sharing goes on for a while
-            log.log(logging.DEBUG if self._shared_noted else logging.INFO,
-                    "refused within the request budget: another client of this user shares the window; pacing "
-                    "REST calls at %d per %.1f s for now", self.budget, self.counted_window)
+            log.log(
+                logging.DEBUG if self._shared_noted else logging.INFO,
+                "refused within the request budget: another client of this user shares the window; pacing "
+                "REST calls at %d per %.1f s for now",
+                self.budget,
+                self.counted_window,
+            )
             self._shared_noted = True
         self._budget_changed_at = now
         self._budget_bound = False
@@ -305,10 +328,18 @@ class RestAdmission(Protocol):
 class AdaptiveGate:
     """The thread-safe gate: ``ticket = gate.acquire(cancel=event)`` ... ``gate.release(ticket, throttle)``."""
 
-    def __init__(self, *, initial_limit: int = 3, max_limit: int = 32, min_limit: int = 1,
-                 growth_successes: int = 50, clock: Callable[[], float] = time.monotonic) -> None:
-        self._policy = ThrottlePolicy(initial_limit=initial_limit, max_limit=max_limit, min_limit=min_limit,
-                                      growth_successes=growth_successes)
+    def __init__(
+        self,
+        *,
+        initial_limit: int = 3,
+        max_limit: int = 32,
+        min_limit: int = 1,
+        growth_successes: int = 50,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._policy = ThrottlePolicy(
+            initial_limit=initial_limit, max_limit=max_limit, min_limit=min_limit, growth_successes=growth_successes
+        )
         self._cond = threading.Condition(threading.Lock())
         self._clock = clock
 
@@ -351,7 +382,7 @@ class AdaptiveGate:
             self._cond.notify_all()
 
 
-_shared_gates: "weakref.WeakValueDictionary[Tuple[str, str], AdaptiveGate]" = weakref.WeakValueDictionary()
+_shared_gates: weakref.WeakValueDictionary[Tuple[str, str], AdaptiveGate] = weakref.WeakValueDictionary()
 _shared_lock = threading.Lock()
 
 

@@ -8,6 +8,7 @@ An answer that breaks one, or lacks a field the API documents as always present,
 further in); :class:`~synclient.platform.rest.Platform` adds which call and endpoint gave it, and the call's entity
 fails alone. :class:`PageTrail` ends a paged listing whose server repeats a page token or sends empty pages that go on.
 """
+
 from __future__ import annotations
 
 import enum
@@ -38,7 +39,7 @@ def parse_entity_id(text: str) -> Tuple[str, Optional[int]]:
 
 
 #: the largest size or id on the wire (Synapse's are Java longs)
-WIRE_MAX = 2 ** 63 - 1
+WIRE_MAX = 2**63 - 1
 _WIRE_DIGITS = re.compile(r"[0-9]{1,19}")
 _WIRE_ENTITY_ID = re.compile(r"(?i:syn)([0-9]{1,19})")
 _WIRE_MD5 = re.compile(r"[0-9a-fA-F]{32}")
@@ -152,7 +153,7 @@ class EntityType(enum.Enum):
     OTHER = ""
 
     @classmethod
-    def from_wire(cls, concrete_type: Optional[str]) -> "EntityType":
+    def from_wire(cls, concrete_type: Optional[str]) -> EntityType:
         for member in cls:
             if member.value and member.value == concrete_type:
                 return member
@@ -161,8 +162,12 @@ class EntityType(enum.Enum):
     @property
     def children_filter(self) -> str:
         """The name used in ``includeTypes`` of a children request."""
-        return {EntityType.FOLDER: "folder", EntityType.FILE: "file", EntityType.LINK: "link",
-                EntityType.PROJECT: "project"}.get(self, "")
+        return {
+            EntityType.FOLDER: "folder",
+            EntityType.FILE: "file",
+            EntityType.LINK: "link",
+            EntityType.PROJECT: "project",
+        }.get(self, "")
 
     @property
     def is_container(self) -> bool:
@@ -176,8 +181,11 @@ class EntityType(enum.Enum):
     @property
     def label(self) -> str:
         """How messages name the kind: "folder", "dataset collection", "other entity"."""
-        return {EntityType.DATASET_COLLECTION: "dataset collection", EntityType.ENTITY_VIEW: "file view",
-                EntityType.OTHER: "other entity"}.get(self, self.name.lower())
+        return {
+            EntityType.DATASET_COLLECTION: "dataset collection",
+            EntityType.ENTITY_VIEW: "file view",
+            EntityType.OTHER: "other entity",
+        }.get(self, self.name.lower())
 
     @property
     def is_queryable(self) -> bool:
@@ -196,12 +204,15 @@ class EntityHeader:
     modified_on: Optional[str] = None
 
     @classmethod
-    def from_wire(cls, obj: Mapping[str, Any]) -> "EntityHeader":
+    def from_wire(cls, obj: Mapping[str, Any]) -> EntityHeader:
         what = "entity header"
-        return cls(id=wire_entity_id(_required(obj, "id", what), "id", what), name=_string(obj, "name", what),
-                   type=EntityType.from_wire(_optional_string(obj, "type", what)),
-                   version_number=_optional_version(obj, "versionNumber", what),
-                   modified_on=_optional_string(obj, "modifiedOn", what))
+        return cls(
+            id=wire_entity_id(_required(obj, "id", what), "id", what),
+            name=_string(obj, "name", what),
+            type=EntityType.from_wire(_optional_string(obj, "type", what)),
+            version_number=_optional_version(obj, "versionNumber", what),
+            modified_on=_optional_string(obj, "modifiedOn", what),
+        )
 
 
 @dataclass(frozen=True)
@@ -210,7 +221,7 @@ class ChildrenPage:
     next_page_token: Optional[str]
 
     @classmethod
-    def from_wire(cls, obj: Mapping[str, Any]) -> "ChildrenPage":
+    def from_wire(cls, obj: Mapping[str, Any]) -> ChildrenPage:
         rows = wire_object(obj, "a children page").get("page") or []
         if not isinstance(rows, list):
             raise MalformedAnswerError("the 'page' of a children page is not a list")
@@ -247,15 +258,19 @@ class FileHandle:
         return str(url) if url and self.concrete_type == EXTERNAL_FILE_HANDLE else None
 
     @classmethod
-    def from_wire(cls, obj: Mapping[str, Any]) -> "FileHandle":
+    def from_wire(cls, obj: Mapping[str, Any]) -> FileHandle:
         what = "file handle"
         handle_id = wire_handle_id(_required(obj, "id", what), "id", what)
         _optional_string(obj, "externalURL", what)
-        return cls(id=handle_id, content_size=_optional_int(obj, "contentSize", what),
-                   content_md5=wire_md5(obj.get("contentMd5"), "contentMd5", what),
-                   file_name=_optional_string(obj, "fileName", what),
-                   content_type=_optional_string(obj, "contentType", what),
-                   concrete_type=_optional_string(obj, "concreteType", what), raw=dict(obj))
+        return cls(
+            id=handle_id,
+            content_size=_optional_int(obj, "contentSize", what),
+            content_md5=wire_md5(obj.get("contentMd5"), "contentMd5", what),
+            file_name=_optional_string(obj, "fileName", what),
+            content_type=_optional_string(obj, "contentType", what),
+            concrete_type=_optional_string(obj, "concreteType", what),
+            raw=dict(obj),
+        )
 
 
 @dataclass(frozen=True)
@@ -275,21 +290,24 @@ class Entity:
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_wire(cls, obj: Mapping[str, Any]) -> "Entity":
+    def from_wire(cls, obj: Mapping[str, Any]) -> Entity:
         what = "entity"
         entity_id = wire_entity_id(_required(obj, "id", what), "id", what)
         links = "the linksTo of an entity"
         target = wire_object(wire_object(obj, what).get("linksTo") or {}, links)
         handle = obj.get("dataFileHandleId")
-        return cls(id=entity_id, name=_string(obj, "name", what),
-                   type=EntityType.from_wire(_optional_string(obj, "concreteType", what)),
-                   parent_id=_optional_entity_id(obj, "parentId", what),
-                   version_number=_optional_version(obj, "versionNumber", what),
-                   data_file_handle_id=(wire_handle_id(handle, "dataFileHandleId", what)
-                                        if handle is not None else None),
-                   link_target_id=_optional_entity_id(target, "targetId", links),
-                   link_target_version=_optional_version(target, "targetVersionNumber", links),
-                   items=_entity_refs(obj.get("items"), "the items of an entity"), raw=dict(obj))
+        return cls(
+            id=entity_id,
+            name=_string(obj, "name", what),
+            type=EntityType.from_wire(_optional_string(obj, "concreteType", what)),
+            parent_id=_optional_entity_id(obj, "parentId", what),
+            version_number=_optional_version(obj, "versionNumber", what),
+            data_file_handle_id=(wire_handle_id(handle, "dataFileHandleId", what) if handle is not None else None),
+            link_target_id=_optional_entity_id(target, "targetId", links),
+            link_target_version=_optional_version(target, "targetVersionNumber", links),
+            items=_entity_refs(obj.get("items"), "the items of an entity"),
+            raw=dict(obj),
+        )
 
 
 def _entity_refs(rows: Any, what: str) -> Tuple[Tuple[str, Optional[int]], ...]:
@@ -299,8 +317,13 @@ def _entity_refs(rows: Any, what: str) -> Tuple[Tuple[str, Optional[int]], ...]:
     if not isinstance(rows, list):
         raise MalformedAnswerError(f"{what} is not a list")
     item = "an item (EntityRef)"
-    return tuple((wire_entity_id(_required(row, "entityId", item), "entityId", item),
-                  _optional_version(row, "versionNumber", item)) for row in rows)
+    return tuple(
+        (
+            wire_entity_id(_required(row, "entityId", item), "entityId", item),
+            _optional_version(row, "versionNumber", item),
+        )
+        for row in rows
+    )
 
 
 @dataclass(frozen=True)
@@ -312,7 +335,7 @@ class FileBundle:
     annotations: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_wire(cls, obj: Mapping[str, Any]) -> "FileBundle":
+    def from_wire(cls, obj: Mapping[str, Any]) -> FileBundle:
         entity = Entity.from_wire(_required(obj, "entity", "bundle"))
         rows = obj.get("fileHandles") or []
         if not isinstance(rows, list):
@@ -350,7 +373,7 @@ class PresignedUrlAnswer:
     malformed: Optional[str] = None  # why the row's other fields were refused at the wire boundary
 
     @classmethod
-    def batch_from_wire(cls, obj: Mapping[str, Any]) -> Dict[str, "PresignedUrlAnswer"]:
+    def batch_from_wire(cls, obj: Mapping[str, Any]) -> Dict[str, PresignedUrlAnswer]:
         """The rows of a ``BatchFileResult``, keyed by file handle id."""
         rows = wire_object(obj, "a file handle batch answer").get("requestedFiles") or []
         if not isinstance(rows, list):
@@ -359,14 +382,17 @@ class PresignedUrlAnswer:
         return {answer.file_handle_id: answer for answer in answers}
 
     @classmethod
-    def _row(cls, row: Any) -> "PresignedUrlAnswer":
+    def _row(cls, row: Any) -> PresignedUrlAnswer:
         """One row; a row that names its handle but garbles the rest is that handle's failure alone (a row that
         names no handle cannot be told apart: the batch fails)."""
         what = "a file handle batch row"
         handle_id = wire_handle_id(_required(row, "fileHandleId", what), "fileHandleId", what)
         try:
-            return cls(file_handle_id=handle_id, url=_optional_string(row, "preSignedURL", what),
-                       failure_code=_optional_string(row, "failureCode", what))
+            return cls(
+                file_handle_id=handle_id,
+                url=_optional_string(row, "preSignedURL", what),
+                failure_code=_optional_string(row, "failureCode", what),
+            )
         except MalformedAnswerError as exc:
             return cls(file_handle_id=handle_id, malformed=str(exc))
 
@@ -393,11 +419,15 @@ class PageTrail:
             return None
         key = json.dumps(token, sort_keys=True, default=str)
         if key in self._seen:
-            raise MalformedAnswerError(f"{self.what}: malformed answer: page {self.pages} repeats the next page "
-                                       f"token of an earlier page ({_shown(token)}): it would never end").spent()
+            raise MalformedAnswerError(
+                f"{self.what}: malformed answer: page {self.pages} repeats the next page "
+                f"token of an earlier page ({_shown(token)}): it would never end"
+            ).spent()
         if rows == 0:
-            raise MalformedAnswerError(f"{self.what}: malformed answer: page {self.pages} has no rows yet names a "
-                                       "next page: it makes no progress").spent()
+            raise MalformedAnswerError(
+                f"{self.what}: malformed answer: page {self.pages} has no rows yet names a "
+                "next page: it makes no progress"
+            ).spent()
         self._seen.add(key)
         return token
 
@@ -428,12 +458,12 @@ class QueryPage:
     column_types: Tuple[Optional[str], ...] = ()  # each column's columnType (STRING, INTEGER, STRING_LIST, ...)
 
     @classmethod
-    def from_bundle(cls, obj: Mapping[str, Any]) -> "QueryPage":
+    def from_bundle(cls, obj: Mapping[str, Any]) -> QueryPage:
         """The first page, from a QueryResultBundle."""
         return cls.from_result(_required(obj, "queryResult", "query result bundle"))
 
     @classmethod
-    def from_result(cls, obj: Mapping[str, Any]) -> "QueryPage":
+    def from_result(cls, obj: Mapping[str, Any]) -> QueryPage:
         """A page, from a QueryResult (the first page's is inside the bundle; later pages come bare)."""
         row_set = wire_object(_required(obj, "queryResults", "query result"), "a row set")
         headers = row_set.get("headers") or []
@@ -445,12 +475,22 @@ class QueryPage:
         for row in rows:
             values = wire_object(row, "a row").get("values") or []
             if not isinstance(values, list) or len(values) != len(columns):
-                raise MalformedAnswerError(f"a row has {len(values) if isinstance(values, list) else 'no'} values "
-                                           f"for {len(columns)} columns")
-            parsed.append(QueryRow(_optional_int(row, "rowId", "row"), _optional_int(row, "versionNumber", "row"),
-                                   tuple(None if value is None else str(value) for value in values)))
+                raise MalformedAnswerError(
+                    f"a row has {len(values) if isinstance(values, list) else 'no'} values for {len(columns)} columns"
+                )
+            parsed.append(
+                QueryRow(
+                    _optional_int(row, "rowId", "row"),
+                    _optional_int(row, "versionNumber", "row"),
+                    tuple(None if value is None else str(value) for value in values),
+                )
+            )
         token = obj.get("nextPageToken")
         if token is not None and not isinstance(token, Mapping):
             raise MalformedAnswerError("the nextPageToken of a query result is not an object")
-        return cls(columns, tuple(parsed), dict(token) if token else None,
-                   tuple(_optional_string(header, "columnType", "select column") for header in headers))
+        return cls(
+            columns,
+            tuple(parsed),
+            dict(token) if token else None,
+            tuple(_optional_string(header, "columnType", "select column") for header in headers),
+        )

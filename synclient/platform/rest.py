@@ -13,6 +13,7 @@ An endpoint that has never given a well-formed answer gets a few short, logged t
 :class:`~synclient.errors.EndpointError` names it (a wrong endpoint fails in seconds, not minutes); a cancelled run
 stops calls that wait to retry (:attr:`Platform.cancel_event`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,14 +33,39 @@ import tenacity
 from requests.adapters import HTTPAdapter
 
 from synclient._version import __version__
+from synclient.errors import (
+    AccessDeniedError,
+    AuthenticationError,
+    BadRequestError,
+    CallCancelledError,
+    ConfigError,
+    EndpointError,
+    MalformedAnswerError,
+    NotFoundError,
+    PermanentServerError,
+    PlatformError,
+    ServerError,
+    SynclientError,
+    ThrottledError,
+    exception_chain,
+)
 from synclient.platform.credentials import Endpoints, clean_token, resolve_endpoints, resolve_token
-from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError, ConfigError,
-                              EndpointError, MalformedAnswerError, NotFoundError, PermanentServerError,
-                              PlatformError, ServerError, SynclientError, ThrottledError, exception_chain)
 from synclient.platform.gate import AdaptiveGate, RestAdmission, Throttle, ThrottleKind, shared_gate
-from synclient.platform.models import (QUERY_BUNDLE_REQUEST, QUERY_RESULTS_PART, ChildrenPage, Entity, EntityHeader,
-                              EntityType, FileBundle, FileHandleRequest, PageTrail, PresignedUrlAnswer, QueryPage,
-                              user_profile_from_wire, wire_object)
+from synclient.platform.models import (
+    QUERY_BUNDLE_REQUEST,
+    QUERY_RESULTS_PART,
+    ChildrenPage,
+    Entity,
+    EntityHeader,
+    EntityType,
+    FileBundle,
+    FileHandleRequest,
+    PageTrail,
+    PresignedUrlAnswer,
+    QueryPage,
+    user_profile_from_wire,
+    wire_object,
+)
 from synclient.platform.tls import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
 from synclient.redaction import install_redaction, redact_url
 
@@ -64,7 +90,7 @@ T = TypeVar("T")
 class CallStats:
     """Counters of control-plane traffic, for the run report."""
 
-    calls: int = 0        # HTTP attempts sent, retries included
+    calls: int = 0  # HTTP attempts sent, retries included
     retries: int = 0
     throttled: int = 0
     by_route: Dict[str, int] = field(default_factory=dict)
@@ -86,8 +112,14 @@ class _RetryableFailure(Exception):
     ``paced``: the gate holds the next try back until the platform's window has room, so no wait of our own.
     """
 
-    def __init__(self, error: PlatformError, retry_after: Optional[float] = None, *,
-                 endpoint_problem: Optional[str] = None, paced: bool = False) -> None:
+    def __init__(
+        self,
+        error: PlatformError,
+        retry_after: Optional[float] = None,
+        *,
+        endpoint_problem: Optional[str] = None,
+        paced: bool = False,
+    ) -> None:
         super().__init__(str(error))
         self.error = error
         self.retry_after = retry_after
@@ -115,8 +147,9 @@ class _WaitRetryAfterOrBackoff(tenacity.wait.wait_base):
     """
 
     def __init__(self, *, initial: float, maximum: float) -> None:
-        self._backoff = (tenacity.wait_exponential(multiplier=initial / 2, max=maximum / 2)
-                         + tenacity.wait_random_exponential(multiplier=initial / 2, max=maximum / 2))
+        self._backoff = tenacity.wait_exponential(
+            multiplier=initial / 2, max=maximum / 2
+        ) + tenacity.wait_random_exponential(multiplier=initial / 2, max=maximum / 2)
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
@@ -135,13 +168,15 @@ class RetryPolicy:
     initial_backoff: float = 0.2
     max_backoff: float = 20.0
 
-    def first_contact(self) -> "RetryPolicy":
+    def first_contact(self) -> RetryPolicy:
         """The policy while the endpoint has never answered well: a wrong endpoint is far likelier than a passing
         fault, so a few short tries (each announced by a warning), then an :class:`EndpointError`."""
-        return RetryPolicy(max_attempts=min(self.max_attempts, FIRST_CONTACT_ATTEMPTS),
-                           max_total_seconds=min(self.max_total_seconds, FIRST_CONTACT_SECONDS),
-                           initial_backoff=self.initial_backoff,
-                           max_backoff=min(self.max_backoff, FIRST_CONTACT_MAX_BACKOFF))
+        return RetryPolicy(
+            max_attempts=min(self.max_attempts, FIRST_CONTACT_ATTEMPTS),
+            max_total_seconds=min(self.max_total_seconds, FIRST_CONTACT_SECONDS),
+            initial_backoff=self.initial_backoff,
+            max_backoff=min(self.max_backoff, FIRST_CONTACT_MAX_BACKOFF),
+        )
 
 
 FIRST_CONTACT_ATTEMPTS = 3
@@ -173,16 +208,27 @@ class Platform:
     too, and leaves when its answer was read; the time waited there, as in the gate, is not retry time.
     """
 
-    def __init__(self, endpoint: Optional[str] = None, *, token: Optional[str] = None,
-                 repo_endpoint: Optional[str] = None, file_endpoint: Optional[str] = None,
-                 auth_endpoint: Optional[str] = None, profile: Optional[str] = None,
-                 max_connections: int = 64, timeout: Tuple[float, float] = (10.0, 60.0),
-                 retry: RetryPolicy = RetryPolicy(), gate: Optional[AdaptiveGate] = None,
-                 cancel_event: Optional[threading.Event] = None, ca_bundle: Optional[str] = None,
-                 admission: Optional[RestAdmission] = None) -> None:
+    def __init__(
+        self,
+        endpoint: Optional[str] = None,
+        *,
+        token: Optional[str] = None,
+        repo_endpoint: Optional[str] = None,
+        file_endpoint: Optional[str] = None,
+        auth_endpoint: Optional[str] = None,
+        profile: Optional[str] = None,
+        max_connections: int = 64,
+        timeout: Tuple[float, float] = (10.0, 60.0),
+        retry: RetryPolicy = RetryPolicy(),
+        gate: Optional[AdaptiveGate] = None,
+        cancel_event: Optional[threading.Event] = None,
+        ca_bundle: Optional[str] = None,
+        admission: Optional[RestAdmission] = None,
+    ) -> None:
         install_redaction()  # the logs of synclient, urllib3 and requests show no credential, signature or token
-        self.endpoints: Endpoints = resolve_endpoints(endpoint, repo_endpoint=repo_endpoint,
-                                                      file_endpoint=file_endpoint, auth_endpoint=auth_endpoint)
+        self.endpoints: Endpoints = resolve_endpoints(
+            endpoint, repo_endpoint=repo_endpoint, file_endpoint=file_endpoint, auth_endpoint=auth_endpoint
+        )
         self._token = resolve_token(token, profile=profile)
         self.timeout = timeout
         self.retry = retry
@@ -200,7 +246,7 @@ class Platform:
         self.resize_pool(max_connections)
 
     @classmethod
-    def from_synapseclient(cls, syn: Any, **settings: Any) -> "Platform":
+    def from_synapseclient(cls, syn: Any, **settings: Any) -> Platform:
         """The platform a logged-in ``synapseclient.Synapse`` talks to, as that user: its three endpoints
         (``repoEndpoint``, ``fileHandleEndpoint``, ``authEndpoint``) and its token (``credentials.secret``).
         ``settings`` are the other keyword arguments of ``Platform`` (``max_connections=``, ``retry=``, ...).
@@ -208,18 +254,27 @@ class Platform:
         Duck-typed, so synapseclient stays optional. A ``Synapse`` that is not logged in is a :class:`ConfigError`
         (an anonymous platform would fail later, on the first private entity, with a less helpful message)."""
         # syn is duck-typed (Any): its attributes are checked to be non-empty strings below
-        endpoints: Dict[str, Any] = {name: getattr(syn, attribute, None) for name, attribute in (
-            ("repo_endpoint", "repoEndpoint"), ("file_endpoint", "fileHandleEndpoint"),
-            ("auth_endpoint", "authEndpoint"))}
+        endpoints: Dict[str, Any] = {
+            name: getattr(syn, attribute, None)
+            for name, attribute in (
+                ("repo_endpoint", "repoEndpoint"),
+                ("file_endpoint", "fileHandleEndpoint"),
+                ("auth_endpoint", "authEndpoint"),
+            )
+        }
         missing = [attribute for attribute, value in endpoints.items() if not isinstance(value, str) or not value]
         if missing:
-            raise ConfigError(f"{type(syn).__name__} is not a synapseclient.Synapse (no {missing[0]}): "
-                              "pass a synapseclient.Synapse, logged in")
+            raise ConfigError(
+                f"{type(syn).__name__} is not a synapseclient.Synapse (no {missing[0]}): "
+                "pass a synapseclient.Synapse, logged in"
+            )
         credentials = getattr(syn, "credentials", None)
         token = getattr(credentials, "secret", None) if credentials is not None else None
         if not isinstance(token, str) or not token.strip():
-            raise ConfigError("the synapseclient.Synapse given is not logged in: call syn.login() first "
-                              "(or log in with 'synapse config' / SYNAPSE_AUTH_TOKEN and call syn.login())")
+            raise ConfigError(
+                "the synapseclient.Synapse given is not logged in: call syn.login() first "
+                "(or log in with 'synapse config' / SYNAPSE_AUTH_TOKEN and call syn.login())"
+            )
         return cls(token=clean_token(token, where="the synapseclient login"), **endpoints, **settings)
 
     def __repr__(self) -> str:  # never shows the token
@@ -251,15 +306,16 @@ class Platform:
 
     def resize_pool(self, max_connections: int) -> None:
         """Size the connection pool to the number of threads that may call at once (no 'pool is full')."""
-        adapter = _ContextAdapter(self.trusted_cas.ssl_context(), pool_connections=4,
-                                  pool_maxsize=max(4, max_connections), max_retries=0)
+        adapter = _ContextAdapter(
+            self.trusted_cas.ssl_context(), pool_connections=4, pool_maxsize=max(4, max_connections), max_retries=0
+        )
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
 
     def close(self) -> None:
         self._session.close()
 
-    def __enter__(self) -> "Platform":
+    def __enter__(self) -> Platform:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -267,9 +323,18 @@ class Platform:
 
     # -- the one way a REST call is made ------------------------------------------------------------------------
 
-    def _call(self, method: str, service: str, path: str, *, parse: Callable[[Any], T], route: str,
-              body: Optional[Mapping[str, Any]] = None, params: Optional[Mapping[str, str]] = None,
-              with_status: bool = False) -> T:
+    def _call(
+        self,
+        method: str,
+        service: str,
+        path: str,
+        *,
+        parse: Callable[[Any], T],
+        route: str,
+        body: Optional[Mapping[str, Any]] = None,
+        params: Optional[Mapping[str, str]] = None,
+        with_status: bool = False,
+    ) -> T:
         """One REST call whose answer ``parse`` turns into a typed value; a parsed answer proves the endpoint.
         ``with_status``: ``parse`` gets ``(HTTP status, answer)``, for a route whose 2xx statuses differ in meaning."""
         answer = self._request(method, service, path, body=body, params=params, route=route, with_status=with_status)
@@ -280,20 +345,30 @@ class Platform:
         self._endpoint_proven = True
         return value
 
-    def _malformed_answer(self, exc: MalformedAnswerError, *, service: str, route: str,
-                          method: str) -> SynclientError:
+    def _malformed_answer(self, exc: MalformedAnswerError, *, service: str, route: str, method: str) -> SynclientError:
         base = self._base(service)
         if not self._endpoint_proven:
-            return EndpointError(f"endpoint {base} gave a malformed answer to {route} ({exc}), so it is probably "
-                                 f"not a Synapse API", endpoint=base)
+            return EndpointError(
+                f"endpoint {base} gave a malformed answer to {route} ({exc}), so it is probably not a Synapse API",
+                endpoint=base,
+            )
         # JSON that lacks a field the API documents will not gain it on another try: raised as retries spent
         return MalformedAnswerError(f"{route}: malformed answer: {exc}", method=method, url=base).spent()
 
     def _base(self, service: str) -> str:
         return {"repo": self.endpoints.repo, "file": self.endpoints.file, "auth": self.endpoints.auth}[service]
 
-    def _request(self, method: str, service: str, path: str, *, body: Optional[Mapping[str, Any]] = None,
-                 params: Optional[Mapping[str, str]] = None, route: str, with_status: bool = False) -> Any:
+    def _request(
+        self,
+        method: str,
+        service: str,
+        path: str,
+        *,
+        body: Optional[Mapping[str, Any]] = None,
+        params: Optional[Mapping[str, str]] = None,
+        route: str,
+        with_status: bool = False,
+    ) -> Any:
         base = self._base(service)
         call = _Call(method=method, base=base, url=base + path, route=route)
 
@@ -303,9 +378,14 @@ class Platform:
             call.attempts += 1
             return self._attempt(call, body=body, params=params)
 
-        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception_type(_RetryableFailure),
-                                     wait=self._wait, stop=functools.partial(self._stop, call=call), sleep=self._sleep,
-                                     before_sleep=self._announce_retry, reraise=True)
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_RetryableFailure),
+            wait=self._wait,
+            stop=functools.partial(self._stop, call=call),
+            sleep=self._sleep,
+            before_sleep=self._announce_retry,
+            reraise=True,
+        )
         try:
             answer = retrying(attempt)
         except _RetryableFailure as failure:
@@ -313,8 +393,9 @@ class Platform:
                 raise CallCancelledError(f"{route}: cancelled while waiting to retry") from None
             if failure.endpoint_problem and not self._endpoint_proven:
                 tries = f"{call.attempts} tries" if call.attempts > 1 else "1 try"
-                raise EndpointError(f"{failure.endpoint_problem}; gave up after {tries} of {route}",
-                                    endpoint=base) from None
+                raise EndpointError(
+                    f"{failure.endpoint_problem}; gave up after {tries} of {route}", endpoint=base
+                ) from None
             raise failure.error.spent() from None  # its tries are used up: an outer loop must not multiply them
         return (call.status, answer) if with_status else answer
 
@@ -325,7 +406,7 @@ class Platform:
         policy = self._policy()
         return _WaitRetryAfterOrBackoff(initial=policy.initial_backoff, maximum=policy.max_backoff)(retry_state)
 
-    def _stop(self, retry_state: tenacity.RetryCallState, *, call: "_Call") -> bool:
+    def _stop(self, retry_state: tenacity.RetryCallState, *, call: _Call) -> bool:
         """Stop after ``max_attempts`` failures or ``max_total_seconds``; a 429 is not a failure (the gate paces the
         next try), nor is time spent waiting in the gate, so :data:`MAX_THROTTLED_ATTEMPTS` and
         :data:`MAX_THROTTLED_SECONDS` bound those: a platform that keeps refusing fails the call, it does not hang."""
@@ -333,9 +414,14 @@ class Platform:
         elapsed = retry_state.seconds_since_start or 0.0
         failures = retry_state.attempt_number - call.throttled_attempts
         refused = call.throttled_attempts >= MAX_THROTTLED_ATTEMPTS or (
-            call.throttled_attempts > 0 and elapsed >= MAX_THROTTLED_SECONDS)
-        return (self.cancel_event.is_set() or failures >= policy.max_attempts or refused
-                or elapsed - call.gate_wait >= policy.max_total_seconds)
+            call.throttled_attempts > 0 and elapsed >= MAX_THROTTLED_SECONDS
+        )
+        return (
+            self.cancel_event.is_set()
+            or failures >= policy.max_attempts
+            or refused
+            or elapsed - call.gate_wait >= policy.max_total_seconds
+        )
 
     def _sleep(self, seconds: float) -> None:
         self.cancel_event.wait(seconds)  # returns at once when the run is cancelled
@@ -344,13 +430,17 @@ class Platform:
         failure = retry_state.outcome.exception() if retry_state.outcome else None
         seconds = retry_state.next_action.sleep if retry_state.next_action else 0.0
         if isinstance(failure, _RetryableFailure) and failure.endpoint_problem and not self._endpoint_proven:
-            log.warning("%s; trying again in %.1f s (try %d of %d)", failure.endpoint_problem, seconds,
-                        retry_state.attempt_number + 1, self._policy().max_attempts)
+            log.warning(
+                "%s; trying again in %.1f s (try %d of %d)",
+                failure.endpoint_problem,
+                seconds,
+                retry_state.attempt_number + 1,
+                self._policy().max_attempts,
+            )
         else:
             log.debug("%s, will retry in %.1f s", failure, seconds)
 
-    def _attempt(self, call: "_Call", *, body: Optional[Mapping[str, Any]],
-                 params: Optional[Mapping[str, str]]) -> Any:
+    def _attempt(self, call: _Call, *, body: Optional[Mapping[str, Any]], params: Optional[Mapping[str, str]]) -> Any:
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         if body is not None:
             headers["Content-Type"] = "application/json"
@@ -362,9 +452,15 @@ class Platform:
             with self._admitted(call):
                 sent = True
                 try:
-                    response = self._session.request(call.method, call.url, params=params, headers=headers,
-                                                     data=json.dumps(body) if body is not None else None,
-                                                     timeout=self._timeout(), allow_redirects=False)
+                    response = self._session.request(
+                        call.method,
+                        call.url,
+                        params=params,
+                        headers=headers,
+                        data=json.dumps(body) if body is not None else None,
+                        timeout=self._timeout(),
+                        allow_redirects=False,
+                    )
                     content = response.content  # read fully inside the gate: a cut body is retried below
                 except (requests.ConnectionError, requests.Timeout) as exc:
                     raise self._connection_failure(call, exc) from None
@@ -391,14 +487,17 @@ class Platform:
             return json.loads(content)
         except ValueError:
             # A body that is not JSON on a 2xx is a cut or garbled answer: worth another try.
-            error = MalformedAnswerError(f"{call.route}: malformed JSON answer", status=status, method=call.method,
-                                         url=call.url)
-            problem = (f"endpoint {call.base} gave a malformed answer ({_content_kind(response)}, not JSON), so "
-                       f"it is probably not a Synapse API")
+            error = MalformedAnswerError(
+                f"{call.route}: malformed JSON answer", status=status, method=call.method, url=call.url
+            )
+            problem = (
+                f"endpoint {call.base} gave a malformed answer ({_content_kind(response)}, not JSON), so "
+                f"it is probably not a Synapse API"
+            )
             raise _RetryableFailure(error, endpoint_problem=problem) from None
 
     @contextlib.contextmanager
-    def _admitted(self, call: "_Call") -> Iterator[None]:
+    def _admitted(self, call: _Call) -> Iterator[None]:
         """Inside: the attempt is admitted by the limits shared with the user's other processes, when there are
         any (:attr:`admission`). Raises :class:`CallCancelledError` when ``cancel_event`` is set while waiting."""
         admission = self.admission  # the one entered is the one left, should the run swap it meanwhile
@@ -417,10 +516,11 @@ class Platform:
         connect, read = self.timeout
         return min(connect, FIRST_CONTACT_CONNECT_TIMEOUT), read
 
-    def _connection_failure(self, call: "_Call", exc: Exception) -> Exception:
+    def _connection_failure(self, call: _Call, exc: Exception) -> Exception:
         """A connection that failed: retryable, except a TLS failure on an endpoint that never answered."""
-        error = ServerError(f"{call.route}: connection failed ({exc.__class__.__name__})", method=call.method,
-                            url=call.url)
+        error = ServerError(
+            f"{call.route}: connection failed ({exc.__class__.__name__})", method=call.method, url=call.url
+        )
         untrusted = certificate_problem(exc)
         if untrusted is not None:  # every call would fail alike: no retry
             return untrusted_certificate(f"endpoint {call.base}", untrusted, self.trusted_cas)
@@ -429,8 +529,9 @@ class Platform:
             return EndpointError(problem, endpoint=call.base)
         return _RetryableFailure(error, endpoint_problem=problem)
 
-    def _error_answer(self, call: "_Call", response: requests.Response, content: bytes, *,
-                      throttle: Optional[Throttle]) -> Any:
+    def _error_answer(
+        self, call: _Call, response: requests.Response, content: bytes, *, throttle: Optional[Throttle]
+    ) -> Any:
         """Raise the typed error of a 4xx/5xx (``throttle``: what a 429 said), tried again when it is retryable; an
         answer that is not Synapse's JSON error marks a wrong endpoint."""
         status = response.status_code
@@ -439,8 +540,10 @@ class Platform:
         if _is_synapse_error(content):
             self._endpoint_proven = True
         elif not self._endpoint_proven:
-            problem = (f"endpoint {call.base} is not a Synapse API: {call.route} answered HTTP {status} with "
-                       f"{_content_kind(response)}, not the API's JSON error")
+            problem = (
+                f"endpoint {call.base} is not a Synapse API: {call.route} answered HTTP {status} with "
+                f"{_content_kind(response)}, not the API's JSON error"
+            )
             if not error.retryable:
                 raise EndpointError(problem, endpoint=call.base)
         if error.retryable:
@@ -456,13 +559,15 @@ class Platform:
         return self._call("GET", "repo", "/userProfile", parse=user_profile_from_wire, route="GET /userProfile")
 
     def get_entity(self, entity_id: str, *, version: Optional[int] = None) -> Entity:
-        return self._call("GET", "repo", _entity_path(entity_id, version), parse=Entity.from_wire,
-                          route="GET /entity/{id}")
+        return self._call(
+            "GET", "repo", _entity_path(entity_id, version), parse=Entity.from_wire, route="GET /entity/{id}"
+        )
 
     def get_entity_header(self, entity_id: str) -> EntityHeader:
         """The cheapest way to learn an entity's type (``GET /entity/{id}/type``)."""
-        return self._call("GET", "repo", f"/entity/{entity_id}/type", parse=EntityHeader.from_wire,
-                          route="GET /entity/{id}/type")
+        return self._call(
+            "GET", "repo", f"/entity/{entity_id}/type", parse=EntityHeader.from_wire, route="GET /entity/{id}/type"
+        )
 
     def get_entity_headers(self, entity_ids: Sequence[str]) -> Dict[str, EntityHeader]:
         """Headers of many entities (``POST /entity/header``, :data:`HEADER_BATCH_MAX` per call), keyed by id. The
@@ -470,21 +575,27 @@ class Platform:
         found: Dict[str, EntityHeader] = {}
         unique = list(dict.fromkeys(entity_ids))
         for start in range(0, len(unique), HEADER_BATCH_MAX):
-            body = {"references": [{"targetId": entity_id} for entity_id in unique[start:start + HEADER_BATCH_MAX]]}
-            headers = self._call("POST", "repo", "/entity/header", body=body, parse=_header_list,
-                                 route="POST /entity/header")
+            body = {"references": [{"targetId": entity_id} for entity_id in unique[start : start + HEADER_BATCH_MAX]]}
+            headers = self._call(
+                "POST", "repo", "/entity/header", body=body, parse=_header_list, route="POST /entity/header"
+            )
             found.update((header.id, header) for header in headers)
         return found
 
-    def list_children(self, parent_id: str, *, include_types: Iterable[EntityType],
-                      page_token: Optional[str] = None) -> ChildrenPage:
-        body: Dict[str, Any] = {"parentId": parent_id,
-                                "includeTypes": [t.children_filter for t in include_types],
-                                "sortBy": "NAME", "sortDirection": "ASC"}
+    def list_children(
+        self, parent_id: str, *, include_types: Iterable[EntityType], page_token: Optional[str] = None
+    ) -> ChildrenPage:
+        body: Dict[str, Any] = {
+            "parentId": parent_id,
+            "includeTypes": [t.children_filter for t in include_types],
+            "sortBy": "NAME",
+            "sortDirection": "ASC",
+        }
         if page_token:
             body["nextPageToken"] = page_token
-        return self._call("POST", "repo", "/entity/children", body=body, parse=ChildrenPage.from_wire,
-                          route="POST /entity/children")
+        return self._call(
+            "POST", "repo", "/entity/children", body=body, parse=ChildrenPage.from_wire, route="POST /entity/children"
+        )
 
     def iter_children(self, parent_id: str, *, include_types: Iterable[EntityType]) -> Iterator[EntityHeader]:
         """Every child of ``parent_id`` of these types, page after page (a token given twice, or an empty page
@@ -498,12 +609,14 @@ class Platform:
             if not page_token:
                 return
 
-    def get_file_bundle(self, entity_id: str, *, version: Optional[int] = None,
-                        include_annotations: bool = False) -> FileBundle:
+    def get_file_bundle(
+        self, entity_id: str, *, version: Optional[int] = None, include_annotations: bool = False
+    ) -> FileBundle:
         path = _entity_path(entity_id, version) + "/bundle2"
         body = {"includeEntity": True, "includeFileHandles": True, "includeAnnotations": include_annotations}
-        return self._call("POST", "repo", path, body=body, parse=FileBundle.from_wire,
-                          route="POST /entity/{id}/bundle2")
+        return self._call(
+            "POST", "repo", path, body=body, parse=FileBundle.from_wire, route="POST /entity/{id}/bundle2"
+        )
 
     def get_activity(self, entity_id: str, *, version: Optional[int] = None) -> Optional[Dict[str, Any]]:
         """The provenance record (Activity) of an entity version, or None when it has none."""
@@ -517,41 +630,76 @@ class Platform:
         """Pre-signed URLs for up to 100 file handles in one call, keyed by file handle id."""
         if not 0 < len(requests_) <= URL_BATCH_MAX:
             raise ValueError(f"a URL batch holds 1 to {URL_BATCH_MAX} file handles, got {len(requests_)}")
-        body = {"requestedFiles": [{"fileHandleId": r.file_handle_id, "associateObjectId": r.entity_id,
-                                    "associateObjectType": "FileEntity"} for r in requests_],
-                "includePreSignedURLs": True, "includeFileHandles": False, "includePreviewPreSignedURLs": False}
-        return self._call("POST", "file", "/fileHandle/batch", body=body, parse=PresignedUrlAnswer.batch_from_wire,
-                          route="POST /fileHandle/batch")
+        body = {
+            "requestedFiles": [
+                {
+                    "fileHandleId": r.file_handle_id,
+                    "associateObjectId": r.entity_id,
+                    "associateObjectType": "FileEntity",
+                }
+                for r in requests_
+            ],
+            "includePreSignedURLs": True,
+            "includeFileHandles": False,
+            "includePreviewPreSignedURLs": False,
+        }
+        return self._call(
+            "POST",
+            "file",
+            "/fileHandle/batch",
+            body=body,
+            parse=PresignedUrlAnswer.batch_from_wire,
+            route="POST /fileHandle/batch",
+        )
 
     def query_table(self, table_id: str, sql: str) -> Iterator[QueryPage]:
         """Every page of ``sql`` over the table or view ``table_id``: Synapse's asynchronous query jobs
         (``POST /entity/{id}/table/query/async/start``, polled until its answer, then ``.../nextPage/...`` while
         the answer has a next page token)."""
-        body = {"concreteType": QUERY_BUNDLE_REQUEST, "entityId": table_id, "partMask": QUERY_RESULTS_PART,
-                "query": {"sql": sql, "includeEntityEtag": False}}
+        body = {
+            "concreteType": QUERY_BUNDLE_REQUEST,
+            "entityId": table_id,
+            "partMask": QUERY_RESULTS_PART,
+            "query": {"sql": sql, "includeEntityEtag": False},
+        }
         trail = PageTrail(f"the query of {table_id}")
-        page = self._async_job(f"/entity/{table_id}/table/query", body, parse=QueryPage.from_bundle,
-                               route="/entity/{id}/table/query")
+        page = self._async_job(
+            f"/entity/{table_id}/table/query", body, parse=QueryPage.from_bundle, route="/entity/{id}/table/query"
+        )
         yield page
         while (token := trail.follow(page.next_page_token, rows=len(page.rows))) is not None:
-            page = self._async_job(f"/entity/{table_id}/table/query/nextPage", token,
-                                   parse=QueryPage.from_result, route="/entity/{id}/table/query/nextPage")
+            page = self._async_job(
+                f"/entity/{table_id}/table/query/nextPage",
+                token,
+                parse=QueryPage.from_result,
+                route="/entity/{id}/table/query/nextPage",
+            )
             yield page
 
     def _async_job(self, path: str, body: Mapping[str, Any], *, parse: Callable[[Any], T], route: str) -> T:
         """Start an asynchronous job and poll it until it answers: 202 with a PROCESSING job status meanwhile; a
         failed job is answered with its error status (or, as older servers do, a FAILED job status)."""
-        token = self._call("POST", "repo", path + "/async/start", body=body, parse=_job_token,
-                           route=f"POST {route}/async/start")
+        token = self._call(
+            "POST", "repo", path + "/async/start", body=body, parse=_job_token, route=f"POST {route}/async/start"
+        )
         delay, waited = ASYNC_POLL_FIRST, 0.0
         while True:
-            answer = self._call("GET", "repo", f"{path}/async/get/{token}", parse=_job_answer(parse),
-                                route=f"GET {route}/async/get/{{token}}", with_status=True)
+            answer = self._call(
+                "GET",
+                "repo",
+                f"{path}/async/get/{token}",
+                parse=_job_answer(parse),
+                route=f"GET {route}/async/get/{{token}}",
+                with_status=True,
+            )
             if answer is not _PENDING:
                 return answer
             if waited >= ASYNC_JOB_TIMEOUT:
-                raise ServerError(f"{route}: the platform's job {token} did not finish within "
-                                  f"{ASYNC_JOB_TIMEOUT:.0f} s", method="GET", url=self.endpoints.repo + path)
+                raise ServerError(
+                    f"{route}: the platform's job {token} did not finish within {ASYNC_JOB_TIMEOUT:.0f} s",
+                    method="GET",
+                    url=self.endpoints.repo + path,
+                )
             self._sleep(delay)
             if self.cancel_event.is_set():
                 raise CallCancelledError(f"{route}: cancelled while waiting for the platform's job")
@@ -576,6 +724,7 @@ def _job_answer(parse: Callable[[Any], T]) -> Callable[[Tuple[int, Any]], Any]:
     the job's response for a 201 (Synapse's ``.../async/get/{token}`` controllers are all
     ``@ResponseStatus(HttpStatus.CREATED)``; the 202 is its answer to ``NotReadyException``), a failed job's error.
     Any other status, or a 202 that is not a running job's status, is a malformed answer: not waited on."""
+
     def parse_poll(polled: Tuple[int, Any]) -> Any:
         status, answer = polled
         state = wire_object(answer, "an asynchronous job's answer").get("jobState")
@@ -589,6 +738,7 @@ def _job_answer(parse: Callable[[Any], T]) -> Callable[[Tuple[int, Any]], Any]:
         if status != 201:
             raise MalformedAnswerError(f"HTTP {status}: an asynchronous job answers 201 when done, 202 meanwhile")
         return parse(answer)
+
     return parse_poll
 
 
@@ -597,13 +747,13 @@ class _Call:
     """One REST call across its attempts."""
 
     method: str
-    base: str    # the service endpoint, named in endpoint errors
+    base: str  # the service endpoint, named in endpoint errors
     url: str
-    route: str   # "GET /entity/{id}": method and path template, for messages and stats
+    route: str  # "GET /entity/{id}": method and path template, for messages and stats
     attempts: int = 0
     throttled_attempts: int = 0  # answered 429: paced by the gate, not counted as failures
-    gate_wait: float = 0.0       # seconds spent waiting in the gate, not counted as retry time
-    status: int = 0              # the HTTP status of the last attempt
+    gate_wait: float = 0.0  # seconds spent waiting in the gate, not counted as retry time
+    status: int = 0  # the HTTP status of the last attempt
 
 
 def _entity_path(entity_id: str, version: Optional[int]) -> str:
@@ -694,10 +844,21 @@ def _error_for(status: int, reason: Optional[str], *, method: str, route: str, u
     """The typed error of an HTTP error status, ``"POST /entity/{id}/bundle2: HTTP 403: <reason>"`` (``route``
     already starts with the method). Its nature decides whether the call is tried again (``error.retryable``)."""
     text = f"{route}: HTTP {status}" + (f": {reason}" if reason else "")
-    kind = (AuthenticationError if status == 401 else AccessDeniedError if status == 403 else
-            NotFoundError if status == 404 else ThrottledError if status == 429 else
-            ServerError if status in TRANSIENT_SERVER_STATUS else PermanentServerError if status >= 500 else
-            BadRequestError)
+    kind = (
+        AuthenticationError
+        if status == 401
+        else AccessDeniedError
+        if status == 403
+        else NotFoundError
+        if status == 404
+        else ThrottledError
+        if status == 429
+        else ServerError
+        if status in TRANSIENT_SERVER_STATUS
+        else PermanentServerError
+        if status >= 500
+        else BadRequestError
+    )
     return kind(text, status=status, reason=reason, method=method, url=url)
 
 
@@ -705,13 +866,21 @@ def _redirect_error(call: _Call, response: requests.Response) -> EndpointError:
     """Redirects are never followed (the token must not travel elsewhere): say where the endpoint points to."""
     location = response.headers.get("Location") or ""
     ours, theirs = urlsplit(call.base), urlsplit(urljoin(call.url, location))
-    where = (redact_url(f"{theirs.scheme}://{theirs.netloc}") if theirs.netloc
-             else "an unknown place (no Location header)")
-    differs = ("another scheme" if theirs.scheme != ours.scheme else
-               "another host" if theirs.netloc != ours.netloc else "another path")
-    return EndpointError(f"endpoint {call.base} redirects to {differs} ({where}, HTTP {response.status_code}); "
-                         f"redirects are not followed: set the endpoint to the address it redirects to",
-                         endpoint=call.base)
+    where = (
+        redact_url(f"{theirs.scheme}://{theirs.netloc}") if theirs.netloc else "an unknown place (no Location header)"
+    )
+    differs = (
+        "another scheme"
+        if theirs.scheme != ours.scheme
+        else "another host"
+        if theirs.netloc != ours.netloc
+        else "another path"
+    )
+    return EndpointError(
+        f"endpoint {call.base} redirects to {differs} ({where}, HTTP {response.status_code}); "
+        f"redirects are not followed: set the endpoint to the address it redirects to",
+        endpoint=call.base,
+    )
 
 
 def _connection_problem(exc: Exception, *, connect_timeout: float) -> str:

@@ -6,6 +6,7 @@ CA bundle: ``ca_bundle=`` / ``--ca-bundle`` > ``REQUESTS_CA_BUNDLE`` > ``SSL_CER
 synapseclient, trusts by default). A bundle is a PEM file or an OpenSSL hashed folder. Proxies come from
 ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``, read once by each plane's client (not per request).
 """
+
 from __future__ import annotations
 
 import functools
@@ -14,8 +15,8 @@ import ssl
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from synclient.platform.credentials import config_path, read_config_file
 from synclient.errors import CertificateError, ConfigError, exception_chain
+from synclient.platform.credentials import config_path, read_config_file
 from synclient.redaction import redact
 
 #: the environment variables naming a CA bundle, in the order they are consulted
@@ -42,13 +43,17 @@ class TrustedCAs:
         try:
             return _context_for(self.path)
         except (ssl.SSLError, OSError) as exc:
-            raise ConfigError(f"the CA bundle {self.path} (from {self.source}) cannot be read as PEM certificates "
-                              f"({exc.__class__.__name__}): fix or unset it") from None
+            raise ConfigError(
+                f"the CA bundle {self.path} (from {self.source}) cannot be read as PEM certificates "
+                f"({exc.__class__.__name__}): fix or unset it"
+            ) from None
 
     def fix_hint(self) -> str:
         """How to trust a private or proxy CA, and what is trusted now."""
-        return (f"if a private CA or a TLS-inspecting proxy signs it, give that CA's bundle with --ca-bundle PATH, "
-                f"ca_bundle= or REQUESTS_CA_BUNDLE (trusted now: {self.path or 'certifi'}, from {self.source})")
+        return (
+            f"if a private CA or a TLS-inspecting proxy signs it, give that CA's bundle with --ca-bundle PATH, "
+            f"ca_bundle= or REQUESTS_CA_BUNDLE (trusted now: {self.path or 'certifi'}, from {self.source})"
+        )
 
 
 def resolve_trusted_cas(ca_bundle: Optional[str] = None) -> TrustedCAs:
@@ -67,6 +72,7 @@ def resolve_trusted_cas(ca_bundle: Optional[str] = None) -> TrustedCAs:
 def _context_for(path: Optional[str]) -> ssl.SSLContext:
     if path is None:
         import certifi  # requests' own dependency and default: the data plane trusts what the REST plane trusts
+
         return ssl.create_default_context(cafile=certifi.where())
     if os.path.isdir(path):
         return ssl.create_default_context(capath=path)
@@ -95,5 +101,6 @@ def certificate_problem(exc: BaseException) -> Optional[str]:
 def untrusted_certificate(host: str, problem: str, trusted: TrustedCAs) -> CertificateError:
     """``host``: the words naming the host (``"endpoint https://..."``), redacted here whoever built them."""
     host = redact(host)
-    return CertificateError(f"the TLS certificate of {host} is not trusted ({problem}); {trusted.fix_hint()}",
-                            host=host)
+    return CertificateError(
+        f"the TLS certificate of {host} is not trusted ({problem}); {trusted.fix_hint()}", host=host
+    )

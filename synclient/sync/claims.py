@@ -11,6 +11,7 @@ its index row; this settles what is in the way of it.
 - no two entities of one run ever get one local path (the name gate's registry, :mod:`synclient.sync.local.name_gate`,
   holds every path given, copies included: refused, never mixed).
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,18 +22,18 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Callable, Dict, Iterator, Optional, Set, Tuple
 
-from synclient.platform.rest import Platform
 from synclient.errors import PathConflictError
 from synclient.platform.models import EntityType, FileHandle
+from synclient.platform.rest import Platform
 from synclient.sync.deletion import folder_contents_if_ours
-from synclient.sync.records.index import IndexRow, LocalIndex
-from synclient.sync.local.local_names import FilesystemNames, Listed, local_names
-from synclient.sync.records.manifest import MANIFEST_FILENAMES, manifest_name_is_ours
-from synclient.sync.local.name_gate import PathRegistry
-from synclient.sync.options import SyncOptions
 from synclient.sync.effects import Effects
+from synclient.sync.local.local_names import FilesystemNames, Listed, local_names
+from synclient.sync.local.name_gate import PathRegistry
 from synclient.sync.local.paths import TargetDirectory
+from synclient.sync.options import SyncOptions
 from synclient.sync.plan.planner import Action, Decision, collide, copy_name, decide
+from synclient.sync.records.index import IndexRow, LocalIndex
+from synclient.sync.records.manifest import MANIFEST_FILENAMES, manifest_name_is_ours
 
 log = logging.getLogger("synclient.sync")
 
@@ -40,9 +41,18 @@ log = logging.getLogger("synclient.sync")
 class PathClaims:
     """The run-wide bookkeeping of local paths. Thread-safe."""
 
-    def __init__(self, *, platform: Platform, target: TargetDirectory, index: LocalIndex, options: SyncOptions,
-                 effects: Effects, names: FilesystemNames = FilesystemNames(),
-                 registry: Optional[PathRegistry] = None, kept_names: Optional[Dict[Path, Set[str]]] = None) -> None:
+    def __init__(
+        self,
+        *,
+        platform: Platform,
+        target: TargetDirectory,
+        index: LocalIndex,
+        options: SyncOptions,
+        effects: Effects,
+        names: FilesystemNames = FilesystemNames(),
+        registry: Optional[PathRegistry] = None,
+        kept_names: Optional[Dict[Path, Set[str]]] = None,
+    ) -> None:
         """``kept_names``: local folder -> keys of the names its remote entities keep where the plain mapping
         differs, as the walker fills it while it lists (keep.both copy names avoid them too)."""
         self._platform = platform
@@ -76,9 +86,16 @@ class PathClaims:
         with self._lock:
             self.handled.add(rel_path)
 
-    def place(self, destination: Path, rel_path: str, handle: FileHandle, row: Optional[IndexRow],
-               copy: Optional[IndexRow], parent_id: Optional[str], entity_id: str
-               ) -> Tuple[Decision, Optional[IndexRow]]:
+    def place(
+        self,
+        destination: Path,
+        rel_path: str,
+        handle: FileHandle,
+        row: Optional[IndexRow],
+        copy: Optional[IndexRow],
+        parent_id: Optional[str],
+        entity_id: str,
+    ) -> Tuple[Decision, Optional[IndexRow]]:
         """The planner's decision, then what only the run can settle: a path held by synclient's own things (another
         file's keep.both copy, a stale manifest) is free for the remote entity; a folder in the way; the copy name.
         Also returns the copy row this file displaces, if any."""
@@ -88,8 +105,13 @@ class PathClaims:
             with self._lock:
                 self._displaced.add(local)
         else:
-            decision = decide(destination=destination, handle=handle, row=row, target_root=self._target.root,
-                              collision=self._options.if_collision)
+            decision = decide(
+                destination=destination,
+                handle=handle,
+                row=row,
+                target_root=self._target.root,
+                collision=self._options.if_collision,
+            )
         displaced = self._displaced_row(decision.destination, rel_path)
         if decision.action is Action.BLOCKED:
             decision = self._unblock(destination)
@@ -123,9 +145,14 @@ class PathClaims:
         if copy is not None and copy.rel_path != rel_path and copy.local_stat_matches(self._target.root):
             return True
         manifest = next((m for m in MANIFEST_FILENAMES if self._names.same_name(destination.name, m)), None)
-        if (manifest is not None and not self._index.get_many([rel_path])
-                and (manifest_name_is_ours(manifest)
-                     or self._target.relative(destination.with_name(manifest)) in self._index.manifest_files())):
+        if (
+            manifest is not None
+            and not self._index.get_many([rel_path])
+            and (
+                manifest_name_is_ours(manifest)
+                or self._target.relative(destination.with_name(manifest)) in self._index.manifest_files()
+            )
+        ):
             try:
                 return stat.S_ISREG(os.lstat(destination).st_mode)
             except OSError:
@@ -165,9 +192,14 @@ class PathClaims:
         this run (a copy, or an entry of a list)."""
         with self._copies_lock:
             taken = self._names_of(destination.parent, parent_id)
-            chosen = copy_name(destination, taken=_SameNames(
-                taken, self._names.same_name_key,
-                given=lambda name: self._registry.owner_of(destination.with_name(name)) is not None))
+            chosen = copy_name(
+                destination,
+                taken=_SameNames(
+                    taken,
+                    self._names.same_name_key,
+                    given=lambda name: self._registry.owner_of(destination.with_name(name)) is not None,
+                ),
+            )
             self._names.check_length(chosen)  # a copy name too long for this filesystem fails its file, as any name
             taken.add(self._names.same_name_key(chosen.name))
             self.claim(chosen, entity_id)
@@ -176,8 +208,9 @@ class PathClaims:
     def _remote_names(self, parent_id: Optional[str]) -> Set[str]:
         if not parent_id:
             return set()
-        children = self._platform.iter_children(parent_id, include_types=(EntityType.FOLDER, EntityType.FILE,
-                                                                          EntityType.LINK))
+        children = self._platform.iter_children(
+            parent_id, include_types=(EntityType.FOLDER, EntityType.FILE, EntityType.LINK)
+        )
         if not self._names.maps_names:
             return {header.name for header in children}
         mapped = local_names((Listed(h.name, h.id, h.type.is_container) for h in children), self._names)
@@ -189,15 +222,22 @@ class PathClaims:
         says (nothing of the user's is in the way). Otherwise ``if_collision`` applies, and ``overwrite.local`` is a
         conflict reported with its path: a folder is never overwritten, and nothing is written."""
         rel_dir = self._target.relative(destination)
-        rows = (folder_contents_if_ours(self._target, self._index, rel_dir, path_filter=self._options.path_filter)
-                if self._options.delete else None)
+        rows = (
+            folder_contents_if_ours(self._target, self._index, rel_dir, path_filter=self._options.path_filter)
+            if self._options.delete
+            else None
+        )
         if rows is None:
             decision = collide(destination, self._options.if_collision)
             if decision.action is Action.OVERWRITE:
                 raise PathConflictError(
                     f"{destination} is a local folder and the remote has a file of that name; not replaced "
-                    + ("(it holds files synclient did not write or that changed since)" if self._options.delete
-                       else "(with delete, a folder holding only files synclient wrote is)"))
+                    + (
+                        "(it holds files synclient did not write or that changed since)"
+                        if self._options.delete
+                        else "(with delete, a folder holding only files synclient wrote is)"
+                    )
+                )
             return decision
         for row in rows:
             self.handle(row.rel_path)
@@ -205,8 +245,10 @@ class PathClaims:
             if removal is not None:
                 self._effects.removed(removal)
         if not self._effects.clear_folder(rel_dir):
-            raise PathConflictError(f"{destination} is a local folder that could not be emptied; the remote file "
-                                    "of that name is not written")
+            raise PathConflictError(
+                f"{destination} is a local folder that could not be emptied; the remote file "
+                "of that name is not written"
+            )
         return Decision(Action.DOWNLOAD, destination)
 
     def make_room(self, rel_path: str, path: Path) -> bool:
@@ -238,8 +280,9 @@ class PathClaims:
 class _SameNames(AbstractSet):
     """Names as the local filesystem compares them: ``name in`` asks whether a name is one of them there."""
 
-    def __init__(self, keys: Set[str], same_name: Callable[[str], str],
-                 given: Callable[[str], bool] = lambda name: False) -> None:
+    def __init__(
+        self, keys: Set[str], same_name: Callable[[str], str], given: Callable[[str], bool] = lambda name: False
+    ) -> None:
         self._keys = keys
         self._same = same_name
         self._given = given  # a name of the folder the run gave another entity

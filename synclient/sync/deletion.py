@@ -15,6 +15,7 @@ or replaced by a folder, is gone as far as synclient is concerned: its row is dr
 the files, the folders they were in that the remote no longer has lose their stale manifest and are removed once
 empty.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,11 +25,11 @@ from dataclasses import dataclass
 from typing import AbstractSet, Callable, Iterable, Iterator, List, Optional, Set
 
 from synclient.errors import LocalIOError, SynclientError, UnsafePathError
+from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.plan.filters import PathFilter
+from synclient.sync.plan.planner import Action
 from synclient.sync.records.index import IndexRow, LocalIndex
 from synclient.sync.records.manifest import MANIFEST_FILENAME, MANIFEST_FILENAMES, manifest_name_is_ours
-from synclient.sync.local.paths import TargetDirectory
-from synclient.sync.plan.planner import Action
 
 log = logging.getLogger("synclient.sync")
 
@@ -45,8 +46,12 @@ def is_under_any(rel_path: str, folders: AbstractSet[str]) -> bool:
 
 def untouched(row: IndexRow, info: Optional[os.stat_result]) -> bool:
     """The local file is the regular file synclient left (size and mtime as indexed)."""
-    return (info is not None and stat.S_ISREG(info.st_mode) and info.st_size == row.local_size
-            and info.st_mtime_ns == row.mtime_ns)
+    return (
+        info is not None
+        and stat.S_ISREG(info.st_mode)
+        and info.st_size == row.local_size
+        and info.st_mtime_ns == row.mtime_ns
+    )
 
 
 @dataclass(frozen=True)
@@ -87,9 +92,18 @@ def remove_indexed_file(target: TargetDirectory, row: IndexRow, *, dry_run: bool
 class DeletionPass:
     """The vanished files of one run (see the module's rules), removed or, in a dry run, only decided."""
 
-    def __init__(self, *, target: TargetDirectory, index: LocalIndex, root_id: str, path_filter: PathFilter,
-                 seen: AbstractSet[str], unvisited: AbstractSet[str], handled: AbstractSet[str],
-                 dry_run: bool) -> None:
+    def __init__(
+        self,
+        *,
+        target: TargetDirectory,
+        index: LocalIndex,
+        root_id: str,
+        path_filter: PathFilter,
+        seen: AbstractSet[str],
+        unvisited: AbstractSet[str],
+        handled: AbstractSet[str],
+        dry_run: bool,
+    ) -> None:
         self._target = target
         self._index = index
         self._root_id = root_id
@@ -102,8 +116,12 @@ class DeletionPass:
 
     def candidates(self) -> Iterator[IndexRow]:
         for row in self._index.iter_rows(self._root_id):
-            if (row.rel_path in self._seen or row.rel_path in self._handled
-                    or is_under_any(row.rel_path, self._unvisited) or not self._filter.wants_file(row.rel_path)):
+            if (
+                row.rel_path in self._seen
+                or row.rel_path in self._handled
+                or is_under_any(row.rel_path, self._unvisited)
+                or not self._filter.wants_file(row.rel_path)
+            ):
                 continue
             yield row
 
@@ -142,8 +160,14 @@ def _ancestors(rel_dir: str) -> Iterable[str]:
     return ("/".join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
 
 
-def remove_stale_manifest(target: TargetDirectory, rel_dir: str, *, index: LocalIndex,
-                          name: str = MANIFEST_FILENAME, ours: AbstractSet[str] = frozenset()) -> bool:
+def remove_stale_manifest(
+    target: TargetDirectory,
+    rel_dir: str,
+    *,
+    index: LocalIndex,
+    name: str = MANIFEST_FILENAME,
+    ours: AbstractSet[str] = frozenset(),
+) -> bool:
     """Remove synclient's manifest ``name`` from a folder (not a remote file of that name that synclient
     downloaded, nor, for a name others use too, one synclient did not record writing: ``ours``, the index's
     :meth:`~synclient.sync.records.index.LocalIndex.manifest_files`)."""
@@ -160,8 +184,9 @@ def remove_stale_manifest(target: TargetDirectory, rel_dir: str, *, index: Local
         return False
 
 
-def folder_contents_if_ours(target: TargetDirectory, index: LocalIndex, rel_dir: str, *,
-                            path_filter: PathFilter = PathFilter()) -> Optional[List[IndexRow]]:
+def folder_contents_if_ours(
+    target: TargetDirectory, index: LocalIndex, rel_dir: str, *, path_filter: PathFilter = PathFilter()
+) -> Optional[List[IndexRow]]:
     """The indexed files under a local folder if everything in it is synclient's own (untouched indexed files the
     filters want, its manifests, partial downloads, folders of those: an empty folder holds nothing of anyone's),
     else None. Reached without following symlinks."""
@@ -189,8 +214,10 @@ def folder_contents_if_ours(target: TargetDirectory, index: LocalIndex, rel_dir:
                     if not (untouched(row, info) and path_filter.wants_file(row.rel_path)):
                         return None  # changed locally, or outside what this run may touch
                     found.append(row)
-                elif not (stat.S_ISREG(info.st_mode) and (manifest_name_is_ours(name) or rel in manifests
-                                                          or name.endswith(PARTIAL_SUFFIXES))):
+                elif not (
+                    stat.S_ISREG(info.st_mode)
+                    and (manifest_name_is_ours(name) or rel in manifests or name.endswith(PARTIAL_SUFFIXES))
+                ):
                     return None
         except (OSError, UnsafePathError):
             return None
@@ -217,8 +244,7 @@ def clear_folder(target: TargetDirectory, rel_dir: str) -> bool:
                 info = held.lstat(name)
                 if stat.S_ISDIR(info.st_mode):
                     pending.append(f"{folder}/{name}")
-                elif stat.S_ISREG(info.st_mode) and (name in MANIFEST_FILENAMES
-                                                     or name.endswith(PARTIAL_SUFFIXES)):
+                elif stat.S_ISREG(info.st_mode) and (name in MANIFEST_FILENAMES or name.endswith(PARTIAL_SUFFIXES)):
                     held.unlink(name)  # a manifest.csv here passed folder_contents_if_ours: synclient's
                 else:  # appeared since the check: not ours, so the folder stays
                     return False
@@ -240,17 +266,36 @@ def clear_folder(target: TargetDirectory, rel_dir: str) -> bool:
     return True
 
 
-def delete_vanished(*, target: TargetDirectory, index: LocalIndex, root_id: str, path_filter: PathFilter,
-                    seen: AbstractSet[str], unvisited: AbstractSet[str], handled: AbstractSet[str],
-                    listed: AbstractSet[str], dry_run: bool, report: Callable[[Removal], None]) -> None:
+def delete_vanished(
+    *,
+    target: TargetDirectory,
+    index: LocalIndex,
+    root_id: str,
+    path_filter: PathFilter,
+    seen: AbstractSet[str],
+    unvisited: AbstractSet[str],
+    handled: AbstractSet[str],
+    listed: AbstractSet[str],
+    dry_run: bool,
+    report: Callable[[Removal], None],
+) -> None:
     """``delete=True``, after the walk: remove the files synclient wrote (and nobody changed since) that are gone
     remotely, ``report`` each removal, then tidy the folders the remote dropped (see the module's rules)."""
     if unvisited:
-        log.warning("%d folders could not be listed or visited; no file under them is deleted in this run",
-                    len(unvisited))
+        log.warning(
+            "%d folders could not be listed or visited; no file under them is deleted in this run", len(unvisited)
+        )
     index.flush()
-    deletion = DeletionPass(target=target, index=index, root_id=root_id, path_filter=path_filter, seen=seen,
-                            unvisited=unvisited, handled=handled, dry_run=dry_run)
+    deletion = DeletionPass(
+        target=target,
+        index=index,
+        root_id=root_id,
+        path_filter=path_filter,
+        seen=seen,
+        unvisited=unvisited,
+        handled=handled,
+        dry_run=dry_run,
+    )
     for removal in deletion.run():
         report(removal)
     index.flush()

@@ -8,6 +8,7 @@ ask which one they are in. They hand every decision to the run's :class:`Effects
 - :class:`PlannedEffects` (``dry_run=True``) writes it into a :class:`~synclient.sync.plan.dry_run.SyncPlan` and touches
   nothing on disk.
 """
+
 from __future__ import annotations
 
 import abc
@@ -20,10 +21,10 @@ from synclient.errors import LocalIOError, SynclientError
 from synclient.events import SyncObserver
 from synclient.results import FileResult, SyncReport, SyncStatus
 from synclient.sync.deletion import Removal, clear_folder, remove_indexed_file
-from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
-from synclient.sync.records.index import IndexRow, LocalIndex
 from synclient.sync.local.paths import TargetDirectory
+from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
 from synclient.sync.plan.planner import Action
+from synclient.sync.records.index import IndexRow, LocalIndex
 
 log = logging.getLogger("synclient.sync")
 
@@ -77,9 +78,16 @@ class AppliedEffects(Effects):
 
     writes = True
 
-    def __init__(self, *, target: TargetDirectory, index: LocalIndex, observer: SyncObserver,
-                 is_fatal: Callable[[SynclientError], bool], on_fatal: Callable[[], None],
-                 list_in_manifest: bool) -> None:
+    def __init__(
+        self,
+        *,
+        target: TargetDirectory,
+        index: LocalIndex,
+        observer: SyncObserver,
+        is_fatal: Callable[[SynclientError], bool],
+        on_fatal: Callable[[], None],
+        list_in_manifest: bool,
+    ) -> None:
         super().__init__(target=target, index=index)
         self.report = SyncReport()
         self.fatal: Optional[SynclientError] = None  # the error that stopped the run
@@ -97,10 +105,20 @@ class AppliedEffects(Effects):
             return list(self._results)
 
     def up_to_date(self, row: IndexRow, *, annotations: Optional[str] = None, renamed: str = "") -> None:
-        self.finished(FileResult(row.entity_id, row.version, self.target.root / row.local_path, row.size, row.md5,
-                                 SyncStatus.SKIPPED, action=Action.SKIP.value, annotations=annotations,
-                                 renamed=renamed or None),
-                      manifest_path=row.rel_path)
+        self.finished(
+            FileResult(
+                row.entity_id,
+                row.version,
+                self.target.root / row.local_path,
+                row.size,
+                row.md5,
+                SyncStatus.SKIPPED,
+                action=Action.SKIP.value,
+                annotations=annotations,
+                renamed=renamed or None,
+            ),
+            manifest_path=row.rel_path,
+        )
 
     def decided(self, entry: PlanEntry, carry_out: Callable[[], None]) -> None:
         carry_out()
@@ -147,16 +165,32 @@ class AppliedEffects(Effects):
         row = removal.row
         path = self.target.root / row.local_path
         if removal.error is not None:
-            self.finished(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.FAILED,
-                                     removal.error, action=removal.action.value))
+            self.finished(
+                FileResult(
+                    row.entity_id,
+                    row.version,
+                    path,
+                    row.size,
+                    row.md5,
+                    SyncStatus.FAILED,
+                    removal.error,
+                    action=removal.action.value,
+                )
+            )
         elif removal.action is Action.DELETE:
             self.index.forget(row.rel_path)
-            self.finished(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.DELETED,
-                                     action=removal.action.value))
+            self.finished(
+                FileResult(
+                    row.entity_id, row.version, path, row.size, row.md5, SyncStatus.DELETED, action=removal.action.value
+                )
+            )
         else:
             log.info("%s is gone remotely but %s; kept", path, removal.reason)
-            self.finished(FileResult(row.entity_id, row.version, path, row.size, row.md5, SyncStatus.SKIPPED,
-                                     action=removal.action.value))
+            self.finished(
+                FileResult(
+                    row.entity_id, row.version, path, row.size, row.md5, SyncStatus.SKIPPED, action=removal.action.value
+                )
+            )
 
 
 class PlannedEffects(Effects):
@@ -169,8 +203,11 @@ class PlannedEffects(Effects):
         self.plan = SyncPlan()
 
     def up_to_date(self, row: IndexRow, *, annotations: Optional[str] = None, renamed: str = "") -> None:
-        self.plan.add(PlanEntry(row.rel_path, row.entity_id, row.version, row.size, Action.SKIP,
-                                self.target.root / row.local_path))
+        self.plan.add(
+            PlanEntry(
+                row.rel_path, row.entity_id, row.version, row.size, Action.SKIP, self.target.root / row.local_path
+            )
+        )
 
     def decided(self, entry: PlanEntry, carry_out: Callable[[], None]) -> None:
         self.plan.add(entry)
@@ -191,8 +228,21 @@ class PlannedEffects(Effects):
     def removed(self, removal: Removal) -> None:
         row = removal.row
         if removal.error is not None:  # (it could not even be checked) the real run fails it: so does the plan
-            self.plan.add_failure(FileResult(row.entity_id, row.version, self.target.root / row.local_path, row.size,
-                                             row.md5, SyncStatus.FAILED, removal.error, action=removal.action.value))
+            self.plan.add_failure(
+                FileResult(
+                    row.entity_id,
+                    row.version,
+                    self.target.root / row.local_path,
+                    row.size,
+                    row.md5,
+                    SyncStatus.FAILED,
+                    removal.error,
+                    action=removal.action.value,
+                )
+            )
             return
-        self.plan.add(PlanEntry(row.rel_path, row.entity_id, row.version, row.size, removal.action,
-                                self.target.root / row.local_path))
+        self.plan.add(
+            PlanEntry(
+                row.rel_path, row.entity_id, row.version, row.size, removal.action, self.target.root / row.local_path
+            )
+        )

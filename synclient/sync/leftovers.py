@@ -1,4 +1,5 @@
 """After a run that was not interrupted: the partial downloads that no later run will resume are removed."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,8 +11,16 @@ from synclient.sync.records.index import LocalIndex
 from synclient.transfer.partial import sweep_partials
 
 
-def sweep_run_partials(*, index: LocalIndex, root_id: str, target_root: Path, listed: Mapping[str, Path],
-                       unvisited: AbstractSet[str], keep: Set[Tuple[str, str]], path_filter: PathFilter) -> None:
+def sweep_run_partials(
+    *,
+    index: LocalIndex,
+    root_id: str,
+    target_root: Path,
+    listed: Mapping[str, Path],
+    unvisited: AbstractSet[str],
+    keep: Set[Tuple[str, str]],
+    path_filter: PathFilter,
+) -> None:
     """A run that was not interrupted leaves no partial download in the folders it listed (``listed``: rel dir ->
     folder), except those of files that failed now (``keep``: the next run resumes them) and, with filters, of
     files the filters leave out (they may resume another day; so may a long name's, whose partial does not spell

@@ -7,6 +7,7 @@
 String values are accepted where users name a choice (``if_collision="keep.both"``) and parsed into the enums, with
 a one-line :class:`~synclient.errors.ConfigError` for a value that is not one of them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -15,15 +16,15 @@ from typing import FrozenSet, Iterable, Mapping, Optional, Tuple, Union
 
 from synclient.choices import Choice
 from synclient.errors import ConfigError
+from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.plan.filters import PathFilter
 from synclient.sync.plan.handle_names import FileNames
-from synclient.sync.local.local_names import FilesystemNames
-from synclient.sync.records.manifest import ManifestFormat, ManifestMode
 from synclient.sync.plan.planner import Collision
+from synclient.sync.records.manifest import ManifestFormat, ManifestMode
 
 
 class OnError(Choice):
-    RAISE = "raise"        # raise SyncError (with every result attached) when any file failed
+    RAISE = "raise"  # raise SyncError (with every result attached) when any file failed
     CONTINUE = "continue"  # return the results; failures are in them
 
 
@@ -82,17 +83,29 @@ class SyncOptions:
     filesystem_names: Optional[FilesystemNames]
     file_names: FileNames
 
-    def __init__(self, *, if_collision: Union[Collision, str] = Collision.OVERWRITE_LOCAL, delete: bool = False,
-                 manifest: Union[ManifestMode, str] = ManifestMode.ALL, include: Union[str, Iterable[str]] = (),
-                 exclude: Union[str, Iterable[str]] = (), dry_run: bool = False, follow_links: bool = False,
-                 provenance: bool = False, on_error: Union[OnError, str] = OnError.RAISE,
-                 progress: bool = True,
-                 manifest_formats: Union[str, ManifestFormat, Iterable[Union[str, ManifestFormat]]] = (
-                     ManifestFormat.TSV, ManifestFormat.CSV),
-                 entity_details: bool = False, synapse_cache: Union[bool, str, Path] = True,
-                 synapse_cache_link: bool = False,
-                 filesystem_names: Union[FilesystemNames, str, None] = None,
-                 file_names: Union[FileNames, str] = FileNames.ENTITY) -> None:
+    def __init__(
+        self,
+        *,
+        if_collision: Union[Collision, str] = Collision.OVERWRITE_LOCAL,
+        delete: bool = False,
+        manifest: Union[ManifestMode, str] = ManifestMode.ALL,
+        include: Union[str, Iterable[str]] = (),
+        exclude: Union[str, Iterable[str]] = (),
+        dry_run: bool = False,
+        follow_links: bool = False,
+        provenance: bool = False,
+        on_error: Union[OnError, str] = OnError.RAISE,
+        progress: bool = True,
+        manifest_formats: Union[str, ManifestFormat, Iterable[Union[str, ManifestFormat]]] = (
+            ManifestFormat.TSV,
+            ManifestFormat.CSV,
+        ),
+        entity_details: bool = False,
+        synapse_cache: Union[bool, str, Path] = True,
+        synapse_cache_link: bool = False,
+        filesystem_names: Union[FilesystemNames, str, None] = None,
+        file_names: Union[FileNames, str] = FileNames.ENTITY,
+    ) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
         set_(self, "delete", bool(delete))
@@ -109,15 +122,21 @@ class SyncOptions:
         if not self.manifest_formats:
             raise ConfigError("manifest_formats needs a format (tsv, csv); manifest='suppress' writes none")
         set_(self, "entity_details", bool(entity_details))
-        set_(self, "synapse_cache", Path(synapse_cache).expanduser() if isinstance(synapse_cache, (str, Path))
-             else bool(synapse_cache))
+        set_(
+            self,
+            "synapse_cache",
+            Path(synapse_cache).expanduser() if isinstance(synapse_cache, (str, Path)) else bool(synapse_cache),
+        )
         set_(self, "synapse_cache_link", bool(synapse_cache_link))
-        set_(self, "filesystem_names", FilesystemNames.parse(filesystem_names) if isinstance(filesystem_names, str)
-             else filesystem_names)
+        set_(
+            self,
+            "filesystem_names",
+            FilesystemNames.parse(filesystem_names) if isinstance(filesystem_names, str) else filesystem_names,
+        )
         set_(self, "file_names", FileNames.parse(file_names, option="file_names"))
 
     @classmethod
-    def overridden(cls, base: Optional["SyncOptions"], keywords: Mapping[str, object]) -> "SyncOptions":
+    def overridden(cls, base: Optional[SyncOptions], keywords: Mapping[str, object]) -> SyncOptions:
         """``base`` (None: the defaults) with each field that ``keywords`` gives (a value, not None) on top, validated
         once. Keywords that name no field are not options and are ignored: a public function passes its
         ``locals()``, where each option keyword it takes is named as the field it overrides."""
@@ -125,7 +144,7 @@ class SyncOptions:
         given = {f.name: keywords[f.name] for f in fields(cls) if keywords.get(f.name) is not None}
         return options.replace(**given) if given else options
 
-    def replace(self, **changes: object) -> "SyncOptions":
+    def replace(self, **changes: object) -> SyncOptions:
         """A copy with some choices changed (``dataclasses.replace`` cannot call a keyword-only ``__init__``'s
         normalization for the unchanged ones)."""
         values = {f.name: getattr(self, f.name) for f in fields(self)}

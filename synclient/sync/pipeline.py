@@ -8,6 +8,7 @@ for its size, on this pool or on a Dask cluster) -> an index row and a :class:`~
 A view row's handle the fetch refuses gets its bundle's chance here (the bundle is the pipeline's).
 Failures are per file: one file failing never stops the others (a fatal one stops the run: see the effects).
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,26 +19,33 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import AbstractSet, Dict, List, Optional, Set, Tuple
 
-from synclient.platform.rest import Platform
-from synclient.errors import (AccessDeniedError, LocalIOError, NotFoundError, PathConflictError, PlatformError,
-                              SynclientError)
+from synclient.errors import (
+    AccessDeniedError,
+    LocalIOError,
+    NotFoundError,
+    PathConflictError,
+    PlatformError,
+    SynclientError,
+)
 from synclient.events import SyncObserver
 from synclient.platform.models import EntityHeader, FileBundle, FileHandle
+from synclient.platform.rest import Platform
 from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verification
 from synclient.sync.claims import PathClaims
-from synclient.sync.plan.dry_run import PlanEntry
-from synclient.sync.plan.handle_names import HandleNames
-from synclient.sync.records.index import IndexRow, LocalIndex
+from synclient.sync.effects import Effects
 from synclient.sync.local.local_names import LocalRename
-from synclient.sync.records.manifest import ManifestRow, provenance_from_activity
+from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import SyncOptions
-from synclient.sync.effects import Effects
-from synclient.sync.local.paths import TargetDirectory
+from synclient.sync.plan.dry_run import PlanEntry
+from synclient.sync.plan.handle_names import HandleNames
 from synclient.sync.plan.planner import Action, Decision, is_up_to_date, same_recorded_bytes
-from synclient.sync.sources.queries import ViewRows
+from synclient.sync.records.index import IndexRow, LocalIndex
+from synclient.sync.records.manifest import ManifestRow, provenance_from_activity
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
+from synclient.sync.sources.queries import ViewRows
 from synclient.sync.sources.walker import FoundFile
+
 # (check_scheme, url_refusal and FETCHED_SCHEMES are the fetch stage's: imported from here too)
 from synclient.transfer.fetcher import FETCHED_SCHEMES, Fetcher, check_scheme, url_refusal  # noqa: F401
 from synclient.transfer.jobs import FetchJob, FileFetched
@@ -67,8 +75,12 @@ class FileContext:
     @property
     def details(self) -> dict:
         """What its :class:`~synclient.results.FileResult` carries beyond the effects (keyword arguments)."""
-        return {"annotations": self.annotations, "entity": self.entity, "file_handle": self.file_handle,
-                "renamed": self.renamed or None}
+        return {
+            "annotations": self.annotations,
+            "entity": self.entity,
+            "file_handle": self.file_handle,
+            "renamed": self.renamed or None,
+        }
 
 
 def check_fetchable(entity_id: str, handle: FileHandle) -> None:
@@ -87,20 +99,36 @@ def missing_handle_error(entity_id: str, bundle: FileBundle) -> SynclientError:
     the file but not download it (an access requirement not met, no DOWNLOAD permission): that is access denied,
     not a missing file. A file that names no handle at all is not found."""
     if bundle.entity.data_file_handle_id:
-        return AccessDeniedError(f"{entity_id}: this user may read the file but not download it (the platform "
-                                 f"withholds its file handle)", status=403)
+        return AccessDeniedError(
+            f"{entity_id}: this user may read the file but not download it (the platform withholds its file handle)",
+            status=403,
+        )
     return NotFoundError(f"{entity_id} has no data file handle in its bundle")
 
 
 class FilePipeline:
     """Takes each listed file through its stages on the shared pool. Thread-safe; one per run."""
 
-    def __init__(self, *, platform: Platform, pool: TaskPool, fetcher: Fetcher, target: TargetDirectory,
-                 index: LocalIndex, root_id: str, options: SyncOptions, effects: Effects,
-                 claims: PathClaims, manifests: ManifestAssembly, folders: SymlinkFreeFolders,
-                 observer: SyncObserver, individual_files: AbstractSet[str] = frozenset(),
-                 described: Optional[DescribedFiles] = None, view: Optional[ViewRows] = None,
-                 handle_names: Optional[HandleNames] = None) -> None:
+    def __init__(
+        self,
+        *,
+        platform: Platform,
+        pool: TaskPool,
+        fetcher: Fetcher,
+        target: TargetDirectory,
+        index: LocalIndex,
+        root_id: str,
+        options: SyncOptions,
+        effects: Effects,
+        claims: PathClaims,
+        manifests: ManifestAssembly,
+        folders: SymlinkFreeFolders,
+        observer: SyncObserver,
+        individual_files: AbstractSet[str] = frozenset(),
+        described: Optional[DescribedFiles] = None,
+        view: Optional[ViewRows] = None,
+        handle_names: Optional[HandleNames] = None,
+    ) -> None:
         """``individual_files``: the remote paths of the files named one by one (a file root, the files of a list):
         each one's index row keeps an existing owner; the files of a walk (a list's folders included) are a
         tree's. ``described``: file versions whose handle the run already knows (a query's file-view rows), and
@@ -153,8 +181,9 @@ class FilePipeline:
                     with self._lock:  # a keep.both copy: settled when every remote file has claimed its path
                         self._held_copies.append((found, row, stored_annotations))
                     continue
-                self._effects.up_to_date(row, annotations=stored_annotations,
-                                         renamed=self._renaming(found, row.local_path))
+                self._effects.up_to_date(
+                    row, annotations=stored_annotations, renamed=self._renaming(found, row.local_path)
+                )
                 continue
             known = self._described_file(header, listed_in)
             if known is not None:
@@ -190,8 +219,7 @@ class FilePipeline:
             except PathConflictError as exc:
                 self.entity_failed(found.header, found.destination, exc)
                 continue
-            self._effects.up_to_date(row, annotations=stored_annotations,
-                                     renamed=self._renaming(found, row.local_path))
+            self._effects.up_to_date(row, annotations=stored_annotations, renamed=self._renaming(found, row.local_path))
 
     def _note_placed(self, rel_path: str, local_path: str) -> None:
         """Where the file of the entry at remote path ``rel_path`` is (or a dry run puts it): what a list's renaming
@@ -225,17 +253,25 @@ class FilePipeline:
         try:
             # annotations always: they cost nothing in this call, and every result and index row carries them
             # (a file named by its handle had its bundle fetched when its folder was listed: handle_names.py)
-            bundle = ((self._handle_names.take(header.id, header.version_number) if self._handle_names else None)
-                      or self._platform.get_file_bundle(header.id, version=header.version_number,
-                                                        include_annotations=True))
+            bundle = (
+                self._handle_names.take(header.id, header.version_number) if self._handle_names else None
+            ) or self._platform.get_file_bundle(header.id, version=header.version_number, include_annotations=True)
             if bundle.file_handle is None:
                 raise missing_handle_error(header.id, bundle)
         except SynclientError as exc:
             self.entity_failed(header, found.destination, exc)
             return
-        self._plan_file(found, row, FileVersionFacts(
-            bundle.file_handle, bundle.entity.version_number, bundle.entity.parent_id,
-            (bundle.annotations or {}).get("annotations") or {}, bundle.entity.raw))
+        self._plan_file(
+            found,
+            row,
+            FileVersionFacts(
+                bundle.file_handle,
+                bundle.entity.version_number,
+                bundle.entity.parent_id,
+                (bundle.annotations or {}).get("annotations") or {},
+                bundle.entity.raw,
+            ),
+        )
 
     def _plan_file(self, found: FoundFile, row: Optional[IndexRow], known: FileVersionFacts) -> None:
         """A file version's action, from what its bundle (or its view row, then as a BUNDLE task) says of it."""
@@ -245,13 +281,15 @@ class FilePipeline:
             check_fetchable(header.id, handle)
             self._target.check_file_destination(destination, self._folders)
             if self._options.provenance:
-                self._manifests.add_provenance(rel_path, provenance_from_activity(
-                    self._platform.get_activity(header.id, version=known.version)))
+                self._manifests.add_provenance(
+                    rel_path, provenance_from_activity(self._platform.get_activity(header.id, version=known.version))
+                )
             copy = row if row is not None and row.local_path != self._target.relative(destination) else None
             if copy is not None and self._claims.copy_name_taken(copy, destination.parent, known.parent_id):
                 row = copy = None  # that name is a remote entity's now: this file gets another copy name
-            decision, displaced = self._claims.place(destination, rel_path, handle, row, copy,
-                                                      known.parent_id, header.id)
+            decision, displaced = self._claims.place(
+                destination, rel_path, handle, row, copy, known.parent_id, header.id
+            )
         except SynclientError as exc:
             self.entity_failed(header, destination, exc)
             return
@@ -261,29 +299,51 @@ class FilePipeline:
         annotations = known.annotations
         version = known.version
         owner = row.root_id if (rel_path in self._individual_files and row is not None) else self._root_id
-        superseded = (copy if copy is not None and decision.destination != self._target.root / copy.local_path
-                      else None)
+        superseded = copy if copy is not None and decision.destination != self._target.root / copy.local_path else None
         self._note_placed(rel_path, self._target.relative(decision.destination))  # (the file kept, or the remote's)
-        renamed = self._renaming(found, None if decision.action is Action.KEEP_LOCAL  # (the remote is not there)
-                                 else self._target.relative(decision.destination))
+        renamed = self._renaming(
+            found,
+            None
+            if decision.action is Action.KEEP_LOCAL  # (the remote is not there)
+            else self._target.relative(decision.destination),
+        )
         # a file named by its handle is listed in manifests under its entity's name, as synapseclient lists it
         entity_name = (known.entity or {}).get("name") if self._handle_names is not None else None
         if isinstance(entity_name, str) and entity_name != header.name:
             self._manifests.entity_names[rel_path] = entity_name
         details = self._options.entity_details
-        context = FileContext(rel_path, decision.action, known.parent_id, owner, annotations,
-                              entity=known.entity if details else None, file_handle=handle.raw if details else None,
-                              superseded=superseded, displaced=displaced, from_row=known.from_row, renamed=renamed,
-                              name=self._manifests.entity_names.get(rel_path, header.name))
-        entry = PlanEntry(rel_path, header.id, version, handle.content_size, decision.action, decision.destination,
-                          context.entity, context.file_handle, annotations if self._options.entity_details else None)
+        context = FileContext(
+            rel_path,
+            decision.action,
+            known.parent_id,
+            owner,
+            annotations,
+            entity=known.entity if details else None,
+            file_handle=handle.raw if details else None,
+            superseded=superseded,
+            displaced=displaced,
+            from_row=known.from_row,
+            renamed=renamed,
+            name=self._manifests.entity_names.get(rel_path, header.name),
+        )
+        entry = PlanEntry(
+            rel_path,
+            header.id,
+            version,
+            handle.content_size,
+            decision.action,
+            decision.destination,
+            context.entity,
+            context.file_handle,
+            annotations if self._options.entity_details else None,
+        )
         self._effects.decided(entry, lambda: self._carry_out(header.id, version, handle, decision, context))
 
-    def _carry_out(self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision,
-                   context: FileContext) -> None:
+    def _carry_out(
+        self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision, context: FileContext
+    ) -> None:
         if decision.action is not Action.KEEP_LOCAL:  # settled now: older partials of it can never resume
-            self.leftovers.discard(decision.destination,
-                                   keep_handle=handle.id if decision.action.fetches else None)
+            self.leftovers.discard(decision.destination, keep_handle=handle.id if decision.action.fetches else None)
         if not decision.action.fetches:
             self._kept(entity_id, version, handle, decision, context)
             return
@@ -293,28 +353,53 @@ class FilePipeline:
 
     # -- no fetch: skip, adopt, keep ----------------------------------------------------------------------------
 
-    def _kept(self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision,
-              context: FileContext) -> None:
+    def _kept(
+        self, entity_id: str, version: Optional[int], handle: FileHandle, decision: Decision, context: FileContext
+    ) -> None:
         """SKIP / ADOPT: the local bytes are the remote bytes (index it); KEEP_LOCAL: a conflict left alone."""
-        result = FileResult(entity_id, version, decision.destination, handle.content_size, handle.content_md5,
-                            SyncStatus.SKIPPED, action=decision.action.value, **context.details)
+        result = FileResult(
+            entity_id,
+            version,
+            decision.destination,
+            handle.content_size,
+            handle.content_md5,
+            SyncStatus.SKIPPED,
+            action=decision.action.value,
+            **context.details,
+        )
         if decision.action is Action.KEEP_LOCAL:  # not indexed (the bytes are not the remote's): listed as is
             if not decision.destination.is_file() or decision.destination.is_symlink():
                 self._effects.finished(result)  # a folder or symlink kept in the way: no file to list
                 return
-            self._manifests.add_unindexed(ManifestRow(
-                decision.destination, context.parent_id, context.name, entity_id,
-                handle.content_type, context.annotations, self._manifests.provenance_of(context.rel_path)))
+            self._manifests.add_unindexed(
+                ManifestRow(
+                    decision.destination,
+                    context.parent_id,
+                    context.name,
+                    entity_id,
+                    handle.content_type,
+                    context.annotations,
+                    self._manifests.provenance_of(context.rel_path),
+                )
+            )
             self._effects.finished(result)
             return
         try:
             self._index_file(entity_id, version, handle, decision.destination, context)
         except OSError as exc:  # changed or gone since it was checked: not this run's to index
-            self._effects.finished(FileResult(entity_id, version, decision.destination, handle.content_size,
-                                              handle.content_md5, SyncStatus.FAILED,
-                                              LocalIOError.from_exception(f"cannot stat {decision.destination}",
-                                                                          exc),
-                                              action=decision.action.value, **context.details))
+            self._effects.finished(
+                FileResult(
+                    entity_id,
+                    version,
+                    decision.destination,
+                    handle.content_size,
+                    handle.content_md5,
+                    SyncStatus.FAILED,
+                    LocalIOError.from_exception(f"cannot stat {decision.destination}", exc),
+                    action=decision.action.value,
+                    **context.details,
+                )
+            )
             return
         self._drop_superseded(context)
         self._effects.finished(result, manifest_path=context.rel_path)
@@ -352,8 +437,12 @@ class FilePipeline:
         if handle is None or handle.id == job.handle.id or not same_recorded_bytes(handle, job.handle):
             self._downloaded(job, context, FileFetched.of(job, refused))
             return
-        log.info("%s: the file view's row names file handle %s, now %s (the same bytes)", job.entity_id,
-                 job.handle.id, handle.id)
+        log.info(
+            "%s: the file view's row names file handle %s, now %s (the same bytes)",
+            job.entity_id,
+            job.handle.id,
+            handle.id,
+        )
         self._fetch(job.replaced(handle=handle), context)
 
     def _downloaded(self, job: FetchJob, context: FileContext, fetched: FileFetched) -> None:
@@ -371,14 +460,21 @@ class FilePipeline:
                 self.failed_partials.add(partial_key(job.destination))
         action = FROM_SYNAPSE_CACHE if fetched.from_cache and error is None else context.action.value
         handle = job.handle
-        self._effects.finished(FileResult(job.entity_id, job.version, job.destination,
-                                          handle.content_size if handle.content_size is not None else
-                                          fetched.received if error is None else None,
-                                          handle.content_md5, status, error, action=action,
-                                          verification=None if error else Verification.of(handle.content_md5,
-                                                                                          handle.content_size),
-                                          **context.details),
-                               manifest_path=context.rel_path if error is None else None)
+        self._effects.finished(
+            FileResult(
+                job.entity_id,
+                job.version,
+                job.destination,
+                handle.content_size if handle.content_size is not None else fetched.received if error is None else None,
+                handle.content_md5,
+                status,
+                error,
+                action=action,
+                verification=None if error else Verification.of(handle.content_md5, handle.content_size),
+                **context.details,
+            ),
+            manifest_path=context.rel_path if error is None else None,
+        )
 
     def _drop_superseded(self, context: FileContext) -> None:
         """A file now at another path than its earlier keep.both copy: the untouched copy goes (the index can point
@@ -392,16 +488,27 @@ class FilePipeline:
         if removal is not None and removal.action is Action.DELETE and removal.error is None:
             log.info("removed %s, the earlier keep.both copy of %s", copy.local_path, context.rel_path)
 
-    def _index_file(self, entity_id: str, version: Optional[int], handle: FileHandle, local: Path,
-                    context: FileContext) -> None:
+    def _index_file(
+        self, entity_id: str, version: Optional[int], handle: FileHandle, local: Path, context: FileContext
+    ) -> None:
         info = os.lstat(local)
-        self._index.record(IndexRow(
-            rel_path=context.rel_path, local_path=self._target.relative(local),
-            root_id=context.root_id, entity_id=entity_id, version=version, file_handle_id=handle.id,
-            md5=(handle.content_md5 or "").lower() or None,
-            size=handle.content_size if handle.content_size is not None else info.st_size,
-            content_type=handle.content_type, parent_id=context.parent_id, local_size=info.st_size,
-            mtime_ns=info.st_mtime_ns), annotations=context.annotations)
+        self._index.record(
+            IndexRow(
+                rel_path=context.rel_path,
+                local_path=self._target.relative(local),
+                root_id=context.root_id,
+                entity_id=entity_id,
+                version=version,
+                file_handle_id=handle.id,
+                md5=(handle.content_md5 or "").lower() or None,
+                size=handle.content_size if handle.content_size is not None else info.st_size,
+                content_type=handle.content_type,
+                parent_id=context.parent_id,
+                local_size=info.st_size,
+                mtime_ns=info.st_mtime_ns,
+            ),
+            annotations=context.annotations,
+        )
 
     def partials_to_keep(self) -> Set[Tuple[str, str]]:
         """The partial downloads of files that failed in this run: the next run resumes them."""
@@ -417,5 +524,4 @@ class FilePipeline:
         if path is not None:  # a partial of it (an earlier run's) stays for the run that gets further
             with self._lock:
                 self.failed_partials.add(partial_key(path))
-        self._effects.finished(FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED,
-                                          error))
+        self._effects.finished(FileResult(header.id, header.version_number, path, None, None, SyncStatus.FAILED, error))

@@ -15,6 +15,7 @@ directory and its index. The rooms around it:
 - :mod:`synclient.sync.deletion`, :mod:`synclient.sync.manifest_assembly`, :mod:`synclient.sync.leftovers` --
   what happens after the walk: vanished files, manifests, partial downloads no run will resume.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,34 +25,56 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import (TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple,
-                    Union, overload)
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+    overload,
+)
 
-from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, ErrorNature, LocalIOError, PathConflictError, SyncError, SynclientError
 from synclient.events import ObserverGroup, SyncObserver
 from synclient.platform.models import EntityHeader, parse_entity_id
+from synclient.platform.rest import Platform
 from synclient.results import SyncResults, WorkerCounts
+from synclient.synapse_cache import SynapseCache, cache_root_of
 from synclient.sync.claims import PathClaims
 from synclient.sync.deletion import delete_vanished
-from synclient.sync.plan.dry_run import SyncPlan
-from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
-from synclient.sync.sources.id_lists import EntityRef
-from synclient.sync.records.index import LocalIndex
+from synclient.sync.effects import AppliedEffects, Effects, PlannedEffects
 from synclient.sync.leftovers import sweep_run_partials
 from synclient.sync.local.local_names import FilesystemNames, LocalRename, Renaming
-from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.local.name_gate import NameGate, PathRegistry, RemotePath
-from synclient.sync.options import OnError, SyncOptions
-from synclient.sync.effects import Effects, PlannedEffects, AppliedEffects
 from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
+from synclient.sync.manifest_assembly import ManifestAssembly
+from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.pipeline import FilePipeline
-from synclient.sync.sources.queries import ViewRows, table_of
+from synclient.sync.plan.dry_run import SyncPlan
+from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
+from synclient.sync.records.index import LocalIndex
 from synclient.sync.sources.by_id import Layout, Renamed
-from synclient.sync.sources.resolve import (LIST_ROOT, FileSource, GivenFiles, ListSource, RunSource, TreeSource,
-                                            resolve_entity, resolve_ids, resolve_query)
+from synclient.sync.sources.id_lists import EntityRef
+from synclient.sync.sources.queries import ViewRows, table_of
+from synclient.sync.sources.resolve import (
+    LIST_ROOT,
+    FileSource,
+    GivenFiles,
+    ListSource,
+    RunSource,
+    TreeSource,
+    resolve_entity,
+    resolve_ids,
+    resolve_query,
+)
 from synclient.sync.sources.walker import FoundFile, TreeWalker
-from synclient.synapse_cache import SynapseCache, cache_root_of
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.fetcher import DataPlane
 from synclient.transfer.pool import TaskPool
@@ -64,8 +87,20 @@ if TYPE_CHECKING:
     from synclient.cluster.driver import DaskFetcher, DaskSettings
     from synclient.progress import ProgressDisplay
 
-__all__ = ["LIST_ROOT", "ReportBaseline", "RunSettings", "SyncRun", "download_many", "download_query", "is_fatal",
-           "run_pool", "syncFromPlatform", "sync_found_files", "sync_from_platform", "sync_source"]
+__all__ = [
+    "LIST_ROOT",
+    "ReportBaseline",
+    "RunSettings",
+    "SyncRun",
+    "download_many",
+    "download_query",
+    "is_fatal",
+    "run_pool",
+    "syncFromPlatform",
+    "sync_found_files",
+    "sync_from_platform",
+    "sync_source",
+]
 
 log = logging.getLogger("synclient.sync")
 
@@ -78,9 +113,12 @@ def is_fatal(error: Optional[SynclientError], target_root: Path) -> bool:
         return False
     if error.nature is ErrorNature.FATAL:
         return True
-    return (isinstance(error, LocalIOError) and not isinstance(error, PathConflictError)
-            and getattr(error, "errno", None) in (errno.EACCES, errno.EPERM)
-            and not os.access(target_root, os.W_OK | os.X_OK))
+    return (
+        isinstance(error, LocalIOError)
+        and not isinstance(error, PathConflictError)
+        and getattr(error, "errno", None) in (errno.EACCES, errno.EPERM)
+        and not os.access(target_root, os.W_OK | os.X_OK)
+    )
 
 
 @dataclass(frozen=True)
@@ -90,7 +128,7 @@ class _CallCounts:
     throttled: int
 
     @classmethod
-    def of(cls, platform: Platform) -> "_CallCounts":
+    def of(cls, platform: Platform) -> _CallCounts:
         return cls(platform.stats.calls, platform.stats.retries, platform.stats.throttled)
 
 
@@ -106,14 +144,15 @@ class ReportBaseline:
     before: _CallCounts
 
     @classmethod
-    def start(cls, platform: Platform) -> "ReportBaseline":
+    def start(cls, platform: Platform) -> ReportBaseline:
         return cls(time.monotonic(), _CallCounts.of(platform))
 
 
 def run_pool(platform: Platform, config: TransferConfig) -> TaskPool:
     """The one pool of a run: listings, bundles, URL batches, downloads (and a Dask fetcher's deliveries)."""
-    return TaskPool(config.max_workers, backlog_high_water=config.listing_backlog,
-                    control_plane_limit=lambda: platform.gate.limit)
+    return TaskPool(
+        config.max_workers, backlog_high_water=config.listing_backlog, control_plane_limit=lambda: platform.gate.limit
+    )
 
 
 class SyncRun:
@@ -121,10 +160,21 @@ class SyncRun:
     one typed source (:mod:`synclient.sync.sources.resolve`). Everything the run knows before it starts is given
     here; nothing is set on its pieces afterwards."""
 
-    def __init__(self, *, platform: Platform, config: TransferConfig, target: TargetDirectory, index: LocalIndex,
-                 source: RunSource, options: SyncOptions, observer: SyncObserver, pool: TaskPool,
-                 names: FilesystemNames = FilesystemNames(), view: Optional[ViewRows] = None,
-                 remote: Optional["DaskFetcher"] = None) -> None:
+    def __init__(
+        self,
+        *,
+        platform: Platform,
+        config: TransferConfig,
+        target: TargetDirectory,
+        index: LocalIndex,
+        source: RunSource,
+        options: SyncOptions,
+        observer: SyncObserver,
+        pool: TaskPool,
+        names: FilesystemNames = FilesystemNames(),
+        view: Optional[ViewRows] = None,
+        remote: Optional[DaskFetcher] = None,
+    ) -> None:
         """``view``: a file view's rows standing in for bundle calls; ``remote``: the fetcher of a Dask cluster
         (None: this pool fetches)."""
         self.platform = platform
@@ -137,23 +187,38 @@ class SyncRun:
         self.options = options
         self.pool = pool
         self.effects: Effects = (
-            PlannedEffects(target=target, index=index) if options.dry_run else
-            AppliedEffects(target=target, index=index, observer=observer,
-                          is_fatal=lambda error: is_fatal(error, target.root),
-                          on_fatal=lambda: self.pool.cancel(grace_seconds=0), list_in_manifest=options.wants_manifest))
+            PlannedEffects(target=target, index=index)
+            if options.dry_run
+            else AppliedEffects(
+                target=target,
+                index=index,
+                observer=observer,
+                is_fatal=lambda error: is_fatal(error, target.root),
+                on_fatal=lambda: self.pool.cancel(grace_seconds=0),
+                list_in_manifest=options.wants_manifest,
+            )
+        )
         cache_root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
         # files named by their handles, as synapseclient names them (the drop-ins): handle_names.py
-        self.handle_names = (HandleNames(platform, SynapseCache.if_present(cache_root) if options.synapse_cache
-                                         else None, fetches=config.max_workers)
-                             if options.file_names is FileNames.HANDLE else None)
+        self.handle_names = (
+            HandleNames(
+                platform,
+                SynapseCache.if_present(cache_root) if options.synapse_cache else None,
+                fetches=config.max_workers,
+            )
+            if options.file_names is FileNames.HANDLE
+            else None
+        )
         # the source's files, named: a list's entries against this target's index, a file root as the run names
         # files (by its handle's name: one bundle call, kept for the pipeline), files given as they are
         self.layout = Layout()  # a list's entries at their paths, its renamings and refusals (others: empty)
         self._files: List[Tuple[EntityHeader, Union[RemotePath, str]]] = []  # files that go straight to the pipeline
         if isinstance(source, ListSource):
-            self.layout = source.plan.laid_out(index.rows_in,
-                                               same_name=lambda name: names.same_name_key(names.legal_form(name)),
-                                               reserved=(RESERVED_NAME,) if names.maps_names else ())
+            self.layout = source.plan.laid_out(
+                index.rows_in,
+                same_name=lambda name: names.same_name_key(names.legal_form(name)),
+                reserved=(RESERVED_NAME,) if names.maps_names else (),
+            )
         elif isinstance(source, FileSource):
             root = named_file(self.handle_names, source.root)
             self._files = [(root, root.name)]
@@ -168,27 +233,55 @@ class SyncRun:
         # the one way from a remote name to a local path, and the run's one registry of local paths
         self.gate = NameGate(target, names, PathRegistry(names))
         kept_names: Dict[Path, Set[str]] = {}  # the walker's names kept in place, which keep.both copies avoid
-        self.claims = PathClaims(platform=platform, target=target, index=index, options=options,
-                                 effects=self.effects, names=names, registry=self.gate.registry,
-                                 kept_names=kept_names)
+        self.claims = PathClaims(
+            platform=platform,
+            target=target,
+            index=index,
+            options=options,
+            effects=self.effects,
+            names=names,
+            registry=self.gate.registry,
+            kept_names=kept_names,
+        )
         self.manifests = ManifestAssembly(target=target, index=index, root_id=self.root_id, names=names)
         # synapseclient's cache, when it is wanted and this machine has one (a dry run reads and writes none of it)
-        synapse_cache = (SynapseCache.if_present(cache_root) if options.synapse_cache and not options.dry_run
-                         else None)
-        fetcher = self.data_plane.fetcher(remote=remote, synapse_cache=synapse_cache,
-                                          synapse_cache_link=options.synapse_cache_link)
-        self.pipeline = FilePipeline(platform=platform, pool=self.pool, fetcher=fetcher,
-                                     target=target, index=index, root_id=self.root_id, options=options,
-                                     effects=self.effects, claims=self.claims, manifests=self.manifests,
-                                     folders=self.folders, observer=observer,
-                                     individual_files=self._individual_files(),
-                                     described=source.described if isinstance(source, ListSource) else None,
-                                     view=view, handle_names=self.handle_names)
-        self.walker = TreeWalker(platform=platform, pool=self.pool, target=target, on_files=self.pipeline.files_found,
-                                 on_failure=self.pipeline.entity_failed, path_filter=options.path_filter,
-                                 follow_links=options.follow_links, make_room=self.claims.make_room,
-                                 names=names, held_names=index.local_names_in if names.maps_names else None,
-                                 gate=self.gate, file_names=self.handle_names, kept_names=kept_names)
+        synapse_cache = SynapseCache.if_present(cache_root) if options.synapse_cache and not options.dry_run else None
+        fetcher = self.data_plane.fetcher(
+            remote=remote, synapse_cache=synapse_cache, synapse_cache_link=options.synapse_cache_link
+        )
+        self.pipeline = FilePipeline(
+            platform=platform,
+            pool=self.pool,
+            fetcher=fetcher,
+            target=target,
+            index=index,
+            root_id=self.root_id,
+            options=options,
+            effects=self.effects,
+            claims=self.claims,
+            manifests=self.manifests,
+            folders=self.folders,
+            observer=observer,
+            individual_files=self._individual_files(),
+            described=source.described if isinstance(source, ListSource) else None,
+            view=view,
+            handle_names=self.handle_names,
+        )
+        self.walker = TreeWalker(
+            platform=platform,
+            pool=self.pool,
+            target=target,
+            on_files=self.pipeline.files_found,
+            on_failure=self.pipeline.entity_failed,
+            path_filter=options.path_filter,
+            follow_links=options.follow_links,
+            make_room=self.claims.make_room,
+            names=names,
+            held_names=index.local_names_in if names.maps_names else None,
+            gate=self.gate,
+            file_names=self.handle_names,
+            kept_names=kept_names,
+        )
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
 
     def _individual_files(self) -> Set[str]:
@@ -209,8 +302,9 @@ class SyncRun:
             # a name that can be no local name fails that file, as in a walk; the filters are for what a walk finds
             self._start_files(self._files, filtered=isinstance(source, GivenFiles))
 
-    def _start_files(self, files: Sequence[Tuple[EntityHeader, Union[RemotePath, str]]], *,
-                     filtered: bool = True) -> None:
+    def _start_files(
+        self, files: Sequence[Tuple[EntityHeader, Union[RemotePath, str]]], *, filtered: bool = True
+    ) -> None:
         """A list of files, each at its own path under the target (a :class:`RemotePath`, or one name), placed by
         the name gate (its folders made, each name in the form the local filesystem can hold; twins among a list's
         entries are its own renamings', sources/by_id.py): straight to the pipeline, as a file root is. A name that
@@ -232,7 +326,7 @@ class SyncRun:
             except SynclientError as exc:
                 self.pipeline.entity_failed(header, None, exc)
         for start in range(0, len(found), _FILES_PER_BATCH):
-            self.pipeline.files_found(found[start:start + _FILES_PER_BATCH])
+            self.pipeline.files_found(found[start : start + _FILES_PER_BATCH])
 
     def _start_list(self, source: ListSource) -> None:
         """A list of ids, a dataset or a collection (:mod:`synclient.sync.sources.by_id`), named against this
@@ -248,8 +342,13 @@ class SyncRun:
             except SynclientError as exc:
                 refused_folders.add(holder.remote)
                 self.pipeline.entity_failed(holder.header, None, exc)
-        self._start_files([(header, remote) for header, remote in layout.files
-                           if not any(remote.names[:len(f.names)] == f.names for f in refused_folders)])
+        self._start_files(
+            [
+                (header, remote)
+                for header, remote in layout.files
+                if not any(remote.names[: len(f.names)] == f.names for f in refused_folders)
+            ]
+        )
         for container in layout.containers:
             try:
                 self.gate.claim_folders(container.remote, container.header.id)
@@ -259,8 +358,9 @@ class SyncRun:
                 self.pipeline.entity_failed(container.header, None, exc)
                 continue
             if self.target.relative(folder) != container.rel_dir:  # a name the filesystem cannot hold as it is
-                renamed = LocalRename(container.header.id, container.rel_dir, self.target.relative(folder),
-                                      Renaming.WINDOWS.value)
+                renamed = LocalRename(
+                    container.header.id, container.rel_dir, self.target.relative(folder), Renaming.WINDOWS.value
+                )
                 self.renamed_locally.append(renamed)
                 log.warning("local name: %s", renamed)
             self.walker.walk(container.header, folder, remote=container.remote)
@@ -280,12 +380,19 @@ class SyncRun:
 
     def delete_vanished(self) -> None:
         """``delete=True``, once the whole tree is listed: files synclient wrote that the remote no longer has."""
-        delete_vanished(target=self.target, index=self.index, root_id=self.root_id,
-                        path_filter=self.options.path_filter, seen=self.pipeline.seen,
-                        unvisited=self.walker.unvisited, handled=self.claims.handled,
-                        # folders by remote path and by local path (deletion tidies folders by where they are)
-                        listed=set(self.walker.listed) | {self.target.relative(p) for p in self.walker.listed.values()},
-                        dry_run=not self.effects.writes, report=self.effects.removed)
+        delete_vanished(
+            target=self.target,
+            index=self.index,
+            root_id=self.root_id,
+            path_filter=self.options.path_filter,
+            seen=self.pipeline.seen,
+            unvisited=self.walker.unvisited,
+            handled=self.claims.handled,
+            # folders by remote path and by local path (deletion tidies folders by where they are)
+            listed=set(self.walker.listed) | {self.target.relative(p) for p in self.walker.listed.values()},
+            dry_run=not self.effects.writes,
+            report=self.effects.removed,
+        )
 
     @property
     def renamed_lines(self) -> List[str]:
@@ -294,28 +401,45 @@ class SyncRun:
         folders = [entry for entry in self.walker.renamed if self._is_there(entry)]
         # a list's renaming says where the entry is: its given name in the form the local filesystem holds it
         # (a file of the list that failed is at no name: nothing to report)
-        listed = [replace(entry, given=self.pipeline.placed.get(entry.given, entry.given)) for entry in self.renamed
-                  if entry.given in self.pipeline.placed or entry.given not in self.listed_files]
-        return ([str(entry) for entry in listed] + [str(entry) for entry in self.renamed_locally]
-                + [str(entry) for entry in sorted(folders + self.pipeline.renamed, key=lambda r: r.remote_path)])
+        listed = [
+            replace(entry, given=self.pipeline.placed.get(entry.given, entry.given))
+            for entry in self.renamed
+            if entry.given in self.pipeline.placed or entry.given not in self.listed_files
+        ]
+        return (
+            [str(entry) for entry in listed]
+            + [str(entry) for entry in self.renamed_locally]
+            + [str(entry) for entry in sorted(folders + self.pipeline.renamed, key=lambda r: r.remote_path)]
+        )
 
     def _is_there(self, folder: LocalRename) -> bool:
         """A walked folder given another local name is at it for this run: a file of the run is (or a dry run would
         put it) in it, or the remote folder holds nothing (its files may stay where an earlier run put them)."""
         inside = folder.local_path + "/"
         return folder.remote_path not in self.walker.holding or any(
-            filled == folder.local_path or filled.startswith(inside) for filled in self.pipeline.filled)
+            filled == folder.local_path or filled.startswith(inside) for filled in self.pipeline.filled
+        )
 
     def write_manifests_and_sweep(self, effects: AppliedEffects) -> None:
         """A real run's end (``effects``: its record): every folder's manifest, and the sweep of partial downloads
         no run will resume."""
         if self.options.wants_manifest:
-            self.manifests.write(mode=self.options.manifest, listed_paths=effects.manifest_paths,
-                                 manifest_taken=set(self.walker.manifest_taken), listed_folders=self.walker.listed,
-                                 formats=self.options.manifest_formats)
-        sweep_run_partials(index=self.index, root_id=self.root_id, target_root=self.target.root,
-                           listed=self.walker.listed, unvisited=self.walker.unvisited,
-                           keep=self.pipeline.partials_to_keep(), path_filter=self.options.path_filter)
+            self.manifests.write(
+                mode=self.options.manifest,
+                listed_paths=effects.manifest_paths,
+                manifest_taken=set(self.walker.manifest_taken),
+                listed_folders=self.walker.listed,
+                formats=self.options.manifest_formats,
+            )
+        sweep_run_partials(
+            index=self.index,
+            root_id=self.root_id,
+            target_root=self.target.root,
+            listed=self.walker.listed,
+            unvisited=self.walker.unvisited,
+            keep=self.pipeline.partials_to_keep(),
+            path_filter=self.options.path_filter,
+        )
 
 
 if TYPE_CHECKING:
@@ -362,13 +486,20 @@ class RunSettings:
     config: TransferConfig
     observer: Optional[SyncObserver] = None
     view: Optional[str] = None  # a file view's id, without a version
-    cluster: Optional["DaskSettings"] = None
+    cluster: Optional[DaskSettings] = None
 
     @classmethod
-    def of(cls, options: Optional[SyncOptions], *, keywords: Optional[Mapping[str, object]] = None,
-           config: Optional[TransferConfig] = None, max_workers: Optional[int] = None,
-           observer: Optional[SyncObserver] = None, view: Optional[str] = None,
-           dask: Optional[object] = None) -> "RunSettings":
+    def of(
+        cls,
+        options: Optional[SyncOptions],
+        *,
+        keywords: Optional[Mapping[str, object]] = None,
+        config: Optional[TransferConfig] = None,
+        max_workers: Optional[int] = None,
+        observer: Optional[SyncObserver] = None,
+        view: Optional[str] = None,
+        dask: Optional[object] = None,
+    ) -> RunSettings:
         """``options`` with the option keywords among ``keywords`` (a public function's ``locals()``: each named as
         the :class:`SyncOptions` field it overrides, None when not given) on top; ``config`` with ``max_workers``
         on top; ``dask`` and ``view`` checked now."""
@@ -376,37 +507,73 @@ class RunSettings:
         config = config or TransferConfig()
         if max_workers is not None:
             config = replace(config, max_workers=max_workers)
-        return cls(options=checked, config=config, observer=observer, cluster=_dask_settings(dask),
-                   view=_view_id(view))
+        return cls(options=checked, config=config, observer=observer, cluster=_dask_settings(dask), view=_view_id(view))
 
 
 @overload
-def sync_from_platform(entity: str, path: Union[str, Path] = ..., *, dry_run: Literal[True],
-                       options: Optional[SyncOptions] = ..., **keywords: Unpack[_SyncKeywords]) -> SyncPlan: ...
+def sync_from_platform(
+    entity: str,
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: Literal[True],
+    options: Optional[SyncOptions] = ...,
+    **keywords: Unpack[_SyncKeywords],
+) -> SyncPlan: ...
 @overload
-def sync_from_platform(entity: str, path: Union[str, Path] = ..., *, dry_run: Literal[False],
-                       options: Optional[SyncOptions] = ..., **keywords: Unpack[_SyncKeywords]) -> SyncResults: ...
+def sync_from_platform(
+    entity: str,
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: Literal[False],
+    options: Optional[SyncOptions] = ...,
+    **keywords: Unpack[_SyncKeywords],
+) -> SyncResults: ...
 @overload
-def sync_from_platform(entity: str, path: Union[str, Path] = ..., *, dry_run: None = ..., options: None = ...,
-                       **keywords: Unpack[_SyncKeywords]) -> SyncResults: ...
+def sync_from_platform(
+    entity: str,
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: None = ...,
+    options: None = ...,
+    **keywords: Unpack[_SyncKeywords],
+) -> SyncResults: ...
 @overload
-def sync_from_platform(entity: str, path: Union[str, Path] = ..., *, dry_run: Optional[bool] = ...,
-                       options: Optional[SyncOptions] = ...,
-                       **keywords: Unpack[_SyncKeywords]) -> Union[SyncResults, SyncPlan]: ...
-def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: Optional[Platform] = None,
-                       options: Optional[SyncOptions] = None, config: Optional[TransferConfig] = None,
-                       max_workers: Optional[int] = None, observer: Optional[SyncObserver] = None,
-                       on_error: Union[OnError, str, None] = None, if_collision: Optional[str] = None,
-                       delete: Optional[bool] = None, manifest: Optional[str] = None,
-                       include: Optional[Iterable[str]] = None, exclude: Optional[Iterable[str]] = None,
-                       dry_run: Optional[bool] = None, follow_links: Optional[bool] = None,
-                       provenance: Optional[bool] = None, progress: Optional[bool] = None,
-                       entity_details: Optional[bool] = None, synapse_cache: Union[bool, str, Path, None] = None,
-                       synapse_cache_link: Optional[bool] = None, syn: Optional[object] = None,
-                       view: Optional[str] = None,
-                       filesystem_names: Union[FilesystemNames, str, None] = None,
-                       dask: Optional[object] = None,
-                       file_names: Union[FileNames, str, None] = None) -> Union[SyncResults, SyncPlan]:
+def sync_from_platform(
+    entity: str,
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: Optional[bool] = ...,
+    options: Optional[SyncOptions] = ...,
+    **keywords: Unpack[_SyncKeywords],
+) -> Union[SyncResults, SyncPlan]: ...
+def sync_from_platform(
+    entity: str,
+    path: Union[str, Path] = ".",
+    *,
+    platform: Optional[Platform] = None,
+    options: Optional[SyncOptions] = None,
+    config: Optional[TransferConfig] = None,
+    max_workers: Optional[int] = None,
+    observer: Optional[SyncObserver] = None,
+    on_error: Union[OnError, str, None] = None,
+    if_collision: Optional[str] = None,
+    delete: Optional[bool] = None,
+    manifest: Optional[str] = None,
+    include: Optional[Iterable[str]] = None,
+    exclude: Optional[Iterable[str]] = None,
+    dry_run: Optional[bool] = None,
+    follow_links: Optional[bool] = None,
+    provenance: Optional[bool] = None,
+    progress: Optional[bool] = None,
+    entity_details: Optional[bool] = None,
+    synapse_cache: Union[bool, str, Path, None] = None,
+    synapse_cache_link: Optional[bool] = None,
+    syn: Optional[object] = None,
+    view: Optional[str] = None,
+    filesystem_names: Union[FilesystemNames, str, None] = None,
+    dask: Optional[object] = None,
+    file_names: Union[FileNames, str, None] = None,
+) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
     Each folder lands under its entity's name, and each file under its entity's name too: what the web shows, and
@@ -441,40 +608,80 @@ def sync_from_platform(entity: str, path: Union[str, Path] = ".", *, platform: O
       and indexes, the cluster's workers fetch the files in shards, every process within one shared REST budget
       (docs/dask.md). The target must be a filesystem every worker sees at the same path.
     """
-    settings = RunSettings.of(options, keywords=locals(), config=config, max_workers=max_workers, observer=observer,
-                              view=view, dask=dask)
+    settings = RunSettings.of(
+        options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, view=view, dask=dask
+    )
     ref = EntityRef.parse(entity)
-    return _resolve_and_run(lambda platform: resolve_entity(platform, ref), Path(path), platform=platform, syn=syn,
-                            settings=settings)
+    return _resolve_and_run(
+        lambda platform: resolve_entity(platform, ref), Path(path), platform=platform, syn=syn, settings=settings
+    )
 
 
 @overload
-def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ..., *, dry_run: Literal[True],
-                  options: Optional[SyncOptions] = ..., **keywords: Unpack[_IdsKeywords]) -> SyncPlan: ...
+def download_many(
+    ids: Iterable[Union[str, EntityRef]],
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: Literal[True],
+    options: Optional[SyncOptions] = ...,
+    **keywords: Unpack[_IdsKeywords],
+) -> SyncPlan: ...
 @overload
-def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ..., *, dry_run: Literal[False],
-                  options: Optional[SyncOptions] = ..., **keywords: Unpack[_IdsKeywords]) -> SyncResults: ...
+def download_many(
+    ids: Iterable[Union[str, EntityRef]],
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: Literal[False],
+    options: Optional[SyncOptions] = ...,
+    **keywords: Unpack[_IdsKeywords],
+) -> SyncResults: ...
 @overload
-def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ..., *, dry_run: None = ...,
-                  options: None = ..., **keywords: Unpack[_IdsKeywords]) -> SyncResults: ...
+def download_many(
+    ids: Iterable[Union[str, EntityRef]],
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: None = ...,
+    options: None = ...,
+    **keywords: Unpack[_IdsKeywords],
+) -> SyncResults: ...
 @overload
-def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ..., *,
-                  dry_run: Optional[bool] = ..., options: Optional[SyncOptions] = ...,
-                  **keywords: Unpack[_IdsKeywords]) -> Union[SyncResults, SyncPlan]: ...
-def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] = ".", *, recursive: bool = False,
-                  platform: Optional[Platform] = None, options: Optional[SyncOptions] = None,
-                  config: Optional[TransferConfig] = None, max_workers: Optional[int] = None,
-                  observer: Optional[SyncObserver] = None, on_error: Union[OnError, str, None] = None,
-                  if_collision: Optional[str] = None, include: Optional[Iterable[str]] = None,
-                  exclude: Optional[Iterable[str]] = None, dry_run: Optional[bool] = None,
-                  follow_links: Optional[bool] = None, provenance: Optional[bool] = None,
-                  progress: Optional[bool] = None, entity_details: Optional[bool] = None,
-                  synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
-                  syn: Optional[object] = None, view: Optional[str] = None,
-                  filesystem_names: Union[FilesystemNames, str, None] = None,
-                  dask: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
-    """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or :class:`~synclient.sync.sources.id_lists.EntityRef`)
-    into ``path`` as one run: one shared pool, URL batches of up to 100 across all ids, one index, one report.
+def download_many(
+    ids: Iterable[Union[str, EntityRef]],
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: Optional[bool] = ...,
+    options: Optional[SyncOptions] = ...,
+    **keywords: Unpack[_IdsKeywords],
+) -> Union[SyncResults, SyncPlan]: ...
+def download_many(
+    ids: Iterable[Union[str, EntityRef]],
+    path: Union[str, Path] = ".",
+    *,
+    recursive: bool = False,
+    platform: Optional[Platform] = None,
+    options: Optional[SyncOptions] = None,
+    config: Optional[TransferConfig] = None,
+    max_workers: Optional[int] = None,
+    observer: Optional[SyncObserver] = None,
+    on_error: Union[OnError, str, None] = None,
+    if_collision: Optional[str] = None,
+    include: Optional[Iterable[str]] = None,
+    exclude: Optional[Iterable[str]] = None,
+    dry_run: Optional[bool] = None,
+    follow_links: Optional[bool] = None,
+    provenance: Optional[bool] = None,
+    progress: Optional[bool] = None,
+    entity_details: Optional[bool] = None,
+    synapse_cache: Union[bool, str, Path, None] = None,
+    synapse_cache_link: Optional[bool] = None,
+    syn: Optional[object] = None,
+    view: Optional[str] = None,
+    filesystem_names: Union[FilesystemNames, str, None] = None,
+    dask: Optional[object] = None,
+) -> Union[SyncResults, SyncPlan]:
+    """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or
+    :class:`~synclient.sync.sources.id_lists.EntityRef`) into ``path`` as one run: one shared pool, URL batches of up to
+    100 across all ids, one index, one report.
 
     Files land in ``path`` under their entity names; with ``recursive=True`` each project or folder is synced into a
     sub-folder named after it; a dataset's items (at their pinned versions) go into a sub-folder named after the
@@ -486,42 +693,84 @@ def download_many(ids: Iterable[Union[str, EntityRef]], path: Union[str, Path] =
     ``view``: a file view over those files, and ``dask``: a Dask cluster to fetch them on, as for
     :func:`sync_from_platform`.
     """
-    settings = RunSettings.of(options, keywords=locals(), config=config, max_workers=max_workers, observer=observer,
-                              view=view, dask=dask)
+    settings = RunSettings.of(
+        options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, view=view, dask=dask
+    )
     if isinstance(ids, (str, EntityRef)):  # one id given bare: a list of one, not a list of its characters
         ids = [ids]
     refs = [ref if isinstance(ref, EntityRef) else EntityRef.parse(ref) for ref in ids]
     if not refs:
         raise ConfigError("download_many needs at least one id")
-    return _resolve_and_run(lambda platform: resolve_ids(platform, refs, recursive=recursive), Path(path),
-                            platform=platform, syn=syn, settings=settings)
+    return _resolve_and_run(
+        lambda platform: resolve_ids(platform, refs, recursive=recursive),
+        Path(path),
+        platform=platform,
+        syn=syn,
+        settings=settings,
+    )
 
 
 @overload
-def download_query(sql: str, path: Union[str, Path] = ..., *, dry_run: Literal[True],
-                   options: Optional[SyncOptions] = ..., **keywords: Unpack[_QueryKeywords]) -> SyncPlan: ...
+def download_query(
+    sql: str,
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: Literal[True],
+    options: Optional[SyncOptions] = ...,
+    **keywords: Unpack[_QueryKeywords],
+) -> SyncPlan: ...
 @overload
-def download_query(sql: str, path: Union[str, Path] = ..., *, dry_run: Literal[False],
-                   options: Optional[SyncOptions] = ..., **keywords: Unpack[_QueryKeywords]) -> SyncResults: ...
+def download_query(
+    sql: str,
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: Literal[False],
+    options: Optional[SyncOptions] = ...,
+    **keywords: Unpack[_QueryKeywords],
+) -> SyncResults: ...
 @overload
-def download_query(sql: str, path: Union[str, Path] = ..., *, dry_run: None = ..., options: None = ...,
-                   **keywords: Unpack[_QueryKeywords]) -> SyncResults: ...
+def download_query(
+    sql: str,
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: None = ...,
+    options: None = ...,
+    **keywords: Unpack[_QueryKeywords],
+) -> SyncResults: ...
 @overload
-def download_query(sql: str, path: Union[str, Path] = ..., *, dry_run: Optional[bool] = ...,
-                   options: Optional[SyncOptions] = ...,
-                   **keywords: Unpack[_QueryKeywords]) -> Union[SyncResults, SyncPlan]: ...
-def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = False,
-                   platform: Optional[Platform] = None, options: Optional[SyncOptions] = None,
-                   config: Optional[TransferConfig] = None, max_workers: Optional[int] = None,
-                   observer: Optional[SyncObserver] = None, on_error: Union[OnError, str, None] = None,
-                   if_collision: Optional[str] = None, include: Optional[Iterable[str]] = None,
-                   exclude: Optional[Iterable[str]] = None, dry_run: Optional[bool] = None,
-                   follow_links: Optional[bool] = None, provenance: Optional[bool] = None,
-                   progress: Optional[bool] = None, entity_details: Optional[bool] = None,
-                   synapse_cache: Union[bool, str, Path, None] = None, synapse_cache_link: Optional[bool] = None,
-                   syn: Optional[object] = None,
-                   filesystem_names: Union[FilesystemNames, str, None] = None,
-                   dask: Optional[object] = None) -> Union[SyncResults, SyncPlan]:
+def download_query(
+    sql: str,
+    path: Union[str, Path] = ...,
+    *,
+    dry_run: Optional[bool] = ...,
+    options: Optional[SyncOptions] = ...,
+    **keywords: Unpack[_QueryKeywords],
+) -> Union[SyncResults, SyncPlan]: ...
+def download_query(
+    sql: str,
+    path: Union[str, Path] = ".",
+    *,
+    recursive: bool = False,
+    platform: Optional[Platform] = None,
+    options: Optional[SyncOptions] = None,
+    config: Optional[TransferConfig] = None,
+    max_workers: Optional[int] = None,
+    observer: Optional[SyncObserver] = None,
+    on_error: Union[OnError, str, None] = None,
+    if_collision: Optional[str] = None,
+    include: Optional[Iterable[str]] = None,
+    exclude: Optional[Iterable[str]] = None,
+    dry_run: Optional[bool] = None,
+    follow_links: Optional[bool] = None,
+    provenance: Optional[bool] = None,
+    progress: Optional[bool] = None,
+    entity_details: Optional[bool] = None,
+    synapse_cache: Union[bool, str, Path, None] = None,
+    synapse_cache_link: Optional[bool] = None,
+    syn: Optional[object] = None,
+    filesystem_names: Union[FilesystemNames, str, None] = None,
+    dask: Optional[object] = None,
+) -> Union[SyncResults, SyncPlan]:
     """Download what a SQL query over a file view or table selects (``SELECT id FROM syn123 WHERE ...``) into
     ``path``, as :func:`download_many` downloads a list of ids (its keywords are these): the query's ``id`` column
     names the entities, a ``currentVersion`` (or ``versionNumber``) column pins their versions, and every page of
@@ -531,11 +780,17 @@ def download_query(sql: str, path: Union[str, Path] = ".", *, recursive: bool = 
     per file; their annotations are then the view's annotation columns the query selected (see
     :mod:`synclient.sync.sources.queries`). The report (``results.report.query``) says the query, its table and its row
     count."""
-    settings = RunSettings.of(options, keywords=locals(), config=config, max_workers=max_workers, observer=observer,
-                              dask=dask)
+    settings = RunSettings.of(
+        options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, dask=dask
+    )
     table_id = table_of(sql)
-    return _resolve_and_run(lambda platform: resolve_query(platform, sql, table_id=table_id, recursive=recursive),
-                            Path(path), platform=platform, syn=syn, settings=settings)
+    return _resolve_and_run(
+        lambda platform: resolve_query(platform, sql, table_id=table_id, recursive=recursive),
+        Path(path),
+        platform=platform,
+        syn=syn,
+        settings=settings,
+    )
 
 
 def _view_id(view: Optional[str]) -> Optional[str]:
@@ -551,36 +806,62 @@ def _view_id(view: Optional[str]) -> Optional[str]:
 def _for_sources(options: SyncOptions) -> SyncOptions:
     """A list's run writes no manifest and deletes nothing (what it holds is no one folder's mirror)."""
     if options.delete:
-        raise ConfigError("delete=True needs one project or folder to mirror; a list of ids or a dataset "
-                          "deletes nothing")
+        raise ConfigError(
+            "delete=True needs one project or folder to mirror; a list of ids or a dataset deletes nothing"
+        )
     return options.replace(manifest="suppress")
 
 
-def sync_found_files(files: Sequence[Tuple[EntityHeader, RemotePath]], path: Union[str, Path], *, root_id: str,
-                     platform: Optional[Platform] = None, syn: Optional[object] = None,
-                     options: Optional[SyncOptions] = None, config: Optional[TransferConfig] = None,
-                     observer: Optional[SyncObserver] = None) -> Union[SyncResults, SyncPlan]:
+def sync_found_files(
+    files: Sequence[Tuple[EntityHeader, RemotePath]],
+    path: Union[str, Path],
+    *,
+    root_id: str,
+    platform: Optional[Platform] = None,
+    syn: Optional[object] = None,
+    options: Optional[SyncOptions] = None,
+    config: Optional[TransferConfig] = None,
+    observer: Optional[SyncObserver] = None,
+) -> Union[SyncResults, SyncPlan]:
     """Fetch these files (each an entity header of a file version and its :class:`RemotePath` under ``path``) as
     one run on one shared pool, with a sync's rules (index, collisions, verify, atomic install, report) but no
     walk: no deletion pass, no manifests. ``root_id`` owns the index rows. Internal for now: the synapseclient
     drop-in puts files into synapseclient's cache layout with it."""
     options = (options or SyncOptions()).replace(manifest="suppress", delete=False)
     settings = RunSettings(options=options, config=config or TransferConfig(), observer=observer)
-    return _resolve_and_run(lambda platform: GivenFiles(tuple(files), root_id=root_id), Path(path),
-                            platform=platform, syn=syn, settings=settings)
+    return _resolve_and_run(
+        lambda platform: GivenFiles(tuple(files), root_id=root_id),
+        Path(path),
+        platform=platform,
+        syn=syn,
+        settings=settings,
+    )
 
 
-def sync_source(source: RunSource, path: Union[str, Path], *, platform: Platform, settings: RunSettings,
-                baseline: ReportBaseline) -> Union[SyncResults, SyncPlan]:
+def sync_source(
+    source: RunSource, path: Union[str, Path], *, platform: Platform, settings: RunSettings, baseline: ReportBaseline
+) -> Union[SyncResults, SyncPlan]:
     """A run of a source its caller resolved (the CLI checks the root against its flags first: the root's header
     is fetched once); ``baseline``: taken before it was resolved (its calls are the run's)."""
     platform, own_platform, options = _platform_for(platform, None, settings.options, settings.config)
-    return _execute(source, path=Path(path), platform=platform, own_platform=own_platform,
-                    settings=replace(settings, options=options), baseline=baseline)
+    return _execute(
+        source,
+        path=Path(path),
+        platform=platform,
+        own_platform=own_platform,
+        settings=replace(settings, options=options),
+        baseline=baseline,
+    )
 
 
-def _resolve_and_run(resolve: Callable[[Platform], RunSource], path: Path, *, platform: Optional[Platform],
-                     syn: Optional[object], settings: RunSettings) -> Union[SyncResults, SyncPlan]:
+def _resolve_and_run(
+    resolve: Callable[[Platform], RunSource],
+    path: Path,
+    *,
+    platform: Optional[Platform],
+    syn: Optional[object],
+    settings: RunSettings,
+) -> Union[SyncResults, SyncPlan]:
     """The run's platform, its source resolved (before anything is written; its calls count as the run's), the
     run."""
     platform, own_platform, options = _platform_for(platform, syn, settings.options, settings.config)
@@ -591,12 +872,19 @@ def _resolve_and_run(resolve: Callable[[Platform], RunSource], path: Path, *, pl
         if own_platform:
             platform.close()
         raise
-    return _execute(source, path=path, platform=platform, own_platform=own_platform,
-                    settings=replace(settings, options=options), baseline=baseline)
+    return _execute(
+        source,
+        path=path,
+        platform=platform,
+        own_platform=own_platform,
+        settings=replace(settings, options=options),
+        baseline=baseline,
+    )
 
 
-def _platform_for(platform: Optional[Platform], syn: Optional[object], options: SyncOptions,
-                  config: TransferConfig) -> Tuple[Platform, bool, SyncOptions]:
+def _platform_for(
+    platform: Optional[Platform], syn: Optional[object], options: SyncOptions, config: TransferConfig
+) -> Tuple[Platform, bool, SyncOptions]:
     """The run's platform (given, a synapseclient's, or from the environment), whether the run owns it, and the
     options with a synapseclient's download cache filled in."""
     if syn is not None and platform is not None:
@@ -613,8 +901,15 @@ def _platform_for(platform: Optional[Platform], syn: Optional[object], options: 
     return platform, own_platform, options
 
 
-def _execute(source: RunSource, *, path: Path, platform: Platform, own_platform: bool, settings: RunSettings,
-             baseline: ReportBaseline) -> Union[SyncResults, SyncPlan]:
+def _execute(
+    source: RunSource,
+    *,
+    path: Path,
+    platform: Platform,
+    own_platform: bool,
+    settings: RunSettings,
+    baseline: ReportBaseline,
+) -> Union[SyncResults, SyncPlan]:
     """Build, run and report one run of ``source`` into ``path`` (``baseline``: since when its calls and time
     count); ``settings.view``: the file view whose rows stand in for bundle calls; ``settings.cluster``: the Dask
     cluster that fetches the files."""
@@ -622,27 +917,46 @@ def _execute(source: RunSource, *, path: Path, platform: Platform, own_platform:
     config = settings.config
     try:
         # a list's run writes no manifest and deletes nothing, unless it is one container's sync
-        options = (_for_sources(settings.options) if isinstance(source, ListSource) and not source.mirrors_container
-                   else settings.options)
+        options = (
+            _for_sources(settings.options)
+            if isinstance(source, ListSource) and not source.mirrors_container
+            else settings.options
+        )
         target = TargetDirectory(path, create=not options.dry_run)
         view_id = settings.view if not options.needs_bundle else None  # (bundles wanted anyway: the view is no use)
         view_rows = ViewRows(platform, platform.get_entity_header(view_id)) if view_id is not None else None
         bar = _progress_bar(enabled=options.progress and not options.dry_run, description=source.description)
         with LocalIndex(target.root, read_only=options.dry_run) as index:
             # build
-            names = FilesystemNames.for_target(None if options.dry_run else index.meta_dir,
-                                               forced=options.filesystem_names)
+            names = FilesystemNames.for_target(
+                None if options.dry_run else index.meta_dir, forced=options.filesystem_names
+            )
             if names.maps_names:
                 log.info("local names in %s: %s", target.root, names.describe())
             pool = run_pool(platform, config)
             observer = ObserverGroup([settings.observer, bar])
             # run
-            with _fetching_on(settings.cluster if not options.dry_run else None, pool=pool, platform=platform,
-                              config=config, observer=observer) as (remote, workers):
+            with _fetching_on(
+                settings.cluster if not options.dry_run else None,
+                pool=pool,
+                platform=platform,
+                config=config,
+                observer=observer,
+            ) as (remote, workers):
                 try:
-                    run = SyncRun(platform=platform, config=config, target=target, index=index, source=source,
-                                  options=options, observer=observer, pool=pool, names=names, view=view_rows,
-                                  remote=remote)
+                    run = SyncRun(
+                        platform=platform,
+                        config=config,
+                        target=target,
+                        index=index,
+                        source=source,
+                        options=options,
+                        observer=observer,
+                        pool=pool,
+                        names=names,
+                        view=view_rows,
+                        remote=remote,
+                    )
                     run.run()
                 finally:
                     if bar is not None:
@@ -680,13 +994,19 @@ def _execute(source: RunSource, *, path: Path, platform: Platform, own_platform:
 def _progress_bar(*, enabled: bool, description: str) -> Optional[ProgressDisplay]:
     """A bar only where someone watches (terminal, notebook); the CLI brings its own display."""
     from synclient.progress import ProgressMode, choose_mode, progress_observer
+
     if enabled and choose_mode() is ProgressMode.BAR:
         return progress_observer(description=description)
     return None
 
 
-def _finish_report(effects: AppliedEffects, platform: Platform, started: float, before: _CallCounts,
-                   workers: Callable[[], List[WorkerCounts]]) -> None:
+def _finish_report(
+    effects: AppliedEffects,
+    platform: Platform,
+    started: float,
+    before: _CallCounts,
+    workers: Callable[[], List[WorkerCounts]],
+) -> None:
     """The report's totals: time, and the REST calls of this process and of the run's Dask workers."""
     report, now = effects.report, _CallCounts.of(platform)
     report.wall_seconds = time.monotonic() - started
@@ -696,23 +1016,31 @@ def _finish_report(effects: AppliedEffects, platform: Platform, started: float, 
     report.throttled = now.throttled - before.throttled + sum(counts.throttled for counts in report.workers)
 
 
-def _dask_settings(dask: Optional[object]) -> Optional["DaskSettings"]:
+def _dask_settings(dask: Optional[object]) -> Optional[DaskSettings]:
     """``dask=``: a ``distributed.Client`` or :class:`~synclient.cluster.driver.DaskSettings`, checked now."""
     if dask is None:
         return None
     from synclient.cluster.driver import DaskSettings
+
     return DaskSettings.of(dask)
 
 
 @contextlib.contextmanager
-def _fetching_on(cluster: Optional["DaskSettings"], *, pool: TaskPool, platform: Platform, config: TransferConfig,
-                 observer: SyncObserver) -> Iterator[Tuple[Optional["DaskFetcher"], Callable[[], List[WorkerCounts]]]]:
+def _fetching_on(
+    cluster: Optional[DaskSettings],
+    *,
+    pool: TaskPool,
+    platform: Platform,
+    config: TransferConfig,
+    observer: SyncObserver,
+) -> Iterator[Tuple[Optional[DaskFetcher], Callable[[], List[WorkerCounts]]]]:
     """The fetcher of the Dask cluster (when there is one: the run's fetches go there while inside; None: this
     pool fetches), and what reads the workers' counts once the run is over."""
     if cluster is None:
         yield None, list
         return
     from synclient.cluster.driver import DaskFetcher
+
     with DaskFetcher(cluster, pool=pool, platform=platform, config=config, observer=observer) as fetcher:
         yield fetcher, fetcher.worker_counts
 

@@ -1,4 +1,5 @@
 """Every transfer knob in one validated object (s3transfer's TransferConfig habit)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """A thread-safe countdown that names exactly one caller the last (s3transfer's ``CountCallbackInvoker``)."""
+
 from __future__ import annotations
 
 import threading

@@ -14,6 +14,7 @@ pages of its range. Network, FUSE and memory filesystems are never opened this w
 into a synchronous round trip on NFS, and tmpfs refuses it); anything that refuses it at run time falls back to
 buffered I/O for that file.
 """
+
 from __future__ import annotations
 
 import errno
@@ -140,14 +141,14 @@ class DirectFile:
             start = offset - offset % ALIGN
             stop = min(start + len(buffer), -(-end // ALIGN) * ALIGN)
             try:
-                received = portable.preadv(self.direct_fd, [buffer[:stop - start]], start)
+                received = portable.preadv(self.direct_fd, [buffer[: stop - start]], start)
                 skip = offset - start
-                return buffer[skip:max(skip, min(received, end - start))]
+                return buffer[skip : max(skip, min(received, end - start))]
             except OSError as exc:
                 if exc.errno != errno.EINVAL:
                     raise
                 self._direct = False
-        received = portable.preadv(self.fd, [buffer[:min(len(buffer), end - offset)]], offset)
+        received = portable.preadv(self.fd, [buffer[: min(len(buffer), end - offset)]], offset)
         return buffer[:received]
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ part that finishes last finalizes the file. The MD5 is computed while parts arri
 the file (:class:`~synclient.transfer.hashing.PrefixHasher`), so finalizing a large file does not re-read it all
 at the end.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,8 +22,17 @@ from typing import Callable, Deque, Dict, Iterator, List, Optional, Set
 
 import tenacity
 
-from synclient.errors import (Cancelled, CertificateError, ExternalCertificateError, IntegrityError, LocalIOError,
-                              NoRoomForFileError, RangeNotHonouredError, SynclientError, is_retryable)
+from synclient.errors import (
+    Cancelled,
+    CertificateError,
+    ExternalCertificateError,
+    IntegrityError,
+    LocalIOError,
+    NoRoomForFileError,
+    RangeNotHonouredError,
+    SynclientError,
+    is_retryable,
+)
 from synclient.events import PlannedFile, SyncObserver
 from synclient.platform.models import FileHandle, FileHandleRequest
 from synclient.transfer.config import TransferConfig
@@ -32,9 +42,19 @@ from synclient.transfer.hashing import EMPTY_MD5, PrefixHasher, hash_file_range
 from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fetch_range, fetch_whole
 from synclient.transfer.jobs import FetchJob
 from synclient.transfer.local_copy import CopyMethod, fill_temp
-from synclient.transfer.partial import (JournalHeader, SymlinkFreeFolders, ResumeJournal, WriteTarget, check_plain_folder,
-                                        check_room, copy_temp_path, journal_path, open_for_write, preallocate,
-                                        temp_path)
+from synclient.transfer.partial import (
+    JournalHeader,
+    ResumeJournal,
+    SymlinkFreeFolders,
+    WriteTarget,
+    check_plain_folder,
+    check_room,
+    copy_temp_path,
+    journal_path,
+    open_for_write,
+    preallocate,
+    temp_path,
+)
 from synclient.transfer.pool import Priority, TaskPool
 from synclient.transfer.urls import SignedUrl, UrlBroker
 
@@ -73,10 +93,15 @@ class FileJob:
             self.on_done = _external_host_failures_are_per_file(self.on_done)
 
     @classmethod
-    def of(cls, job: FetchJob, on_done: Callable[[Optional[SynclientError]], None]) -> "FileJob":
+    def of(cls, job: FetchJob, on_done: Callable[[Optional[SynclientError]], None]) -> FileJob:
         """``job`` in flight; observers see it as the same :class:`PlannedFile` as ``job``."""
-        started = cls(entity_id=job.entity_id, version=job.version, handle=job.handle, destination=job.destination,
-                      on_done=on_done)
+        started = cls(
+            entity_id=job.entity_id,
+            version=job.version,
+            handle=job.handle,
+            destination=job.destination,
+            on_done=on_done,
+        )
         started.planned = job.planned
         return started
 
@@ -94,10 +119,12 @@ class FileJob:
         return self.handle.content_size is not None
 
 
-def _external_host_failures_are_per_file(report: Callable[[Optional[SynclientError]], None]
-                                         ) -> Callable[[Optional[SynclientError]], None]:
+def _external_host_failures_are_per_file(
+    report: Callable[[Optional[SynclientError]], None],
+) -> Callable[[Optional[SynclientError]], None]:
     def reported(error: Optional[SynclientError]) -> None:
         report(ExternalCertificateError.of(error) if type(error) is CertificateError else error)
+
     return reported
 
 
@@ -188,9 +215,16 @@ class _Multipart:
 class Downloader:
     """Runs file jobs on the shared pool with the strategy their size calls for."""
 
-    def __init__(self, *, pool: TaskPool, broker: UrlBroker, client: DataClient,
-                 config: TransferConfig, observer: SyncObserver,
-                 folders: Optional[SymlinkFreeFolders] = None) -> None:
+    def __init__(
+        self,
+        *,
+        pool: TaskPool,
+        broker: UrlBroker,
+        client: DataClient,
+        config: TransferConfig,
+        observer: SyncObserver,
+        folders: Optional[SymlinkFreeFolders] = None,
+    ) -> None:
         self._folders = folders  # the run's folder checks (partial.SymlinkFreeFolders), or None: realpath each time
         self._pool = pool
         self._broker = broker
@@ -214,10 +248,13 @@ class Downloader:
         """Tries of one stream (a small file, or a part), as many as the error's nature allows (errors.py): a cut,
         stall, bad status or rejected URL (TransferError) and bytes that do not match (IntegrityError) are tried
         again; storage that ignores Range, local errors and the platform's errors (see :meth:`_url`) are not."""
-        return tenacity.Retrying(retry=tenacity.retry_if_exception(is_retryable), reraise=True,
-                                 stop=tenacity.stop_after_attempt(self._config.max_attempts),
-                                 wait=tenacity.wait_random_exponential(multiplier=0.25, max=8.0),
-                                 sleep=self._wait_unless_cancelled)
+        return tenacity.Retrying(
+            retry=tenacity.retry_if_exception(is_retryable),
+            reraise=True,
+            stop=tenacity.stop_after_attempt(self._config.max_attempts),
+            wait=tenacity.wait_random_exponential(multiplier=0.25, max=8.0),
+            sleep=self._wait_unless_cancelled,
+        )
 
     def _wait_unless_cancelled(self, seconds: float) -> None:
         """Tenacity's pause between tries: cut short when the run is cancelled."""
@@ -233,19 +270,40 @@ class Downloader:
             job.url = url
         return url
 
-    def _fetch(self, job: FileJob, byte_range: Optional[ByteRange], sink: Callable[[int, memoryview], None], *,
-               on_head: Optional[Callable[[Optional[int], bool], None]] = None) -> int:
+    def _fetch(
+        self,
+        job: FileJob,
+        byte_range: Optional[ByteRange],
+        sink: Callable[[int, memoryview], None],
+        *,
+        on_head: Optional[Callable[[Optional[int], bool], None]] = None,
+    ) -> int:
         """One GET of ``byte_range`` (None: the whole body of a file of unknown size, ``on_head`` told the length the
         server announces and whether it takes ranges); the bytes received."""
         url = self._url(job)
         config, cancelled = self._config, self._pool.cancel_event.is_set
         try:
             if byte_range is None:
-                return fetch_whole(self._client, url, on_head=on_head, sink=sink, chunk_size=config.chunk_size,
-                                   connect_timeout=config.connect_timeout, stall_timeout=config.stall_timeout,
-                                   cancelled=cancelled)
-            fetch_range(self._client, url, byte_range, sink=sink, chunk_size=config.chunk_size,
-                        connect_timeout=config.connect_timeout, stall_timeout=config.stall_timeout, cancelled=cancelled)
+                return fetch_whole(
+                    self._client,
+                    url,
+                    on_head=on_head,
+                    sink=sink,
+                    chunk_size=config.chunk_size,
+                    connect_timeout=config.connect_timeout,
+                    stall_timeout=config.stall_timeout,
+                    cancelled=cancelled,
+                )
+            fetch_range(
+                self._client,
+                url,
+                byte_range,
+                sink=sink,
+                chunk_size=config.chunk_size,
+                connect_timeout=config.connect_timeout,
+                stall_timeout=config.stall_timeout,
+                cancelled=cancelled,
+            )
             return byte_range.length
         except UrlRejectedError:
             job.rejected_url = url
@@ -273,11 +331,11 @@ class Downloader:
         is not the file; the caller downloads it then. Does not call ``job.on_done``."""
         temp = copy_temp_path(job.destination, job.handle.id)  # never a resumable partial's name (write rule)
         try:
-            filled = fill_temp(source, temp, link=link, folders=self._folders,
-                               cancelled=self._pool.cancel_event.is_set)
+            filled = fill_temp(source, temp, link=link, folders=self._folders, cancelled=self._pool.cancel_event.is_set)
             if filled.size != job.size:
-                raise IntegrityError(f"size mismatch for {job.entity_id}: {source} has {filled.size} bytes, "
-                                     f"the platform says {job.size}")
+                raise IntegrityError(
+                    f"size mismatch for {job.entity_id}: {source} has {filled.size} bytes, the platform says {job.size}"
+                )
             self._verify(job, filled.md5)
             self._install(job, temp)
         except BaseException as exc:
@@ -295,9 +353,16 @@ class Downloader:
 
     def _download_single(self, job: FileJob, *, fresh: bool = False) -> None:
         temp = temp_path(job.destination, job.handle.id)
-        journal = (ResumeJournal(journal_path(temp), JournalHeader(file_handle_id=job.handle.id, size=job.size,
-                                                                   md5=job.handle.content_md5 or "", part_size=0))
-                   if job.size >= SINGLE_RESUME_MIN else None)
+        journal = (
+            ResumeJournal(
+                journal_path(temp),
+                JournalHeader(
+                    file_handle_id=job.handle.id, size=job.size, md5=job.handle.content_md5 or "", part_size=0
+                ),
+            )
+            if job.size >= SINGLE_RESUME_MIN
+            else None
+        )
         partial = self._open_partial(temp, journal, fresh=fresh)
         try:
             if job.size == 0:
@@ -392,14 +457,17 @@ class Downloader:
     def _start_multipart(self, job: FileJob) -> None:
         size, part_size = job.size, self._config.part_size
         temp = temp_path(job.destination, job.handle.id)
-        journal = ResumeJournal(journal_path(temp), JournalHeader(file_handle_id=job.handle.id, size=size,
-                                                                  md5=job.handle.content_md5 or "",
-                                                                  part_size=part_size))
+        journal = ResumeJournal(
+            journal_path(temp),
+            JournalHeader(
+                file_handle_id=job.handle.id, size=size, md5=job.handle.content_md5 or "", part_size=part_size
+            ),
+        )
         recorded = journal.load()
-        partial = open_for_write(temp, resume=recorded.partial if recorded is not None else None,
-                                 folders=self._folders)
-        finished: Set[int] = (set(recorded.finished) if recorded is not None and partial.resumed
-                              and partial.size == size else set())
+        partial = open_for_write(temp, resume=recorded.partial if recorded is not None else None, folders=self._folders)
+        finished: Set[int] = (
+            set(recorded.finished) if recorded is not None and partial.resumed and partial.size == size else set()
+        )
         if partial.resumed and not finished:  # ours, but nothing to continue: a fresh file, preallocated
             os.close(partial.fd)
             partial = open_for_write(temp, folders=self._folders)
@@ -419,9 +487,16 @@ class Downloader:
         file = DirectFile(fd, open_direct(temp, fd) if self._config.direct_io else -1)
         todo = [i for i in range(len(parts)) if i not in finished]
         # +1: this task's own count, so parts finishing early cannot finalize (see Countdown)
-        state = _Multipart(job=job, temp=temp, file=file, journal=journal, parts=parts,
-                           hasher=PrefixHasher(file, parts), resumed=bool(finished),
-                           countdown=Countdown(len(todo) + 1))
+        state = _Multipart(
+            job=job,
+            temp=temp,
+            file=file,
+            journal=journal,
+            parts=parts,
+            hasher=PrefixHasher(file, parts),
+            resumed=bool(finished),
+            countdown=Countdown(len(todo) + 1),
+        )
         if finished:
             log.info("resuming %s: %d of %d parts already on disk", job.entity_id, len(finished), len(parts))
         state.waiting.extend(todo)
@@ -504,8 +579,13 @@ class Downloader:
                         # One bad part (a flipped byte on the way) spoils the whole-file MD5, and nothing says which
                         # part it was: fetch the file again, a bounded number of times, as a small file's stream is.
                         job.verify_retries += 1
-                        log.warning("%s: %s; downloading again (%d of %d)", job.entity_id, exc, job.verify_retries,
-                                    MULTIPART_VERIFY_RETRIES)
+                        log.warning(
+                            "%s: %s; downloading again (%d of %d)",
+                            job.entity_id,
+                            exc,
+                            job.verify_retries,
+                            MULTIPART_VERIFY_RETRIES,
+                        )
                         self._start_multipart(job)
                     else:
                         job.on_done(exc)

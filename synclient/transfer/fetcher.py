@@ -17,6 +17,7 @@ cache saves the URL and the download, and every file installed is recorded there
 downloader) and :meth:`DataPlane.fetcher` the one of a run's fetcher: the local run and a shard on a Dask worker
 both use them.
 """
+
 from __future__ import annotations
 
 import logging
@@ -52,12 +53,13 @@ def check_scheme(entity_id: str, url: str) -> None:
     its external URL only when the URL batch answers it)."""
     scheme = urlsplit(url).scheme.lower()
     if scheme not in FETCHED_SCHEMES:
-        raise UnsupportedError(f"{entity_id} is an external {scheme or 'relative'} URL ({redact_url(url)}): synclient "
-                               f"fetches http(s) URLs only; download it with a client for {scheme or 'that URL'}")
+        raise UnsupportedError(
+            f"{entity_id} is an external {scheme or 'relative'} URL ({redact_url(url)}): synclient "
+            f"fetches http(s) URLs only; download it with a client for {scheme or 'that URL'}"
+        )
 
 
-def url_refusal(entity_id: str, url: Optional[SignedUrl],
-                error: Optional[SynclientError]) -> Optional[SynclientError]:
+def url_refusal(entity_id: str, url: Optional[SignedUrl], error: Optional[SynclientError]) -> Optional[SynclientError]:
     """What a URL batch's answer for a file refuses it with: the batch's own error, or a URL synclient does not
     fetch (an :class:`UnsupportedError`); None for a URL to download from."""
     if error is None and url is not None:
@@ -106,8 +108,9 @@ class SynapseCacheFirst:
     file installed is recorded in the cache, for synapseclient and later syncs; a cache that cannot be written is
     said once and never fails a file."""
 
-    def __init__(self, then: Fetcher, *, cache: SynapseCache, pool: TaskPool, downloader: Downloader,
-                 link: bool = False) -> None:
+    def __init__(
+        self, then: Fetcher, *, cache: SynapseCache, pool: TaskPool, downloader: Downloader, link: bool = False
+    ) -> None:
         self._then = then
         self._cache = cache
         self._pool = pool
@@ -134,8 +137,7 @@ class SynapseCacheFirst:
         if not job.handle.content_md5 or not job.size_known:
             return None  # (a copy that cannot be verified is not taken)
         try:
-            return self._cache.lookup(job.handle.id, md5=job.handle.content_md5, size=job.size,
-                                      not_at=job.destination)
+            return self._cache.lookup(job.handle.id, md5=job.handle.content_md5, size=job.size, not_at=job.destination)
         except (OSError, ValueError) as exc:  # an unreadable cache folder, a handle id that is not a number
             log.debug("synapseclient's cache not consulted for %s: %s", job.entity_id, exc)
             return None
@@ -148,8 +150,12 @@ class SynapseCacheFirst:
         except Cancelled:
             raise
         except SynclientError as exc:
-            log.info("%s: the copy in synapseclient's cache (%s) is not usable (%s); downloading it",
-                     job.entity_id, source, exc)
+            log.info(
+                "%s: the copy in synapseclient's cache (%s) is not usable (%s); downloading it",
+                job.entity_id,
+                source,
+                exc,
+            )
             self._then.fetch(job, on_fetched)
             return
         log.debug("%s: %s of %s from synapseclient's cache", job.entity_id, method.value, source)
@@ -166,8 +172,9 @@ class SynapseCacheFirst:
                 warned, self._warned = self._warned, True
                 if isinstance(exc, CacheLockTimeoutError):
                     self._writable = False
-            (log.debug if warned else log.warning)("cannot record %s in synapseclient's cache %s: %s",
-                                                  job.destination, self._cache.root, exc)
+            (log.debug if warned else log.warning)(
+                "cannot record %s in synapseclient's cache %s: %s", job.destination, self._cache.root, exc
+            )
 
 
 def _not_called(error: Optional[SynclientError]) -> None:
@@ -186,26 +193,35 @@ class DataPlane:
     downloader: Downloader
 
     @classmethod
-    def build(cls, *, platform: Platform, pool: TaskPool, config: TransferConfig,
-              observer: SyncObserver) -> "DataPlane":
+    def build(cls, *, platform: Platform, pool: TaskPool, config: TransferConfig, observer: SyncObserver) -> DataPlane:
         """Raises a :class:`SynclientError` when the data connections cannot be set up (a CA bundle missing)."""
         client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
         broker = UrlBroker(platform, pool, batch_size=config.url_batch_size)
         folders = SymlinkFreeFolders()
-        downloader = Downloader(pool=pool, broker=broker, client=client, config=config, observer=observer,
-                                folders=folders)
+        downloader = Downloader(
+            pool=pool, broker=broker, client=client, config=config, observer=observer, folders=folders
+        )
         return cls(pool, broker, client, folders, downloader)
 
-    def fetcher(self, *, remote: Optional[Fetcher] = None, synapse_cache: Optional[SynapseCache] = None,
-                synapse_cache_link: bool = False) -> Fetcher:
+    def fetcher(
+        self,
+        *,
+        remote: Optional[Fetcher] = None,
+        synapse_cache: Optional[SynapseCache] = None,
+        synapse_cache_link: bool = False,
+    ) -> Fetcher:
         """The run's fetcher: ``synapse_cache`` first (when given), then ``remote`` (a Dask cluster) or this pool's
         :class:`LocalFetcher`."""
-        fetcher: Fetcher = remote if remote is not None else LocalFetcher(pool=self.pool, broker=self.broker,
-                                                                          downloader=self.downloader)
+        fetcher: Fetcher = (
+            remote
+            if remote is not None
+            else LocalFetcher(pool=self.pool, broker=self.broker, downloader=self.downloader)
+        )
         if synapse_cache is None:
             return fetcher
-        return SynapseCacheFirst(fetcher, cache=synapse_cache, pool=self.pool, downloader=self.downloader,
-                                 link=synapse_cache_link)
+        return SynapseCacheFirst(
+            fetcher, cache=synapse_cache, pool=self.pool, downloader=self.downloader, link=synapse_cache_link
+        )
 
     def close(self) -> None:
         """The data connections and the folder checks' descriptors."""

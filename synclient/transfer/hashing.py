@@ -4,6 +4,7 @@ around the page cache where it was written that way), the growing prefix of a mu
 
 Every reader reads :data:`HASH_READ` bytes at a time.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,8 +36,9 @@ def file_md5(path: Union[str, os.PathLike]) -> str:
     return md5.hexdigest()
 
 
-def hash_file_range(file: DirectFile, start: int, end: int, md5: hashlib._Hash,
-                    buffer: Optional[memoryview] = None) -> None:
+def hash_file_range(
+    file: DirectFile, start: int, end: int, md5: hashlib._Hash, buffer: Optional[memoryview] = None
+) -> None:
     """Feed bytes ``start .. end - 1`` of ``file`` to ``md5``, read through ``buffer`` (an
     :func:`aligned_buffer`, reused: no allocations)."""
     if start >= end:
@@ -65,10 +67,10 @@ def hash_with_read_ahead(file: DirectFile, start: int, end: int, md5: hashlib._H
     both release the GIL, so the two overlap: S5's 2 GiB hashed in 3.3 s of hashing time instead of 4.6-5.7 s.
     The helper is the hasher's own I/O, not a task of the sync, so it does not take a worker from the pool.
     """
-    free: "queue.Queue[memoryview]" = queue.Queue()
+    free: queue.Queue[memoryview] = queue.Queue()
     for buffer in buffers:
         free.put(buffer)
-    filled: "queue.Queue[Any]" = queue.Queue()
+    filled: queue.Queue[Any] = queue.Queue()
     stop = threading.Event()
 
     def read_ahead() -> None:

@@ -5,6 +5,7 @@ asked for (a server that ignores ``Range`` is detected), the body must have the 
 delivers nothing for ``stall_timeout`` seconds is cut (the socket read timeout) so the caller can resume from its
 offset. Chunks are read into a reusable per-thread buffer and handed to a sink, never held whole.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -19,11 +20,16 @@ from urllib.parse import urlsplit
 import urllib3
 
 from synclient._version import __version__
+from synclient.errors import (
+    Cancelled,
+    IntegrityError,
+    RangeNotHonouredError,
+    TransferError,
+    UrlRejectedError,  # noqa: F401 (UrlRejectedError re-exported)
+)
 from synclient.platform.tls import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
-from synclient.errors import (Cancelled, IntegrityError, RangeNotHonouredError, TransferError,
-                              UrlRejectedError)  # noqa: F401 (UrlRejectedError re-exported)
-from synclient.transfer.direct import aligned_buffer
 from synclient.redaction import install_redaction, redact_url, url_host
+from synclient.transfer.direct import aligned_buffer
 from synclient.transfer.urls import SignedUrl
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
@@ -58,15 +64,23 @@ class DataClient:
     def __init__(self, pool_size: int, *, trusted_cas: Optional[TrustedCAs] = None) -> None:
         install_redaction()  # urllib3's DEBUG lines name signed URLs: they show them without their query
         self._pool_size = max(4, pool_size)
-        self._headers = {"User-Agent": f"synclient/{__version__}",
-                         # identity: Range offsets must mean stored bytes, and MD5 is of the stored bytes
-                         "Accept-Encoding": "identity"}
-        self._retries = urllib3.Retry(total=3, connect=0, read=0, status=0, other=0, redirect=3,
-                                      raise_on_redirect=True, raise_on_status=False)
+        self._headers = {
+            "User-Agent": f"synclient/{__version__}",
+            # identity: Range offsets must mean stored bytes, and MD5 is of the stored bytes
+            "Accept-Encoding": "identity",
+        }
+        self._retries = urllib3.Retry(
+            total=3, connect=0, read=0, status=0, other=0, redirect=3, raise_on_redirect=True, raise_on_status=False
+        )
         self.trusted_cas = trusted_cas or resolve_trusted_cas()
         self._ssl_context = self.trusted_cas.ssl_context()  # one context: the bundle is parsed once
-        self._direct = urllib3.PoolManager(num_pools=8, maxsize=self._pool_size, headers=self._headers,
-                                           retries=self._retries, ssl_context=self._ssl_context)
+        self._direct = urllib3.PoolManager(
+            num_pools=8,
+            maxsize=self._pool_size,
+            headers=self._headers,
+            retries=self._retries,
+            ssl_context=self._ssl_context,
+        )
         self._proxies = urllib.request.getproxies()
         self._proxy_managers: Dict[str, urllib3.ProxyManager] = {}
         self._lock = threading.Lock()
@@ -78,16 +92,27 @@ class DataClient:
             return self._direct
         with self._lock:
             if proxy not in self._proxy_managers:
-                self._proxy_managers[proxy] = urllib3.ProxyManager(proxy, num_pools=8, maxsize=self._pool_size,
-                                                                   headers=self._headers, retries=self._retries,
-                                                                   ssl_context=self._ssl_context)
+                self._proxy_managers[proxy] = urllib3.ProxyManager(
+                    proxy,
+                    num_pools=8,
+                    maxsize=self._pool_size,
+                    headers=self._headers,
+                    retries=self._retries,
+                    ssl_context=self._ssl_context,
+                )
             return self._proxy_managers[proxy]
 
-    def get(self, url: str, *, headers: Dict[str, str], connect_timeout: float,
-            read_timeout: float) -> urllib3.BaseHTTPResponse:
+    def get(
+        self, url: str, *, headers: Dict[str, str], connect_timeout: float, read_timeout: float
+    ) -> urllib3.BaseHTTPResponse:
         return self._manager_for(url).request(
-            "GET", url, headers={**self._headers, **headers}, preload_content=False, decode_content=False,
-            timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout))
+            "GET",
+            url,
+            headers={**self._headers, **headers},
+            preload_content=False,
+            decode_content=False,
+            timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout),
+        )
 
     def close(self) -> None:
         self._direct.clear()
@@ -115,9 +140,17 @@ class ByteRange:
         return f"bytes={self.start}-{self.end - 1}"
 
 
-def fetch_range(client: DataClient, url: SignedUrl, byte_range: ByteRange, *,
-                sink: Callable[[int, memoryview], None], chunk_size: int, connect_timeout: float,
-                stall_timeout: float, cancelled: Callable[[], bool]) -> None:
+def fetch_range(
+    client: DataClient,
+    url: SignedUrl,
+    byte_range: ByteRange,
+    *,
+    sink: Callable[[int, memoryview], None],
+    chunk_size: int,
+    connect_timeout: float,
+    stall_timeout: float,
+    cancelled: Callable[[], bool],
+) -> None:
     """GET ``byte_range`` of ``url`` and hand each chunk to ``sink(offset, data)``.
 
     ``data`` is a view of a buffer that is reused for the next chunk: the sink must consume it (write, hash)
@@ -128,13 +161,26 @@ def fetch_range(client: DataClient, url: SignedUrl, byte_range: ByteRange, *,
     ``cancelled()`` turns true between chunks.
     """
     where = redact_url(url.url)
-    response = _get(client, url, {} if byte_range.is_whole else {"Range": byte_range.header()}, where=where,
-                    connect_timeout=connect_timeout, stall_timeout=stall_timeout)
+    response = _get(
+        client,
+        url,
+        {} if byte_range.is_whole else {"Range": byte_range.header()},
+        where=where,
+        connect_timeout=connect_timeout,
+        stall_timeout=stall_timeout,
+    )
     finished = False
     try:
         _check_status(response.status, response.headers, byte_range, where)
-        offset = _pump(response, byte_range.start, byte_range.end, sink=sink, chunk_size=chunk_size,
-                       cancelled=cancelled, where=where)
+        offset = _pump(
+            response,
+            byte_range.start,
+            byte_range.end,
+            sink=sink,
+            chunk_size=chunk_size,
+            cancelled=cancelled,
+            where=where,
+        )
         if offset < byte_range.end:
             raise TransferError(f"GET {where}: body ended at byte {offset}, expected {byte_range.end}")
         if "Content-Length" not in response.headers:
@@ -144,9 +190,17 @@ def fetch_range(client: DataClient, url: SignedUrl, byte_range: ByteRange, *,
         _done_with(response, finished)
 
 
-def fetch_whole(client: DataClient, url: SignedUrl, *, sink: Callable[[int, memoryview], None], chunk_size: int,
-                connect_timeout: float, stall_timeout: float, cancelled: Callable[[], bool],
-                on_head: Optional[Callable[[Optional[int], bool], None]] = None) -> int:
+def fetch_whole(
+    client: DataClient,
+    url: SignedUrl,
+    *,
+    sink: Callable[[int, memoryview], None],
+    chunk_size: int,
+    connect_timeout: float,
+    stall_timeout: float,
+    cancelled: Callable[[], bool],
+    on_head: Optional[Callable[[Optional[int], bool], None]] = None,
+) -> int:
     """GET a whole object whose size nobody recorded (an external URL's handle without ``contentSize``); returns
     the number of bytes received. When the server announces a ``Content-Length`` the body must have it; without one,
     the body ends when the server closes the connection, and nothing can tell a cut from the end (such a file is
@@ -171,16 +225,24 @@ def fetch_whole(client: DataClient, url: SignedUrl, *, sink: Callable[[int, memo
         _done_with(response, finished)
 
 
-def _get(client: DataClient, url: SignedUrl, headers: Dict[str, str], *, where: str, connect_timeout: float,
-         stall_timeout: float) -> urllib3.BaseHTTPResponse:
+def _get(
+    client: DataClient,
+    url: SignedUrl,
+    headers: Dict[str, str],
+    *,
+    where: str,
+    connect_timeout: float,
+    stall_timeout: float,
+) -> urllib3.BaseHTTPResponse:
     """The response (headers read, body not) of a GET, or a :class:`TransferError` naming ``where``."""
     try:
         return client.get(url.url, headers=headers, connect_timeout=connect_timeout, read_timeout=stall_timeout)
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         untrusted = certificate_problem(exc)
         if untrusted is not None:  # every file from this host would fail alike: the run stops (fatal)
-            raise untrusted_certificate(f"the storage host {url_host(url.url)}", untrusted,
-                                        client.trusted_cas) from None
+            raise untrusted_certificate(
+                f"the storage host {url_host(url.url)}", untrusted, client.trusted_cas
+            ) from None
         raise TransferError(f"GET {where}: {exc.__class__.__name__}") from None
 
 
@@ -199,8 +261,16 @@ def _check_body_ends(response: urllib3.BaseHTTPResponse, offset: int, where: str
 _TIMEOUTS = (TimeoutError, socket.timeout)
 
 
-def _pump(response: urllib3.BaseHTTPResponse, offset: int, end: Optional[int], *,
-          sink: Callable[[int, memoryview], None], chunk_size: int, cancelled: Callable[[], bool], where: str) -> int:
+def _pump(
+    response: urllib3.BaseHTTPResponse,
+    offset: int,
+    end: Optional[int],
+    *,
+    sink: Callable[[int, memoryview], None],
+    chunk_size: int,
+    cancelled: Callable[[], bool],
+    where: str,
+) -> int:
     """Read the body into the sink from ``offset`` until ``end`` (None: until the body ends); the offset reached."""
     read_into = _body_reader(response)
     if end is not None:
@@ -210,7 +280,7 @@ def _pump(response: urllib3.BaseHTTPResponse, offset: int, end: Optional[int], *
         while end is None or offset < end:
             if cancelled():
                 raise Cancelled()
-            received = read_into(buffer[:chunk_size if end is None else min(chunk_size, end - offset)])
+            received = read_into(buffer[: chunk_size if end is None else min(chunk_size, end - offset)])
             if not received:
                 break
             sink(offset, buffer[:received])
@@ -219,8 +289,9 @@ def _pump(response: urllib3.BaseHTTPResponse, offset: int, end: Optional[int], *
         if isinstance(exc, OSError) and not isinstance(exc, (ConnectionError, _TIMEOUTS)):
             raise  # local trouble (e.g. disk full in the sink) is not a transfer problem
         kind = "stalled" if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, _TIMEOUTS)) else "cut"
-        raise TransferError(f"GET {where}: body {kind} at byte {offset}"
-                            + (f" of {end}" if end is not None else "")) from None
+        raise TransferError(
+            f"GET {where}: body {kind} at byte {offset}" + (f" of {end}" if end is not None else "")
+        ) from None
     return offset
 
 
@@ -245,7 +316,7 @@ def _body_reader(response: urllib3.BaseHTTPResponse) -> Callable[[memoryview], i
 
     def read_into(view: memoryview) -> int:  # any other response type: urllib3's own copy path
         data = response.read(len(view), decode_content=False)
-        view[:len(data)] = data
+        view[: len(data)] = data
         return len(data)
 
     return read_into
@@ -270,8 +341,9 @@ def _check_status(status: int, headers: Mapping[str, str], byte_range: Optional[
         raise TransferError(f"GET {where}: unexpected HTTP {status}")
     match = _CONTENT_RANGE.match(headers.get("Content-Range", ""))
     if not match or (int(match.group(1)), int(match.group(2)) + 1) != (byte_range.start, byte_range.end):
-        raise RangeNotHonouredError(f"GET {where}: Content-Range {headers.get('Content-Range')!r} "
-                                    f"does not match {byte_range.header()}")
+        raise RangeNotHonouredError(
+            f"GET {where}: Content-Range {headers.get('Content-Range')!r} does not match {byte_range.header()}"
+        )
     if match.group(3) != "*" and int(match.group(3)) != byte_range.total:
         raise IntegrityError(f"GET {where}: object is {match.group(3)} bytes, platform says {byte_range.total}")
     _check_length(headers, byte_range, where)

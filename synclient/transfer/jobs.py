@@ -4,6 +4,7 @@
 The same two types go from the pipeline to a fetcher on this process's pool and, pickled, to a Dask worker and
 back (:mod:`synclient.transfer.fetcher`, :mod:`synclient.cluster`): plain data, no callback, no open resource.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,7 +28,7 @@ class LocalState:
     inode: int
 
     @classmethod
-    def of(cls, path: "os.PathLike[str]") -> Optional["LocalState"]:
+    def of(cls, path: os.PathLike[str]) -> Optional[LocalState]:
         """None when nothing is there, or it cannot be seen (a folder on the way is now a file, or unreadable:
         the fetch then fails where a local one fails, per file)."""
         try:
@@ -57,15 +58,19 @@ class FetchJob:
         text = str(self.destination)
         parts = text.replace(os.sep, "/").split("/")
         if not os.path.isabs(text) or ".." in parts or "\x00" in text:
-            raise UnsafePathError(f"{self.entity_id}: the destination {text!r} is not a path the run's name gate "
-                                  "gives")
+            raise UnsafePathError(f"{self.entity_id}: the destination {text!r} is not a path the run's name gate gives")
         object.__setattr__(self, "planned", PlannedFile(self.entity_id, self.version, self.destination, self.size))
 
-    def replaced(self, *, handle: Optional[FileHandle] = None, before: Optional[LocalState] = None) -> "FetchJob":
+    def replaced(self, *, handle: Optional[FileHandle] = None, before: Optional[LocalState] = None) -> FetchJob:
         """This job with another ``handle`` (of the same bytes) or ``before``: observers still see the one fetch
         (the same ``planned``)."""
-        job = FetchJob(self.entity_id, self.version, handle or self.handle, self.destination,
-                       before if before is not None else self.before)
+        job = FetchJob(
+            self.entity_id,
+            self.version,
+            handle or self.handle,
+            self.destination,
+            before if before is not None else self.before,
+        )
         object.__setattr__(job, "planned", self.planned)
         return job
 
@@ -91,8 +96,15 @@ class FileFetched:
     from_cache: bool = False  # copied from synapseclient's download cache, not fetched from storage
 
     @classmethod
-    def of(cls, job: FetchJob, error: Optional[SynclientError] = None, *, received: Optional[int] = None,
-           earlier_try: bool = False, from_cache: bool = False) -> "FileFetched":
+    def of(
+        cls,
+        job: FetchJob,
+        error: Optional[SynclientError] = None,
+        *,
+        received: Optional[int] = None,
+        earlier_try: bool = False,
+        from_cache: bool = False,
+    ) -> FileFetched:
         """``job``'s outcome; ``received`` defaults to the handle's size when it records one (and it arrived)."""
         if received is None and error is None and job.size_known:
             received = job.size

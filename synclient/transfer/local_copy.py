@@ -11,6 +11,7 @@ path unless complete and verified. The cheapest way the filesystem allows:
   to one is a change to the other; across filesystems it cannot be made, and then a copy;
 - a copy, hashed while it is written.
 """
+
 from __future__ import annotations
 
 import enum
@@ -53,8 +54,14 @@ class FilledTemp(NamedTuple):
     method: CopyMethod
 
 
-def fill_temp(source: Path, temp: Path, *, link: bool = False, folders: Optional[SymlinkFreeFolders] = None,
-              cancelled: Callable[[], bool] = lambda: False) -> FilledTemp:
+def fill_temp(
+    source: Path,
+    temp: Path,
+    *,
+    link: bool = False,
+    folders: Optional[SymlinkFreeFolders] = None,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> FilledTemp:
     """Put the bytes of ``source`` (a regular file, never followed through a symlink) at ``temp`` (a name no download
     resumes from: ``partial.copy_temp_path``), replacing what was there, and hash them. ``cancelled`` is asked
     between chunks of a copy or hash (:class:`Cancelled`); the caller removes ``temp`` when this raises."""

@@ -16,6 +16,7 @@ failed verification, whose journal is removed first) is unlinked, never written 
 A copy from synapseclient's cache (reflink, hard link or copy) is made under a name of its own
 (:func:`copy_temp_path`) that no resume ever opens, and renamed into place once verified.
 """
+
 from __future__ import annotations
 
 import errno
@@ -110,13 +111,15 @@ class LeftoverPartials:
                 continue
             _remove(path, "stale partial download")
 
-    def _adopt(self, key: str, folder: Dict[str, List[Tuple[str, Path]]], handle: str,
-               destination: Path) -> List[Tuple[str, Path]]:
+    def _adopt(
+        self, key: str, folder: Dict[str, List[Tuple[str, Path]]], handle: str, destination: Path
+    ) -> List[Tuple[str, Path]]:
         """Partials of ``handle`` under another name of the folder, renamed to ``destination``'s partial names.
         Never those another file of this run is resuming from."""
         for other in list(folder):
-            if (key, other) in self._resuming or not any(h == handle and _resumable(path)
-                                                         for h, path in folder.get(other, ())):
+            if (key, other) in self._resuming or not any(
+                h == handle and _resumable(path) for h, path in folder.get(other, ())
+            ):
                 continue
             entries = folder.pop(other, None) or []
             mine = [path for h, path in entries if h == handle and _resumable(path)]
@@ -144,8 +147,12 @@ def partial_key(destination: Path) -> Tuple[str, str]:
     return os.path.dirname(destination), _temp_stem(destination)
 
 
-def sweep_partials(folders: Iterable[Path], *, keep: AbstractSet[Tuple[str, str]],
-                   spare: Callable[[Path, Optional[str]], bool] = lambda folder, name: False) -> int:
+def sweep_partials(
+    folders: Iterable[Path],
+    *,
+    keep: AbstractSet[Tuple[str, str]],
+    spare: Callable[[Path, Optional[str]], bool] = lambda folder, name: False,
+) -> int:
     """Remove every partial download (temp file or journal) in ``folders`` but those of the destinations in
     ``keep`` (:func:`partial_key` of files that failed in this run, which the next run resumes) and those ``spare``
     says to leave (called with the folder and the file name the partial is of, None for a long name kept as a
@@ -193,12 +200,10 @@ def _partials_in(folder: Path) -> Dict[str, List[Tuple[str, Path]]]:
         suffix = next((suffix for suffix in PARTIAL_SUFFIXES if name.endswith(suffix)), None)
         if suffix is None:
             continue
-        stem, _, handle = name[:-len(suffix)].rpartition(".")
+        stem, _, handle = name[: -len(suffix)].rpartition(".")
         if stem and handle.isascii() and handle.isdigit():
             found.setdefault(stem, []).append((handle, folder / name))
     return found
-
-
 
 
 def realpath(path: Path) -> str:
@@ -257,7 +262,7 @@ class SymlinkFreeFolders:
     def plain(self, folder: Path) -> bool:
         text = str(folder)
         fd = self._held.get(text)  # no lock: a descriptor closed (or even reused) meanwhile names another path,
-        if fd is not None:         # and any descriptor whose path is this one shows that it is plain right now
+        if fd is not None:  # and any descriptor whose path is this one shows that it is plain right now
             try:
                 if os.readlink(f"/proc/self/fd/{fd}") == text:
                     return True
@@ -304,7 +309,7 @@ class FileIdentity:
     inode: int
 
     @classmethod
-    def of(cls, info: os.stat_result) -> "FileIdentity":
+    def of(cls, info: os.stat_result) -> FileIdentity:
         return cls(info.st_dev, info.st_ino)
 
 
@@ -322,12 +327,16 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 #: a fresh file: created by this call or not at all, never through a symlink planted at its name
 _CREATE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | portable.O_BINARY
 #: an existing partial: never created, never through a symlink, never blocking on something that is not a file
-_REOPEN_FLAGS = (os.O_RDWR | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
-                 | portable.O_BINARY)
+_REOPEN_FLAGS = os.O_RDWR | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | portable.O_BINARY
 
 
-def open_for_write(path: Path, *, resume: Optional[FileIdentity] = None, folders: Optional[SymlinkFreeFolders] = None,
-                   append: bool = False) -> WriteTarget:
+def open_for_write(
+    path: Path,
+    *,
+    resume: Optional[FileIdentity] = None,
+    folders: Optional[SymlinkFreeFolders] = None,
+    append: bool = False,
+) -> WriteTarget:
     """The one way synclient opens a file to write data into (the write rule).
 
     With ``resume`` (the identity a resume journal recorded for this partial), the file at ``path`` is continued
@@ -449,8 +458,9 @@ class JournalState(NamedTuple):
 
 #: a file of the target read without following a symlink, and without waiting for a writer should a FIFO have taken
 #: its name (a journal here; a file an earlier shard installed, cluster/shard_run.py)
-SAFE_READ_FLAGS = (os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
-                   | portable.O_BINARY)
+SAFE_READ_FLAGS = (
+    os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | portable.O_BINARY
+)
 
 
 class ResumeJournal:
@@ -487,8 +497,13 @@ class ResumeJournal:
         parts = (line.strip() for line in lines[1:])
         return JournalState(partial, frozenset(int(part) for part in parts if part.isascii() and part.isdigit()))
 
-    def start(self, partial: FileIdentity, finished: AbstractSet[int] = frozenset(), *,
-              folders: Optional[SymlinkFreeFolders] = None) -> None:
+    def start(
+        self,
+        partial: FileIdentity,
+        finished: AbstractSet[int] = frozenset(),
+        *,
+        folders: Optional[SymlinkFreeFolders] = None,
+    ) -> None:
         """Write the journal of ``partial`` afresh (a file of this run: :func:`open_for_write`), listing the parts
         already ``finished``; later parts are appended by :meth:`mark_finished`."""
         self.close()

@@ -8,6 +8,7 @@ priority order: parts of files already started first, tree listings last, and li
 files is below a high-water mark. That keeps memory flat on a million-file tree: the walk runs ahead of the
 downloads by a bounded amount.
 """
+
 from __future__ import annotations
 
 import collections
@@ -26,11 +27,11 @@ log = logging.getLogger("synclient.transfer")
 class Priority(enum.IntEnum):
     """Lower runs first."""
 
-    PART = 0        # ranged part / stream of a file already started: finish what is open
-    URL_BATCH = 1   # pre-signed URLs for files waiting to start
-    DOWNLOAD = 2    # start a file whose URL is known
-    BUNDLE = 3      # learn a file's handle (size, MD5)
-    LISTING = 4     # one children page of a folder
+    PART = 0  # ranged part / stream of a file already started: finish what is open
+    URL_BATCH = 1  # pre-signed URLs for files waiting to start
+    DOWNLOAD = 2  # start a file whose URL is known
+    BUNDLE = 3  # learn a file's handle (size, MD5)
+    LISTING = 4  # one children page of a folder
 
 
 CONTROL_PLANE = frozenset({Priority.URL_BATCH, Priority.BUNDLE, Priority.LISTING})
@@ -39,8 +40,13 @@ CONTROL_PLANE = frozenset({Priority.URL_BATCH, Priority.BUNDLE, Priority.LISTING
 class TaskPool:
     """Priority dispatcher over one ``ThreadPoolExecutor``. Call :meth:`run` from the thread that owns the sync."""
 
-    def __init__(self, max_workers: int, *, backlog_high_water: Optional[int] = None,
-                 control_plane_limit: Callable[[], int] = lambda: 1 << 30) -> None:
+    def __init__(
+        self,
+        max_workers: int,
+        *,
+        backlog_high_water: Optional[int] = None,
+        control_plane_limit: Callable[[], int] = lambda: 1 << 30,
+    ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be >= 1")
         self.max_workers = max_workers
@@ -179,8 +185,9 @@ class TaskPool:
             if priority in CONTROL_PLANE and control_running >= max(1, self._control_plane_limit()):
                 continue  # a worker would only sit in the gate; let data tasks have it
             if priority is Priority.LISTING and (
-                    self._backlog() >= self._backlog_high_water
-                    or (self.expected_high_water is not None and self._expected >= self.expected_high_water)):
+                self._backlog() >= self._backlog_high_water
+                or (self.expected_high_water is not None and self._expected >= self.expected_high_water)
+            ):
                 continue  # the walk waits for the files it found to be fetched (here, or on a Dask cluster)
             return priority
         return None

@@ -5,6 +5,7 @@ at a time; the last, partial batch is sent once no listing or bundle task can ad
 from its own query (``X-Amz-Date`` + ``X-Amz-Expires``) so a stream refreshes it *before* using a stale one;
 a 403 from storage also triggers a refresh.
 """
+
 from __future__ import annotations
 
 import calendar
@@ -13,9 +14,9 @@ import time
 from typing import Callable, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
-from synclient.platform.rest import Platform
 from synclient.errors import AccessDeniedError, MalformedAnswerError, NotFoundError, PlatformError, SynclientError
 from synclient.platform.models import FileHandleRequest, PresignedUrlAnswer
+from synclient.platform.rest import Platform
 from synclient.redaction import redact_url  # (also re-exported: how a URL is shown)
 from synclient.transfer.pool import Priority, TaskPool
 
@@ -58,8 +59,9 @@ class SignedUrl:
         return f"SignedUrl({redact_url(self.url)!r})"
 
 
-def _answer_to_result(answer: Optional[PresignedUrlAnswer], request: FileHandleRequest
-                      ) -> Tuple[Optional[SignedUrl], Optional[SynclientError]]:
+def _answer_to_result(
+    answer: Optional[PresignedUrlAnswer], request: FileHandleRequest
+) -> Tuple[Optional[SignedUrl], Optional[SynclientError]]:
     if answer is not None and answer.url:
         return SignedUrl(answer.url), None
     where = f"file handle {request.file_handle_id} of {request.entity_id}"

@@ -3,6 +3,7 @@
 Every run gets an isolated environment: a temporary HOME, no token variables, a config file path that does not
 exist, and a keyring backend that cannot reach the real keyring of the machine.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,23 +14,41 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional
 
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 #: The tree most CLI tests sync: 3 levels, a text file, a multipart-sized file.
-TREE_SPEC = {"projects": [{"name": "cli-project", "children": [
-    {"type": "file", "name": "readme.txt", "content": "hello from the emulator\n"},
-    {"type": "folder", "name": "data", "children": [
-        {"type": "file", "name": "a.csv", "content": "x,y\n1,2\n"},
-        {"type": "folder", "name": "raw", "children": [
-            {"type": "file", "name": "b.bin", "size": 3 * 1024 * 1024, "seed": 3},
-        ]},
-    ]},
-]}, {"name": "with-denied", "children": [
-    {"type": "file", "name": "ok.txt", "content": "fine"},
-    {"type": "file", "name": "secret.txt", "content": "no", "deny": "download"},
-]}]}
+TREE_SPEC = {
+    "projects": [
+        {
+            "name": "cli-project",
+            "children": [
+                {"type": "file", "name": "readme.txt", "content": "hello from the emulator\n"},
+                {
+                    "type": "folder",
+                    "name": "data",
+                    "children": [
+                        {"type": "file", "name": "a.csv", "content": "x,y\n1,2\n"},
+                        {
+                            "type": "folder",
+                            "name": "raw",
+                            "children": [
+                                {"type": "file", "name": "b.bin", "size": 3 * 1024 * 1024, "seed": 3},
+                            ],
+                        },
+                    ],
+                },
+            ],
+        },
+        {
+            "name": "with-denied",
+            "children": [
+                {"type": "file", "name": "ok.txt", "content": "fine"},
+                {"type": "file", "name": "secret.txt", "content": "no", "deny": "download"},
+            ],
+        },
+    ]
+}
 
 
 @dataclass
@@ -43,24 +62,33 @@ class CliRun:
 
 
 def isolated_env(tmp_path: Path, **extra: str) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SYNCLIENT_", "SYNAPSE_", "PYTHON_KEYRING", "TQDM_"))}
-    env.update({
-        "HOME": str(tmp_path / "home"),
-        "SYNAPSE_CONFIG_FILE": str(tmp_path / "home" / ".synapseConfig"),
-        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
-        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(HERE)]),
-        "PYTHONUNBUFFERED": "1",
-    })
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("SYNCLIENT_", "SYNAPSE_", "PYTHON_KEYRING", "TQDM_"))
+    }
+    env.update(
+        {
+            "HOME": str(tmp_path / "home"),
+            "SYNAPSE_CONFIG_FILE": str(tmp_path / "home" / ".synapseConfig"),
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(HERE)]),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     (tmp_path / "home").mkdir(exist_ok=True)
     env.update(extra)
     return env
 
 
-def run_cli(*args: str, env: Dict[str, str], input: Optional[str] = None, timeout: float = 60,
-            cwd: Optional[Path] = None) -> CliRun:
-    process = subprocess.run([sys.executable, "-m", "synclient", *args], env=env, input=input, text=True,
-                             capture_output=True, timeout=timeout, cwd=str(cwd) if cwd else None)
+def run_cli(
+    *args: str, env: Dict[str, str], input: Optional[str] = None, timeout: float = 60, cwd: Optional[Path] = None
+) -> CliRun:
+    process = subprocess.run(
+        [sys.executable, "-m", "synclient", *args],
+        env=env,
+        input=input,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+        cwd=str(cwd) if cwd else None,
+    )
     return CliRun(process.returncode, process.stdout, process.stderr)
-
-

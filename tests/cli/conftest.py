@@ -1,9 +1,10 @@
 """Fixtures of the CLI tests (helpers live in cli_support.py, importable by name from the tests)."""
+
 from __future__ import annotations
 
 import pytest
-
 from cli_support import TREE_SPEC, isolated_env
+
 from synclient.emulator import Emulator
 
 
@@ -18,8 +19,7 @@ def tree_emulator():
 @pytest.fixture
 def env(tmp_path, tree_emulator):
     """Environment of a logged-in user of ``tree_emulator`` (token and endpoint from the environment)."""
-    return isolated_env(tmp_path, SYNCLIENT_ENDPOINT=tree_emulator.endpoint,
-                        SYNCLIENT_AUTH_TOKEN=tree_emulator.token)
+    return isolated_env(tmp_path, SYNCLIENT_ENDPOINT=tree_emulator.endpoint, SYNCLIENT_AUTH_TOKEN=tree_emulator.token)
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 Selected in subprocesses with ``PYTHON_KEYRING_BACKEND=fake_keyring.FileKeyring`` (this directory on PYTHONPATH),
 so tests never touch the real keyring of the machine.
 """
+
 from __future__ import annotations
 
 import json

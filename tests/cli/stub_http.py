@@ -1,5 +1,6 @@
 """A tiny HTTP server on a free 127.0.0.1 port, for tests of endpoints that are not the platform (a plain web
 server, a redirect, an HTML page). Importable by name from the CLI tests."""
+
 from __future__ import annotations
 
 import contextlib

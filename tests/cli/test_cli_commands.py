@@ -1,11 +1,11 @@
 """The real ``synclient`` entry point in a subprocess against the emulator: exit codes, output, errors."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from cli_support import isolated_env, run_cli
 
 
@@ -24,8 +24,10 @@ def test_version_and_help(env):
         assert command in helped.stdout
 
 
-@pytest.mark.parametrize("args", [["get"], ["frobnicate"], ["get", "syn1", "--max-workers", "0"],
-                                  ["get", "syn1", "--if-collision", "explode"], []])
+@pytest.mark.parametrize(
+    "args",
+    [["get"], ["frobnicate"], ["get", "syn1", "--max-workers", "0"], ["get", "syn1", "--if-collision", "explode"], []],
+)
 def test_usage_errors_exit_2(env, args):
     result = run_cli(*args, env=env)
     assert result.returncode == 2
@@ -129,8 +131,11 @@ def test_no_token_tells_the_user_to_log_in(tmp_path, tree_emulator, command):
     """Synapse answers a request without a token as its anonymous user (403 on private data, not 401): the one line
     still says to log in."""
     env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=tree_emulator.endpoint)
-    args = ["get", "-r", _project(tree_emulator), "--path", str(tmp_path / "o")] if command == "get" else \
-        ["ls", _project(tree_emulator)]
+    args = (
+        ["get", "-r", _project(tree_emulator), "--path", str(tmp_path / "o")]
+        if command == "get"
+        else ["ls", _project(tree_emulator)]
+    )
     result = run_cli(*args, env=env)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
@@ -164,7 +169,8 @@ def test_whoami_without_token(anonymous_env):
 def test_token_from_config_file_profile(tmp_path, tree_emulator):
     env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=tree_emulator.endpoint)
     Path(env["SYNAPSE_CONFIG_FILE"]).write_text(
-        f"[authentication]\nauthtoken = wrong\n\n[profile lab]\nauthtoken = {tree_emulator.token}\n")
+        f"[authentication]\nauthtoken = wrong\n\n[profile lab]\nauthtoken = {tree_emulator.token}\n"
+    )
     assert run_cli("whoami", env=env).returncode == 2  # the default section's token is rejected
     result = run_cli("whoami", "--profile", "lab", env=env)
     assert result.returncode == 0, result.stderr
@@ -178,7 +184,8 @@ def test_endpoint_from_config_file(tmp_path, tree_emulator):
     root = tree_emulator.endpoint
     Path(env["SYNAPSE_CONFIG_FILE"]).write_text(
         f"[endpoints]\nrepoEndpoint = {root}/repo/v1\nfileHandleEndpoint = {root}/file/v1\n"
-        f"authEndpoint = {root}/auth/v1\n")
+        f"authEndpoint = {root}/auth/v1\n"
+    )
     assert run_cli("whoami", env=env).returncode == 0
 
 
@@ -191,8 +198,8 @@ def test_ls_recursive_long_tree_with_sizes(env, tree_emulator):
     lines = result.stdout.splitlines()
     names = [line[32:] for line in lines]  # after the id, version and size columns
     assert [n.strip() for n in names] == ["cli-project/", "data/", "a.csv", "raw/", "b.bin", "readme.txt"]
-    assert "3.0 MiB" in lines[4]          # b.bin
-    assert "3.0 MiB" in lines[3]          # raw/ total
+    assert "3.0 MiB" in lines[4]  # b.bin
+    assert "3.0 MiB" in lines[3]  # raw/ total
     assert lines[2].split()[2:4] == ["8", "B"]  # a.csv is 8 bytes
     indents = [len(n) - len(n.lstrip()) for n in names]
     assert indents == [0, 2, 4, 4, 6, 2]
@@ -210,9 +217,12 @@ def test_ls_json_and_flat(env, tree_emulator):
 
 
 def _keyring_env(tmp_path, tree_emulator):
-    return isolated_env(tmp_path, SYNCLIENT_ENDPOINT=tree_emulator.endpoint,
-                        PYTHON_KEYRING_BACKEND="fake_keyring.FileKeyring",
-                        SYNCLIENT_TEST_KEYRING_FILE=str(tmp_path / "keyring.json"))
+    return isolated_env(
+        tmp_path,
+        SYNCLIENT_ENDPOINT=tree_emulator.endpoint,
+        PYTHON_KEYRING_BACKEND="fake_keyring.FileKeyring",
+        SYNCLIENT_TEST_KEYRING_FILE=str(tmp_path / "keyring.json"),
+    )
 
 
 def test_login_whoami_logout_with_keyring(tmp_path, tree_emulator):
@@ -280,8 +290,9 @@ def test_demo_small_second_sync_downloads_nothing(tmp_path):
 
 
 def test_demo_text_output(tmp_path):
-    result = run_cli("demo", "--small", "--no-progress", "--path", "d", env=isolated_env(tmp_path), cwd=tmp_path,
-                     timeout=120)
+    result = run_cli(
+        "demo", "--small", "--no-progress", "--path", "d", env=isolated_env(tmp_path), cwd=tmp_path, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert "first sync:" in result.stdout and "second sync:" in result.stdout
     assert "downloaded nothing" in result.stdout

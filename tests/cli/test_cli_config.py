@@ -1,19 +1,25 @@
 """Token, profile and endpoint resolution and the keyring helpers of ``synclient.platform.credentials`` (in-process)."""
+
 from __future__ import annotations
 
 import keyring
 import pytest
+from fake_keyring import FileKeyring
 from keyring.backends import fail
 
-from fake_keyring import FileKeyring
-from synclient.platform import credentials as config
 from synclient.errors import ConfigError
+from synclient.platform import credentials as config
 
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch, tmp_path):
-    for variable in ("SYNCLIENT_AUTH_TOKEN", "SYNAPSE_AUTH_TOKEN", "SYNCLIENT_ENDPOINT", "SYNCLIENT_PROFILE",
-                     "SYNAPSE_PROFILE"):
+    for variable in (
+        "SYNCLIENT_AUTH_TOKEN",
+        "SYNAPSE_AUTH_TOKEN",
+        "SYNCLIENT_ENDPOINT",
+        "SYNCLIENT_PROFILE",
+        "SYNAPSE_PROFILE",
+    ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("SYNAPSE_CONFIG_FILE", str(tmp_path / "synapseConfig"))
     monkeypatch.setenv("SYNCLIENT_TEST_KEYRING_FILE", str(tmp_path / "keyring.json"))
@@ -95,8 +101,10 @@ def _token_in_every_source(monkeypatch, config_file, raw):
     with open(config_file, "w", newline="") as file:  # Path.write_text has no newline= before Python 3.10
         file.write(f"[authentication]\nauthtoken = {raw}\n")
     yield config.TokenSource.CONFIG_FILE, lambda: config.find_token()
-    for variable, source in (("SYNAPSE_AUTH_TOKEN", config.TokenSource.SYNAPSE_ENV),
-                             ("SYNCLIENT_AUTH_TOKEN", config.TokenSource.SYNCLIENT_ENV)):
+    for variable, source in (
+        ("SYNAPSE_AUTH_TOKEN", config.TokenSource.SYNAPSE_ENV),
+        ("SYNCLIENT_AUTH_TOKEN", config.TokenSource.SYNCLIENT_ENV),
+    ):
         monkeypatch.setenv(variable, raw)
         yield source, lambda: config.find_token()
     yield config.TokenSource.ARGUMENT, lambda: config.find_token(raw)

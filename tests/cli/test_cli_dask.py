@@ -1,17 +1,19 @@
 """``get --dask``: what is wrong with it is said in one line, with exit code 2, before any call to the platform (the
 endpoint here is a closed port: a run that got as far as calling it would fail otherwise). A sync over a real
 LocalCluster is in integration_tests/test_dask_sync.py."""
+
 from __future__ import annotations
 
 import subprocess
 import sys
 
 import pytest
-
 from cli_support import isolated_env
 
-NO_DASK = ("import sys; sys.modules['distributed'] = None  # as where it is not installed\n"
-           "from synclient.cli import main; sys.exit(main(sys.argv[1:]))")
+NO_DASK = (
+    "import sys; sys.modules['distributed'] = None  # as where it is not installed\n"
+    "from synclient.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def _get(tmp_path, *args, program=None):
@@ -26,8 +28,9 @@ def test_without_dask_installed_the_run_says_how_to_get_it(tmp_path):
     assert done.stderr.strip() == "synclient: error: --dask needs Dask: pip install 'synclient[dask]'"
 
 
-@pytest.mark.parametrize("spec,words", [("local:0", "at least one worker process"), ("local", "local:N"),
-                                        ("local:two", "local:N")])
+@pytest.mark.parametrize(
+    "spec,words", [("local:0", "at least one worker process"), ("local", "local:N"), ("local:two", "local:N")]
+)
 def test_a_malformed_local_cluster_is_a_usage_error(tmp_path, spec, words):
     pytest.importorskip("distributed")
     done = _get(tmp_path, "get", "-r", "syn1", "--path", str(tmp_path / "t"), "--dask", spec)
@@ -45,6 +48,7 @@ def test_a_file_that_is_no_scheduler_file_is_a_usage_error(tmp_path):
 
 def test_a_dry_run_needs_no_cluster(tmp_path):
     """--dry-run plans only: --dask is not even looked at (the run then fails on the closed endpoint, exit 2)."""
-    done = _get(tmp_path, "get", "-r", "syn1", "--path", str(tmp_path / "t"), "--dask", "local:0", "--dry-run",
-                program=NO_DASK)
+    done = _get(
+        tmp_path, "get", "-r", "syn1", "--path", str(tmp_path / "t"), "--dask", "local:0", "--dry-run", program=NO_DASK
+    )
     assert done.returncode == 2 and "Dask" not in done.stderr and "127.0.0.1:9" in done.stderr, done.stderr

@@ -1,5 +1,6 @@
 """Documentation that must stay true: docs/cli.md against the parser, README's commands against .ci/run and the
 GitHub workflow, the supported Pythons alike in README, setup.cfg, tox.ini, .ci/run and the workflow."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,8 +9,8 @@ import re
 import shlex
 
 import pytest
-
 from cli_support import REPO_ROOT
+
 from synclient.cli import build_parser
 
 CLI_DOC = (REPO_ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
@@ -135,6 +136,16 @@ def test_exit_codes_documented():
     rows = _exit_code_rows()
     assert set(rows) == {str(int(code)) for code in ExitCode}
     # what _explain maps to 2 (tests/cli/test_cli_errors.py checks the mapping itself)
-    for cause in ("usage", "token", "malformed id", "unknown id", "access denied", "endpoint", "redirects", "TLS",
-                  "`--path` that exists as a file", "lock"):
+    for cause in (
+        "usage",
+        "token",
+        "malformed id",
+        "unknown id",
+        "access denied",
+        "endpoint",
+        "redirects",
+        "TLS",
+        "`--path` that exists as a file",
+        "lock",
+    ):
         assert cause in rows["2"], f"exit code 2 in docs/cli.md does not mention {cause!r}"

@@ -3,15 +3,16 @@
 Each case runs the real entry point against a tiny HTTP server on 127.0.0.1 (stub_http.py) or a port nothing
 listens on. Retries of an endpoint that never answered well are announced, one warning line each.
 """
+
 from __future__ import annotations
 
 import re
 
 import pytest
-
 from cli_support import isolated_env, run_cli
-from synclient.platform.rest import FIRST_CONTACT_MAX_BACKOFF
 from stub_http import EMPTY_OBJECT, HTML_200, HTML_404, Answer, refused_root, stub_server
+
+from synclient.platform.rest import FIRST_CONTACT_MAX_BACKOFF
 
 REDIRECT = Answer(301, b"", "text/html", {"Location": "https://127.0.0.1/repo/v1/entity/syn1/type"})
 ANNOUNCED_WAIT = re.compile(r"trying again in (\d+\.\d) s")
@@ -37,13 +38,21 @@ def _check_one_error_line(result, *, root, phrase, warnings):
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
 
 
-@pytest.mark.parametrize("answer,phrase,warnings", [
-    (HTML_404, "is not a Synapse API: GET /entity/{id}/type answered HTTP 404 with a text/html body", 0),
-    (REDIRECT, "redirects to another scheme (https://127.0.0.1, HTTP 301)", 0),
-    (EMPTY_OBJECT, "gave a malformed answer to GET /entity/{id}/type (entity header lacks its 'id' field)", 0),
-    (HTML_200, "gave a malformed answer (a text/html body, not JSON), so it is probably not a Synapse API; gave up "
-               "after 3 tries of GET /entity/{id}/type", 2),
-], ids=["plain-web-server-404", "redirect-to-https", "empty-object", "html-200"])
+@pytest.mark.parametrize(
+    "answer,phrase,warnings",
+    [
+        (HTML_404, "is not a Synapse API: GET /entity/{id}/type answered HTTP 404 with a text/html body", 0),
+        (REDIRECT, "redirects to another scheme (https://127.0.0.1, HTTP 301)", 0),
+        (EMPTY_OBJECT, "gave a malformed answer to GET /entity/{id}/type (entity header lacks its 'id' field)", 0),
+        (
+            HTML_200,
+            "gave a malformed answer (a text/html body, not JSON), so it is probably not a Synapse API; gave up "
+            "after 3 tries of GET /entity/{id}/type",
+            2,
+        ),
+    ],
+    ids=["plain-web-server-404", "redirect-to-https", "empty-object", "html-200"],
+)
 def test_an_endpoint_that_is_not_synapse(tmp_path, answer, phrase, warnings):
     with stub_server(answer) as stub:
         env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=stub.root, SYNCLIENT_AUTH_TOKEN="tok-0123456789")

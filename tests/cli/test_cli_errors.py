@@ -1,17 +1,28 @@
 """Error paths of the CLI: tokens never reach output, bad ids, a held lock and a file as --path are usage errors (2)."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 import requests
-
 from cli_support import isolated_env, run_cli
 from stub_http import Answer, stub_server
+
 from synclient.cli import REDACTED, ExitCode, _explain, redact
-from synclient.errors import (AccessDeniedError, AuthenticationError, CallCancelledError, ConfigError, EndpointError,
-                              LocalIOError, MalformedAnswerError, NotFoundError, ServerError, TargetError,
-                              UnsafePathError)
+from synclient.errors import (
+    AccessDeniedError,
+    AuthenticationError,
+    CallCancelledError,
+    ConfigError,
+    EndpointError,
+    LocalIOError,
+    MalformedAnswerError,
+    NotFoundError,
+    ServerError,
+    TargetError,
+    UnsafePathError,
+)
 from synclient.sync.records.index import LocalIndex, SyncLockedError
 
 SECRET = "tok-s3cr3t-0123456789abcdef"
@@ -49,8 +60,9 @@ def test_redact_removes_the_token_bearer_values_and_authorization_headers():
 
 
 def test_an_error_that_quotes_the_token_is_redacted_in_every_output(tmp_path):
-    echo = Answer(400, json.dumps({"reason": f"rejected header Authorization: Bearer {SECRET}; token {SECRET}"})
-                  .encode())
+    echo = Answer(
+        400, json.dumps({"reason": f"rejected header Authorization: Bearer {SECRET}; token {SECRET}"}).encode()
+    )
     with stub_server(echo) as stub:
         env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=stub.root, SYNCLIENT_AUTH_TOKEN=SECRET)
         plain = run_cli("ls", "syn1", env=env)
@@ -70,8 +82,9 @@ def test_an_error_that_quotes_the_token_is_redacted_in_every_output(tmp_path):
 
 @pytest.mark.parametrize("suffix", ["\r", "\n", "\r\n"])
 def test_a_token_with_a_trailing_line_break_works(tmp_path, tree_emulator, suffix):
-    env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=tree_emulator.endpoint,
-                       SYNAPSE_AUTH_TOKEN=tree_emulator.token + suffix)
+    env = isolated_env(
+        tmp_path, SYNCLIENT_ENDPOINT=tree_emulator.endpoint, SYNAPSE_AUTH_TOKEN=tree_emulator.token + suffix
+    )
     assert run_cli("whoami", env=env).returncode == 0
     result = run_cli("ls", _project(tree_emulator), "--token", tree_emulator.token + suffix, env=env)
     assert result.returncode == 0, result.stderr
@@ -81,8 +94,11 @@ def test_a_token_with_a_trailing_line_break_works(tmp_path, tree_emulator, suffi
 def test_a_token_with_a_control_character_inside_is_refused_without_showing_it(tmp_path, tree_emulator, where):
     token = tree_emulator.token
     broken = token[:6] + "\r" + token[6:]
-    env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=tree_emulator.endpoint,
-                       **({"SYNCLIENT_AUTH_TOKEN": broken} if where == "env" else {}))
+    env = isolated_env(
+        tmp_path,
+        SYNCLIENT_ENDPOINT=tree_emulator.endpoint,
+        **({"SYNCLIENT_AUTH_TOKEN": broken} if where == "env" else {}),
+    )
     extra = ["--token", broken] if where == "option" else []
     for args in (["whoami"], ["--json", "ls", _project(tree_emulator)]):
         result = run_cli(*args, *extra, env=env)
@@ -93,9 +109,12 @@ def test_a_token_with_a_control_character_inside_is_refused_without_showing_it(t
 
 
 def test_login_stores_the_token_without_its_line_break(tmp_path, tree_emulator):
-    env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=tree_emulator.endpoint,
-                       PYTHON_KEYRING_BACKEND="fake_keyring.FileKeyring",
-                       SYNCLIENT_TEST_KEYRING_FILE=str(tmp_path / "keyring.json"))
+    env = isolated_env(
+        tmp_path,
+        SYNCLIENT_ENDPOINT=tree_emulator.endpoint,
+        PYTHON_KEYRING_BACKEND="fake_keyring.FileKeyring",
+        SYNCLIENT_TEST_KEYRING_FILE=str(tmp_path / "keyring.json"),
+    )
     login = run_cli("login", "--token", tree_emulator.token + "\r\n", env=env)
     assert login.returncode == 0, login.stderr
     assert json.loads((tmp_path / "keyring.json").read_text()) == {"synclient/default": tree_emulator.token}
@@ -128,34 +147,43 @@ def test_a_path_that_is_a_file_is_exit_2(env, tree_emulator, tmp_path, dry_run):
     target.write_text("mine")
     result = run_cli("get", "-r", _project(tree_emulator), "--path", str(target), *dry_run, env=env)
     assert result.returncode == 2
-    assert _one_line(result) == (f"synclient: error: the target path cannot be used: {target} exists as a file; "
-                                 f"give --path a directory (it is created when missing)")
+    assert _one_line(result) == (
+        f"synclient: error: the target path cannot be used: {target} exists as a file; "
+        f"give --path a directory (it is created when missing)"
+    )
     assert target.read_text() == "mine"
 
 
 # -- the mapping of errors to exit codes -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("error,code", [
-    (ConfigError("bad option"), ExitCode.USAGE),
-    (EndpointError("endpoint http://h/repo/v1 refused the connection", endpoint="http://h/repo/v1"), ExitCode.USAGE),
-    (TargetError("the target path cannot be used: /t exists as a file"), ExitCode.USAGE),
-    (SyncLockedError("another sync is running into /t"), ExitCode.USAGE),
-    (UnsafePathError("name '..' is a directory reference"), ExitCode.USAGE),
-    (AuthenticationError("GET /userProfile: HTTP 401"), ExitCode.USAGE),
-    (AccessDeniedError("GET /entity/{id}/type: HTTP 403"), ExitCode.USAGE),
-    (NotFoundError("GET /entity/{id}/type: HTTP 404"), ExitCode.USAGE),
-    (ServerError("GET /entity/{id}/type: HTTP 503"), ExitCode.FILES_FAILED),
-    (MalformedAnswerError("POST /entity/{id}/bundle2: malformed answer"), ExitCode.FILES_FAILED),
-    (CallCancelledError("GET /userProfile: cancelled"), ExitCode.FILES_FAILED),
-    (LocalIOError("cannot write /t/a: disk full"), ExitCode.FILES_FAILED),
-    (KeyError("id"), ExitCode.FILES_FAILED),
-])
+@pytest.mark.parametrize(
+    "error,code",
+    [
+        (ConfigError("bad option"), ExitCode.USAGE),
+        (
+            EndpointError("endpoint http://h/repo/v1 refused the connection", endpoint="http://h/repo/v1"),
+            ExitCode.USAGE,
+        ),
+        (TargetError("the target path cannot be used: /t exists as a file"), ExitCode.USAGE),
+        (SyncLockedError("another sync is running into /t"), ExitCode.USAGE),
+        (UnsafePathError("name '..' is a directory reference"), ExitCode.USAGE),
+        (AuthenticationError("GET /userProfile: HTTP 401"), ExitCode.USAGE),
+        (AccessDeniedError("GET /entity/{id}/type: HTTP 403"), ExitCode.USAGE),
+        (NotFoundError("GET /entity/{id}/type: HTTP 404"), ExitCode.USAGE),
+        (ServerError("GET /entity/{id}/type: HTTP 503"), ExitCode.FILES_FAILED),
+        (MalformedAnswerError("POST /entity/{id}/bundle2: malformed answer"), ExitCode.FILES_FAILED),
+        (CallCancelledError("GET /userProfile: cancelled"), ExitCode.FILES_FAILED),
+        (LocalIOError("cannot write /t/a: disk full"), ExitCode.FILES_FAILED),
+        (KeyError("id"), ExitCode.FILES_FAILED),
+    ],
+)
 def test_exit_code_of_each_error(error, code):
     assert _explain(error, None).code is code
 
 
 def test_not_found_names_the_method_once():
     message = str(_explain(NotFoundError("GET /entity/{id}/type: HTTP 404", status=404), None))
-    assert message == ("not found: GET /entity/{id}/type: HTTP 404 (check the id; it may not exist or may have been "
-                       "deleted)")
+    assert message == (
+        "not found: GET /entity/{id}/type: HTTP 404 (check the id; it may not exist or may have been deleted)"
+    )

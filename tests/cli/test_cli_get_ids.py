@@ -1,18 +1,31 @@
 """``synclient get`` with several ids, ``--from-file`` (also ``-``) and ``--version`` (issue 16)."""
+
 from __future__ import annotations
 
 import pytest
-
 from cli_support import isolated_env, run_cli
+
 from synclient.emulator import Emulator
 
-SPEC = {"projects": [{"name": "ids", "children": [
-    {"type": "folder", "name": "x", "children": [
-        {"type": "file", "name": "a.txt", "content": "x/a\n"},
-        {"type": "file", "name": "v.txt", "versions": [{"content": "v one\n"}, {"content": "v two\n"}]}]},
-    {"type": "folder", "name": "y", "children": [{"type": "file", "name": "a.txt", "content": "y/a\n"}]},
-    {"type": "dataset", "name": "d", "items": [{"ref": "x/a.txt"}]},
-]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "ids",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "x",
+                    "children": [
+                        {"type": "file", "name": "a.txt", "content": "x/a\n"},
+                        {"type": "file", "name": "v.txt", "versions": [{"content": "v one\n"}, {"content": "v two\n"}]},
+                    ],
+                },
+                {"type": "folder", "name": "y", "children": [{"type": "file", "name": "a.txt", "content": "y/a\n"}]},
+                {"type": "dataset", "name": "d", "items": [{"ref": "x/a.txt"}]},
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +62,15 @@ def test_ids_from_a_file_and_from_stdin(env, ids_emulator, tmp_path):
     result = run_cli("get", "--from-file", str(listing), "--path", str(tmp_path / "f"), env=env)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "f" / "a.txt").read_text() == "x/a\n"
-    result = run_cli("get", "--from-file", "-", "--path", str(tmp_path / "s"), env=env,
-                     input=f"# picked\n{ids_emulator.at('y/a.txt')}\n{ids_emulator.at('x/v.txt')}.2\n")
+    result = run_cli(
+        "get",
+        "--from-file",
+        "-",
+        "--path",
+        str(tmp_path / "s"),
+        env=env,
+        input=f"# picked\n{ids_emulator.at('y/a.txt')}\n{ids_emulator.at('x/v.txt')}.2\n",
+    )
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.name != ".synclient") == ["a.txt", "v.txt"]
     assert (tmp_path / "s" / "v.txt").read_text() == "v two\n"
@@ -69,17 +89,20 @@ def test_version_flag_picks_a_files_version(env, ids_emulator, tmp_path):
     assert (tmp_path / "v.txt").read_text() == "v one\n"
 
 
-@pytest.mark.parametrize("args, message", [
-    (lambda at: ["get", "-r", at("x"), "--version", "2"], "a folder has no versions to choose from"),
-    (lambda at: ["get", at("x/a.txt"), at("x/v.txt"), "--version", "2"], "--version applies to one file id"),
-    (lambda at: ["get", f"{at('x/v.txt')}.1", "--version", "2"], "name different versions"),
-    (lambda at: ["get", at("x/a.txt"), at("y")], "is a folder; pass -r"),
-    (lambda at: ["get", at("x/a.txt"), at("y"), "-r", "--delete"], "delete=True needs one project or folder"),
-    (lambda at: ["get"], "get needs an id"),
-    (lambda at: ["get", "--from-file", "/nonexistent/ids.txt"], "cannot read the id list /nonexistent/ids.txt"),
-    (lambda at: ["get", at("x/a.txt"), "syn12x"], "not a platform id: 'syn12x'"),
-    (lambda at: ["get", at("d") + ".7"], "not found:"),  # a dataset version that does not exist, as for a file
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (lambda at: ["get", "-r", at("x"), "--version", "2"], "a folder has no versions to choose from"),
+        (lambda at: ["get", at("x/a.txt"), at("x/v.txt"), "--version", "2"], "--version applies to one file id"),
+        (lambda at: ["get", f"{at('x/v.txt')}.1", "--version", "2"], "name different versions"),
+        (lambda at: ["get", at("x/a.txt"), at("y")], "is a folder; pass -r"),
+        (lambda at: ["get", at("x/a.txt"), at("y"), "-r", "--delete"], "delete=True needs one project or folder"),
+        (lambda at: ["get"], "get needs an id"),
+        (lambda at: ["get", "--from-file", "/nonexistent/ids.txt"], "cannot read the id list /nonexistent/ids.txt"),
+        (lambda at: ["get", at("x/a.txt"), "syn12x"], "not a platform id: 'syn12x'"),
+        (lambda at: ["get", at("d") + ".7"], "not found:"),  # a dataset version that does not exist, as for a file
+    ],
+)
 def test_usage_errors_exit_2_in_one_line(env, ids_emulator, tmp_path, args, message):
     result = run_cli(*args(ids_emulator.at), "--path", str(tmp_path / "out"), env=env)
     assert result.returncode == 2, result.stderr

@@ -1,4 +1,5 @@
 """The progress observers (in-process): mode choice, thread safety, plain lines without carriage returns."""
+
 from __future__ import annotations
 
 import io

@@ -1,4 +1,5 @@
 """Ctrl-C (SIGINT -> exit 130, partial data kept for resume) and the progress display (TTY vs not)."""
+
 from __future__ import annotations
 
 import fcntl
@@ -15,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from cli_support import isolated_env, run_cli
+
 from synclient.emulator import Emulator, seeded_bytes
 
 BIG = 30 * 1024 * 1024  # below the part size: one connection
@@ -28,8 +29,9 @@ def slow_emulator():
     # 30 s for the whole file; the test interrupts after 1 MiB, so a sync that ignored Ctrl-C would either finish
     # the file or outlast the test's 25 s wait for it
     with Emulator(bandwidth_per_conn="1MiB") as emulator:
-        emulator.ids = emulator.seed_spec({"projects": [{"name": "slow", "children": [
-            {"type": "file", "name": "big.bin", "size": BIG, "seed": 11}]}]})
+        emulator.ids = emulator.seed_spec(
+            {"projects": [{"name": "slow", "children": [{"type": "file", "name": "big.bin", "size": BIG, "seed": 11}]}]}
+        )
         yield emulator
 
 
@@ -41,8 +43,13 @@ def test_sigint_exits_130_and_keeps_partial_data_for_resume(tmp_path, slow_emula
     env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=slow_emulator.endpoint, SYNCLIENT_AUTH_TOKEN=slow_emulator.token)
     out = tmp_path / "out"
     project = slow_emulator.ids["slow"]
-    process = subprocess.Popen([sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(out)],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "synclient", "get", "-r", project, "--path", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and (not out.exists() or _bytes_on_disk(out) < 1024 * 1024):
         time.sleep(0.05)
@@ -68,8 +75,14 @@ def _run_in_pty(args, env, timeout=60):
     main_fd, secondary_fd = pty.openpty()
     # a fresh pty is 0x0; give it a real terminal's size so the bar has room
     fcntl.ioctl(secondary_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    process = subprocess.Popen([sys.executable, "-m", "synclient", *args], env=env, stdin=subprocess.DEVNULL,
-                               stdout=secondary_fd, stderr=secondary_fd, close_fds=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "synclient", *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=secondary_fd,
+        stderr=secondary_fd,
+        close_fds=True,
+    )
     os.close(secondary_fd)
     output = _read_terminal(main_fd, process, timeout)
     return process.wait(timeout=10), output.decode("utf-8", "replace")
@@ -101,15 +114,26 @@ def _read_terminal(main_fd, process, timeout, on_output=None) -> bytes:
 @pytest.fixture
 def progress_emulator():
     with Emulator(bandwidth_per_conn="8MiB", data_latency_ms=5) as emulator:
-        emulator.ids = emulator.seed_spec({"projects": [{"name": "bar", "children": [
-            {"type": "file", "name": f"f{i}.bin", "size": 1024 * 1024, "seed": i} for i in range(6)] + [
-            {"type": "file", "name": "big.bin", "size": 8 * 1024 * 1024, "seed": 99}]}]})
+        emulator.ids = emulator.seed_spec(
+            {
+                "projects": [
+                    {
+                        "name": "bar",
+                        "children": [
+                            {"type": "file", "name": f"f{i}.bin", "size": 1024 * 1024, "seed": i} for i in range(6)
+                        ]
+                        + [{"type": "file", "name": "big.bin", "size": 8 * 1024 * 1024, "seed": 99}],
+                    }
+                ]
+            }
+        )
         yield emulator
 
 
 def test_progress_bar_under_a_terminal(tmp_path, progress_emulator):
-    env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=progress_emulator.endpoint,
-                       SYNCLIENT_AUTH_TOKEN=progress_emulator.token)
+    env = isolated_env(
+        tmp_path, SYNCLIENT_ENDPOINT=progress_emulator.endpoint, SYNCLIENT_AUTH_TOKEN=progress_emulator.token
+    )
     code, output = _run_in_pty(["get", "-r", progress_emulator.ids["bar"], "--path", str(tmp_path / "o")], env)
     assert code == 0, output
     assert "\r" in output.replace("\r\n", "\n")  # the bar redraws in place
@@ -129,8 +153,9 @@ def test_no_progress_flags_under_a_terminal(tmp_path, progress_emulator):
 
 
 def test_without_a_terminal_no_carriage_returns(tmp_path, progress_emulator):
-    env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=progress_emulator.endpoint,
-                       SYNCLIENT_AUTH_TOKEN=progress_emulator.token)
+    env = isolated_env(
+        tmp_path, SYNCLIENT_ENDPOINT=progress_emulator.endpoint, SYNCLIENT_AUTH_TOKEN=progress_emulator.token
+    )
     result = run_cli("get", "-r", progress_emulator.ids["bar"], "--path", str(tmp_path / "o"), env=env)
     assert result.returncode == 0
     assert "\r" not in result.stderr + result.stdout
@@ -179,9 +204,15 @@ def test_ctrl_c_leaves_one_whole_bar_line(tmp_path, slow_emulator):
     attributes = termios.tcgetattr(secondary_fd)
     attributes[3] |= termios.ISIG | termios.ECHO | termios.ECHOCTL
     termios.tcsetattr(secondary_fd, termios.TCSANOW, attributes)
-    process = subprocess.Popen([sys.executable, "-m", "synclient", "get", "-r", slow_emulator.ids["slow"], "--path",
-                                str(tmp_path / "out")], env=env, stdin=secondary_fd, stdout=secondary_fd,
-                               stderr=secondary_fd, close_fds=True, preexec_fn=_controlling_terminal)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "synclient", "get", "-r", slow_emulator.ids["slow"], "--path", str(tmp_path / "out")],
+        env=env,
+        stdin=secondary_fd,
+        stdout=secondary_fd,
+        stderr=secondary_fd,
+        close_fds=True,
+        preexec_fn=_controlling_terminal,
+    )
     os.close(secondary_fd)
     typed = []
 

@@ -1,8 +1,8 @@
 """CLI flags that map to the incremental-sync options of ``sync_from_platform`` (issue 4)."""
+
 from __future__ import annotations
 
 import pytest
-
 from cli_support import run_cli
 
 
@@ -14,22 +14,44 @@ def test_flags_become_one_sync_options_and_choices_come_from_the_enums():
     """The CLI builds the engine's own options object (the engine ships with it: no signature checks), and its
     choices are the enums' values, so a new mode appears in the CLI without a second list to update."""
     from synclient import cli
-    from synclient.sync.records.manifest import ManifestMode
     from synclient.sync.options import OnError, SyncOptions
     from synclient.sync.plan.planner import Collision
+    from synclient.sync.records.manifest import ManifestMode
 
     assert cli.COLLISION_MODES == tuple(m.value for m in Collision)
     assert cli.MANIFEST_MODES == tuple(m.value for m in ManifestMode)
-    args = cli.build_parser().parse_args(["get", "-r", "syn1", "--dry-run", "--include", "*.csv", "--include",
-                                          "*.tsv", "--if-collision", "keep.both", "--manifest", "root"])
+    args = cli.build_parser().parse_args(
+        [
+            "get",
+            "-r",
+            "syn1",
+            "--dry-run",
+            "--include",
+            "*.csv",
+            "--include",
+            "*.tsv",
+            "--if-collision",
+            "keep.both",
+            "--manifest",
+            "root",
+        ]
+    )
     options = cli._sync_options(args)
-    assert options == SyncOptions(dry_run=True, include=("*.csv", "*.tsv"), if_collision=Collision.KEEP_BOTH,
-                                  manifest=ManifestMode.ROOT, on_error=OnError.CONTINUE, progress=False)
+    assert options == SyncOptions(
+        dry_run=True,
+        include=("*.csv", "*.tsv"),
+        if_collision=Collision.KEEP_BOTH,
+        manifest=ManifestMode.ROOT,
+        on_error=OnError.CONTINUE,
+        progress=False,
+    )
     assert cli._sync_options(cli.build_parser().parse_args(["get", "syn1"])) == SyncOptions(
-        on_error=OnError.CONTINUE, progress=False)
+        on_error=OnError.CONTINUE, progress=False
+    )
     cache_flags = cli.build_parser().parse_args(["get", "syn1", "--no-synapse-cache", "--synapse-cache-link"])
-    assert cli._sync_options(cache_flags) == SyncOptions(on_error=OnError.CONTINUE, progress=False,
-                                                         synapse_cache=False, synapse_cache_link=True)
+    assert cli._sync_options(cache_flags) == SyncOptions(
+        on_error=OnError.CONTINUE, progress=False, synapse_cache=False, synapse_cache_link=True
+    )
 
 
 def test_manifest_format_flag():
@@ -48,8 +70,7 @@ def test_manifest_format_flag():
 
 
 def test_manifest_format_csv_writes_only_manifest_csv(env, tree_emulator, tmp_path):
-    result = run_cli("get", "-r", _project(tree_emulator), "--path", str(tmp_path), "--manifest-format", "csv",
-                     env=env)
+    result = run_cli("get", "-r", _project(tree_emulator), "--path", str(tmp_path), "--manifest-format", "csv", env=env)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "manifest.csv").read_text().startswith("path,parentId,name,ID,")
     assert not list(tmp_path.rglob("SYNAPSE_METADATA_MANIFEST.tsv"))
@@ -67,8 +88,21 @@ def test_dry_run_json_plan_writes_nothing(env, tree_emulator, tmp_path):
 
 
 def test_include_exclude(env, tree_emulator, tmp_path):
-    result = run_cli("--json", "get", "-r", _project(tree_emulator), "--path", str(tmp_path), "--include", "data/*",
-                     "--include", "data/**", "--exclude", "*.bin", env=env)
+    result = run_cli(
+        "--json",
+        "get",
+        "-r",
+        _project(tree_emulator),
+        "--path",
+        str(tmp_path),
+        "--include",
+        "data/*",
+        "--include",
+        "data/**",
+        "--exclude",
+        "*.bin",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "data" / "a.csv").exists()
     assert not (tmp_path / "readme.txt").exists() and not (tmp_path / "data" / "raw" / "b.bin").exists()
@@ -85,13 +119,24 @@ def test_if_collision(env, tree_emulator, tmp_path, mode, expected):
 
 
 def test_manifest_delete_follow_links_accepted(env, tree_emulator, tmp_path):
-    result = run_cli("get", "-r", _project(tree_emulator), "--path", str(tmp_path), "--manifest", "root",
-                     "--delete", "--follow-links", env=env)
+    result = run_cli(
+        "get",
+        "-r",
+        _project(tree_emulator),
+        "--path",
+        str(tmp_path),
+        "--manifest",
+        "root",
+        "--delete",
+        "--follow-links",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "SYNAPSE_METADATA_MANIFEST.tsv").exists()
     assert not (tmp_path / "data" / "SYNAPSE_METADATA_MANIFEST.tsv").exists()
-    provenance = run_cli("--json", "get", "-r", _project(tree_emulator), "--path", str(tmp_path), "--provenance",
-                         env=env)
+    provenance = run_cli(
+        "--json", "get", "-r", _project(tree_emulator), "--path", str(tmp_path), "--provenance", env=env
+    )
     assert provenance.returncode == 0, provenance.stderr
 
 

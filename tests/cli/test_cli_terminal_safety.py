@@ -1,12 +1,14 @@
 """A remote name is shown, never acted on: the control characters a server can put in a name (an escape sequence,
 a carriage return that rewrites the line, a line feed that forges the next one) reach no output line raw: ``ls``,
 ``renamed:`` lines, failures, ``-v`` logs (issue 29 review)."""
+
 from __future__ import annotations
 
 import subprocess
 import sys
 
 from cli_support import isolated_env
+
 from synclient.emulator import Emulator
 
 #: OSC 52 (write the terminal's clipboard), a colour, a carriage return and a forged summary line
@@ -28,13 +30,27 @@ def _assert_shown_not_raw(output: bytes) -> None:
 
 def test_control_characters_of_remote_names_are_escaped_in_every_line(tmp_path):
     # (Synapse refuses such names: a hostile server's, hence "names": "unchecked")
-    spec = {"names": "unchecked", "projects": [{"name": "p", "children": [
-        {"type": "file", "name": EVIL, "content": "x"},
-        {"type": "file", "name": "deny" + EVIL, "content": "y", "deny": "download"}]}]}
+    spec = {
+        "names": "unchecked",
+        "projects": [
+            {
+                "name": "p",
+                "children": [
+                    {"type": "file", "name": EVIL, "content": "x"},
+                    {"type": "file", "name": "deny" + EVIL, "content": "y", "deny": "download"},
+                ],
+            }
+        ],
+    }
     with Emulator() as emu:
         project = emu.seed_spec(spec)["p"]
-        env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT=emu.endpoint, SYNCLIENT_AUTH_TOKEN=emu.token,
-                           SYNCLIENT_FS_PROBE="windows", SYNCLIENT_DISABLE_PROGRESS="1")
+        env = isolated_env(
+            tmp_path,
+            SYNCLIENT_ENDPOINT=emu.endpoint,
+            SYNCLIENT_AUTH_TOKEN=emu.token,
+            SYNCLIENT_FS_PROBE="windows",
+            SYNCLIENT_DISABLE_PROGRESS="1",
+        )
         listing = _run("ls", "-r", "-l", project, env=env)
         assert listing.returncode == 0, listing.stderr
         _assert_shown_not_raw(listing.stdout + listing.stderr)

@@ -1,15 +1,21 @@
 """The CLI under the platform's request window: the user is told, once, why a large tree comes down in bursts."""
+
 from __future__ import annotations
 
 from cli_support import isolated_env, run_cli
-
 
 SHARED_NOTE = "synclient: note: refused within the request budget: another client of this user shares the window; "
 
 
 def _tree(files: int) -> dict:
-    return {"projects": [{"name": "paced", "children": [
-        {"type": "file", "name": f"f{i:02d}.txt", "size": 3, "seed": i} for i in range(files)]}]}
+    return {
+        "projects": [
+            {
+                "name": "paced",
+                "children": [{"type": "file", "name": f"f{i:02d}.txt", "size": 3, "seed": i} for i in range(files)],
+            }
+        ]
+    }
 
 
 def test_a_sync_paced_by_the_request_window_says_so_once_and_completes(tmp_path, emulator_factory):

@@ -6,6 +6,7 @@ of chosen entities as a broken or malicious server would (a file handle id ``../
 1e20, a children listing that repeats its page token for ever). The data plane (pre-signed URLs) goes to the
 emulator directly.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,17 +18,32 @@ from typing import Callable, Iterator, List, Optional
 
 import pytest
 import requests
-
 from cli_support import isolated_env, run_cli
+
 from synclient.emulator import Emulator
 
-SPEC = {"projects": [{"name": "hostile", "children": [
-    {"type": "file", "name": "good1.txt", "content": "one\n"},
-    {"type": "file", "name": "pwned.txt", "content": "handle id with path characters\n"},
-    {"type": "file", "name": "huge.txt", "content": "a size of 1e20\n"},
-    {"type": "folder", "name": "fine", "children": [{"type": "file", "name": "good2.txt", "content": "two\n"}]},
-    {"type": "folder", "name": "loop", "children": [{"type": "file", "name": "inside.txt", "content": "in\n"}]},
-]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "hostile",
+            "children": [
+                {"type": "file", "name": "good1.txt", "content": "one\n"},
+                {"type": "file", "name": "pwned.txt", "content": "handle id with path characters\n"},
+                {"type": "file", "name": "huge.txt", "content": "a size of 1e20\n"},
+                {
+                    "type": "folder",
+                    "name": "fine",
+                    "children": [{"type": "file", "name": "good2.txt", "content": "two\n"}],
+                },
+                {
+                    "type": "folder",
+                    "name": "loop",
+                    "children": [{"type": "file", "name": "inside.txt", "content": "in\n"}],
+                },
+            ],
+        }
+    ]
+}
 
 #: (method, path, request body) -> a rewritten request body (None: as sent)
 RewriteRequest = Callable[[str, str, Optional[dict]], Optional[dict]]
@@ -50,10 +66,14 @@ def rewriting_proxy(upstream: str, on_request: RewriteRequest, on_answer: Rewrit
             sent = on_request(self.command, self.path, body)
             if sent is not None:
                 raw = json.dumps(sent).encode()
-            headers = {name: self.headers[name] for name in ("Authorization", "Content-Type", "Accept")
-                       if self.headers.get(name)}
-            answer = requests.request(self.command, upstream + self.path, data=raw or None, headers=headers,
-                                      allow_redirects=False, timeout=30)
+            headers = {
+                name: self.headers[name]
+                for name in ("Authorization", "Content-Type", "Accept")
+                if self.headers.get(name)
+            }
+            answer = requests.request(
+                self.command, upstream + self.path, data=raw or None, headers=headers, allow_redirects=False, timeout=30
+            )
             content = answer.content
             if answer.ok and content and "json" in answer.headers.get("Content-Type", ""):
                 rewritten = on_answer(self.command, self.path, body, json.loads(content))

@@ -9,6 +9,7 @@ exchange and checks its status and body against what Synapse answers there.
 Its own tests import it as ``checker`` (pytest puts tests/conformance on ``sys.path``); any other test of the repository
 as ``from tests.conformance.checker import check`` (the repository's root is on ``sys.path``: root conftest.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,14 @@ SCALARS = {
 
 
 def _json_type(value) -> str:
-    for name, kind in (("boolean", bool), ("integer", int), ("number", float), ("string", str), ("list", list),
-                       ("object", dict)):
+    for name, kind in (
+        ("boolean", bool),
+        ("integer", int),
+        ("number", float),
+        ("string", str),
+        ("list", list),
+        ("object", dict),
+    ):
         if isinstance(value, kind):
             return name
     return type(value).__name__
@@ -124,8 +131,10 @@ class _Checker:
         if given is None:
             self.problem(where, f"a {model.name} without concreteType (one of {sorted(by_type)})")
         elif given not in by_type:
-            self.problem(f"{where}.concreteType", f"{_short(given)} is not a {model.name} this suite knows "
-                                                  f"({', '.join(sorted(by_type))})")
+            self.problem(
+                f"{where}.concreteType",
+                f"{_short(given)} is not a {model.name} this suite knows ({', '.join(sorted(by_type))})",
+            )
         else:
             self.model(by_type[given], value, where)
 

@@ -7,6 +7,7 @@ synapse_model the emulator does not serve fails ``test_every_synapse_endpoint_is
 item it checks (``item``) where it checks one. To add a route: add its Endpoint to synapse_model.ENDPOINTS (status ->
 model, from its controller), then a Case here that calls it as synapseclient does.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,38 +26,96 @@ from synclient.emulator.table_routes import TABLE_ROUTES
 
 # every entity kind, versions, deny true / "download", external handles (emulator-served, without an MD5, foreign
 # without MD5 and size), a dataset and a collection, a view and a table; a second project for parentId null
-SPEC = {"projects": [
-    {"name": "conf", "children": [
-        {"type": "folder", "name": "d", "children": [
-            {"type": "file", "name": "a.txt", "content": "alpha", "annotations": {"k": ["v"], "n": [3]}}]},
-        {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v2"}]},
-        {"type": "link", "name": "l", "target": "d/a.txt"},
-        {"type": "file", "name": "secret", "content": "x", "deny": True},
-        {"type": "folder", "name": "closed", "deny": True,
-         "children": [{"type": "file", "name": "in", "content": "z"}]},
-        {"type": "file", "name": "nodl", "content": "y", "deny": "download"},
-        {"type": "file", "name": "ext.csv", "external": True, "content": "a,b", "record_md5": False},
-        {"type": "file", "name": "far.bin", "external": "sftp://sftp.example.org/data/far.bin"},
-        {"type": "dataset", "name": "ds", "items": [{"ref": "d/a.txt", "version": 1}, {"ref": "v.txt"}]},
-        {"type": "datasetcollection", "name": "dc", "items": [{"ref": "ds"}]},
-        {"type": "entityview", "name": "view", "scope": ["d"], "columns": ["k", {"name": "n", "type": "INTEGER"}]},
-        {"type": "table", "name": "t", "columns": [{"name": "file", "type": "ENTITYID"}, "note"],
-         "rows": [["d/a.txt", "first"], ["v.txt", None]]},
-    ]},
-    {"name": "other", "children": [{"type": "folder", "name": "f"}]},
-]}
+SPEC = {
+    "projects": [
+        {
+            "name": "conf",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "d",
+                    "children": [
+                        {"type": "file", "name": "a.txt", "content": "alpha", "annotations": {"k": ["v"], "n": [3]}}
+                    ],
+                },
+                {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v2"}]},
+                {"type": "link", "name": "l", "target": "d/a.txt"},
+                {"type": "file", "name": "secret", "content": "x", "deny": True},
+                {
+                    "type": "folder",
+                    "name": "closed",
+                    "deny": True,
+                    "children": [{"type": "file", "name": "in", "content": "z"}],
+                },
+                {"type": "file", "name": "nodl", "content": "y", "deny": "download"},
+                {"type": "file", "name": "ext.csv", "external": True, "content": "a,b", "record_md5": False},
+                {"type": "file", "name": "far.bin", "external": "sftp://sftp.example.org/data/far.bin"},
+                {"type": "dataset", "name": "ds", "items": [{"ref": "d/a.txt", "version": 1}, {"ref": "v.txt"}]},
+                {"type": "datasetcollection", "name": "dc", "items": [{"ref": "ds"}]},
+                {
+                    "type": "entityview",
+                    "name": "view",
+                    "scope": ["d"],
+                    "columns": ["k", {"name": "n", "type": "INTEGER"}],
+                },
+                {
+                    "type": "table",
+                    "name": "t",
+                    "columns": [{"name": "file", "type": "ENTITYID"}, "note"],
+                    "rows": [["d/a.txt", "first"], ["v.txt", None]],
+                },
+            ],
+        },
+        {"name": "other", "children": [{"type": "folder", "name": "f"}]},
+    ]
+}
 #: short names of the seeded entities (paths inside "conf")
-PATHS = {"d": "d", "a": "d/a.txt", "v": "v.txt", "l": "l", "secret": "secret", "closed": "closed", "nodl": "nodl",
-         "ext": "ext.csv", "far": "far.bin", "ds": "ds", "dc": "dc", "view": "view", "t": "t"}
+PATHS = {
+    "d": "d",
+    "a": "d/a.txt",
+    "v": "v.txt",
+    "l": "l",
+    "secret": "secret",
+    "closed": "closed",
+    "nodl": "nodl",
+    "ext": "ext.csv",
+    "far": "far.bin",
+    "ds": "ds",
+    "dc": "dc",
+    "view": "view",
+    "t": "t",
+}
 #: what synapseclient 4.14 asks of bundle2 by default (client.py _getEntityBundle)
-CLIENT_BUNDLE = {"includeEntity": True, "includeAnnotations": True, "includeFileHandles": True,
-                 "includeRestrictionInformation": True}
-EVERY_PART = dict(CLIENT_BUNDLE, includePermissions=True, includeEntityPath=True, includeHasChildren=True,
-                  includeFileName=True, includeThreadCount=True, includeBenefactorACL=True,
-                  includeAccessControlList=True)
+CLIENT_BUNDLE = {
+    "includeEntity": True,
+    "includeAnnotations": True,
+    "includeFileHandles": True,
+    "includeRestrictionInformation": True,
+}
+EVERY_PART = dict(
+    CLIENT_BUNDLE,
+    includePermissions=True,
+    includeEntityPath=True,
+    includeHasChildren=True,
+    includeFileName=True,
+    includeThreadCount=True,
+    includeBenefactorACL=True,
+    includeAccessControlList=True,
+)
 #: synapseclient's getChildren types (client.py getChildren)
-CHILD_TYPES = ["folder", "file", "table", "link", "entityview", "dockerrepo", "submissionview", "dataset",
-               "materializedview", "virtualtable", "datasetcollection"]
+CHILD_TYPES = [
+    "folder",
+    "file",
+    "table",
+    "link",
+    "entityview",
+    "dockerrepo",
+    "submissionview",
+    "dataset",
+    "materializedview",
+    "virtualtable",
+    "datasetcollection",
+]
 QUERY_BUNDLE_REQUEST = "org.sagebionetworks.repo.model.table.QueryBundleRequest"
 
 
@@ -91,6 +150,7 @@ def fact(text: str, test: Callable[[object, Dict[str, str]], bool]) -> Fact:
             return [] if test(body, ids) else [text]
         except (KeyError, IndexError, TypeError) as error:
             return [f"{text} ({error!r})"]
+
     return run
 
 
@@ -108,24 +168,48 @@ def dataset_checksum(body, ids) -> bool:
 
 
 def entity_cases() -> List[Case]:
-    cases = [Case(f"get entity {short}", "GET", f"/repo/v1/entity/{{{short}}}")
-             for short in ("d", "a", "v", "l", "nodl", "ext", "far", "dc", "view", "t")]
+    cases = [
+        Case(f"get entity {short}", "GET", f"/repo/v1/entity/{{{short}}}")
+        for short in ("d", "a", "v", "l", "nodl", "ext", "far", "dc", "view", "t")
+    ]
     cases.append(Case("get project", "GET", "/repo/v1/entity/{conf}"))
-    cases.append(Case("get dataset", "GET", "/repo/v1/entity/{ds}", item="3",
-                      facts=(fact("Dataset.checksum: MD5 of the sorted item MD5s joined with no separator",
-                                  dataset_checksum),)))
-    cases.append(Case("get old version", "GET", "/repo/v1/entity/{v}/version/1", item="10",
-                      facts=(fact("a non-current version has the zero etag", lambda b, i: b["etag"] == ZERO_ETAG),
-                             fact("version 1 is not the latest", lambda b, i: b["isLatestVersion"] is False))))
-    cases.append(Case("get current version", "GET", "/repo/v1/entity/{v}/version/2",
-                      facts=(fact("the current version keeps its etag", lambda b, i: b["etag"] != ZERO_ETAG),)))
+    cases.append(
+        Case(
+            "get dataset",
+            "GET",
+            "/repo/v1/entity/{ds}",
+            item="3",
+            facts=(fact("Dataset.checksum: MD5 of the sorted item MD5s joined with no separator", dataset_checksum),),
+        )
+    )
+    cases.append(
+        Case(
+            "get old version",
+            "GET",
+            "/repo/v1/entity/{v}/version/1",
+            item="10",
+            facts=(
+                fact("a non-current version has the zero etag", lambda b, i: b["etag"] == ZERO_ETAG),
+                fact("version 1 is not the latest", lambda b, i: b["isLatestVersion"] is False),
+            ),
+        )
+    )
+    cases.append(
+        Case(
+            "get current version",
+            "GET",
+            "/repo/v1/entity/{v}/version/2",
+            facts=(fact("the current version keeps its etag", lambda b, i: b["etag"] != ZERO_ETAG),),
+        )
+    )
     return cases
 
 
 def version_cases() -> List[Case]:
     def listed(count: int) -> Fact:
-        return fact(f"lists {count} version(s)",
-                    lambda b, i: len(b["results"]) == count and b["totalNumberOfResults"] == count)
+        return fact(
+            f"lists {count} version(s)", lambda b, i: len(b["results"]) == count and b["totalNumberOfResults"] == count
+        )
 
     return [
         Case("versions of a file", "GET", "/repo/v1/entity/{v}/version", facts=(listed(2),)),
@@ -140,99 +224,254 @@ def version_cases() -> List[Case]:
 
 def lookup_cases() -> List[Case]:
     children = {"parentId": "{conf}", "includeTypes": CHILD_TYPES, "sortBy": "NAME", "sortDirection": "ASC"}
-    hidden = fact("children the caller cannot read are not listed",
-                  lambda b, i: "secret" not in names(b) and "closed" not in names(b))
+    hidden = fact(
+        "children the caller cannot read are not listed",
+        lambda b, i: "secret" not in names(b) and "closed" not in names(b),
+    )
     return [
         Case("children", "POST", "/repo/v1/entity/children", children, item="6", facts=(hidden,)),
-        Case("children counts", "POST", "/repo/v1/entity/children",
-             dict(children, includeTotalChildCount=True, includeSumFileSizes=True), item="6",
-             facts=(hidden, fact("totalChildCount counts the readable children (10)",
-                                 lambda b, i: b["totalChildCount"] == 10),
-                    fact("sumFileSizesBytes adds the recorded sizes of readable files (2 + 1 + 3)",
-                         lambda b, i: b["sumFileSizesBytes"] == 6))),
-        Case("children of a folder", "POST", "/repo/v1/entity/children",
-             {"parentId": "{d}", "includeTypes": ["file", "folder"]}),
-        Case("projects", "POST", "/repo/v1/entity/children", {"parentId": None, "includeTypes": ["project"]},
-             facts=(fact("lists both projects", lambda b, i: {"conf", "other"} <= set(names(b))),)),
-        Case("projects asked with [file]", "POST", "/repo/v1/entity/children",
-             {"parentId": None, "includeTypes": ["file"]}, item="14",
-             facts=(fact("parentId null lists projects whatever includeTypes says",
-                         lambda b, i: {"conf", "other"} <= set(names(b))),)),
-        Case("children without includeTypes", "POST", "/repo/v1/entity/children", {"parentId": "{conf}"},
-             status=400, item="14"),
-        Case("children with a limit over 50", "POST", "/repo/v1/entity/children",
-             dict(children, nextPageToken="100a0"), status=400, item="14"),
-        Case("headers", "POST", "/repo/v1/entity/header",
-             {"references": [{"targetId": "{a}"}, {"targetId": "{d}"}, {"targetId": "{t}"}]},
-             facts=(fact("three headers", lambda b, i: len(b["results"]) == 3),)),
-        Case("header of an old version", "POST", "/repo/v1/entity/header",
-             {"references": [{"targetId": "{v}", "targetVersionNumber": 1}]}, item="2",
-             facts=(fact("the header of version 1, not the latest",
-                         lambda b, i: b["results"][0]["versionNumber"] == 1
-                         and b["results"][0]["isLatestVersion"] is False),)),
-        Case("child by name", "POST", "/repo/v1/entity/child", {"parentId": "{conf}", "entityName": "d"}, item="1",
-             facts=(fact("the folder's id", lambda b, i: b["id"] == i["d"]),)),
-        Case("project by name", "POST", "/repo/v1/entity/child", {"parentId": None, "entityName": "other"},
-             item="1", facts=(fact("the project's id", lambda b, i: b["id"] == i["other"]),)),
-        Case("no child of that name", "POST", "/repo/v1/entity/child", {"parentId": "{conf}", "entityName": "nope"},
-             status=404, item="1"),
+        Case(
+            "children counts",
+            "POST",
+            "/repo/v1/entity/children",
+            dict(children, includeTotalChildCount=True, includeSumFileSizes=True),
+            item="6",
+            facts=(
+                hidden,
+                fact("totalChildCount counts the readable children (10)", lambda b, i: b["totalChildCount"] == 10),
+                fact(
+                    "sumFileSizesBytes adds the recorded sizes of readable files (2 + 1 + 3)",
+                    lambda b, i: b["sumFileSizesBytes"] == 6,
+                ),
+            ),
+        ),
+        Case(
+            "children of a folder",
+            "POST",
+            "/repo/v1/entity/children",
+            {"parentId": "{d}", "includeTypes": ["file", "folder"]},
+        ),
+        Case(
+            "projects",
+            "POST",
+            "/repo/v1/entity/children",
+            {"parentId": None, "includeTypes": ["project"]},
+            facts=(fact("lists both projects", lambda b, i: {"conf", "other"} <= set(names(b))),),
+        ),
+        Case(
+            "projects asked with [file]",
+            "POST",
+            "/repo/v1/entity/children",
+            {"parentId": None, "includeTypes": ["file"]},
+            item="14",
+            facts=(
+                fact(
+                    "parentId null lists projects whatever includeTypes says",
+                    lambda b, i: {"conf", "other"} <= set(names(b)),
+                ),
+            ),
+        ),
+        Case(
+            "children without includeTypes",
+            "POST",
+            "/repo/v1/entity/children",
+            {"parentId": "{conf}"},
+            status=400,
+            item="14",
+        ),
+        Case(
+            "children with a limit over 50",
+            "POST",
+            "/repo/v1/entity/children",
+            dict(children, nextPageToken="100a0"),
+            status=400,
+            item="14",
+        ),
+        Case(
+            "headers",
+            "POST",
+            "/repo/v1/entity/header",
+            {"references": [{"targetId": "{a}"}, {"targetId": "{d}"}, {"targetId": "{t}"}]},
+            facts=(fact("three headers", lambda b, i: len(b["results"]) == 3),),
+        ),
+        Case(
+            "header of an old version",
+            "POST",
+            "/repo/v1/entity/header",
+            {"references": [{"targetId": "{v}", "targetVersionNumber": 1}]},
+            item="2",
+            facts=(
+                fact(
+                    "the header of version 1, not the latest",
+                    lambda b, i: b["results"][0]["versionNumber"] == 1 and b["results"][0]["isLatestVersion"] is False,
+                ),
+            ),
+        ),
+        Case(
+            "child by name",
+            "POST",
+            "/repo/v1/entity/child",
+            {"parentId": "{conf}", "entityName": "d"},
+            item="1",
+            facts=(fact("the folder's id", lambda b, i: b["id"] == i["d"]),),
+        ),
+        Case(
+            "project by name",
+            "POST",
+            "/repo/v1/entity/child",
+            {"parentId": None, "entityName": "other"},
+            item="1",
+            facts=(fact("the project's id", lambda b, i: b["id"] == i["other"]),),
+        ),
+        Case(
+            "no child of that name",
+            "POST",
+            "/repo/v1/entity/child",
+            {"parentId": "{conf}", "entityName": "nope"},
+            status=404,
+            item="1",
+        ),
         Case("type", "GET", "/repo/v1/entity/{a}/type"),
-        Case("path", "GET", "/repo/v1/entity/{a}/path", item="11",
-             facts=(fact("root, project, folder, file", lambda b, i: [h["id"] for h in b["path"]][1:] == [
-                 i["conf"], i["d"], i["a"]]),)),
-        Case("annotations", "GET", "/repo/v1/entity/{a}/annotations2",
-             facts=(fact("k and n", lambda b, i: set(b["annotations"]) == {"k", "n"}),)),
-        Case("annotations of a version", "GET", "/repo/v1/entity/{v}/version/1/annotations2", item="10",
-             facts=(fact("annotations of a given version have the zero etag (NodeDAOImpl, PLFM-1420)",
-                         lambda b, i: b["etag"] == ZERO_ETAG),)),
+        Case(
+            "path",
+            "GET",
+            "/repo/v1/entity/{a}/path",
+            item="11",
+            facts=(
+                fact(
+                    "root, project, folder, file",
+                    lambda b, i: [h["id"] for h in b["path"]][1:] == [i["conf"], i["d"], i["a"]],
+                ),
+            ),
+        ),
+        Case(
+            "annotations",
+            "GET",
+            "/repo/v1/entity/{a}/annotations2",
+            facts=(fact("k and n", lambda b, i: set(b["annotations"]) == {"k", "n"}),),
+        ),
+        Case(
+            "annotations of a version",
+            "GET",
+            "/repo/v1/entity/{v}/version/1/annotations2",
+            item="10",
+            facts=(
+                fact(
+                    "annotations of a given version have the zero etag (NodeDAOImpl, PLFM-1420)",
+                    lambda b, i: b["etag"] == ZERO_ETAG,
+                ),
+            ),
+        ),
         Case("no provenance", "GET", "/repo/v1/entity/{a}/generatedBy", status=404),
         Case("no provenance of a version", "GET", "/repo/v1/entity/{v}/version/1/generatedBy", status=404),
-        Case("restriction information", "POST", "/repo/v1/restrictionInformation",
-             {"objectId": "{a}", "restrictableObjectType": "ENTITY"}, item="12"),
+        Case(
+            "restriction information",
+            "POST",
+            "/repo/v1/restrictionInformation",
+            {"objectId": "{a}", "restrictableObjectType": "ENTITY"},
+            item="12",
+        ),
     ]
 
 
 def bundle_cases() -> List[Case]:
-    cases = [Case(f"bundle of {short}", "POST", f"/repo/v1/entity/{{{short}}}/bundle2", CLIENT_BUNDLE, item="12")
-             for short in ("conf", "d", "a", "l", "ext", "ds", "dc", "view", "t")]
+    cases = [
+        Case(f"bundle of {short}", "POST", f"/repo/v1/entity/{{{short}}}/bundle2", CLIENT_BUNDLE, item="12")
+        for short in ("conf", "d", "a", "l", "ext", "ds", "dc", "view", "t")
+    ]
     cases += [
         Case("bundle with every part", "POST", "/repo/v1/entity/{a}/bundle2", EVERY_PART, item="11, 12"),
-        Case("bundle of an old version", "POST", "/repo/v1/entity/{v}/version/1/bundle2", CLIENT_BUNDLE,
-             item="10, 12", facts=(fact("version 1 with the zero etag",
-                                        lambda b, i: b["entity"]["versionNumber"] == 1
-                                        and b["entity"]["etag"] == ZERO_ETAG),)),
-        Case("bundle of a file one may not download", "POST", "/repo/v1/entity/{nodl}/bundle2", CLIENT_BUNDLE,
-             item="4, 12", facts=(fact("no file handles", lambda b, i: b["fileHandles"] == []),)),
+        Case(
+            "bundle of an old version",
+            "POST",
+            "/repo/v1/entity/{v}/version/1/bundle2",
+            CLIENT_BUNDLE,
+            item="10, 12",
+            facts=(
+                fact(
+                    "version 1 with the zero etag",
+                    lambda b, i: b["entity"]["versionNumber"] == 1 and b["entity"]["etag"] == ZERO_ETAG,
+                ),
+            ),
+        ),
+        Case(
+            "bundle of a file one may not download",
+            "POST",
+            "/repo/v1/entity/{nodl}/bundle2",
+            CLIENT_BUNDLE,
+            item="4, 12",
+            facts=(fact("no file handles", lambda b, i: b["fileHandles"] == []),),
+        ),
     ]
     return cases
 
 
 def file_cases() -> List[Case]:
     def batch(*pairs, **flags) -> dict:
-        flags = flags or {"includeFileHandles": True, "includePreSignedURLs": True,
-                          "includePreviewPreSignedURLs": False}
-        return dict(flags, requestedFiles=[{"fileHandleId": handle, "associateObjectId": entity,
-                                            "associateObjectType": "FileEntity"} for handle, entity in pairs])
+        flags = flags or {
+            "includeFileHandles": True,
+            "includePreSignedURLs": True,
+            "includePreviewPreSignedURLs": False,
+        }
+        return dict(
+            flags,
+            requestedFiles=[
+                {"fileHandleId": handle, "associateObjectId": entity, "associateObjectType": "FileEntity"}
+                for handle, entity in pairs
+            ],
+        )
 
     def failure(code: str) -> Fact:
         return fact(f"failureCode {code}", lambda b, i: b["requestedFiles"][0].get("failureCode") == code)
 
     association = "fileAssociateType=FileEntity&fileAssociateId={a}"
     return [
-        Case("batch", "POST", "/file/v1/fileHandle/batch", batch(("{h:a}", "{a}"), ("{h:ext}", "{ext}")),
-             status=201, item="16", facts=(fact(
-                 "seeded handles are another user's (Synapse always lets a handle's creator download it)",
-                 lambda b, i: all(r["fileHandle"]["createdBy"] != i["me"] for r in b["requestedFiles"])),)),
-        Case("batch of a foreign handle", "POST", "/file/v1/fileHandle/batch", batch(("{h:far}", "{far}")),
-             status=201),
-        Case("batch without download", "POST", "/file/v1/fileHandle/batch", batch(("{h:nodl}", "{nodl}")),
-             status=201, facts=(failure("UNAUTHORIZED"),)),
-        Case("batch of an unknown handle", "POST", "/file/v1/fileHandle/batch", batch(("999999999", "{a}")),
-             status=201, item="16", facts=(failure("UNAUTHORIZED"),)),
-        Case("batch over 100", "POST", "/file/v1/fileHandle/batch", batch(*[("{h:a}", "{a}")] * 101), status=400,
-             item="19", facts=(fact("Synapse's reason (FileHandleManagerImpl.MAX_REQUESTS_PER_CALL_MESSAGE)",
-                                    lambda b, i: b["reason"] == "Request exceeds the maximum number of objects per "
-                                                                "request: 100"),)),
+        Case(
+            "batch",
+            "POST",
+            "/file/v1/fileHandle/batch",
+            batch(("{h:a}", "{a}"), ("{h:ext}", "{ext}")),
+            status=201,
+            item="16",
+            facts=(
+                fact(
+                    "seeded handles are another user's (Synapse always lets a handle's creator download it)",
+                    lambda b, i: all(r["fileHandle"]["createdBy"] != i["me"] for r in b["requestedFiles"]),
+                ),
+            ),
+        ),
+        Case("batch of a foreign handle", "POST", "/file/v1/fileHandle/batch", batch(("{h:far}", "{far}")), status=201),
+        Case(
+            "batch without download",
+            "POST",
+            "/file/v1/fileHandle/batch",
+            batch(("{h:nodl}", "{nodl}")),
+            status=201,
+            facts=(failure("UNAUTHORIZED"),),
+        ),
+        Case(
+            "batch of an unknown handle",
+            "POST",
+            "/file/v1/fileHandle/batch",
+            batch(("999999999", "{a}")),
+            status=201,
+            item="16",
+            facts=(failure("UNAUTHORIZED"),),
+        ),
+        Case(
+            "batch over 100",
+            "POST",
+            "/file/v1/fileHandle/batch",
+            batch(*[("{h:a}", "{a}")] * 101),
+            status=400,
+            item="19",
+            facts=(
+                fact(
+                    "Synapse's reason (FileHandleManagerImpl.MAX_REQUESTS_PER_CALL_MESSAGE)",
+                    lambda b, i: b["reason"] == "Request exceeds the maximum number of objects per request: 100",
+                ),
+            ),
+        ),
         Case("file url", "GET", "/repo/v1/entity/{a}/file?redirect=false"),
         Case("file redirect", "GET", "/repo/v1/entity/{a}/file", status=307),
         Case("file url of a version", "GET", "/repo/v1/entity/{v}/version/1/file?redirect=false"),
@@ -240,8 +479,7 @@ def file_cases() -> List[Case]:
         Case("file url without download", "GET", "/repo/v1/entity/{nodl}/file?redirect=false", status=403),
         Case("handle url", "GET", f"/file/v1/file/{{h:a}}?{association}&redirect=false"),
         Case("handle redirect", "GET", f"/file/v1/file/{{h:a}}?{association}", status=307),
-        Case("handle url without association", "GET", "/file/v1/file/{h:a}?redirect=false", status=400,
-             item="15"),
+        Case("handle url without association", "GET", "/file/v1/file/{h:a}?redirect=false", status=400, item="15"),
     ]
 
 
@@ -267,13 +505,21 @@ def error_cases() -> List[Case]:
         Case("malformed id", "GET", "/repo/v1/entity/synXYZ", status=400, item="15", covers=False),
         Case("id in capitals", "GET", "/repo/v1/entity/{A}", item="15", covers=False),
         Case("no token: the anonymous user", "GET", "/repo/v1/entity/{a}", status=403, token=None, item="15"),
-        Case("an unknown token", "GET", "/repo/v1/entity/{a}", status=401, token="not-a-token", item="15",
-             facts=(header_fact("WWW-Authenticate", "WWW-Authenticate", lambda value: value.startswith(realm)),)),
+        Case(
+            "an unknown token",
+            "GET",
+            "/repo/v1/entity/{a}",
+            status=401,
+            token="not-a-token",
+            item="15",
+            facts=(header_fact("WWW-Authenticate", "WWW-Authenticate", lambda value: value.startswith(realm)),),
+        ),
     ]
 
 
-CASES: List[Case] = (entity_cases() + version_cases() + lookup_cases() + bundle_cases() + file_cases()
-                     + table_cases() + error_cases())
+CASES: List[Case] = (
+    entity_cases() + version_cases() + lookup_cases() + bundle_cases() + file_cases() + table_cases() + error_cases()
+)
 
 
 @dataclass(frozen=True)
@@ -292,19 +538,37 @@ class AsyncCase:
         return self.start.replace("/async/start", "/async/get/{token}")
 
 
-QUERY = {"concreteType": QUERY_BUNDLE_REQUEST,
-         "query": {"sql": "select * from {t}", "isConsistent": True, "includeEntityEtag": True}}
+QUERY = {
+    "concreteType": QUERY_BUNDLE_REQUEST,
+    "query": {"sql": "select * from {t}", "isConsistent": True, "includeEntityEtag": True},
+}
 ASYNC_CASES = [
     AsyncCase("query", "/repo/v1/entity/{t}/table/query/async/start", QUERY, item="7, 8, 17"),
-    AsyncCase("query of a view", "/repo/v1/entity/{view}/table/query/async/start",
-              dict(QUERY, query=dict(QUERY["query"], sql="select * from {view}")), item="7, 8, 17"),
+    AsyncCase(
+        "query of a view",
+        "/repo/v1/entity/{view}/table/query/async/start",
+        dict(QUERY, query=dict(QUERY["query"], sql="select * from {view}")),
+        item="7, 8, 17",
+    ),
     AsyncCase("next page", "/repo/v1/entity/{t}/table/query/nextPage/async/start", lambda world: next_page(world)),
-    AsyncCase("csv", "/repo/v1/entity/{t}/table/download/csv/async/start",
-              {"concreteType": "org.sagebionetworks.repo.model.table.DownloadFromTableRequest",
-               "csvTableDescriptor": {"isFirstLineHeader": True, "quoteCharacter": '"', "escapeCharacter": "\\",
-                                      "lineEnd": "\n", "separator": ","},
-               "sql": "select * from {t}", "writeHeader": True, "includeRowIdAndRowVersion": True,
-               "includeEntityEtag": True}),
+    AsyncCase(
+        "csv",
+        "/repo/v1/entity/{t}/table/download/csv/async/start",
+        {
+            "concreteType": "org.sagebionetworks.repo.model.table.DownloadFromTableRequest",
+            "csvTableDescriptor": {
+                "isFirstLineHeader": True,
+                "quoteCharacter": '"',
+                "escapeCharacter": "\\",
+                "lineEnd": "\n",
+                "separator": ",",
+            },
+            "sql": "select * from {t}",
+            "writeHeader": True,
+            "includeRowIdAndRowVersion": True,
+            "includeEntityEtag": True,
+        },
+    ),
 ]
 
 
@@ -327,11 +591,11 @@ class World:
         headers = {}
         if token is not None:
             headers["Authorization"] = f"Bearer {self.emu.token if token == 'user' else token}"
-        response = requests.request(method, self.emu.endpoint + path, json=body, headers=headers,
-                                    allow_redirects=False, timeout=30)
+        response = requests.request(
+            method, self.emu.endpoint + path, json=body, headers=headers, allow_redirects=False, timeout=30
+        )
         content_type = response.headers.get("Content-Type", "")
-        answer = response.json() if content_type.startswith("application/json") and response.content else \
-            response.text
+        answer = response.json() if content_type.startswith("application/json") and response.content else response.text
         return response.status_code, answer, response.headers
 
 
@@ -354,8 +618,9 @@ def world():
         yield world
 
 
-def problems_of(world: World, method: str, path: str, status: int, expected: int, body, headers,
-                facts: Tuple[Fact, ...] = ()) -> List[str]:
+def problems_of(
+    world: World, method: str, path: str, status: int, expected: int, body, headers, facts: Tuple[Fact, ...] = ()
+) -> List[str]:
     problems = [] if status == expected else [f"status {status}, Synapse answers {expected}"]
     problems += check_exchange(method, path, status, body)
     endpoint = endpoint_for(method, path)
@@ -380,8 +645,7 @@ def test_route(world, case: Case):
 def next_page(world: World) -> dict:
     """The QueryNextPageToken of the first page of the table's query (pages of one row), which synapseclient sends
     back as it is (client.py _queryTableNext)."""
-    status, answer, _ = world.call("POST", world.fill("/repo/v1/entity/{t}/table/query/async/start"),
-                                   world.fill(QUERY))
+    status, answer, _ = world.call("POST", world.fill("/repo/v1/entity/{t}/table/query/async/start"), world.fill(QUERY))
     token = answer["token"]
     for _ in range(5):
         status, answer, _ = world.call("GET", world.fill(f"/repo/v1/entity/{{t}}/table/query/async/get/{token}"))
@@ -418,9 +682,11 @@ def test_a_throttled_request_answers_the_throttle_filter_body(emulator):
 # --- coverage -------------------------------------------------------------------------------------------------------
 def _dummy(path: str) -> str:
     """A case's path with placeholders filled by values of the right shape (no emulator needed)."""
+
     def value(match) -> str:
         name = match.group(1)
         return "1" if name.startswith("h:") or name in ("col", "token") else "syn1"
+
     return re.sub(r"\{([^}]+)\}", value, path.split("?")[0])
 
 
@@ -451,8 +717,9 @@ def test_every_served_route_has_a_case():
         else:
             covered.add(_key(route))
     uncovered = sorted(f"{method} {pattern}" for method, pattern in {_key(r) for r in _served()} - covered)
-    assert not uncovered and not unrouted, (f"served without a conformance case: {uncovered}; "
-                                            f"cases the emulator does not route: {unrouted}")
+    assert not uncovered and not unrouted, (
+        f"served without a conformance case: {uncovered}; cases the emulator does not route: {unrouted}"
+    )
 
 
 def test_every_case_calls_a_synapse_endpoint():
@@ -463,8 +730,11 @@ def test_every_case_calls_a_synapse_endpoint():
 def test_every_synapse_endpoint_is_served_and_called():
     """Each endpoint of synapse_model is routed by the emulator and called by a case (issue 30 item 1)."""
     called = {endpoint_for(method, path).key for _, method, path in _calls() if endpoint_for(method, path)}
-    unserved = [f"{e.method} {e.template}" for e in ENDPOINTS
-                if not any(r.method == e.method and r.pattern.match(sample_path(e)) for r in _served())]
+    unserved = [
+        f"{e.method} {e.template}"
+        for e in ENDPOINTS
+        if not any(r.method == e.method and r.pattern.match(sample_path(e)) for r in _served())
+    ]
     uncalled = [f"{e.method} {e.template}" for e in ENDPOINTS if e.key not in called]
     assert not unserved and not uncalled, f"not served: {unserved}; no case: {uncalled}"
 

@@ -1,6 +1,7 @@
 """Permissions, listings, file handles and the request pipeline answer as Synapse does (issue 30, items 4, 6, 13,
 14, 15, 16, 19). Each test names the Synapse source (Sage-Bionetworks/Synapse-Repository-Services) its facts come
 from."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -19,8 +20,12 @@ def _children(api, parent, **extra):
 
 
 def _batch(api, entity_id, handle_id, **flags):
-    body = {"requestedFiles": [{"fileHandleId": handle_id, "associateObjectId": entity_id,
-                                "associateObjectType": "FileEntity"}], **flags}
+    body = {
+        "requestedFiles": [
+            {"fileHandleId": handle_id, "associateObjectId": entity_id, "associateObjectType": "FileEntity"}
+        ],
+        **flags,
+    }
     return api.post("/file/v1/fileHandle/batch", body)
 
 
@@ -29,6 +34,7 @@ def _handle_id(api, entity_id):
 
 
 # -- 4: bundle2 of a file the caller may read but not download ---------------------------------------------------------
+
 
 def test_bundle_withholds_the_handle_and_file_name_without_download(seeded, api):
     # services/repository-managers/.../repo/service/EntityBundleServiceImpl.java: getEntityFileHandlesFor*Version
@@ -47,12 +53,14 @@ def test_bundle_withholds_the_handle_and_file_name_without_download(seeded, api)
 
 # -- 6: children the caller may not read are not listed, nor counted ---------------------------------------------------
 
+
 def test_children_hide_unreadable_children_and_count_only_readable_ones(seeded, api):
     # services/repository-managers/.../repo/manager/EntityManagerImpl.java getChildren: childIdsToExclude =
     # EntityAclManager.getNonvisibleChildren, passed to the page query and to NodeDAOImpl.getChildrenStats
     emu, project = seeded
-    body = _children(api, project, includeTypes=FILES_AND_FOLDERS, includeTotalChildCount=True,
-                     includeSumFileSizes=True).json()
+    body = _children(
+        api, project, includeTypes=FILES_AND_FOLDERS, includeTotalChildCount=True, includeSumFileSizes=True
+    ).json()
     names = sorted(h["name"] for h in body["page"])
     assert names == ["Case.txt", "big.bin", "case.txt", "d", "n", "nodownload", "v.txt"]  # not secret, not closed
     assert body["totalChildCount"] == 7
@@ -64,12 +72,21 @@ def test_children_hide_unreadable_children_and_count_only_readable_ones(seeded, 
 def test_children_sum_only_recorded_sizes(emulator, api):
     # lib/jdomodels/.../dbo/dao/NodeDAOImpl.java SQL_SELECT_CHIDREN_STATS: SUM(F.CONTENT_SIZE), NULL when the handle
     # records no size
-    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "file", "name": "a.txt", "content": "abc"},
-        {"type": "file", "name": "x.csv", "external": True, "content": "12345", "record_size": False},
-        {"type": "file", "name": "y.csv", "external": "sftp://h.example.org/y.csv"}]}]})["p"]
-    body = _children(api, project, includeTypes=["file"], includeTotalChildCount=True,
-                     includeSumFileSizes=True).json()
+    project = emulator.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        {"type": "file", "name": "a.txt", "content": "abc"},
+                        {"type": "file", "name": "x.csv", "external": True, "content": "12345", "record_size": False},
+                        {"type": "file", "name": "y.csv", "external": "sftp://h.example.org/y.csv"},
+                    ],
+                }
+            ]
+        }
+    )["p"]
+    body = _children(api, project, includeTypes=["file"], includeTotalChildCount=True, includeSumFileSizes=True).json()
     assert (body["totalChildCount"], body["sumFileSizesBytes"]) == (3, 3)
 
 
@@ -80,6 +97,7 @@ def test_root_listing_leaves_out_unreadable_projects(emulator, api):
 
 
 # -- 14: children input checks -----------------------------------------------------------------------------------------
+
 
 def test_children_input_checks_in_synapses_words(seeded, api):
     # EntityManagerImpl.getChildren: ValidateArgument.required(includeTypes, "EntityChildrenRequest.includeTypes");
@@ -106,6 +124,7 @@ def test_a_null_parent_lists_projects_whatever_the_types(seeded, api):
 
 # -- 13: the throttle's 429 body ---------------------------------------------------------------------------------------
 
+
 def test_a_429_body_is_exactly_the_throttlers_reason(seeded, api):
     # services/repository/.../web/filter/throttle/UserConcurrentConnectionThrottler.java
     # REASON_USER_THROTTLED_CONCURRENT is the JSON text, ThrottleUtils.setResponseError println()s it: no concreteType
@@ -113,12 +132,14 @@ def test_a_429_body_is_exactly_the_throttlers_reason(seeded, api):
     emu.set_knobs(fault_api_429_rate=1.0, max_concurrent_per_user=3)
     answer = api.get(f"/repo/v1/entity/{project}")
     assert answer.status_code == 429
-    assert answer.content == (b'{"reason": "Too many concurrent requests. Allowed 3 concurrent connections at any '
-                              b'time."}\n')
+    assert answer.content == (
+        b'{"reason": "Too many concurrent requests. Allowed 3 concurrent connections at any time."}\n'
+    )
     assert answer.headers["Content-Type"].startswith("application/json")
 
 
 # -- 15: no token is the anonymous user; an unknown token is 401 -------------------------------------------------------
+
 
 def test_no_token_is_the_anonymous_user_who_reads_nothing(seeded):
     # services/repository/.../auth/filter/AuthenticationFilter.java: no token -> BOOTSTRAP_PRINCIPAL.ANONYMOUS_USER;
@@ -148,8 +169,10 @@ def test_an_unknown_token_is_401_invalid_access_token(seeded):
     emu, project = seeded
     answer = Api(emu, token="wrong").get(f"/repo/v1/entity/{project}")
     assert answer.status_code == 401 and answer.headers["WWW-Authenticate"] == REALM
-    assert answer.json() == {"concreteType": "org.sagebionetworks.repo.model.ErrorResponse",
-                             "reason": "Invalid access token"}
+    assert answer.json() == {
+        "concreteType": "org.sagebionetworks.repo.model.ErrorResponse",
+        "reason": "Invalid access token",
+    }
 
 
 def test_the_anonymous_user_is_not_throttled(seeded):
@@ -162,6 +185,7 @@ def test_the_anonymous_user_is_not_throttled(seeded):
 
 
 # -- 16: an unknown handle is UNAUTHORIZED; seeded handles belong to another user --------------------------------------
+
 
 def test_unknown_handle_is_unauthorized(seeded, api):
     # services/repository-managers/.../file/FileHandleManagerImpl.java getFileHandleAndUrlBatch: authorization first
@@ -190,8 +214,10 @@ def test_a_handle_the_caller_created_downloads_even_where_download_is_denied(see
     item = _batch(api, entity, str(own), includePreSignedURLs=True).json()["requestedFiles"][0]
     assert "failureCode" not in item and requests.get(item["preSignedURL"]).content == b"mine"
     seeded_handle = _handle_id(api, entity)
-    assert _batch(api, entity, seeded_handle, includePreSignedURLs=True).json()["requestedFiles"][0][
-        "failureCode"] == "UNAUTHORIZED"
+    assert (
+        _batch(api, entity, seeded_handle, includePreSignedURLs=True).json()["requestedFiles"][0]["failureCode"]
+        == "UNAUTHORIZED"
+    )
 
 
 def test_an_older_store_gives_its_seeded_handles_to_the_data_owner(tmp_path):
@@ -215,6 +241,7 @@ def test_an_older_store_gives_its_seeded_handles_to_the_data_owner(tmp_path):
 
 # -- 19: fileHandle/batch 400 reasons ----------------------------------------------------------------------------------
 
+
 def test_file_handle_batch_refusals_in_synapses_words(seeded, api):
     # FileHandleManagerImpl: MUST_INCLUDE_EITHER, MAX_REQUESTS_PER_CALL_MESSAGE; AuthorizationManagerImpl.validate
     emu, project = seeded
@@ -227,11 +254,19 @@ def test_file_handle_batch_refusals_in_synapses_words(seeded, api):
         return answer.json()["reason"]
 
     assert reason({"includeFileHandles": True}) == "requestedFiles is required."
-    assert reason({"requestedFiles": [one]}) == \
-        "Must include either FileHandles or pre-signed URLs or preview pre-signed URLs"
-    assert reason({"requestedFiles": [one] * 101, "includeFileHandles": True}) == \
-        "Request exceeds the maximum number of objects per request: 100"
-    assert reason({"requestedFiles": [], "includeFileHandles": True}) == \
-        "FileHandleAssociations is empty.  Must include at least one FileHandleAssociation"
-    assert reason({"requestedFiles": [dict(one, associateObjectType=None)], "includeFileHandles": True}) == \
-        "FileHandleAssociation.associateObjectType cannot be null"
+    assert (
+        reason({"requestedFiles": [one]})
+        == "Must include either FileHandles or pre-signed URLs or preview pre-signed URLs"
+    )
+    assert (
+        reason({"requestedFiles": [one] * 101, "includeFileHandles": True})
+        == "Request exceeds the maximum number of objects per request: 100"
+    )
+    assert (
+        reason({"requestedFiles": [], "includeFileHandles": True})
+        == "FileHandleAssociations is empty.  Must include at least one FileHandleAssociation"
+    )
+    assert (
+        reason({"requestedFiles": [dict(one, associateObjectType=None)], "includeFileHandles": True})
+        == "FileHandleAssociation.associateObjectType cannot be null"
+    )

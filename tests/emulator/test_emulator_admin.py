@@ -3,14 +3,15 @@ from __future__ import annotations
 import base64
 
 import requests
-
 from emuhelpers import Api
+
 from synclient.emulator.stats import route_key
 
 
 def test_route_key_normalizes_ids():
-    assert (route_key("POST", "/repo/v1/entity/syn12/version/3/bundle2")
-            == "POST /repo/v1/entity/{id}/version/{v}/bundle2")
+    assert (
+        route_key("POST", "/repo/v1/entity/syn12/version/3/bundle2") == "POST /repo/v1/entity/{id}/version/{v}/bundle2"
+    )
     assert route_key("GET", "/file/v1/file/5000001?redirect=false") == "GET /file/v1/file/{id}"
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 import threading
 
 import requests
-
 from emuhelpers import Api
 
 

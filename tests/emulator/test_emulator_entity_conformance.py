@@ -5,6 +5,7 @@ required parameters and the stack's version info.
 Each assertion cites the Synapse-Repository-Services source it comes from (paths below its ``services/`` and
 ``lib/`` trees; schemas under lib/lib-auto-generated/src/main/resources/schema/org/sagebionetworks/repo/model/).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -17,20 +18,46 @@ FOLDER = "org.sagebionetworks.repo.model.Folder"
 PROJECT = "org.sagebionetworks.repo.model.Project"
 FILE = "org.sagebionetworks.repo.model.FileEntity"
 
-SPEC = {"projects": [{"name": "proj", "children": [
-    {"type": "folder", "name": "raw", "children": [
-        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"k": ["v"]}},
-    ]},
-    {"type": "file", "name": "v.txt", "versions": [{"content": "v1"}, {"content": "v22"}, {"content": "v333"}]},
-    {"type": "file", "name": "x.csv", "external": True, "content": "a,b", "record_md5": False,
-     "record_size": False},
-    {"type": "folder", "name": "closed", "deny": True, "children": [{"type": "file", "name": "in", "content": "z"}]},
-    {"type": "file", "name": "secret", "content": "s", "deny": True},
-    {"type": "file", "name": "nodownload", "content": "n", "deny": "download"},
-    {"type": "dataset", "name": "ds", "items": [{"ref": "raw/a.txt"}]},
-    {"type": "entityview", "name": "view", "scope": ["raw"]},
-    {"type": "table", "name": "t", "columns": [{"name": "n", "type": "INTEGER"}], "rows": [[1]]},
-]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "proj",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "raw",
+                    "children": [
+                        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"k": ["v"]}},
+                    ],
+                },
+                {
+                    "type": "file",
+                    "name": "v.txt",
+                    "versions": [{"content": "v1"}, {"content": "v22"}, {"content": "v333"}],
+                },
+                {
+                    "type": "file",
+                    "name": "x.csv",
+                    "external": True,
+                    "content": "a,b",
+                    "record_md5": False,
+                    "record_size": False,
+                },
+                {
+                    "type": "folder",
+                    "name": "closed",
+                    "deny": True,
+                    "children": [{"type": "file", "name": "in", "content": "z"}],
+                },
+                {"type": "file", "name": "secret", "content": "s", "deny": True},
+                {"type": "file", "name": "nodownload", "content": "n", "deny": "download"},
+                {"type": "dataset", "name": "ds", "items": [{"ref": "raw/a.txt"}]},
+                {"type": "entityview", "name": "view", "scope": ["raw"]},
+                {"type": "table", "name": "t", "columns": [{"name": "n", "type": "INTEGER"}], "rows": [[1]]},
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture
@@ -60,7 +87,9 @@ def test_entity_child_errors_as_synapse_words_them(seeded):
     assert missing.json()["reason"] == f"Child not found for parent: '{project}' with name: 'nope'"
     no_project = api.post("/repo/v1/entity/child", {"parentId": None, "entityName": "nope"})
     assert (no_project.status_code, no_project.json()["reason"]) == (
-        404, "Child not found for parent: '4489' with name: 'nope'")
+        404,
+        "Child not found for parent: '4489' with name: 'nope'",
+    )
     # ValidateArgument.required(request.getEntityName(), "EntityLookupRequest.entityName")
     nameless = api.post("/repo/v1/entity/child", {"parentId": project})
     assert (nameless.status_code, nameless.json()["reason"]) == (400, "EntityLookupRequest.entityName is required.")
@@ -85,21 +114,41 @@ def test_entity_header_answers_the_named_version(seeded, emulator):
     api, _, ids = seeded
     file_id = ids("v.txt")
     old_version = emulator.store.version(int(file_id[3:]), 1)
-    answer = api.post("/repo/v1/entity/header", {"references": [
-        {"targetId": file_id, "targetVersionNumber": 1}, {"targetId": file_id, "targetVersionNumber": 9},
-        {"targetVersionNumber": 1}, {"targetId": file_id}, {"targetId": file_id, "targetVersionNumber": 3}]})
+    answer = api.post(
+        "/repo/v1/entity/header",
+        {
+            "references": [
+                {"targetId": file_id, "targetVersionNumber": 1},
+                {"targetId": file_id, "targetVersionNumber": 9},
+                {"targetVersionNumber": 1},
+                {"targetId": file_id},
+                {"targetId": file_id, "targetVersionNumber": 3},
+            ]
+        },
+    )
     assert answer.status_code == 200
     results = answer.json()["results"]
     assert [(h["versionNumber"], h["versionLabel"], h["isLatestVersion"]) for h in results] == [
-        (1, "1", False), (3, "3", True), (3, "3", True)]
+        (1, "1", False),
+        (3, "3", True),
+        (3, "3", True),
+    ]
     assert results[0]["modifiedOn"] == old_version.modified_on
     # createMisusedPaginatedResults: totalNumberOfResults is the page's size
     assert answer.json()["totalNumberOfResults"] == 3
     # a folder has revision 1 only (NodeDAOImpl.createNewNode)
-    folder = api.post("/repo/v1/entity/header", {"references": [
-        {"targetId": ids("raw"), "targetVersionNumber": 1}, {"targetId": ids("raw"), "targetVersionNumber": 2}]})
+    folder = api.post(
+        "/repo/v1/entity/header",
+        {
+            "references": [
+                {"targetId": ids("raw"), "targetVersionNumber": 1},
+                {"targetId": ids("raw"), "targetVersionNumber": 2},
+            ]
+        },
+    )
     assert [(h["id"], h["versionNumber"], h["isLatestVersion"]) for h in folder.json()["results"]] == [
-        (ids("raw"), 1, True)]
+        (ids("raw"), 1, True)
+    ]
 
 
 # --- items 5 and 9: GET /entity/{id}/version -----------------------------------------------------------------------
@@ -118,8 +167,9 @@ def test_version_list_of_folders_and_projects_is_revision_one(seeded):
     api, project, ids = seeded
     for entity_id in (ids("raw"), project):
         listed = api.get(f"/repo/v1/entity/{entity_id}/version").json()
-        assert [(v["id"], v["versionNumber"], v["versionLabel"], v["isLatestVersion"])
-                for v in listed["results"]] == [(entity_id, 1, "1", True)]
+        assert [(v["id"], v["versionNumber"], v["versionLabel"], v["isLatestVersion"]) for v in listed["results"]] == [
+            (entity_id, 1, "1", True)
+        ]
         assert listed["totalNumberOfResults"] == 1
         assert "contentMd5" not in listed["results"][0] and "contentSize" not in listed["results"][0]
     # NodeDAOImpl.getVersionsOfEntity sets each VersionInfo's id to the id as the caller wrote it in the path
@@ -136,7 +186,9 @@ def test_version_list_of_a_file_leaves_unrecorded_fields_out(seeded):
     listed = api.get(f"/repo/v1/entity/{ids('v.txt')}/version", params={"limit": 2}).json()
     assert check("PaginatedVersionInfo", listed) == []
     assert [(v["versionNumber"], v["contentSize"], v["isLatestVersion"]) for v in listed["results"]] == [
-        (3, "4", True), (2, "3", False)]
+        (3, "4", True),
+        (2, "3", False),
+    ]
     # a full page: Synapse estimates offset + page + 1 (PaginatedResults.calculateTotalWithLimitAndOffset)
     assert listed["totalNumberOfResults"] == 3
     last = api.get(f"/repo/v1/entity/{ids('v.txt')}/version", params={"offset": 2, "limit": 2}).json()
@@ -170,8 +222,10 @@ def test_annotations_of_a_named_version_answer_the_zero_etag(seeded):
     assert api.get(f"/repo/v1/entity/{file_id}/version/1/annotations2").json()["etag"] == ZERO_ETAG
     bundle = api.post(f"/repo/v1/entity/{file_id}/version/1/bundle2", {"includeAnnotations": True}).json()
     assert bundle["annotations"]["etag"] == ZERO_ETAG
-    assert api.post(f"/repo/v1/entity/{file_id}/bundle2",
-                    {"includeAnnotations": True}).json()["annotations"]["etag"] != ZERO_ETAG
+    assert (
+        api.post(f"/repo/v1/entity/{file_id}/bundle2", {"includeAnnotations": True}).json()["annotations"]["etag"]
+        != ZERO_ETAG
+    )
     # a revision that does not exist: NotFoundException(CANNOT_FIND_A_NODE_WITH_ID + id)
     missing = api.get(f"/repo/v1/entity/{file_id}/version/7/annotations2")
     assert (missing.status_code, missing.json()["reason"]) == (404, f"Cannot find a node with id: {file_id}")
@@ -184,9 +238,12 @@ def test_path_items_carry_name_id_and_type_only(seeded):
     # .getNodePath names an item the caller cannot READ "Redacted": the root folder, whose bootstrap ACL grants
     # authenticated users CREATE only (lib/jdomodels/src/main/resources/private/bootstrap-entites-spb.xml)
     api, project, ids = seeded
-    expected = [{"name": "Redacted", "id": "syn4489", "type": FOLDER}, {"name": "proj", "id": project, "type": PROJECT},
-                {"name": "raw", "id": ids("raw"), "type": FOLDER}, {"name": "a.txt", "id": ids("raw/a.txt"),
-                                                                    "type": FILE}]
+    expected = [
+        {"name": "Redacted", "id": "syn4489", "type": FOLDER},
+        {"name": "proj", "id": project, "type": PROJECT},
+        {"name": "raw", "id": ids("raw"), "type": FOLDER},
+        {"name": "a.txt", "id": ids("raw/a.txt"), "type": FILE},
+    ]
     assert api.get(f"/repo/v1/entity/{ids('raw/a.txt')}/path").json() == {"path": expected}
     bundle = api.post(f"/repo/v1/entity/{ids('raw/a.txt')}/bundle2", {"includeEntityPath": True}).json()
     assert bundle["path"] == {"path": expected}
@@ -198,16 +255,21 @@ def _check_restriction_information(answer, entity_id):
     # unmet requirement, restrictionDetails [] and the caller's userEntityPermissions (every field of both models:
     # synapse_model's RestrictionInformationResponse and UserEntityPermissions)
     assert check("RestrictionInformationResponse", answer) == []
-    assert (answer["objectId"], answer["restrictionLevel"], answer["hasUnmetAccessRequirement"],
-            answer["restrictionDetails"]) == (int(entity_id[3:]), "OPEN", False, [])
+    assert (
+        answer["objectId"],
+        answer["restrictionLevel"],
+        answer["hasUnmetAccessRequirement"],
+        answer["restrictionDetails"],
+    ) == (int(entity_id[3:]), "OPEN", False, [])
     return answer["userEntityPermissions"]
 
 
 def test_restriction_information_has_every_field(seeded):
     api, _, ids = seeded
     for name in ("raw/a.txt", "nodownload"):
-        alone = api.post("/repo/v1/restrictionInformation",
-                         {"objectId": ids(name), "restrictableObjectType": "ENTITY"}).json()
+        alone = api.post(
+            "/repo/v1/restrictionInformation", {"objectId": ids(name), "restrictableObjectType": "ENTITY"}
+        ).json()
         permissions = _check_restriction_information(alone, ids(name))
         assert permissions["canDownload"] is (name == "raw/a.txt")
         bundle = api.post(f"/repo/v1/entity/{ids(name)}/bundle2", {"includeRestrictionInformation": True}).json()
@@ -218,13 +280,16 @@ def test_restriction_information_checks_its_request_not_read_access(seeded):
     # RestrictionInformationManagerImpl.getRestrictionInformation: objectId and restrictableObjectType required; no
     # READ check (the caller's permissions are part of the answer)
     api, _, ids = seeded
-    unreadable = api.post("/repo/v1/restrictionInformation", {"objectId": ids("secret"),
-                                                              "restrictableObjectType": "ENTITY"})
+    unreadable = api.post(
+        "/repo/v1/restrictionInformation", {"objectId": ids("secret"), "restrictableObjectType": "ENTITY"}
+    )
     assert unreadable.status_code == 200
     assert _check_restriction_information(unreadable.json(), ids("secret"))["canView"] is False
     untyped = api.post("/repo/v1/restrictionInformation", {"objectId": ids("raw")})
     assert (untyped.status_code, untyped.json()["reason"]) == (
-        400, "RestrictionInformationRequest.restrictableObjectType is required.")
+        400,
+        "RestrictionInformationRequest.restrictableObjectType is required.",
+    )
     no_id = api.post("/repo/v1/restrictionInformation", {"restrictableObjectType": "ENTITY"})
     assert (no_id.status_code, no_id.json()["reason"]) == (400, "RestrictionInformationRequest.objectId is required.")
 
@@ -250,16 +315,31 @@ def test_file_route_requires_its_association(seeded):
     handle = api.get(f"/repo/v1/entity/{ids('raw/a.txt')}").json()["dataFileHandleId"]
     bare = api.get(f"/file/v1/file/{handle}", allow_redirects=False)
     assert (bare.status_code, bare.json()["reason"]) == (
-        400, "Required request parameter 'fileAssociateType' for method parameter type FileHandleAssociateType "
-             "is not present")
+        400,
+        "Required request parameter 'fileAssociateType' for method parameter type FileHandleAssociateType "
+        "is not present",
+    )
     typed = api.get(f"/file/v1/file/{handle}", params={"fileAssociateType": "FileEntity"}, allow_redirects=False)
     assert (typed.status_code, typed.json()["reason"]) == (
-        400, "Required request parameter 'fileAssociateId' for method parameter type String is not present")
-    assert api.get(f"/file/v1/file/{handle}", params={"fileAssociateType": "Nonsense", "fileAssociateId": ids("raw")},
-                   allow_redirects=False).status_code == 400
-    assert api.get(f"/file/v1/file/{handle}", params={
-        "fileAssociateType": "FileEntity", "fileAssociateId": ids("raw/a.txt")}, allow_redirects=False).status_code \
+        400,
+        "Required request parameter 'fileAssociateId' for method parameter type String is not present",
+    )
+    assert (
+        api.get(
+            f"/file/v1/file/{handle}",
+            params={"fileAssociateType": "Nonsense", "fileAssociateId": ids("raw")},
+            allow_redirects=False,
+        ).status_code
+        == 400
+    )
+    assert (
+        api.get(
+            f"/file/v1/file/{handle}",
+            params={"fileAssociateType": "FileEntity", "fileAssociateId": ids("raw/a.txt")},
+            allow_redirects=False,
+        ).status_code
         == 307
+    )
 
 
 # --- item 18: GET /version -----------------------------------------------------------------------------------------
@@ -271,8 +351,15 @@ def test_version_info_carries_the_stack_instance(emulator):
 
 
 # --- item 9: no null field in any answer of these routes (the checker flags a null anywhere) ------------------------
-ENTITY_ROUTES = {"": "Entity", "/type": "EntityHeader", "/path": "EntityPath", "/version": "PaginatedVersionInfo",
-                 "/annotations2": "Annotations", "/version/1": "Entity", "/version/1/annotations2": "Annotations"}
+ENTITY_ROUTES = {
+    "": "Entity",
+    "/type": "EntityHeader",
+    "/path": "EntityPath",
+    "/version": "PaginatedVersionInfo",
+    "/annotations2": "Annotations",
+    "/version/1": "Entity",
+    "/version/1/annotations2": "Annotations",
+}
 
 
 def test_no_null_fields_in_entity_answers(seeded):
@@ -283,9 +370,16 @@ def test_no_null_fields_in_entity_answers(seeded):
             answer = api.get(f"/repo/v1/entity/{entity_id}{path}")
             assert answer.status_code == 200, (name, path)
             assert check(model, answer.json()) == [], (name, path)
-        bundle = api.post(f"/repo/v1/entity/{entity_id}/bundle2", {
-            "includeEntity": True, "includeAnnotations": True, "includeEntityPath": True,
-            "includeRestrictionInformation": True, "includeHasChildren": True})
+        bundle = api.post(
+            f"/repo/v1/entity/{entity_id}/bundle2",
+            {
+                "includeEntity": True,
+                "includeAnnotations": True,
+                "includeEntityPath": True,
+                "includeRestrictionInformation": True,
+                "includeHasChildren": True,
+            },
+        )
         assert check("EntityBundle", bundle.json()) == [], name
     headers = api.post("/repo/v1/entity/header", {"references": [{"targetId": ids(n)} for n in ("raw", "x.csv")]})
     assert check("PaginatedEntityHeaders", headers.json()) == []
@@ -303,7 +397,9 @@ def test_missing_entities_and_versions_are_404_in_synapse_words(seeded):
     assert (version.status_code, version.json()["reason"]) == (404, f"Resource: '{ids('v.txt')}.9' does not exist")
     folder_version = api.get(f"/repo/v1/entity/{ids('raw')}/version/2")
     assert (folder_version.status_code, folder_version.json()["reason"]) == (
-        404, f"Resource: '{ids('raw')}.2' does not exist")
+        404,
+        f"Resource: '{ids('raw')}.2' does not exist",
+    )
 
 
 def test_denied_entities_are_403_in_synapse_words(seeded):
@@ -312,10 +408,14 @@ def test_denied_entities_are_403_in_synapse_words(seeded):
     api, _, ids = seeded
     unreadable = api.get(f"/repo/v1/entity/{ids('secret')}")
     assert (unreadable.status_code, unreadable.json()["reason"]) == (
-        403, "You lack READ access to the requested entity.")
+        403,
+        "You lack READ access to the requested entity.",
+    )
     undownloadable = api.get(f"/repo/v1/entity/{ids('nodownload')}/file", allow_redirects=False)
     assert (undownloadable.status_code, undownloadable.json()["reason"]) == (
-        403, "You lack DOWNLOAD access to the requested entity.")
+        403,
+        "You lack DOWNLOAD access to the requested entity.",
+    )
 
 
 def test_generated_by_without_provenance(seeded):
@@ -323,12 +423,18 @@ def test_generated_by_without_provenance(seeded):
     # '%s', version: '%s' does not exist" for a missing revision), then DBOActivityDAOImpl.getDBO: a null id is 404
     # "No activity"; no READ check comes first
     api, _, ids = seeded
-    for path in (f"{ids('v.txt')}/generatedBy", f"{ids('v.txt')}/version/1/generatedBy", f"{ids('secret')}/generatedBy",
-                 f"{ids('raw')}/version/1/generatedBy"):
+    for path in (
+        f"{ids('v.txt')}/generatedBy",
+        f"{ids('v.txt')}/version/1/generatedBy",
+        f"{ids('secret')}/generatedBy",
+        f"{ids('raw')}/version/1/generatedBy",
+    ):
         answer = api.get(f"/repo/v1/entity/{path}")
         assert (answer.status_code, answer.json()["reason"]) == (404, "No activity"), path
     version = api.get(f"/repo/v1/entity/{ids('v.txt')}/version/9/generatedBy")
     assert (version.status_code, version.json()["reason"]) == (
-        404, f"Activity for: '{ids('v.txt')}', version: '9' does not exist")
+        404,
+        f"Activity for: '{ids('v.txt')}', version: '9' does not exist",
+    )
     missing = api.get("/repo/v1/entity/syn999999999/generatedBy")
     assert (missing.status_code, missing.json()["reason"]) == (404, "Resource: 'syn999999999' does not exist")

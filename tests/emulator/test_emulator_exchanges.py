@@ -1,4 +1,5 @@
 """The opt-in exchange recorder (knob ``record_exchanges``): what it keeps, its bound, and that it is off by default."""
+
 from __future__ import annotations
 
 import requests
@@ -8,8 +9,9 @@ from synclient.emulator import Emulator
 
 
 def _seed(emu):
-    return emu.seed_spec({"projects": [{"name": "p", "children": [{"type": "file", "name": "a.txt",
-                                                                    "content": "A"}]}]})["p"]
+    return emu.seed_spec(
+        {"projects": [{"name": "p", "children": [{"type": "file", "name": "a.txt", "content": "A"}]}]}
+    )["p"]
 
 
 def test_off_by_default_records_nothing():
@@ -30,7 +32,12 @@ def test_records_requests_and_json_answers_in_order():
         requests.get(emu.endpoint + "/emulator/stats")  # admin routes are not platform exchanges
         first, second, missing, garbled = emu.exchanges()
     assert (first.method, first.path, first.query, first.request, first.status) == (
-        "GET", f"/repo/v1/entity/{project}", {"x": "1"}, None, 200)
+        "GET",
+        f"/repo/v1/entity/{project}",
+        {"x": "1"},
+        None,
+        200,
+    )
     assert first.response["id"] == project and first.response["name"] == "p"
     assert second.request == {"parentId": project, "includeTypes": ["file"]}
     assert [page["name"] for page in second.response["page"]] == ["a.txt"]
@@ -58,4 +65,5 @@ def test_admin_route_lists_them_and_restart_keeps_them():
         emu.restart()
         listed = requests.get(emu.endpoint + "/emulator/exchanges").json()
     assert [(item["method"], item["path"], item["status"]) for item in listed] == [
-        ("GET", f"/repo/v1/entity/{project}", 200)]
+        ("GET", f"/repo/v1/entity/{project}", 200)
+    ]

@@ -1,4 +1,5 @@
 """External file handles: the seed spec, their JSON, the URLs handed out, and the external listener."""
+
 from __future__ import annotations
 
 import socket
@@ -16,21 +17,51 @@ from synclient.emulator.store import HandleStorage, Store
 EXTERNAL = "org.sagebionetworks.repo.model.file.ExternalFileHandle"
 BIG = 300 * 1024 + 7
 
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "file", "name": "both.csv", "external": True, "content": "a,b\n1,2\n"},
-    {"type": "file", "name": "neither.csv", "external": True, "content": "zz", "record_md5": False,
-     "record_size": False},
-    {"type": "file", "name": "md5only.csv", "external": True, "content": "m", "record_size": False},
-    {"type": "file", "name": "big.bin", "external": True, "size": BIG, "seed": 3},
-    # (unicode belongs in a handle's fileName, which the external URL's path carries; Synapse
-    # refuses it in names)
-    {"type": "file", "name": "with space.txt", "file_name": "with space é.txt", "external": True, "content": "quoted"},
-    {"type": "file", "name": "vers.txt", "external": True, "versions": [{"content": "one"}, {"content": "two"}]},
-    {"type": "file", "name": "y.csv", "external": "sftp://sftp.example.org/data/y.csv"},
-    {"type": "file", "name": "z.bin", "external": "https://example.org/z%20z.bin", "md5": "0" * 32, "size": 12},
-    {"type": "file", "name": "s3.txt", "content": "plain"},
-    {"type": "file", "name": "locked.csv", "external": True, "content": "no", "deny": "download"},
-]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {"type": "file", "name": "both.csv", "external": True, "content": "a,b\n1,2\n"},
+                {
+                    "type": "file",
+                    "name": "neither.csv",
+                    "external": True,
+                    "content": "zz",
+                    "record_md5": False,
+                    "record_size": False,
+                },
+                {"type": "file", "name": "md5only.csv", "external": True, "content": "m", "record_size": False},
+                {"type": "file", "name": "big.bin", "external": True, "size": BIG, "seed": 3},
+                # (unicode belongs in a handle's fileName, which the external URL's path carries; Synapse
+                # refuses it in names)
+                {
+                    "type": "file",
+                    "name": "with space.txt",
+                    "file_name": "with space é.txt",
+                    "external": True,
+                    "content": "quoted",
+                },
+                {
+                    "type": "file",
+                    "name": "vers.txt",
+                    "external": True,
+                    "versions": [{"content": "one"}, {"content": "two"}],
+                },
+                {"type": "file", "name": "y.csv", "external": "sftp://sftp.example.org/data/y.csv"},
+                {
+                    "type": "file",
+                    "name": "z.bin",
+                    "external": "https://example.org/z%20z.bin",
+                    "md5": "0" * 32,
+                    "size": 12,
+                },
+                {"type": "file", "name": "s3.txt", "content": "plain"},
+                {"type": "file", "name": "locked.csv", "external": True, "content": "no", "deny": "download"},
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture
@@ -45,27 +76,36 @@ def _handle(api, entity_id):
 
 
 def _batch(api, entity_id, handle_id):
-    answer = api.post("/file/v1/fileHandle/batch", {
-        "requestedFiles": [{"fileHandleId": handle_id, "associateObjectId": entity_id,
-                            "associateObjectType": "FileEntity"}],
-        "includePreSignedURLs": True, "includeFileHandles": True})
+    answer = api.post(
+        "/file/v1/fileHandle/batch",
+        {
+            "requestedFiles": [
+                {"fileHandleId": handle_id, "associateObjectId": entity_id, "associateObjectType": "FileEntity"}
+            ],
+            "includePreSignedURLs": True,
+            "includeFileHandles": True,
+        },
+    )
     assert answer.status_code == 201
     return answer.json()["requestedFiles"][0]
 
 
 # --- seed spec ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("node, message", [
-    ({"external": 5}, "external must be true or a URL"),
-    ({"external": "gopher://x.org/a"}, "external must be true or a URL"),
-    ({"external": "sftp://h/a", "content": "x"}, "has no content"),
-    ({"external": "sftp://h/a", "versions": [{"content": "x"}]}, "has no versions"),
-    ({"external": "sftp://h/a", "record_md5": False}, "has no record_md5"),
-    ({"external": "sftp://h/a", "md5": "XYZ"}, "md5 must be 32 lowercase hex digits"),
-    ({"external": "sftp://h/a", "size": "lots"}, "not a size"),
-    ({"content": "x", "record_md5": False}, 'record_md5 only applies to a file with "external": true'),
-    ({"external": True, "content": "x", "record_size": "no"}, "record_size must be true or false"),
-    ({"external": True, "content": "x", "md5": "0" * 32}, "md5 only applies to a file with an external URL"),
-])
+@pytest.mark.parametrize(
+    "node, message",
+    [
+        ({"external": 5}, "external must be true or a URL"),
+        ({"external": "gopher://x.org/a"}, "external must be true or a URL"),
+        ({"external": "sftp://h/a", "content": "x"}, "has no content"),
+        ({"external": "sftp://h/a", "versions": [{"content": "x"}]}, "has no versions"),
+        ({"external": "sftp://h/a", "record_md5": False}, "has no record_md5"),
+        ({"external": "sftp://h/a", "md5": "XYZ"}, "md5 must be 32 lowercase hex digits"),
+        ({"external": "sftp://h/a", "size": "lots"}, "not a size"),
+        ({"content": "x", "record_md5": False}, 'record_md5 only applies to a file with "external": true'),
+        ({"external": True, "content": "x", "record_size": "no"}, "record_size must be true or false"),
+        ({"external": True, "content": "x", "md5": "0" * 32}, "md5 only applies to a file with an external URL"),
+    ],
+)
 def test_bad_external_specs_name_the_node(emulator, node, message):
     spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "f", **node}]}]}
     with pytest.raises(SpecError, match=r"projects\[0\]\.children\[0\]") as raised:
@@ -97,7 +137,10 @@ def test_foreign_urls_are_verbatim_and_record_what_is_given(ext):
     assert sftp["fileName"] == "y.csv"
     https = _handle(api, emu.resolve(project, "z.bin"))
     assert (https["externalURL"], https["contentMd5"], https["contentSize"]) == (
-        "https://example.org/z%20z.bin", "0" * 32, 12)
+        "https://example.org/z%20z.bin",
+        "0" * 32,
+        12,
+    )
     assert https["fileName"] == "z z.bin"  # the URL's last segment, as synapseclient names such handles
 
 
@@ -108,8 +151,9 @@ def test_urls_handed_out_for_external_handles_are_the_external_urls(ext):
     batch = _batch(api, entity_id, handle["id"])
     assert batch["preSignedURL"] == handle["externalURL"]
     assert batch["fileHandle"] == handle
-    by_handle = api.get(f"/file/v1/file/{handle['id']}?fileAssociateType=FileEntity&fileAssociateId={entity_id}",
-                        allow_redirects=False)
+    by_handle = api.get(
+        f"/file/v1/file/{handle['id']}?fileAssociateType=FileEntity&fileAssociateId={entity_id}", allow_redirects=False
+    )
     assert (by_handle.status_code, by_handle.headers["Location"]) == (307, handle["externalURL"])
     as_text = api.get(f"/repo/v1/entity/{entity_id}/file?redirect=false")
     assert as_text.text == handle["externalURL"]
@@ -263,9 +307,11 @@ def test_add_external_file(emulator):
 
 def test_a_store_from_before_external_handles_still_opens(tmp_path):
     db = sqlite3.connect(str(tmp_path / "emulator.sqlite3"))
-    db.execute("CREATE TABLE file_handles (id INTEGER PRIMARY KEY, md5 TEXT NOT NULL, size INTEGER NOT NULL,"
-               " file_name TEXT NOT NULL, content_type TEXT NOT NULL, created_on TEXT NOT NULL,"
-               " created_by INTEGER NOT NULL, etag TEXT NOT NULL)")
+    db.execute(
+        "CREATE TABLE file_handles (id INTEGER PRIMARY KEY, md5 TEXT NOT NULL, size INTEGER NOT NULL,"
+        " file_name TEXT NOT NULL, content_type TEXT NOT NULL, created_on TEXT NOT NULL,"
+        " created_by INTEGER NOT NULL, etag TEXT NOT NULL)"
+    )
     db.execute("INSERT INTO file_handles VALUES (5000001, ?, 1, 'a', 'text/plain', 'now', 1, 'e')", ("0" * 32,))
     db.commit()
     db.close()
@@ -280,8 +326,9 @@ def test_a_store_from_before_external_handles_still_opens(tmp_path):
 def test_external_knobs_validate_and_have_cli_flags(emulator):
     with pytest.raises(ValueError, match="external_ranges must be true or false"):
         emulator.set_knobs(external_ranges="no")
-    args = build_parser().parse_args(["serve", "--no-external-ranges", "--no-external-content-length",
-                                      "--external-port", "0"])
+    args = build_parser().parse_args(
+        ["serve", "--no-external-ranges", "--no-external-content-length", "--external-port", "0"]
+    )
     knobs = knobs_from_args(args)
     assert (knobs.external_ranges, knobs.external_content_length) == (False, False)
     defaults = knobs_from_args(build_parser().parse_args(["serve"]))

@@ -4,7 +4,6 @@ import time
 
 import pytest
 import requests
-
 from emuhelpers import Api
 
 

@@ -1,6 +1,7 @@
 """Hostile-server mode (knobs ``hostile_rate`` + ``hostile_kinds``): for each kind, the knob on makes the answers
 hostile as docs/emulator.md says, off leaves them byte-identical, and every mutation is the one
 ``hostile``'s replay functions compute from (fault_seed, kind, key)."""
+
 from __future__ import annotations
 
 import socket
@@ -16,15 +17,27 @@ from synclient.emulator.knobs import HOSTILE_KINDS
 
 SEED = 11
 FILES = 24
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "folder", "name": "d", "children": [
-        {"type": "file", "name": f"f{i:02d}.txt", "content": f"content of file {i}\n" * (i + 1)}
-        for i in range(FILES)]},
-    {"type": "file", "name": "ext.csv", "external": True, "content": "a,b\n1,2\n"},
-    {"type": "file", "name": "noted.csv", "external": "https://example.org/data/noted.csv", "size": 5},
-    {"type": "entityview", "name": "v", "scope": ["d"]},
-    {"type": "table", "name": "t", "columns": [{"name": "n", "type": "INTEGER"}], "rows": [[1], [2], [3]]},
-]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "d",
+                    "children": [
+                        {"type": "file", "name": f"f{i:02d}.txt", "content": f"content of file {i}\n" * (i + 1)}
+                        for i in range(FILES)
+                    ],
+                },
+                {"type": "file", "name": "ext.csv", "external": True, "content": "a,b\n1,2\n"},
+                {"type": "file", "name": "noted.csv", "external": "https://example.org/data/noted.csv", "size": 5},
+                {"type": "entityview", "name": "v", "scope": ["d"]},
+                {"type": "table", "name": "t", "columns": [{"name": "n", "type": "INTEGER"}], "rows": [[1], [2], [3]]},
+            ],
+        }
+    ]
+}
 VIEW_SQL = "SELECT * FROM {id}"
 
 #: every type: Synapse requires includeTypes (EntityManagerImpl.getChildren)
@@ -47,8 +60,10 @@ def _files(ids):
 
 
 def _bundle(api, entity_id):
-    answer = api.post(f"/repo/v1/entity/{entity_id}/bundle2", {
-        "includeEntity": True, "includeFileHandles": True, "includeFileName": True, "includeEntityPath": True})
+    answer = api.post(
+        f"/repo/v1/entity/{entity_id}/bundle2",
+        {"includeEntity": True, "includeFileHandles": True, "includeFileName": True, "includeEntityPath": True},
+    )
     assert answer.status_code == 200, answer.text
     return answer
 
@@ -59,10 +74,16 @@ def _honest_handle(emu, entity_id):
 
 
 def _batch(api, entity_id, handle_id, urls=False):
-    answer = api.post("/file/v1/fileHandle/batch", {
-        "requestedFiles": [{"fileHandleId": handle_id, "associateObjectId": entity_id,
-                            "associateObjectType": "FileEntity"}],
-        "includePreSignedURLs": urls, "includeFileHandles": True})
+    answer = api.post(
+        "/file/v1/fileHandle/batch",
+        {
+            "requestedFiles": [
+                {"fileHandleId": handle_id, "associateObjectId": entity_id, "associateObjectType": "FileEntity"}
+            ],
+            "includePreSignedURLs": urls,
+            "includeFileHandles": True,
+        },
+    )
     assert answer.status_code == 201, answer.text
     return answer
 
@@ -74,8 +95,10 @@ def _query(api, entity_id, sql, token_of_next=None):
         started = api.post(base + "/async/start", {"query": {"sql": sql}, "partMask": 0x1})
         get = base + "/async/get/"
     else:
-        started = api.post(base + "/nextPage/async/start", {
-            "concreteType": "org.sagebionetworks.repo.model.table.QueryNextPageToken", "token": token_of_next})
+        started = api.post(
+            base + "/nextPage/async/start",
+            {"concreteType": "org.sagebionetworks.repo.model.table.QueryNextPageToken", "token": token_of_next},
+        )
         get = base + "/nextPage/async/get/"
     assert started.status_code == 201, started.text
     path = get + started.json()["token"]
@@ -153,8 +176,9 @@ def test_knobs_default_off_and_parse_kinds():
 
 
 def test_cli_flags_and_admin_api_set_the_knobs(emulator):
-    args = build_parser().parse_args(["serve", "--hostile-rate", "0.25", "--hostile-kinds", "names,bodies",
-                                      "--fault-seed", "7"])
+    args = build_parser().parse_args(
+        ["serve", "--hostile-rate", "0.25", "--hostile-kinds", "names,bodies", "--fault-seed", "7"]
+    )
     knobs = knobs_from_args(args)
     assert (knobs.hostile_rate, knobs.hostile_kinds, knobs.fault_seed) == (0.25, ("names", "bodies"), 7)
     admin = emulator.endpoint + "/emulator/knobs"
@@ -185,8 +209,13 @@ def test_off_leaves_every_answer_byte_identical(site):
 
 # --- names -------------------------------------------------------------------------------------------------------
 def _is_bad_name(name: str) -> bool:
-    return ("/" in name or name in (".", "..") or "\x00" in name or len(name.encode("utf-8")) > 255
-            or name in hostile.RESERVED_NAMES)
+    return (
+        "/" in name
+        or name in (".", "..")
+        or "\x00" in name
+        or len(name.encode("utf-8")) > 255
+        or name in hostile.RESERVED_NAMES
+    )
 
 
 def test_names_are_hostile_and_the_same_in_every_answer(site):
@@ -238,8 +267,9 @@ def test_names_rate_is_a_stable_seeded_fraction(site):
     first = mutated(SEED)
     assert 0 < len(first) < FILES
     assert first == {f for f in files if hostile.chosen(emu.knobs, "names", f)}
-    assert {h["id"]: h["name"] for h in _list(api, ids("d")).json()[
-        "page"]} == {f: hostile.answered_name(emu.knobs, f, real[f]) for f in files}
+    assert {h["id"]: h["name"] for h in _list(api, ids("d")).json()["page"]} == {
+        f: hostile.answered_name(emu.knobs, f, real[f]) for f in files
+    }
     assert mutated(SEED) == first, "same seed, same mutation"
     assert mutated(SEED + 1) != first, "another seed chooses other entities"
 
@@ -254,7 +284,7 @@ def test_sizes_are_hostile_in_bundles_and_batches(site):
         handle = emu.store.file_handle(int(_honest_handle(emu, entity_id)))
         expected = hostile.hostile_size(SEED, str(handle.id), handle.size)
         seen.add(type(expected).__name__ + ("-" if isinstance(expected, int) and expected < 0 else ""))
-        assert not (type(expected) is int and 0 <= expected < 2 ** 63), expected
+        assert not (type(expected) is int and 0 <= expected < 2**63), expected
         bundle = _bundle(api, entity_id).json()
         batch = _batch(api, entity_id, str(handle.id)).json()["requestedFiles"][0]
         for answered in (bundle["fileHandles"][0]["contentSize"], batch["fileHandle"]["contentSize"]):
@@ -280,7 +310,8 @@ def test_handle_ids_carry_path_characters_in_bundles_batches_and_rows(site):
         assert api.get(f"/repo/v1/entity/{entity_id}").json()["dataFileHandleId"] == expected
     rows, _ = _query(api, ids("v"), f"SELECT id, dataFileHandleId FROM {ids('v')}")
     assert {r["values"][0]: r["values"][1] for r in rows["queryResults"]["rows"]} == {
-        f: hostile.hostile_handle_id(SEED, _honest_handle(emu, f)) for f in files}
+        f: hostile.hostile_handle_id(SEED, _honest_handle(emu, f)) for f in files
+    }
     assert hostile.injected()["handle_ids"] > before
 
 
@@ -299,8 +330,7 @@ def test_children_listing_repeats_its_token_forever(site):
     assert _list(api, ids("d")).json()["nextPageToken"] == "50a0"
     assert hostile.injected()["paging"] >= before + 8
     emu.set_knobs(hostile_rate=0.0)
-    assert _list(api, ids("d"), nextPageToken="10a10").json()[
-        "nextPageToken"] == "10a20"
+    assert _list(api, ids("d"), nextPageToken="10a10").json()["nextPageToken"] == "10a20"
 
 
 def test_query_pages_repeat_their_token_forever(site):
@@ -318,8 +348,10 @@ def test_query_pages_repeat_their_token_forever(site):
     single, _ = _query(api, ids("t"), f"SELECT n FROM {ids('t')}")
     assert len(single["queryResults"]["rows"]) == 3 and "nextPageToken" in single, "a one-page result loops too"
     back, _ = _query(api, ids("t"), f"SELECT n FROM {ids('t')}", token_of_next=single["nextPageToken"]["token"])
-    assert back["nextPageToken"] == single["nextPageToken"] and back["queryResults"]["rows"] == single[
-        "queryResults"]["rows"]
+    assert (
+        back["nextPageToken"] == single["nextPageToken"]
+        and back["queryResults"]["rows"] == single["queryResults"]["rows"]
+    )
 
 
 # --- external URLs -----------------------------------------------------------------------------------------------
@@ -357,8 +389,7 @@ def test_data_urls_redirect_to_a_dead_port_or_the_api_host(site):
         assert answer.status_code == 302 and answer.content == b""
         location = answer.headers["Location"]
         parts = urlsplit(url)
-        assert location == hostile.redirect_location(emu.knobs, parts.path, f"{parts.path}?{parts.query}",
-                                                     emu.endpoint)
+        assert location == hostile.redirect_location(emu.knobs, parts.path, f"{parts.path}?{parts.query}", emu.endpoint)
         assert location.endswith(f"{parts.path}?{parts.query}")
         if location.startswith(emu.endpoint):
             targets.add("api-host")
@@ -395,7 +426,7 @@ def test_bodies_are_longer_or_shorter_with_and_without_content_length(site):
         if plan.count > len(honest):
             assert body == honest + hostile.tail_bytes(plan.count - len(honest))
         else:
-            assert body == honest[:plan.count]
+            assert body == honest[: plan.count]
         forms.add(("longer" if plan.count > len(honest) else "shorter", plan.send_length))
     assert len(forms) == 4, forms
     ranged = _data_url(api, _files(ids)[5], _honest_handle(emu, _files(ids)[5]))
@@ -411,9 +442,19 @@ def _mutated_view(emu):
     files = [emu.resolve(project, f"d/f{i:02d}.txt") for i in range(FILES)]
     listed = _list(api, emu.resolve(project, "d")).json()
     bundles = [_bundle(api, f).json() for f in files]
-    return ([(h["id"], h["name"]) for h in listed["page"]], listed.get("nextPageToken"),
-            [(b["entity"]["name"], b["fileHandles"][0]["id"], b["fileHandles"][0]["contentSize"],
-              b["fileHandles"][0]["fileName"]) for b in bundles])
+    return (
+        [(h["id"], h["name"]) for h in listed["page"]],
+        listed.get("nextPageToken"),
+        [
+            (
+                b["entity"]["name"],
+                b["fileHandles"][0]["id"],
+                b["fileHandles"][0]["contentSize"],
+                b["fileHandles"][0]["fileName"],
+            )
+            for b in bundles
+        ],
+    )
 
 
 def test_same_seed_same_mutations_in_another_emulator():

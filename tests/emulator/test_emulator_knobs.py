@@ -6,10 +6,19 @@ from synclient.emulator import Emulator, Knobs, parse_size
 from synclient.emulator.knobs import SYNAPSE_PROFILE, parse_route_rates, parse_window
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("50", 50), (50, 50), ("32MB", 32_000_000), ("4KiB", 4096), ("1MiB", 1 << 20), ("1.5k", 1500),
-    ("2GiB", 2 << 30), ("0", 0),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("50", 50),
+        (50, 50),
+        ("32MB", 32_000_000),
+        ("4KiB", 4096),
+        ("1MiB", 1 << 20),
+        ("1.5k", 1500),
+        ("2GiB", 2 << 30),
+        ("0", 0),
+    ],
+)
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
 

@@ -3,16 +3,19 @@
 Synapse's rule: lib/jdomodels/.../repo/model/jdo/NameValidation.java (trimmed; empty, over 256 characters, or other
 than ``[a-zA-Z0-9,_. \\-+()']`` refused, 400 with its reason), applied by NodeManagerImpl.validateNode on every
 create and update. ``"names": "unchecked"`` is the documented escape for a hostile server."""
+
 from __future__ import annotations
 
 import pytest
-
 from emuhelpers import Api, assert_spec_node_refused
+
 from synclient.emulator import SpecError
 from synclient.emulator.entity_names import InvalidName, synapse_name
 
-INVALID = "Names may only contain: letters, numbers, spaces, underscores, hyphens, periods, plus signs, " \
-          "apostrophes, and parentheses"
+INVALID = (
+    "Names may only contain: letters, numbers, spaces, underscores, hyphens, periods, plus signs, "
+    "apostrophes, and parentheses"
+)
 
 
 @pytest.mark.parametrize("name", ["a.txt", "..", ".", "Raw data (v2), final+1 - it's_ok", "x" * 256, "CON"])
@@ -20,11 +23,20 @@ def test_names_synapse_takes(name):
     assert synapse_name(name) == name
 
 
-@pytest.mark.parametrize("name, reason", [
-    ("a/b", f"Invalid Name: 'a/b'. {INVALID}"), ("a:b", INVALID), ("caf\u00e9", INVALID), ("a\\b", INVALID),
-    ("tab\there", INVALID), ("a*b", INVALID), ("x" * 257, "Name length cannot be longer than 256 characters."),
-    ("   ", "Name cannot be only whitespace or empty string"), ("", "Name cannot be only whitespace or empty string"),
-])
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("a/b", f"Invalid Name: 'a/b'. {INVALID}"),
+        ("a:b", INVALID),
+        ("caf\u00e9", INVALID),
+        ("a\\b", INVALID),
+        ("tab\there", INVALID),
+        ("a*b", INVALID),
+        ("x" * 257, "Name length cannot be longer than 256 characters."),
+        ("   ", "Name cannot be only whitespace or empty string"),
+        ("", "Name cannot be only whitespace or empty string"),
+    ],
+)
 def test_names_synapse_refuses_with_its_reason(name, reason):
     with pytest.raises(InvalidName) as raised:
         synapse_name(name)
@@ -32,8 +44,9 @@ def test_names_synapse_refuses_with_its_reason(name, reason):
 
 
 def test_a_name_is_stored_trimmed_as_synapse_stores_it(emulator, api):
-    project = emulator.seed_spec({"projects": [{"name": " p ", "children": [
-        {"type": "file", "name": "\ta.txt ", "content": "x"}]}]})["p"]
+    project = emulator.seed_spec(
+        {"projects": [{"name": " p ", "children": [{"type": "file", "name": "\ta.txt ", "content": "x"}]}]}
+    )["p"]
     entity = api.get(f"/repo/v1/entity/{emulator.resolve(project, 'a.txt')}").json()
     assert entity["name"] == "a.txt"
 
@@ -47,16 +60,39 @@ def test_a_refused_project_or_link_name_names_its_node(emulator):
     with pytest.raises(SpecError, match=r"projects\[0\]: Invalid Name: 'p:q'"):
         emulator.seed_spec({"projects": [{"name": "p:q"}]})
     with pytest.raises(SpecError, match=r"projects\[0\]\.children\[1\]: Invalid Name"):
-        emulator.seed_spec({"projects": [{"name": "p", "children": [
-            {"type": "file", "name": "f", "content": "x"}, {"type": "link", "name": "to/f", "target": "f"}]}]})
+        emulator.seed_spec(
+            {
+                "projects": [
+                    {
+                        "name": "p",
+                        "children": [
+                            {"type": "file", "name": "f", "content": "x"},
+                            {"type": "link", "name": "to/f", "target": "f"},
+                        ],
+                    }
+                ]
+            }
+        )
     with pytest.raises(SpecError, match='names must be "synapse" or "unchecked"'):
         emulator.seed_spec({"names": "loose", "projects": []})
     assert emulator.info()["projects"] == {}
 
 
 def test_unchecked_names_are_a_hostile_servers(emulator, api):
-    project = emulator.seed_spec({"names": "unchecked", "projects": [{"name": "p", "children": [
-        {"type": "file", "name": "a/b", "content": "x"}, {"type": "file", "name": " pad ", "content": "y"}]}]})["p"]
+    project = emulator.seed_spec(
+        {
+            "names": "unchecked",
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        {"type": "file", "name": "a/b", "content": "x"},
+                        {"type": "file", "name": " pad ", "content": "y"},
+                    ],
+                }
+            ],
+        }
+    )["p"]
     assert emulator.resolve(project, ["a/b"]) and emulator.resolve(project, [" pad "])  # stored as given
     folder = emulator.add_folder(project, "f")
     with pytest.raises(InvalidName):
@@ -85,14 +121,41 @@ def _handle(api, entity_id, version=None):
 
 
 def test_a_file_handle_has_its_own_file_name_per_file_and_per_version(emulator, api):
-    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "file", "name": "plain", "content": "x"},
-        {"type": "file", "name": "renamed", "file_name": "raw data.csv", "content": "y"},
-        {"type": "file", "name": "v", "file_name": "v.txt", "versions": [
-            {"content": "1"}, {"content": "2", "file_name": "d\u00e9j\u00e0 vu/..\\x:y.txt"}]},
-        {"type": "file", "name": "ext", "external": True, "file_name": "r\u00e9sum\u00e9.pdf", "content": "z"},
-        {"type": "file", "name": "sftp", "external": "sftp://h.example.org/data/remote.csv", "file_name": "mine.csv"},
-    ]}]})["p"]
+    project = emulator.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        {"type": "file", "name": "plain", "content": "x"},
+                        {"type": "file", "name": "renamed", "file_name": "raw data.csv", "content": "y"},
+                        {
+                            "type": "file",
+                            "name": "v",
+                            "file_name": "v.txt",
+                            "versions": [
+                                {"content": "1"},
+                                {"content": "2", "file_name": "d\u00e9j\u00e0 vu/..\\x:y.txt"},
+                            ],
+                        },
+                        {
+                            "type": "file",
+                            "name": "ext",
+                            "external": True,
+                            "file_name": "r\u00e9sum\u00e9.pdf",
+                            "content": "z",
+                        },
+                        {
+                            "type": "file",
+                            "name": "sftp",
+                            "external": "sftp://h.example.org/data/remote.csv",
+                            "file_name": "mine.csv",
+                        },
+                    ],
+                }
+            ]
+        }
+    )["p"]
     assert _handle(api, emulator.resolve(project, "plain"))["fileName"] == "plain"  # the default: the entity's
     assert _handle(api, emulator.resolve(project, "renamed"))["fileName"] == "raw data.csv"
     versioned = emulator.resolve(project, "v")
@@ -104,8 +167,9 @@ def test_a_file_handle_has_its_own_file_name_per_file_and_per_version(emulator, 
 
 def test_a_bad_file_name_is_refused(emulator):
     assert_spec_node_refused(emulator, {"type": "file", "file_name": "", "content": "x"}, "file_name must be")
-    assert_spec_node_refused(emulator, {"type": "file", "versions": [{"content": "x", "file_name": 3}]},
-                             "file_name must be")
+    assert_spec_node_refused(
+        emulator, {"type": "file", "versions": [{"content": "x", "file_name": 3}]}, "file_name must be"
+    )
 
 
 def test_live_files_and_versions_take_a_file_name(emulator, api):

@@ -38,8 +38,19 @@ def test_children_header_shape_sort_and_filter(seeded, api):
     assert names == sorted(names, reverse=True) and "nextPageToken" not in body
     assert "l" not in names  # links were not requested
     header = body["page"][0]
-    assert set(header) >= {"name", "id", "type", "versionNumber", "versionLabel", "benefactorId", "createdOn",
-                           "modifiedOn", "createdBy", "modifiedBy", "isLatestVersion"}
+    assert set(header) >= {
+        "name",
+        "id",
+        "type",
+        "versionNumber",
+        "versionLabel",
+        "benefactorId",
+        "createdOn",
+        "modifiedOn",
+        "createdBy",
+        "modifiedBy",
+        "isLatestVersion",
+    }
     by_name = {h["name"]: h for h in body["page"]}
     assert by_name["v.txt"]["versionNumber"] == 2 and by_name["v.txt"]["versionLabel"] == "2"
     assert by_name["d"]["type"] == "org.sagebionetworks.repo.model.Folder"

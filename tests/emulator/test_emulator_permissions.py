@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import requests
-
 from emuhelpers import Api
 
 
 def _batch(api, entity_id, handle_id, **flags):
-    body = {"requestedFiles": [{"fileHandleId": handle_id, "associateObjectId": entity_id,
-                                "associateObjectType": "FileEntity"}], **flags}
+    body = {
+        "requestedFiles": [
+            {"fileHandleId": handle_id, "associateObjectId": entity_id, "associateObjectType": "FileEntity"}
+        ],
+        **flags,
+    }
     return api.post("/file/v1/fileHandle/batch", body)
 
 
@@ -47,10 +50,14 @@ def test_download_denied_entity_is_readable_but_not_downloadable(seeded, api):
     bundle = api.post(f"/repo/v1/entity/{entity}/bundle2", {"includeEntity": True, "includePermissions": True})
     assert bundle.status_code == 200 and bundle.json()["permissions"]["canDownload"] is False
     handle = bundle.json()["entity"]["dataFileHandleId"]
-    assert _batch(api, entity, handle, includePreSignedURLs=True).json()["requestedFiles"][0]["failureCode"] \
+    assert (
+        _batch(api, entity, handle, includePreSignedURLs=True).json()["requestedFiles"][0]["failureCode"]
         == "UNAUTHORIZED"
-    answer = api.get(f"/file/v1/file/{handle}", params={"redirect": "false", "fileAssociateType": "FileEntity",
-                                                         "fileAssociateId": entity})
+    )
+    answer = api.get(
+        f"/file/v1/file/{handle}",
+        params={"redirect": "false", "fileAssociateType": "FileEntity", "fileAssociateId": entity},
+    )
     assert answer.status_code == 403
 
 
@@ -59,14 +66,18 @@ def test_file_handle_batch_rules(seeded, api):
     entity = emu.resolve(project, "d/a.txt")
     handle = api.post(f"/repo/v1/entity/{entity}/bundle2", {"includeEntity": True}).json()["entity"]["dataFileHandleId"]
     assert _batch(api, entity, handle).status_code == 400  # no include flag
-    too_many = {"requestedFiles": [{"fileHandleId": handle, "associateObjectId": entity,
-                                    "associateObjectType": "FileEntity"}] * 101, "includeFileHandles": True}
+    too_many = {
+        "requestedFiles": [{"fileHandleId": handle, "associateObjectId": entity, "associateObjectType": "FileEntity"}]
+        * 101,
+        "includeFileHandles": True,
+    }
     assert api.post("/file/v1/fileHandle/batch", too_many).status_code == 400
     answer = _batch(api, entity, "999999999", includeFileHandles=True).json()["requestedFiles"][0]
     assert answer["failureCode"] == "UNAUTHORIZED"  # authorization comes first: not that entity's handle
     other = emu.resolve(project, "case.txt")
-    assert _batch(api, other, handle, includeFileHandles=True).json()["requestedFiles"][0]["failureCode"] \
-        == "UNAUTHORIZED"  # handle not used by that entity
+    assert (
+        _batch(api, other, handle, includeFileHandles=True).json()["requestedFiles"][0]["failureCode"] == "UNAUTHORIZED"
+    )  # handle not used by that entity
     good = _batch(api, entity, handle, includeFileHandles=True, includePreSignedURLs=True)
     item = good.json()["requestedFiles"][0]
     assert good.status_code == 201 and "failureCode" not in item

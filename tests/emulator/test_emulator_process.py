@@ -1,4 +1,5 @@
 """``EmulatorProcess``: the emulator in a child process, ready when it says so, always reaped."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,19 +17,52 @@ from synclient.emulator import Knobs
 from synclient.emulator.cli import build_parser, knob_arguments, knobs_from_args
 from synclient.emulator.process import EmulatorProcess, EmulatorProcessError, Seed
 
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "folder", "name": "d", "children": [{"type": "file", "name": "a.txt", "content": "text"}]}]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {"type": "folder", "name": "d", "children": [{"type": "file", "name": "a.txt", "content": "text"}]}
+            ],
+        }
+    ]
+}
 
 #: every knob away from its default, so that each one's flag is checked
 EVERY_KNOB = Knobs(
-    api_latency_ms=1.5, api_latency_jitter_ms=2, data_latency_ms=3, bandwidth_per_conn="32MB",
-    max_concurrent_per_user=3, max_requests_per_minute=600, rate_window_seconds=6, rate_window_mode="block",
-    url_lifetime=30, fault_api_5xx_rate={"children": 0.1, "bundle": 0.02}, fault_api_5xx_statuses=(503, 500),
-    fault_api_429_rate=0.05, fault_data_cut_rate=0.1, fault_data_stall_rate=0.2, fault_seed=7,
-    maintenance_window=(1, 2.5), throttle_retry_after=3, data_ignore_range=True, data_wrong_content_range=True,
-    stall_seconds=2, fault_api_malformed_rate=0.05, fault_data_corrupt_rate=0.1, hostile_handle_rate=0.5,
-    hostile_handle_mode="size+1", hostile_rate=0.3, hostile_kinds=("names", "paging"), external_ranges=False,
-    external_content_length=False, query_pending_polls=0, query_page_rows=10, view_lag=True, record_exchanges=5)
+    api_latency_ms=1.5,
+    api_latency_jitter_ms=2,
+    data_latency_ms=3,
+    bandwidth_per_conn="32MB",
+    max_concurrent_per_user=3,
+    max_requests_per_minute=600,
+    rate_window_seconds=6,
+    rate_window_mode="block",
+    url_lifetime=30,
+    fault_api_5xx_rate={"children": 0.1, "bundle": 0.02},
+    fault_api_5xx_statuses=(503, 500),
+    fault_api_429_rate=0.05,
+    fault_data_cut_rate=0.1,
+    fault_data_stall_rate=0.2,
+    fault_seed=7,
+    maintenance_window=(1, 2.5),
+    throttle_retry_after=3,
+    data_ignore_range=True,
+    data_wrong_content_range=True,
+    stall_seconds=2,
+    fault_api_malformed_rate=0.05,
+    fault_data_corrupt_rate=0.1,
+    hostile_handle_rate=0.5,
+    hostile_handle_mode="size+1",
+    hostile_rate=0.3,
+    hostile_kinds=("names", "paging"),
+    external_ranges=False,
+    external_content_length=False,
+    query_pending_polls=0,
+    query_page_rows=10,
+    view_lag=True,
+    record_exchanges=5,
+)
 
 
 def _parsed(knobs: Knobs) -> Knobs:
@@ -37,13 +71,20 @@ def _parsed(knobs: Knobs) -> Knobs:
 
 def test_knob_arguments_give_the_same_knobs_back():
     defaults = Knobs()
-    assert [f.name for f in dataclasses.fields(Knobs) if getattr(EVERY_KNOB, f.name) == getattr(defaults, f.name)] \
-        == []  # a new knob must be set in EVERY_KNOB
+    assert [
+        f.name for f in dataclasses.fields(Knobs) if getattr(EVERY_KNOB, f.name) == getattr(defaults, f.name)
+    ] == []  # a new knob must be set in EVERY_KNOB
     assert _parsed(EVERY_KNOB) == EVERY_KNOB
     assert knob_arguments(defaults) == []
     few = Knobs(fault_api_5xx_rate=0.25, hostile_kinds=(), bandwidth_per_conn=1000)
-    assert knob_arguments(few) == ["--bandwidth-per-conn", "1000", "--fault-api-5xx-rate", "0.25",
-                                   "--hostile-kinds", "none"]
+    assert knob_arguments(few) == [
+        "--bandwidth-per-conn",
+        "1000",
+        "--fault-api-5xx-rate",
+        "0.25",
+        "--hostile-kinds",
+        "none",
+    ]
     assert _parsed(few) == few
 
 
@@ -61,8 +102,9 @@ def test_start_waits_for_the_ready_line_then_stop_reaps_the_child_and_removes_it
         assert emu.running and emu.returncode is None
         assert emu.knobs.max_requests_per_minute == 600 and emu.knobs.api_latency_ms == 0
         project = emu.info()["projects"]["p"]
-        answer = requests.get(f"{emu.endpoint}/repo/v1/entity/{project}",
-                              headers={"Authorization": f"Bearer {emu.token}"}, timeout=10)
+        answer = requests.get(
+            f"{emu.endpoint}/repo/v1/entity/{project}", headers={"Authorization": f"Bearer {emu.token}"}, timeout=10
+        )
         assert answer.status_code == 200 and answer.json()["name"] == "p"  # serving as soon as start() returned
         store = emu.data_dir
         assert store.is_dir()
@@ -101,8 +143,7 @@ def test_kill_then_start_comes_back_on_the_same_store_and_ports(tmp_path):
         project = emu.info()["projects"]["p"]
         a = emu.resolve(project, "d/a.txt")
         emu.add_version(a, "second")
-        requests.get(f"{emu.endpoint}/repo/v1/entity/{a}", headers={"Authorization": f"Bearer {emu.token}"},
-                     timeout=10)
+        requests.get(f"{emu.endpoint}/repo/v1/entity/{a}", headers={"Authorization": f"Bearer {emu.token}"}, timeout=10)
         endpoints, token, pid = (emu.endpoint, emu.data_endpoint, emu.external_endpoint), emu.token, emu.pid
         emu.kill()
         assert not emu.running and emu.returncode == -signal.SIGKILL
@@ -112,8 +153,9 @@ def test_kill_then_start_comes_back_on_the_same_store_and_ports(tmp_path):
         assert emu.pid != pid
         assert (emu.endpoint, emu.data_endpoint, emu.external_endpoint) == endpoints and emu.token == token
         assert emu.info()["projects"] == {"p": project}
-        answer = requests.get(f"{emu.endpoint}/repo/v1/entity/{a}", headers={"Authorization": f"Bearer {token}"},
-                              timeout=10)
+        answer = requests.get(
+            f"{emu.endpoint}/repo/v1/entity/{a}", headers={"Authorization": f"Bearer {token}"}, timeout=10
+        )
         assert answer.json()["versionNumber"] == 2
         assert emu.stats()["api_requests"] == 1 and emu.total("api_requests") == 2  # counted over both children
         emu.restart()
@@ -149,8 +191,13 @@ def test_the_server_stops_when_the_process_that_started_it_dies(tmp_path):
         print(emu.pid, flush=True)
         os._exit(0)  # no stop(): the child is left running, its stdin pipe closed by the exit
     """)
-    launcher = subprocess.run([sys.executable, "-c", script, str(tmp_path / "store")], capture_output=True,
-                              text=True, timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
+    launcher = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     assert launcher.returncode == 0, launcher.stderr
     server = int(launcher.stdout)
     try:

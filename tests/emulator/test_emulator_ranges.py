@@ -11,24 +11,29 @@ from synclient.emulator import seeded_bytes
 from synclient.emulator.data import ByteRange, RangeNotSatisfiable, parse_range
 
 
-@pytest.mark.parametrize("header, expected", [
-    (None, None), ("", None),
-    ("bytes=0-9", ByteRange(0, 9)),
-    ("bytes=5-", ByteRange(5, 99)),
-    ("bytes=-10", ByteRange(90, 99)),
-    ("bytes=-1000", ByteRange(0, 99)),
-    ("bytes=90-1000", ByteRange(90, 99)),
-    ("bytes=99-99", ByteRange(99, 99)),
-    ("bytes=0-1,5-6", None),   # multi-range: whole object, as S3 does
-    ("items=0-1", None),       # not bytes: ignored
-    ("bytes=9-3", None),       # invalid: ignored
-])
+@pytest.mark.parametrize(
+    "header, expected",
+    [
+        (None, None),
+        ("", None),
+        ("bytes=0-9", ByteRange(0, 9)),
+        ("bytes=5-", ByteRange(5, 99)),
+        ("bytes=-10", ByteRange(90, 99)),
+        ("bytes=-1000", ByteRange(0, 99)),
+        ("bytes=90-1000", ByteRange(90, 99)),
+        ("bytes=99-99", ByteRange(99, 99)),
+        ("bytes=0-1,5-6", None),  # multi-range: whole object, as S3 does
+        ("items=0-1", None),  # not bytes: ignored
+        ("bytes=9-3", None),  # invalid: ignored
+    ],
+)
 def test_parse_range(header, expected):
     assert parse_range(header, 100) == expected
 
 
-@pytest.mark.parametrize("header, size", [("bytes=100-", 100), ("bytes=200-300", 100), ("bytes=-0", 100),
-                                          ("bytes=0-", 0)])
+@pytest.mark.parametrize(
+    "header, size", [("bytes=100-", 100), ("bytes=200-300", 100), ("bytes=-0", 100), ("bytes=0-", 0)]
+)
 def test_unsatisfiable(header, size):
     with pytest.raises(RangeNotSatisfiable):
         parse_range(header, size)
@@ -69,7 +74,7 @@ def test_keep_alive_serves_many_requests_on_one_connection(seeded, api):
     for start in range(0, 50_000, 10_000):
         data.request("GET", f"{url.path}?{url.query}", headers={"Range": f"bytes={start}-{start + 9999}"})
         answer = data.getresponse()
-        assert answer.status == 206 and answer.read() == whole[start:start + 10000]
+        assert answer.status == 206 and answer.read() == whole[start : start + 10000]
     data.close()
     api_host = urlsplit(emu.endpoint)
     rest = http.client.HTTPConnection(api_host.hostname, api_host.port, timeout=10)

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import requests
-
 from emuhelpers import HOSTILE_SPEC, Api
+
 from synclient.emulator import Emulator
 
 

@@ -17,8 +17,11 @@ from synclient.emulator.store import EntityKind
 
 
 @settings(max_examples=60, deadline=None)
-@given(size=st.integers(min_value=0, max_value=70_000), seed=st.integers(min_value=0, max_value=2 ** 32),
-       chunk_words=st.integers(min_value=1, max_value=5000))
+@given(
+    size=st.integers(min_value=0, max_value=70_000),
+    seed=st.integers(min_value=0, max_value=2**32),
+    chunk_words=st.integers(min_value=1, max_value=5000),
+)
 def test_chunked_randbytes_equals_one_call(size, seed, chunk_words):
     """The property that lets big seeded files be generated in chunks (chunks of 4-byte multiples)."""
     chunked = b"".join(seeded_chunks(size, seed, chunk_size=4 * chunk_words))
@@ -32,8 +35,9 @@ def test_chunk_size_must_be_word_aligned():
 
 def test_hostile_names_case_twins_links_versions(seeded, api):
     emu, project = seeded
-    listing = api.post("/repo/v1/entity/children", {"parentId": emu.resolve(project, "d"),
-                                                      "includeTypes": ["file"]}).json()["page"]
+    listing = api.post(
+        "/repo/v1/entity/children", {"parentId": emu.resolve(project, "d"), "includeTypes": ["file"]}
+    ).json()["page"]
     assert sorted(h["name"] for h in listing) == ["..", "a.txt", "a/b"]
     assert emu.resolve(project, "Case.txt") != emu.resolve(project, "case.txt")
     assert emu.resolve(project, ["d", "a/b"]) != emu.resolve(project, ["d", ".."])
@@ -41,8 +45,9 @@ def test_hostile_names_case_twins_links_versions(seeded, api):
     assert link["concreteType"] == "org.sagebionetworks.repo.model.Link"
     assert link["linksTo"]["targetId"] == emu.resolve(project, "d/a.txt")
     assert link["linksToClassName"] == "org.sagebionetworks.repo.model.FileEntity"
-    assert api.get(f"/repo/v1/entity/{emu.resolve(project, 'lslash')}").json()["linksTo"]["targetId"] == \
-        emu.resolve(project, ["d", "a/b"])
+    assert api.get(f"/repo/v1/entity/{emu.resolve(project, 'lslash')}").json()["linksTo"]["targetId"] == emu.resolve(
+        project, ["d", "a/b"]
+    )
     for name, content in ((["d", ".."], b"dotdot"), (["d", "a/b"], b"slash"), ("Case.txt", b"upper")):
         assert requests.get(api.url_for(emu.resolve(project, name))).content == content
     versioned = emu.resolve(project, "v.txt")
@@ -61,14 +66,19 @@ def test_file_md5_is_real(seeded, api):
     assert handle["contentMd5"] == hashlib.md5(expected).hexdigest() and handle["contentSize"] == len(expected)
 
 
-@pytest.mark.parametrize("spec, fragment", [
-    ({"projects": [{"name": "p", "children": [{"type": "file", "name": "x"}, {"type": "file", "name": "x"}]}]},
-     "already exists"),
-    ({"projects": [{"name": "p", "children": [{"type": "blob", "name": "x"}]}]}, "type must be"),
-    ({"projects": [{"name": "p", "children": [{"type": "file", "name": ""}]}]}, "name"),
-    ({"projects": [{"name": "p", "children": [{"type": "link", "name": "l", "target": "nope"}]}]}, "not found"),
-    ({"nothing": []}, "projects"),
-])
+@pytest.mark.parametrize(
+    "spec, fragment",
+    [
+        (
+            {"projects": [{"name": "p", "children": [{"type": "file", "name": "x"}, {"type": "file", "name": "x"}]}]},
+            "already exists",
+        ),
+        ({"projects": [{"name": "p", "children": [{"type": "blob", "name": "x"}]}]}, "type must be"),
+        ({"projects": [{"name": "p", "children": [{"type": "file", "name": ""}]}]}, "name"),
+        ({"projects": [{"name": "p", "children": [{"type": "link", "name": "l", "target": "nope"}]}]}, "not found"),
+        ({"nothing": []}, "projects"),
+    ],
+)
 def test_bad_specs_are_rejected_whole(emulator, spec, fragment):
     with pytest.raises(SpecError, match=fragment):
         emulator.seed_spec(spec)
@@ -96,8 +106,10 @@ def test_synthetic_tree_shape(emulator, api):
     counts = {"files": 0, "folders": 0, "max_depth": 0}
 
     def walk(parent, depth):
-        page = api.post("/repo/v1/entity/children", {"parentId": parent, "includeTypes": ["file", "folder"],
-                                                       "includeTotalChildCount": True}).json()
+        page = api.post(
+            "/repo/v1/entity/children",
+            {"parentId": parent, "includeTypes": ["file", "folder"], "includeTotalChildCount": True},
+        ).json()
         for header in page["page"]:
             if header["type"].endswith("Folder"):
                 counts["folders"] += 1

@@ -1,6 +1,7 @@
 """Entity views, tables and the table query service on the wire: entity JSON, column models, the async job
 sequence (201 token, 202 PROCESSING, 201 result), paging, partMask parts, the SQL subset and what it rejects,
 the lagging-view knob and CSV downloads."""
+
 from __future__ import annotations
 
 import csv
@@ -17,31 +18,79 @@ VIEW = "org.sagebionetworks.repo.model.table.EntityView"
 TABLE = "org.sagebionetworks.repo.model.table.TableEntity"
 BUNDLE_REQUEST = "org.sagebionetworks.repo.model.table.QueryBundleRequest"
 
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "folder", "name": "raw", "children": [
-        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"assay": "rnaSeq", "age": 30}},
-        {"type": "file", "name": "b.txt", "content": "BB", "annotations": {"assay": "wgs", "age": 40}},
-        {"type": "folder", "name": "deep", "children": [
-            {"type": "file", "name": "c.txt", "content": "CCC", "annotations": {"assay": "rnaSeq", "age": 50}}]},
-        {"type": "file", "name": "hidden.txt", "content": "H", "deny": True},
-    ]},
-    {"type": "folder", "name": "other", "children": [
-        {"type": "file", "name": "d.txt", "versions": [{"content": "d1"}, {"content": "d22"}],
-         "annotations": {"assay": "it's quoted"}},
-        {"type": "file", "name": "e.txt", "content": "EEEEE"},
-    ]},
-    {"type": "file", "name": "top.txt", "content": "T"},
-    {"type": "entityview", "name": "v", "scope": ["raw", "other"],
-     "columns": ["assay", {"name": "age", "type": "INTEGER"}]},
-    {"type": "entityview", "name": "whole", "scope": [""]},
-    {"type": "table", "name": "t", "columns": [
-        {"name": "file", "type": "ENTITYID"}, {"name": "fh", "type": "FILEHANDLEID"},
-        {"name": "note", "type": "STRING", "maximumSize": 100}, {"name": "n", "type": "INTEGER"},
-        {"name": "ok", "type": "BOOLEAN"}, {"name": "x", "type": "DOUBLE"}],
-     "rows": [["raw/a.txt", "raw/a.txt", "first", 1, True, 1.5],
-              [["other", "d.txt"], "other/d.txt", 'say "hi", then go', 2, False, None],
-              [None, None, None, None, None, None]]},
-]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "raw",
+                    "children": [
+                        {
+                            "type": "file",
+                            "name": "a.txt",
+                            "content": "A",
+                            "annotations": {"assay": "rnaSeq", "age": 30},
+                        },
+                        {"type": "file", "name": "b.txt", "content": "BB", "annotations": {"assay": "wgs", "age": 40}},
+                        {
+                            "type": "folder",
+                            "name": "deep",
+                            "children": [
+                                {
+                                    "type": "file",
+                                    "name": "c.txt",
+                                    "content": "CCC",
+                                    "annotations": {"assay": "rnaSeq", "age": 50},
+                                }
+                            ],
+                        },
+                        {"type": "file", "name": "hidden.txt", "content": "H", "deny": True},
+                    ],
+                },
+                {
+                    "type": "folder",
+                    "name": "other",
+                    "children": [
+                        {
+                            "type": "file",
+                            "name": "d.txt",
+                            "versions": [{"content": "d1"}, {"content": "d22"}],
+                            "annotations": {"assay": "it's quoted"},
+                        },
+                        {"type": "file", "name": "e.txt", "content": "EEEEE"},
+                    ],
+                },
+                {"type": "file", "name": "top.txt", "content": "T"},
+                {
+                    "type": "entityview",
+                    "name": "v",
+                    "scope": ["raw", "other"],
+                    "columns": ["assay", {"name": "age", "type": "INTEGER"}],
+                },
+                {"type": "entityview", "name": "whole", "scope": [""]},
+                {
+                    "type": "table",
+                    "name": "t",
+                    "columns": [
+                        {"name": "file", "type": "ENTITYID"},
+                        {"name": "fh", "type": "FILEHANDLEID"},
+                        {"name": "note", "type": "STRING", "maximumSize": 100},
+                        {"name": "n", "type": "INTEGER"},
+                        {"name": "ok", "type": "BOOLEAN"},
+                        {"name": "x", "type": "DOUBLE"},
+                    ],
+                    "rows": [
+                        ["raw/a.txt", "raw/a.txt", "first", 1, True, 1.5],
+                        [["other", "d.txt"], "other/d.txt", 'say "hi", then go', 2, False, None],
+                        [None, None, None, None, None, None],
+                    ],
+                },
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture
@@ -104,8 +153,9 @@ def test_view_and_table_json(tables):
     assert api.post(f"/repo/v1/entity/{ids('t')}/bundle2", {"includeEntity": True}).json()["entityType"] == "table"
     headers = api.post("/repo/v1/entity/header", {"references": [{"targetId": ids("v")}, {"targetId": ids("t")}]})
     assert [h["type"] for h in headers.json()["results"]] == [VIEW, TABLE]
-    children = api.post("/repo/v1/entity/children", {"parentId": emu.info()["projects"]["p"],
-                                                      "includeTypes": ["entityview", "table"]}).json()
+    children = api.post(
+        "/repo/v1/entity/children", {"parentId": emu.info()["projects"]["p"], "includeTypes": ["entityview", "table"]}
+    ).json()
     assert [h["name"] for h in children["page"]] == ["t", "v", "whole"]
     # Synapse skips a table type's current, "in progress" version (NodeManagerImpl.getVersionsOfEntity): no snapshots
     assert api.get(f"/repo/v1/entity/{ids('v')}/version").json()["results"] == []
@@ -118,8 +168,7 @@ def test_column_models(tables):
     assert names == list(DEFAULT_COLUMN_NAMES) + ["assay", "age"]
     assert listed["totalNumberOfResults"] == len(names)
     by_name = {model["name"]: model for model in listed["results"]}
-    assert by_name["name"] == {"name": "name", "columnType": "STRING", "maximumSize": 256,
-                               "id": by_name["name"]["id"]}
+    assert by_name["name"] == {"name": "name", "columnType": "STRING", "maximumSize": 256, "id": by_name["name"]["id"]}
     assert (by_name["id"]["columnType"], by_name["createdOn"]["facetType"]) == ("ENTITYID", "range")
     assert (by_name["assay"]["maximumSize"], by_name["age"]["columnType"]) == (50, "INTEGER")
     assert api.get(f"/repo/v1/column/{by_name['age']['id']}").json() == by_name["age"]
@@ -150,10 +199,19 @@ def test_start_poll_result_and_unknown_tokens(tables):
     assert api.get(f"/repo/v1/entity/{view}/table/download/csv/async/get/{token}").status_code == 404
     assert api.post(f"/repo/v1/entity/{view}/table/query/async/start", {"query": {}}).status_code == 400
     assert api.post(f"/repo/v1/entity/{view}/table/query/async/start", {"query": {"sql": "  "}}).status_code == 400
-    assert api.post(f"/repo/v1/entity/{view}/table/query/async/start",
-                    {"concreteType": "x.Other", "query": {"sql": "SELECT id FROM syn1"}}).status_code == 400
-    assert Api(emu, token="wrong").post(f"/repo/v1/entity/{view}/table/query/async/start",
-                                        {"query": {"sql": "x"}}).status_code == 401
+    assert (
+        api.post(
+            f"/repo/v1/entity/{view}/table/query/async/start",
+            {"concreteType": "x.Other", "query": {"sql": "SELECT id FROM syn1"}},
+        ).status_code
+        == 400
+    )
+    assert (
+        Api(emu, token="wrong")
+        .post(f"/repo/v1/entity/{view}/table/query/async/start", {"query": {"sql": "x"}})
+        .status_code
+        == 401
+    )
 
 
 @pytest.mark.parametrize("polls", [0, 3])
@@ -206,7 +264,8 @@ def test_table_rows_and_values(tables):
     assert [row["values"] for row in rows] == [
         [ids("raw/a.txt"), a_handle, "first", "1", "true", "1.5"],
         [ids("other/d.txt"), d_handle, 'say "hi", then go', "2", "false", None],
-        [None] * 6]
+        [None] * 6,
+    ]
     row_set = bundle["queryResult"]["queryResults"]
     assert (row_set["tableId"], row_set["concreteType"]) == (table, "org.sagebionetworks.repo.model.table.RowSet")
 
@@ -237,14 +296,16 @@ def test_paging_with_next_page_tokens(emulator_factory):
     # the request's offset and limit apply inside the query's rows, pages within them
     windowed = query(api, view, f"SELECT name FROM {view} ORDER BY name", offset=1, limit=3)
     assert [v[0] for v in values(windowed)] == ["b.txt", "c.txt"]
-    started = api.post(f"/repo/v1/entity/{view}/table/query/nextPage/async/start",
-                       windowed["queryResult"]["nextPageToken"])
+    started = api.post(
+        f"/repo/v1/entity/{view}/table/query/nextPage/async/start", windowed["queryResult"]["nextPageToken"]
+    )
     rest = finish(api, f"/repo/v1/entity/{view}/table/query/nextPage/async/get/{started.json()['token']}").json()
     assert [row["values"] for row in rest["queryResults"]["rows"]] == [["d.txt"]]
     assert "nextPageToken" not in rest
     bad = api.post(f"/repo/v1/entity/{view}/table/query/nextPage/async/start", {"token": "not-a-token"})
-    assert finish(api, f"/repo/v1/entity/{view}/table/query/nextPage/async/get/{bad.json()['token']}"
-                  ).status_code == 400
+    assert (
+        finish(api, f"/repo/v1/entity/{view}/table/query/nextPage/async/get/{bad.json()['token']}").status_code == 400
+    )
     assert api.post(f"/repo/v1/entity/{view}/table/query/nextPage/async/start", {}).status_code == 400
 
 
@@ -257,9 +318,19 @@ def test_part_mask_bits(tables):
     assert set(only_results) == {"concreteType", "queryResult"}
     assert only_results["concreteType"] == "org.sagebionetworks.repo.model.table.QueryResultBundle"
     everything = query(api, view, sql, part_mask=0x3FF)
-    assert set(everything) == {"concreteType", "queryResult", "queryCount", "selectColumns", "maxRowsPerPage",
-                               "columnModels", "facets", "sumFileSizes", "lastUpdatedOn", "combinedSql",
-                               "actionsRequired"}
+    assert set(everything) == {
+        "concreteType",
+        "queryResult",
+        "queryCount",
+        "selectColumns",
+        "maxRowsPerPage",
+        "columnModels",
+        "facets",
+        "sumFileSizes",
+        "lastUpdatedOn",
+        "combinedSql",
+        "actionsRequired",
+    }
     assert everything["queryCount"] == 2
     assert [c["name"] for c in everything["selectColumns"]] == ["name", "dataFileSizeBytes"]
     assert everything["selectColumns"] == everything["queryResult"]["queryResults"]["headers"]
@@ -267,8 +338,15 @@ def test_part_mask_bits(tables):
     assert everything["sumFileSizes"] == {"sumFileSizesBytes": 1 + 3, "greaterThan": False}
     assert (everything["actionsRequired"], everything["combinedSql"]) == ([], sql)
     # FacetModel: a result per faceted column of the view's schema (test_emulator_tables_conformance checks them)
-    assert [f["columnName"] for f in everything["facets"]] == ["createdOn", "createdBy", "type", "parentId",
-                                                                "projectId", "modifiedOn", "modifiedBy"]
+    assert [f["columnName"] for f in everything["facets"]] == [
+        "createdOn",
+        "createdBy",
+        "type",
+        "parentId",
+        "projectId",
+        "modifiedOn",
+        "modifiedBy",
+    ]
     assert everything["lastUpdatedOn"].endswith("Z")
     count_only = query(api, view, sql, part_mask=0x2)
     assert set(count_only) == {"concreteType", "queryCount"}
@@ -278,32 +356,35 @@ def test_part_mask_bits(tables):
 
 
 # --- SQL ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("where, expected", [
-    ("assay = 'rnaSeq'", ["a.txt", "c.txt"]),
-    ("assay <> 'rnaSeq'", ["b.txt", "d.txt"]),
-    ("assay != 'rnaSeq'", ["b.txt", "d.txt"]),
-    ("age < 40", ["a.txt"]),
-    ("age > 40", ["c.txt"]),
-    ("age <= 40", ["a.txt", "b.txt"]),
-    ("age >= 40", ["b.txt", "c.txt"]),
-    ("age BETWEEN 35 AND 50", ["b.txt", "c.txt"]),
-    ("assay IN ('wgs', 'it''s quoted')", ["b.txt", "d.txt"]),
-    ("assay NOT IN ('wgs')", ["a.txt", "c.txt", "d.txt"]),
-    ("name LIKE '%.txt' AND name LIKE '_.txt'", ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"]),
-    ("name NOT LIKE 'a%'", ["b.txt", "c.txt", "d.txt", "e.txt"]),
-    ("assay IS NULL", ["e.txt"]),
-    ("assay IS NOT NULL AND age IS NULL", ["d.txt"]),
-    ("NOT (assay = 'rnaSeq' OR assay = 'wgs')", ["d.txt"]),
-    ("(assay = 'wgs' OR age = 50) AND currentVersion = 1", ["b.txt", "c.txt"]),
-    ("currentVersion > 1", ["d.txt"]),
-    ("\"dataFileSizeBytes\" >= 3", ["c.txt", "d.txt", "e.txt"]),
-    ("age = -1 OR age = 30.0", ["a.txt"]),
-    # Synapse's string columns are utf8mb4_general_ci (lib-table-cluster ColumnTypeInfo): comparisons ignore case
-    ("assay = 'RNASEQ'", ["a.txt", "c.txt"]),
-    ("assay IN ('WGS', 'IT''S QUOTED')", ["b.txt", "d.txt"]),
-    ("assay > 'RNASEQ'", ["b.txt"]),
-    ("name LIKE 'A%'", ["a.txt"]),
-])
+@pytest.mark.parametrize(
+    "where, expected",
+    [
+        ("assay = 'rnaSeq'", ["a.txt", "c.txt"]),
+        ("assay <> 'rnaSeq'", ["b.txt", "d.txt"]),
+        ("assay != 'rnaSeq'", ["b.txt", "d.txt"]),
+        ("age < 40", ["a.txt"]),
+        ("age > 40", ["c.txt"]),
+        ("age <= 40", ["a.txt", "b.txt"]),
+        ("age >= 40", ["b.txt", "c.txt"]),
+        ("age BETWEEN 35 AND 50", ["b.txt", "c.txt"]),
+        ("assay IN ('wgs', 'it''s quoted')", ["b.txt", "d.txt"]),
+        ("assay NOT IN ('wgs')", ["a.txt", "c.txt", "d.txt"]),
+        ("name LIKE '%.txt' AND name LIKE '_.txt'", ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"]),
+        ("name NOT LIKE 'a%'", ["b.txt", "c.txt", "d.txt", "e.txt"]),
+        ("assay IS NULL", ["e.txt"]),
+        ("assay IS NOT NULL AND age IS NULL", ["d.txt"]),
+        ("NOT (assay = 'rnaSeq' OR assay = 'wgs')", ["d.txt"]),
+        ("(assay = 'wgs' OR age = 50) AND currentVersion = 1", ["b.txt", "c.txt"]),
+        ("currentVersion > 1", ["d.txt"]),
+        ('"dataFileSizeBytes" >= 3', ["c.txt", "d.txt", "e.txt"]),
+        ("age = -1 OR age = 30.0", ["a.txt"]),
+        # Synapse's string columns are utf8mb4_general_ci (lib-table-cluster ColumnTypeInfo): comparisons ignore case
+        ("assay = 'RNASEQ'", ["a.txt", "c.txt"]),
+        ("assay IN ('WGS', 'IT''S QUOTED')", ["b.txt", "d.txt"]),
+        ("assay > 'RNASEQ'", ["b.txt"]),
+        ("name LIKE 'A%'", ["a.txt"]),
+    ],
+)
 def test_where_constructs(tables, where, expected):
     emu, api, ids = tables
     view = ids("v")
@@ -319,8 +400,9 @@ def test_entity_ids_dates_and_booleans_compare_as_synapse_writes_them(tables):
     assert values(query(api, view, f"SELECT name FROM {view} WHERE id = {a[3:]}")) == [["a.txt"]]
     assert values(query(api, view, f"SELECT name FROM {view} WHERE parentId = '{ids('raw/deep')}'")) == [["c.txt"]]
     created = values(query(api, view, f"SELECT createdOn FROM {view} WHERE id = '{a}'"))[0][0]
-    assert values(query(api, view, f"SELECT name FROM {view} WHERE createdOn = {created} AND name = 'a.txt'")) == \
-        [["a.txt"]]
+    assert values(query(api, view, f"SELECT name FROM {view} WHERE createdOn = {created} AND name = 'a.txt'")) == [
+        ["a.txt"]
+    ]
     assert len(values(query(api, view, f"SELECT name FROM {view} WHERE createdOn > '2000-01-02T03:04:05.678Z'"))) == 5
     assert values(query(api, view, f"SELECT name FROM {view} WHERE createdOn < '2000-01-02T03:04:05Z'")) == []
     assert values(query(api, table, f"SELECT n FROM {table} WHERE ok = true")) == [["1"]]
@@ -345,32 +427,35 @@ def test_order_by_limit_offset_distinct_count_and_nulls(tables):
     assert counted["queryResult"]["queryResults"]["headers"] == [{"name": "COUNT(*)", "columnType": "INTEGER"}]
 
 
-@pytest.mark.parametrize("sql, reason", [
-    ("SELECT id FROM {v}; DROP TABLE row_table", "';' is not allowed"),
-    ("SELECT id FROM {v} -- comment", "Comments are not allowed"),
-    ("SELECT id FROM {v} /* x */", "Comments are not allowed"),
-    ("SELECT id FROM {v} WHERE id IN (SELECT id FROM {v})", "Subqueries are not supported"),
-    ("SELECT id FROM (SELECT id FROM {v})", "Subqueries are not supported"),
-    ("SELECT nope FROM {v}", "Column 'nope' does not exist"),
-    ("SELECT id FROM {v} WHERE nope = 1", "Column 'nope' does not exist"),
-    ("SELECT id FROM {v} ORDER BY nope", "Column 'nope' does not exist"),
-    ("SELECT id FROM {t}", "does not match the entity of the request"),
-    ("SELECT id FROM {v}, {t}", "joins are not supported"),
-    ("SELECT id FROM {v} JOIN {t}", "Only one table or view per query"),
-    ("SELECT id FROM {v} UNION SELECT id FROM {v}", "Only one table or view per query"),
-    ("SELECT upper(name) FROM {v}", "Functions are not supported: upper(...)"),
-    ("SELECT id FROM {v} WHERE name = 'unterminated", "Unterminated quoted string"),
-    ("SELECT id FROM {v} WHERE age = 'thirty'", "not a valid value for column 'age'"),
-    ("SELECT id FROM {v} WHERE name = upper('x')", "Expected a literal"),
-    ("SELECT id FROM {v} GROUP BY assay", "Expected the end of the query"),
-    ("SELECT id FROM {v}.1", "table version"),
-    ("DELETE FROM {v}", "Expected SELECT"),
-    ("SELECT id FROM {v} LIMIT -1", "non-negative whole number"),
-    ("SELECT id FROM {v} WHERE name = `x`", "Unexpected character"),
-    # letters and digits outside ASCII (str.isalpha/isdigit say yes, the tokenizer's patterns no): were a crash
-    ("SELECT id FROM {v} WHERE \u00e9t\u00e9 = 1", "Unexpected character '\u00e9'"),
-    ("SELECT id FROM {v} WHERE age = \u00b2", "Unexpected character '\u00b2'"),
-])
+@pytest.mark.parametrize(
+    "sql, reason",
+    [
+        ("SELECT id FROM {v}; DROP TABLE row_table", "';' is not allowed"),
+        ("SELECT id FROM {v} -- comment", "Comments are not allowed"),
+        ("SELECT id FROM {v} /* x */", "Comments are not allowed"),
+        ("SELECT id FROM {v} WHERE id IN (SELECT id FROM {v})", "Subqueries are not supported"),
+        ("SELECT id FROM (SELECT id FROM {v})", "Subqueries are not supported"),
+        ("SELECT nope FROM {v}", "Column 'nope' does not exist"),
+        ("SELECT id FROM {v} WHERE nope = 1", "Column 'nope' does not exist"),
+        ("SELECT id FROM {v} ORDER BY nope", "Column 'nope' does not exist"),
+        ("SELECT id FROM {t}", "does not match the entity of the request"),
+        ("SELECT id FROM {v}, {t}", "joins are not supported"),
+        ("SELECT id FROM {v} JOIN {t}", "Only one table or view per query"),
+        ("SELECT id FROM {v} UNION SELECT id FROM {v}", "Only one table or view per query"),
+        ("SELECT upper(name) FROM {v}", "Functions are not supported: upper(...)"),
+        ("SELECT id FROM {v} WHERE name = 'unterminated", "Unterminated quoted string"),
+        ("SELECT id FROM {v} WHERE age = 'thirty'", "not a valid value for column 'age'"),
+        ("SELECT id FROM {v} WHERE name = upper('x')", "Expected a literal"),
+        ("SELECT id FROM {v} GROUP BY assay", "Expected the end of the query"),
+        ("SELECT id FROM {v}.1", "table version"),
+        ("DELETE FROM {v}", "Expected SELECT"),
+        ("SELECT id FROM {v} LIMIT -1", "non-negative whole number"),
+        ("SELECT id FROM {v} WHERE name = `x`", "Unexpected character"),
+        # letters and digits outside ASCII (str.isalpha/isdigit say yes, the tokenizer's patterns no): were a crash
+        ("SELECT id FROM {v} WHERE \u00e9t\u00e9 = 1", "Unexpected character '\u00e9'"),
+        ("SELECT id FROM {v} WHERE age = \u00b2", "Unexpected character '\u00b2'"),
+    ],
+)
 def test_rejected_sql_is_a_400_with_a_reason(tables, sql, reason):
     emu, api, ids = tables
     view = ids("v")
@@ -423,10 +508,16 @@ def _csv(api, entity_id, body):
 
 
 def _download(api, handle_id, entity_id, association="TableEntity"):
-    answer = api.post("/file/v1/fileHandle/batch", {
-        "requestedFiles": [{"fileHandleId": handle_id, "associateObjectId": entity_id,
-                            "associateObjectType": association}],
-        "includePreSignedURLs": True, "includeFileHandles": True}).json()["requestedFiles"][0]
+    answer = api.post(
+        "/file/v1/fileHandle/batch",
+        {
+            "requestedFiles": [
+                {"fileHandleId": handle_id, "associateObjectId": entity_id, "associateObjectType": association}
+            ],
+            "includePreSignedURLs": True,
+            "includeFileHandles": True,
+        },
+    ).json()["requestedFiles"][0]
     if "failureCode" in answer:
         return answer["failureCode"]
     return requests.get(answer["preSignedURL"]).content
@@ -435,24 +526,48 @@ def _download(api, handle_id, entity_id, association="TableEntity"):
 def test_csv_download_of_a_table(tables):
     emu, api, ids = tables
     table = ids("t")
-    result = _csv(api, table, {"concreteType": "org.sagebionetworks.repo.model.table.DownloadFromTableRequest",
-                               "sql": f"SELECT file, note, x FROM {table}", "writeHeader": True,
-                               "includeRowIdAndRowVersion": True, "includeEntityEtag": True,
-                               "csvTableDescriptor": {"separator": ",", "quoteCharacter": '"',
-                                                      "escapeCharacter": "\\", "lineEnd": "\n",
-                                                      "isFirstLineHeader": True}})
+    result = _csv(
+        api,
+        table,
+        {
+            "concreteType": "org.sagebionetworks.repo.model.table.DownloadFromTableRequest",
+            "sql": f"SELECT file, note, x FROM {table}",
+            "writeHeader": True,
+            "includeRowIdAndRowVersion": True,
+            "includeEntityEtag": True,
+            "csvTableDescriptor": {
+                "separator": ",",
+                "quoteCharacter": '"',
+                "escapeCharacter": "\\",
+                "lineEnd": "\n",
+                "isFirstLineHeader": True,
+            },
+        },
+    )
     assert result["concreteType"] == "org.sagebionetworks.repo.model.table.DownloadFromTableResult"
     assert (result["tableId"], [h["name"] for h in result["headers"]]) == (table, ["file", "note", "x"])
     data = _download(api, result["resultsFileHandleId"], table)
-    assert data == (b'"ROW_ID","ROW_VERSION","file","note","x"\n'
-                    + f'"1","1","{ids("raw/a.txt")}","first","1.5"\n'.encode()
-                    + f'"2","1","{ids("other/d.txt")}","say \\"hi\\", then go",\n'.encode()
-                    + b'"3","1",,,\n')
+    assert data == (
+        b'"ROW_ID","ROW_VERSION","file","note","x"\n'
+        + f'"1","1","{ids("raw/a.txt")}","first","1.5"\n'.encode()
+        + f'"2","1","{ids("other/d.txt")}","say \\"hi\\", then go",\n'.encode()
+        + b'"3","1",,,\n'
+    )
     rows = list(csv.reader(io.StringIO(data.decode()), escapechar="\\"))
     assert rows[2][3] == 'say "hi", then go' and rows[3] == ["3", "1", "", "", ""]
-    handle = api.post("/file/v1/fileHandle/batch", {"requestedFiles": [{
-        "fileHandleId": result["resultsFileHandleId"], "associateObjectId": table,
-        "associateObjectType": "TableEntity"}], "includeFileHandles": True}).json()["requestedFiles"][0]
+    handle = api.post(
+        "/file/v1/fileHandle/batch",
+        {
+            "requestedFiles": [
+                {
+                    "fileHandleId": result["resultsFileHandleId"],
+                    "associateObjectId": table,
+                    "associateObjectType": "TableEntity",
+                }
+            ],
+            "includeFileHandles": True,
+        },
+    ).json()["requestedFiles"][0]
     assert handle["fileHandle"]["contentType"] == "text/csv"
     # the CSV's handle is the table's: not through another table, not as a FileEntity
     assert _download(api, result["resultsFileHandleId"], ids("v")) == "UNAUTHORIZED"
@@ -472,8 +587,16 @@ def test_csv_download_of_a_view_options(tables):
     assert lines[0] == '"ROW_ID","ROW_VERSION","ROW_ETAG","name","assay"'
     d_entity = api.get(f"/repo/v1/entity/{ids('other/d.txt')}").json()
     assert f'"{d_entity["id"][3:]}","2","{d_entity["etag"]}","d.txt","it\'s quoted"' in lines
-    bare = _csv(api, view, {"sql": sql, "writeHeader": False, "includeRowIdAndRowVersion": False,
-                            "csvTableDescriptor": {"separator": "\t", "lineEnd": "\r\n"}})
+    bare = _csv(
+        api,
+        view,
+        {
+            "sql": sql,
+            "writeHeader": False,
+            "includeRowIdAndRowVersion": False,
+            "csvTableDescriptor": {"separator": "\t", "lineEnd": "\r\n"},
+        },
+    )
     data = _download(api, bare["resultsFileHandleId"], view)
     assert data.split(b"\r\n")[0] == b'"a.txt"\t"rnaSeq"' and data.count(b"\r\n") == 4
     counted = _csv(api, view, {"sql": f"SELECT COUNT(*) FROM {view}", "includeRowIdAndRowVersion": True})
@@ -515,33 +638,50 @@ def test_views_and_tables_survive_a_restart(emulator_factory, tmp_path):
 
 
 # --- spec errors ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("node, message", [
-    ({"type": "entityview"}, "scope must be a list of refs"),
-    ({"type": "entityview", "scope": ["nope"]}, "scope[0]: ref 'nope' not found in the project"),
-    ({"type": "entityview", "scope": ["f"]}, "scope[0]: ref 'f' is a file, not a folder or project"),
-    ({"type": "entityview", "scope": [""], "columns": ["name"]}, "name given twice"),
-    ({"type": "entityview", "scope": [""], "columns": [{"name": "a", "type": "JSON"}]}, "column type must be"),
-    ({"type": "entityview", "scope": [""], "columns": [3]}, "columns[0]: a column is a name"),
-    ({"type": "entityview", "scope": [""], "rows": []}, "a view has no rows"),
-    ({"type": "entityview", "scope": [""], "defaultColumns": "no"}, "defaultColumns must be true or false"),
-    ({"type": "table", "scope": []}, "a table has no scope"),
-    ({"type": "table", "columns": ["a"], "rows": [["x", "y"]]}, "rows[0]: a row is a list of 1 cells"),
-    ({"type": "table", "columns": [{"name": "a", "type": "ENTITYID"}], "rows": [["nope"]]},
-     "rows[0][0]: ref 'nope' not found"),
-    ({"type": "table", "columns": [{"name": "a", "type": "ENTITYID"}], "rows": [[5]]}, "an ENTITYID cell is a ref"),
-    ({"type": "table", "columns": [{"name": "a", "type": "FILEHANDLEID"}], "rows": [["d"]]},
-     "ref 'd' is a folder, not a file"),
-    ({"type": "table", "columns": [{"name": "a", "type": "INTEGER"}], "rows": [["many"]]}, "rows[0][0]"),
-    ({"type": "table", "columns": [{"name": "a", "maximumSize": 0}]}, "maximumSize must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "node, message",
+    [
+        ({"type": "entityview"}, "scope must be a list of refs"),
+        ({"type": "entityview", "scope": ["nope"]}, "scope[0]: ref 'nope' not found in the project"),
+        ({"type": "entityview", "scope": ["f"]}, "scope[0]: ref 'f' is a file, not a folder or project"),
+        ({"type": "entityview", "scope": [""], "columns": ["name"]}, "name given twice"),
+        ({"type": "entityview", "scope": [""], "columns": [{"name": "a", "type": "JSON"}]}, "column type must be"),
+        ({"type": "entityview", "scope": [""], "columns": [3]}, "columns[0]: a column is a name"),
+        ({"type": "entityview", "scope": [""], "rows": []}, "a view has no rows"),
+        ({"type": "entityview", "scope": [""], "defaultColumns": "no"}, "defaultColumns must be true or false"),
+        ({"type": "table", "scope": []}, "a table has no scope"),
+        ({"type": "table", "columns": ["a"], "rows": [["x", "y"]]}, "rows[0]: a row is a list of 1 cells"),
+        (
+            {"type": "table", "columns": [{"name": "a", "type": "ENTITYID"}], "rows": [["nope"]]},
+            "rows[0][0]: ref 'nope' not found",
+        ),
+        ({"type": "table", "columns": [{"name": "a", "type": "ENTITYID"}], "rows": [[5]]}, "an ENTITYID cell is a ref"),
+        (
+            {"type": "table", "columns": [{"name": "a", "type": "FILEHANDLEID"}], "rows": [["d"]]},
+            "ref 'd' is a folder, not a file",
+        ),
+        ({"type": "table", "columns": [{"name": "a", "type": "INTEGER"}], "rows": [["many"]]}, "rows[0][0]"),
+        ({"type": "table", "columns": [{"name": "a", "maximumSize": 0}]}, "maximumSize must be a positive integer"),
+    ],
+)
 def test_bad_view_and_table_specs_name_the_node(emulator, node, message):
     assert_spec_node_refused(emulator, node, message)
 
 
 def test_views_without_default_columns_and_a_project_scope_by_empty_ref(emulator):
-    project = emulator.seed_spec({"projects": [{"name": "p", "children": [
-        {"type": "file", "name": "f", "content": "x", "annotations": {"k": "v"}},
-        {"type": "entityview", "name": "v", "scope": [""], "defaultColumns": False, "columns": ["k"]}]}]})["p"]
+    project = emulator.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "p",
+                    "children": [
+                        {"type": "file", "name": "f", "content": "x", "annotations": {"k": "v"}},
+                        {"type": "entityview", "name": "v", "scope": [""], "defaultColumns": False, "columns": ["k"]},
+                    ],
+                }
+            ]
+        }
+    )["p"]
     view = emulator.resolve(project, "v")
     api = Api(emulator)
     assert [m["name"] for m in api.get(f"/repo/v1/entity/{view}/column").json()["results"]] == ["k"]

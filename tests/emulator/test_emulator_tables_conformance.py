@@ -3,6 +3,7 @@ Synapse's own model (the conformance suite's checker and facts: tests/conformanc
 Every other fact names where it comes from in Sage-Bionetworks/Synapse-Repository-Services; ``SCHEMA/`` is
 ``lib/lib-auto-generated/src/main/resources/schema/org/sagebionetworks/repo/model/``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,16 +20,31 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 FACET_MODEL = {"enumeration": TABLE_PKG + "FacetColumnResultValues", "range": TABLE_PKG + "FacetColumnResultRange"}
 
 
-SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "folder", "name": "raw", "children": [
-        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"assay": "rnaSeq"}},
-        {"type": "file", "name": "b.txt", "content": "BB", "annotations": {"assay": "wgs"}},
-        {"type": "file", "name": "c.txt", "content": "CCC"},
-    ]},
-    {"type": "entityview", "name": "v", "scope": ["raw"], "columns": ["assay"]},
-    {"type": "table", "name": "t", "columns": [{"name": "n", "type": "INTEGER"}, {"name": "s", "type": "STRING"}],
-     "rows": [[1, "x"], [2, None]]},
-]}]}
+SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "raw",
+                    "children": [
+                        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"assay": "rnaSeq"}},
+                        {"type": "file", "name": "b.txt", "content": "BB", "annotations": {"assay": "wgs"}},
+                        {"type": "file", "name": "c.txt", "content": "CCC"},
+                    ],
+                },
+                {"type": "entityview", "name": "v", "scope": ["raw"], "columns": ["assay"]},
+                {
+                    "type": "table",
+                    "name": "t",
+                    "columns": [{"name": "n", "type": "INTEGER"}, {"name": "s", "type": "STRING"}],
+                    "rows": [[1, "x"], [2, None]],
+                },
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture
@@ -67,15 +83,28 @@ def test_query_bundle_result_and_next_page_conform(conform):
     api, ids = conform
     view = ids("v")
     base = f"/repo/v1/entity/{view}/table/query"
-    request = {"concreteType": TABLE_PKG + "QueryBundleRequest", "entityId": view,
-               "query": {"sql": f"SELECT * FROM {view}", "includeEntityEtag": True}}  # no partMask: every part
+    request = {
+        "concreteType": TABLE_PKG + "QueryBundleRequest",
+        "entityId": view,
+        "query": {"sql": f"SELECT * FROM {view}", "includeEntityEtag": True},
+    }  # no partMask: every part
     _started, status, done = run_job(api, base + "/async", request)
     assert done.status_code == 201, done.text
     bundle = done.json()
     assert check("QueryResultBundle", bundle) == []
     # QueryOptions.withMask: no partMask is every part but actionsRequired (set only when a mask asks for it)
-    assert set(bundle) == {"concreteType", "queryResult", "queryCount", "selectColumns", "maxRowsPerPage",
-                           "columnModels", "facets", "sumFileSizes", "lastUpdatedOn", "combinedSql"}
+    assert set(bundle) == {
+        "concreteType",
+        "queryResult",
+        "queryCount",
+        "selectColumns",
+        "maxRowsPerPage",
+        "columnModels",
+        "facets",
+        "sumFileSizes",
+        "lastUpdatedOn",
+        "combinedSql",
+    }
     assert all(facet["concreteType"] == FACET_MODEL[facet["facetType"]] for facet in bundle["facets"])
     assert all("concreteType" not in model for model in bundle["columnModels"])
     token = bundle["queryResult"]["nextPageToken"]
@@ -105,23 +134,66 @@ def test_a_full_page_names_a_next_page_even_when_no_row_remains(conform):
 
 # --- query facets (BUNDLE_MASK_QUERY_FACETS) ----------------------------------------------------------------
 FACETS = 0x20
-FACET_SPEC = {"projects": [{"name": "fp", "children": [
-    {"type": "folder", "name": "raw", "children": [
-        {"type": "file", "name": "a.txt", "content": "A", "annotations": {"assay": "wgs", "score": 2.5}},
-        {"type": "file", "name": "b.txt", "content": "B", "annotations": {"assay": "wgs", "score": -1.0}},
-        {"type": "file", "name": "c.txt", "content": "C"},
-    ]},
-    {"type": "folder", "name": "more", "children": [
-        {"type": "file", "name": "d.txt", "content": "D", "annotations": {"assay": "rnaSeq", "score": 10.0}},
-        {"type": "file", "name": "e.txt", "content": "E", "annotations": {"assay": "Amp"}},
-    ]},
-    {"type": "entityview", "name": "v", "scope": ["raw", "more"],
-     "columns": [{"name": "assay", "facetType": "enumeration"}, "plain",
-                 {"name": "score", "type": "DOUBLE", "facetType": "range"}]},
-    {"type": "table", "name": "t", "columns": [{"name": "k", "facetType": "enumeration"},
-                                               {"name": "n", "type": "INTEGER", "facetType": "range"}],
-     "rows": [[f"v{i:03d}", None] for i in range(102)] + [["v050", None], ["V050", None]]},
-]}]}
+FACET_SPEC = {
+    "projects": [
+        {
+            "name": "fp",
+            "children": [
+                {
+                    "type": "folder",
+                    "name": "raw",
+                    "children": [
+                        {
+                            "type": "file",
+                            "name": "a.txt",
+                            "content": "A",
+                            "annotations": {"assay": "wgs", "score": 2.5},
+                        },
+                        {
+                            "type": "file",
+                            "name": "b.txt",
+                            "content": "B",
+                            "annotations": {"assay": "wgs", "score": -1.0},
+                        },
+                        {"type": "file", "name": "c.txt", "content": "C"},
+                    ],
+                },
+                {
+                    "type": "folder",
+                    "name": "more",
+                    "children": [
+                        {
+                            "type": "file",
+                            "name": "d.txt",
+                            "content": "D",
+                            "annotations": {"assay": "rnaSeq", "score": 10.0},
+                        },
+                        {"type": "file", "name": "e.txt", "content": "E", "annotations": {"assay": "Amp"}},
+                    ],
+                },
+                {
+                    "type": "entityview",
+                    "name": "v",
+                    "scope": ["raw", "more"],
+                    "columns": [
+                        {"name": "assay", "facetType": "enumeration"},
+                        "plain",
+                        {"name": "score", "type": "DOUBLE", "facetType": "range"},
+                    ],
+                },
+                {
+                    "type": "table",
+                    "name": "t",
+                    "columns": [
+                        {"name": "k", "facetType": "enumeration"},
+                        {"name": "n", "type": "INTEGER", "facetType": "range"},
+                    ],
+                    "rows": [[f"v{i:03d}", None] for i in range(102)] + [["v050", None], ["V050", None]],
+                },
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture
@@ -155,9 +227,16 @@ def test_a_view_answers_a_facet_per_faceted_column_in_schema_order(faceted):
     view = ids("v")
     facets = _facets(api, view, f"SELECT id FROM {view}")
     assert [(f["columnName"], f["facetType"]) for f in facets] == [
-        ("createdOn", "range"), ("createdBy", "enumeration"), ("type", "enumeration"), ("parentId", "enumeration"),
-        ("projectId", "enumeration"), ("modifiedOn", "range"), ("modifiedBy", "enumeration"),
-        ("assay", "enumeration"), ("score", "range")]
+        ("createdOn", "range"),
+        ("createdBy", "enumeration"),
+        ("type", "enumeration"),
+        ("parentId", "enumeration"),
+        ("projectId", "enumeration"),
+        ("modifiedOn", "range"),
+        ("modifiedBy", "enumeration"),
+        ("assay", "enumeration"),
+        ("score", "range"),
+    ]
     by_name = {f["columnName"]: f for f in facets}
     entity = api.get(f"/repo/v1/entity/{ids('raw/a.txt')}").json()
     assert _values(by_name["createdBy"]) == [(entity["createdBy"], 5)]
@@ -166,8 +245,12 @@ def test_a_view_answers_a_facet_per_faceted_column_in_schema_order(faceted):
     assert _values(by_name["projectId"]) == [(ids(""), 5)]
     # FacetTransformerValueCounts: ORDER BY frequency DESC, value ASC (NULL sorts first, text case-insensitively);
     # a row without a value counts under TableConstants.NULL_VALUE_KEYWORD
-    assert _values(by_name["assay"]) == [("wgs", 2), ("org.sagebionetworks.UNDEFINED_NULL_NOTSET", 1), ("Amp", 1),
-                                         ("rnaSeq", 1)]
+    assert _values(by_name["assay"]) == [
+        ("wgs", 2),
+        ("org.sagebionetworks.UNDEFINED_NULL_NOTSET", 1),
+        ("Amp", 1),
+        ("rnaSeq", 1),
+    ]
 
 
 def test_a_range_facet_is_the_min_and_max_as_strings(faceted):
@@ -175,22 +258,36 @@ def test_a_range_facet_is_the_min_and_max_as_strings(faceted):
     milliseconds, a DOUBLE as a double), NULLs left out; no selectedMin/selectedMax without a selected range."""
     api, ids = faceted
     view = ids("v")
-    rows = run_job(api, f"/repo/v1/entity/{view}/table/query/async",
-                   {"query": {"sql": f"SELECT createdOn FROM {view}"}, "partMask": 1})[2].json()
+    rows = run_job(
+        api,
+        f"/repo/v1/entity/{view}/table/query/async",
+        {"query": {"sql": f"SELECT createdOn FROM {view}"}, "partMask": 1},
+    )[2].json()
     created = [int(row["values"][0]) for row in rows["queryResult"]["queryResults"]["rows"]]
     by_name = {f["columnName"]: f for f in _facets(api, view, f"SELECT * FROM {view}")}
-    assert (by_name["createdOn"]["columnMin"], by_name["createdOn"]["columnMax"]) == (str(min(created)),
-                                                                                      str(max(created)))
-    assert by_name["score"] == {"concreteType": TABLE_PKG + "FacetColumnResultRange", "columnName": "score",
-                                "facetType": "range", "columnMin": "-1.0", "columnMax": "10.0"}
+    assert (by_name["createdOn"]["columnMin"], by_name["createdOn"]["columnMax"]) == (
+        str(min(created)),
+        str(max(created)),
+    )
+    assert by_name["score"] == {
+        "concreteType": TABLE_PKG + "FacetColumnResultRange",
+        "columnName": "score",
+        "facetType": "range",
+        "columnMin": "-1.0",
+        "columnMax": "10.0",
+    }
 
 
 def test_facets_count_the_rows_of_the_query_filter_not_its_page(faceted):
     """The facet queries keep the query's WHERE and drop its ORDER BY / LIMIT / OFFSET (FacetTransformer*)."""
     api, ids = faceted
     view = ids("v")
-    by_name = {f["columnName"]: f for f in _facets(
-        api, view, f"SELECT id FROM {view} WHERE parentId = '{ids('raw')}' ORDER BY name DESC LIMIT 1 OFFSET 1")}
+    by_name = {
+        f["columnName"]: f
+        for f in _facets(
+            api, view, f"SELECT id FROM {view} WHERE parentId = '{ids('raw')}' ORDER BY name DESC LIMIT 1 OFFSET 1"
+        )
+    }
     assert _values(by_name["parentId"]) == [(ids("raw"), 3)]
     assert _values(by_name["assay"]) == [("wgs", 2), ("org.sagebionetworks.UNDEFINED_NULL_NOTSET", 1)]
     assert (by_name["score"]["columnMin"], by_name["score"]["columnMax"]) == ("-1.0", "2.5")
@@ -229,9 +326,11 @@ def test_facets_only_when_the_part_mask_asks_and_every_part_but_actions_without_
 def test_csv_download_result_conforms(conform):
     api, ids = conform
     table = ids("t")
-    _started, _status, done = run_job(api, f"/repo/v1/entity/{table}/table/download/csv/async",
-                                      {"concreteType": TABLE_PKG + "DownloadFromTableRequest",
-                                       "sql": f"SELECT * FROM {table}", "entityId": table})
+    _started, _status, done = run_job(
+        api,
+        f"/repo/v1/entity/{table}/table/download/csv/async",
+        {"concreteType": TABLE_PKG + "DownloadFromTableRequest", "sql": f"SELECT * FROM {table}", "entityId": table},
+    )
     assert done.status_code == 201, done.text
     assert check("DownloadFromTableResult", done.json()) == []
 
@@ -263,8 +362,9 @@ def test_a_failed_job_answers_its_exception_status(conform):
     IllegalArgumentException, 400 (BaseControllerExceptionHandlerAdvice), not a FAILED job status."""
     api, ids = conform
     view = ids("v")
-    failed = run_job(api, f"/repo/v1/entity/{view}/table/query/async",
-                     {"query": {"sql": f"SELECT nope FROM {view}"}})[2]
+    failed = run_job(api, f"/repo/v1/entity/{view}/table/query/async", {"query": {"sql": f"SELECT nope FROM {view}"}})[
+        2
+    ]
     assert failed.status_code == 400 and "nope" in failed.json()["reason"]
 
 
@@ -275,35 +375,65 @@ def test_the_job_status_echoes_the_request_model_not_the_raw_body(conform):
     model (SCHEMA/table/Query.json, QueryBundleRequest.json), so it is gone."""
     api, ids = conform
     view = ids("v")
-    sent = {"entityId": view, "partMask": 0x1, "unknown": 1, "nothing": None,
-            "query": {"sql": f"SELECT id FROM {view}", "isConsistent": True, "includeEntityEtag": False,
-                      "offset": None, "limit": 5, "extra": "x"}}
+    sent = {
+        "entityId": view,
+        "partMask": 0x1,
+        "unknown": 1,
+        "nothing": None,
+        "query": {
+            "sql": f"SELECT id FROM {view}",
+            "isConsistent": True,
+            "includeEntityEtag": False,
+            "offset": None,
+            "limit": 5,
+            "extra": "x",
+        },
+    }
     _started, status, _done = run_job(api, f"/repo/v1/entity/{view}/table/query/async", sent)
     assert status["requestBody"] == {
-        "concreteType": TABLE_PKG + "QueryBundleRequest", "entityId": view, "partMask": 1,
-        "query": {"sql": f"SELECT id FROM {view}", "includeEntityEtag": False, "limit": 5}}
+        "concreteType": TABLE_PKG + "QueryBundleRequest",
+        "entityId": view,
+        "partMask": 1,
+        "query": {"sql": f"SELECT id FROM {view}", "includeEntityEtag": False, "limit": 5},
+    }
 
-    token = run_job(api, f"/repo/v1/entity/{view}/table/query/async",
-                    {"query": {"sql": f"SELECT id FROM {view}"}})[2].json()["queryResult"]["nextPageToken"]
-    _started, status, _done = run_job(api, f"/repo/v1/entity/{view}/table/query/nextPage/async",
-                                      {"token": token["token"], "isConsistent": True})
+    token = run_job(api, f"/repo/v1/entity/{view}/table/query/async", {"query": {"sql": f"SELECT id FROM {view}"}})[
+        2
+    ].json()["queryResult"]["nextPageToken"]
+    _started, status, _done = run_job(
+        api, f"/repo/v1/entity/{view}/table/query/nextPage/async", {"token": token["token"], "isConsistent": True}
+    )
     assert status["requestBody"] == {"concreteType": TABLE_PKG + "QueryNextPageToken", "token": token["token"]}
 
-    _started, status, done = run_job(api, f"/repo/v1/entity/{view}/table/download/csv/async", {
-        "sql": f"SELECT id FROM {view}", "writeHeader": True, "isConsistent": True, "includeEntityEtag": None,
-        "csvTableDescriptor": {"separator": "\t", "bogus": 1}})
-    assert status["requestBody"] == {"concreteType": TABLE_PKG + "DownloadFromTableRequest",
-                                     "sql": f"SELECT id FROM {view}", "writeHeader": True,
-                                     "csvTableDescriptor": {"separator": "\t"}}
+    _started, status, done = run_job(
+        api,
+        f"/repo/v1/entity/{view}/table/download/csv/async",
+        {
+            "sql": f"SELECT id FROM {view}",
+            "writeHeader": True,
+            "isConsistent": True,
+            "includeEntityEtag": None,
+            "csvTableDescriptor": {"separator": "\t", "bogus": 1},
+        },
+    )
+    assert status["requestBody"] == {
+        "concreteType": TABLE_PKG + "DownloadFromTableRequest",
+        "sql": f"SELECT id FROM {view}",
+        "writeHeader": True,
+        "csvTableDescriptor": {"separator": "\t"},
+    }
     assert done.status_code == 201
 
 
-@pytest.mark.parametrize("body,message", [
-    ({"query": {"sql": "SELECT id FROM syn1", "limit": "5"}}, "QueryBundleRequest.query.limit must be an integer"),
-    ({"query": {"sql": "SELECT id FROM syn1"}, "partMask": True}, "QueryBundleRequest.partMask must be an integer"),
-    ({"query": "SELECT id FROM syn1"}, "QueryBundleRequest.query must be a JSON object"),
-    ({"partMask": 1}, "QueryBundleRequest.query is required"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ({"query": {"sql": "SELECT id FROM syn1", "limit": "5"}}, "QueryBundleRequest.query.limit must be an integer"),
+        ({"query": {"sql": "SELECT id FROM syn1"}, "partMask": True}, "QueryBundleRequest.partMask must be an integer"),
+        ({"query": "SELECT id FROM syn1"}, "QueryBundleRequest.query must be a JSON object"),
+        ({"partMask": 1}, "QueryBundleRequest.query is required"),
+    ],
+)
 def test_a_request_field_of_another_type_is_refused_at_start(conform, body, message):
     api, ids = conform
     answer = api.post(f"/repo/v1/entity/{ids('v')}/table/query/async/start", body)
@@ -315,19 +445,35 @@ def _md5(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
 
 
-DATASET_SPEC = {"projects": [{"name": "p", "children": [
-    {"type": "file", "name": "a.csv", "content": "aaa"},
-    {"type": "file", "name": "b.csv", "content": "b"},
-    {"type": "file", "name": "nomd5.csv", "external": True, "content": "zz", "record_md5": False},
-    {"type": "file", "name": "neither.csv", "external": True, "content": "yyy", "record_md5": False,
-     "record_size": False},
-    {"type": "file", "name": "nosize.csv", "external": True, "content": "q", "record_size": False},
-    {"type": "dataset", "name": "ab", "items": [{"ref": "a.csv"}, {"ref": "b.csv"}]},
-    {"type": "dataset", "name": "mixed", "items": [{"ref": "a.csv"}, {"ref": "nomd5.csv"}, {"ref": "neither.csv"},
-                                                    {"ref": "nosize.csv"}]},
-    {"type": "dataset", "name": "no_md5s", "items": [{"ref": "nomd5.csv"}, {"ref": "neither.csv"}]},
-    {"type": "dataset", "name": "empty"},
-]}]}
+DATASET_SPEC = {
+    "projects": [
+        {
+            "name": "p",
+            "children": [
+                {"type": "file", "name": "a.csv", "content": "aaa"},
+                {"type": "file", "name": "b.csv", "content": "b"},
+                {"type": "file", "name": "nomd5.csv", "external": True, "content": "zz", "record_md5": False},
+                {
+                    "type": "file",
+                    "name": "neither.csv",
+                    "external": True,
+                    "content": "yyy",
+                    "record_md5": False,
+                    "record_size": False,
+                },
+                {"type": "file", "name": "nosize.csv", "external": True, "content": "q", "record_size": False},
+                {"type": "dataset", "name": "ab", "items": [{"ref": "a.csv"}, {"ref": "b.csv"}]},
+                {
+                    "type": "dataset",
+                    "name": "mixed",
+                    "items": [{"ref": "a.csv"}, {"ref": "nomd5.csv"}, {"ref": "neither.csv"}, {"ref": "nosize.csv"}],
+                },
+                {"type": "dataset", "name": "no_md5s", "items": [{"ref": "nomd5.csv"}, {"ref": "neither.csv"}]},
+                {"type": "dataset", "name": "empty"},
+            ],
+        }
+    ]
+}
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@ from __future__ import annotations
 import threading
 
 import pytest
+from emuhelpers import Api
 
 from synclient.emulator.faults import ThrottleGate
 from synclient.emulator.knobs import Knobs, RateWindow
-from emuhelpers import Api
 
 CONCURRENCY = "Too many concurrent requests. Allowed 3 concurrent connections at any time."
 

@@ -1,5 +1,6 @@
 """The emulator over HTTPS (``--tls`` / ``Emulator(tls=True)``): a CA of its own, its PEM file announced, every
 listener on TLS, handshakes counted per listener, the same CA across restarts."""
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,20 @@ def get(url, token, **kwargs):
 
 
 def test_serve_tls_announces_https_endpoints_and_the_ca_bundle(tmp_path):
-    server = subprocess.Popen([sys.executable, "-m", "synclient.emulator", "serve", "--tls",
-                               "--synthetic", "files=3,depth=1,fanout=3,size=10"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "synclient.emulator",
+            "serve",
+            "--tls",
+            "--synthetic",
+            "files=3,depth=1,fanout=3,size=10",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         ready = json.loads(server.stdout.readline())
         assert set(ready) == {"endpoint", "data_endpoint", "external_endpoint", "token", "projects", "ca_bundle"}
@@ -40,17 +52,20 @@ def test_serve_tls_announces_https_endpoints_and_the_ca_bundle(tmp_path):
 
 def test_every_listener_serves_tls_and_counts_its_handshakes(tmp_path):
     with Emulator(tls=True) as emu:
-        project = emu.seed_spec({"projects": [{"name": "p", "children": [
-            {"type": "file", "name": "a.txt", "content": "bytes"}]}]})["p"]
+        project = emu.seed_spec(
+            {"projects": [{"name": "p", "children": [{"type": "file", "name": "a.txt", "content": "bytes"}]}]}
+        )["p"]
         file_id = emu.resolve(project, "a.txt")
         with requests.Session() as session:
             session.trust_env = False  # else requests lets REQUESTS_CA_BUNDLE override session.verify
             session.verify = emu.ca_bundle
             session.headers["Authorization"] = f"Bearer {emu.token}"
             handle_id = session.get(f"{emu.endpoint}/repo/v1/entity/{file_id}", timeout=10).json()["dataFileHandleId"]
-            url = session.get(f"{emu.endpoint}/file/v1/file/{handle_id}", timeout=10,
-                              params={"fileAssociateType": "FileEntity", "fileAssociateId": file_id,
-                                      "redirect": "false"}).text
+            url = session.get(
+                f"{emu.endpoint}/file/v1/file/{handle_id}",
+                timeout=10,
+                params={"fileAssociateType": "FileEntity", "fileAssociateId": file_id, "redirect": "false"},
+            ).text
         assert url.startswith(emu.data_endpoint)
         with requests.Session() as storage:  # no token goes to storage
             storage.trust_env = False

@@ -1,5 +1,6 @@
 """Property tests (hypothesis) and fuzz targets. ``--long`` (shared with integration_tests/resilience) runs more
 examples."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,12 @@ from hypothesis import settings
 
 def pytest_addoption(parser):
     try:
-        parser.addoption("--long", action="store_true", default=False,
-                         help="resilience/property suites: more seeds, more interrupt points, more examples")
+        parser.addoption(
+            "--long",
+            action="store_true",
+            default=False,
+            help="resilience/property suites: more seeds, more interrupt points, more examples",
+        )
     except ValueError:  # integration_tests/resilience registered it first
         pass
 

@@ -4,6 +4,7 @@ the parser's documented error; anything else (another exception, an out-of-bound
 Driven by hypothesis in test_fuzz_parsers.py; with atheris installed, ``python tests/property/fuzz_targets.py``
 runs them under libFuzzer instead (``-atheris_runs=N``), else it feeds seeded random bytes for a while.
 """
+
 from __future__ import annotations
 
 import sys
@@ -43,6 +44,7 @@ def main() -> None:
         import atheris
     except ImportError:
         import random
+
         rng = random.Random(7)
         for _ in range(200_000):
             blob = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 24)))

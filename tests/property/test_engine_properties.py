@@ -1,5 +1,6 @@
 """Properties of the engine's pure parts: remote names -> paths, the range plan of a multipart download, the MD5 of
 parts finishing in any order, and the planner's decision table."""
+
 from __future__ import annotations
 
 import hashlib
@@ -13,9 +14,9 @@ from hypothesis import strategies as st
 
 from synclient.errors import UnsafePathError
 from synclient.platform.models import FileHandle
-from synclient.sync.records.index import IndexRow
 from synclient.sync.local.paths import NAME_MAX_BYTES, TargetDirectory
 from synclient.sync.plan.planner import Action, Collision, decide
+from synclient.sync.records.index import IndexRow
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import plan_parts
 from synclient.transfer.hashing import PrefixHasher
@@ -23,7 +24,7 @@ from synclient.transfer.hashing import PrefixHasher
 _ROOT = Path(tempfile.mkdtemp(prefix="synclient-prop-"))
 _TARGET = TargetDirectory(_ROOT / "t")
 
-_HOSTILE_ALPHABET = st.sampled_from(list("ab./\\\x00 \t\n:*?é") + ["\u0301", "\u20ac", "\U0001F600", ".."])
+_HOSTILE_ALPHABET = st.sampled_from(list("ab./\\\x00 \t\n:*?é") + ["\u0301", "\u20ac", "\U0001f600", ".."])
 _NAMES = st.one_of(st.text(max_size=300), st.lists(_HOSTILE_ALPHABET, max_size=90).map("".join))
 
 
@@ -42,7 +43,7 @@ def test_a_remote_name_becomes_one_child_of_its_folder_or_is_refused(name):
     assert _TARGET.contains(path)
 
 
-@given(st.integers(0, 2 ** 45), st.integers(64 * 1024, 2 ** 31))
+@given(st.integers(0, 2**45), st.integers(64 * 1024, 2**31))
 def test_parts_cover_the_object_exactly_once(size, part_size):
     assume(size // part_size < 200_000)
     parts = plan_parts(size, part_size)
@@ -59,6 +60,7 @@ def test_parts_cover_the_object_exactly_once(size, part_size):
 @given(st.binary(min_size=1, max_size=5000), st.integers(1, 700), st.randoms(use_true_random=False))
 def test_md5_of_parts_finishing_in_any_order_is_the_md5_of_the_file(data, part_size, rng):
     from synclient.transfer.http import ByteRange
+
     parts = [ByteRange(s, min(s + part_size, len(data)), len(data)) for s in range(0, len(data), part_size)]
     fd, name = tempfile.mkstemp(dir=_ROOT)
     try:
@@ -111,9 +113,15 @@ def test_planner_decision_table(local, row_kind, collision, remote_changed):
         elif local == "same-bytes-linked":  # never taken as this entity's: a file of its own replaces the name
             assert decision == type(decision)(Action.DOWNLOAD, destination)
         else:  # a local change (or a non-file) in the way: only the collision policy decides
-            expected = Action.BLOCKED if local == "folder" else {
-                Collision.OVERWRITE_LOCAL: Action.OVERWRITE, Collision.KEEP_LOCAL: Action.KEEP_LOCAL,
-                Collision.KEEP_BOTH: Action.KEEP_BOTH}[collision]
+            expected = (
+                Action.BLOCKED
+                if local == "folder"
+                else {
+                    Collision.OVERWRITE_LOCAL: Action.OVERWRITE,
+                    Collision.KEEP_LOCAL: Action.KEEP_LOCAL,
+                    Collision.KEEP_BOTH: Action.KEEP_BOTH,
+                }[collision]
+            )
             assert decision.action is expected
             if expected is Action.KEEP_BOTH:
                 assert decision.destination != destination and not os.path.lexists(decision.destination)
@@ -131,13 +139,26 @@ def _row(kind: str, work: Path, destination: Path, local: str):
         other = work / "elsewhere.txt"
         other.write_bytes(b"remote bytes")
         info = os.lstat(other)
-        return IndexRow("f.txt", "elsewhere.txt", "syn1", "syn2", 1, "9", hashlib.md5(b"remote bytes").hexdigest(),
-                        info.st_size, None, None, info.st_size, info.st_mtime_ns)
+        return IndexRow(
+            "f.txt",
+            "elsewhere.txt",
+            "syn1",
+            "syn2",
+            1,
+            "9",
+            hashlib.md5(b"remote bytes").hexdigest(),
+            info.st_size,
+            None,
+            None,
+            info.st_size,
+            info.st_mtime_ns,
+        )
     if local in ("same-bytes", "other-bytes"):
         data = destination.read_bytes()
         info = os.lstat(destination)
         size, mtime = info.st_size, info.st_mtime_ns + (0 if kind == "ours-untouched" else 1)
     else:
         data, size, mtime = b"remote bytes", 12, 1
-    return IndexRow("f.txt", "f.txt", "syn1", "syn2", 1, "9", hashlib.md5(data).hexdigest(), len(data), None, None,
-                    size, mtime)
+    return IndexRow(
+        "f.txt", "f.txt", "syn1", "syn2", 1, "9", hashlib.md5(data).hexdigest(), len(data), None, None, size, mtime
+    )

@@ -1,4 +1,5 @@
 """Constants and helpers of the control-plane unit tests (the ``platform`` fixture is in conftest.py)."""
+
 import responses
 
 from synclient.platform.rest import RetryPolicy
@@ -12,8 +13,10 @@ FAST = RetryPolicy(max_attempts=4, initial_backoff=0.001, max_backoff=0.01)
 
 def error(status, reason):
     """A Synapse ErrorResponse for ``responses``."""
-    return {"status": status, "json": {"concreteType": "org.sagebionetworks.repo.model.ErrorResponse",
-                                       "reason": reason}}
+    return {
+        "status": status,
+        "json": {"concreteType": "org.sagebionetworks.repo.model.ErrorResponse", "reason": reason},
+    }
 
 
 HEADER = {"id": "syn1", "name": "p", "type": "org.sagebionetworks.repo.model.Project"}

@@ -1,9 +1,10 @@
 """Fixtures of the unit tests."""
-import pytest
 
+import pytest
 from client_support import FAST, ROOT, TOKEN
-from synclient.platform.rest import Platform
+
 from synclient.platform.gate import AdaptiveGate
+from synclient.platform.rest import Platform
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """How a body read that fails is told: a timeout is a stalled transfer and a reset a cut one, on every supported
 Python (``socket.timeout`` is ``TimeoutError`` only from 3.10 on); a failing sink is local trouble, raised as is."""
+
 import errno
 import socket
 
@@ -23,9 +24,14 @@ def _pump_into(response, sink=lambda offset, data: None):
     return _pump(response, 0, 10, sink=sink, chunk_size=4, cancelled=lambda: False, where="https://s/x")
 
 
-@pytest.mark.parametrize("error, kind", [(socket.timeout("timed out"), "stalled"),
-                                         (TimeoutError("timed out"), "stalled"),
-                                         (ConnectionResetError(errno.ECONNRESET, "reset"), "cut")])
+@pytest.mark.parametrize(
+    "error, kind",
+    [
+        (socket.timeout("timed out"), "stalled"),
+        (TimeoutError("timed out"), "stalled"),
+        (ConnectionResetError(errno.ECONNRESET, "reset"), "cut"),
+    ],
+)
 def test_a_read_that_times_out_or_is_reset_is_a_transfer_error(error, kind):
     with pytest.raises(TransferError, match=f"GET https://s/x: body {kind} at byte 0 of 10"):
         _pump_into(_Body(error))

@@ -3,6 +3,7 @@ the planner's decision for files indexed or not, a path held by synclient's own 
 the remote has a file, a local file where it has a folder, keep.both copy names (as the filesystem compares
 names), and no path ever given to two entities. Driven as the pipeline and the walker drive it, against a real
 index and target and an in-process remote tree."""
+
 from __future__ import annotations
 
 import hashlib
@@ -11,20 +12,20 @@ from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
+from tree_support import ROOT_ID, FakeTree
 
 from synclient.errors import PathConflictError
 from synclient.events import SyncObserver
 from synclient.platform.models import FileHandle
 from synclient.results import SyncStatus
 from synclient.sync.claims import PathClaims
+from synclient.sync.effects import AppliedEffects, Effects, PlannedEffects
 from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.local.name_gate import PathRegistry
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.options import SyncOptions
-from synclient.sync.effects import Effects, PlannedEffects, AppliedEffects
 from synclient.sync.plan.planner import Action, Decision
 from synclient.sync.records.index import IndexRow, LocalIndex
-from tree_support import ROOT_ID, FakeTree
 
 CASE_INSENSITIVE = FilesystemNames(case_insensitive=True)
 CASE_SENSITIVE = FilesystemNames()
@@ -43,9 +44,18 @@ class Run:
     """One run's claims over ``root`` (the target): the index as the last run left it (``rows``), the remote folder
     ``tree``, and the effects of a real run (or a dry run's plan)."""
 
-    def __init__(self, root: Path, *, tree: Optional[FakeTree] = None, rows: Tuple[IndexRow, ...] = (),
-                 manifest_files: Tuple[str, ...] = (), names: FilesystemNames = CASE_SENSITIVE,
-                 dry_run: bool = False, kept_names: Optional[Dict[Path, Set[str]]] = None, **options) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        tree: Optional[FakeTree] = None,
+        rows: Tuple[IndexRow, ...] = (),
+        manifest_files: Tuple[str, ...] = (),
+        names: FilesystemNames = CASE_SENSITIVE,
+        dry_run: bool = False,
+        kept_names: Optional[Dict[Path, Set[str]]] = None,
+        **options,
+    ) -> None:
         root.mkdir(exist_ok=True)
         if rows or manifest_files:  # the last run's index, committed before this run opens it
             with LocalIndex(root) as last:
@@ -56,19 +66,43 @@ class Run:
         self.target = TargetDirectory(root, create=not dry_run)
         self.index = LocalIndex(root, read_only=dry_run).open()
         self.options = SyncOptions(dry_run=dry_run, **options)
-        self.effects: Effects = (PlannedEffects(target=self.target, index=self.index) if dry_run else AppliedEffects(
-            target=self.target, index=self.index, observer=SyncObserver(), is_fatal=lambda error: False,
-            on_fatal=lambda: None, list_in_manifest=True))
+        self.effects: Effects = (
+            PlannedEffects(target=self.target, index=self.index)
+            if dry_run
+            else AppliedEffects(
+                target=self.target,
+                index=self.index,
+                observer=SyncObserver(),
+                is_fatal=lambda error: False,
+                on_fatal=lambda: None,
+                list_in_manifest=True,
+            )
+        )
         self.registry = PathRegistry(names)
-        self.claims = PathClaims(platform=self.tree, target=self.target, index=self.index, options=self.options,
-                                 effects=self.effects, names=names, registry=self.registry, kept_names=kept_names)
+        self.claims = PathClaims(
+            platform=self.tree,
+            target=self.target,
+            index=self.index,
+            options=self.options,
+            effects=self.effects,
+            names=names,
+            registry=self.registry,
+            kept_names=kept_names,
+        )
 
     def close(self) -> None:
         self.index.close()
 
-    def decide(self, name: str, text: str, *, entity_id: str = "syn50", row: Optional[IndexRow] = None,
-               copy: Optional[IndexRow] = None, parent_id: Optional[str] = ROOT_ID
-               ) -> Tuple[Decision, Optional[IndexRow]]:
+    def decide(
+        self,
+        name: str,
+        text: str,
+        *,
+        entity_id: str = "syn50",
+        row: Optional[IndexRow] = None,
+        copy: Optional[IndexRow] = None,
+        parent_id: Optional[str] = ROOT_ID,
+    ) -> Tuple[Decision, Optional[IndexRow]]:
         """The decision for the remote file ``name`` (holding ``text``) at the target's top, its path first given by
         the name gate, as the walker does."""
         destination = self.registry.claim(self.target.root / name, entity_id)
@@ -95,16 +129,34 @@ def runs():
         run.close()
 
 
-def _ours(root: Path, rel_path: str, text: str = "synclient wrote this", *, entity_id: str = "syn9",
-          local_path: Optional[str] = None) -> IndexRow:
+def _ours(
+    root: Path,
+    rel_path: str,
+    text: str = "synclient wrote this",
+    *,
+    entity_id: str = "syn9",
+    local_path: Optional[str] = None,
+) -> IndexRow:
     """A file synclient wrote (at ``local_path``, default its remote path) and its index row, untouched."""
     local_path = local_path or rel_path
     path = root / local_path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     info = os.lstat(path)
-    return IndexRow(rel_path, local_path, ROOT_ID, entity_id, 1, "h-" + _md5(text)[:8], _md5(text),
-                    info.st_size, "text/plain", ROOT_ID, info.st_size, info.st_mtime_ns)
+    return IndexRow(
+        rel_path,
+        local_path,
+        ROOT_ID,
+        entity_id,
+        1,
+        "h-" + _md5(text)[:8],
+        _md5(text),
+        info.st_size,
+        "text/plain",
+        ROOT_ID,
+        info.st_size,
+        info.st_mtime_ns,
+    )
 
 
 def _users(root: Path, rel_path: str, text: str = "the user's own") -> Path:
@@ -116,6 +168,7 @@ def _users(root: Path, rel_path: str, text: str = "the user's own") -> Path:
 
 # -- the planner's decision, for files indexed or not ----------------------------------------------------------------
 
+
 def test_a_file_not_there_is_downloaded_to_its_path_and_that_path_is_its_own(tmp_path, runs):
     run = runs(tmp_path / "t")
     decision, displaced = run.decide("a.txt", "remote", entity_id="syn50")
@@ -124,10 +177,13 @@ def test_a_file_not_there_is_downloaded_to_its_path_and_that_path_is_its_own(tmp
     assert run.tree.listing_calls == []  # no collision: the remote folder's names are never needed
 
 
-@pytest.mark.parametrize("local, remote, expected", [
-    ("same bytes", "same bytes", Action.SKIP),  # untouched and the remote's bytes: nothing to do
-    ("old version", "new version", Action.DOWNLOAD),  # untouched, the remote moved on: replaced
-])
+@pytest.mark.parametrize(
+    "local, remote, expected",
+    [
+        ("same bytes", "same bytes", Action.SKIP),  # untouched and the remote's bytes: nothing to do
+        ("old version", "new version", Action.DOWNLOAD),  # untouched, the remote moved on: replaced
+    ],
+)
 def test_an_indexed_untouched_file(tmp_path, runs, local, remote, expected):
     root = tmp_path / "t"
     root.mkdir()
@@ -137,11 +193,14 @@ def test_an_indexed_untouched_file(tmp_path, runs, local, remote, expected):
     assert decision == Decision(expected, run.target.root / "a.txt")
 
 
-@pytest.mark.parametrize("collision, expected, at", [
-    ("overwrite.local", Action.OVERWRITE, "a.txt"),
-    ("keep.local", Action.KEEP_LOCAL, "a.txt"),
-    ("keep.both", Action.KEEP_BOTH, "a(1).txt"),
-])
+@pytest.mark.parametrize(
+    "collision, expected, at",
+    [
+        ("overwrite.local", Action.OVERWRITE, "a.txt"),
+        ("keep.local", Action.KEEP_LOCAL, "a.txt"),
+        ("keep.both", Action.KEEP_BOTH, "a(1).txt"),
+    ],
+)
 def test_a_file_changed_locally_since_indexed_follows_if_collision(tmp_path, runs, collision, expected, at):
     root = tmp_path / "t"
     root.mkdir()
@@ -187,6 +246,7 @@ def test_an_untouched_copy_with_the_remote_bytes_is_skipped_where_it_is_and_that
 
 
 # -- keep.both copy names ----------------------------------------------------------------------------------------
+
 
 def test_a_copy_name_avoids_the_remote_folders_names_and_the_local_ones(tmp_path, runs):
     root = tmp_path / "t"
@@ -243,6 +303,7 @@ def test_copy_names_avoid_names_the_walker_kept_in_place(tmp_path, runs):
 
 # -- no two entities on one path ------------------------------------------------------------------------------------
 
+
 def test_two_entities_never_get_one_path(tmp_path, runs):
     run = runs(tmp_path / "t")
     run.decide("a.txt", "one", entity_id="syn60")
@@ -271,6 +332,7 @@ def test_a_path_given_to_an_entity_that_failed_is_free_again(tmp_path, runs):
 
 
 # -- synclient's own leftovers in the way --------------------------------------------------------------------------
+
 
 def test_another_files_untouched_copy_at_the_path_gives_way_and_is_displaced(tmp_path, runs):
     root = tmp_path / "t"
@@ -341,6 +403,7 @@ def test_a_stale_tsv_manifest_is_synclients_by_its_name(tmp_path, runs):
 
 # -- a local folder where the remote has a file ----------------------------------------------------------------------
 
+
 def _folder_of_ours(root: Path) -> Tuple[IndexRow, ...]:
     """``data/`` holding only what synclient wrote: two untouched files, a manifest, an empty sub-folder."""
     rows = (_ours(root, "data/x.csv", entity_id="syn20"), _ours(root, "data/sub/y.csv", entity_id="syn21"))
@@ -370,8 +433,10 @@ def test_with_delete_a_folder_of_synclients_own_files_goes_for_the_remote_file(t
     assert decision == Decision(Action.DOWNLOAD, run.target.root / "data")
     assert not (root / "data").exists()
     assert run.claims.handled == {"data/x.csv", "data/sub/y.csv"}
-    assert run.results == {"data/x.csv": (SyncStatus.DELETED, "delete"),
-                           "data/sub/y.csv": (SyncStatus.DELETED, "delete")}
+    assert run.results == {
+        "data/x.csv": (SyncStatus.DELETED, "delete"),
+        "data/sub/y.csv": (SyncStatus.DELETED, "delete"),
+    }
 
 
 def test_with_delete_a_folder_holding_a_users_file_stays(tmp_path, runs):
@@ -394,8 +459,11 @@ def test_the_dry_run_plans_what_the_real_run_does_with_a_folder_in_the_way(tmp_p
 
     dry_decision, _ = dry.decide("data", "remote")
     real_decision, _ = real.decide("data", "remote")
-    assert (dry_decision.action, dry.target.relative(dry_decision.destination)) == (
-        real_decision.action, real.target.relative(real_decision.destination)) == (Action.DOWNLOAD, "data")
+    assert (
+        (dry_decision.action, dry.target.relative(dry_decision.destination))
+        == (real_decision.action, real.target.relative(real_decision.destination))
+        == (Action.DOWNLOAD, "data")
+    )
     assert isinstance(dry.effects, PlannedEffects)
     planned = {(e.rel_path, e.action.value) for e in dry.effects.plan.entries}
     assert planned == {(rel, action) for rel, (_, action) in real.results.items()}
@@ -404,6 +472,7 @@ def test_the_dry_run_plans_what_the_real_run_does_with_a_folder_in_the_way(tmp_p
 
 
 # -- a local file where the remote has a folder (the walker's make_room) ------------------------------------------
+
 
 def test_make_room_removes_synclients_own_copy_and_a_dry_run_only_says_so(tmp_path, runs):
     for dry_run in (False, True):

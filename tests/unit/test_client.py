@@ -3,18 +3,29 @@ import time
 
 import pytest
 import responses
-
 from client_support import FAST, FILE, REPO, ROOT, TOKEN, error
-from synclient.platform.rest import Platform, RetryPolicy
-from synclient.errors import (AccessDeniedError, AuthenticationError, BadRequestError, CallCancelledError,
-                              NotFoundError, ServerError, SynclientError, ThrottledError)
+
+from synclient.errors import (
+    AccessDeniedError,
+    AuthenticationError,
+    BadRequestError,
+    CallCancelledError,
+    NotFoundError,
+    ServerError,
+    SynclientError,
+    ThrottledError,
+)
 from synclient.platform.models import EntityType, FileHandleRequest
+from synclient.platform.rest import Platform, RetryPolicy
 
 
 @responses.activate
 def test_not_found_is_typed_and_a_file_not_found_error(platform):
-    responses.add(responses.GET, REPO + "/entity/syn9/type", **error(404, "The resource you are attempting to "
-                                                                          "access cannot be found"))
+    responses.add(
+        responses.GET,
+        REPO + "/entity/syn9/type",
+        **error(404, "The resource you are attempting to access cannot be found"),
+    )
     with pytest.raises(NotFoundError) as info:
         platform.get_entity_header("syn9")
     assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, SynclientError)
@@ -23,8 +34,7 @@ def test_not_found_is_typed_and_a_file_not_found_error(platform):
 
 
 @responses.activate
-@pytest.mark.parametrize("status,kind", [(401, AuthenticationError), (403, AccessDeniedError),
-                                         (400, BadRequestError)])
+@pytest.mark.parametrize("status,kind", [(401, AuthenticationError), (403, AccessDeniedError), (400, BadRequestError)])
 def test_other_4xx_map_to_their_types_without_retry(platform, status, kind):
     responses.add(responses.GET, REPO + "/userProfile", **error(status, "nope"))
     with pytest.raises(kind):
@@ -51,8 +61,13 @@ def test_5xx_gives_up_after_max_attempts_with_the_servers_reason(platform):
 
 @responses.activate
 def test_429_honours_retry_after_and_informs_the_shared_gate(platform):
-    responses.add(responses.GET, REPO + "/userProfile", status=429, headers={"Retry-After": "0.3"},
-                  json={"reason": "Too many concurrent requests. Allowed 3 concurrent connections at any time."})
+    responses.add(
+        responses.GET,
+        REPO + "/userProfile",
+        status=429,
+        headers={"Retry-After": "0.3"},
+        json={"reason": "Too many concurrent requests. Allowed 3 concurrent connections at any time."},
+    )
     responses.add(responses.GET, REPO + "/userProfile", json={"ownerId": "1"})
     started = time.monotonic()
     platform.get_user_profile()
@@ -105,8 +120,11 @@ def test_a_call_waiting_in_the_gate_stops_when_the_run_is_cancelled(platform):
 
 
 def test_platforms_of_one_user_share_one_gate():
-    with Platform(endpoint=ROOT, token=TOKEN) as a, Platform(endpoint=ROOT, token=TOKEN) as b, \
-            Platform(endpoint=ROOT, token="another-user") as c:
+    with (
+        Platform(endpoint=ROOT, token=TOKEN) as a,
+        Platform(endpoint=ROOT, token=TOKEN) as b,
+        Platform(endpoint=ROOT, token="another-user") as c,
+    ):
         assert a.gate is b.gate and a.gate is not c.gate
 
 
@@ -127,13 +145,15 @@ def test_token_goes_in_the_bearer_header_and_never_in_repr(platform):
 
 @responses.activate
 def test_children_page_is_parsed_and_paging_token_forwarded(platform):
-    page = {"page": [{"id": "syn2", "name": "a.txt", "type": "org.sagebionetworks.repo.model.FileEntity",
-                      "versionNumber": 3},
-                     {"id": "syn3", "name": "d", "type": "org.sagebionetworks.repo.model.Folder"}],
-            "nextPageToken": "50a50"}
+    page = {
+        "page": [
+            {"id": "syn2", "name": "a.txt", "type": "org.sagebionetworks.repo.model.FileEntity", "versionNumber": 3},
+            {"id": "syn3", "name": "d", "type": "org.sagebionetworks.repo.model.Folder"},
+        ],
+        "nextPageToken": "50a50",
+    }
     responses.add(responses.POST, REPO + "/entity/children", json=page)
-    result = platform.list_children("syn1", include_types=[EntityType.FOLDER, EntityType.FILE],
-                                    page_token="50a0")
+    result = platform.list_children("syn1", include_types=[EntityType.FOLDER, EntityType.FILE], page_token="50a0")
     body = json.loads(responses.calls[0].request.body)
     assert body["parentId"] == "syn1" and body["includeTypes"] == ["folder", "file"]
     assert body["nextPageToken"] == "50a0"
@@ -143,9 +163,17 @@ def test_children_page_is_parsed_and_paging_token_forwarded(platform):
 
 @responses.activate
 def test_url_batch_maps_answers_and_failures(platform):
-    responses.add(responses.POST, FILE + "/fileHandle/batch", status=201, json={"requestedFiles": [
-        {"fileHandleId": "10", "preSignedURL": "http://data.test/b/10?X-Amz-Signature=abc"},
-        {"fileHandleId": "11", "failureCode": "UNAUTHORIZED"}]})
+    responses.add(
+        responses.POST,
+        FILE + "/fileHandle/batch",
+        status=201,
+        json={
+            "requestedFiles": [
+                {"fileHandleId": "10", "preSignedURL": "http://data.test/b/10?X-Amz-Signature=abc"},
+                {"fileHandleId": "11", "failureCode": "UNAUTHORIZED"},
+            ]
+        },
+    )
     answers = platform.get_presigned_urls([FileHandleRequest("10", "syn2"), FileHandleRequest("11", "syn3")])
     assert answers["10"].url.startswith("http://data.test/") and answers["11"].failure_code == "UNAUTHORIZED"
     assert "Signature" not in repr(answers["10"])
@@ -155,29 +183,51 @@ def test_url_batch_maps_answers_and_failures(platform):
 
 @responses.activate
 def test_bundle_picks_the_data_file_handle(platform):
-    responses.add(responses.POST, REPO + "/entity/syn2/version/3/bundle2", json={
-        "entity": {"id": "syn2", "name": "a.txt", "concreteType": "org.sagebionetworks.repo.model.FileEntity",
-                   "versionNumber": 3, "dataFileHandleId": "10"},
-        "fileHandles": [{"id": "9", "contentSize": 1}, {"id": "10", "contentSize": 42, "contentMd5": "ab" * 16}]})
+    responses.add(
+        responses.POST,
+        REPO + "/entity/syn2/version/3/bundle2",
+        json={
+            "entity": {
+                "id": "syn2",
+                "name": "a.txt",
+                "concreteType": "org.sagebionetworks.repo.model.FileEntity",
+                "versionNumber": 3,
+                "dataFileHandleId": "10",
+            },
+            "fileHandles": [{"id": "9", "contentSize": 1}, {"id": "10", "contentSize": 42, "contentMd5": "ab" * 16}],
+        },
+    )
     bundle = platform.get_file_bundle("syn2", version=3)
     assert bundle.file_handle.id == "10" and bundle.file_handle.content_size == 42
 
 
 @responses.activate
-@pytest.mark.parametrize("version,path", [(None, "/entity/syn2"), (3, "/entity/syn2/version/3"),
-                                          (0, "/entity/syn2/version/0")])
+@pytest.mark.parametrize(
+    "version,path", [(None, "/entity/syn2"), (3, "/entity/syn2/version/3"), (0, "/entity/syn2/version/0")]
+)
 def test_an_entity_its_bundle_and_its_activity_are_asked_for_at_the_path_of_the_version(platform, version, path):
-    entity = {"id": "syn2", "name": "a.txt", "concreteType": "org.sagebionetworks.repo.model.FileEntity",
-              "versionNumber": 3, "dataFileHandleId": "10"}
+    entity = {
+        "id": "syn2",
+        "name": "a.txt",
+        "concreteType": "org.sagebionetworks.repo.model.FileEntity",
+        "versionNumber": 3,
+        "dataFileHandleId": "10",
+    }
     responses.add(responses.GET, REPO + path, json=entity)
-    responses.add(responses.POST, REPO + path + "/bundle2", json={
-        "entity": entity, "fileHandles": [{"id": "10", "contentSize": 42}]})
+    responses.add(
+        responses.POST,
+        REPO + path + "/bundle2",
+        json={"entity": entity, "fileHandles": [{"id": "10", "contentSize": 42}]},
+    )
     responses.add(responses.GET, REPO + path + "/generatedBy", json={"id": "77", "name": "made"})
     assert platform.get_entity("syn2", version=version).id == "syn2"
     assert platform.get_file_bundle("syn2", version=version).file_handle.id == "10"
     assert platform.get_activity("syn2", version=version) == {"id": "77", "name": "made"}
-    assert [call.request.url for call in responses.calls] == [REPO + path, REPO + path + "/bundle2",
-                                                              REPO + path + "/generatedBy"]
+    assert [call.request.url for call in responses.calls] == [
+        REPO + path,
+        REPO + path + "/bundle2",
+        REPO + path + "/generatedBy",
+    ]
 
 
 def test_backoff_waits_at_least_half_of_each_exponential_step():
@@ -185,6 +235,7 @@ def test_backoff_waits_at_least_half_of_each_exponential_step():
     from types import SimpleNamespace
 
     from synclient.platform.rest import _WaitRetryAfterOrBackoff
+
     policy = RetryPolicy()
     wait = _WaitRetryAfterOrBackoff(initial=policy.initial_backoff, maximum=policy.max_backoff)
     floors = []

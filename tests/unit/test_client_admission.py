@@ -1,14 +1,15 @@
 """A Platform's admission shared with the user's other processes (``Platform.admission``, a ``RestAdmission``):
 every attempt enters it after the process gate and leaves it before the gate's slot goes back."""
+
 import threading
 
 import pytest
 import responses
-
 from client_support import FAST, REPO, ROOT, TOKEN, error, prove
-from synclient.platform.rest import Platform, RetryPolicy
+
 from synclient.errors import CallCancelledError, ServerError
 from synclient.platform.gate import AdaptiveGate
+from synclient.platform.rest import Platform, RetryPolicy
 
 FREQUENT = "Requests are too frequent. Allowed 600 requests every 60 seconds."
 
@@ -68,8 +69,9 @@ def test_an_attempt_whose_answer_failed_leaves_too(admitted):
 def test_a_cancelled_admission_sends_nothing_and_gives_the_gates_slot_back():
     gate = AdaptiveGate(initial_limit=1, max_limit=1)
     refusal = CallCancelledError("cancelled while waiting for the cluster's request limits")
-    with Platform(endpoint=ROOT, token=TOKEN, retry=FAST, gate=gate,
-                  admission=CountingAdmission(refuse=refusal, gate=gate)) as platform:
+    with Platform(
+        endpoint=ROOT, token=TOKEN, retry=FAST, gate=gate, admission=CountingAdmission(refuse=refusal, gate=gate)
+    ) as platform:
         with pytest.raises(CallCancelledError):
             platform.get_user_profile()
         assert len(responses.calls) == 0 and platform.stats.calls == 0

@@ -1,15 +1,24 @@
 """Platform against endpoints that are not (yet) known to be Synapse, message shapes, and cancellation of retries."""
+
 import logging
 import socket
 import threading
 
 import pytest
 import responses
-
-from synclient.platform.rest import FIRST_CONTACT_ATTEMPTS, FIRST_CONTACT_MAX_BACKOFF, Platform, RetryPolicy
-from synclient.errors import (AccessDeniedError, CallCancelledError, ConfigError, EndpointError,
-                              MalformedAnswerError, NotFoundError, PlatformError, ServerError)
 from client_support import FAST, REPO, ROOT, TOKEN, error, prove
+
+from synclient.errors import (
+    AccessDeniedError,
+    CallCancelledError,
+    ConfigError,
+    EndpointError,
+    MalformedAnswerError,
+    NotFoundError,
+    PlatformError,
+    ServerError,
+)
+from synclient.platform.rest import FIRST_CONTACT_ATTEMPTS, FIRST_CONTACT_MAX_BACKOFF, Platform, RetryPolicy
 
 HTML = "<html><body><h1>Not Found</h1></body></html>"
 
@@ -40,8 +49,9 @@ def test_a_synapse_404_is_not_found_and_proves_the_endpoint(platform):
 
 @responses.activate
 def test_a_web_server_answering_429_pages_is_an_endpoint_error_after_the_first_contact_tries(platform):
-    responses.add(responses.GET, REPO + "/entity/syn1/type", status=429, body="<html>slow down</html>",
-                  content_type="text/html")
+    responses.add(
+        responses.GET, REPO + "/entity/syn1/type", status=429, body="<html>slow down</html>", content_type="text/html"
+    )
     with pytest.raises(EndpointError, match="not a Synapse API"):
         platform.get_entity_header("syn1")
     assert len(responses.calls) == FIRST_CONTACT_ATTEMPTS
@@ -67,8 +77,13 @@ def test_after_the_endpoint_answered_well_an_html_404_is_still_not_found(platfor
 
 
 @responses.activate
-@pytest.mark.parametrize("location,differs", [("https://platform.test/repo/v1/entity/syn1/type", "another scheme"),
-                                              ("http://www.platform.test/repo/v1/entity/syn1/type", "another host")])
+@pytest.mark.parametrize(
+    "location,differs",
+    [
+        ("https://platform.test/repo/v1/entity/syn1/type", "another scheme"),
+        ("http://www.platform.test/repo/v1/entity/syn1/type", "another host"),
+    ],
+)
 def test_a_redirect_is_not_followed_and_says_where_it_goes(platform, location, differs):
     responses.add(responses.GET, REPO + "/entity/syn1/type", status=301, headers={"Location": location})
     with pytest.raises(EndpointError) as info:
@@ -80,8 +95,11 @@ def test_a_redirect_is_not_followed_and_says_where_it_goes(platform, location, d
 @responses.activate
 def test_an_empty_object_is_a_malformed_answer_not_a_key_error(platform):
     responses.add(responses.GET, REPO + "/entity/syn1/type", json={})
-    with pytest.raises(EndpointError, match=r"malformed answer to GET /entity/\{id\}/type \(entity header lacks "
-                                            r"its 'id' field\), so it is probably not a Synapse API"):
+    with pytest.raises(
+        EndpointError,
+        match=r"malformed answer to GET /entity/\{id\}/type \(entity header lacks "
+        r"its 'id' field\), so it is probably not a Synapse API",
+    ):
         platform.get_entity_header("syn1")
     assert not platform.endpoint_proven
 
@@ -103,9 +121,11 @@ def test_an_html_page_gets_a_few_announced_tries_then_an_endpoint_error(platform
         with pytest.raises(EndpointError) as info:
             platform.get_entity_header("syn1")
     assert len(responses.calls) == FIRST_CONTACT_ATTEMPTS
-    assert str(info.value) == (f"endpoint {REPO} gave a malformed answer (a text/html body, not JSON), so it is "
-                               f"probably not a Synapse API; gave up after {FIRST_CONTACT_ATTEMPTS} tries of "
-                               f"GET /entity/{{id}}/type")
+    assert str(info.value) == (
+        f"endpoint {REPO} gave a malformed answer (a text/html body, not JSON), so it is "
+        f"probably not a Synapse API; gave up after {FIRST_CONTACT_ATTEMPTS} tries of "
+        f"GET /entity/{{id}}/type"
+    )
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == FIRST_CONTACT_ATTEMPTS - 1
     assert all(w.startswith(f"endpoint {REPO} gave a malformed answer") and "trying again in" in w for w in warnings)
@@ -189,4 +209,3 @@ def test_cancel_on_swaps_the_event_in_for_a_block_only():
             platform.get_user_profile()
         assert platform.cancel_event is own and len(responses.calls) == 0
         assert platform.get_user_profile() == {"ownerId": "1"}
-

@@ -4,6 +4,7 @@ Against real Dask clusters started once for the module: one in this process (its
 process's threads) and one with a worker process of its own. Every bound is one that holds whatever the machine's
 load: a lease only ever comes back late, never early.
 """
+
 import math
 import pickle
 import threading
@@ -12,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import responses
-
 from client_support import FAST, REPO, ROOT, TOKEN
-from synclient.platform.rest import Platform
+
 from synclient.platform.gate import AdaptiveGate
+from synclient.platform.rest import Platform
 
 distributed = pytest.importorskip("distributed")
 import dask  # noqa: E402 (installed with distributed)
@@ -36,18 +37,23 @@ NO_PROFILER = {"distributed.worker.profile.enabled": False}
 @pytest.fixture(scope="module")
 def cluster():
     """A Dask cluster in this process (the driver's default client)."""
-    with dask.config.set(NO_PROFILER), \
-            distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0") as client:
+    with (
+        dask.config.set(NO_PROFILER),
+        distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0") as client,
+    ):
         yield client
 
 
 @pytest.fixture(scope="module")
 def process_cluster():
     """A Dask cluster whose worker is a process of its own (not the default client: use ``as_current()``)."""
-    with dask.config.set(NO_PROFILER), \
-            distributed.LocalCluster(processes=True, n_workers=1, threads_per_worker=1, dashboard_address=":0",
-                                     silence_logs=40) as local, \
-            distributed.Client(local, set_as_default=False) as client:
+    with (
+        dask.config.set(NO_PROFILER),
+        distributed.LocalCluster(
+            processes=True, n_workers=1, threads_per_worker=1, dashboard_address=":0", silence_logs=40
+        ) as local,
+        distributed.Client(local, set_as_default=False) as client,
+    ):
         yield client
 
 
@@ -84,11 +90,24 @@ def wait_until(condition):
 
 # -- the budget ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("limits", [dict(name=""), dict(name=None), dict(concurrent=0), dict(concurrent=True),
-                                    dict(concurrent=2.5), dict(requests=0), dict(requests="600"),
-                                    dict(window_seconds=0), dict(window_seconds=-1.0),
-                                    dict(window_seconds=math.inf), dict(window_seconds=math.nan),
-                                    dict(window_seconds="60")])
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        dict(name=""),
+        dict(name=None),
+        dict(concurrent=0),
+        dict(concurrent=True),
+        dict(concurrent=2.5),
+        dict(requests=0),
+        dict(requests="600"),
+        dict(window_seconds=0),
+        dict(window_seconds=-1.0),
+        dict(window_seconds=math.inf),
+        dict(window_seconds=math.nan),
+        dict(window_seconds="60"),
+    ],
+)
 def test_limits_that_are_not_positive_numbers_are_one_line_config_errors(limits):
     with pytest.raises(ConfigError) as info:
         ClusterBudget(**{"name": "run", **limits})
@@ -169,6 +188,7 @@ def test_an_admission_made_for_a_client_keeps_its_semaphores_on_that_clients_sch
 
 # -- the limits, from many threads ---------------------------------------------------------------------------------
 
+
 def test_never_more_requests_in_flight_than_the_concurrency_allows(cluster):
     budget = ClusterBudget.for_run(concurrent=3, requests=1000, window_seconds=0.2)
     admission = budget.admission()  # made here, used from other threads
@@ -223,8 +243,9 @@ def test_a_platforms_attempts_pass_the_cluster_budget_and_give_their_leases_back
     frequent = {"reason": "Requests are too frequent. Allowed 600 requests every 60 seconds."}
     responses.add(responses.GET, REPO + "/userProfile", status=429, json=frequent)
     responses.add(responses.GET, REPO + "/userProfile", json={"ownerId": "1"})
-    with Platform(endpoint=ROOT, token=TOKEN, retry=FAST, gate=AdaptiveGate(max_limit=4),
-                  admission=budget.admission()) as platform:
+    with Platform(
+        endpoint=ROOT, token=TOKEN, retry=FAST, gate=AdaptiveGate(max_limit=4), admission=budget.admission()
+    ) as platform:
         assert platform.get_user_profile() == {"ownerId": "1"}
     in_flight = distributed.Semaphore(max_leases=budget.concurrent, name=f"{budget.name}-concurrent")
     started = distributed.Semaphore(max_leases=budget.window_leases, name=f"{budget.name}-window")
@@ -233,6 +254,7 @@ def test_a_platforms_attempts_pass_the_cluster_budget_and_give_their_leases_back
 
 
 # -- cancelling ----------------------------------------------------------------------------------------------------
+
 
 def cancelled_while_waiting(admission):
     """Start a thread that waits in ``admission.enter``, set its cancel event once it is on its way; what it met."""
@@ -309,6 +331,7 @@ def test_closing_stops_the_attempts_waiting(cluster):
 
 # -- shared with the workers ---------------------------------------------------------------------------------------
 
+
 def enter_from_threads(budget, folder, threads, *, own_admission):
     """A task: ``threads`` threads enter the budget once each, and say whether the driver had let go by then.
     ``own_admission``: a second admission in this process (the driver's process), else the process's one."""
@@ -348,11 +371,15 @@ def test_a_tasks_requests_wait_for_the_drivers_to_end(where, request, tmp_path):
 def test_a_window_lease_outlives_dasks_lease_timeout():
     """A window lease is held longer than Dask's lease timeout (60.6 s against 30 s by default): it is refreshed,
     though its admission was made in one thread and used from another. Shrunk: a timeout of 1 s, a window of 30 s."""
-    timeouts = {"distributed.scheduler.locks.lease-timeout": "1s",
-                "distributed.scheduler.locks.lease-validation-interval": "0.1s"}
-    with dask.config.set({**timeouts, **NO_PROFILER}), \
-            distributed.Client(processes=False, n_workers=0, dashboard_address=":0", set_as_default=False) as client, \
-            client.as_current():
+    timeouts = {
+        "distributed.scheduler.locks.lease-timeout": "1s",
+        "distributed.scheduler.locks.lease-validation-interval": "0.1s",
+    }
+    with (
+        dask.config.set({**timeouts, **NO_PROFILER}),
+        distributed.Client(processes=False, n_workers=0, dashboard_address=":0", set_as_default=False) as client,
+        client.as_current(),
+    ):
         budget = ClusterBudget.for_run(requests=100, window_seconds=30.0)
         admission = ClusterAdmission(budget=budget)
         run_threads(lambda: (admission.enter(cancel=None), admission.leave()), 1)

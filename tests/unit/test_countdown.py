@@ -1,4 +1,5 @@
 """Countdown: exactly one caller, the one that reaches zero, is told to finish."""
+
 import threading
 
 import pytest

@@ -1,6 +1,7 @@
 """The command line's ``--dask`` (synclient/cluster/connect.py): whatever is wrong with it is one line (a ConfigError:
 exit code 2), never a traceback, and nothing is started for a spec that cannot work. Dask itself is faked here: no
 cluster starts and no connection is tried."""
+
 import json
 from types import SimpleNamespace
 
@@ -66,8 +67,11 @@ def test_more_local_workers_than_the_machine_takes_start_nothing(dask, monkeypat
     assert "at most 8" in _config_error("local:99999999999999999999")
     assert dask.asked == []
     assert _open("local:8").name == "client"  # the most allowed
-    assert dask.asked[0] == ("LocalCluster", (), dict(n_workers=8, threads_per_worker=1, processes=True,
-                                                     dashboard_address=":0", config=connect.WORKER_CONFIG))
+    assert dask.asked[0] == (
+        "LocalCluster",
+        (),
+        dict(n_workers=8, threads_per_worker=1, processes=True, dashboard_address=":0", config=connect.WORKER_CONFIG),
+    )
 
 
 def test_local_workers_that_cannot_start_are_one_line(dask):

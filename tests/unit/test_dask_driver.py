@@ -1,6 +1,7 @@
 """The driver's side of a sync over Dask (synclient/cluster/driver.py), against a fake Dask client: shards go out
 as files come, the rest once the driver is idle (one per worker), each file's outcome comes back to the run's
 pool, a shard that could not run fails its files, and shards still out when the run ends are cancelled."""
+
 from __future__ import annotations
 
 import threading
@@ -15,9 +16,9 @@ pytest.importorskip("distributed")  # the driver imports the budget, which needs
 from synclient.cluster.driver import SHARDS_AHEAD_PER_THREAD, DaskFetcher, DaskSettings  # noqa: E402
 from synclient.cluster.shard_run import FileFetched, ShardOutcome, ShardTask  # noqa: E402
 from synclient.cluster.shards import ShardSizes
-from synclient.platform.credentials import Endpoints
 from synclient.errors import ClusterLostError, ConfigError, ErrorNature, NotFoundError, ShardFailedError
 from synclient.events import SyncObserver
+from synclient.platform.credentials import Endpoints
 from synclient.platform.models import FileHandle
 from synclient.platform.tls import TrustedCAs
 from synclient.transfer.jobs import FetchJob
@@ -89,8 +90,12 @@ class FakeBudget:
 
 
 def _platform():
-    return SimpleNamespace(endpoints=Endpoints.from_root("http://127.0.0.1:1"), token_for_workers=lambda: "t0ken",
-                           trusted_cas=TrustedCAs(None, "certifi"), admission=None)
+    return SimpleNamespace(
+        endpoints=Endpoints.from_root("http://127.0.0.1:1"),
+        token_for_workers=lambda: "t0ken",
+        trusted_cas=TrustedCAs(None, "certifi"),
+        admission=None,
+    )
 
 
 def _jobs(tmp_path: Path, count: int, size: int = 10) -> List[FetchJob]:
@@ -100,8 +105,9 @@ def _jobs(tmp_path: Path, count: int, size: int = 10) -> List[FetchJob]:
 def _outcome(task: ShardTask, *, worker: str = "tcp://w0", errors=None) -> ShardOutcome:
     errors = errors or {}
     files = tuple(FileFetched(f.entity_id, f.destination, errors.get(f.entity_id), f.size) for f in task.shard.files)
-    return ShardOutcome(task.shard.number, worker, files, seconds=1.5, cpu_seconds=0.5, rest_calls=2, throttled=1,
-                        retries=1)
+    return ShardOutcome(
+        task.shard.number, worker, files, seconds=1.5, cpu_seconds=0.5, rest_calls=2, throttled=1, retries=1
+    )
 
 
 def _run(client: FakeClient, jobs: List[FetchJob], *, sizes: ShardSizes, answer) -> dict:
@@ -110,14 +116,22 @@ def _run(client: FakeClient, jobs: List[FetchJob], *, sizes: ShardSizes, answer)
     platform = _platform()
     got = {}
     client.on_submit = answer
-    with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=sizes), pool=pool, platform=platform,
-                     config=SimpleNamespace(max_workers=4)) as fetcher:
+    with DaskFetcher(
+        DaskSettings(client, budget=FakeBudget(), shard_sizes=sizes),
+        pool=pool,
+        platform=platform,
+        config=SimpleNamespace(max_workers=4),
+    ) as fetcher:
         assert platform.admission is not None  # the driver's calls pass the cluster's budget during the run
         # the walk runs ahead of the cluster by a bounded number of files: shards queued behind each worker thread
         assert pool.expected_high_water == SHARDS_AHEAD_PER_THREAD * client.workers * sizes.files
         for job in jobs:
-            pool.submit(Priority.BUNDLE, fetcher.fetch, job,
-                        lambda fetched, job=job: got.__setitem__(job.entity_id, (fetched.error, fetched.received)))
+            pool.submit(
+                Priority.BUNDLE,
+                fetcher.fetch,
+                job,
+                lambda fetched, job=job: got.__setitem__(job.entity_id, (fetched.error, fetched.received)),
+            )
         pool.run()
         counts = fetcher.worker_counts()
     assert platform.admission is None  # and no longer after it
@@ -128,8 +142,12 @@ def test_files_go_out_in_shards_and_every_outcome_comes_back(tmp_path):
     client = FakeClient(workers=2)
     jobs = _jobs(tmp_path, 7)
     missing = NotFoundError("gone")
-    done = _run(client, jobs, sizes=ShardSizes(files=3),
-                answer=lambda task, future: future.finish(_outcome(task, errors={"syn4": missing})))
+    done = _run(
+        client,
+        jobs,
+        sizes=ShardSizes(files=3),
+        answer=lambda task, future: future.finish(_outcome(task, errors={"syn4": missing})),
+    )
     shards = [task.shard for task, _, _ in client.submitted]
     # two full shards while files came, then the last file alone (one file: one shard, whatever the workers)
     assert [len(shard.files) for shard in shards] == [3, 3, 1]
@@ -138,14 +156,27 @@ def test_files_go_out_in_shards_and_every_outcome_comes_back(tmp_path):
     assert set(done["got"]) == {f"syn{n}" for n in range(7)}
     assert done["got"]["syn4"][0] is missing and done["got"]["syn0"] == (None, 10)
     (counts,) = done["counts"]
-    assert (counts.worker, counts.shards, counts.files, counts.bytes, counts.rest_calls, counts.retries,
-            counts.throttled, counts.seconds, counts.cpu_seconds) == ("tcp://w0", 3, 6, 60, 6, 3, 3, 4.5, 1.5)
+    assert (
+        counts.worker,
+        counts.shards,
+        counts.files,
+        counts.bytes,
+        counts.rest_calls,
+        counts.retries,
+        counts.throttled,
+        counts.seconds,
+        counts.cpu_seconds,
+    ) == ("tcp://w0", 3, 6, 60, 6, 3, 3, 4.5, 1.5)
 
 
 def test_what_is_left_when_the_driver_is_idle_goes_out_as_one_shard_per_worker(tmp_path):
     client = FakeClient(workers=3)
-    _run(client, _jobs(tmp_path, 9), sizes=ShardSizes(files=100),
-         answer=lambda task, future: future.finish(_outcome(task)))
+    _run(
+        client,
+        _jobs(tmp_path, 9),
+        sizes=ShardSizes(files=100),
+        answer=lambda task, future: future.finish(_outcome(task)),
+    )
     assert [len(task.shard.files) for task, _, _ in client.submitted] == [3, 3, 3]
 
 
@@ -169,8 +200,12 @@ def test_shards_still_out_when_the_run_is_cancelled_are_cancelled(tmp_path):
     client = FakeClient(workers=1)
     pool = TaskPool(2)
     platform = _platform()
-    with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=1)), pool=pool,
-                     platform=platform, config=SimpleNamespace(max_workers=4)) as fetcher:
+    with DaskFetcher(
+        DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=1)),
+        pool=pool,
+        platform=platform,
+        config=SimpleNamespace(max_workers=4),
+    ) as fetcher:
         fetcher.fetch(_jobs(tmp_path, 1)[0], lambda fetched: None)
         pool.cancel(grace_seconds=0)
     assert [future.key for future in client.cancelled] == [client.submitted[0][1].key]
@@ -178,8 +213,9 @@ def test_shards_still_out_when_the_run_is_cancelled_are_cancelled(tmp_path):
 
 def test_the_token_reaches_the_task_but_no_repr(tmp_path):
     client = FakeClient(workers=1)
-    _run(client, _jobs(tmp_path, 1), sizes=ShardSizes(files=1),
-         answer=lambda task, future: future.finish(_outcome(task)))
+    _run(
+        client, _jobs(tmp_path, 1), sizes=ShardSizes(files=1), answer=lambda task, future: future.finish(_outcome(task))
+    )
     task = client.submitted[0][0]
     assert task.access.token == "t0ken" and "t0ken" not in repr(task)
 
@@ -195,8 +231,9 @@ def test_the_drivers_calls_pass_the_budget_on_the_runs_own_client(tmp_path):
     """Not on the process's default client (the last one made), which may be another cluster's."""
     client, budget = FakeClient(workers=1), FakeBudget()
     pool = TaskPool(1)
-    with DaskFetcher(DaskSettings(client, budget=budget), pool=pool, platform=_platform(),
-                     config=SimpleNamespace(max_workers=4)):
+    with DaskFetcher(
+        DaskSettings(client, budget=budget), pool=pool, platform=_platform(), config=SimpleNamespace(max_workers=4)
+    ):
         pass
     assert budget.clients == [client]
 
@@ -204,8 +241,7 @@ def test_the_drivers_calls_pass_the_budget_on_the_runs_own_client(tmp_path):
 def _run_guarded(client: FakeClient, jobs: List[FetchJob], *, sizes: ShardSizes, answer) -> dict:
     """``_run`` in a thread: a run that would wait for ever fails the test instead of hanging it."""
     done = {}
-    runner = threading.Thread(target=lambda: done.update(_run(client, jobs, sizes=sizes, answer=answer)),
-                              daemon=True)
+    runner = threading.Thread(target=lambda: done.update(_run(client, jobs, sizes=sizes, answer=answer)), daemon=True)
     runner.start()
     runner.join(HANG_GUARD_SECONDS)
     assert not runner.is_alive(), "the run waits for files that will never come back"
@@ -233,8 +269,9 @@ class UnreachableClient(FakeClient):
 
 
 def test_a_shard_that_cannot_be_sent_fails_its_files_and_the_run_ends(tmp_path):
-    done = _run_guarded(UnreachableClient("running"), _jobs(tmp_path, 3), sizes=ShardSizes(files=2),
-                        answer=lambda task, future: None)
+    done = _run_guarded(
+        UnreachableClient("running"), _jobs(tmp_path, 3), sizes=ShardSizes(files=2), answer=lambda task, future: None
+    )
     assert set(done["got"]) == {"syn0", "syn1", "syn2"}  # the full shard and the rest (drained: idle check)
     for error, received in done["got"].values():
         assert isinstance(error, ShardFailedError) and "Client is running" in str(error) and received is None
@@ -242,8 +279,9 @@ def test_a_shard_that_cannot_be_sent_fails_its_files_and_the_run_ends(tmp_path):
 
 
 def test_once_the_client_lost_its_scheduler_every_file_fails_with_one_fatal_line(tmp_path):
-    done = _run_guarded(UnreachableClient("closed"), _jobs(tmp_path, 2), sizes=ShardSizes(files=1),
-                        answer=lambda task, future: None)
+    done = _run_guarded(
+        UnreachableClient("closed"), _jobs(tmp_path, 2), sizes=ShardSizes(files=1), answer=lambda task, future: None
+    )
     for error, _ in done["got"].values():
         assert isinstance(error, ClusterLostError) and error.nature is ErrorNature.FATAL
         assert "scheduler is out of reach" in str(error)
@@ -272,8 +310,12 @@ def test_ending_a_run_whose_client_is_gone_raises_nothing_and_asks_no_worker(tmp
     client.submit = FakeClient.submit.__get__(client)  # the shard went out before the scheduler was lost
     client.run = lambda *args, **kwargs: pytest.fail("asked the workers of a client that lost its scheduler")
     pool = TaskPool(2)
-    with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=1)), pool=pool,
-                     platform=_platform(), config=SimpleNamespace(max_workers=4)) as fetcher:
+    with DaskFetcher(
+        DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=1)),
+        pool=pool,
+        platform=_platform(),
+        config=SimpleNamespace(max_workers=4),
+    ) as fetcher:
         fetcher.fetch(_jobs(tmp_path, 1)[0], lambda fetched: None)
         pool.cancel(grace_seconds=0)
     assert len(client.submitted) == 1
@@ -295,8 +337,13 @@ def test_a_file_fetched_on_the_cluster_completes_its_progress_on_the_driver(tmp_
     jobs = _jobs(tmp_path, 2)
     got = []
     client.on_submit = lambda task, future: future.finish(_outcome(task, errors={"syn1": NotFoundError("gone")}))
-    with DaskFetcher(DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=2)), pool=pool,
-                     platform=_platform(), config=SimpleNamespace(max_workers=4), observer=progress) as fetcher:
+    with DaskFetcher(
+        DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=2)),
+        pool=pool,
+        platform=_platform(),
+        config=SimpleNamespace(max_workers=4),
+        observer=progress,
+    ) as fetcher:
         for job in jobs:
             pool.submit(Priority.BUNDLE, fetcher.fetch, job, got.append)
         pool.run()

@@ -60,8 +60,16 @@ def _get(fetch, url, **kwargs):
     got = bytearray()
     client = DataClient(2)
     try:
-        result = fetch(client, SignedUrl(url), sink=lambda offset, data: got.extend(data), chunk_size=4096,
-                       connect_timeout=5, stall_timeout=5, cancelled=lambda: False, **kwargs)
+        result = fetch(
+            client,
+            SignedUrl(url),
+            sink=lambda offset, data: got.extend(data),
+            chunk_size=4096,
+            connect_timeout=5,
+            stall_timeout=5,
+            cancelled=lambda: False,
+            **kwargs,
+        )
     finally:
         client.close()
     return result, bytes(got)

@@ -1,4 +1,5 @@
 """Direct (page-cache-bypassing) I/O of large downloads: same bytes as buffered I/O, whatever the alignment."""
+
 import hashlib
 import os
 import random
@@ -6,12 +7,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from synclient.errors import LocalIOError
 from synclient.transfer.direct import ALIGN, DirectFile, aligned_buffer, filesystem_type, open_direct
 from synclient.transfer.download import plan_parts
 from synclient.transfer.hashing import PrefixHasher, hash_file_range, hash_with_read_ahead
+
 
 def _direct_file(path: Path, size: int) -> DirectFile:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -43,14 +46,18 @@ def test_no_direct_descriptor_on_memory_or_pseudo_filesystems(tmp_path):
 
 def test_aligned_buffer_is_page_aligned_and_big_enough():
     import ctypes
+
     buffer = aligned_buffer(10_000)
     assert len(buffer) >= 10_000 and len(buffer) % ALIGN == 0
     assert ctypes.addressof(ctypes.c_char.from_buffer(buffer)) % ALIGN == 0
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10 ** 6), size=st.integers(1, 5 * ALIGN + 777),
-       chunk=st.sampled_from([1, 100, ALIGN - 1, ALIGN, 2 * ALIGN + 5, 3 * ALIGN]))
+@given(
+    seed=st.integers(0, 10**6),
+    size=st.integers(1, 5 * ALIGN + 777),
+    chunk=st.sampled_from([1, 100, ALIGN - 1, ALIGN, 2 * ALIGN + 5, 3 * ALIGN]),
+)
 def test_writes_in_any_alignment_and_order_give_the_same_file(tmp_path_factory, seed, size, chunk):
     """Chunks land at aligned and unaligned offsets, with aligned and odd lengths, in random order: the aligned
     stretches go direct, the rest buffered, and the file (read back both ways) is exactly the data."""
@@ -62,9 +69,9 @@ def test_writes_in_any_alignment_and_order_give_the_same_file(tmp_path_factory, 
         random.Random(seed + 1).shuffle(offsets)
         buffer = aligned_buffer(chunk)
         for offset in offsets:
-            piece = data[offset:offset + chunk]
-            buffer[:len(piece)] = piece
-            file.write(buffer[:len(piece)], offset)
+            piece = data[offset : offset + chunk]
+            buffer[: len(piece)] = piece
+            file.write(buffer[: len(piece)], offset)
         assert path.read_bytes() == data
         start = random.Random(seed + 2).randrange(size)
         md5 = hashlib.md5()
@@ -79,7 +86,7 @@ def test_an_unaligned_buffer_falls_back_to_buffered_writes(tmp_path):
     """A buffer whose address O_DIRECT refuses turns direct I/O off; the bytes still land."""
     data = os.urandom(4 * ALIGN)
     # one byte past an aligned address: surely unaligned (a bytes object's data may be aligned by chance)
-    unaligned = aligned_buffer(5 * ALIGN)[1:1 + len(data)]
+    unaligned = aligned_buffer(5 * ALIGN)[1 : 1 + len(data)]
     unaligned[:] = data
     path = tmp_path / "f"
     file = _direct_file(path, len(data))
@@ -103,7 +110,7 @@ def test_prefix_hasher_reads_a_direct_file_back_exactly(tmp_path):
         buffer[:size] = data
         for index in reversed(range(len(parts))):
             part = parts[index]
-            file.write(buffer[part.start:part.end], part.start)
+            file.write(buffer[part.start : part.end], part.start)
             hasher.part_done(index)
         assert hasher.hexdigest() == hashlib.md5(data).hexdigest()
         assert file.direct
@@ -112,7 +119,7 @@ def test_prefix_hasher_reads_a_direct_file_back_exactly(tmp_path):
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10 ** 6), size=st.integers(3 * ALIGN, 40 * ALIGN), buffers=st.integers(1, 3))
+@given(seed=st.integers(0, 10**6), size=st.integers(3 * ALIGN, 40 * ALIGN), buffers=st.integers(1, 3))
 def test_read_ahead_hash_is_the_md5_of_the_range(tmp_path_factory, seed, size, buffers):
     """Reads ahead in a helper thread through small buffers (many refills, unaligned start): same MD5."""
     rng = random.Random(seed)
@@ -148,7 +155,8 @@ def test_filesystem_type_takes_the_longest_mount_point_and_decodes_escapes(tmp_p
         "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
         "30 22 0:40 / /mnt/my\\040data rw shared:9 - nfs4 server:/export rw\n"
         "31 30 0:41 / /mnt/my\\040data/scratch rw - tmpfs tmpfs rw\n"
-        "garbage line\n")
+        "garbage line\n"
+    )
     assert filesystem_type(Path("/mnt/my data/project"), str(mountinfo)) == "nfs4"
     assert filesystem_type(Path("/mnt/my data/scratch/x"), str(mountinfo)) == "tmpfs"
     assert filesystem_type(Path("/mnt/my datab"), str(mountinfo)) == "ext4"  # a prefix of the name is not inside

@@ -1,4 +1,5 @@
 """The Downloader's own pieces, with fakes for the pool, the URL broker and storage."""
+
 import errno
 import hashlib
 import os
@@ -8,8 +9,18 @@ from typing import Callable, Dict, List, Optional
 
 import pytest
 
-from synclient.errors import (Cancelled, IntegrityError, LocalIOError, MalformedAnswerError, NotFoundError,
-                              ServerError, SynclientError, ThrottledError, TransferError, UrlRejectedError)
+from synclient.errors import (
+    Cancelled,
+    IntegrityError,
+    LocalIOError,
+    MalformedAnswerError,
+    NotFoundError,
+    ServerError,
+    SynclientError,
+    ThrottledError,
+    TransferError,
+    UrlRejectedError,
+)
 from synclient.events import SyncObserver
 from synclient.platform.models import FileHandle
 from synclient.transfer.config import TransferConfig
@@ -22,6 +33,7 @@ PART = 64 * 1024  # the smallest part size TransferConfig allows
 
 
 # -- reporting_failures: the one mapping of what fails in a download to what is reported ------------------------
+
 
 def test_a_synclient_error_is_reported_as_it_is():
     reported = []
@@ -72,6 +84,7 @@ def test_a_block_that_succeeds_reports_nothing():
 
 
 # -- fakes of the Downloader's collaborators -------------------------------------------------------------------
+
 
 class NoWaitEvent(threading.Event):
     """The pool's cancel event; as the retry loop's sleep it returns at once (the tests do not wait out backoff)."""
@@ -140,10 +153,11 @@ class FakeStorage:
             return FakeResponse(self.status, {}, b"")
         if "Range" not in headers or not self.honours_range:
             return FakeResponse(200, {"Content-Length": str(len(self.data))}, self.data)
-        start, end = (int(n) for n in headers["Range"][len("bytes="):].split("-"))
-        body = self.data[start:end + 1]
-        return FakeResponse(206, {"Content-Range": f"bytes {start}-{end}/{len(self.data)}",
-                                  "Content-Length": str(len(body))}, body)
+        start, end = (int(n) for n in headers["Range"][len("bytes=") :].split("-"))
+        body = self.data[start : end + 1]
+        return FakeResponse(
+            206, {"Content-Range": f"bytes {start}-{end}/{len(self.data)}", "Content-Length": str(len(body))}, body
+        )
 
 
 class FailingObserver(SyncObserver):
@@ -157,19 +171,41 @@ class FailingObserver(SyncObserver):
 
 
 class Run:
-    def __init__(self, tmp_path: Path, data: bytes, *, broker: FakeBroker = None, storage: FakeStorage = None,
-                 observer: SyncObserver = None, url: Optional[SignedUrl] = None, max_attempts: int = 3) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        data: bytes,
+        *,
+        broker: FakeBroker = None,
+        storage: FakeStorage = None,
+        observer: SyncObserver = None,
+        url: Optional[SignedUrl] = None,
+        max_attempts: int = 3,
+    ) -> None:
         self.pool = FakePool()
         self.broker = broker or FakeBroker()
         self.storage = storage or FakeStorage(data)
         self.done: List[Optional[SynclientError]] = []
-        config = TransferConfig(multipart_threshold=2 * PART, part_size=PART, streams_per_file=2,
-                                chunk_size=16 * 1024, max_attempts=max_attempts, direct_io=False)
-        self.downloader = Downloader(pool=self.pool, broker=self.broker, client=self.storage, config=config,
-                                     observer=observer or SyncObserver())
+        config = TransferConfig(
+            multipart_threshold=2 * PART,
+            part_size=PART,
+            streams_per_file=2,
+            chunk_size=16 * 1024,
+            max_attempts=max_attempts,
+            direct_io=False,
+        )
+        self.downloader = Downloader(
+            pool=self.pool, broker=self.broker, client=self.storage, config=config, observer=observer or SyncObserver()
+        )
         handle = FileHandle(id="fh1", content_size=len(data), content_md5=hashlib.md5(data).hexdigest())
-        self.job = FileJob(entity_id="syn1", version=1, handle=handle, destination=tmp_path.resolve() / "file.bin",
-                           on_done=self.done.append, url=url)
+        self.job = FileJob(
+            entity_id="syn1",
+            version=1,
+            handle=handle,
+            destination=tmp_path.resolve() / "file.bin",
+            on_done=self.done.append,
+            url=url,
+        )
 
     def start(self) -> None:
         self.downloader.start(self.job)
@@ -229,11 +265,16 @@ SMALL, LARGE = PART, 5 * PART  # one stream; parts
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE])
-@pytest.mark.parametrize("make_error", [lambda: ServerError("503 from the platform", status=503),
-                                        lambda: ThrottledError("429 from the platform", status=429),
-                                        lambda: MalformedAnswerError("not JSON")], ids=["503", "429", "malformed"])
-def test_a_retryable_platform_error_of_the_url_refresh_is_not_tried_again_by_the_download(tmp_path, size,
-                                                                                           make_error):
+@pytest.mark.parametrize(
+    "make_error",
+    [
+        lambda: ServerError("503 from the platform", status=503),
+        lambda: ThrottledError("429 from the platform", status=429),
+        lambda: MalformedAnswerError("not JSON"),
+    ],
+    ids=["503", "429", "malformed"],
+)
+def test_a_retryable_platform_error_of_the_url_refresh_is_not_tried_again_by_the_download(tmp_path, size, make_error):
     """The platform already retried the REST call until its tries ran out and raised the error marked spent (as
     tests/unit/test_error_nature.py shows): the download's own tries must not multiply them (fetch_one is called
     once, and the file fails with that error)."""
@@ -251,8 +292,9 @@ def test_a_retryable_platform_error_of_the_url_refresh_is_not_tried_again_by_the
 @pytest.mark.parametrize("size", [SMALL, LARGE])
 def test_a_transfer_error_is_tried_again_up_to_max_attempts(tmp_path, size):
     data = os.urandom(size)
-    run = Run(tmp_path, data, storage=FakeStorage(data, fail=2), url=SignedUrl("https://storage.example/o"),
-              max_attempts=3)
+    run = Run(
+        tmp_path, data, storage=FakeStorage(data, fail=2), url=SignedUrl("https://storage.example/o"), max_attempts=3
+    )
     run.start()
     assert run.done == [None]
     assert run.job.destination.read_bytes() == data
@@ -261,8 +303,9 @@ def test_a_transfer_error_is_tried_again_up_to_max_attempts(tmp_path, size):
 
 def test_transfer_errors_stop_after_max_attempts(tmp_path):
     data = os.urandom(SMALL)
-    run = Run(tmp_path, data, storage=FakeStorage(data, fail=10), url=SignedUrl("https://storage.example/o"),
-              max_attempts=3)
+    run = Run(
+        tmp_path, data, storage=FakeStorage(data, fail=10), url=SignedUrl("https://storage.example/o"), max_attempts=3
+    )
     run.start()
     [error] = run.done
     assert type(error) is TransferError
@@ -282,8 +325,9 @@ def test_a_rejected_url_is_refreshed_and_tried_again(tmp_path):
 
 def test_bytes_that_do_not_match_are_fetched_again_up_to_max_attempts(tmp_path):
     data = os.urandom(SMALL)
-    run = Run(tmp_path, data, storage=FakeStorage(b"x" * SMALL), url=SignedUrl("https://storage.example/o"),
-              max_attempts=3)
+    run = Run(
+        tmp_path, data, storage=FakeStorage(b"x" * SMALL), url=SignedUrl("https://storage.example/o"), max_attempts=3
+    )
     run.start()
     [error] = run.done
     assert isinstance(error, IntegrityError)

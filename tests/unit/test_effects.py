@@ -1,6 +1,7 @@
 """Where a run's decisions go (synclient.sync.effects): a real run's AppliedEffects carries each out and records one
 result per file; a dry run's PlannedEffects writes each into its plan and touches nothing. Driven the same way, the
 plan lists what the real run records, action for action."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,8 @@ from synclient.errors import AccessDeniedError, AuthenticationError, LocalIOErro
 from synclient.events import SyncObserver
 from synclient.results import FileResult, SyncStatus
 from synclient.sync.deletion import Removal
+from synclient.sync.effects import AppliedEffects, Effects, PlannedEffects
 from synclient.sync.local.paths import TargetDirectory
-from synclient.sync.effects import Effects, PlannedEffects, AppliedEffects
 from synclient.sync.plan.dry_run import PlanEntry
 from synclient.sync.plan.planner import Action
 from synclient.sync.records.index import IndexRow, LocalIndex
@@ -28,23 +29,53 @@ class Observed(SyncObserver):
         self.finished.append(result)
 
 
-def _written(root: Path, rel_path: str, text: str = "synclient wrote this", *, entity_id: str = "syn9",
-             version: int = 1, local_path: Optional[str] = None) -> IndexRow:
+def _written(
+    root: Path,
+    rel_path: str,
+    text: str = "synclient wrote this",
+    *,
+    entity_id: str = "syn9",
+    version: int = 1,
+    local_path: Optional[str] = None,
+) -> IndexRow:
     """A file synclient wrote and its index row (size and mtime as left)."""
     local_path = local_path or rel_path
     path = root / local_path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     info = os.lstat(path)
-    return IndexRow(rel_path, local_path, "syn1", entity_id, version, "h" + entity_id, None, info.st_size,
-                    "text/plain", "syn1", info.st_size, info.st_mtime_ns)
+    return IndexRow(
+        rel_path,
+        local_path,
+        "syn1",
+        entity_id,
+        version,
+        "h" + entity_id,
+        None,
+        info.st_size,
+        "text/plain",
+        "syn1",
+        info.st_size,
+        info.st_mtime_ns,
+    )
 
 
-def _record(tmp_path: Path, index: LocalIndex, *, is_fatal: Callable[[SynclientError], bool] = lambda e: False,
-            list_in_manifest: bool = True) -> Tuple[AppliedEffects, Observed, List[str]]:
+def _record(
+    tmp_path: Path,
+    index: LocalIndex,
+    *,
+    is_fatal: Callable[[SynclientError], bool] = lambda e: False,
+    list_in_manifest: bool = True,
+) -> Tuple[AppliedEffects, Observed, List[str]]:
     observer, stopped = Observed(), []
-    effects = AppliedEffects(target=TargetDirectory(tmp_path), index=index, observer=observer, is_fatal=is_fatal,
-                            on_fatal=lambda: stopped.append("stop"), list_in_manifest=list_in_manifest)
+    effects = AppliedEffects(
+        target=TargetDirectory(tmp_path),
+        index=index,
+        observer=observer,
+        is_fatal=is_fatal,
+        on_fatal=lambda: stopped.append("stop"),
+        list_in_manifest=list_in_manifest,
+    )
     return effects, observer, stopped
 
 
@@ -57,6 +88,7 @@ def test_only_a_real_run_writes():
 
 
 # -- a real run ----------------------------------------------------------------------------------------------------
+
 
 def test_a_real_run_carries_out_each_decision_and_records_its_result(tmp_path):
     with LocalIndex(tmp_path) as index:
@@ -94,7 +126,8 @@ def test_without_a_manifest_no_paths_are_kept_for_one(tmp_path):
 def test_a_fatal_error_stops_the_run_once_and_what_fails_after_it_is_not_reported(tmp_path):
     with LocalIndex(tmp_path) as index:
         effects, observer, stopped = _record(
-            tmp_path, index, is_fatal=lambda error: isinstance(error, AuthenticationError))
+            tmp_path, index, is_fatal=lambda error: isinstance(error, AuthenticationError)
+        )
         denied = FileResult("syn2", 1, None, None, None, SyncStatus.FAILED, AccessDeniedError("no"))
         effects.finished(denied)  # an error of its file only
         fatal = AuthenticationError("token expired")
@@ -167,6 +200,7 @@ def test_a_real_run_clears_a_folder_of_its_own_leftovers_and_removes_its_own_fil
 
 # -- a dry run -----------------------------------------------------------------------------------------------------
 
+
 def test_a_dry_run_plans_each_decision_and_carries_out_none(tmp_path):
     with LocalIndex(tmp_path, read_only=True) as index:
         effects = PlannedEffects(target=TargetDirectory(tmp_path, create=False), index=index)
@@ -194,24 +228,34 @@ def test_a_dry_run_removes_nothing(tmp_path):
 
 # -- one way of deciding, two effects -----------------------------------------------------------------------------
 
+
 def _scenario(effects: Effects, root: Path, rows: dict) -> None:
     """A run's calls, as the pipeline, the claims and the deletion pass make them, the same in both kinds of run:
     an up-to-date file, two fetched, a file that could not be planned, a vanished file and a changed one."""
     effects.up_to_date(rows["same"])
-    for rel_path, entity_id, action in (("new.txt", "syn20", Action.DOWNLOAD), ("both.txt", "syn21",
-                                                                                Action.KEEP_BOTH)):
+    for rel_path, entity_id, action in (("new.txt", "syn20", Action.DOWNLOAD), ("both.txt", "syn21", Action.KEEP_BOTH)):
         destination = root / (rel_path if action is not Action.KEEP_BOTH else "both(1).txt")
         entry = PlanEntry(rel_path, entity_id, 1, 5, action, destination)
 
         def carry_out(entry: PlanEntry = entry) -> None:  # what the fetch ends with
             entry.destination.write_text("fetch")
-            effects.finished(FileResult(entry.entity_id, entry.version, entry.destination, 5, None,
-                                        SyncStatus.DOWNLOADED, action=entry.action.value),
-                             manifest_path=entry.rel_path)
+            effects.finished(
+                FileResult(
+                    entry.entity_id,
+                    entry.version,
+                    entry.destination,
+                    5,
+                    None,
+                    SyncStatus.DOWNLOADED,
+                    action=entry.action.value,
+                ),
+                manifest_path=entry.rel_path,
+            )
 
         effects.decided(entry, carry_out)
-    effects.finished(FileResult("syn30", None, root / "bad", None, None, SyncStatus.FAILED,
-                                AccessDeniedError("no bundle")))
+    effects.finished(
+        FileResult("syn30", None, root / "bad", None, None, SyncStatus.FAILED, AccessDeniedError("no bundle"))
+    )
     for key in ("gone", "edited"):
         removal = effects.remove_indexed(rows[key])
         if removal is not None:
@@ -219,16 +263,21 @@ def _scenario(effects: Effects, root: Path, rows: dict) -> None:
 
 
 def _target(root: Path) -> dict:
-    rows = {"same": _written(root, "same.txt", entity_id="syn10"), "gone": _written(root, "gone.txt",
-                                                                                    entity_id="syn11"),
-            "edited": _written(root, "edited.txt", entity_id="syn12")}
+    rows = {
+        "same": _written(root, "same.txt", entity_id="syn10"),
+        "gone": _written(root, "gone.txt", entity_id="syn11"),
+        "edited": _written(root, "edited.txt", entity_id="syn12"),
+    }
     (root / "edited.txt").write_text("changed by the user since")
     return rows
 
 
 def _tree(root: Path) -> Set[Tuple[str, str]]:
-    return {(str(p.relative_to(root)), p.read_text()) for p in root.rglob("*") if p.is_file()
-            and ".synclient" not in p.parts}
+    return {
+        (str(p.relative_to(root)), p.read_text())
+        for p in root.rglob("*")
+        if p.is_file() and ".synclient" not in p.parts
+    }
 
 
 def test_the_dry_runs_plan_is_what_the_real_run_records(tmp_path):
@@ -243,15 +292,30 @@ def test_the_dry_runs_plan_is_what_the_real_run_records(tmp_path):
         _scenario(record, record.target.root, real_rows)
         _scenario(plan, plan.target.root, dry_rows)
 
-        recorded = sorted((r.entity_id, r.action, str(r.path.relative_to(record.target.root)))
-                          for r in record.results if r.status is not SyncStatus.FAILED)
-        planned = sorted((e.entity_id, e.action.value, str(e.destination.relative_to(plan.target.root)))
-                         for e in plan.plan.entries)
-        assert planned == recorded == [
-            ("syn10", "skip", "same.txt"), ("syn11", "delete", "gone.txt"), ("syn12", "keep-local", "edited.txt"),
-            ("syn20", "download", "new.txt"), ("syn21", "keep-both", "both(1).txt")]
-        assert ([f.entity_id for f in plan.plan.failures]
-                == [r.entity_id for r in record.results if r.status is SyncStatus.FAILED] == ["syn30"])
+        recorded = sorted(
+            (r.entity_id, r.action, str(r.path.relative_to(record.target.root)))
+            for r in record.results
+            if r.status is not SyncStatus.FAILED
+        )
+        planned = sorted(
+            (e.entity_id, e.action.value, str(e.destination.relative_to(plan.target.root))) for e in plan.plan.entries
+        )
+        assert (
+            planned
+            == recorded
+            == [
+                ("syn10", "skip", "same.txt"),
+                ("syn11", "delete", "gone.txt"),
+                ("syn12", "keep-local", "edited.txt"),
+                ("syn20", "download", "new.txt"),
+                ("syn21", "keep-both", "both(1).txt"),
+            ]
+        )
+        assert (
+            [f.entity_id for f in plan.plan.failures]
+            == [r.entity_id for r in record.results if r.status is SyncStatus.FAILED]
+            == ["syn30"]
+        )
         assert _tree(dry_root) == before  # nothing written, nothing removed
         assert not (dry_root / ".synclient").exists()
         assert ("gone.txt", "synclient wrote this") not in _tree(real_root)
@@ -281,4 +345,5 @@ def test_a_removal_that_fails_is_a_failure_in_the_plan_as_in_the_real_run(tmp_pa
         assert failed.status is SyncStatus.FAILED
         assert plan.plan.entries == []
         assert [(f.entity_id, f.status, str(f.error)) for f in plan.plan.failures] == [
-            (failed.entity_id, SyncStatus.FAILED, str(failed.error))]
+            (failed.entity_id, SyncStatus.FAILED, str(failed.error))
+        ]

@@ -1,13 +1,24 @@
 """The platform's retries read the errors' nature: a retryable error is tried again, and once its tries ran out it is
 raised marked spent (so an outer loop does not multiply them); any other error is raised at once."""
+
 import pytest
 import requests
 import responses
-
 from client_support import FAST, REPO, error, prove
+
+from synclient.errors import (
+    AccessDeniedError,
+    BadRequestError,
+    EndpointError,
+    ErrorNature,
+    MalformedAnswerError,
+    NotFoundError,
+    PermanentServerError,
+    ServerError,
+    ThrottledError,
+    is_retryable,
+)
 from synclient.platform.rest import TRANSIENT_SERVER_STATUS
-from synclient.errors import (AccessDeniedError, BadRequestError, EndpointError, ErrorNature, MalformedAnswerError,
-                              NotFoundError, PermanentServerError, ServerError, ThrottledError, is_retryable)
 
 FREQUENT = "Requests are too frequent. Allowed 600 requests every 60 seconds."
 

@@ -2,6 +2,7 @@
 either refuses the file (the batch's error, a URL synclient does not fetch) or starts its download; synapseclient's
 cache stands in front of any fetcher (a copy instead of a fetch, the fetch when the copy is not the file), and
 every file installed is recorded there; the job and its outcome pickle (they travel to Dask workers)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,7 @@ DATA = b"the remote's bytes\n" * 3
 
 
 def _job(tmp_path: Path, data: bytes = DATA, handle_id: str = "1234") -> FetchJob:
-    return FetchJob("syn1", 2, FileHandle(handle_id, len(data), hashlib.md5(data).hexdigest()),
-                    tmp_path / "f.txt")
+    return FetchJob("syn1", 2, FileHandle(handle_id, len(data), hashlib.md5(data).hexdigest()), tmp_path / "f.txt")
 
 
 class FakeBroker:
@@ -82,10 +82,13 @@ def test_a_url_starts_the_download_of_the_very_fetch_observers_were_told_of(tmp_
     assert started.url is not None and started.planned is job.planned
 
 
-@pytest.mark.parametrize("answer, refusal", [
-    (dict(error=NotFoundError("file handle 1234 is gone")), NotFoundError),
-    (dict(url="ftp://elsewhere.example/f.txt"), UnsupportedError),
-])
+@pytest.mark.parametrize(
+    "answer, refusal",
+    [
+        (dict(error=NotFoundError("file handle 1234 is gone")), NotFoundError),
+        (dict(url="ftp://elsewhere.example/f.txt"), UnsupportedError),
+    ],
+)
 def test_a_refused_url_fails_the_file_without_a_download(tmp_path, answer, refusal):
     downloader = FakeDownloader()
     fetcher, pool = _local(FakeBroker(**answer), downloader)
@@ -112,8 +115,14 @@ def _cache_first(tmp_path: Path, inner: Inner, downloader=None) -> Tuple[Synapse
     cache = SynapseCache(tmp_path / "cache")
     pool = TaskPool(1)
     folders = SymlinkFreeFolders()
-    downloader = downloader or Downloader(pool=pool, broker=None, client=None,  # type: ignore[arg-type]
-                                          config=TransferConfig(), observer=SyncObserver(), folders=folders)
+    downloader = downloader or Downloader(
+        pool=pool,
+        broker=None,
+        client=None,  # type: ignore[arg-type]
+        config=TransferConfig(),
+        observer=SyncObserver(),
+        folders=folders,
+    )
     return SynapseCacheFirst(inner, cache=cache, pool=pool, downloader=downloader), pool, cache
 
 

@@ -1,5 +1,6 @@
 """The checked-path folders of systems without ``dir_fd`` (issue 18): a symlink on the way is refused, a folder
 swapped after it was opened is not touched, and deletion never reaches outside the target. Run on every system."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,8 +29,9 @@ def target(tmp_path, monkeypatch):
 
 
 def _outside_intact(tmp_path):
-    return ((tmp_path / "outside" / "f.txt").read_text() == "not ours"
-            and (tmp_path / "outside" / "e" / "f.txt").read_text() == "not ours")
+    return (tmp_path / "outside" / "f.txt").read_text() == "not ours" and (
+        tmp_path / "outside" / "e" / "f.txt"
+    ).read_text() == "not ours"
 
 
 def test_open_folder_gives_the_checked_path_fallback(target):
@@ -63,8 +65,7 @@ def test_a_folder_swapped_for_a_symlink_after_it_was_opened_is_not_touched(targe
     held = target.open_folder("d/e")
     os.rename(target.root / "d", tmp_path / "moved")
     os.symlink(tmp_path / "outside", target.root / "d")  # the same names now lead outside
-    for call in (held.listdir, lambda: held.lstat("f.txt"), lambda: held.unlink("f.txt"),
-                 lambda: held.rmdir("f.txt")):
+    for call in (held.listdir, lambda: held.lstat("f.txt"), lambda: held.unlink("f.txt"), lambda: held.rmdir("f.txt")):
         with pytest.raises(UnsafePathError):
             call()
     assert _outside_intact(tmp_path)

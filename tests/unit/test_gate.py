@@ -2,6 +2,7 @@
 
 The long-run behaviour against a simulated server is in ``test_gate_simulation.py``.
 """
+
 import collections
 import logging
 import math
@@ -12,8 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synclient.errors import CallCancelledError
-from synclient.platform.gate import (MAX_COOL_DOWN, MAX_WINDOW_SECONDS, AdaptiveGate, Throttle, ThrottleKind,
-                                     ThrottlePolicy, Ticket, shared_gate)
+from synclient.platform.gate import (
+    MAX_COOL_DOWN,
+    MAX_WINDOW_SECONDS,
+    AdaptiveGate,
+    Throttle,
+    ThrottleKind,
+    ThrottlePolicy,
+    Ticket,
+    shared_gate,
+)
 
 SYNAPSE_CONCURRENCY = "Too many concurrent requests. Allowed 3 concurrent connections at any time."
 SYNAPSE_FREQUENCY = "Requests are too frequent. Allowed 600 requests every 60 seconds."
@@ -37,16 +46,19 @@ def run_successes(policy, count, now=0.0, step=0.0):
 
 # -- what a 429 says ----------------------------------------------------------------------------------------------
 
+
 def test_the_throttle_texts_of_synapse_are_read_with_their_sizes():
     assert Throttle.from_reason(SYNAPSE_CONCURRENCY) == Throttle(ThrottleKind.CONCURRENCY, allowed=3)
     assert Throttle.from_reason(SYNAPSE_FREQUENCY, retry_after=2.0) == Throttle(
-        ThrottleKind.FREQUENCY, allowed=600, window_seconds=60.0, retry_after=2.0)
+        ThrottleKind.FREQUENCY, allowed=600, window_seconds=60.0, retry_after=2.0
+    )
     assert Throttle.from_reason("Requests are too frequent.") == Throttle(ThrottleKind.FREQUENCY)
     assert Throttle.from_reason(None) == Throttle(ThrottleKind.CONCURRENCY)
     assert Throttle.from_reason("Allowed 100 requests every 6 seconds").window_seconds == 6.0
 
 
 # -- concurrency --------------------------------------------------------------------------------------------------
+
 
 def test_slow_start_probes_one_past_three_then_doubles_until_the_first_429():
     policy = ThrottlePolicy(max_limit=32)
@@ -105,6 +117,7 @@ def test_an_unstated_concurrency_limit_is_found_by_halving_and_additive_growth()
 
 
 # -- frequency ----------------------------------------------------------------------------------------------------
+
 
 def test_the_first_frequency_refusal_teaches_the_window_and_no_start_exceeds_it():
     policy = ThrottlePolicy(initial_limit=3, max_limit=3)
@@ -186,8 +199,13 @@ def test_retry_after_holds_every_start_back_but_never_beyond_the_cap():
     assert policy.start_delay(5.0) == pytest.approx(MAX_COOL_DOWN)
 
 
-refusals = st.lists(st.tuples(st.sampled_from(["ok", "conc", "conc-stated", "freq", "freq-unstated", "retry"]),
-                              st.floats(min_value=0.0, max_value=30.0)), max_size=60)
+refusals = st.lists(
+    st.tuples(
+        st.sampled_from(["ok", "conc", "conc-stated", "freq", "freq-unstated", "retry"]),
+        st.floats(min_value=0.0, max_value=30.0),
+    ),
+    max_size=60,
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -197,8 +215,14 @@ def test_from_any_history_of_refusals_the_gate_returns_to_full_speed(history):
     back at the stated limits within a bounded time (about ten windows, plus the longest cool-down)."""
     policy = ThrottlePolicy(initial_limit=3, max_limit=16, growth_successes=5)
     now = 0.0
-    throttles = {"ok": None, "conc": concurrency(), "conc-stated": concurrency(allowed=3), "freq": frequency(),
-                 "freq-unstated": Throttle(ThrottleKind.FREQUENCY), "retry": concurrency(retry_after=30.0)}
+    throttles = {
+        "ok": None,
+        "conc": concurrency(),
+        "conc-stated": concurrency(allowed=3),
+        "freq": frequency(),
+        "freq-unstated": Throttle(ThrottleKind.FREQUENCY),
+        "retry": concurrency(retry_after=30.0),
+    }
     for answer, gap in history:
         now += gap
         policy.on_finish(policy.on_start(now), now, throttles[answer])
@@ -224,6 +248,7 @@ def test_from_any_history_of_refusals_the_gate_returns_to_full_speed(history):
 
 
 # -- the thread wrapper -------------------------------------------------------------------------------------------
+
 
 def test_acquire_blocks_beyond_the_limit_until_a_release():
     gate = AdaptiveGate(initial_limit=1, max_limit=1)

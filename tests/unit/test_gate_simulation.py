@@ -7,6 +7,7 @@ pause (a sustained first sync) and handle 429 as ``Platform`` does: a frequency 
 goes straight back to the gate, a concurrency refusal backs off a little, a ``Retry-After`` is honoured.
 The claims: throughput within 5% of the window's rate, fewer than 1% of requests refused.
 """
+
 from __future__ import annotations
 
 import collections
@@ -28,11 +29,11 @@ class Server:
     concurrency: int = 3
     per_window: int = 600
     window: float = 60.0
-    block_window: bool = False       # Synapse's fixed time block instead of the emulator's sliding window
-    states_limits: bool = True       # the 429 text names the limit's size
+    block_window: bool = False  # Synapse's fixed time block instead of the emulator's sliding window
+    states_limits: bool = True  # the 429 text names the limit's size
     retry_after: Optional[float] = None
-    service: Tuple[float, float] = (0.030, 0.070)   # seconds the server holds an admitted request
-    network: Tuple[float, float] = (0.001, 0.010)   # one-way delay
+    service: Tuple[float, float] = (0.030, 0.070)  # seconds the server holds an admitted request
+    network: Tuple[float, float] = (0.001, 0.010)  # one-way delay
     in_flight: int = 0
     admitted: Deque[float] = field(default_factory=collections.deque)
     block_started: float = -1e18
@@ -49,11 +50,17 @@ class Server:
                 self.admitted.popleft()
             full = len(self.admitted) >= self.per_window
         if full:
-            return (f"Requests are too frequent. Allowed {self.per_window} requests every {self.window:.0f} "
-                    f"seconds." if self.states_limits else "Requests are too frequent.")
+            return (
+                f"Requests are too frequent. Allowed {self.per_window} requests every {self.window:.0f} seconds."
+                if self.states_limits
+                else "Requests are too frequent."
+            )
         if self.in_flight >= self.concurrency:
-            return (f"Too many concurrent requests. Allowed {self.concurrency} concurrent connections at any time."
-                    if self.states_limits else "Too many concurrent requests.")
+            return (
+                f"Too many concurrent requests. Allowed {self.concurrency} concurrent connections at any time."
+                if self.states_limits
+                else "Too many concurrent requests."
+            )
         if self.block_window:
             self.block_count += 1
         else:
@@ -77,8 +84,15 @@ class Outcome:
         return self.successes + self.refused
 
 
-def simulate(server: Server, *, hours: float, workers: int = 8, seed: int = 1,
-             neighbour_rate: float = 0.0, neighbour_until: float = 0.0) -> Outcome:
+def simulate(
+    server: Server,
+    *,
+    hours: float,
+    workers: int = 8,
+    seed: int = 1,
+    neighbour_rate: float = 0.0,
+    neighbour_until: float = 0.0,
+) -> Outcome:
     """Run ``workers`` greedy client workers through one ``ThrottlePolicy`` for ``hours`` of simulated time.
 
     ``neighbour_rate``: another process of the same user sends this many requests per second (taking window
@@ -125,8 +139,13 @@ def simulate(server: Server, *, hours: float, workers: int = 8, seed: int = 1,
             at(now + service, depart)
             at(now + service + back, answer, worker, ticket, None)
         else:
-            at(now + 0.002 + back, answer, worker, ticket,
-               Throttle.from_reason(refusal, retry_after=server.retry_after))
+            at(
+                now + 0.002 + back,
+                answer,
+                worker,
+                ticket,
+                Throttle.from_reason(refusal, retry_after=server.retry_after),
+            )
 
     def depart(now: float) -> None:
         server.depart()

@@ -1,6 +1,7 @@
 """Files named by their handles' fileName (synclient.sync.plan.handle_names, issue 30 item 20): twins of one fileName
 in a folder are named apart by id whatever the listing's order, a folder keeps its name, and a file whose bundle
 cannot be had keeps its entity name."""
+
 from __future__ import annotations
 
 import itertools
@@ -21,16 +22,23 @@ class FakePlatform:
         if entity_id == "syn99":
             raise AccessDeniedError(f"{entity_id}: denied")
         handle = FileHandle(id=f"h{entity_id}", content_size=1, content_md5="0" * 32, file_name=FILE_NAMES[entity_id])
-        return FileBundle(Entity(id=entity_id, name="entity", type=EntityType.FILE, data_file_handle_id=handle.id),
-                          handle)
+        return FileBundle(
+            Entity(id=entity_id, name="entity", type=EntityType.FILE, data_file_handle_id=handle.id), handle
+        )
 
 
 def _file(entity_id: str, name: str) -> EntityHeader:
     return EntityHeader(id=entity_id, name=name, type=EntityType.FILE, version_number=1)
 
 
-LISTING = [_file("syn12", "b"), _file("syn5", "a"), EntityHeader(id="syn3", name="d", type=EntityType.FOLDER),
-           _file("syn40", "c"), _file("syn7", "e"), _file("syn99", "secret")]
+LISTING = [
+    _file("syn12", "b"),
+    _file("syn5", "a"),
+    EntityHeader(id="syn3", name="d", type=EntityType.FOLDER),
+    _file("syn40", "c"),
+    _file("syn7", "e"),
+    _file("syn99", "secret"),
+]
 
 
 def test_twins_are_named_apart_by_id_whatever_the_order():
@@ -38,8 +46,18 @@ def test_twins_are_named_apart_by_id_whatever_the_order():
     for order in itertools.permutations(LISTING):
         named = HandleNames(FakePlatform()).listing(list(order))
         answers.add(frozenset((h.id, h.name) for h in named))
-    assert answers == {frozenset({("syn5", "same.csv"), ("syn12", "same (syn12).csv"), ("syn3", "d"),
-                                  ("syn40", "d (syn40)"), ("syn7", "own.txt"), ("syn99", "secret")})}
+    assert answers == {
+        frozenset(
+            {
+                ("syn5", "same.csv"),
+                ("syn12", "same (syn12).csv"),
+                ("syn3", "d"),
+                ("syn40", "d (syn40)"),
+                ("syn7", "own.txt"),
+                ("syn99", "secret"),
+            }
+        )
+    }
 
 
 def test_each_bundle_is_fetched_once_and_handed_over_once():

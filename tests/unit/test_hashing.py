@@ -1,4 +1,5 @@
 """The MD5 readers of synclient/transfer/hashing.py that the other tests do not cover: a whole local file."""
+
 import hashlib
 import os
 

@@ -1,5 +1,6 @@
 """The suite never reaches the machine's own ~/.synapseConfig or ~/.synapseCache (the root conftest.py sees to it):
 a sync finds synapseclient's cache there and would read and write it, and synapseclient's ``Synapse()`` makes it."""
+
 from __future__ import annotations
 
 import os

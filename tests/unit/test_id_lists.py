@@ -1,4 +1,5 @@
 """Lists of ids as users bring them: command line, plain files, manifests and query results (CSV/TSV)."""
+
 from __future__ import annotations
 
 import io
@@ -6,8 +7,8 @@ import io
 import pytest
 
 from synclient.errors import ConfigError, LocalIOError
-from synclient.sync.sources.id_lists import EntityRef, ids_from_text, parse_refs, read_id_file
 from synclient.sync.records.manifest import MANIFEST_FILENAME, ManifestMode, ManifestRow, write_manifests
+from synclient.sync.sources.id_lists import EntityRef, ids_from_text, parse_refs, read_id_file
 
 
 def refs(*texts):
@@ -30,9 +31,11 @@ def test_a_bad_line_names_the_file_and_line():
 
 
 def test_a_tsv_manifest_gives_its_id_column():
-    manifest = ("path\tparent\tname\tid\tsynapseStore\n"
-                "/d/a.csv\tsyn9\ta.csv\tsyn11\tTrue\n"
-                "/d/b, with comma.csv\tsyn9\tb, with comma.csv\tsyn12\tTrue\n")
+    manifest = (
+        "path\tparent\tname\tid\tsynapseStore\n"
+        "/d/a.csv\tsyn9\ta.csv\tsyn11\tTrue\n"
+        "/d/b, with comma.csv\tsyn9\tb, with comma.csv\tsyn12\tTrue\n"
+    )
     assert ids_from_text(manifest, where="m.tsv") == refs("syn11", "syn12")
 
 
@@ -64,14 +67,17 @@ def test_missing_empty_and_binary_files_are_clear_errors(tmp_path):
         read_id_file(str(tmp_path / "bin"))
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("syn1   # raw, v2\nsyn2\n", ("syn1", "syn2")),  # a comma in a comment is no table
-    ("\tsyn1\nsyn2\n", ("syn1", "syn2")),  # nor is an indented id
-    ("id\nsyn1\nsyn2.3\n", ("syn1", "syn2.3")),  # a one-column table (SELECT id FROM ...)
-    ("\ufeffsyn1\n", ("syn1",)),  # a byte order mark, on standard input too
-    ("# exported\n# by a script\nid,x\nsyn1,a\n", ("syn1",)),
-    (" id , name \nsyn1 ,a\n", ("syn1",)),  # blanks around the column names
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("syn1   # raw, v2\nsyn2\n", ("syn1", "syn2")),  # a comma in a comment is no table
+        ("\tsyn1\nsyn2\n", ("syn1", "syn2")),  # nor is an indented id
+        ("id\nsyn1\nsyn2.3\n", ("syn1", "syn2.3")),  # a one-column table (SELECT id FROM ...)
+        ("\ufeffsyn1\n", ("syn1",)),  # a byte order mark, on standard input too
+        ("# exported\n# by a script\nid,x\nsyn1,a\n", ("syn1",)),
+        (" id , name \nsyn1 ,a\n", ("syn1",)),  # blanks around the column names
+    ],
+)
 def test_what_is_a_table_and_what_is_a_list(text, expected):
     assert ids_from_text(text, where="f") == refs(*expected)
 
@@ -86,9 +92,17 @@ def test_a_bad_row_of_a_table_is_named_by_its_line_in_the_file():
 def test_a_manifest_whose_annotation_holds_an_unbalanced_quote_gives_every_id(tmp_path):
     """Issue 29, defect 4: the TSV is unquoted (synapseutils' and ours); read as quoted, the '"' swallowed the rows
     up to the next one, and 5 files listed gave 2 ids."""
-    rows = [ManifestRow(tmp_path / f"f{n}.txt", "syn1", f"f{n}.txt", f"syn{10 + n}", "text/plain",
-                        {"note": {"type": "STRING", "value": [note]}})
-            for n, note in enumerate(['a "quoted', "plain", 'inch 3"', '"', "end"])]
+    rows = [
+        ManifestRow(
+            tmp_path / f"f{n}.txt",
+            "syn1",
+            f"f{n}.txt",
+            f"syn{10 + n}",
+            "text/plain",
+            {"note": {"type": "STRING", "value": [note]}},
+        )
+        for n, note in enumerate(['a "quoted', "plain", 'inch 3"', '"', "end"])
+    ]
     written, failures = write_manifests(lambda: iter(rows), tmp_path, ManifestMode.ROOT)
     assert failures == [] and written == [tmp_path / MANIFEST_FILENAME]
     assert '\ta "quoted\n' in written[0].read_text()  # as written, unquoted

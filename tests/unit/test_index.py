@@ -1,4 +1,5 @@
 """The local index reads rows on demand (nothing loaded at open), from any thread, and closes what it opened."""
+
 import os
 import threading
 
@@ -48,6 +49,7 @@ def test_a_dry_run_without_an_index_reads_no_rows_and_creates_nothing(tmp_path):
 
 def test_an_index_without_the_files_table_reads_as_empty(tmp_path):
     import sqlite3
+
     (tmp_path / META_DIR).mkdir()
     sqlite3.connect(tmp_path / META_DIR / INDEX_FILE).execute("CREATE TABLE other (x)").connection.close()
     with LocalIndex(tmp_path, read_only=True) as index:
@@ -77,7 +79,10 @@ def test_both_scans_stream_one_roots_rows_while_lookups_go_on_and_close_what_the
         assert sorted([first.rel_path] + [row.rel_path for row in rows]) == ["a.txt", "b/a.txt", "b/z.txt", "c.txt"]
         assert (first_sorted, annotations) == (_row("a.txt"), {"name": "a.txt"})
         assert [(row.local_path, notes) for row, notes in sorted_rows] == [
-            ("b/a.txt", {"name": "b/a.txt"}), ("b/z.txt", {"name": "b/z.txt"}), ("c.txt", {"name": "c.txt"})]
+            ("b/a.txt", {"name": "b/a.txt"}),
+            ("b/z.txt", {"name": "b/z.txt"}),
+            ("c.txt", {"name": "c.txt"}),
+        ]
         stopped = index.iter_sorted("syn1")
         next(stopped)
         stopped.close()  # a scan left early closes its connection too
@@ -101,6 +106,7 @@ def test_an_index_that_fails_midway_is_a_local_io_error_for_both_scans(tmp_path)
     import pytest
 
     from synclient.errors import LocalIOError
+
     with LocalIndex(tmp_path) as index:
         index.record(_row("a.txt"))
         index.flush()

@@ -4,6 +4,7 @@ Every import counts, wherever it is written (module level, inside a function, un
 type-only import is still a dependency a reader must follow. The layers, lowest first, are the map of
 docs/architecture.md; a new module must be given its layer here.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,29 +23,29 @@ PACKAGE_DIR = Path(synclient.__file__).parent
 #: disk, the records, the plan, the sources) below its orchestration, and the front doors on top.
 LAYERS: List[Tuple[str, int]] = [
     ("synclient._version", 0),
-    ("synclient._moved", 0),             # old module paths: found by name at import time, imports nothing
-    ("synclient.results", 0),          # outcome types: imports nothing of synclient
-    ("synclient.redaction", 0),        # the one redactor (URL credentials and queries, tokens): imports nothing
+    ("synclient._moved", 0),  # old module paths: found by name at import time, imports nothing
+    ("synclient.results", 0),  # outcome types: imports nothing of synclient
+    ("synclient.redaction", 0),  # the one redactor (URL credentials and queries, tokens): imports nothing
     ("synclient.errors", 1),
-    ("synclient.portable", 2),        # what this OS offers (fast paths or their fallbacks), chosen once
+    ("synclient.portable", 2),  # what this OS offers (fast paths or their fallbacks), chosen once
     ("synclient.choices", 2),
     ("synclient.events", 2),
     ("synclient.progress", 3),
-    ("synclient.platform", 3),         # control plane: wire models, credentials, TLS, the gate, the REST client
-    ("synclient.synapse_cache", 4),    # synapseclient's download cache: files only, beside the config it reads
-    ("synclient.transfer", 5),         # data plane: the shared pool, URLs, download strategies, partial files
-    ("synclient.sync.local", 6),       # the local disk, safely: names to paths, folders, deletion
-    ("synclient.sync.records", 7),     # the index and the manifests
-    ("synclient.sync.plan", 7),        # one action per file, the path each file claims, filters, the dry run
-    ("synclient.sync.sources", 8),     # where files come from: the tree walk, ids, datasets, queries
-    ("synclient.sync", 9),             # orchestration: options, the pipeline, outcomes, the runner
-    ("synclient.cluster", 9),          # a run over Dask: shards, the shared REST budget, the worker's task, the driver
-    ("synclient.emulator", 10),        # the platform stand-in: a program of its own
+    ("synclient.platform", 3),  # control plane: wire models, credentials, TLS, the gate, the REST client
+    ("synclient.synapse_cache", 4),  # synapseclient's download cache: files only, beside the config it reads
+    ("synclient.transfer", 5),  # data plane: the shared pool, URLs, download strategies, partial files
+    ("synclient.sync.local", 6),  # the local disk, safely: names to paths, folders, deletion
+    ("synclient.sync.records", 7),  # the index and the manifests
+    ("synclient.sync.plan", 7),  # one action per file, the path each file claims, filters, the dry run
+    ("synclient.sync.sources", 8),  # where files come from: the tree walk, ids, datasets, queries
+    ("synclient.sync", 9),  # orchestration: options, the pipeline, outcomes, the runner
+    ("synclient.cluster", 9),  # a run over Dask: shards, the shared REST budget, the worker's task, the driver
+    ("synclient.emulator", 10),  # the platform stand-in: a program of its own
     ("synclient.cli", 11),
     ("synclient.demo", 11),
     ("synclient.synapseutils_compat", 11),  # the drop-in syncFromSynapse: synapseclient objects over the engine
     ("synclient.__main__", 11),
-    ("synclient", 12),                 # the package's front door re-exports from everywhere
+    ("synclient", 12),  # the package's front door re-exports from everywhere
 ]
 
 
@@ -75,7 +76,7 @@ def imports_of(name: str, path: Path, modules: Dict[str, Path]) -> Set[str]:
             base = node.module or ""
             if node.level:
                 anchor = name.split(".") if is_package else name.split(".")[:-1]
-                anchor = anchor[:len(anchor) - (node.level - 1)]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
             for alias in node.names:
                 child = f"{base}.{alias.name}"
@@ -94,9 +95,12 @@ def test_every_module_has_a_layer():
 
 
 def test_no_module_imports_a_higher_layer():
-    upward = sorted(f"{name} (layer {layer_of(name)}) imports {target} (layer {layer_of(target)})"
-                    for name, targets in import_graph().items() for target in targets
-                    if layer_of(target) > layer_of(name))
+    upward = sorted(
+        f"{name} (layer {layer_of(name)}) imports {target} (layer {layer_of(target)})"
+        for name, targets in import_graph().items()
+        for target in targets
+        if layer_of(target) > layer_of(name)
+    )
     assert not upward, "\n".join(upward)
 
 
@@ -111,7 +115,7 @@ def test_the_import_graph_has_no_cycle():
         path.append(node)
         for target in sorted(graph[node]):
             if state.get(target) == 1:
-                cycles.append(path[path.index(target):] + [target])
+                cycles.append(path[path.index(target) :] + [target])
             elif target not in state:
                 visit(target)
         path.pop()

@@ -1,5 +1,6 @@
 """A file's bytes from a local copy (synapseclient's cache): reflink, hard link or copy, verified and installed as a
 download is (``Downloader.copy_local``), and nothing left behind when the copy is not the file."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,6 +9,7 @@ import hashlib
 import os
 
 import pytest
+from test_download import Run
 
 from synclient import portable
 from synclient.errors import Cancelled, IntegrityError, LocalIOError
@@ -15,7 +17,6 @@ from synclient.events import SyncObserver
 from synclient.transfer import local_copy
 from synclient.transfer.local_copy import CopyMethod, fill_temp
 from synclient.transfer.partial import journal_path, temp_path
-from test_download import Run
 
 DATA = bytes(range(256)) * 300 + b"tail"
 
@@ -38,6 +39,7 @@ def _source(tmp_path, data: bytes = DATA):
 def _no_reflink(monkeypatch):
     def refuse(fd, request, arg):
         raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
     if portable.CAPABILITIES.reflink:  # else no reflink is tried at all
         monkeypatch.setattr("fcntl.ioctl", refuse)
 
@@ -61,6 +63,7 @@ def test_a_reflink_where_the_filesystem_clones_and_its_bytes_are_hashed(tmp_path
     def clone(fd, request, source_fd):  # what FICLONE leaves: the target holds the source's bytes
         assert request == local_copy.FICLONE
         os.write(fd, os.pread(source_fd, len(DATA) + 1, 0))
+
     pytest.importorskip("fcntl")
     monkeypatch.setattr(portable, "CAPABILITIES", dataclasses.replace(portable.CAPABILITIES, reflink=True))
     monkeypatch.setattr("fcntl.ioctl", clone)
@@ -86,6 +89,7 @@ def test_a_hard_link_shares_the_cached_file(tmp_path):
 def test_no_hard_link_across_filesystems_means_a_copy(tmp_path, monkeypatch):
     def cross_device(source, target, *, follow_symlinks=True):
         raise OSError(errno.EXDEV, "Invalid cross-device link")
+
     monkeypatch.setattr(local_copy.os, "link", cross_device)
     _no_reflink(monkeypatch)
     run = Run(tmp_path, DATA)
@@ -96,6 +100,7 @@ def test_no_hard_link_across_filesystems_means_a_copy(tmp_path, monkeypatch):
 def test_a_system_that_cannot_link_without_following_symlinks_copies(tmp_path, monkeypatch):
     def unsupported(source, target, *, follow_symlinks=True):
         raise NotImplementedError("link: follow_symlinks unavailable on this platform")
+
     monkeypatch.setattr(local_copy.os, "link", unsupported)
     _no_reflink(monkeypatch)
     run = Run(tmp_path, DATA)

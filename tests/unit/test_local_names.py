@@ -1,4 +1,5 @@
 """local_names.py: the filesystem probe, its forced answers, and the mapping of one folder's names (issue 18)."""
+
 from __future__ import annotations
 
 import os
@@ -7,8 +8,15 @@ import unicodedata
 import pytest
 
 from synclient.errors import ConfigError
-from synclient.sync.local.local_names import (WINDOWS_MAX_PATH, FilesystemNames, Listed, Normalization, Renaming,
-                                        local_names, windows_form)
+from synclient.sync.local.local_names import (
+    WINDOWS_MAX_PATH,
+    FilesystemNames,
+    Listed,
+    Normalization,
+    Renaming,
+    local_names,
+    windows_form,
+)
 
 CASE = FilesystemNames(case_insensitive=True)
 WINDOWS = FilesystemNames(case_insensitive=True, windows_rules=True)
@@ -29,14 +37,18 @@ def test_a_probe_that_cannot_write_assumes_this_system(tmp_path):
     assert FilesystemNames.probe(tmp_path / "missing") == FilesystemNames.of_this_system()
 
 
-@pytest.mark.parametrize("spec, expected", [
-    ("case", FilesystemNames(case_insensitive=True)),
-    ("case,nfd", FilesystemNames(case_insensitive=True, normalizes_unicode=Normalization.NFD)),
-    ("windows", FilesystemNames(windows_rules=True, max_path=WINDOWS_MAX_PATH)),
-    (" Windows , max_path=400,case", FilesystemNames(case_insensitive=True, windows_rules=True, max_path=400)),
-    ("max_name=143", FilesystemNames(max_name_bytes=143)),
-    ("none", FilesystemNames()), ("", FilesystemNames()),
-])
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("case", FilesystemNames(case_insensitive=True)),
+        ("case,nfd", FilesystemNames(case_insensitive=True, normalizes_unicode=Normalization.NFD)),
+        ("windows", FilesystemNames(windows_rules=True, max_path=WINDOWS_MAX_PATH)),
+        (" Windows , max_path=400,case", FilesystemNames(case_insensitive=True, windows_rules=True, max_path=400)),
+        ("max_name=143", FilesystemNames(max_name_bytes=143)),
+        ("none", FilesystemNames()),
+        ("", FilesystemNames()),
+    ],
+)
 def test_forced_answers(spec, expected):
     assert FilesystemNames.parse(spec) == expected
 
@@ -56,21 +68,46 @@ def test_forced_beats_the_environment_which_beats_the_probe(tmp_path, monkeypatc
     assert FilesystemNames.for_target(None) == FilesystemNames.of_this_system()
 
 
-@pytest.mark.parametrize("name, mapped", [
-    ("a:b", "a：b"), ('<>:"|?*\\', "＜＞：＂｜？＊＼"), ("end.", "end．"), ("end ", "end␠"),
-    ("x\x01y\x1f", "x␁y␟"), ("CON", "CON_"), ("con.txt", "con_.txt"), ("COM1.tar.gz", "COM1_.tar.gz"),
-    ("LPT9", "LPT9_"), ("nul ", "nul␠"), ("nul .txt", "nul _.txt"), ("CONSOLE.txt", "CONSOLE.txt"),
-    ("COM0", "COM0"), (".hidden", ".hidden"), ("plain.txt", "plain.txt"),
-])
+@pytest.mark.parametrize(
+    "name, mapped",
+    [
+        ("a:b", "a：b"),
+        ('<>:"|?*\\', "＜＞：＂｜？＊＼"),
+        ("end.", "end．"),
+        ("end ", "end␠"),
+        ("x\x01y\x1f", "x␁y␟"),
+        ("CON", "CON_"),
+        ("con.txt", "con_.txt"),
+        ("COM1.tar.gz", "COM1_.tar.gz"),
+        ("LPT9", "LPT9_"),
+        ("nul ", "nul␠"),
+        ("nul .txt", "nul _.txt"),
+        ("CONSOLE.txt", "CONSOLE.txt"),
+        ("COM0", "COM0"),
+        (".hidden", ".hidden"),
+        ("plain.txt", "plain.txt"),
+    ],
+)
 def test_windows_form(name, mapped):
     assert windows_form(name) == mapped
 
 
 def test_case_twins_the_oldest_keeps_the_name_the_others_get_their_id():
-    names = _names(CASE, ("b.txt", "syn10"), ("B.txt", "syn9"), ("B.TXT", "syn100"), ("Data", "syn11", True),
-                   ("DATA", "syn12", True))
-    assert names == {"B.txt": "B.txt", "b.txt": "b (syn10).txt", "B.TXT": "B (syn100).TXT", "Data": "Data",
-                     "DATA": "DATA (syn12)"}
+    names = _names(
+        CASE,
+        ("b.txt", "syn10"),
+        ("B.txt", "syn9"),
+        ("B.TXT", "syn100"),
+        ("Data", "syn11", True),
+        ("DATA", "syn12", True),
+    )
+    assert names == {
+        "B.txt": "B.txt",
+        "b.txt": "b (syn10).txt",
+        "B.TXT": "B (syn100).TXT",
+        "Data": "Data",
+        "DATA": "DATA (syn12)",
+    }
 
 
 def test_a_name_that_needs_no_mapping_wins_over_one_that_does():

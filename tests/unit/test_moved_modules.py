@@ -1,4 +1,5 @@
 """Module paths of earlier releases still import, as the very module they moved to, with a DeprecationWarning."""
+
 import importlib
 import importlib.util
 import sys
@@ -23,7 +24,9 @@ def test_from_import_of_an_old_path_gives_the_same_objects(monkeypatch):
     monkeypatch.delitem(sys.modules, "synclient.client", raising=False)
     with pytest.warns(DeprecationWarning):
         from synclient.client import Platform, RetryPolicy
-    from synclient.platform.rest import Platform as NewPlatform, RetryPolicy as NewRetryPolicy
+    from synclient.platform.rest import Platform as NewPlatform
+    from synclient.platform.rest import RetryPolicy as NewRetryPolicy
+
     assert (Platform, RetryPolicy) == (NewPlatform, NewRetryPolicy)
 
 

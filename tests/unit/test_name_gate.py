@@ -1,5 +1,6 @@
 """The one name gate (synclient/sync/local/name_gate.py): remote paths of validated names, local paths claimed once per
 run; and that nothing else in synclient.sync or synclient.cluster joins a remote name into a path."""
+
 from __future__ import annotations
 
 import ast
@@ -19,31 +20,48 @@ PACKAGE = Path(synclient.__file__).parent
 GATE = "sync/local/name_gate.py"
 
 #: identifiers that carry a remote name (or a path made of remote names) in the engine's code
-REMOTE_MARKERS = {"name", "names", "given", "header", "headers", "entry", "named", "link", "rel", "rel_path",
-                  "rel_dir", "remote", "item", "part", "parts", "holder", "container"}
+REMOTE_MARKERS = {
+    "name",
+    "names",
+    "given",
+    "header",
+    "headers",
+    "entry",
+    "named",
+    "link",
+    "rel",
+    "rel_path",
+    "rel_dir",
+    "remote",
+    "item",
+    "part",
+    "parts",
+    "holder",
+    "container",
+}
 
 #: (module, function) -> why the joins there are of local-only strings. Keep it small: a new entry needs a reason
 #: that no name a server sent can reach the join except through the gate.
 ALLOWED: Dict[Tuple[str, str], str] = {
-    ("sync/local/paths.py", "*"):
-        "the target's primitives: child(), which the gate calls, validates the name itself; the others reach "
-        "the index's local paths (made by the gate) one folder at a time",
-    ("sync/local/folders.py", "*"):
-        "opens local folders one component at a time, no symlink followed, along local paths the gate made",
-    ("sync/local/local_names.py", "*"):
-        "the filesystem probe: its own constant names in its own scratch folder",
-    ("sync/deletion.py", "*"):
-        "names listed from the local disk under folders the index holds: local names, no server's",
-    ("sync/leftovers.py", "*"):
-        "partial files listed from the local disk under folders the walk listed",
-    ("sync/manifest_assembly.py", "*"):
-        "the index's local paths (made by the gate) under the target's root",
-    ("sync/records/index.py", "LocalIndex.local_names_in"):
-        "a SQL prefix of an index path's text, no path",
-    ("sync/plan/filters.py", "*"):
-        "prefixes of a remote path's text for pattern matching; no path is made",
-    ("cluster/shards.py", "split_balanced"):
-        "arithmetic (a share of the weight), no path",
+    (
+        "sync/local/paths.py",
+        "*",
+    ): "the target's primitives: child(), which the gate calls, validates the name itself; the others reach "
+    "the index's local paths (made by the gate) one folder at a time",
+    (
+        "sync/local/folders.py",
+        "*",
+    ): "opens local folders one component at a time, no symlink followed, along local paths the gate made",
+    ("sync/local/local_names.py", "*"): "the filesystem probe: its own constant names in its own scratch folder",
+    (
+        "sync/deletion.py",
+        "*",
+    ): "names listed from the local disk under folders the index holds: local names, no server's",
+    ("sync/leftovers.py", "*"): "partial files listed from the local disk under folders the walk listed",
+    ("sync/manifest_assembly.py", "*"): "the index's local paths (made by the gate) under the target's root",
+    ("sync/records/index.py", "LocalIndex.local_names_in"): "a SQL prefix of an index path's text, no path",
+    ("sync/plan/filters.py", "*"): "prefixes of a remote path's text for pattern matching; no path is made",
+    ("cluster/shards.py", "split_balanced"): "arithmetic (a share of the weight), no path",
 }
 
 
@@ -66,15 +84,25 @@ def _is_join(node: ast.AST) -> Optional[List[ast.AST]]:
         func = ast.unparse(node.func)
         if func in ("os.path.join", "posixpath.join", "ntpath.join") or func.endswith(".joinpath"):
             return list(node.args)
-        if (isinstance(node.func, ast.Attribute) and node.func.attr == "join"
-                and isinstance(node.func.value, ast.Constant) and node.func.value.value in ("/", "\\")):
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr == "join"
+            and isinstance(node.func.value, ast.Constant)
+            and node.func.value.value in ("/", "\\")
+        ):
             return list(node.args)
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("split", "rsplit", "partition", "rpartition") and node.args
-            and isinstance(node.args[0], ast.Constant) and node.args[0].value == "/"):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("split", "rsplit", "partition", "rpartition")
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "/"
+    ):
         return [node.func.value]  # a '/'-joined path of names split again into names
-    if isinstance(node, ast.JoinedStr) and any(isinstance(v, ast.Constant) and "/" in str(v.value)
-                                               for v in node.values):
+    if isinstance(node, ast.JoinedStr) and any(
+        isinstance(v, ast.Constant) and "/" in str(v.value) for v in node.values
+    ):
         return [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
     return None
 
@@ -113,8 +141,7 @@ def _tainted(function: ast.AST) -> Set[str]:
 
 def _pairs(target: ast.AST, value: Optional[ast.AST]) -> List[Tuple[ast.AST, Optional[ast.AST]]]:
     """``a, b = x, y`` taints ``a`` from ``x`` only; any other assignment, each target from the whole value."""
-    if (isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
-            and len(target.elts) == len(value.elts)):
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
         return list(zip(target.elts, value.elts))
     return [(target, value)]
 
@@ -131,9 +158,16 @@ def remote_name_joins() -> List[str]:
             if (module, qualname) in ALLOWED or (module, "*") in ALLOWED:
                 continue
             tainted = _tainted(function)
-            nodes = (ast.walk(function) if qualname != "<module>" else
-                     (n for stmt in tree.body if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                      ast.ClassDef)) for n in ast.walk(stmt)))
+            nodes = (
+                ast.walk(function)
+                if qualname != "<module>"
+                else (
+                    n
+                    for stmt in tree.body
+                    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    for n in ast.walk(stmt)
+                )
+            )
             for node in nodes:
                 operands = _is_join(node)
                 if operands and any(_idents(op) & tainted for op in operands):
@@ -156,7 +190,8 @@ def test_the_ast_check_finds_a_join_of_a_remote_name(tmp_path, monkeypatch):
         "def label(folder, entity):\n"
         "    return f'{folder}/{entity.name}'\n"
         "def local(folder):\n"
-        "    return folder / 'manifest.csv'\n")
+        "    return folder / 'manifest.csv'\n"
+    )
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
     assert [line.split(":")[0:2] for line in remote_name_joins()] == [["sync/bad.py", "3"], ["sync/bad.py", "5"]]
 
@@ -170,6 +205,7 @@ def test_every_allowed_entry_still_exists():
 
 # -- RemotePath ----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["sub/evil.txt", "..", ".", "", "a\x00b", "\udc80"])
 def test_a_remote_path_refuses_a_name_that_is_no_component(name, tmp_path):
     with pytest.raises(UnsafePathError):
@@ -182,8 +218,10 @@ def test_a_remote_path_refuses_a_name_that_is_no_component(name, tmp_path):
 
 
 def test_what_only_the_local_filesystem_cannot_hold_is_checked_on_the_mapped_name(tmp_path):
-    plain, windows = NameGate(TargetDirectory(tmp_path)), NameGate(TargetDirectory(tmp_path),
-                                                                    FilesystemNames(windows_rules=True))
+    plain, windows = (
+        NameGate(TargetDirectory(tmp_path)),
+        NameGate(TargetDirectory(tmp_path), FilesystemNames(windows_rules=True)),
+    )
     for name in ("back\\slash", "x" * 256):
         RemotePath((name,))  # a remote path may hold it
         with pytest.raises(UnsafePathError):
@@ -198,6 +236,7 @@ def test_a_remote_path_text_is_its_names_joined_once():
 
 
 # -- the gate and its registry -------------------------------------------------------------------------------------
+
 
 def test_two_entities_never_get_one_path_and_one_entity_may_ask_again(tmp_path):
     gate = NameGate(TargetDirectory(tmp_path))
@@ -250,6 +289,7 @@ def test_a_fetch_job_takes_only_a_path_the_gate_could_give(destination):
     """What goes to a fetcher (a Dask worker's too) is a path the gate made: a worker makes no path of its own."""
     from synclient.platform.models import FileHandle
     from synclient.transfer.jobs import FetchJob
+
     with pytest.raises(UnsafePathError):
         FetchJob("syn1", 1, FileHandle("1", 1, "0" * 32), Path(destination))
 

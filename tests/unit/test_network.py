@@ -1,4 +1,5 @@
 """Which CAs both planes trust: the order of the sources, and what each plane is handed."""
+
 from __future__ import annotations
 
 import os
@@ -7,8 +8,14 @@ import ssl
 import pytest
 
 from synclient.errors import ConfigError
-from synclient.platform.tls import (ARGUMENT_SOURCE, CA_BUNDLE_VARIABLES, DEFAULT_SOURCE, TrustedCAs,
-                               certificate_problem, resolve_trusted_cas)
+from synclient.platform.tls import (
+    ARGUMENT_SOURCE,
+    CA_BUNDLE_VARIABLES,
+    DEFAULT_SOURCE,
+    TrustedCAs,
+    certificate_problem,
+    resolve_trusted_cas,
+)
 
 
 @pytest.fixture

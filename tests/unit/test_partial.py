@@ -2,14 +2,23 @@ import hashlib
 import os
 import random
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from synclient import portable
 from synclient.transfer.direct import DirectFile
 from synclient.transfer.download import plan_parts
 from synclient.transfer.hashing import PrefixHasher
-from synclient.transfer.partial import (FileIdentity, JournalHeader, LeftoverPartials, SymlinkFreeFolders, ResumeJournal,
-                                        journal_path, realpath, temp_path)
+from synclient.transfer.partial import (
+    FileIdentity,
+    JournalHeader,
+    LeftoverPartials,
+    ResumeJournal,
+    SymlinkFreeFolders,
+    journal_path,
+    realpath,
+    temp_path,
+)
 
 
 @given(size=st.integers(1, 5000), part_size=st.integers(1, 700))
@@ -21,7 +30,7 @@ def test_parts_cover_the_file_exactly_once(size, part_size):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10 ** 6), size=st.integers(1, 20000), part_size=st.integers(100, 3000))
+@given(seed=st.integers(0, 10**6), size=st.integers(1, 20000), part_size=st.integers(100, 3000))
 def test_prefix_hasher_matches_md5_whatever_the_completion_order(tmp_path_factory, seed, size, part_size):
     data = random.Random(seed).randbytes(size)
     path = tmp_path_factory.mktemp("h") / "f"
@@ -40,8 +49,9 @@ def test_prefix_hasher_matches_md5_whatever_the_completion_order(tmp_path_factor
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10 ** 6), size=st.integers(1, 20000), part_size=st.integers(100, 3000),
-       chunk=st.integers(1, 400))
+@given(
+    seed=st.integers(0, 10**6), size=st.integers(1, 20000), part_size=st.integers(100, 3000), chunk=st.integers(1, 400)
+)
 def test_prefix_hasher_chunk_by_chunk_in_any_interleaving(tmp_path_factory, seed, size, part_size, chunk):
     """Writers report progress chunk by chunk, parts interleaved at random: the MD5 is still the file's."""
     data = random.Random(seed).randbytes(size)
@@ -126,8 +136,15 @@ def test_leftover_partials_of_other_handles_go_and_the_kept_handle_stays(tmp_pat
     current, current_journal = _plant(temp_path(a, "22")), _plant(journal_path(temp_path(a, "22")))
     other_file = _plant(temp_path(b, "1"))  # ".a.bin.2.1...": a different file, though its name extends a's
     long_old, long_current = _plant(temp_path(long_name, "5")), _plant(temp_path(long_name, "123456789"))
-    unrelated = [_plant(tmp_path / n) for n in ("a.bin", ".a.bin.notes", ".a.bin.x.synclient-partial",
-                                                 ".SYNAPSE_METADATA_MANIFEST.tsv.synclient-partial")]
+    unrelated = [
+        _plant(tmp_path / n)
+        for n in (
+            "a.bin",
+            ".a.bin.notes",
+            ".a.bin.x.synclient-partial",
+            ".SYNAPSE_METADATA_MANIFEST.tsv.synclient-partial",
+        )
+    ]
     leftovers = LeftoverPartials()
     leftovers.discard(a, keep_handle="22")
     leftovers.discard(long_name, keep_handle="123456789")
@@ -162,9 +179,26 @@ def test_realpath_is_os_path_realpath(tmp_path):
     (root / "to_f").symlink_to(root / "f")
     (root / "dangling").symlink_to(root / "nowhere")
     (root / "loop").symlink_to(root / "loop")
-    cases = [root, root / "a", root / "a" / "b", root / "to_a", root / "to_a" / "b", root / "rel" / "b",
-             root / "f", root / "to_f", root / "dangling", root / "loop", root / "loop" / "x", root / "missing",
-             root / "missing" / "deeper", f"{root}/a/./b", f"{root}//a/b/", root / "a" / ".." / "a", "a", "."]
+    cases = [
+        root,
+        root / "a",
+        root / "a" / "b",
+        root / "to_a",
+        root / "to_a" / "b",
+        root / "rel" / "b",
+        root / "f",
+        root / "to_f",
+        root / "dangling",
+        root / "loop",
+        root / "loop" / "x",
+        root / "missing",
+        root / "missing" / "deeper",
+        f"{root}/a/./b",
+        f"{root}//a/b/",
+        root / "a" / ".." / "a",
+        "a",
+        ".",
+    ]
     for case in cases:
         assert realpath(case) == os.path.realpath(case), case
 

@@ -1,7 +1,8 @@
 import os
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from synclient.errors import UnsafePathError
 from synclient.sync.local.paths import TargetDirectory, validate_name

@@ -2,6 +2,7 @@
 fetcher stands for the fetch stage (synclient/transfer/fetcher.py), and each file goes bundle -> decide -> fetch ->
 record on a real pool, index and effects. What the fetcher refuses fails its file; a view row's handle it refuses
 gets one more chance from the bundle; a file whose bytes are already there is kept, not fetched."""
+
 from __future__ import annotations
 
 import hashlib
@@ -15,10 +16,10 @@ from synclient.events import PlannedFile, SyncObserver
 from synclient.platform.models import Entity, EntityHeader, EntityType, FileBundle, FileHandle
 from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus
 from synclient.sync.claims import PathClaims
+from synclient.sync.effects import AppliedEffects
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import SyncOptions
-from synclient.sync.effects import AppliedEffects
 from synclient.sync.pipeline import FilePipeline
 from synclient.sync.records.index import LocalIndex
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
@@ -43,12 +44,14 @@ class FakePlatform:
         self.bundles = bundles
         self.bundle_calls: List[str] = []
 
-    def get_file_bundle(self, entity_id: str, *, version: Optional[int] = None,
-                        include_annotations: bool = False) -> FileBundle:
+    def get_file_bundle(
+        self, entity_id: str, *, version: Optional[int] = None, include_annotations: bool = False
+    ) -> FileBundle:
         self.bundle_calls.append(entity_id)
         handle = self.bundles[entity_id]
-        entity = Entity(entity_id, "f.txt", EntityType.FILE, parent_id=ROOT, version_number=version,
-                        data_file_handle_id=handle.id)
+        entity = Entity(
+            entity_id, "f.txt", EntityType.FILE, parent_id=ROOT, version_number=version, data_file_handle_id=handle.id
+        )
         return FileBundle(entity, handle, {"annotations": {}})
 
 
@@ -93,8 +96,14 @@ class Planned(SyncObserver):
 class Run:
     """One pipeline wired as a run wires it (sync/runner.py), around a fake platform and fetcher."""
 
-    def __init__(self, root: Path, index: LocalIndex, platform: FakePlatform, fetcher: FakeFetcher,
-                 described: Optional[DescribedFiles] = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        index: LocalIndex,
+        platform: FakePlatform,
+        fetcher: FakeFetcher,
+        described: Optional[DescribedFiles] = None,
+    ) -> None:
         self.target = TargetDirectory(root)
         self.index = index
         self.platform = platform
@@ -103,15 +112,36 @@ class Run:
         self.pool = TaskPool(2)
         self.folders = SymlinkFreeFolders()
         options = SyncOptions()
-        self.effects = AppliedEffects(target=self.target, index=index, observer=self.observer,
-                                     is_fatal=lambda error: False, on_fatal=lambda: None, list_in_manifest=False)
-        claims = PathClaims(platform=platform, target=self.target, index=index, options=options,  # type: ignore[arg-type]
-                            effects=self.effects)
-        self.pipeline = FilePipeline(platform=platform, pool=self.pool, fetcher=fetcher,  # type: ignore[arg-type]
-                                     target=self.target, index=index, root_id=ROOT, options=options,
-                                     effects=self.effects, claims=claims,
-                                     manifests=ManifestAssembly(target=self.target, index=index, root_id=ROOT),
-                                     folders=self.folders, observer=self.observer, described=described)
+        self.effects = AppliedEffects(
+            target=self.target,
+            index=index,
+            observer=self.observer,
+            is_fatal=lambda error: False,
+            on_fatal=lambda: None,
+            list_in_manifest=False,
+        )
+        claims = PathClaims(
+            platform=platform,
+            target=self.target,
+            index=index,
+            options=options,  # type: ignore[arg-type]
+            effects=self.effects,
+        )
+        self.pipeline = FilePipeline(
+            platform=platform,
+            pool=self.pool,
+            fetcher=fetcher,  # type: ignore[arg-type]
+            target=self.target,
+            index=index,
+            root_id=ROOT,
+            options=options,
+            effects=self.effects,
+            claims=claims,
+            manifests=ManifestAssembly(target=self.target, index=index, root_id=ROOT),
+            folders=self.folders,
+            observer=self.observer,
+            described=described,
+        )
 
     def sync(self, entity_id: str = "syn1", name: str = "f.txt") -> FileResult:
         header = EntityHeader(entity_id, name, EntityType.FILE, version_number=1)
@@ -138,8 +168,9 @@ def index(tmp_path: Path) -> Iterator[LocalIndex]:
         yield opened
 
 
-def _run(index: LocalIndex, platform: FakePlatform, fetcher: FakeFetcher,
-         described: Optional[DescribedFiles] = None) -> Run:
+def _run(
+    index: LocalIndex, platform: FakePlatform, fetcher: FakeFetcher, described: Optional[DescribedFiles] = None
+) -> Run:
     return Run(index.target_root, index, platform, fetcher, described)
 
 

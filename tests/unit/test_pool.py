@@ -7,12 +7,14 @@ from synclient.transfer.pool import Priority, TaskPool
 
 def build_tree(pool, depth, fanout, seen, lock):
     """Each task submits its children: the shape of a recursive folder listing."""
+
     def task(level, label):
         with lock:
             seen.append(label)
         if level < depth:
             for i in range(fanout):
                 pool.submit(Priority.LISTING, task, level + 1, f"{label}/{i}")
+
     pool.submit(Priority.LISTING, task, 0, "root")
 
 
@@ -24,7 +26,7 @@ def test_recursive_submission_completes_at_any_pool_size(workers):
     thread.start()
     thread.join(timeout=20)
     assert not thread.is_alive(), "pool.run did not finish: deadlock"
-    assert len(seen) == sum(3 ** i for i in range(5))
+    assert len(seen) == sum(3**i for i in range(5))
 
 
 def test_higher_priority_runs_first_when_workers_are_scarce():

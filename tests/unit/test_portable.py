@@ -1,5 +1,6 @@
 """synclient.portable: the switch that forces fallbacks, positional I/O without os.pwrite/os.preadv, and the target
 lock without fcntl (issue 18). Each fallback is exercised here on whatever system runs the tests."""
+
 from __future__ import annotations
 
 import os
@@ -20,9 +21,19 @@ ALL = portable.Capabilities.names()
 PROJECT = str(Path(portable.__file__).resolve().parent.parent)
 
 
-@pytest.mark.parametrize("value, disabled", [
-    ("", set()), ("0", set()), (" ", set()), ("1", ALL), ("all", ALL), ("ALL", ALL),
-    ("flock", {"flock"}), ("dir_fd, positional_io", {"dir_fd", "positional_io"})])
+@pytest.mark.parametrize(
+    "value, disabled",
+    [
+        ("", set()),
+        ("0", set()),
+        (" ", set()),
+        ("1", ALL),
+        ("all", ALL),
+        ("ALL", ALL),
+        ("flock", {"flock"}),
+        ("dir_fd, positional_io", {"dir_fd", "positional_io"}),
+    ],
+)
 def test_the_switch_names_what_it_turns_off(value, disabled):
     assert portable.disabled_by(value) == disabled
 
@@ -33,14 +44,17 @@ def test_a_misspelt_capability_is_an_error_not_a_silent_fast_path():
 
 
 def test_the_switch_is_read_once_at_import_in_a_new_process():
-    code = "from synclient import portable; print(sorted(n for n in portable.Capabilities.names() " \
-           "if getattr(portable.CAPABILITIES, n)))"
+    code = (
+        "from synclient import portable; print(sorted(n for n in portable.Capabilities.names() "
+        "if getattr(portable.CAPABILITIES, n)))"
+    )
     env = dict(os.environ, PYTHONPATH=PROJECT, SYNCLIENT_PORTABLE="all")
-    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          check=True).stdout.strip() == "[]"
+    assert (
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+        == "[]"
+    )
     env["SYNCLIENT_PORTABLE"] = "flock,dir_fd"
-    kept = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          check=True).stdout
+    kept = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert "flock" not in kept and "dir_fd" not in kept
 
 
@@ -52,6 +66,7 @@ def test_without_the_switch_the_fast_path_is_the_system_call_itself():
 
 
 # -- positional I/O ----------------------------------------------------------------------------------------------
+
 
 def _chunks(total: int, seed: int):
     rng = random.Random(seed)
@@ -71,15 +86,18 @@ def test_positional_writes_from_many_threads_give_a_byte_exact_file(tmp_path, po
     fd = os.open(path, os.O_RDWR | os.O_CREAT | portable.O_BINARY, 0o644)
     try:
         with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda chunk: pwrite_all(fd, memoryview(data)[chunk[0]:sum(chunk)], chunk[0]),
-                          _chunks(len(data), 2)))
+            list(
+                pool.map(
+                    lambda chunk: pwrite_all(fd, memoryview(data)[chunk[0] : sum(chunk)], chunk[0]),
+                    _chunks(len(data), 2),
+                )
+            )
     finally:
         os.close(fd)
     assert path.read_bytes() == data
 
 
-def test_positional_reads_and_writes_on_one_descriptor_do_not_move_each_others_offset(tmp_path,
-                                                                                      portable_fallbacks):
+def test_positional_reads_and_writes_on_one_descriptor_do_not_move_each_others_offset(tmp_path, portable_fallbacks):
     """Threads write the second half while others read the first half back through the same descriptor (as the
     prefix hasher reads a multipart download while parts arrive): every read sees exactly its own range."""
     rng = random.Random(3)
@@ -92,11 +110,11 @@ def test_positional_reads_and_writes_on_one_descriptor_do_not_move_each_others_o
     def read(chunk):
         offset, size = chunk
         got = file.read_into(memoryview(bytearray(size)), offset, offset + size)
-        return bytes(got) == first[offset:offset + size]
+        return bytes(got) == first[offset : offset + size]
 
     def write(chunk):
         offset, size = chunk
-        file.write(memoryview(second)[offset:offset + size], len(first) + offset)
+        file.write(memoryview(second)[offset : offset + size], len(first) + offset)
         return True
 
     jobs = [(read, c) for c in _chunks(len(first), 4)] + [(write, c) for c in _chunks(len(second), 5)]
@@ -146,13 +164,15 @@ sys.stdin.readline()
 
 
 @pytest.mark.parametrize("holder_forced, taker_forced", [(True, True), (False, True), (True, False)])
-def test_the_lock_excludes_another_process_whichever_way_each_takes_it(tmp_path, monkeypatch, holder_forced,
-                                                                      taker_forced):
+def test_the_lock_excludes_another_process_whichever_way_each_takes_it(
+    tmp_path, monkeypatch, holder_forced, taker_forced
+):
     """A process with the fallback and one without exclude each other (one machine may run both)."""
     lock = tmp_path / "lock"
     env = dict(os.environ, PYTHONPATH=PROJECT, SYNCLIENT_PORTABLE="all" if holder_forced else "")
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock)], env=env, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(lock)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         if taker_forced:

@@ -1,11 +1,12 @@
 """Table queries on the wire (Platform.query_table: async jobs, 202 polls, pages) and reading their rows
 (synclient.sync.sources.queries: ids, versions, what a file view's row says of its file)."""
+
 import json
 
 import pytest
 import responses
-
 from client_support import REPO, error
+
 from synclient.errors import BadRequestError, CallCancelledError, ConfigError, MalformedAnswerError
 from synclient.platform.models import QueryPage, QueryRow
 from synclient.sync.sources.id_lists import EntityRef
@@ -17,24 +18,33 @@ PROCESSING = {"jobState": "PROCESSING", "jobId": "7", "progressMessage": "", "pr
 
 
 def row_set(rows, columns=COLUMNS):
-    return {"concreteType": "org.sagebionetworks.repo.model.table.RowSet", "tableId": "syn9",
-            "headers": [{"name": name, "columnType": "STRING"} for name in columns],
-            "rows": [{"rowId": number, "versionNumber": version, "values": values}
-                     for number, version, values in rows]}
+    return {
+        "concreteType": "org.sagebionetworks.repo.model.table.RowSet",
+        "tableId": "syn9",
+        "headers": [{"name": name, "columnType": "STRING"} for name in columns],
+        "rows": [{"rowId": number, "versionNumber": version, "values": values} for number, version, values in rows],
+    }
 
 
 def result(rows, token=None, columns=COLUMNS):
-    answer = {"concreteType": "org.sagebionetworks.repo.model.table.QueryResult",
-              "queryResults": row_set(rows, columns)}
+    answer = {
+        "concreteType": "org.sagebionetworks.repo.model.table.QueryResult",
+        "queryResults": row_set(rows, columns),
+    }
     if token:
-        answer["nextPageToken"] = {"concreteType": "org.sagebionetworks.repo.model.table.QueryNextPageToken",
-                                   "entityId": "syn9", "token": token}
+        answer["nextPageToken"] = {
+            "concreteType": "org.sagebionetworks.repo.model.table.QueryNextPageToken",
+            "entityId": "syn9",
+            "token": token,
+        }
     return answer
 
 
 def bundle(rows, token=None, columns=COLUMNS):
-    return {"concreteType": "org.sagebionetworks.repo.model.table.QueryResultBundle",
-            "queryResult": result(rows, token, columns)}
+    return {
+        "concreteType": "org.sagebionetworks.repo.model.table.QueryResultBundle",
+        "queryResult": result(rows, token, columns),
+    }
 
 
 def file_row(number, version=1, handle="500", md5="0" * 32, size="12", parent="syn2"):
@@ -74,17 +84,23 @@ def test_a_failed_query_is_one_clear_error(platform, no_wait):
     responses.add(responses.GET, QUERY + "/async/get/t1", **error(400, "Column 'nope' does not exist"))
     with pytest.raises(BadRequestError, match="Column 'nope' does not exist"):
         list(platform.query_table("syn9", "SELECT nope FROM syn9"))
-    responses.replace(responses.GET, QUERY + "/async/get/t1",
-                      json={"jobState": "FAILED", "errorMessage": "bad SQL", "errorDetails": "trace"})
+    responses.replace(
+        responses.GET,
+        QUERY + "/async/get/t1",
+        json={"jobState": "FAILED", "errorMessage": "bad SQL", "errorDetails": "trace"},
+    )
     with pytest.raises(BadRequestError, match="job failed: bad SQL"):
         list(platform.query_table("syn9", "SELECT nope FROM syn9"))
 
 
-@pytest.mark.parametrize("status,answer", [
-    (200, bundle([file_row(11)])),          # a done job on Synapse is 201, never 200
-    (204, None),
-    (202, {"jobState": "COMPLETE", "jobId": "7"}),  # a 202 is always a running job's status
-])
+@pytest.mark.parametrize(
+    "status,answer",
+    [
+        (200, bundle([file_row(11)])),  # a done job on Synapse is 201, never 200
+        (204, None),
+        (202, {"jobState": "COMPLETE", "jobId": "7"}),  # a 202 is always a running job's status
+    ],
+)
 @responses.activate
 def test_a_job_answer_of_an_unexpected_status_fails_loudly(platform, no_wait, status, answer):
     """Synapse's ``.../async/get/{token}`` answers 201 when done (TableController: @ResponseStatus(CREATED)) and
@@ -149,8 +165,11 @@ def page(rows, columns=COLUMNS):
 
 
 def test_the_id_column_names_the_entities_and_a_version_column_pins_them():
-    selection = select(FakePlatform(page([file_row(11, 3)]), page([file_row(12), (13, 1, [None] * 7)])),
-                       "SELECT * FROM syn9", table_id="syn9")
+    selection = select(
+        FakePlatform(page([file_row(11, 3)]), page([file_row(12), (13, 1, [None] * 7)])),
+        "SELECT * FROM syn9",
+        table_id="syn9",
+    )
     assert selection.refs == [EntityRef("syn11", 3), EntityRef("syn12", 1)]
     assert (selection.rows, selection.rows_without_id) == (3, 1)
     plain = select(FakePlatform(page([(5, 2, ["syn5.4"]), (6, 1, ["6"])], columns=["ID"])), "q", table_id="syn9")
@@ -168,8 +187,7 @@ def test_a_view_row_stands_for_a_bundle_only_at_the_version_it_describes():
     assert ("syn11", 3) not in selection.row_files
 
 
-@pytest.mark.parametrize("columns,message", [(["name"], "selects no 'id' column"),
-                                             ([], "columns: none")])
+@pytest.mark.parametrize("columns,message", [(["name"], "selects no 'id' column"), ([], "columns: none")])
 def test_a_query_without_an_id_column_is_a_usage_error(columns, message):
     with pytest.raises(ConfigError, match=message):
         select(FakePlatform(page([], columns=columns)), "SELECT name FROM syn9", table_id="syn9")
@@ -190,23 +208,28 @@ def test_queries_are_told_from_ids_and_name_their_table():
 
 def test_a_row_whose_handle_is_not_platform_storage_takes_the_bundle():
     columns = COLUMNS + ["dataFileConcreteType"]
-    rows = [(11, 1, file_row(11)[2] + ["org.sagebionetworks.repo.model.file.S3FileHandle"]),
-            (12, 1, file_row(12)[2] + ["org.sagebionetworks.repo.model.file.ExternalFileHandle"]),
-            (13, 1, file_row(13)[2] + [None])]
+    rows = [
+        (11, 1, file_row(11)[2] + ["org.sagebionetworks.repo.model.file.S3FileHandle"]),
+        (12, 1, file_row(12)[2] + ["org.sagebionetworks.repo.model.file.ExternalFileHandle"]),
+        (13, 1, file_row(13)[2] + [None]),
+    ]
     selection = select(FakePlatform(page(rows, columns=columns)), "q", table_id="syn9")
     assert sorted(selection.row_files) == [("syn11", 1), ("syn13", 1)]
 
 
 def test_a_rows_annotation_columns_are_its_files_annotations():
-    answer = result([(11, 1, ["syn11", "5", "a" * 32, "7", "rnaSeq", '["a", "b"]', "12", None])],
-                    columns=["id", "dataFileHandleId", "dataFileMD5Hex", "dataFileSizeBytes", "assay", "tags",
-                             "age", "empty"])
+    answer = result(
+        [(11, 1, ["syn11", "5", "a" * 32, "7", "rnaSeq", '["a", "b"]', "12", None])],
+        columns=["id", "dataFileHandleId", "dataFileMD5Hex", "dataFileSizeBytes", "assay", "tags", "age", "empty"],
+    )
     types = {"tags": "STRING_LIST", "age": "INTEGER"}
     for column in answer["queryResults"]["headers"]:
         column["columnType"] = types.get(column["name"], "STRING")
     selection = select(FakePlatform(QueryPage.from_result(answer)), "q", table_id="syn9")
     known = selection.row_files["syn11", 1]
-    assert known.annotations == {"assay": {"type": "STRING", "value": ["rnaSeq"]},
-                                 "tags": {"type": "STRING", "value": ["a", "b"]},
-                                 "age": {"type": "LONG", "value": ["12"]}}
+    assert known.annotations == {
+        "assay": {"type": "STRING", "value": ["rnaSeq"]},
+        "tags": {"type": "STRING", "value": ["a", "b"]},
+        "age": {"type": "LONG", "value": ["12"]},
+    }
     assert known.from_row and known.parent_id is None

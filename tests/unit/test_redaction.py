@@ -1,6 +1,7 @@
 """The one redactor (synclient.redaction): what it removes, what it leaves, and that every path to an output passes it
 (loggers of the synclient, urllib3 and requests trees, SynclientError's str and repr, the URLs built into messages,
 the endpoints, what a Dask shard sends back)."""
+
 from __future__ import annotations
 
 import logging
@@ -15,10 +16,21 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from synclient import redaction
-from synclient.platform.credentials import Endpoints, clean_token, resolve_endpoints
 from synclient.errors import CertificateError, ConfigError, TransferError, UrlRejectedError
-from synclient.redaction import (LOGGER_TREES, REDACTED, install_redaction, redact, redact_data,
-                                 redact_url, redaction_installed, register_secret, registered_secrets, url_host)
+from synclient.platform.credentials import Endpoints, clean_token, resolve_endpoints
+from synclient.redaction import (
+    LOGGER_TREES,
+    REDACTED,
+    install_redaction,
+    redact,
+    redact_data,
+    redact_url,
+    redaction_installed,
+    register_secret,
+    registered_secrets,
+    url_host,
+)
+
 
 @pytest.fixture(autouse=True)
 def _registry_restored():
@@ -31,45 +43,64 @@ def _registry_restored():
         redaction._secrets.update(saved)
 
 
-JWT = ("eyJ0eXAiOiJKV1QiLCJraWQiOiJXN05OOldMSlQ6SjVSSzpMN1RMOlQ3TDc6M1ZYNjpKRU9VOjY0NFI6VTNJWDo1S1oyOjdaQ0s6RlBUSCIs"
-       "ImFsZyI6IlJTMjU2In0.eyJhY2Nlc3MiOnsic2NvcGUiOlsidmlldyIsImRvd25sb2FkIl19LCJ0b2tlbl90eXBlIjoiUEVSU09OQUxfQUND"
-       "RVNTX1RPS0VOIn0.Zm9vYmFyLXNpZ25hdHVyZS0wMTIzNDU2Nzg5X2FiY2RlZg")
+JWT = (
+    "eyJ0eXAiOiJKV1QiLCJraWQiOiJXN05OOldMSlQ6SjVSSzpMN1RMOlQ3TDc6M1ZYNjpKRU9VOjY0NFI6VTNJWDo1S1oyOjdaQ0s6RlBUSCIs"
+    "ImFsZyI6IlJTMjU2In0.eyJhY2Nlc3MiOnsic2NvcGUiOlsidmlldyIsImRvd25sb2FkIl19LCJ0b2tlbl90eXBlIjoiUEVSU09OQUxfQUND"
+    "RVNTX1RPS0VOIn0.Zm9vYmFyLXNpZ25hdHVyZS0wMTIzNDU2Nzg5X2FiY2RlZg"
+)
 
 
-@pytest.mark.parametrize("text, shown", [
-    ("the storage host alice:pw-SECRET@files.example.org:8443 is not trusted",
-     "the storage host ***@files.example.org:8443 is not trusted"),
-    ("GET https://alice:pw-SECRET@h.org/ext/1/a.csv?sig=QSECRET: 403",
-     "GET https://***@h.org/ext/1/a.csv?<redacted>: 403"),
-    ("https://alice:p@ss@host/x", "https://***@host/x"),           # an unescaped @ in the password
-    ("https://alice:pw?x@host/p", "https://***@host/p"),           # an unescaped ? in the password
-    ("https://alice:pw/x@host/", "https://***@host/"),             # an unescaped / in the password
-    ("sftp://TOKENUSER@host/x", "sftp://***@host/x"),               # a user alone may be a token
-    ('https://b.test:443 "GET /k.bin?X-Amz-Signature=abc HTTP/1.1" 206 10',
-     'https://b.test:443 "GET /k.bin?<redacted> HTTP/1.1" 206 10'),  # urllib3's request line
-    ("Max retries exceeded with url: /repo/v1/x?token=abc (Caused by X)",
-     "Max retries exceeded with url: /repo/v1/x?<redacted> (Caused by X)"),
-    ("(see https://h/p?a=1)", "(see https://h/p?<redacted>)"),
-    (f"Authorization: Bearer {JWT}", f"Authorization: {REDACTED}"),
-    (f"token {JWT[:60]}... cut short", f"token {REDACTED}... cut short"),
-    ("header Authorization: Basic dXNlcjpwYXNz, next", f"header Authorization: {REDACTED}, next"),
-    ("{'Authorization': 'Bearer abc.def'}", f"{{'Authorization': '{REDACTED}'}}"),
-    ("sent bearer%20abc.def-ghi to the proxy", f"sent bearer {REDACTED} to the proxy"),
-    ("password=hunter2&x=1", f"password={REDACTED}&x=1"),
-    ("{'token': 'abc123'}", f"{{'token': '{REDACTED}'}}"),
-])
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        (
+            "the storage host alice:pw-SECRET@files.example.org:8443 is not trusted",
+            "the storage host ***@files.example.org:8443 is not trusted",
+        ),
+        (
+            "GET https://alice:pw-SECRET@h.org/ext/1/a.csv?sig=QSECRET: 403",
+            "GET https://***@h.org/ext/1/a.csv?<redacted>: 403",
+        ),
+        ("https://alice:p@ss@host/x", "https://***@host/x"),  # an unescaped @ in the password
+        ("https://alice:pw?x@host/p", "https://***@host/p"),  # an unescaped ? in the password
+        ("https://alice:pw/x@host/", "https://***@host/"),  # an unescaped / in the password
+        ("sftp://TOKENUSER@host/x", "sftp://***@host/x"),  # a user alone may be a token
+        (
+            'https://b.test:443 "GET /k.bin?X-Amz-Signature=abc HTTP/1.1" 206 10',
+            'https://b.test:443 "GET /k.bin?<redacted> HTTP/1.1" 206 10',
+        ),  # urllib3's request line
+        (
+            "Max retries exceeded with url: /repo/v1/x?token=abc (Caused by X)",
+            "Max retries exceeded with url: /repo/v1/x?<redacted> (Caused by X)",
+        ),
+        ("(see https://h/p?a=1)", "(see https://h/p?<redacted>)"),
+        (f"Authorization: Bearer {JWT}", f"Authorization: {REDACTED}"),
+        (f"token {JWT[:60]}... cut short", f"token {REDACTED}... cut short"),
+        ("header Authorization: Basic dXNlcjpwYXNz, next", f"header Authorization: {REDACTED}, next"),
+        ("{'Authorization': 'Bearer abc.def'}", f"{{'Authorization': '{REDACTED}'}}"),
+        ("sent bearer%20abc.def-ghi to the proxy", f"sent bearer {REDACTED} to the proxy"),
+        ("password=hunter2&x=1", f"password={REDACTED}&x=1"),
+        ("{'token': 'abc123'}", f"{{'token': '{REDACTED}'}}"),
+    ],
+)
 def test_what_is_removed(text, shown):
     assert redact(text) == shown
     assert redact(shown) == shown  # idempotent
 
 
-@pytest.mark.parametrize("text", [
-    "the access token from the --token option / token= argument has a space inside it",
-    "put 'authtoken = <token>' under [default] in ~/.synapseConfig",
-    "mail bob@example.org about https://host:443/data/a.csv",
-    "/tmp/what?.txt and C:\\data\\x.bin", "http://[::1]:9/x", "syn123.4 downloaded, 0.0 MB in 0.1 s",
-    "is it an http:// server?", "GET /entity/{id}/children: HTTP 404",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the access token from the --token option / token= argument has a space inside it",
+        "put 'authtoken = <token>' under [default] in ~/.synapseConfig",
+        "mail bob@example.org about https://host:443/data/a.csv",
+        "/tmp/what?.txt and C:\\data\\x.bin",
+        "http://[::1]:9/x",
+        "syn123.4 downloaded, 0.0 MB in 0.1 s",
+        "is it an http:// server?",
+        "GET /entity/{id}/children: HTTP 404",
+    ],
+)
 def test_what_stays(text):
     assert redact(text) == text
 
@@ -86,6 +117,7 @@ def test_a_registered_secret_is_redacted_in_every_form_and_a_short_one_is_ignore
 
 def test_redact_takes_secrets_for_one_call_and_the_cli_alias_is_the_same_function():
     from synclient import cli
+
     assert cli.redact is redact and cli.REDACTED == REDACTED
     assert redact("x one-call-secret-1 y", secrets=["one-call-secret-1"]) == f"x {REDACTED} y"
     assert "one-call-secret-1" not in registered_secrets()
@@ -114,19 +146,34 @@ def test_a_shown_url_keeps_host_port_and_path_only():
 #: RFC 3986 userinfo characters (unreserved and sub-delims); ":" and "%" come from the percent-encoding
 _USERINFO = string.ascii_letters + string.digits + "-._~!$&'()*+,;="
 _TEXT = st.text(alphabet=string.ascii_letters + string.digits + " -_./:'\"()[]{}<>@?=&,;", max_size=30)
-_CONTEXTS = ["GET {url}: 403", "the storage host {netloc} is not trusted", "({url})", "'{url}'", "{{'url': '{url}'}}",
-             "{url}", "failed: {url}\nnext line", "urlopen({url!r})", "url={url};"]
+_CONTEXTS = [
+    "GET {url}: 403",
+    "the storage host {netloc} is not trusted",
+    "({url})",
+    "'{url}'",
+    "{{'url': '{url}'}}",
+    "{url}",
+    "failed: {url}\nnext line",
+    "urlopen({url!r})",
+    "url={url};",
+]
 
 
 @settings(max_examples=300, deadline=None)
-@given(user=st.text(alphabet=_USERINFO, min_size=1, max_size=12),
-       password=st.text(alphabet=_USERINFO + " @:/?#%é", min_size=8, max_size=24),
-       host=st.sampled_from(["files.example.org", "127.0.0.1", "[::1]", "h"]),
-       port=st.sampled_from(["", ":8443"]), path=st.sampled_from(["", "/", "/data/a.csv", "/@scope/x"]),
-       query=st.sampled_from(["", "?X-Amz-Signature=QSECRET-0123", "?a=1&token=QSECRET-0123"]),
-       context=st.sampled_from(_CONTEXTS), before=_TEXT, after=_TEXT)
-def test_a_url_with_userinfo_never_keeps_its_password_nor_its_query(user, password, host, port, path, query, context,
-                                                                   before, after):
+@given(
+    user=st.text(alphabet=_USERINFO, min_size=1, max_size=12),
+    password=st.text(alphabet=_USERINFO + " @:/?#%é", min_size=8, max_size=24),
+    host=st.sampled_from(["files.example.org", "127.0.0.1", "[::1]", "h"]),
+    port=st.sampled_from(["", ":8443"]),
+    path=st.sampled_from(["", "/", "/data/a.csv", "/@scope/x"]),
+    query=st.sampled_from(["", "?X-Amz-Signature=QSECRET-0123", "?a=1&token=QSECRET-0123"]),
+    context=st.sampled_from(_CONTEXTS),
+    before=_TEXT,
+    after=_TEXT,
+)
+def test_a_url_with_userinfo_never_keeps_its_password_nor_its_query(
+    user, password, host, port, path, query, context, before, after
+):
     encoded = quote(password, safe=_USERINFO)  # the password as it stands in a URL
     url = f"https://{user}:{encoded}@{host}{port}{path}{query}"
     netloc = f"{user}:{encoded}@{host}{port}"
@@ -139,9 +186,13 @@ def test_a_url_with_userinfo_never_keeps_its_password_nor_its_query(user, passwo
 
 
 @settings(max_examples=200, deadline=None)
-@given(segments=st.lists(st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=16, max_size=60),
-                         min_size=3, max_size=3),
-       before=_TEXT, after=_TEXT)
+@given(
+    segments=st.lists(
+        st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=16, max_size=60), min_size=3, max_size=3
+    ),
+    before=_TEXT,
+    after=_TEXT,
+)
 def test_anything_shaped_like_a_personal_access_token_is_removed(segments, before, after):
     token = "eyJ" + ".".join(segments)
     assume(token not in before + after)
@@ -150,9 +201,15 @@ def test_anything_shaped_like_a_personal_access_token_is_removed(segments, befor
 
 
 @settings(max_examples=200, deadline=None)
-@given(secret=st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=0x2FF, blacklist_categories=("Cc", "Zs")),
-                      min_size=6, max_size=40),
-       before=_TEXT, after=_TEXT)
+@given(
+    secret=st.text(
+        alphabet=st.characters(min_codepoint=33, max_codepoint=0x2FF, blacklist_categories=("Cc", "Zs")),
+        min_size=6,
+        max_size=40,
+    ),
+    before=_TEXT,
+    after=_TEXT,
+)
 def test_a_registered_secret_never_shows(secret, before, after):
     register_secret(secret)
     assume(secret not in before + after)
@@ -170,6 +227,7 @@ def test_every_logger_of_the_trees_gets_the_filter_and_records_arrive_redacted(c
 
     import synclient
     from synclient.platform.rest import Platform
+
     for module in pkgutil.walk_packages(synclient.__path__, "synclient."):
         if not module.name.endswith("__main__"):
             try:
@@ -182,8 +240,9 @@ def test_every_logger_of_the_trees_gets_the_filter_and_records_arrive_redacted(c
     missing = [name for name in names if not redaction_installed(logging.getLogger(name))]
     assert not missing
     with caplog.at_level(logging.DEBUG):
-        logging.getLogger("synclient.sync").warning("failed: %s (%s)", "https://a:pw-in-a-log@h/x?sig=1",
-                                                    "tok-logger-Test-0123456789")
+        logging.getLogger("synclient.sync").warning(
+            "failed: %s (%s)", "https://a:pw-in-a-log@h/x?sig=1", "tok-logger-Test-0123456789"
+        )
         try:
             raise TransferError("GET https://a:pw-in-a-trace@h/x?sig=2")
         except TransferError:
@@ -229,12 +288,15 @@ def test_an_untrusted_certificate_names_the_host_without_its_password():
     assert raised.value.host == "the storage host files.example.org:8443"
 
 
-@pytest.mark.parametrize("make", [
-    lambda url: Endpoints.from_root(url),
-    lambda url: resolve_endpoints(url),
-    lambda url: resolve_endpoints(repo_endpoint=url + "/repo/v1"),
-    lambda url: Endpoints(repo=url + "/repo/v1", file=url + "/file/v1", auth=url + "/auth/v1"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda url: Endpoints.from_root(url),
+        lambda url: resolve_endpoints(url),
+        lambda url: resolve_endpoints(repo_endpoint=url + "/repo/v1"),
+        lambda url: Endpoints(repo=url + "/repo/v1", file=url + "/file/v1", auth=url + "/auth/v1"),
+    ],
+)
 def test_an_endpoint_with_a_password_is_refused_without_showing_it(make):
     """Defect 12: requests would send ``user:password`` as Basic auth in place of the token."""
     with pytest.raises(ConfigError) as raised:
@@ -253,8 +315,10 @@ def test_an_endpoints_repr_and_a_bad_endpoint_are_redacted():
 def test_what_a_shard_sends_back_is_redacted():
     pytest.importorskip("distributed")  # shard_run imports the budget, which needs it
     from synclient.cluster.shard_run import _portable
-    error = CertificateError("the TLS certificate of https://a:pw-in-a-shard@h/x?sig=QS-1 is not trusted",
-                             host="https://a:pw-in-a-shard@h/x")
+
+    error = CertificateError(
+        "the TLS certificate of https://a:pw-in-a-shard@h/x?sig=QS-1 is not trusted", host="https://a:pw-in-a-shard@h/x"
+    )
     travelled = pickle.loads(pickle.dumps(_portable(error)))
     assert type(travelled) is CertificateError
     assert "pw-in-a-shard" not in travelled.args[0] and "QS-1" not in travelled.args[0]
@@ -263,8 +327,9 @@ def test_what_a_shard_sends_back_is_redacted():
 
 
 def test_visible_spells_every_control_character_and_keeps_the_rest():
-    assert redaction.visible("evil\x1b[31m\r\n\t\x07\x00\x7f\x9b.txt") == \
-        "evil\\x1b[31m\\r\\n\\t\\x07\\x00\\x7f\\x9b.txt"
+    assert (
+        redaction.visible("evil\x1b[31m\r\n\t\x07\x00\x7f\x9b.txt") == "evil\\x1b[31m\\r\\n\\t\\x07\\x00\\x7f\\x9b.txt"
+    )
     assert redaction.visible("café ² a：b ␛ 名前") == "café ² a：b ␛ 名前"  # printable Unicode stays as it is
     assert redaction.visible("line one\nline two\x1b", keep="\n") == "line one\nline two\\x1b"
 
@@ -272,5 +337,5 @@ def test_visible_spells_every_control_character_and_keeps_the_rest():
 @given(st.text())
 def test_visible_leaves_no_control_character(text):
     shown = redaction.visible(text)
-    assert not any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f for c in shown)
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in shown)
     assert redaction.visible(shown) == shown  # idempotent: escapes are printable

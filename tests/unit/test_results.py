@@ -1,4 +1,5 @@
 """FileResult's annotations and records: kept as the platform sent them, typed when read."""
+
 from __future__ import annotations
 
 import datetime
@@ -10,11 +11,22 @@ from synclient import Platform
 from synclient.errors import ConfigError
 from synclient.results import FileResult, SyncStatus, typed_annotations
 
-WIRE = {"s": {"type": "STRING", "value": ["a", "b,c"]}, "n": {"type": "LONG", "value": ["3", "-4"]},
-        "x": {"type": "DOUBLE", "value": ["1.5"]}, "ok": {"type": "BOOLEAN", "value": ["true", "False"]},
-        "t": {"type": "TIMESTAMP_MS", "value": ["1704164645123"]}, "empty": {"type": "STRING", "value": []}}
-TYPED = {"s": ["a", "b,c"], "n": [3, -4], "x": [1.5], "ok": [True, False],
-         "t": [datetime.datetime(2024, 1, 2, 3, 4, 5, 123000, tzinfo=datetime.timezone.utc)], "empty": []}
+WIRE = {
+    "s": {"type": "STRING", "value": ["a", "b,c"]},
+    "n": {"type": "LONG", "value": ["3", "-4"]},
+    "x": {"type": "DOUBLE", "value": ["1.5"]},
+    "ok": {"type": "BOOLEAN", "value": ["true", "False"]},
+    "t": {"type": "TIMESTAMP_MS", "value": ["1704164645123"]},
+    "empty": {"type": "STRING", "value": []},
+}
+TYPED = {
+    "s": ["a", "b,c"],
+    "n": [3, -4],
+    "x": [1.5],
+    "ok": [True, False],
+    "t": [datetime.datetime(2024, 1, 2, 3, 4, 5, 123000, tzinfo=datetime.timezone.utc)],
+    "empty": [],
+}
 
 
 def result(**kwargs) -> FileResult:

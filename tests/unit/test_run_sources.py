@@ -1,5 +1,6 @@
 """One typed source per run (synclient.sync.sources.resolve): what each source resolves to, and the calls it takes,
 with a fake platform (no HTTP)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,19 +11,36 @@ from synclient.errors import ConfigError, NotFoundError
 from synclient.platform.models import Entity, EntityHeader, EntityType, QueryPage, QueryRow
 from synclient.sync.local.name_gate import RemotePath
 from synclient.sync.sources.id_lists import EntityRef
-from synclient.sync.sources.resolve import (LIST_ROOT, FileSource, GivenFiles, ListSource, TreeSource,
-                                            resolve_entity, resolve_ids, resolve_query)
+from synclient.sync.sources.resolve import (
+    LIST_ROOT,
+    FileSource,
+    GivenFiles,
+    ListSource,
+    TreeSource,
+    resolve_entity,
+    resolve_ids,
+    resolve_query,
+)
 
-F, D, P, DS, V, T = (EntityType.FILE, EntityType.FOLDER, EntityType.PROJECT, EntityType.DATASET,
-                     EntityType.ENTITY_VIEW, EntityType.TABLE)
+F, D, P, DS, V, T = (
+    EntityType.FILE,
+    EntityType.FOLDER,
+    EntityType.PROJECT,
+    EntityType.DATASET,
+    EntityType.ENTITY_VIEW,
+    EntityType.TABLE,
+)
 
 
 class FakePlatform:
     """A few entities (id -> name, type, current version, items) and one query's pages; records every call."""
 
     def __init__(self, entities, pages=()):
-        self.entities = {entity_id: (name, kind, version, items) for entity_id, name, kind, version, *rest in entities
-                         for items in [rest[0] if rest else ()]}
+        self.entities = {
+            entity_id: (name, kind, version, items)
+            for entity_id, name, kind, version, *rest in entities
+            for items in [rest[0] if rest else ()]
+        }
         self.pages = list(pages)
         self.calls = []
 
@@ -52,8 +70,15 @@ class FakePlatform:
         return iter(self.pages)
 
 
-WORLD = [("syn1", "a.csv", F, 3), ("syn2", "b.csv", F, 1), ("syn4", "raw", D, 1), ("syn6", "p", P, 1),
-         ("syn5", "d", DS, 2, [("syn1", 2), ("syn2", 1)]), ("syn9", "view", V, 1), ("syn10", "t", T, 1)]
+WORLD = [
+    ("syn1", "a.csv", F, 3),
+    ("syn2", "b.csv", F, 1),
+    ("syn4", "raw", D, 1),
+    ("syn6", "p", P, 1),
+    ("syn5", "d", DS, 2, [("syn1", 2), ("syn2", 1)]),
+    ("syn9", "view", V, 1),
+    ("syn10", "t", T, 1),
+]
 
 
 def test_a_folder_resolves_to_a_tree_that_mirrors_it_from_one_header_call():
@@ -84,10 +109,13 @@ def test_a_file_resolves_at_the_version_named_which_must_exist():
         resolve_entity(platform, EntityRef("syn1", 7))
 
 
-@pytest.mark.parametrize("ref, message", [
-    (EntityRef("syn4", 2), "a folder has no versions"),
-    (EntityRef("syn10"), "syn10 is a table; sync takes a project, folder, file, dataset or dataset collection"),
-])
+@pytest.mark.parametrize(
+    "ref, message",
+    [
+        (EntityRef("syn4", 2), "a folder has no versions"),
+        (EntityRef("syn10"), "syn10 is a table; sync takes a project, folder, file, dataset or dataset collection"),
+    ],
+)
 def test_what_a_sync_cannot_take_is_a_usage_error(ref, message):
     with pytest.raises(ConfigError, match=message):
         resolve_entity(FakePlatform(WORLD), ref)
@@ -118,21 +146,25 @@ def test_one_folder_id_alone_is_that_folders_mirror():
 
 def _view_page(*rows):
     columns = ("id", "dataFileHandleId", "dataFileMD5Hex", "dataFileSizeBytes", "parentId")
-    return QueryPage(columns=columns, rows=tuple(QueryRow(row_id=int(i[3:]), version=version, values=(i, h, m, s, p))
-                                                  for i, version, h, m, s, p in rows))
+    return QueryPage(
+        columns=columns,
+        rows=tuple(
+            QueryRow(row_id=int(i[3:]), version=version, values=(i, h, m, s, p)) for i, version, h, m, s, p in rows
+        ),
+    )
 
 
 def test_a_query_over_a_view_carries_what_its_rows_describe_and_the_report_of_the_query():
     md5 = "0" * 32
-    platform = FakePlatform(WORLD, pages=[_view_page(("syn1", 3, "11", md5, "5", "syn4"),
-                                                     ("syn2", 1, "12", md5, "7", "syn4"))])
+    platform = FakePlatform(
+        WORLD, pages=[_view_page(("syn1", 3, "11", md5, "5", "syn4"), ("syn2", 1, "12", md5, "7", "syn4"))]
+    )
     source = resolve_query(platform, "SELECT * FROM syn9", table_id="syn9", recursive=False)
     assert (source.root_id, source.description, source.mirrors_container) == (LIST_ROOT, "query", False)
     assert sorted(source.described) == [("syn1", 3), ("syn2", 1)]
     facts = source.described["syn2", 1]
     assert (facts.handle.id, facts.handle.content_size, facts.parent_id, facts.from_row) == ("12", 7, "syn4", True)
-    assert source.query is not None and (source.query.table, source.query.rows, source.query.entities) == (
-        "syn9", 2, 2)
+    assert source.query is not None and (source.query.table, source.query.rows, source.query.entities) == ("syn9", 2, 2)
     # the view's header rides along with its rows' entities: one header call for all
     assert platform.calls == [("query", "syn9"), ("headers", 3)]
 

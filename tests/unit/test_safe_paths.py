@@ -1,4 +1,5 @@
 """Paths used to delete are reached without following symlinks; filters prune what cannot match (issue 12)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,8 +10,8 @@ import pytest
 from synclient import portable
 from synclient.errors import FileInTheWayError, UnsafePathError
 from synclient.sync.deletion import is_under_any
-from synclient.sync.plan.filters import PathFilter
 from synclient.sync.local.paths import TargetDirectory, validate_name
+from synclient.sync.plan.filters import PathFilter
 
 
 @pytest.fixture(params=["dir_fd", "checked path"])
@@ -92,17 +93,37 @@ def test_names_that_are_not_valid_unicode_are_refused():
         validate_name("bad\ud800name")
 
 
-@pytest.mark.parametrize("rel, folders, expected", [
-    ("a/b/c.txt", {"a"}, True), ("a/b/c.txt", {"a/b"}, True), ("a/b/c.txt", {"a/b/c.txt"}, False),
-    ("a/b/c.txt", {"b"}, False), ("ab/c.txt", {"a"}, False), ("x.txt", {""}, True), ("x.txt", set(), False)])
+@pytest.mark.parametrize(
+    "rel, folders, expected",
+    [
+        ("a/b/c.txt", {"a"}, True),
+        ("a/b/c.txt", {"a/b"}, True),
+        ("a/b/c.txt", {"a/b/c.txt"}, False),
+        ("a/b/c.txt", {"b"}, False),
+        ("ab/c.txt", {"a"}, False),
+        ("x.txt", {""}, True),
+        ("x.txt", set(), False),
+    ],
+)
 def test_is_under_any(rel, folders, expected):
     assert is_under_any(rel, folders) is expected
 
 
-@pytest.mark.parametrize("include, folder, pruned", [
-    (["a/*"], "a", False), (["a/*"], "b", True), (["a/*"], "ab", True), (["a/*"], "a/x", False),
-    (["data/raw/*.csv"], "data", False), (["data/raw/*.csv"], "data/raw/deeper", False),
-    (["data/raw/*.csv"], "data/other", True), (["*.csv"], "anything", False), (["d*/x"], "other", True),
-    (["d*/x"], "dz", False), ([], "anything", False)])
+@pytest.mark.parametrize(
+    "include, folder, pruned",
+    [
+        (["a/*"], "a", False),
+        (["a/*"], "b", True),
+        (["a/*"], "ab", True),
+        (["a/*"], "a/x", False),
+        (["data/raw/*.csv"], "data", False),
+        (["data/raw/*.csv"], "data/raw/deeper", False),
+        (["data/raw/*.csv"], "data/other", True),
+        (["*.csv"], "anything", False),
+        (["d*/x"], "other", True),
+        (["d*/x"], "dz", False),
+        ([], "anything", False),
+    ],
+)
 def test_include_patterns_prune_only_folders_they_cannot_match_below(include, folder, pruned):
     assert PathFilter.build(include).prunes_folder(folder) is pruned

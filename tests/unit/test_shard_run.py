@@ -2,6 +2,7 @@
 shard takes for a file an earlier try installed (only a regular file in a plain folder, holding the handle's bytes,
 changed since the driver's decision), what it does not overwrite (a file changed since the decision in any other
 way), and a shard that cannot even set up."""
+
 import errno
 import hashlib
 import os
@@ -12,12 +13,17 @@ import pytest
 
 pytest.importorskip("distributed")  # shard_run imports the budget, which needs it
 
-from synclient.cluster.shard_run import (PlatformAccess, ShardTask, _changed_since_decided,  # noqa: E402
-                                        _installed_by_earlier_try, _portable, run_shard)
+from synclient.cluster.shard_run import (  # noqa: E402
+    PlatformAccess,
+    ShardTask,
+    _changed_since_decided,
+    _installed_by_earlier_try,
+    _portable,
+    run_shard,
+)
 from synclient.cluster.shards import Shard  # noqa: E402
+from synclient.errors import AuthenticationError, ConfigError, ErrorNature, LocalIOError, PathConflictError  # noqa: E402
 from synclient.platform.credentials import Endpoints  # noqa: E402
-from synclient.errors import (AuthenticationError, ConfigError, ErrorNature, LocalIOError,  # noqa: E402
-                              PathConflictError)
 from synclient.platform.models import FileHandle  # noqa: E402
 from synclient.transfer.config import TransferConfig  # noqa: E402
 from synclient.transfer.jobs import FetchJob, LocalState  # noqa: E402
@@ -98,8 +104,9 @@ def test_a_shard_that_cannot_set_up_fails_every_file_with_that_error(tmp_path):
     access = PlatformAccess(Endpoints.from_root("http://127.0.0.1:1"), "t0ken", str(tmp_path / "missing-ca.pem"))
     outcome = run_shard(ShardTask(Shard(4, files), access, TransferConfig(max_workers=2)))
     assert [fetched.destination for fetched in outcome.files] == [file.destination for file in files]
-    assert all(isinstance(fetched.error, ConfigError) and "missing-ca.pem" in str(fetched.error)
-               for fetched in outcome.files)
+    assert all(
+        isinstance(fetched.error, ConfigError) and "missing-ca.pem" in str(fetched.error) for fetched in outcome.files
+    )
     assert outcome.files[0].error.nature is ErrorNature.FATAL and outcome.number == 4
 
 
@@ -109,8 +116,11 @@ def test_a_file_written_or_changed_since_the_decision_is_not_overwritten(tmp_pat
     appeared, edited, gone = tmp_path / "new.txt", tmp_path / "old.txt", tmp_path / "gone.txt"
     edited.write_bytes(b"the version the run decided to overwrite")
     gone.write_bytes(b"decided on, then deleted by the user")
-    files = (_file(appeared, b"remote"), _file(edited, b"remote", before=LocalState.of(edited)),
-             _file(gone, b"remote", before=LocalState.of(gone)))
+    files = (
+        _file(appeared, b"remote"),
+        _file(edited, b"remote", before=LocalState.of(edited)),
+        _file(gone, b"remote", before=LocalState.of(gone)),
+    )
     appeared.write_bytes(b"the user's new file")
     edited.write_bytes(b"the user's newer edit, longer than before")
     gone.unlink()

@@ -1,5 +1,6 @@
 """Shards of a sync sharded over Dask (synclient/cluster/shards.py): sealed by size as files come, the rest split
 into balanced contiguous runs, and a worker's pool waits for results that arrive from outside it."""
+
 from __future__ import annotations
 
 import pickle
@@ -43,8 +44,10 @@ def test_the_rest_is_drained_as_one_shard_per_worker_numbered_on():
 
 
 @settings(max_examples=200, deadline=None)
-@given(sizes=st.lists(st.integers(min_value=0, max_value=64 * FILE_WEIGHT), min_size=1, max_size=60),
-       parts=st.integers(min_value=1, max_value=8))
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=64 * FILE_WEIGHT), min_size=1, max_size=60),
+    parts=st.integers(min_value=1, max_value=8),
+)
 def test_a_balanced_split_keeps_the_order_and_no_run_exceeds_its_share_by_more_than_one_file(sizes, parts):
     files = [_file(number, size) for number, size in enumerate(sizes)]
     runs = split_balanced(files, parts=parts)
@@ -99,8 +102,13 @@ def test_listings_wait_while_too_many_results_are_expected_from_outside():
     pool.expected_high_water = 1
     order, held = [], threading.Event()
     # the listing is all that is left (had it run, it would have said so first)
-    pool.add_idle_check(lambda: held.set() if (pool.outstanding(*Priority) == pool.outstanding(Priority.LISTING) == 1
-                                               and not order) else None)
+    pool.add_idle_check(
+        lambda: (
+            held.set()
+            if (pool.outstanding(*Priority) == pool.outstanding(Priority.LISTING) == 1 and not order)
+            else None
+        )
+    )
 
     def elsewhere():
         held.wait(10)  # (never set when the listing ran at once: the order below then says so)

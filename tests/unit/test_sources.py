@@ -1,30 +1,43 @@
 """plan_sources: what a list of ids, a dataset or a collection resolves to, with a fake platform (no HTTP)."""
+
 from __future__ import annotations
 
 import pytest
 
 from synclient.errors import ConfigError, NotFoundError, UnsupportedError
 from synclient.platform.models import Entity, EntityHeader, EntityType
-from synclient.sync.sources.id_lists import EntityRef
 from synclient.sync.records.index import IndexRow
 from synclient.sync.sources.by_id import plan_sources
+from synclient.sync.sources.id_lists import EntityRef
 
-F, D, P, DS, DC, T = (EntityType.FILE, EntityType.FOLDER, EntityType.PROJECT, EntityType.DATASET,
-                      EntityType.DATASET_COLLECTION, EntityType.OTHER)
+F, D, P, DS, DC, T = (
+    EntityType.FILE,
+    EntityType.FOLDER,
+    EntityType.PROJECT,
+    EntityType.DATASET,
+    EntityType.DATASET_COLLECTION,
+    EntityType.OTHER,
+)
 
 
 class FakePlatform:
     """Headers and items of a few entities; counts calls as the real platform's REST calls would be."""
 
     def __init__(self, entities):
-        self.entities = {entity_id: (name, kind, version, items) for entity_id, name, kind, version, *rest in entities
-                         for items in [rest[0] if rest else ()]}
+        self.entities = {
+            entity_id: (name, kind, version, items)
+            for entity_id, name, kind, version, *rest in entities
+            for items in [rest[0] if rest else ()]
+        }
         self.calls = []
 
     def get_entity_headers(self, ids):
         self.calls.append(("headers", len(ids)))
-        return {i: EntityHeader(i, self.entities[i][0], self.entities[i][1], self.entities[i][2])
-                for i in ids if i in self.entities}
+        return {
+            i: EntityHeader(i, self.entities[i][0], self.entities[i][1], self.entities[i][2])
+            for i in ids
+            if i in self.entities
+        }
 
     def get_entity(self, entity_id, *, version=None):
         self.calls.append(("entity", entity_id))
@@ -32,13 +45,21 @@ class FakePlatform:
         return Entity(id=entity_id, name=name, type=kind, version_number=version or current, items=tuple(items))
 
 
-WORLD = FakePlatform([
-    ("syn1", "a.csv", F, 3), ("syn2", "a.csv", F, 1), ("syn3", "b.csv", F, 2), ("syn4", "raw", D, 1),
-    ("syn5", "d", DS, 1, [("syn1", 2), ("syn2", 1), ("syn3", None)]), ("syn6", "p", P, 1),
-    ("syn7", "e", DS, 1, [("syn3", 1), ("syn9", 1), ("syn4", None)]),
-    ("syn8", "c", DC, 1, [("syn5", 1), ("syn7", 1)]), ("syn10", "t", T, 1), ("syn11", "a (syn2).csv", F, 1),
-    ("syn12", "d", F, 1),
-])
+WORLD = FakePlatform(
+    [
+        ("syn1", "a.csv", F, 3),
+        ("syn2", "a.csv", F, 1),
+        ("syn3", "b.csv", F, 2),
+        ("syn4", "raw", D, 1),
+        ("syn5", "d", DS, 1, [("syn1", 2), ("syn2", 1), ("syn3", None)]),
+        ("syn6", "p", P, 1),
+        ("syn7", "e", DS, 1, [("syn3", 1), ("syn9", 1), ("syn4", None)]),
+        ("syn8", "c", DC, 1, [("syn5", 1), ("syn7", 1)]),
+        ("syn10", "t", T, 1),
+        ("syn11", "a (syn2).csv", F, 1),
+        ("syn12", "d", F, 1),
+    ]
+)
 
 
 class Plan:
@@ -61,9 +82,20 @@ def plan(*ids, recursive=False, platform=WORLD, rows=()):
 
 
 def row(rel_path, entity_id, *, local_path=None, root_id="ids"):
-    return IndexRow(rel_path=rel_path, local_path=local_path or rel_path, root_id=root_id, entity_id=entity_id,
-                    version=1, file_handle_id="1", md5=None, size=1, content_type=None, parent_id=None,
-                    local_size=1, mtime_ns=1)
+    return IndexRow(
+        rel_path=rel_path,
+        local_path=local_path or rel_path,
+        root_id=root_id,
+        entity_id=entity_id,
+        version=1,
+        file_handle_id="1",
+        md5=None,
+        size=1,
+        content_type=None,
+        parent_id=None,
+        local_size=1,
+        mtime_ns=1,
+    )
 
 
 def files_of(result):
@@ -81,7 +113,9 @@ def test_the_first_keeps_a_name_later_ones_get_their_id_in_it_deterministically(
     # another version of a file that already has a name here gets its version in the name
     assert files_of(first) == [("syn1", 3, "a.csv"), ("syn2", 1, "a (syn2).csv"), ("syn1", 1, "a (syn1.1).csv")]
     assert [str(r) for r in first.renamed] == [
-        "syn2.1: a.csv -> a (syn2).csv (the name was taken)", "syn1.1: a.csv -> a (syn1.1).csv (the name was taken)"]
+        "syn2.1: a.csv -> a (syn2).csv (the name was taken)",
+        "syn1.1: a.csv -> a (syn1.1).csv (the name was taken)",
+    ]
     assert files_of(plan("syn1", "syn2", "syn1.1")) == files_of(first)  # the same list, the same names
     assert files_of(plan("syn2", "syn1"))[1] == ("syn1", 3, "a (syn1).csv")  # in a new target the order decides
 
@@ -89,8 +123,12 @@ def test_the_first_keeps_a_name_later_ones_get_their_id_in_it_deterministically(
 def test_another_version_of_a_renamed_file_and_a_name_made_to_clash():
     # syn11 is really called "a (syn2).csv": syn2's rename has to step around it
     result = plan("syn1", "syn11", "syn2", "syn2.3", "syn2.3")
-    assert files_of(result) == [("syn1", 3, "a.csv"), ("syn11", 1, "a (syn2).csv"), ("syn2", 1, "a (syn2.1).csv"),
-                                ("syn2", 3, "a (syn2.3).csv")]
+    assert files_of(result) == [
+        ("syn1", 3, "a.csv"),
+        ("syn11", 1, "a (syn2).csv"),
+        ("syn2", 1, "a (syn2.1).csv"),
+        ("syn2", 3, "a (syn2.3).csv"),
+    ]
     assert len({rel for _, _, rel in files_of(result)}) == 4  # the same version twice is fetched once
 
 
@@ -122,8 +160,12 @@ def test_a_dataset_alone_fills_the_target_with_its_pinned_items():
 
 def test_a_collection_gives_a_folder_per_dataset_and_bad_items_fail_alone():
     result = plan("syn8")
-    assert files_of(result) == [("syn1", 2, "d/a.csv"), ("syn2", 1, "d/a (syn2).csv"), ("syn3", 2, "d/b.csv"),
-                                ("syn3", 1, "e/b.csv")]
+    assert files_of(result) == [
+        ("syn1", 2, "d/a.csv"),
+        ("syn2", 1, "d/a (syn2).csv"),
+        ("syn3", 2, "d/b.csv"),
+        ("syn3", 1, "e/b.csv"),
+    ]
     refused = {header.id: error for header, error in result.refused}
     assert isinstance(refused["syn9"], NotFoundError) and "an item of syn7" in str(refused["syn9"])
     assert isinstance(refused["syn4"], UnsupportedError) and "is a folder, not a file" in str(refused["syn4"])
@@ -134,8 +176,7 @@ def test_in_a_list_containers_and_datasets_get_folders_named_after_them():
     assert [(c.header.id, c.rel_dir) for c in result.containers] == [("syn6", "p")]
     # the file syn12 is called "d": the dataset "d" that comes later is renamed, not mixed into it
     assert files_of(result)[0] == ("syn12", 1, "d")
-    assert [rel for _, _, rel in files_of(result)[1:]] == ["d (syn5)/a.csv", "d (syn5)/a (syn2).csv",
-                                                           "d (syn5)/b.csv"]
+    assert [rel for _, _, rel in files_of(result)[1:]] == ["d (syn5)/a.csv", "d (syn5)/a (syn2).csv", "d (syn5)/b.csv"]
     refused = {header.id: type(error) for header, error in result.refused}
     assert refused == {"syn10": UnsupportedError, "syn404": NotFoundError}
 
@@ -145,11 +186,14 @@ def test_one_container_alone_is_walked_into_the_target_itself():
     assert result.plan.one_container.id == "syn4" and result.containers[0].rel_dir == ""
 
 
-@pytest.mark.parametrize("ids, recursive, message", [
-    (("syn4",), False, "syn4 is a folder; pass -r"),
-    (("syn1", "syn6"), False, "syn6 is a project; pass -r"),
-    (("syn6.2",), True, "syn6.2: a project has no versions to choose from"),
-])
+@pytest.mark.parametrize(
+    "ids, recursive, message",
+    [
+        (("syn4",), False, "syn4 is a folder; pass -r"),
+        (("syn1", "syn6"), False, "syn6 is a project; pass -r"),
+        (("syn6.2",), True, "syn6.2: a project has no versions to choose from"),
+    ],
+)
 def test_usage_errors(ids, recursive, message):
     with pytest.raises(ConfigError, match=message):
         plan(*ids, recursive=recursive)

@@ -1,4 +1,5 @@
 """synapseclient's download cache as synclient reads and writes it, checked against synapseclient 4.14 itself."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,9 +10,19 @@ import threading
 import pytest
 
 from synclient.errors import CacheLockTimeoutError, ConfigError, SynclientError
-from synclient.synapse_cache import (CACHE_MAP, LOCK_MAX_AGE_SECONDS, LOCK_RETRY_SECONDS, LOCK_TIMEOUT_SECONDS,
-                                     CacheLock, SynapseCache, cache_root, epoch_to_iso, normalize_path,
-                                     read_cache_map, same_modified_time)
+from synclient.synapse_cache import (
+    CACHE_MAP,
+    LOCK_MAX_AGE_SECONDS,
+    LOCK_RETRY_SECONDS,
+    LOCK_TIMEOUT_SECONDS,
+    CacheLock,
+    SynapseCache,
+    cache_root,
+    epoch_to_iso,
+    normalize_path,
+    read_cache_map,
+    same_modified_time,
+)
 
 sc_cache = pytest.importorskip("synapseclient.core.cache")
 sc_lock = pytest.importorskip("synapseclient.core.lock")
@@ -51,14 +62,30 @@ class FakeClock:
 
 # -- the format: times, keys, root --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seconds", [0, 1, 1.0005, 1.4994, 59.9994, 59.9995, 1_700_000_000.9996, 1_700_000_000.5,
-                                     1_700_000_000.123456, 951_782_400.0625, 4_102_444_799.9999])
+
+@pytest.mark.parametrize(
+    "seconds",
+    [
+        0,
+        1,
+        1.0005,
+        1.4994,
+        59.9994,
+        59.9995,
+        1_700_000_000.9996,
+        1_700_000_000.5,
+        1_700_000_000.123456,
+        951_782_400.0625,
+        4_102_444_799.9999,
+    ],
+)
 def test_times_are_written_as_synapseclient_writes_them(seconds):
     assert epoch_to_iso(seconds) == sc_cache.epoch_time_to_iso(seconds)
 
 
-@pytest.mark.parametrize("recorded", ["2023-11-14T22:13:20.000Z", "2023-11-14T22:13:20.250Z",
-                                      "2023-11-14T22:13:21.000Z", None])
+@pytest.mark.parametrize(
+    "recorded", ["2023-11-14T22:13:20.000Z", "2023-11-14T22:13:20.250Z", "2023-11-14T22:13:21.000Z", None]
+)
 @pytest.mark.parametrize("mtime", [1_700_000_000.0, 1_700_000_000.25, 1_700_000_000.9])
 def test_modified_times_compare_as_in_synapseclient(mtime, recorded):
     assert same_modified_time(mtime, recorded) == sc_cache.compare_timestamps(mtime, recorded)
@@ -96,6 +123,7 @@ def test_a_cache_is_used_only_where_it_exists_and_never_made(tmp_path, monkeypat
 
 # -- reading maps ---------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("text", ["", '{"/a": {"modified_time": "2023', "[1, 2]", "not json", "\xff\xfe"])
 def test_a_corrupt_or_partial_map_reads_as_empty(tmp_path, text):
     (tmp_path / CACHE_MAP).write_bytes(text.encode("latin-1"))
@@ -104,6 +132,7 @@ def test_a_corrupt_or_partial_map_reads_as_empty(tmp_path, text):
 
 
 # -- interop with synapseclient's Cache ---------------------------------------------------------------------------
+
 
 def test_a_record_is_byte_for_byte_what_synapseclients_add_writes(tmp_path):
     data = b"some bytes\n"
@@ -164,8 +193,10 @@ def test_lookup_takes_only_an_unchanged_regular_file_with_the_platforms_md5_and_
 def test_lookup_prefers_the_latest_usable_copy_and_takes_an_entry_without_md5(tmp_path):
     data = b"abc"
     root = tmp_path / "cache"
-    older, newer, changed = (_file(tmp_path, name, data, mtime=1_700_000_000 + 10 * i)
-                             for i, name in enumerate(["older", "newer", "changed"]))
+    older, newer, changed = (
+        _file(tmp_path, name, data, mtime=1_700_000_000 + 10 * i)
+        for i, name in enumerate(["older", "newer", "changed"])
+    )
     cache = SynapseCache(root)
     for path in (older, newer, changed):
         cache.record(HANDLE, path, _md5(data))
@@ -178,6 +209,7 @@ def test_lookup_prefers_the_latest_usable_copy_and_takes_an_entry_without_md5(tm
 
 
 # -- the lock -------------------------------------------------------------------------------------------------------
+
 
 def test_a_held_lock_is_waited_for_in_steps_of_half_a_second(tmp_path):
     lock_dir = tmp_path / f"{CACHE_MAP}.lock"
@@ -240,6 +272,7 @@ def test_a_silent_holder_is_broken_after_ten_seconds(tmp_path):
 
 # -- both writers at once -------------------------------------------------------------------------------------------
 
+
 def test_synapseclient_and_synclient_recording_at_once_lose_nothing(tmp_path, monkeypatch):
     """Threads of synapseclient's ``Cache.add`` and of our ``record`` on one handle's map: at the end it is valid
     JSON with every entry, in synapseclient's format. (Their lock's 0.5 s wait is shortened to a yield so the
@@ -248,8 +281,12 @@ def test_synapseclient_and_synclient_recording_at_once_lose_nothing(tmp_path, mo
     root = tmp_path / "cache"
     threads_per_side, files_per_thread = 4, 25
     data = b"same bytes"
-    files = {side: [[_file(tmp_path, f"{side}-{t}-{i}", data) for i in range(files_per_thread)]
-                    for t in range(threads_per_side)] for side in ("ours", "theirs")}
+    files = {
+        side: [
+            [_file(tmp_path, f"{side}-{t}-{i}", data) for i in range(files_per_thread)] for t in range(threads_per_side)
+        ]
+        for side in ("ours", "theirs")
+    }
     ours, theirs = SynapseCache(root, sleep=lambda seconds: os.sched_yield()), sc_cache.Cache(str(root))
     start = threading.Barrier(2 * threads_per_side)
     failures = []
@@ -262,10 +299,13 @@ def test_synapseclient_and_synclient_recording_at_once_lose_nothing(tmp_path, mo
         except BaseException as exc:  # reported by the main thread
             failures.append(exc)
 
-    threads = ([threading.Thread(target=work, args=(lambda p: ours.record(HANDLE, p, _md5(data)), paths))
-                for paths in files["ours"]]
-               + [threading.Thread(target=work, args=(lambda p: theirs.add(HANDLE, str(p), md5=_md5(data)), paths))
-                  for paths in files["theirs"]])
+    threads = [
+        threading.Thread(target=work, args=(lambda p: ours.record(HANDLE, p, _md5(data)), paths))
+        for paths in files["ours"]
+    ] + [
+        threading.Thread(target=work, args=(lambda p: theirs.add(HANDLE, str(p), md5=_md5(data)), paths))
+        for paths in files["theirs"]
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -274,8 +314,9 @@ def test_synapseclient_and_synclient_recording_at_once_lose_nothing(tmp_path, mo
     written = json.loads((ours.cache_dir(HANDLE) / CACHE_MAP).read_text())
     expected = {str(path) for side in files.values() for paths in side for path in paths}
     assert set(written) == expected
-    assert all(entry == {"modified_time": "2023-11-14T22:13:20.000Z", "content_md5": _md5(data)}
-               for entry in written.values())
+    assert all(
+        entry == {"modified_time": "2023-11-14T22:13:20.000Z", "content_md5": _md5(data)} for entry in written.values()
+    )
     assert sorted(os.listdir(ours.cache_dir(HANDLE))) == [CACHE_MAP]
 
 

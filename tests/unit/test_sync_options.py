@@ -1,4 +1,5 @@
 """SyncOptions: one validated, frozen, keyword-only object for what a sync does."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,29 +9,38 @@ import sys
 import pytest
 
 from synclient import OnError, SyncOptions, download_many, download_query, sync_from_platform
-from synclient.sync import runner
-from synclient.transfer.config import TransferConfig
 from synclient.errors import ConfigError
-from synclient.sync.records.manifest import ManifestMode
+from synclient.sync import runner
 from synclient.sync.plan.planner import Collision
+from synclient.sync.records.manifest import ManifestMode
+from synclient.transfer.config import TransferConfig
 
 
 def test_strings_become_the_enums_and_patterns_tuples():
-    options = SyncOptions(if_collision="keep.both", manifest="root", on_error="continue", include="*.csv",
-                          exclude=["tmp/*", "*.bak"])
+    options = SyncOptions(
+        if_collision="keep.both", manifest="root", on_error="continue", include="*.csv", exclude=["tmp/*", "*.bak"]
+    )
     assert options.if_collision is Collision.KEEP_BOTH and options.manifest is ManifestMode.ROOT
     assert options.on_error is OnError.CONTINUE
     assert options.include == ("*.csv",) and options.exclude == ("tmp/*", "*.bak")
     assert options.path_filter.wants_file("a/b.csv") and not options.path_filter.wants_file("tmp/x.csv")
-    assert options == SyncOptions(if_collision=Collision.KEEP_BOTH, manifest=ManifestMode.ROOT,
-                                  on_error=OnError.CONTINUE, include=["*.csv"], exclude=("tmp/*", "*.bak"))
+    assert options == SyncOptions(
+        if_collision=Collision.KEEP_BOTH,
+        manifest=ManifestMode.ROOT,
+        on_error=OnError.CONTINUE,
+        include=["*.csv"],
+        exclude=("tmp/*", "*.bak"),
+    )
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("if_collision", "keep.all", "if_collision must be one of overwrite.local, keep.local, keep.both"),
-    ("manifest", "some", "manifest must be one of all, root, suppress"),
-    ("on_error", "ignore", "on_error must be one of raise, continue"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("if_collision", "keep.all", "if_collision must be one of overwrite.local, keep.local, keep.both"),
+        ("manifest", "some", "manifest must be one of all, root, suppress"),
+        ("on_error", "ignore", "on_error must be one of raise, continue"),
+    ],
+)
 def test_a_bad_choice_is_one_line_naming_the_valid_ones(field, value, message):
     with pytest.raises(ConfigError, match=message) as caught:
         SyncOptions(**{field: value})
@@ -60,12 +70,28 @@ def test_synapseclients_cache_is_shared_by_default_and_copied_not_linked():
 # -- the public functions' option keywords: validated once, against SyncOptions ----------------------------------
 
 #: a value other than the default for every option keyword a public function may take
-CHANGED = {"on_error": "continue", "if_collision": "keep.both", "delete": True, "manifest": "root",
-           "include": ["*.csv"], "exclude": "tmp/*", "dry_run": True, "follow_links": True, "provenance": True,
-           "progress": False, "entity_details": True, "synapse_cache": False, "synapse_cache_link": True,
-           "filesystem_names": "case", "file_names": "handle"}
-PUBLIC = {"sync_from_platform": (sync_from_platform, "syn1"), "download_many": (download_many, ["syn1"]),
-          "download_query": (download_query, "SELECT id FROM syn9")}
+CHANGED = {
+    "on_error": "continue",
+    "if_collision": "keep.both",
+    "delete": True,
+    "manifest": "root",
+    "include": ["*.csv"],
+    "exclude": "tmp/*",
+    "dry_run": True,
+    "follow_links": True,
+    "provenance": True,
+    "progress": False,
+    "entity_details": True,
+    "synapse_cache": False,
+    "synapse_cache_link": True,
+    "filesystem_names": "case",
+    "file_names": "handle",
+}
+PUBLIC = {
+    "sync_from_platform": (sync_from_platform, "syn1"),
+    "download_many": (download_many, ["syn1"]),
+    "download_query": (download_query, "SELECT id FROM syn9"),
+}
 
 
 def test_overridden_puts_given_fields_on_the_base_and_ignores_the_rest():
@@ -79,8 +105,7 @@ def test_overridden_puts_given_fields_on_the_base_and_ignores_the_rest():
 
 
 def test_run_settings_check_options_config_and_view_once():
-    settings = runner.RunSettings.of(SyncOptions(delete=True), keywords={"dry_run": True}, max_workers=3,
-                                     view="syn9")
+    settings = runner.RunSettings.of(SyncOptions(delete=True), keywords={"dry_run": True}, max_workers=3, view="syn9")
     assert settings.options == SyncOptions(delete=True, dry_run=True)
     assert settings.config == TransferConfig(max_workers=3) and settings.view == "syn9" and settings.cluster is None
     with pytest.raises(ConfigError, match="name it without a version"):
@@ -129,8 +154,21 @@ def test_a_bad_option_keyword_is_one_config_error_before_any_call(name, captured
 def test_public_option_keywords_are_the_fields_they_override():
     """Each public function passes its ``locals()``: an option keyword must be spelled as its SyncOptions field."""
     fields = {field.name for field in dataclasses.fields(SyncOptions)}
-    others = {"entity", "ids", "sql", "path", "recursive", "platform", "options", "config", "max_workers",
-              "observer", "syn", "view", "dask"}
+    others = {
+        "entity",
+        "ids",
+        "sql",
+        "path",
+        "recursive",
+        "platform",
+        "options",
+        "config",
+        "max_workers",
+        "observer",
+        "syn",
+        "view",
+        "dask",
+    }
     for function, _ in PUBLIC.values():
         assert set(inspect.signature(function).parameters) - others <= fields, function.__name__
 
@@ -139,9 +177,14 @@ def test_public_option_keywords_are_the_fields_they_override():
 @pytest.mark.parametrize("name", sorted(PUBLIC))
 def test_dry_run_overloads_tell_a_type_checker_what_comes_back(name):
     from typing import get_overloads
-    returns = [(str(o.__annotations__["dry_run"]), str(o.__annotations__.get("options")), o.__annotations__["return"])
-               for o in get_overloads(PUBLIC[name][0])]
-    assert returns == [("Literal[True]", "Optional[SyncOptions]", "SyncPlan"),
-                       ("Literal[False]", "Optional[SyncOptions]", "SyncResults"),
-                       ("None", "None", "SyncResults"),  # no dry_run, no options: a real run
-                       ("Optional[bool]", "Optional[SyncOptions]", "Union[SyncResults, SyncPlan]")]
+
+    returns = [
+        (str(o.__annotations__["dry_run"]), str(o.__annotations__.get("options")), o.__annotations__["return"])
+        for o in get_overloads(PUBLIC[name][0])
+    ]
+    assert returns == [
+        ("Literal[True]", "Optional[SyncOptions]", "SyncPlan"),
+        ("Literal[False]", "Optional[SyncOptions]", "SyncResults"),
+        ("None", "None", "SyncResults"),  # no dry_run, no options: a real run
+        ("Optional[bool]", "Optional[SyncOptions]", "Union[SyncResults, SyncPlan]"),
+    ]

@@ -1,5 +1,6 @@
 """SyncRun is built from one typed source: what the source knows reaches the pipeline at construction (no
 attribute of a piece is set afterwards). A fake platform that answers no call: building a run makes none."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -40,9 +41,17 @@ def build(tmp_path):
         index = LocalIndex(target.root).__enter__()
         platform = NoCalls()
         config = TransferConfig(max_workers=2)
-        run = SyncRun(platform=platform, config=config, target=target, index=index, source=source,
-                      options=SyncOptions(progress=False), observer=SyncObserver(), pool=run_pool(platform, config),
-                      **extra)
+        run = SyncRun(
+            platform=platform,
+            config=config,
+            target=target,
+            index=index,
+            source=source,
+            options=SyncOptions(progress=False),
+            observer=SyncObserver(),
+            pool=run_pool(platform, config),
+            **extra,
+        )
         runs.append((run, index))
         return run
 
@@ -69,20 +78,21 @@ def test_a_file_root_is_named_one_by_one_at_construction(build):
 
 def test_a_lists_files_are_laid_out_and_named_at_construction_and_its_rows_facts_reach_the_pipeline(build):
     facts = FileVersionFacts(FileHandle(id="11", content_size=5, content_md5="0" * 32), 1, "syn4", from_row=True)
-    plan = SourcePlan(entries=[Entry(_file("syn1", "a.csv"), EntryKind.FILE),
-                               Entry(_file("syn2", "a.csv"), EntryKind.FILE)])
+    plan = SourcePlan(
+        entries=[Entry(_file("syn1", "a.csv"), EntryKind.FILE), Entry(_file("syn2", "a.csv"), EntryKind.FILE)]
+    )
     run = build(ListSource(plan, root_id="ids", description="query", described={("syn2", 1): facts}))
     assert run.pipeline._individual_files == {"a.csv", "a (syn2).csv"}  # the second one renamed: its id in it
     assert run.listed_files == {"a.csv", "a (syn2).csv"} and [str(r) for r in run.renamed] == [
-        "syn2.1: a.csv -> a (syn2).csv (the name was taken)"]
+        "syn2.1: a.csv -> a (syn2).csv (the name was taken)"
+    ]
     assert run.pipeline._described_file(_file("syn2", "a (syn2).csv"), None) == facts
     assert run.pipeline._described_file(_file("syn1", "a.csv"), None) is None
 
 
 def test_given_files_and_a_fetcher_are_given_at_construction(build):
     fetcher = SimpleNamespace(fetch=lambda job, on_fetched: None)
-    run = build(GivenFiles(((_file("syn1", "a.csv"), RemotePath(("x", "a.csv"))),), root_id="syn9"),
-                remote=fetcher)
+    run = build(GivenFiles(((_file("syn1", "a.csv"), RemotePath(("x", "a.csv"))),), root_id="syn9"), remote=fetcher)
     assert run.root_id == "syn9" and run.pipeline._individual_files == {"x/a.csv"}
     assert run.pipeline._fetcher is fetcher  # (no synapseclient cache on this machine: nothing in front of it)
 

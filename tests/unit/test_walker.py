@@ -2,6 +2,7 @@
 children page is listed exactly once, files come out with their local paths, a folder that cannot be listed is
 reported and left unvisited while its siblings go on, filters prune before any call, a cancelled pool lists no
 more, and names a filesystem cannot hold are mapped over the whole folder."""
+
 from __future__ import annotations
 
 import collections
@@ -10,16 +11,15 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
+from tree_support import ROOT, ROOT_ID, FakeTree
 
-from synclient.errors import (AccessDeniedError, FileInTheWayError, MalformedAnswerError, SynclientError,
-                              UnsafePathError)
+from synclient.errors import AccessDeniedError, FileInTheWayError, MalformedAnswerError, SynclientError, UnsafePathError
 from synclient.platform.models import EntityHeader
 from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.plan.filters import PathFilter
 from synclient.sync.sources.walker import FoundFile, TreeWalker
 from synclient.transfer.pool import TaskPool
-from tree_support import ROOT, ROOT_ID, FakeTree
 
 
 class Walk:
@@ -32,8 +32,14 @@ class Walk:
         self.batches: List[List[FoundFile]] = []
         self.failures: List[Tuple[EntityHeader, Optional[Path], SynclientError]] = []
         self._lock = threading.Lock()
-        self.walker = TreeWalker(platform=tree, pool=self.pool, target=self.target, on_files=self._files,
-                                 on_failure=self._failed, **walker_options)
+        self.walker = TreeWalker(
+            platform=tree,
+            pool=self.pool,
+            target=self.target,
+            on_files=self._files,
+            on_failure=self._failed,
+            **walker_options,
+        )
 
     def _files(self, files: List[FoundFile]) -> None:
         with self._lock:
@@ -43,7 +49,7 @@ class Walk:
         with self._lock:
             self.failures.append((header, path, error))
 
-    def run(self) -> "Walk":
+    def run(self) -> Walk:
         self.walker.walk(ROOT, self.target.root)
         self.pool.run()
         assert not self.pool.unexpected_errors
@@ -80,20 +86,28 @@ def _sample(tree: FakeTree) -> Dict[str, EntityHeader]:
 
 # -- paging and call counts --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("workers", [1, 4])
 def test_every_page_of_every_folder_is_listed_exactly_once(tmp_path, workers):
     tree = FakeTree(page_size=2)
     made = _sample(tree)
     walk = Walk(tree, tmp_path / "t", workers=workers).run()
 
-    expected_pages = {(ROOT_ID, None), (ROOT_ID, "2"), (ROOT_ID, "4"),  # 5 children: 3 pages
-                      (made["data"].id, None), (made["data"].id, "2"),  # 4 children: 2 pages
-                      (made["data/deep"].id, None), (made["empty"].id, None)}  # 1 page each, one of them empty
+    expected_pages = {
+        (ROOT_ID, None),
+        (ROOT_ID, "2"),
+        (ROOT_ID, "4"),  # 5 children: 3 pages
+        (made["data"].id, None),
+        (made["data"].id, "2"),  # 4 children: 2 pages
+        (made["data/deep"].id, None),
+        (made["empty"].id, None),
+    }  # 1 page each, one of them empty
     calls = _calls_per_page(tree)
     assert set(calls) == expected_pages
     assert all(count == 1 for count in calls.values()), calls
-    assert len(tree.listing_calls) == sum(tree.pages_of(folder) for folder in
-                                          (ROOT_ID, made["data"].id, made["data/deep"].id, made["empty"].id))
+    assert len(tree.listing_calls) == sum(
+        tree.pages_of(folder) for folder in (ROOT_ID, made["data"].id, made["data/deep"].id, made["empty"].id)
+    )
     assert not walk.failures
     assert tree.entity_calls == []  # a walk without links asks for nothing but children
 
@@ -105,8 +119,7 @@ def test_files_carry_their_destination_remote_path_and_listing_folder(tmp_path):
     root = walk.target.root
 
     found = walk.found
-    assert sorted(found) == ["a.txt", "b.txt", "c.txt", "data/deep/w.csv", "data/x.csv", "data/y.csv",
-                             "data/z.tmp"]
+    assert sorted(found) == ["a.txt", "b.txt", "c.txt", "data/deep/w.csv", "data/x.csv", "data/y.csv", "data/z.tmp"]
     w = found["data/deep/w.csv"]
     assert w.header == made["data/deep/w.csv"]
     assert w.destination == root / "data" / "deep" / "w.csv"
@@ -131,14 +144,22 @@ def test_what_the_walk_records_about_folders(tmp_path):
     made = _sample(tree)
     walk = Walk(tree, tmp_path / "t").run()
     root = walk.target.root
-    assert walk.walker.listed == {"": root, "data": root / "data", "data/deep": root / "data" / "deep",
-                                  "empty": root / "empty"}
-    assert walk.walker.folder_ids == {"data": made["data"].id, "data/deep": made["data/deep"].id,
-                                      "empty": made["empty"].id}
+    assert walk.walker.listed == {
+        "": root,
+        "data": root / "data",
+        "data/deep": root / "data" / "deep",
+        "empty": root / "empty",
+    }
+    assert walk.walker.folder_ids == {
+        "data": made["data"].id,
+        "data/deep": made["data/deep"].id,
+        "empty": made["empty"].id,
+    }
     assert walk.walker.unvisited == set()
 
 
 # -- failures ----------------------------------------------------------------------------------------------------
+
 
 def test_a_folder_that_cannot_be_listed_is_reported_and_unvisited_while_its_siblings_go_on(tmp_path):
     tree = FakeTree(page_size=2)
@@ -237,6 +258,7 @@ def test_a_dry_run_walks_on_below_a_file_it_would_remove(tmp_path):
 
 # -- filters -----------------------------------------------------------------------------------------------------
 
+
 def test_an_excluded_file_is_not_handed_over_and_an_excluded_folder_is_not_listed(tmp_path):
     tree = FakeTree(page_size=2)
     made = _sample(tree)
@@ -261,6 +283,7 @@ def test_an_include_pattern_prunes_the_folders_it_cannot_reach(tmp_path):
 
 # -- cancellation --------------------------------------------------------------------------------------------------
 
+
 def test_a_cancelled_pool_lists_nothing_more(tmp_path):
     tree = FakeTree(page_size=2)
     _sample(tree)
@@ -282,6 +305,7 @@ def test_a_cancelled_pool_lists_nothing_more(tmp_path):
 
 
 # -- links -----------------------------------------------------------------------------------------------------------
+
 
 def test_a_followed_link_appears_under_its_own_name_and_a_cycle_is_refused(tmp_path):
     tree = FakeTree(page_size=10)
@@ -308,6 +332,7 @@ def test_links_are_not_asked_for_unless_followed(tmp_path):
 
 
 # -- names a filesystem cannot hold, and manifests ------------------------------------------------------------------
+
 
 def test_case_twins_on_different_pages_get_distinct_local_names(tmp_path):
     tree = FakeTree(page_size=1)

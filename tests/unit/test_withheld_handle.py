@@ -1,5 +1,6 @@
 """A bundle without its file's handle: Synapse withholds the handle from a caller without DOWNLOAD access
 (``EntityBundleServiceImpl.getEntityBundle`` answers ``fileHandles: []``), which is access denied, not not-found."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,8 +9,7 @@ from synclient.errors import AccessDeniedError, NotFoundError
 from synclient.platform.models import FileBundle
 from synclient.sync.pipeline import missing_handle_error
 
-FILE = {"id": "syn2", "name": "a.txt", "concreteType": "org.sagebionetworks.repo.model.FileEntity",
-        "versionNumber": 1}
+FILE = {"id": "syn2", "name": "a.txt", "concreteType": "org.sagebionetworks.repo.model.FileEntity", "versionNumber": 1}
 
 
 @pytest.mark.parametrize("entity,kind", [(dict(FILE, dataFileHandleId="10"), AccessDeniedError), (FILE, NotFoundError)])

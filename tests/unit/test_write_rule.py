@@ -2,6 +2,7 @@
 whose journal names its device and inode, found with one link; anything else under a partial's name is discarded,
 never written through (``partial.open_for_write``). Also: bytes that failed a check are never accepted later
 (defect 5), and a file the disk has no room for fails alone (defect 6)."""
+
 from __future__ import annotations
 
 import errno
@@ -10,17 +11,23 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from test_download import PART, FailingObserver, FakeResponse, FakeStorage, Run
 
-from synclient.errors import (Cancelled, ErrorNature, IntegrityError, LocalIOError, NoRoomForFileError,
-                              UnsafePathError)
+from synclient.errors import Cancelled, ErrorNature, IntegrityError, LocalIOError, NoRoomForFileError, UnsafePathError
 from synclient.platform.models import FileHandle
 from synclient.transfer import download, local_copy
 from synclient.transfer.direct import open_direct
 from synclient.transfer.local_copy import CopyMethod
-from synclient.transfer.partial import (FileIdentity, JournalHeader, ResumeJournal, copy_temp_path, journal_path,
-                                        open_for_write, temp_path)
+from synclient.transfer.partial import (
+    FileIdentity,
+    JournalHeader,
+    ResumeJournal,
+    copy_temp_path,
+    journal_path,
+    open_for_write,
+    temp_path,
+)
 from synclient.transfer.urls import SignedUrl
-from test_download import PART, FailingObserver, FakeResponse, FakeStorage, Run
 
 OUTSIDE = b"precious bytes of a file outside the target\n" * 100
 
@@ -47,6 +54,7 @@ def target(tmp_path):
 
 
 # -- the opener -------------------------------------------------------------------------------------------------------
+
 
 def test_a_fresh_file_is_created_by_this_call(target):
     path = target / ".f.1.synclient-partial"
@@ -150,15 +158,17 @@ def test_a_journal_is_a_fresh_file_too(outside, target):
 
 # -- downloads through it ---------------------------------------------------------------------------------------------
 
-SINGLE = PART            # one stream (Run: multipart from 2 * PART)
-MULTI = 5 * PART + 123   # parts
+SINGLE = PART  # one stream (Run: multipart from 2 * PART)
+MULTI = 5 * PART + 123  # parts
 
 
 def _journal_for(run: Run, part_size: int, partial_file: Path, parts=()) -> None:
     """The journal a resume would trust: this file's header, naming ``partial_file``'s inode."""
     job = run.job
-    journal = ResumeJournal(journal_path(temp_path(job.destination, job.handle.id)),
-                            JournalHeader(job.handle.id, job.handle.content_size, job.handle.content_md5, part_size))
+    journal = ResumeJournal(
+        journal_path(temp_path(job.destination, job.handle.id)),
+        JournalHeader(job.handle.id, job.handle.content_size, job.handle.content_md5, part_size),
+    )
     journal.start(_identity(partial_file), set(parts))
     journal.close()
 
@@ -236,6 +246,7 @@ def test_a_small_single_stream_partial_without_a_journal_is_fetched_again(tmp_pa
 
 # -- a copy from synapseclient's cache ------------------------------------------------------------------------------
 
+
 def _source(tmp_path, data: bytes) -> Path:
     (tmp_path / "cache").mkdir(exist_ok=True)
     path = tmp_path / "cache" / "cached.bin"
@@ -296,6 +307,7 @@ def test_an_earlier_linked_copy_left_by_a_killed_run_is_replaced_not_written(tmp
 
 # -- defect 5: bytes that failed a check are never accepted later ------------------------------------------------------
 
+
 class LongerBodyStorage(FakeStorage):
     """An external server that sends 5 bytes more than the recorded size, without Content-Length."""
 
@@ -306,8 +318,7 @@ class LongerBodyStorage(FakeStorage):
 
 def test_a_size_only_file_whose_body_overran_is_never_installed(tmp_path):
     data = os.urandom(1024)
-    run = Run(tmp_path, data, storage=LongerBodyStorage(data), url=SignedUrl("https://ext.example/f"),
-              max_attempts=3)
+    run = Run(tmp_path, data, storage=LongerBodyStorage(data), url=SignedUrl("https://ext.example/f"), max_attempts=3)
     run.job.handle = FileHandle(id="fh1", content_size=1024, content_md5=None)  # size only, no MD5
     run.start()
     [error] = run.done
@@ -348,6 +359,7 @@ def test_an_exactly_full_partial_without_an_md5_is_fetched_again(monkeypatch, tm
 
 # -- defect 6: a file larger than the free space fails alone -----------------------------------------------------------
 
+
 def test_a_refused_preallocation_fails_that_file_alone(monkeypatch, tmp_path):
     def no_space(fd, offset, length):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -385,6 +397,7 @@ def test_a_write_that_finds_no_space_is_still_fatal():
 
 def test_a_no_room_error_travels_whole(tmp_path):
     import pickle
+
     error = NoRoomForFileError.of(tmp_path / "f", 10, OSError(errno.ENOSPC, "full"), free=3)
     again = pickle.loads(pickle.dumps(error))
     assert type(again) is NoRoomForFileError and again.errno == errno.ENOSPC and str(again) == str(error)
@@ -411,6 +424,7 @@ _WRITING = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
 def _os_opens(package: Path):
     """(module, enclosing function, flags source) of every ``os.open`` call in the package but the emulator."""
     import ast
+
     for path in sorted(package.rglob("*.py")):
         module = path.relative_to(package).as_posix()
         if module.startswith("emulator/"):
@@ -418,13 +432,19 @@ def _os_opens(package: Path):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for function in [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]:
             for call in ast.walk(function):
-                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "open"
-                        and isinstance(call.func.value, ast.Name) and call.func.value.id == "os"):
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "open"
+                    and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == "os"
+                ):
                     yield module, function.name, ast.unparse(call.args[1]) if len(call.args) > 1 else ""
 
 
 def test_every_open_for_writing_is_the_write_rule_or_stated():
     import synclient
+
     found = set()
     for module, function, flags in _os_opens(Path(synclient.__file__).parent):
         # (flags named only by a constant count as writing unless the constant says it reads)

@@ -1,5 +1,6 @@
 """An in-process stand-in for the platform's tree (children listings, entities, headers) for unit tests of the sync
 core (the walker, the path claims): no HTTP, no emulator. Every children call is counted."""
+
 from __future__ import annotations
 
 import threading
@@ -15,7 +16,8 @@ ROOT = EntityHeader(ROOT_ID, "project", EntityType.PROJECT)
 class FakeTree:
     """A remote tree under :data:`ROOT`, listed ``page_size`` children per page in name order (as the platform's
     ``sortBy NAME``). ``denied``: container ids whose listing is refused (403); ``denied_pages``: (id, page token)
-    pairs refused, for a listing that fails midway; ``stuck``: ids whose listing never ends. Thread-safe: the walker lists from pool threads."""
+    pairs refused, for a listing that fails midway; ``stuck``: ids whose listing never ends. Thread-safe: the walker
+    lists from pool threads."""
 
     def __init__(self, *, page_size: int = 2) -> None:
         self.page_size = page_size
@@ -31,8 +33,16 @@ class FakeTree:
 
     # -- building the tree -------------------------------------------------------------------------------------
 
-    def _add(self, parent: str, name: str, kind: EntityType, *, entity_id: Optional[str] = None,
-             version: Optional[int] = None, **entity: object) -> EntityHeader:
+    def _add(
+        self,
+        parent: str,
+        name: str,
+        kind: EntityType,
+        *,
+        entity_id: Optional[str] = None,
+        version: Optional[int] = None,
+        **entity: object,
+    ) -> EntityHeader:
         if entity_id is None:
             self._next += 1
             entity_id = f"syn{self._next}"
@@ -40,8 +50,7 @@ class FakeTree:
         self._children[parent].append(header)
         if kind.is_container:
             self._children[entity_id] = []
-        self._entities[entity_id] = Entity(entity_id, name, kind, parent_id=parent, version_number=version,
-                                           **entity)  # type: ignore[arg-type]
+        self._entities[entity_id] = Entity(entity_id, name, kind, parent_id=parent, version_number=version, **entity)  # type: ignore[arg-type]
         return header
 
     def folder(self, parent: str, name: str, *, entity_id: Optional[str] = None) -> EntityHeader:
@@ -60,8 +69,9 @@ class FakeTree:
 
     # -- the platform's calls the sync core makes ----------------------------------------------------------------
 
-    def list_children(self, parent_id: str, *, include_types: Sequence[EntityType],
-                      page_token: Optional[str] = None) -> ChildrenPage:
+    def list_children(
+        self, parent_id: str, *, include_types: Sequence[EntityType], page_token: Optional[str] = None
+    ) -> ChildrenPage:
         with self._lock:
             self.listing_calls.append((parent_id, page_token))
         if parent_id in self.denied or (parent_id, page_token) in self.denied_pages:
@@ -70,7 +80,7 @@ class FakeTree:
             raise NotFoundError(f"{parent_id} not found")
         rows = sorted((h for h in self._children[parent_id] if h.type in include_types), key=lambda h: h.name)
         if parent_id in self.stuck:
-            return ChildrenPage(rows[:self.page_size], "again")
+            return ChildrenPage(rows[: self.page_size], "again")
         start = int(page_token or 0)
         end = start + self.page_size
         return ChildrenPage(rows[start:end], str(end) if end < len(rows) else None)

@@ -14,6 +14,7 @@ chosen once by :data:`synclient.portable.CAPABILITIES` (``dir_fd``):
   followed by that one call. It needs write access to the target's folders, timed to the system call; the
   descriptor way has no such window.
 """
+
 from __future__ import annotations
 
 import errno
@@ -30,8 +31,9 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 def is_link(info: os.stat_result) -> bool:
     """A symlink, or on Windows any reparse point (a junction leads elsewhere just as a symlink does)."""
-    return stat.S_ISLNK(info.st_mode) or bool(getattr(info, "st_file_attributes", 0)
-                                              & stat.FILE_ATTRIBUTE_REPARSE_POINT)
+    return stat.S_ISLNK(info.st_mode) or bool(
+        getattr(info, "st_file_attributes", 0) & stat.FILE_ATTRIBUTE_REPARSE_POINT
+    )
 
 
 def _through_symlink(root: Path, rel_dir: str, part: str) -> UnsafePathError:
@@ -52,7 +54,7 @@ class DescriptorFolder:
         self.fd = fd
 
     @classmethod
-    def open(cls, root: Path, rel_dir: str) -> "DescriptorFolder":
+    def open(cls, root: Path, rel_dir: str) -> DescriptorFolder:
         fd = os.open(root, os.O_RDONLY | _O_DIRECTORY)
         try:
             for part in (p for p in rel_dir.split("/") if p):
@@ -86,7 +88,7 @@ class DescriptorFolder:
     def close(self) -> None:
         os.close(self.fd)
 
-    def __enter__(self) -> "DescriptorFolder":
+    def __enter__(self) -> DescriptorFolder:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -128,7 +130,7 @@ class CheckedPathFolder:
         return chain
 
     @classmethod
-    def open(cls, root: Path, rel_dir: str) -> "CheckedPathFolder":
+    def open(cls, root: Path, rel_dir: str) -> CheckedPathFolder:
         return cls(root, rel_dir, cls._walk(root, rel_dir))
 
     def _checked(self, name: str) -> str:
@@ -153,7 +155,7 @@ class CheckedPathFolder:
     def close(self) -> None:
         pass  # nothing held
 
-    def __enter__(self) -> "CheckedPathFolder":
+    def __enter__(self) -> CheckedPathFolder:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -26,6 +26,7 @@ listing's order, so a re-sync maps every name the same way. Each renamed entity 
 (:class:`LocalRename`); the index keeps the remote path and the local one, and the manifests list the remote name
 with the local path.
 """
+
 from __future__ import annotations
 
 import enum
@@ -48,11 +49,28 @@ log = logging.getLogger("synclient.sync")
 PROBE_ENV = "SYNCLIENT_FS_PROBE"
 
 #: Windows' reserved characters and their full-width lookalikes (rclone's encoder maps them the same way)
-WINDOWS_CHARACTERS = {'<': '\uff1c', '>': '\uff1e', ':': '\uff1a', '"': '\uff02', '|': '\uff5c', '?': '\uff1f',
-                      '*': '\uff0a', '\\': '\uff3c'}
-TRAILING_DOT, TRAILING_SPACE = '\uff0e', '\u2420'  # "．" and "␠": what a trailing "." or " " becomes on Windows
-WINDOWS_RESERVED_STEMS = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$",
-                                    *(f"{port}{n}" for port in ("COM", "LPT") for n in "123456789\u00b9\u00b2\u00b3")})
+WINDOWS_CHARACTERS = {
+    "<": "\uff1c",
+    ">": "\uff1e",
+    ":": "\uff1a",
+    '"': "\uff02",
+    "|": "\uff5c",
+    "?": "\uff1f",
+    "*": "\uff0a",
+    "\\": "\uff3c",
+}
+TRAILING_DOT, TRAILING_SPACE = "\uff0e", "\u2420"  # "．" and "␠": what a trailing "." or " " becomes on Windows
+WINDOWS_RESERVED_STEMS = frozenset(
+    {
+        "CON",
+        "PRN",
+        "AUX",
+        "NUL",
+        "CONIN$",
+        "CONOUT$",
+        *(f"{port}{n}" for port in ("COM", "LPT") for n in "123456789\u00b9\u00b2\u00b3"),
+    }
+)
 #: characters of a whole path Windows allows where long paths are not enabled (MAX_PATH 260, less the final NUL)
 WINDOWS_MAX_PATH = 259
 
@@ -70,8 +88,9 @@ class Renaming(enum.Enum):
     WINDOWS = "Windows cannot hold this name"
     CASE_TWIN = "another name of the folder differs only in case, which this filesystem ignores"
     UNICODE_TWIN = "another name of the folder differs only in Unicode normalization, which this filesystem ignores"
-    CASE_AND_UNICODE_TWIN = ("another name of the folder differs only in case and Unicode normalization, which this "
-                             "filesystem ignores")
+    CASE_AND_UNICODE_TWIN = (
+        "another name of the folder differs only in case and Unicode normalization, which this filesystem ignores"
+    )
     TAKEN = "another name of the folder gets this local name"
     RESERVED = "the name is synclient's own here (its index folder)"
     KEPT = "it keeps the local name it already has (given when a twin had its name)"
@@ -117,16 +136,23 @@ class FilesystemNames:
         entity fails with that reason: a name is not cut short, which would make it another name)."""
         size = len(path.name.encode("utf-8", "surrogateescape"))
         if size > self.max_name_bytes:
-            raise UnsafePathError(f"{path} has a name of {size} bytes, longer than the {self.max_name_bytes} this "
-                                  "filesystem allows; not written")
+            raise UnsafePathError(
+                f"{path} has a name of {size} bytes, longer than the {self.max_name_bytes} this "
+                "filesystem allows; not written"
+            )
         if self.max_path is not None and len(str(path)) > self.max_path:
-            raise UnsafePathError(f"{path} is longer than the {self.max_path} characters a path may have on this "
-                                  "filesystem; not written (sync it into a shorter target path)")
+            raise UnsafePathError(
+                f"{path} is longer than the {self.max_path} characters a path may have on this "
+                "filesystem; not written (sync it into a shorter target path)"
+            )
         return path
 
     def describe(self) -> str:
-        traits = [trait for trait, on in (("case-insensitive", self.case_insensitive),
-                                          ("Windows names", self.windows_rules)) if on]
+        traits = [
+            trait
+            for trait, on in (("case-insensitive", self.case_insensitive), ("Windows names", self.windows_rules))
+            if on
+        ]
         if self.normalizes_unicode is not None:
             traits.append(f"Unicode-normalizing ({self.normalizes_unicode.value.upper()})")
         return ", ".join(traits) or "names kept as they are"
@@ -134,7 +160,7 @@ class FilesystemNames:
     # -- where the answer comes from -------------------------------------------------------------------------------
 
     @classmethod
-    def parse(cls, spec: str) -> "FilesystemNames":
+    def parse(cls, spec: str) -> FilesystemNames:
         """A forced answer, as ``SYNCLIENT_FS_PROBE`` spells it: comma-separated ``case``, ``nfc`` or ``nfd``,
         ``windows`` (which also limits paths to 259 characters unless ``max_path=N`` says otherwise), ``max_path=N``,
         ``max_name=N``; ``none`` (or empty) for a filesystem that keeps every name as it is."""
@@ -153,12 +179,13 @@ class FilesystemNames:
             elif key in ("max_path", "max_name") and value.isascii() and value.isdigit() and int(value) > 0:
                 fields["max_path" if key == "max_path" else "max_name_bytes"] = int(value)
             else:
-                raise ConfigError(f"{PROBE_ENV}: {word!r} is not one of case, nfc, nfd, windows, max_path=N, "
-                                  "max_name=N, none")
+                raise ConfigError(
+                    f"{PROBE_ENV}: {word!r} is not one of case, nfc, nfd, windows, max_path=N, max_name=N, none"
+                )
         return cls(**fields)  # type: ignore[arg-type]
 
     @classmethod
-    def of_this_system(cls) -> "FilesystemNames":
+    def of_this_system(cls) -> FilesystemNames:
         """What this operating system's usual filesystem does, for when no probe can run (a dry run writes
         nothing, not even a probe file): Windows (NTFS) and macOS (APFS) fold case; macOS normalizes Unicode."""
         if os.name == "nt":
@@ -168,7 +195,7 @@ class FilesystemNames:
         return cls()
 
     @classmethod
-    def probe(cls, folder: Path) -> "FilesystemNames":
+    def probe(cls, folder: Path) -> FilesystemNames:
         """Ask the filesystem of ``folder`` (a folder synclient owns: the probe files are made, checked and removed
         in a temporary folder inside it). A probe that cannot run says what this system usually does."""
         try:
@@ -177,11 +204,13 @@ class FilesystemNames:
             log.debug("filesystem probe in %s not run (%s); assuming this system's usual rules", folder, exc)
             return cls.of_this_system()
         try:
-            return cls(case_insensitive=_same_file(scratch, "Ab", "aB"),
-                       normalizes_unicode=_normalization(scratch),
-                       windows_rules=os.name == "nt" or not _can_create(scratch, 'a:b"c|d?e*f<g>h'),
-                       max_name_bytes=_max_name_bytes(folder),
-                       max_path=_windows_max_path() if os.name == "nt" else None)
+            return cls(
+                case_insensitive=_same_file(scratch, "Ab", "aB"),
+                normalizes_unicode=_normalization(scratch),
+                windows_rules=os.name == "nt" or not _can_create(scratch, 'a:b"c|d?e*f<g>h'),
+                max_name_bytes=_max_name_bytes(folder),
+                max_path=_windows_max_path() if os.name == "nt" else None,
+            )
         except OSError as exc:
             log.debug("filesystem probe in %s failed (%s); assuming this system's usual rules", folder, exc)
             return cls.of_this_system()
@@ -189,7 +218,7 @@ class FilesystemNames:
             shutil.rmtree(scratch, ignore_errors=True)
 
     @classmethod
-    def for_target(cls, folder: Optional[Path], *, forced: "FilesystemNames | str | None" = None) -> "FilesystemNames":
+    def for_target(cls, folder: Optional[Path], *, forced: FilesystemNames | str | None = None) -> FilesystemNames:
         """The answer a run uses: ``forced`` (an option), else ``SYNCLIENT_FS_PROBE``, else the probe of ``folder``
         (None: no probe may write there, this system's usual rules)."""
         if isinstance(forced, FilesystemNames):
@@ -247,6 +276,7 @@ def _windows_max_path() -> Optional[int]:  # pragma: no cover - Windows only
         return WINDOWS_MAX_PATH
     try:
         import winreg
+
         with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, r"SYSTEM\CurrentControlSet\Control\FileSystem") as key:
             return None if winreg.QueryValueEx(key, "LongPathsEnabled")[0] == 1 else WINDOWS_MAX_PATH
     except (ImportError, OSError):
@@ -312,8 +342,13 @@ class LocalRename:
         return f"{self.entity_id}: {self.remote_path} -> {self.local_path} ({self.reason})"
 
 
-def local_names(listing: Iterable[Listed], rules: FilesystemNames, *, reserved: Iterable[str] = (),
-                current: Optional[Dict[str, str]] = None) -> Dict[str, LocalName]:
+def local_names(
+    listing: Iterable[Listed],
+    rules: FilesystemNames,
+    *,
+    reserved: Iterable[str] = (),
+    current: Optional[Dict[str, str]] = None,
+) -> Dict[str, LocalName]:
     """Remote name -> local name for every entry of one folder's listing (the whole folder: a twin may be on any
     page), under ``rules``; ``reserved``: names no entry may take (synclient's index folder at the target's top);
     ``current``: remote name -> the local name that entry already has (the index's). Local names are sticky: an
@@ -335,8 +370,11 @@ def local_names(listing: Iterable[Listed], rules: FilesystemNames, *, reserved: 
     losers: List[Tuple[Listed, str, Optional[Listed]]] = []  # (entry, its legal form, the entry that has the name)
     keeper: Optional[Listed]  # None when a reserved name has the key
     for key in sorted(groups):
-        members = [m for m in sorted(groups[key], key=lambda m: (m[1] != m[0].name, id_order(m[0].entity_id),
-                                                                 m[0].name)) if m[0].name not in kept]
+        members = [
+            m
+            for m in sorted(groups[key], key=lambda m: (m[1] != m[0].name, id_order(m[0].entity_id), m[0].name))
+            if m[0].name not in kept
+        ]
         if not members:
             continue
         (keeper, legal), rest = members[0], members[1:]
@@ -357,13 +395,17 @@ def local_names(listing: Iterable[Listed], rules: FilesystemNames, *, reserved: 
             name = with_id(legal, f"{entry.entity_id}-{n}", is_folder=entry.is_folder)
             n += 1
         taken.add(rules.same_name_key(name))
-        result[entry.name] = LocalName(name, _twin_kind(entry.name, keeper.name if keeper else None, rules),
-                                       keeper.name if keeper is not None else None)
+        result[entry.name] = LocalName(
+            name,
+            _twin_kind(entry.name, keeper.name if keeper else None, rules),
+            keeper.name if keeper is not None else None,
+        )
     return result
 
 
-def _kept_names(entries: List[Listed], rules: FilesystemNames, current: Dict[str, str], taken: set,
-                holder: Dict[str, Listed]) -> Dict[str, str]:
+def _kept_names(
+    entries: List[Listed], rules: FilesystemNames, current: Dict[str, str], taken: set, holder: Dict[str, Listed]
+) -> Dict[str, str]:
     """Remote name -> the local name it keeps (see :func:`local_names`), oldest entry first; ``taken`` and
     ``holder`` get each kept name's key."""
     kept: Dict[str, str] = {}
@@ -387,8 +429,9 @@ def _is_id_form(name: str, legal: str, entry: Listed) -> bool:
     return re.fullmatch(pattern, name) is not None
 
 
-def _kept_reason(entry: Listed, name: str, rules: FilesystemNames, holder: Dict[str, Listed],
-                 reserved_keys: set) -> LocalName:
+def _kept_reason(
+    entry: Listed, name: str, rules: FilesystemNames, holder: Dict[str, Listed], reserved_keys: set
+) -> LocalName:
     """The :class:`LocalName` of an entry that keeps ``name``: why it is not the remote name, if it is not."""
     legal = rules.legal_form(entry.name)
     if name == entry.name:
@@ -414,12 +457,16 @@ def _twin_kind(name: str, keeper: Optional[str], rules: FilesystemNames) -> Rena
     if keeper is None:
         return Renaming.RESERVED
     if rules.normalizes_unicode is not None and unicodedata.normalize("NFC", name) == unicodedata.normalize(
-            "NFC", keeper):
+        "NFC", keeper
+    ):
         return Renaming.UNICODE_TWIN
     if rules.case_insensitive and name.casefold() == keeper.casefold():
         return Renaming.CASE_TWIN
-    if (rules.case_insensitive and rules.normalizes_unicode is not None
-            and rules.same_name_key(name) == rules.same_name_key(keeper)):
+    if (
+        rules.case_insensitive
+        and rules.normalizes_unicode is not None
+        and rules.same_name_key(name) == rules.same_name_key(keeper)
+    ):
         return Renaming.CASE_AND_UNICODE_TWIN
     return Renaming.TAKEN
 

@@ -26,6 +26,7 @@ nothing else in :mod:`synclient.sync` or :mod:`synclient.cluster` joins a remote
   forced probe, a target moved from another filesystem), the disk is asked and each keeps its own path. It costs one
   key per file of the run (about 0.1 KB), like the run's other per-file state.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,11 +50,11 @@ class RemotePath:
         for name in self.names:
             check_remote_name(name)  # UnsafePathError: this entity's name can be no path component
 
-    def child(self, name: str) -> "RemotePath":
+    def child(self, name: str) -> RemotePath:
         return RemotePath(self.names + (name,))
 
     @property
-    def parent(self) -> "RemotePath":
+    def parent(self) -> RemotePath:
         return RemotePath(self.names[:-1])
 
     @property
@@ -97,8 +98,9 @@ class PathRegistry:
             with self._lock:  # (the disk is asked outside the lock: this is rare, the lock is not)
                 other = self._apart.setdefault(exact, owner)
         if other != owner:
-            raise PathConflictError(f"{path} is already the local path of {other} in this run; {owner} is not "
-                                    "written there")
+            raise PathConflictError(
+                f"{path} is already the local path of {other} in this run; {owner} is not written there"
+            )
         return path
 
     def _holder(self, exact: str, owner: str) -> Tuple[str, str]:
@@ -147,8 +149,12 @@ class Placed:
 class NameGate:
     """Remote names to local paths for one run (see the module docstring). Thread-safe."""
 
-    def __init__(self, target: TargetDirectory, names: FilesystemNames = FilesystemNames(),
-                 registry: Optional[PathRegistry] = None) -> None:
+    def __init__(
+        self,
+        target: TargetDirectory,
+        names: FilesystemNames = FilesystemNames(),
+        registry: Optional[PathRegistry] = None,
+    ) -> None:
         self.target = target
         self.names = names
         self.registry = registry if registry is not None else PathRegistry(names)

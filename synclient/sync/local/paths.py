@@ -1,4 +1,5 @@
 """Remote names become local paths only after validation; nothing a server says escapes the target directory."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,7 @@ from synclient.transfer.partial import PARTIAL_SUFFIXES, SymlinkFreeFolders, rea
 NAME_MAX_BYTES = 255
 RESERVED_NAME = ".synclient"  # the index folder at the target's top
 Folder = Union[DescriptorFolder, CheckedPathFolder]  # what open_folder gives, as this system allows
-_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
-                     *(f"LPT{i}" for i in range(1, 10))}
+_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
 
 
 def check_remote_name(name: str) -> str:
@@ -45,8 +45,12 @@ def validate_name(name: str) -> str:
         raise UnsafePathError(f"name {name!r} contains a path separator")
     if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX_BYTES:
         raise UnsafePathError(f"name {name[:40]!r}... is longer than {NAME_MAX_BYTES} bytes")
-    if os.name == "nt" and (name.split(".")[0].upper() in _WINDOWS_RESERVED or name[-1] in ". "
-                            or any(c in name for c in '<>:"|?*') or any(ord(c) < 32 for c in name)):
+    if os.name == "nt" and (
+        name.split(".")[0].upper() in _WINDOWS_RESERVED
+        or name[-1] in ". "
+        or any(c in name for c in '<>:"|?*')
+        or any(ord(c) < 32 for c in name)
+    ):
         raise UnsafePathError(f"name {name!r} is not allowed on Windows")
     return name
 
@@ -119,7 +123,8 @@ class TargetDirectory:
 
     def check_file_destination(self, path: Path, folders: Optional[SymlinkFreeFolders] = None) -> None:
         """The folder a file lands in must still resolve inside the target (no symlinked parent out of it);
-        ``folders``: the run's :class:`~synclient.transfer.partial.SymlinkFreeFolders`, to check a plain folder cheaply."""
+        ``folders``: the run's :class:`~synclient.transfer.partial.SymlinkFreeFolders`, to check a plain folder
+        cheaply."""
         if folders is not None and folders.plain(path.parent) and self._spelled_inside(str(path.parent)):
             return  # it resolves to itself: inside, as it is spelled inside
         if not self.contains(path.parent):
@@ -146,7 +151,7 @@ class TargetDirectory:
             except FileNotFoundError:
                 return None
 
-    def unlink_inside(self, rel_path: str, *, expected: "os.stat_result") -> bool:
+    def unlink_inside(self, rel_path: str, *, expected: os.stat_result) -> bool:
         """Remove the regular file at ``rel_path`` if it is still the one ``expected`` describes (same inode, size
         and mtime), reached without following any symlink; the final component is never followed either. Returns
         False (and removes nothing) when the file changed or is gone."""
@@ -160,8 +165,11 @@ class TargetDirectory:
                 now = held.lstat(name)
             except FileNotFoundError:
                 return False
-            if not (stat.S_ISREG(now.st_mode) and (now.st_ino, now.st_dev, now.st_size, now.st_mtime_ns) ==
-                    (expected.st_ino, expected.st_dev, expected.st_size, expected.st_mtime_ns)):
+            if not (
+                stat.S_ISREG(now.st_mode)
+                and (now.st_ino, now.st_dev, now.st_size, now.st_mtime_ns)
+                == (expected.st_ino, expected.st_dev, expected.st_size, expected.st_mtime_ns)
+            ):
                 return False
             held.unlink(name)
             return True

@@ -1,4 +1,5 @@
 """A dry run's answer: what a sync would do, with totals and a time estimate, and nothing written."""
+
 from __future__ import annotations
 
 import threading
@@ -9,7 +10,7 @@ from typing import Any, Dict, List, Optional
 from synclient.results import FileResult
 from synclient.sync.plan.planner import Action
 
-DEFAULT_BYTES_PER_SECOND = 50e6   # until a real run in this target measured better
+DEFAULT_BYTES_PER_SECOND = 50e6  # until a real run in this target measured better
 DEFAULT_FILES_PER_SECOND = 20.0
 
 
@@ -28,9 +29,14 @@ class PlanEntry:
     annotations: Optional[Dict[str, Any]] = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> Dict[str, Any]:
-        return {"path": self.rel_path, "entity_id": self.entity_id, "version": self.version, "size": self.size,
-                "action": self.action.value,
-                "destination": str(self.destination) if self.destination is not None else None}
+        return {
+            "path": self.rel_path,
+            "entity_id": self.entity_id,
+            "version": self.version,
+            "size": self.size,
+            "action": self.action.value,
+            "destination": str(self.destination) if self.destination is not None else None,
+        }
 
 
 @dataclass
@@ -72,15 +78,23 @@ class SyncPlan:
 
     def summary(self) -> str:
         conflicts = self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)
-        return (f"dry run: {len(self.fetch_entries)} files to download ({self.bytes_to_fetch / 1e6:.1f} MB), "
-                f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {conflicts} conflicts, "
-                f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed; "
-                f"estimated {self.estimate_seconds:.1f} s")
+        return (
+            f"dry run: {len(self.fetch_entries)} files to download ({self.bytes_to_fetch / 1e6:.1f} MB), "
+            f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {conflicts} conflicts, "
+            f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed; "
+            f"estimated {self.estimate_seconds:.1f} s"
+        )
 
     def to_json(self) -> Dict[str, Any]:
-        return {"dry_run": True, "to_download": len(self.fetch_entries), "bytes_to_download": self.bytes_to_fetch,
-                "up_to_date": self.count(Action.SKIP, Action.ADOPT),
-                "conflicts": self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH),
-                "to_delete": self.count(Action.DELETE), "estimate_seconds": round(self.estimate_seconds, 2),
-                "entries": [e.to_json() for e in sorted(self.entries, key=lambda e: e.rel_path)],
-                "failures": [f.to_json() for f in self.failures], "renamed": list(self.renamed)}
+        return {
+            "dry_run": True,
+            "to_download": len(self.fetch_entries),
+            "bytes_to_download": self.bytes_to_fetch,
+            "up_to_date": self.count(Action.SKIP, Action.ADOPT),
+            "conflicts": self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH),
+            "to_delete": self.count(Action.DELETE),
+            "estimate_seconds": round(self.estimate_seconds, 2),
+            "entries": [e.to_json() for e in sorted(self.entries, key=lambda e: e.rel_path)],
+            "failures": [f.to_json() for f in self.failures],
+            "renamed": list(self.renamed),
+        }

@@ -6,6 +6,7 @@ Patterns use ``fnmatch`` syntax on the '/'-separated path relative to the sync r
 none) and no exclude pattern. Folders that an exclude pattern covers entirely, or below which no include pattern
 can match anything, are neither listed nor created.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ class PathFilter:
     exclude: Tuple[str, ...] = ()
 
     @classmethod
-    def build(cls, include: Iterable[str] = (), exclude: Iterable[str] = ()) -> "PathFilter":
+    def build(cls, include: Iterable[str] = (), exclude: Iterable[str] = ()) -> PathFilter:
         as_tuple = lambda p: (p,) if isinstance(p, str) else tuple(p or ())  # noqa: E731
         return cls(include=as_tuple(include), exclude=as_tuple(exclude))
 

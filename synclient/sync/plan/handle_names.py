@@ -19,6 +19,7 @@ same listing is the folder's. Every name, the handle's included, still goes thro
 :class:`HandleNames` fetches each file's bundle when its folder is listed (the same call the pipeline makes for it,
 kept for the pipeline, so no call is made twice).
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,9 +29,9 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from synclient.choices import Choice
-from synclient.platform.rest import Platform
 from synclient.errors import SynclientError
 from synclient.platform.models import EntityHeader, EntityType, FileBundle
+from synclient.platform.rest import Platform
 from synclient.synapse_cache import SynapseCache
 from synclient.sync.local.local_names import id_order, with_id
 
@@ -64,8 +65,7 @@ class HandleNames:
         """``header`` (a file version) named as synapseclient names its download; unchanged when its bundle could
         not be had (the pipeline's own call then decides)."""
         try:
-            bundle = self._platform.get_file_bundle(header.id, version=header.version_number,
-                                                    include_annotations=True)
+            bundle = self._platform.get_file_bundle(header.id, version=header.version_number, include_annotations=True)
         except SynclientError:
             return header
         with self._lock:
@@ -93,8 +93,12 @@ class HandleNames:
         for header in sorted(named, key=lambda h: id_order(h.id)):
             if header.name in taken:
                 twin = with_id(header.name, header.id, is_folder=False)
-                log.warning("%s: its file name %r is another entry's in its folder; it is written as %r",
-                            header.id, header.name, twin)
+                log.warning(
+                    "%s: its file name %r is another entry's in its folder; it is written as %r",
+                    header.id,
+                    header.name,
+                    twin,
+                )
                 header = replace(header, name=twin)
             taken.add(header.name)
             result.append(header)
@@ -104,4 +108,3 @@ class HandleNames:
 def named_file(names: Optional[HandleNames], header: EntityHeader) -> EntityHeader:
     """A file outside a listing (a file root, a link's target) named as ``names`` say (None: by its entity)."""
     return names.name(header) if names is not None else header
-

@@ -20,6 +20,7 @@ folder nor the remote one has). A folder is never overwritten by a file here: th
 holds only what synclient wrote and ``delete`` is on (whatever ``if_collision`` says: nothing of the user's is in
 the way), else applies ``if_collision`` to it, where ``overwrite.local`` becomes a reported conflict.
 """
+
 from __future__ import annotations
 
 import enum
@@ -36,14 +37,14 @@ from synclient.transfer.hashing import file_md5
 
 
 class Action(enum.Enum):
-    DOWNLOAD = "download"        # absent locally, or our own unmodified copy of an older version
-    SKIP = "skip"                # up to date
-    ADOPT = "adopt"              # a local file already holding the remote bytes (hashed once, now indexed)
-    OVERWRITE = "overwrite"      # conflict: local changes replaced (overwrite.local)
-    KEEP_LOCAL = "keep-local"    # conflict: local changes kept, remote not fetched (keep.local)
-    KEEP_BOTH = "keep-both"      # conflict: remote saved beside the local file as name(1).ext (keep.both)
-    DELETE = "delete"            # gone remotely, a file synclient wrote and nobody changed (delete=True)
-    BLOCKED = "blocked"          # conflict: a local folder where the remote has a file (overwrite.local)
+    DOWNLOAD = "download"  # absent locally, or our own unmodified copy of an older version
+    SKIP = "skip"  # up to date
+    ADOPT = "adopt"  # a local file already holding the remote bytes (hashed once, now indexed)
+    OVERWRITE = "overwrite"  # conflict: local changes replaced (overwrite.local)
+    KEEP_LOCAL = "keep-local"  # conflict: local changes kept, remote not fetched (keep.local)
+    KEEP_BOTH = "keep-both"  # conflict: remote saved beside the local file as name(1).ext (keep.both)
+    DELETE = "delete"  # gone remotely, a file synclient wrote and nobody changed (delete=True)
+    BLOCKED = "blocked"  # conflict: a local folder where the remote has a file (overwrite.local)
 
     @property
     def fetches(self) -> bool:
@@ -64,8 +65,13 @@ class Decision:
 
 def is_up_to_date(row: Optional[IndexRow], header: EntityHeader, target_root: Path) -> bool:
     """The zero-call fast path: same entity and version as indexed, local stat untouched."""
-    return (row is not None and row.entity_id == header.id and header.version_number is not None
-            and row.version == header.version_number and row.local_stat_matches(target_root))
+    return (
+        row is not None
+        and row.entity_id == header.id
+        and header.version_number is not None
+        and row.version == header.version_number
+        and row.local_stat_matches(target_root)
+    )
 
 
 def copy_name(destination: Path, *, taken: AbstractSet[str] = frozenset()) -> Path:
@@ -80,8 +86,15 @@ def copy_name(destination: Path, *, taken: AbstractSet[str] = frozenset()) -> Pa
         n += 1
 
 
-def decide(*, destination: Path, handle: FileHandle, row: Optional[IndexRow], target_root: Path,
-           collision: Collision, taken: AbstractSet[str] = frozenset()) -> Decision:
+def decide(
+    *,
+    destination: Path,
+    handle: FileHandle,
+    row: Optional[IndexRow],
+    target_root: Path,
+    collision: Collision,
+    taken: AbstractSet[str] = frozenset(),
+) -> Decision:
     """The action for one remote file; ``taken``: names a ``keep.both`` copy must not get (see :func:`copy_name`)."""
     remote_md5 = (handle.content_md5 or "").lower()
     if row is not None and row.local_path != _relative(destination, target_root):
@@ -107,16 +120,20 @@ def same_bytes(row: IndexRow, handle: FileHandle) -> bool:
     """The indexed file holds the handle's bytes: the same MD5 (and size, when recorded), or, for a handle that
     records no MD5 (an external URL), the same handle (nothing else could tell)."""
     if handle.content_md5:
-        return (row.md5 == handle.content_md5.lower()
-                and (handle.content_size is None or row.size == handle.content_size))
+        return row.md5 == handle.content_md5.lower() and (
+            handle.content_size is None or row.size == handle.content_size
+        )
     return row.file_handle_id == handle.id
 
 
 def same_recorded_bytes(one: FileHandle, other: FileHandle) -> bool:
     """Two handles record the same bytes: the same MD5 and size, both recorded."""
-    return (bool(one.content_md5) and one.content_size is not None
-            and (one.content_md5 or "").lower() == (other.content_md5 or "").lower()
-            and one.content_size == other.content_size)
+    return (
+        bool(one.content_md5)
+        and one.content_size is not None
+        and (one.content_md5 or "").lower() == (other.content_md5 or "").lower()
+        and one.content_size == other.content_size
+    )
 
 
 def _collide(destination: Path, collision: Collision, *, taken: AbstractSet[str], is_folder: bool) -> Decision:

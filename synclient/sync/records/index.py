@@ -12,6 +12,7 @@ in memory, so a re-sync of a million-file tree needs no more memory than one of 
 ``<target>/.synclient/lock`` is held for the whole sync (:func:`synclient.portable.try_lock_file`: ``flock``, or
 ``filelock``): a second sync into the same folder fails fast.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,20 @@ class IndexRow:
     """One indexed file, as read for one lookup. Without annotations (those stay in SQLite until a manifest is
     written)."""
 
-    __slots__ = ("rel_path", "local_path", "root_id", "entity_id", "version", "file_handle_id", "md5", "size",
-                 "content_type", "parent_id", "local_size", "mtime_ns")
+    __slots__ = (
+        "rel_path",
+        "local_path",
+        "root_id",
+        "entity_id",
+        "version",
+        "file_handle_id",
+        "md5",
+        "size",
+        "content_type",
+        "parent_id",
+        "local_size",
+        "mtime_ns",
+    )
     rel_path: str
     local_path: str
     root_id: str
@@ -113,12 +126,21 @@ def _below(folder: str) -> Tuple[str, str]:
 
 
 def _row_from_db(values: Tuple[Any, ...]) -> IndexRow:  # a row of _ROW_COLUMNS, as sqlite3 gives it
-    rel_path, local_path, root_id, parent_id, content_type = (values[0], values[1], values[2], values[9],
-                                                              values[8])
-    return IndexRow(rel_path, rel_path if local_path == rel_path else local_path,  # one string when equal
-                    sys.intern(root_id), values[3], values[4], values[5], values[6], values[7],
-                    sys.intern(content_type) if content_type else None, sys.intern(parent_id) if parent_id else None,
-                    values[10], values[11])
+    rel_path, local_path, root_id, parent_id, content_type = (values[0], values[1], values[2], values[9], values[8])
+    return IndexRow(
+        rel_path,
+        rel_path if local_path == rel_path else local_path,  # one string when equal
+        sys.intern(root_id),
+        values[3],
+        values[4],
+        values[5],
+        values[6],
+        values[7],
+        sys.intern(content_type) if content_type else None,
+        sys.intern(parent_id) if parent_id else None,
+        values[10],
+        values[11],
+    )
 
 
 class LocalIndex:
@@ -134,14 +156,14 @@ class LocalIndex:
         self._meta: Dict[str, str] = {}  # read-only mode: the meta table, read at open (there is no connection)
         self._unlock: Optional[Callable[[], None]] = None  # releases the target lock while it is held
         self._db: Optional[sqlite3.Connection] = None
-        self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()
+        self._queue: queue.Queue[Optional[tuple]] = queue.Queue()
         self._writer: Optional[threading.Thread] = None
         self._writer_error: Optional[BaseException] = None
         self._snapshot_dir: Optional[str] = None  # read-only mode: a private copy of the index with its WAL
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
 
-    def open(self) -> "LocalIndex":
+    def open(self) -> LocalIndex:
         path = self.meta_dir / INDEX_FILE
         if self.read_only:
             if path.is_file():
@@ -179,7 +201,7 @@ class LocalIndex:
             if wal.is_file():
                 shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
             db = sqlite3.connect(str(copy))  # replays the WAL into the copy; a table never committed is created
-            try:                             # empty, as the real run's open would
+            try:  # empty, as the real run's open would
                 db.executescript(_SCHEMA)
             finally:
                 db.close()
@@ -206,7 +228,7 @@ class LocalIndex:
             error, self._writer_error = self._writer_error, None
             raise LocalIOError.from_exception(f"cannot write the index in {self.meta_dir}", error)
 
-    def __enter__(self) -> "LocalIndex":
+    def __enter__(self) -> LocalIndex:
         return self.open()
 
     def __exit__(self, *exc: object) -> None:
@@ -215,8 +237,10 @@ class LocalIndex:
     def _take_lock(self) -> None:
         self._unlock = portable.try_lock_file(self.meta_dir / LOCK_FILE)
         if self._unlock is None:
-            raise SyncLockedError(f"another sync is running into {self.target_root} (lock "
-                                  f"{self.meta_dir / LOCK_FILE}); wait for it to finish")
+            raise SyncLockedError(
+                f"another sync is running into {self.target_root} (lock "
+                f"{self.meta_dir / LOCK_FILE}); wait for it to finish"
+            )
 
     def _release_lock(self) -> None:
         unlock, self._unlock = self._unlock, None
@@ -246,11 +270,13 @@ class LocalIndex:
     def get_many(self, rel_paths: List[str]) -> Dict[str, IndexRow]: ...
 
     @overload
-    def get_many(self, rel_paths: List[str], *,
-                 with_annotations: Literal[True]) -> Dict[str, Tuple[IndexRow, Optional[str]]]: ...
+    def get_many(
+        self, rel_paths: List[str], *, with_annotations: Literal[True]
+    ) -> Dict[str, Tuple[IndexRow, Optional[str]]]: ...
 
-    def get_many(self, rel_paths: List[str], *, with_annotations: bool = False
-                 ) -> Union[Dict[str, IndexRow], Dict[str, Tuple[IndexRow, Optional[str]]]]:
+    def get_many(
+        self, rel_paths: List[str], *, with_annotations: bool = False
+    ) -> Union[Dict[str, IndexRow], Dict[str, Tuple[IndexRow, Optional[str]]]]:
         """The committed rows of these paths (one query per listing page, not one per file); an unreadable index
         reads as no rows, which only costs hashing. ``with_annotations``: each row with its annotations' JSON text
         (left undecoded: most results never have them read)."""
@@ -262,7 +288,7 @@ class LocalIndex:
         try:
             with self._reader_lock:
                 for start in range(0, len(rel_paths), _MAX_KEYS_PER_QUERY):
-                    keys = rel_paths[start:start + _MAX_KEYS_PER_QUERY]
+                    keys = rel_paths[start : start + _MAX_KEYS_PER_QUERY]
                     query = f"{select} WHERE rel_path IN ({', '.join('?' * len(keys))})"
                     for values in self._reader.execute(query, keys):
                         row = _row_from_db(values)
@@ -303,8 +329,10 @@ class LocalIndex:
             return False
         try:
             with self._reader_lock:
-                return self._reader.execute("SELECT 1 FROM files WHERE local_path != rel_path LIMIT 1").fetchone() \
+                return (
+                    self._reader.execute("SELECT 1 FROM files WHERE local_path != rel_path LIMIT 1").fetchone()
                     is not None
+                )
         except sqlite3.Error:
             return False
 
@@ -321,9 +349,13 @@ class LocalIndex:
         pattern = "%/" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         try:
             with self._reader_lock:
-                found = [value for (value,) in self._reader.execute(
-                    "SELECT local_path FROM files WHERE local_path = ? OR local_path LIKE ? ESCAPE '\\'",
-                    (name, pattern))]
+                found = [
+                    value
+                    for (value,) in self._reader.execute(
+                        "SELECT local_path FROM files WHERE local_path = ? OR local_path LIKE ? ESCAPE '\\'",
+                        (name, pattern),
+                    )
+                ]
         except sqlite3.Error:
             return []
         return [path for path in found if same(path.rpartition("/")[2], name)]  # LIKE ignores ASCII case
@@ -332,7 +364,7 @@ class LocalIndex:
         """Committed rows (any root) whose local file is below the local folder ``local_dir``."""
         return self._rows("local_path >= ? AND local_path < ?", _below(local_dir))
 
-    def local_names_in(self, rel_dir: str, local_dir: str) -> "LocalNamesHeld":
+    def local_names_in(self, rel_dir: str, local_dir: str) -> LocalNamesHeld:
         """The local names that the entries of the remote folder ``rel_dir`` (local folder ``local_dir``; '' for the
         target itself) have in the index, where they are not their remote names: a file's (by its remote name: its
         entity id, version and local name) and a folder's (the local folder where most of its files are). One
@@ -354,7 +386,8 @@ class LocalIndex:
             "CASE WHEN instr(lr, '/') THEN substr(lr, 1, instr(lr, '/') - 1) ELSE lr END, "
             "instr(rr, '/') = 0 AND instr(lr, '/') = 0, "
             "CASE WHEN instr(rr, '/') = 0 THEN entity_id END, CASE WHEN instr(rr, '/') = 0 THEN version END, "
-            "count(*) FROM r WHERE (instr(rr, '/') = 0) = (instr(lr, '/') = 0) GROUP BY 1, 2, 3, 4, 5")
+            "count(*) FROM r WHERE (instr(rr, '/') = 0) = (instr(lr, '/') = 0) GROUP BY 1, 2, 3, 4, 5"
+        )
         try:
             with self._reader_lock:
                 found = self._reader.execute(query, params).fetchall()
@@ -371,8 +404,9 @@ class LocalIndex:
         """Committed rows (any root) whose remote path or local file is directly in the '/'-separated ``folder``
         ('' for the target itself): the names a list of ids must not take from another file."""
         if folder:
-            rows = self._rows("(rel_path >= ? AND rel_path < ?) OR (local_path >= ? AND local_path < ?)",
-                              _below(folder) * 2)
+            rows = self._rows(
+                "(rel_path >= ? AND rel_path < ?) OR (local_path >= ? AND local_path < ?)", _below(folder) * 2
+            )
         else:
             rows = self._rows("instr(rel_path, '/') = 0 OR instr(local_path, '/') = 0", ())
         depth = folder.count("/") + 1 if folder else 0
@@ -488,9 +522,10 @@ class LocalIndex:
         for kind, payload in batch:
             if kind == "upsert":
                 row, annotations = payload
-                db.execute(f"INSERT OR REPLACE INTO files ({', '.join(_COLUMNS)}) VALUES "
-                           f"({', '.join('?' * len(_COLUMNS))})",
-                           tuple(getattr(row, c) for c in _ROW_COLUMNS) + (json.dumps(annotations), time.time()))
+                db.execute(
+                    f"INSERT OR REPLACE INTO files ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+                    tuple(getattr(row, c) for c in _ROW_COLUMNS) + (json.dumps(annotations), time.time()),
+                )
             elif kind == "delete":
                 rel_path, only_at = payload
                 if only_at is None:

@@ -22,6 +22,7 @@ none (as synapseclient). A folder where the remote has an entity of a manifest's
 the others are still written. Paths are written as the bytes they are on disk (a target path that is not UTF-8 is
 written byte for byte).
 """
+
 from __future__ import annotations
 
 import csv
@@ -32,7 +33,21 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AbstractSet, Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Set, Tuple, Union
+from typing import (
+    AbstractSet,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Set,
+    Tuple,
+    Union,
+)
 
 from synclient.choices import Choice
 from synclient.results import annotation_values
@@ -40,10 +55,30 @@ from synclient.results import annotation_values
 MANIFEST_FILENAME = "SYNAPSE_METADATA_MANIFEST.tsv"
 CSV_MANIFEST_FILENAME = "manifest.csv"
 MANIFEST_FILENAMES = (MANIFEST_FILENAME, CSV_MANIFEST_FILENAME)
-BASE_COLUMNS = ["path", "parent", "name", "id", "synapseStore", "contentType", "used", "executed",
-                "activityName", "activityDescription"]
-CSV_BASE_COLUMNS = ["path", "parentId", "name", "ID", "synapseStore", "contentType", "used", "executed",
-                    "activityName", "activityDescription"]
+BASE_COLUMNS = [
+    "path",
+    "parent",
+    "name",
+    "id",
+    "synapseStore",
+    "contentType",
+    "used",
+    "executed",
+    "activityName",
+    "activityDescription",
+]
+CSV_BASE_COLUMNS = [
+    "path",
+    "parentId",
+    "name",
+    "ID",
+    "synapseStore",
+    "contentType",
+    "used",
+    "executed",
+    "activityName",
+    "activityDescription",
+]
 
 
 class ManifestMode(Choice):
@@ -63,14 +98,15 @@ class ManifestFormat(Choice):
         return _LAYOUTS[self].filename
 
     @classmethod
-    def parse_set(cls, value: Union[str, ManifestFormat, Iterable[Union[str, ManifestFormat]]], *,
-                  option: str) -> "frozenset[ManifestFormat]":
+    def parse_set(
+        cls, value: Union[str, ManifestFormat, Iterable[Union[str, ManifestFormat]]], *, option: str
+    ) -> frozenset[ManifestFormat]:
         """One format (member or value) or several, as a frozenset."""
         values = [value] if isinstance(value, (str, ManifestFormat)) else list(value)
         return frozenset(cls.parse(item, option=option) for item in values)
 
     @classmethod
-    def in_order(cls, formats: AbstractSet["ManifestFormat"]) -> List["ManifestFormat"]:
+    def in_order(cls, formats: AbstractSet[ManifestFormat]) -> List[ManifestFormat]:
         """``formats`` in declaration order (a set's order would make runs differ)."""
         return [member for member in cls if member in formats]
 
@@ -90,14 +126,28 @@ class _Layout:
 
 
 _LAYOUTS = {
-    ManifestFormat.TSV: _Layout(filename=MANIFEST_FILENAME, base_columns=BASE_COLUMNS, parent_column="parent",
-                                id_column="id", delimiter="\t", quoting=csv.QUOTE_NONE, writes_header_only=False,
-                                name_is_ours=True),
+    ManifestFormat.TSV: _Layout(
+        filename=MANIFEST_FILENAME,
+        base_columns=BASE_COLUMNS,
+        parent_column="parent",
+        id_column="id",
+        delimiter="\t",
+        quoting=csv.QUOTE_NONE,
+        writes_header_only=False,
+        name_is_ours=True,
+    ),
     # "manifest.csv" is a common name: a user's file of that name is removed as stale only where synclient
     # recorded writing one
-    ManifestFormat.CSV: _Layout(filename=CSV_MANIFEST_FILENAME, base_columns=CSV_BASE_COLUMNS,
-                                parent_column="parentId", id_column="ID", delimiter=",", quoting=csv.QUOTE_MINIMAL,
-                                writes_header_only=True, name_is_ours=False),
+    ManifestFormat.CSV: _Layout(
+        filename=CSV_MANIFEST_FILENAME,
+        base_columns=CSV_BASE_COLUMNS,
+        parent_column="parentId",
+        id_column="ID",
+        delimiter=",",
+        quoting=csv.QUOTE_MINIMAL,
+        writes_header_only=True,
+        name_is_ours=False,
+    ),
 }
 
 
@@ -129,9 +179,12 @@ def provenance_from_activity(activity: Optional[Mapping[str, Any]]) -> Provenanc
         else:
             text = str(item.get("name") or item.get("url") or "")
         (executed if item.get("wasExecuted") else used).append(text)
-    return Provenance(used=";".join(used), executed=";".join(executed),
-                      activity_name=str(activity.get("name") or ""),
-                      activity_description=str(activity.get("description") or ""))
+    return Provenance(
+        used=";".join(used),
+        executed=";".join(executed),
+        activity_name=str(activity.get("name") or ""),
+        activity_description=str(activity.get("description") or ""),
+    )
 
 
 @dataclass(frozen=True)
@@ -151,7 +204,7 @@ def _cell(values: List[object]) -> str:
     for item in values:
         if isinstance(item, datetime.datetime):
             text = item.strftime("%Y-%m-%dT%H:%M:%S")
-            text += (f".{item.microsecond // 1000:03d}Z" if item.microsecond else "Z")
+            text += f".{item.microsecond // 1000:03d}Z" if item.microsecond else "Z"
             items.append(text)
         elif isinstance(item, str):
             items.append(f'"{item}"' if len(values) > 1 and "," in item else item)
@@ -176,13 +229,24 @@ def annotation_cells(annotations: Mapping[str, object]) -> Dict[str, str]:
 def _row_dict(row: ManifestRow, layout: _Layout) -> Dict[str, str]:
     """One row's cells, filled in synapseclient's order: the entity's fields, its annotations, then its provenance
     when it has one (an annotation named like a column takes that column's cell, a provenance column again)."""
-    data = {"path": str(row.path), layout.parent_column: row.parent_id or "", "name": row.name,
-            layout.id_column: row.entity_id, "synapseStore": "True", "contentType": row.content_type or ""}
+    data = {
+        "path": str(row.path),
+        layout.parent_column: row.parent_id or "",
+        "name": row.name,
+        layout.id_column: row.entity_id,
+        "synapseStore": "True",
+        "contentType": row.content_type or "",
+    }
     data.update(annotation_cells(row.annotations))
     if row.provenance != Provenance():
-        data.update({"used": row.provenance.used, "executed": row.provenance.executed,
-                     "activityName": row.provenance.activity_name,
-                     "activityDescription": row.provenance.activity_description})
+        data.update(
+            {
+                "used": row.provenance.used,
+                "executed": row.provenance.executed,
+                "activityName": row.provenance.activity_name,
+                "activityDescription": row.provenance.activity_description,
+            }
+        )
     return data
 
 
@@ -206,9 +270,17 @@ class _FolderManifest:
         # surrogateescape: a target path that is not valid UTF-8 is written as the bytes it is on disk
         self._handle = open(fd, "w", encoding="utf-8", errors="surrogateescape", newline="")
         quotechar = '"' if layout.quoting != csv.QUOTE_NONE else None
-        self._writer = csv.DictWriter(self._handle, columns, restval="", extrasaction="ignore",
-                                      delimiter=layout.delimiter, quotechar=quotechar, quoting=layout.quoting,
-                                      escapechar=None, lineterminator="\r\n")  # csv's default, as synapseclient's
+        self._writer = csv.DictWriter(
+            self._handle,
+            columns,
+            restval="",
+            extrasaction="ignore",
+            delimiter=layout.delimiter,
+            quotechar=quotechar,
+            quoting=layout.quoting,
+            escapechar=None,
+            lineterminator="\r\n",
+        )  # csv's default, as synapseclient's
         self._writer.writeheader()
 
     def write(self, row: Dict[str, str]) -> None:
@@ -277,10 +349,15 @@ def _folders_listing(row: ManifestRow, target_root: Path, mode: ManifestMode) ->
         folder = folder.parent
 
 
-def write_manifests(rows: Callable[[], Iterator[ManifestRow]], target_root: Path, mode: ManifestMode, *,
-                    formats: Iterable[ManifestFormat] = (ManifestFormat.TSV,),
-                    skip: Optional[Mapping[ManifestFormat, AbstractSet[Path]]] = None,
-                    covered: AbstractSet[Path] = frozenset()) -> Tuple[List[Path], List[ManifestFailure]]:
+def write_manifests(
+    rows: Callable[[], Iterator[ManifestRow]],
+    target_root: Path,
+    mode: ManifestMode,
+    *,
+    formats: Iterable[ManifestFormat] = (ManifestFormat.TSV,),
+    skip: Optional[Mapping[ManifestFormat, AbstractSet[Path]]] = None,
+    covered: AbstractSet[Path] = frozenset(),
+) -> Tuple[List[Path], List[ManifestFailure]]:
     """Write the manifests of ``mode`` in each of ``formats`` from ``rows()``, an iterator factory yielding rows
     sorted by path; none of a format in its folders of ``skip``. ``covered``: the folders the sync listed, where a
     format that writes a header-only manifest writes one when no file lies below. Returns the manifests written and
@@ -303,9 +380,14 @@ class ManifestWriter:
     and is not tried again; the others go on.
     """
 
-    def __init__(self, target_root: Path, mode: ManifestMode, *,
-                 formats: Iterable[ManifestFormat] = (ManifestFormat.TSV,),
-                 skip: Optional[Mapping[ManifestFormat, AbstractSet[Path]]] = None) -> None:
+    def __init__(
+        self,
+        target_root: Path,
+        mode: ManifestMode,
+        *,
+        formats: Iterable[ManifestFormat] = (ManifestFormat.TSV,),
+        skip: Optional[Mapping[ManifestFormat, AbstractSet[Path]]] = None,
+    ) -> None:
         self._root = target_root
         self._mode = mode
         self._formats = ManifestFormat.in_order(set(formats))
@@ -316,8 +398,9 @@ class ManifestWriter:
         self._failures: Dict[_Key, ManifestFailure] = {}
         self._open: Dict[_Key, _FolderManifest] = {}
 
-    def write(self, rows: Callable[[], Iterator[ManifestRow]], *,
-              covered: AbstractSet[Path] = frozenset()) -> Tuple[List[Path], List[ManifestFailure]]:
+    def write(
+        self, rows: Callable[[], Iterator[ManifestRow]], *, covered: AbstractSet[Path] = frozenset()
+    ) -> Tuple[List[Path], List[ManifestFailure]]:
         """Both passes over ``rows()``, then the header-only manifests of ``covered`` folders with no file below.
         Returns the manifests written and those that failed, each sorted by path."""
         if self._mode is ManifestMode.SUPPRESS:
@@ -359,8 +442,11 @@ class ManifestWriter:
     def _write_header_only(self, covered: AbstractSet[Path]) -> None:
         """Folders with no file below them: a header line only, in the formats that write one (synapseclient's
         CSV)."""
-        empty = sorted(folder for folder in covered
-                       if folder not in self._columns and (self._mode is ManifestMode.ALL or folder == self._root))
+        empty = sorted(
+            folder
+            for folder in covered
+            if folder not in self._columns and (self._mode is ManifestMode.ALL or folder == self._root)
+        )
         for folder in empty:
             for key in self._wanted(folder):
                 if _LAYOUTS[key[1]].writes_header_only and self._open_manifest(key) is not None:
@@ -377,14 +463,18 @@ class ManifestWriter:
 
     def _wanted(self, folder: Path) -> List[_Key]:
         """The manifests ``folder`` gets: its formats not skipped there and not failed already."""
-        return [(folder, fmt) for fmt in self._formats
-                if folder not in self._skip.get(fmt, ()) and (folder, fmt) not in self._failures]
+        return [
+            (folder, fmt)
+            for fmt in self._formats
+            if folder not in self._skip.get(fmt, ()) and (folder, fmt) not in self._failures
+        ]
 
     def _open_manifest(self, key: _Key) -> Optional[_FolderManifest]:
         layout = _LAYOUTS[key[1]]
         try:
             manifest = self._open[key] = _FolderManifest(
-                key[0], layout.base_columns + sorted(self._columns.get(key[0], ())), layout)
+                key[0], layout.base_columns + sorted(self._columns.get(key[0], ())), layout
+            )
         except OSError as exc:
             self._fail(key, exc)
             return None

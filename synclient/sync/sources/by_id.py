@@ -17,13 +17,14 @@ fetched once.
 
 Then :meth:`SourcePlan.laid_out` names every entry, once the target's index is open. Two entries never share a
 path, and no entry takes a path the index holds for another file (a file of an earlier list, of a synced tree, a
-``keep.both`` copy): an entry that already has a path in the index keeps it (names do not flip when the list's
-order changes); otherwise the first entry in the order given (a dataset's items in its order) gets its name, and
-each later one its id in it, ``name (syn456).ext``, or ``name (syn456.2).ext`` when that file's id is already in
-the name of another of its versions. Each renaming is reported. Paths are :class:`~synclient.sync.local.name_gate.RemotePath`
+``keep.both`` copy): an entry that already has a path in the index keeps it (names do not flip when the list's order
+changes); otherwise the first entry in the order given (a dataset's items in its order) gets its name, and each later
+one its id in it, ``name (syn456).ext``, or ``name (syn456.2).ext`` when that file's id is already in the name of
+another of its versions. Each renaming is reported. Paths are :class:`~synclient.sync.local.name_gate.RemotePath`
 values: an entry whose name can be no path component (a ``/``, ``..``, NUL, too long) is refused alone, with what it
 holds, as the walk refuses it; the runner's name gate makes the local paths.
 """
+
 from __future__ import annotations
 
 import enum
@@ -31,12 +32,12 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from synclient.platform.rest import Platform
 from synclient.errors import ConfigError, NotFoundError, SynclientError, UnsupportedError
 from synclient.platform.models import EntityHeader, EntityType, FileHandle
-from synclient.sync.sources.id_lists import EntityRef
-from synclient.sync.records.index import IndexRow
+from synclient.platform.rest import Platform
 from synclient.sync.local.name_gate import RemotePath
+from synclient.sync.records.index import IndexRow
+from synclient.sync.sources.id_lists import EntityRef
 
 
 class EntryKind(enum.Enum):
@@ -51,7 +52,7 @@ class Entry:
 
     header: EntityHeader
     kind: EntryKind
-    children: List["Entry"] = field(default_factory=list)  # a FOLDER's entries, in order
+    children: List[Entry] = field(default_factory=list)  # a FOLDER's entries, in order
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,14 @@ class SourcePlan:
         return layout
 
 
-def plan_sources(platform: Platform, refs: Sequence[EntityRef], *, recursive: bool,
-                 known: Sequence[EntityHeader] = (), standalone: Optional[bool] = None) -> SourcePlan:
+def plan_sources(
+    platform: Platform,
+    refs: Sequence[EntityRef],
+    *,
+    recursive: bool,
+    known: Sequence[EntityHeader] = (),
+    standalone: Optional[bool] = None,
+) -> SourcePlan:
     """What ``refs`` name, resolved into a :class:`SourcePlan` (see the module docstring). ``known``: headers the
     caller already has (they are not asked for again); ``standalone``: whether one id fills the target itself
     (default: when it is the only one; a query's selection never does, whatever its row count)."""
@@ -158,8 +165,12 @@ def plan_sources(platform: Platform, refs: Sequence[EntityRef], *, recursive: bo
     for ref in refs:
         header = headers.get(ref.entity_id)
         if header is None:
-            plan.refused.append((_unknown(ref.entity_id, ref.version), NotFoundError(
-                f"{ref} does not exist or may not be read", status=404)))
+            plan.refused.append(
+                (
+                    _unknown(ref.entity_id, ref.version),
+                    NotFoundError(f"{ref} does not exist or may not be read", status=404),
+                )
+            )
             continue
         kind = header.type
         if kind is EntityType.FILE:
@@ -171,16 +182,26 @@ def plan_sources(platform: Platform, refs: Sequence[EntityRef], *, recursive: bo
             root.add(header, EntryKind.CONTAINER)
         elif kind.has_items:
             # alone, a dataset's items fill the target and a collection's datasets are its sub-folders
-            folder = root if plan.standalone else root.add(replace(header, version_number=ref.version),
-                                                           EntryKind.FOLDER)
+            folder = (
+                root if plan.standalone else root.add(replace(header, version_number=ref.version), EntryKind.FOLDER)
+            )
             if folder is not None:
                 holders.append((header, ref.version, folder))
         else:
-            hint = (f"; select its files with a query: --query \"SELECT id FROM {ref.entity_id} WHERE ...\""
-                    if kind.is_queryable else "")
-            plan.refused.append((header, UnsupportedError(
-                f"{ref} is a {kind.label}; synclient downloads files, projects, folders, datasets and dataset "
-                f"collections{hint}")))
+            hint = (
+                f'; select its files with a query: --query "SELECT id FROM {ref.entity_id} WHERE ..."'
+                if kind.is_queryable
+                else ""
+            )
+            plan.refused.append(
+                (
+                    header,
+                    UnsupportedError(
+                        f"{ref} is a {kind.label}; synclient downloads files, projects, folders, datasets and dataset "
+                        f"collections{hint}"
+                    ),
+                )
+            )
     if holders:
         _add_items(platform, holders, plan, strict=plan.standalone)
     return plan
@@ -199,7 +220,7 @@ class _Folder:
         self.entries = entries
         self._held: Set[Tuple[str, Optional[int]]] = set()
 
-    def add(self, header: EntityHeader, kind: EntryKind) -> Optional["_Folder"]:
+    def add(self, header: EntityHeader, kind: EntryKind) -> Optional[_Folder]:
         """Add an entry (not when the same entity and version is here already); a FOLDER entry's own _Folder."""
         key = (header.id, header.version_number)
         if key in self._held:
@@ -210,8 +231,13 @@ class _Folder:
         return _Folder(entry.children) if kind is EntryKind.FOLDER else None
 
 
-def _add_items(platform: Platform, holders: Sequence[Tuple[EntityHeader, Optional[int], _Folder]],
-               plan: SourcePlan, *, strict: bool) -> None:
+def _add_items(
+    platform: Platform,
+    holders: Sequence[Tuple[EntityHeader, Optional[int], _Folder]],
+    plan: SourcePlan,
+    *,
+    strict: bool,
+) -> None:
     """The items of datasets and collections (each with its version and its folder), every item's name from one
     header call for all of them; the datasets of collections in turn. ``strict``: a holder that cannot be read
     is an error of the whole run (the only id), not one failed entry."""
@@ -233,12 +259,22 @@ def _add_items(platform: Platform, holders: Sequence[Tuple[EntityHeader, Optiona
         item = headers.get(item_id)
         wanted = EntityType.DATASET if holder.type is EntityType.DATASET_COLLECTION else EntityType.FILE
         if item is None:
-            plan.refused.append((_unknown(item_id, item_version), NotFoundError(
-                f"{item_id}, an item of {holder.id}, does not exist or may not be read")))
+            plan.refused.append(
+                (
+                    _unknown(item_id, item_version),
+                    NotFoundError(f"{item_id}, an item of {holder.id}, does not exist or may not be read"),
+                )
+            )
         elif item.type is not wanted:
-            plan.refused.append((item, UnsupportedError(
-                f"{item_id}, an item of the {holder.type.label} {holder.id}, is a {item.type.label}, not a "
-                f"{wanted.label}")))
+            plan.refused.append(
+                (
+                    item,
+                    UnsupportedError(
+                        f"{item_id}, an item of the {holder.type.label} {holder.id}, is a {item.type.label}, not a "
+                        f"{wanted.label}"
+                    ),
+                )
+            )
         elif wanted is EntityType.DATASET:
             inner = folder.add(replace(item, version_number=item_version), EntryKind.FOLDER)
             if inner is not None:
@@ -251,11 +287,13 @@ def _add_items(platform: Platform, holders: Sequence[Tuple[EntityHeader, Optiona
 
 # -- naming --------------------------------------------------------------------------------------------------------
 
+
 class _Names:
     """The names of one folder: those this run gave, and those the index holds (name -> entity ids there)."""
 
-    def __init__(self, rows: Sequence[IndexRow], folder: str, same_name: SameName = str,
-                 reserved: Sequence[str] = ()) -> None:
+    def __init__(
+        self, rows: Sequence[IndexRow], folder: str, same_name: SameName = str, reserved: Sequence[str] = ()
+    ) -> None:
         self._same = same_name  # names are compared as the local filesystem compares them
         self.given: Set[str] = {same_name(name) for name in reserved}
         self.given_to: Dict[str, Set[str]] = {}  # entity id -> names this run gave it here
@@ -263,7 +301,7 @@ class _Names:
         prefix = f"{folder}/" if folder else ""
         for row in rows:
             for path in {row.rel_path, row.local_path}:
-                name = path[len(prefix):] if path.startswith(prefix) else None
+                name = path[len(prefix) :] if path.startswith(prefix) else None
                 if name and "/" not in name:
                     self.held.setdefault(same_name(name), set()).add(row.entity_id)
 
@@ -273,11 +311,23 @@ class _Names:
 
     def name_for(self, entry: Entry) -> str:
         header = entry.header
-        candidates = _candidates(header.name, header, is_folder=entry.kind is not EntryKind.FILE,
-                                 versioned_first=bool(self.given_to.get(header.id)))
+        candidates = _candidates(
+            header.name,
+            header,
+            is_folder=entry.kind is not EntryKind.FILE,
+            versioned_first=bool(self.given_to.get(header.id)),
+        )
         # a name the index already holds for this file first: names do not flip when the list's order changes
-        given = next((c for c in candidates if self._same(c) not in self.given and entry.kind is EntryKind.FILE
-                      and self.held.get(self._same(c)) == {header.id}), None)
+        given = next(
+            (
+                c
+                for c in candidates
+                if self._same(c) not in self.given
+                and entry.kind is EntryKind.FILE
+                and self.held.get(self._same(c)) == {header.id}
+            ),
+            None,
+        )
         given = given or next((c for c in candidates if self.free_for(c, header.id)), None)
         n = 2
         while given is None:  # only names made to clash with ours get here
@@ -294,15 +344,20 @@ def _candidates(name: str, header: EntityHeader, *, is_folder: bool, versioned_f
     """``name``, then ``name (syn1).ext`` and ``name (syn1.2).ext`` (the versioned one first when another version
     of the same file already has a name here)."""
     stem, suffix = (name, "") if is_folder else os.path.splitext(name)
-    labels = [header.id] + ([f"{header.id}.{header.version_number}"]
-                            if header.version_number and not is_folder else [])
+    labels = [header.id] + ([f"{header.id}.{header.version_number}"] if header.version_number and not is_folder else [])
     if versioned_first:
         labels.reverse()
     return [name] + [f"{stem} ({label}){suffix}" for label in labels]
 
 
-def _name_folder(entries: Sequence[Entry], folder: RemotePath, rows_in: RowsIn, layout: Layout,
-                 same_name: SameName = str, reserved: Sequence[str] = ()) -> None:
+def _name_folder(
+    entries: Sequence[Entry],
+    folder: RemotePath,
+    rows_in: RowsIn,
+    layout: Layout,
+    same_name: SameName = str,
+    reserved: Sequence[str] = (),
+) -> None:
     names = _Names(rows_in(folder.text), folder.text, same_name, reserved)
     for entry in entries:
         try:
@@ -326,4 +381,3 @@ def _name_folder(entries: Sequence[Entry], folder: RemotePath, rows_in: RowsIn, 
 
 def _unknown(entity_id: str, version: Optional[int]) -> EntityHeader:
     return EntityHeader(id=entity_id, name=entity_id, type=EntityType.OTHER, version_number=version)
-

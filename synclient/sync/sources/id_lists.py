@@ -6,6 +6,7 @@ A file is read as a table when its first line (after ``#`` comments) has a tab o
 skipped. Ids may carry a version (``syn123.4``). A bad id is a :class:`~synclient.errors.ConfigError` naming the
 file and line.
 """
+
 from __future__ import annotations
 
 import csv
@@ -38,7 +39,7 @@ class EntityRef:
         object.__setattr__(self, "entity_id", entity_id)
 
     @classmethod
-    def parse(cls, text: str) -> "EntityRef":
+    def parse(cls, text: str) -> EntityRef:
         return cls(*parse_entity_id(text))
 
     def __str__(self) -> str:
@@ -96,8 +97,11 @@ def _ids_from_table(lines: List[str], header: int, *, where: str, delimiter: str
     rows = ["" if line.lstrip().startswith("#") else line for line in lines[header:]]
     tsv = delimiter == "\t"
     text = io.StringIO("\n".join(rows))
-    reader = (csv.reader(text, delimiter=delimiter, quoting=csv.QUOTE_NONE) if tsv
-              else csv.reader(text, delimiter=delimiter, strict=True))
+    reader = (
+        csv.reader(text, delimiter=delimiter, quoting=csv.QUOTE_NONE)
+        if tsv
+        else csv.reader(text, delimiter=delimiter, strict=True)
+    )
     refs: List[EntityRef] = []
     try:
         fields = [name.strip() for name in next(reader, [])]
@@ -110,8 +114,10 @@ def _ids_from_table(lines: List[str], header: int, *, where: str, delimiter: str
             if not any(cell.strip() for cell in row):
                 continue  # a blank or comment line
             if len(row) <= index:
-                raise ConfigError(f"{where}, line {line}: the row has {len(row)} of the header's {len(fields)} "
-                                  f"fields, so no {column!r} value")
+                raise ConfigError(
+                    f"{where}, line {line}: the row has {len(row)} of the header's {len(fields)} "
+                    f"fields, so no {column!r} value"
+                )
             value = row[index].strip()
             if value:
                 refs.append(_ref_at(value, where, line))

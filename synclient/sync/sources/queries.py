@@ -2,8 +2,8 @@
 
 The query runs on the platform (every page of its asynchronous query jobs); its ``id`` column names the entities,
 and a version column (``currentVersion`` or ``versionNumber``), when selected, pins each to that version. The
-entities then go through :func:`~synclient.sync.sources.by_id.plan_sources` exactly as a list of ids does (one header call
-per 1,000 ids, the same names, renamings and report).
+entities then go through :func:`~synclient.sync.sources.by_id.plan_sources` exactly as a list of ids does (one
+header call per 1,000 ids, the same names, renamings and report).
 
 A row of a **file view** that carries ``dataFileHandleId``, ``dataFileMD5Hex`` and ``dataFileSizeBytes`` describes
 its file completely for a download (a :class:`~synclient.sync.sources.by_id.FileVersionFacts`, annotations from the
@@ -17,6 +17,7 @@ file takes its bundle call.
 :class:`ViewRows` serves a sync planned from a view (``view=``) the same way: ``SELECT *`` of the view, read when
 the first file needs more than the index (a re-sync that finds nothing changed never reads it).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,12 +27,19 @@ import threading
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from synclient.platform.rest import Platform
 from synclient.errors import CallCancelledError, Cancelled, ConfigError, MalformedAnswerError, SynclientError
-from synclient.platform.models import (EntityHeader, EntityType, FileHandle, parse_entity_id, wire_handle_id, wire_md5,
-                              wire_whole_number)
-from synclient.sync.sources.id_lists import EntityRef
+from synclient.platform.models import (
+    EntityHeader,
+    EntityType,
+    FileHandle,
+    parse_entity_id,
+    wire_handle_id,
+    wire_md5,
+    wire_whole_number,
+)
+from synclient.platform.rest import Platform
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
+from synclient.sync.sources.id_lists import EntityRef
 
 #: the table or view a query reads: ``FROM syn123`` (as synapseclient finds it)
 _FROM_TABLE = re.compile(r"\bfrom\s+(syn[0-9]+)(?:\.[0-9]+)?\b", re.IGNORECASE | re.ASCII)
@@ -44,19 +52,53 @@ HANDLE_COLUMNS = ("dataFileHandleId", "dataFileMD5Hex", "dataFileSizeBytes")
 PARENT_COLUMN = "parentId"
 CONCRETE_TYPE_COLUMN = "dataFileConcreteType"
 #: handles in the platform's own storage: their pre-signed URLs are https (an external handle's may be sftp)
-STORAGE_HANDLES = ("org.sagebionetworks.repo.model.file.S3FileHandle",
-                   "org.sagebionetworks.repo.model.file.GoogleCloudFileHandle")
+STORAGE_HANDLES = (
+    "org.sagebionetworks.repo.model.file.S3FileHandle",
+    "org.sagebionetworks.repo.model.file.GoogleCloudFileHandle",
+)
 #: the columns Synapse gives every file view (the others are its annotation columns)
-DEFAULT_VIEW_COLUMNS = frozenset(name.lower() for name in (
-    "id", "name", "createdOn", "createdBy", "etag", "type", "currentVersion", "parentId", "benefactorId",
-    "projectId", "modifiedOn", "modifiedBy", "dataFileHandleId", "dataFileSizeBytes", "dataFileMD5Hex",
-    "dataFileName", "dataFileConcreteType", "dataFileBucket", "dataFileKey", "path", "versionNumber"))
+DEFAULT_VIEW_COLUMNS = frozenset(
+    name.lower()
+    for name in (
+        "id",
+        "name",
+        "createdOn",
+        "createdBy",
+        "etag",
+        "type",
+        "currentVersion",
+        "parentId",
+        "benefactorId",
+        "projectId",
+        "modifiedOn",
+        "modifiedBy",
+        "dataFileHandleId",
+        "dataFileSizeBytes",
+        "dataFileMD5Hex",
+        "dataFileName",
+        "dataFileConcreteType",
+        "dataFileBucket",
+        "dataFileKey",
+        "path",
+        "versionNumber",
+    )
+)
 #: a view column's type -> the annotation type of its values (Annotations v2); a list column's cell is JSON
-_ANNOTATION_TYPES = {"STRING": "STRING", "INTEGER": "LONG", "DOUBLE": "DOUBLE", "BOOLEAN": "BOOLEAN",
-                     "DATE": "TIMESTAMP_MS", "ENTITYID": "STRING", "USERID": "STRING", "LINK": "STRING",
-                     "LARGETEXT": "STRING", "MEDIUMTEXT": "STRING"}
+_ANNOTATION_TYPES = {
+    "STRING": "STRING",
+    "INTEGER": "LONG",
+    "DOUBLE": "DOUBLE",
+    "BOOLEAN": "BOOLEAN",
+    "DATE": "TIMESTAMP_MS",
+    "ENTITYID": "STRING",
+    "USERID": "STRING",
+    "LINK": "STRING",
+    "LARGETEXT": "STRING",
+    "MEDIUMTEXT": "STRING",
+}
 
 log = logging.getLogger("synclient.sync")
+
 
 def looks_like_sql(text: str) -> bool:
     """A command-line argument that is a query, not an id (``SELECT ... FROM syn123``)."""
@@ -139,8 +181,11 @@ class ViewRows:
         except (CallCancelledError, Cancelled):
             return {}  # the run stops: nothing to say
         except SynclientError as exc:
-            log.warning("the file view %s cannot stand in for the files' bundle calls (%s): each file takes its "
-                        "own", self._view.id, exc)
+            log.warning(
+                "the file view %s cannot stand in for the files' bundle calls (%s): each file takes its own",
+                self._view.id,
+                exc,
+            )
             return {}
         return known
 
@@ -152,8 +197,10 @@ class _Columns:
         where = {name.lower(): index for index, name in enumerate(names)}
         if ID_COLUMN not in where:
             shown = ", ".join(names) or "none"
-            raise ConfigError(f"the query selects no 'id' column (its columns: {shown}): select the entity ids, "
-                              "e.g. SELECT id, name FROM syn123 ...")
+            raise ConfigError(
+                f"the query selects no 'id' column (its columns: {shown}): select the entity ids, "
+                "e.g. SELECT id, name FROM syn123 ..."
+            )
         self.names = names
         self.id = where[ID_COLUMN]
         self.version = next((where[name.lower()] for name in VERSION_COLUMNS if name.lower() in where), None)
@@ -161,9 +208,13 @@ class _Columns:
         self.concrete_type = where.get(CONCRETE_TYPE_COLUMN.lower())
         handle_id, md5, size = (where.get(name.lower()) for name in HANDLE_COLUMNS)
         self.handle: Optional[Tuple[int, int, int]] = (
-            (handle_id, md5, size) if handle_id is not None and md5 is not None and size is not None else None)
-        self.annotations = [(index, name, types[index] if index < len(types) else None)
-                            for index, name in enumerate(names) if name.lower() not in DEFAULT_VIEW_COLUMNS]
+            (handle_id, md5, size) if handle_id is not None and md5 is not None and size is not None else None
+        )
+        self.annotations = [
+            (index, name, types[index] if index < len(types) else None)
+            for index, name in enumerate(names)
+            if name.lower() not in DEFAULT_VIEW_COLUMNS
+        ]
 
     def ref_of(self, values: Sequence[Optional[str]], *, row: int) -> Optional[EntityRef]:
         """The row's entity (None for an empty id cell), at the version it pins: its version column's, else one
@@ -177,8 +228,7 @@ class _Columns:
             version = _whole_number(pinned, column=self.names[self.version], row=row)
         return EntityRef(entity_id, version)
 
-    def file_facts(self, values: Sequence[Optional[str]],
-                   row_version: Optional[int]) -> Optional[FileVersionFacts]:
+    def file_facts(self, values: Sequence[Optional[str]], row_version: Optional[int]) -> Optional[FileVersionFacts]:
         """What the row says of its file at ``row_version`` (the RowSet row's), when it says all a download needs:
         the handle's id, MD5 and size, in the platform's storage as far as the row tells."""
         if self.handle is None or row_version is None:
@@ -187,18 +237,24 @@ class _Columns:
         if not handle_id or not md5 or not size:
             return None
         try:  # as a bundle's handle is checked (models.py); a cell that is not one leaves the file to its bundle
-            handle = FileHandle(id=wire_handle_id(handle_id, "dataFileHandleId", "a view row"),
-                                content_size=wire_whole_number(size, "dataFileSizeBytes", "a view row"),
-                                content_md5=wire_md5(md5, "dataFileMD5Hex", "a view row"))
+            handle = FileHandle(
+                id=wire_handle_id(handle_id, "dataFileHandleId", "a view row"),
+                content_size=wire_whole_number(size, "dataFileSizeBytes", "a view row"),
+                content_md5=wire_md5(md5, "dataFileMD5Hex", "a view row"),
+            )
         except MalformedAnswerError:
             return None
         kind = values[self.concrete_type] if self.concrete_type is not None else None
         if kind and kind not in STORAGE_HANDLES:
             return None  # an external URL may be one synclient does not fetch: its bundle says which
-        annotations = {name: annotation for index, name, column_type in self.annotations
-                       if (annotation := _annotation(values[index], column_type)) is not None}
-        return FileVersionFacts(handle, row_version, values[self.parent] if self.parent is not None else None,
-                                annotations, from_row=True)
+        annotations = {
+            name: annotation
+            for index, name, column_type in self.annotations
+            if (annotation := _annotation(values[index], column_type)) is not None
+        }
+        return FileVersionFacts(
+            handle, row_version, values[self.parent] if self.parent is not None else None, annotations, from_row=True
+        )
 
 
 def _entity_ref(value: str, *, row: int) -> Tuple[str, Optional[int]]:
@@ -223,7 +279,7 @@ def _annotation(cell: Optional[str], column_type: Optional[str]) -> Optional[dic
     base = (column_type or "STRING").upper()
     values = [cell]
     if base.endswith("_LIST"):
-        base = base[:-len("_LIST")]
+        base = base[: -len("_LIST")]
         try:
             parsed = json.loads(cell)
         except ValueError:

@@ -12,6 +12,7 @@ run, by whoever resolves the source: the public function, or the CLI, which chec
 list's entries and refusals, the file versions a query's file-view rows already describe (no bundle call for
 them). :func:`resolve_entity`, :func:`resolve_ids` and :func:`resolve_query` make them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -113,14 +114,19 @@ def resolve_entity(platform: Platform, ref: EntityRef, *, header: Optional[Entit
     entity's header when the caller already has it (it is not asked for again)."""
     root = header if header is not None else platform.get_entity_header(ref.entity_id)
     if not (root.type.is_container or root.type is EntityType.FILE or root.type.has_items):
-        raise ConfigError(f"{ref.entity_id} is a {root.type.label}; sync takes a project, folder, file, dataset or "
-                          "dataset collection")
+        raise ConfigError(
+            f"{ref.entity_id} is a {root.type.label}; sync takes a project, folder, file, dataset or dataset collection"
+        )
     if root.type.is_container:
         check_container_ref(ref, root.type)
         return TreeSource(root)
     if root.type.has_items:  # its items, as download_many has them (a dataset's version is checked as it is read)
-        return ListSource(plan_sources(platform, [ref], recursive=True, known=[root]), root_id=ref.entity_id,
-                          description=root.name, root=root)
+        return ListSource(
+            plan_sources(platform, [ref], recursive=True, known=[root]),
+            root_id=ref.entity_id,
+            description=root.name,
+            root=root,
+        )
     if ref.version is None:
         return FileSource(root)
     platform.get_entity(ref.entity_id, version=ref.version)  # NotFoundError for a version that does not exist
@@ -139,16 +145,29 @@ def resolve_query(platform: Platform, sql: str, *, table_id: str, recursive: boo
     # the table's header rides along with its rows' entities: it says whether the rows are a view's
     headers = platform.get_entity_headers([table_id] + [ref.entity_id for ref in selection.refs])
     table = headers.get(table_id)
-    plan = (plan_sources(platform, selection.refs, recursive=recursive, known=list(headers.values()),
-                         standalone=False) if selection.refs else SourcePlan())
+    plan = (
+        plan_sources(platform, selection.refs, recursive=recursive, known=list(headers.values()), standalone=False)
+        if selection.refs
+        else SourcePlan()
+    )
     is_view = table is not None and table.type is EntityType.ENTITY_VIEW
-    query = QueryInfo(sql=sql, table=table_id, rows=selection.rows, entities=len(selection.refs),
-                      rows_without_id=selection.rows_without_id)
+    query = QueryInfo(
+        sql=sql,
+        table=table_id,
+        rows=selection.rows,
+        entities=len(selection.refs),
+        rows_without_id=selection.rows_without_id,
+    )
     return _list_source(plan, (), query=query, described=selection.row_files if is_view else {})
 
 
-def _list_source(plan: SourcePlan, refs: Sequence[EntityRef], *, query: Optional[QueryInfo] = None,
-                 described: Optional[DescribedFiles] = None) -> ListSource:
+def _list_source(
+    plan: SourcePlan,
+    refs: Sequence[EntityRef],
+    *,
+    query: Optional[QueryInfo] = None,
+    described: Optional[DescribedFiles] = None,
+) -> ListSource:
     """A list's source: alone, a project or folder is synced as by id (its own root); one id owns its rows."""
     container = plan.one_container
     root_id = container.id if container else refs[0].entity_id if len(refs) == 1 else LIST_ROOT

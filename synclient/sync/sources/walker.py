@@ -12,6 +12,7 @@ Unicode-insensitive folders, Windows' rules), a folder's pages are gathered and 
 folder is listed (a twin may be on any page); each renamed folder is noted (:attr:`TreeWalker.renamed`), and
 reported where a file of the run is in it; a renamed file is reported by the pipeline once it is at that name.
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,16 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, NamedTuple, Optional, Set
 
-from synclient.platform.rest import Platform
 from synclient.errors import FileInTheWayError, SynclientError, UnsafePathError
 from synclient.platform.models import EntityHeader, EntityType, PageTrail
+from synclient.platform.rest import Platform
+from synclient.sync.local.local_names import FilesystemNames, Listed, LocalName, LocalRename, local_names
+from synclient.sync.local.name_gate import NameGate, RemotePath
+from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
 from synclient.sync.plan.filters import PathFilter
 from synclient.sync.plan.handle_names import HandleNames, named_file
 from synclient.sync.records.index import LocalNamesHeld
-from synclient.sync.local.local_names import FilesystemNames, Listed, LocalName, LocalRename, local_names
 from synclient.sync.records.manifest import MANIFEST_FILENAMES
-from synclient.sync.local.name_gate import NameGate, RemotePath
-from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
 from synclient.transfer.pool import Priority, TaskPool
 
 log = logging.getLogger("synclient.sync")
@@ -73,12 +74,23 @@ class Folder:
 
 
 class TreeWalker:
-    def __init__(self, *, platform: Platform, pool: TaskPool, target: TargetDirectory, on_files: FilesFound,
-                 on_failure: EntityFailed, path_filter: PathFilter = PathFilter(),
-                 follow_links: bool = False, make_room: Optional[MakeRoom] = None,
-                 names: FilesystemNames = FilesystemNames(), held_names: Optional[HeldNames] = None,
-                 gate: Optional[NameGate] = None, file_names: Optional[HandleNames] = None,
-                 kept_names: Optional[Dict[Path, Set[str]]] = None) -> None:
+    def __init__(
+        self,
+        *,
+        platform: Platform,
+        pool: TaskPool,
+        target: TargetDirectory,
+        on_files: FilesFound,
+        on_failure: EntityFailed,
+        path_filter: PathFilter = PathFilter(),
+        follow_links: bool = False,
+        make_room: Optional[MakeRoom] = None,
+        names: FilesystemNames = FilesystemNames(),
+        held_names: Optional[HeldNames] = None,
+        gate: Optional[NameGate] = None,
+        file_names: Optional[HandleNames] = None,
+        kept_names: Optional[Dict[Path, Set[str]]] = None,
+    ) -> None:
         self._platform = platform
         self._pool = pool
         self._target = target
@@ -120,8 +132,7 @@ class TreeWalker:
 
     def _list_page(self, folder: Folder, page_token: Optional[str]) -> None:
         try:
-            page = self._platform.list_children(folder.header.id, include_types=self._include,
-                                                page_token=page_token)
+            page = self._platform.list_children(folder.header.id, include_types=self._include, page_token=page_token)
             next_token = folder.pages.follow(page.next_page_token, rows=len(page.headers))
         except SynclientError as exc:
             self.unvisited.add(folder.rel_dir)
@@ -137,10 +148,11 @@ class TreeWalker:
             self.listed[folder.rel_dir] = folder.local_dir
 
     def _visit_all(self, folder: Folder, headers: List[EntityHeader], names: Dict[str, LocalName]) -> None:
-        files = [found for found in (self._visit(folder, header, names.get(header.name)) for header in headers)
-                 if found]
+        files = [
+            found for found in (self._visit(folder, header, names.get(header.name)) for header in headers) if found
+        ]
         for start in range(0, len(files), _FILES_PER_CALL):  # together: the runner reads their rows in one query
-            self._on_files(files[start:start + _FILES_PER_CALL])
+            self._on_files(files[start : start + _FILES_PER_CALL])
 
     def _gather(self, folder: Folder, headers: List[EntityHeader], next_page_token: Optional[str]) -> None:
         """A page of a folder whose names are mapped: kept until the last page, then the whole folder is visited.
@@ -205,8 +217,13 @@ class TreeWalker:
                 path = self._path(folder, header.name, local)  # refused (per entity) whether wanted or not
                 if self._filter.wants_file(rel):
                     # (its renaming is reported once the run knows the file is at that name: the pipeline's)
-                    return FoundFile(header, self._gate.registry.claim(path, header.id), rel, folder.header.id,
-                                     local.reason() if local is not None else "")
+                    return FoundFile(
+                        header,
+                        self._gate.registry.claim(path, header.id),
+                        rel,
+                        folder.header.id,
+                        local.reason() if local is not None else "",
+                    )
                 self._forget_bundle(header)
             elif header.type is EntityType.LINK and self._follow_links:
                 self._path(folder, header.name, local)  # refuse a bad name before any call
@@ -244,8 +261,9 @@ class TreeWalker:
         except SynclientError:
             return None
 
-    def _enter(self, folder: Folder, named: EntityHeader, container: EntityHeader,
-               local: Optional[LocalName] = None) -> None:
+    def _enter(
+        self, folder: Folder, named: EntityHeader, container: EntityHeader, local: Optional[LocalName] = None
+    ) -> None:
         """List ``container`` as a sub-folder called ``named.name`` remotely (the same entity unless via a link;
         ``local``: its mapped local name)."""
         rel = folder.rel(named.name)
@@ -254,8 +272,9 @@ class TreeWalker:
             self.folder_ids[rel] = container.id  # found, not listed
             return
         if container.id in folder.ancestors:
-            raise UnsafePathError(f"link {named.id} ({rel}) leads back to {container.id}, a folder above it; "
-                                  "not followed (cycle)")
+            raise UnsafePathError(
+                f"link {named.id} ({rel}) leads back to {container.id}, a folder above it; not followed (cycle)"
+            )
         self.folder_ids[rel] = container.id
         path = self._gate.registry.claim(self._path(folder, named.name, local), named.id)
         try:
@@ -286,8 +305,9 @@ class TreeWalker:
                 rel = folder.rel(as_file.name)
                 if self._filter.wants_file(rel):
                     destination = self._gate.registry.claim(self._path(folder, as_file.name, local), as_file.id)
-                    self._on_files([FoundFile(as_file, destination, rel, None,
-                                              local.reason() if local is not None else "")])
+                    self._on_files(
+                        [FoundFile(as_file, destination, rel, None, local.reason() if local is not None else "")]
+                    )
             else:
                 raise UnsafePathError(f"link {link.id} points to a {target.type.name.lower()}; not followed")
         except SynclientError as exc:
