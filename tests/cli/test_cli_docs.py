@@ -102,7 +102,9 @@ def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv_then_the_slow_
 
 def test_github_workflow_runs_the_readme_test_command_on_each_os_with_the_oldest_and_newest_python():
     yaml = pytest.importorskip("yaml")
-    (job,) = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"].values()
+    jobs = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"]
+    assert sorted(jobs) == ["static-checks", "test"]
+    job = jobs["test"]
     assert job["strategy"]["fail-fast"] is False
     matrix = job["strategy"]["matrix"]
     assert sorted(matrix["os"]) == ["macos-latest", "ubuntu-latest", "windows-latest"]
@@ -111,6 +113,18 @@ def test_github_workflow_runs_the_readme_test_command_on_each_os_with_the_oldest
     (setup_python,) = [step for step in job["steps"] if step.get("uses", "").startswith("actions/setup-python@")]
     assert setup_python["with"]["python-version"] == "${{ matrix.python }}"
     assert [step["run"] for step in job["steps"] if "run" in step] == [_quick_start_commands()[1], SLOW_TIER]
+    (static,) = [step["run"] for step in jobs["static-checks"]["steps"] if "run" in step]
+    assert static == f"pip install '.[lint]' && {' && '.join(STATIC_CHECKS)}"
+
+
+#: the static checks the README's Developing section names; CI runs each (pyproject.toml configures them)
+STATIC_CHECKS = ("ruff check .", "ruff format --check .", "mypy")
+
+
+def test_ci_runs_the_static_checks_the_readme_names():
+    for check in STATIC_CHECKS:
+        assert f"`{check}`" in README, check
+        assert f'PATH="$other_venvs/lint/bin:$PATH" {check}' in CI_RUN, check
 
 
 def test_the_supported_pythons_are_said_alike_everywhere():
