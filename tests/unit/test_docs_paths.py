@@ -27,6 +27,7 @@ _CODE_FOLDERS = ("synclient", "tests", "integration_tests", "benchmarks")
 #: a repository path: starts at a top-level folder, not inside a longer word or path (``.synclient/lock`` is a path
 #: in a sync's target, not in the repository); stops before ``::`` (a test's name) and sentence punctuation
 _REPO_PATH = re.compile(r"(?<![\w./~-])(?:synclient|tests|integration_tests|benchmarks|docs)/[\w./{},*-]*[\w/}]")
+_LINK = re.compile(r"\]\((?!\w+://)([^)#\s]*)(?:#([^)\s]+))?\)")  # [text](page.md#anchor), not a web address
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
 _DOTTED = re.compile(r"synclient(?:\.\w+)+")
 _MEMBER = re.compile(r"([A-Za-z_]\w*)\.([A-Za-z_]\w*)(?=\(|$)")
@@ -50,6 +51,35 @@ def missing_paths(doc: Path) -> List[str]:
 def _exists(path: str) -> bool:
     """``path`` exists, or names a module's attribute (``tests/emulator/emuhelpers.HOSTILE_SPEC``)."""
     return (REPO_ROOT / path).exists() or (REPO_ROOT / (path.rsplit(".", 1)[0] + ".py")).exists()
+
+
+def anchors(doc: Path) -> Set[str]:
+    """The anchors GitHub gives ``doc``'s headings: lower case, punctuation dropped, spaces as hyphens, a repeated
+    heading numbered."""
+    found: Set[str] = set()
+    seen: Dict[str, int] = {}
+    in_code = False
+    for _, line in lines_of(doc):
+        in_code ^= line.startswith("```")
+        heading = re.match(r"#{1,6} (.*)", line)
+        if heading and not in_code:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+            found.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+            seen[slug] = seen.get(slug, 0) + 1
+    return found
+
+
+def broken_links(doc: Path) -> List[str]:
+    """Links to another file of the repository, or to a heading, that lead nowhere."""
+    broken = []
+    for number, line in lines_of(doc):
+        for target, anchor in _LINK.findall(line):
+            page = (doc.parent / target) if target else doc
+            if not page.exists():
+                broken.append(f"{doc.name}:{number}: {target}")
+            elif anchor and page.suffix == ".md" and anchor not in anchors(page):
+                broken.append(f"{doc.name}:{number}: {target}#{anchor}")
+    return broken
 
 
 def resolves(dotted: str) -> bool:
@@ -180,6 +210,12 @@ def test_every_repository_path_in_the_docs_exists(doc):
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda doc: doc.name)
+def test_every_link_to_a_page_or_heading_leads_somewhere(doc):
+    broken = broken_links(doc)
+    assert not broken, "\n".join(broken)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: doc.name)
 def test_every_dotted_synclient_name_in_the_docs_resolves(doc):
     unresolved = unresolved_names(doc)
     assert not unresolved, "\n".join(unresolved)
@@ -196,8 +232,10 @@ def test_the_checks_see_stale_names(tmp_path):
     doc.write_text("See synclient/sync/walker.py and `synclient.sync.nowhere`, `synclient.errors.NoSuchError`.\n"
                    "`FilePipeline.no_such_step` then `pipeline.no_such_function` in `gone.py`; the lock is\n"
                    "`.synclient/lock`, `os.replace` is Python's, `synclient.sync.results` moved.\n"
-                   "`FilePipeline.files_found` and `TaskPool` exist; `NoSuchPipeline`, `NoSuchPool.run` do not.\n")
+                   "`FilePipeline.files_found` and `TaskPool` exist; `NoSuchPipeline`, `NoSuchPool.run` do not.\n"
+                   "## A heading\n[here](#a-heading), [there](#nowhere), [a page](gone.md), [web](https://x.org/#y)\n")
     names = PackageNames(PACKAGE_DIR)
+    assert broken_links(doc) == ["doc.md:6: #nowhere", "doc.md:6: gone.md"]
     assert missing_paths(doc) == ["doc.md:1: synclient/sync/walker.py"]
     assert unresolved_names(doc) == ["doc.md:1: synclient.sync.nowhere", "doc.md:1: synclient.errors.NoSuchError"]
     assert stale_names(doc, names) == ["doc.md:2: `FilePipeline.no_such_step`: FilePipeline has no no_such_step",
