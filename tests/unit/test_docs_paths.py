@@ -296,6 +296,31 @@ def test_the_architecture_gives_each_error_its_nature():
     assert classes - listed == set()
 
 
+def _module_named(name: str) -> str:
+    """The module a layer table names: ``_version``, ``platform/``, ``sync/local/``, ``synclient/__init__.py``."""
+    dotted = name.rstrip("/").replace("/", ".")
+    dotted = dotted[: -len(".py")] if dotted.endswith(".py") else dotted
+    dotted = dotted[: -len(".__init__")] if dotted.endswith(".__init__") else dotted
+    return dotted if dotted.split(".")[0] == "synclient" else f"synclient.{dotted}"
+
+
+def test_the_architecture_layer_table_is_the_layering_tests():
+    """Each entry of tests/unit/test_layering.py's LAYERS is in one row of architecture.md's layer table, at its
+    layer, and the table names nothing else."""
+    from test_layering import LAYERS
+
+    rows: Dict[str, Tuple[int, int]] = {}
+    for _, line in lines_of(ARCHITECTURE):
+        row = re.match(r"\| (\d+)(?:-(\d+))? \| (.*?) \|", line)
+        if row:
+            low, high = int(row.group(1)), int(row.group(2) or row.group(1))
+            rows.update((_module_named(name), (low, high)) for name in re.findall(r"`([^`]+)`", row.group(3)))
+    layers = dict(LAYERS)
+    assert set(rows) == set(layers)
+    misplaced = {name: layer for name, layer in layers.items() if not rows[name][0] <= layer <= rows[name][1]}
+    assert not misplaced, misplaced
+
+
 def test_the_checks_see_stale_names(tmp_path):
     """Each check fails on a doc that names what does not exist (they can fail)."""
     doc = tmp_path / "doc.md"
