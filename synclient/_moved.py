@@ -53,6 +53,8 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         new = MOVED[spec.name]
+        # stacklevel 2: warn skips the import system's own frames, so the warning names the line of the import (and
+        # Python shows it by default where that line is in __main__)
         warnings.warn(f"{spec.name} is now {new}: import it from there", DeprecationWarning, stacklevel=2)
         module = importlib.import_module(new)
         # the import system now sets the module's __spec__ to the old path's; exec_module puts the true one back

@@ -22,8 +22,9 @@ def test_an_old_path_is_the_new_module_and_warns(old, new, monkeypatch):
 
 def test_from_import_of_an_old_path_gives_the_same_objects(monkeypatch):
     monkeypatch.delitem(sys.modules, "synclient.client", raising=False)
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(DeprecationWarning) as caught:
         from synclient.client import Platform, RetryPolicy
+    assert caught[0].filename == __file__  # the warning names the line of the import, not the import system's
     from synclient.platform.rest import Platform as NewPlatform
     from synclient.platform.rest import RetryPolicy as NewRetryPolicy
 
