@@ -2,8 +2,9 @@
 
 Tasks never wait for other tasks: work continues by submitting the next task (a listing page submits its
 children, the last part of a file finalizes it). Submitting never blocks — it only appends a small descriptor to
-a priority queue — so a pool thread can always submit, even at ``max_workers=1``. One dispatcher, running in the
-calling (non-pool) thread, hands queued tasks to the executor while fewer than ``max_workers`` are in flight, in
+a priority queue — so a pool thread can always submit, even at ``max_workers=1``. One dispatcher, running in a
+helper thread of its own (the calling thread only waits, so Ctrl-C never lands inside the dispatcher's lock: see
+:meth:`TaskPool.run`), hands queued tasks to the executor while fewer than ``max_workers`` are in flight, in
 priority order: parts of files already started first, tree listings last, and listings only while the backlog of
 files is below a high-water mark. That keeps memory flat on a million-file tree: the walk runs ahead of the
 downloads by a bounded amount.
