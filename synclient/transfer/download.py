@@ -70,13 +70,11 @@ _WORTHLESS = (IntegrityError, NoRoomForFileError)
 
 @dataclass
 class FileJob:
-    """One file version to bring to ``destination``: a :class:`~synclient.transfer.jobs.FetchJob` in flight on
-    this process's pool (its URL, its tries, what the server said), which reports its outcome to ``on_done``."""
+    """A :class:`~synclient.transfer.jobs.FetchJob` in flight on this process's pool: the job itself (which file
+    version, where, what observers were told of it) and what its fetch learns on the way (its URL, its tries, what
+    the server said); it reports its outcome to ``on_done``."""
 
-    entity_id: str
-    version: Optional[int]
-    handle: FileHandle
-    destination: Path
+    fetch: FetchJob
     #: called once with the file's outcome: None when it is at ``destination``, verified, else its error
     on_done: Callable[[Optional[SynclientError]], None] = field(repr=False, compare=False)
     url: Optional[SignedUrl] = field(default=None, repr=False)
@@ -85,25 +83,36 @@ class FileJob:
     received: Optional[int] = field(default=None, repr=False, compare=False)  # bytes got, when no size was recorded
     announced: Optional[int] = field(default=None, repr=False, compare=False)  # and the length the server announced
     ranges: bool = field(default=False, repr=False, compare=False)  # and whether it takes Range
-    planned: PlannedFile = field(init=False, repr=False, compare=False)  # what observers are told of it
 
     def __post_init__(self) -> None:
-        self.planned = PlannedFile(self.entity_id, self.version, self.destination, self.handle.content_size or 0)
         if self.handle.external_url is not None:  # its host is the file's own: an untrusted one fails this file only
             self.on_done = _external_host_failures_are_per_file(self.on_done)
 
     @classmethod
     def of(cls, job: FetchJob, on_done: Callable[[Optional[SynclientError]], None]) -> FileJob:
-        """``job`` in flight; observers see it as the same :class:`PlannedFile` as ``job``."""
-        started = cls(
-            entity_id=job.entity_id,
-            version=job.version,
-            handle=job.handle,
-            destination=job.destination,
-            on_done=on_done,
-        )
-        started.planned = job.planned
-        return started
+        """``job`` in flight; observers see it as ``job.planned``."""
+        return cls(job, on_done)
+
+    @property
+    def entity_id(self) -> str:
+        return self.fetch.entity_id
+
+    @property
+    def version(self) -> Optional[int]:
+        return self.fetch.version
+
+    @property
+    def handle(self) -> FileHandle:
+        return self.fetch.handle
+
+    @property
+    def destination(self) -> Path:
+        return self.fetch.destination
+
+    @property
+    def planned(self) -> PlannedFile:
+        """What observers are told of it: the one :class:`~synclient.events.PlannedFile` of its fetch."""
+        return self.fetch.planned
 
     @property
     def request(self) -> FileHandleRequest:

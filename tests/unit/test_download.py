@@ -25,6 +25,7 @@ from synclient.events import SyncObserver
 from synclient.platform.models import FileHandle
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob, reporting_failures
+from synclient.transfer.jobs import FetchJob
 from synclient.transfer.partial import journal_path, temp_path
 from synclient.transfer.urls import SignedUrl
 
@@ -199,12 +200,7 @@ class Run:
         )
         handle = FileHandle(id="fh1", content_size=len(data), content_md5=hashlib.md5(data).hexdigest())
         self.job = FileJob(
-            entity_id="syn1",
-            version=1,
-            handle=handle,
-            destination=tmp_path.resolve() / "file.bin",
-            on_done=self.done.append,
-            url=url,
+            FetchJob("syn1", 1, handle, tmp_path.resolve() / "file.bin"), on_done=self.done.append, url=url
         )
 
     def start(self) -> None:

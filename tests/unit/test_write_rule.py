@@ -319,7 +319,9 @@ class LongerBodyStorage(FakeStorage):
 def test_a_size_only_file_whose_body_overran_is_never_installed(tmp_path):
     data = os.urandom(1024)
     run = Run(tmp_path, data, storage=LongerBodyStorage(data), url=SignedUrl("https://ext.example/f"), max_attempts=3)
-    run.job.handle = FileHandle(id="fh1", content_size=1024, content_md5=None)  # size only, no MD5
+    run.job.fetch = run.job.fetch.replaced(
+        handle=FileHandle(id="fh1", content_size=1024, content_md5=None)
+    )  # size only
     run.start()
     [error] = run.done
     assert isinstance(error, IntegrityError) and "goes on past byte 1024" in str(error)
@@ -347,7 +349,7 @@ def test_an_exactly_full_partial_without_an_md5_is_fetched_again(monkeypatch, tm
     monkeypatch.setattr(download, "SINGLE_RESUME_MIN", 1)
     data = os.urandom(SINGLE)
     run = Run(tmp_path, data, storage=RangeRecordingStorage(data))
-    run.job.handle = FileHandle(id="fh1", content_size=SINGLE, content_md5=None)
+    run.job.fetch = run.job.fetch.replaced(handle=FileHandle(id="fh1", content_size=SINGLE, content_md5=None))
     temp = temp_path(run.job.destination, "fh1")
     temp.write_bytes(b"y" * SINGLE)
     journal = ResumeJournal(journal_path(temp), JournalHeader("fh1", SINGLE, "", 0))
