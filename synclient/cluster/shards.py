@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from synclient.errors import ConfigError
-from synclient.transfer.jobs import FetchJob, LocalState  # noqa: F401 (LocalState: what a shard's file records)
+from synclient.transfer.jobs import FetchJob
 
 MiB = 1 << 20
 #: what a file weighs in the balance beyond its bytes: its URL and its request's round trips

@@ -45,9 +45,7 @@ from synclient.sync.records.manifest import ManifestRow, provenance_from_activit
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
 from synclient.sync.sources.queries import ViewRows
 from synclient.sync.sources.walker import FoundFile
-
-# (check_scheme, url_refusal and FETCHED_SCHEMES are the fetch stage's: imported from here too)
-from synclient.transfer.fetcher import FETCHED_SCHEMES, Fetcher, check_scheme, url_refusal  # noqa: F401
+from synclient.transfer.fetcher import Fetcher, check_scheme
 from synclient.transfer.jobs import FetchJob, FileFetched
 from synclient.transfer.partial import LeftoverPartials, SymlinkFreeFolders, partial_key
 from synclient.transfer.pool import Priority, TaskPool

@@ -198,14 +198,13 @@ class SyncRun:
                 list_in_manifest=options.wants_manifest,
             )
         )
+        # synapseclient's cache, when it is wanted and this machine has one (found once: the names and the fetches
+        # below read it; a dry run reads names from it, and copies and records nothing)
         cache_root = options.synapse_cache if isinstance(options.synapse_cache, Path) else None
+        synapse_cache = SynapseCache.if_present(cache_root) if options.synapse_cache else None
         # files named by their handles, as synapseclient names them (the drop-ins): handle_names.py
         self.handle_names = (
-            HandleNames(
-                platform,
-                SynapseCache.if_present(cache_root) if options.synapse_cache else None,
-                fetches=config.max_workers,
-            )
+            HandleNames(platform, synapse_cache, fetches=config.max_workers)
             if options.file_names is FileNames.HANDLE
             else None
         )
@@ -244,10 +243,10 @@ class SyncRun:
             kept_names=kept_names,
         )
         self.manifests = ManifestAssembly(target=target, index=index, root_id=self.root_id, names=names)
-        # synapseclient's cache, when it is wanted and this machine has one (a dry run reads and writes none of it)
-        synapse_cache = SynapseCache.if_present(cache_root) if options.synapse_cache and not options.dry_run else None
         fetcher = self.data_plane.fetcher(
-            remote=remote, synapse_cache=synapse_cache, synapse_cache_link=options.synapse_cache_link
+            remote=remote,
+            synapse_cache=None if options.dry_run else synapse_cache,
+            synapse_cache_link=options.synapse_cache_link,
         )
         self.pipeline = FilePipeline(
             platform=platform,

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synclient.cluster.shards import FILE_WEIGHT, LocalState, Sharder, ShardSizes, split_balanced, weight
+from synclient.cluster.shards import FILE_WEIGHT, Sharder, ShardSizes, split_balanced, weight
 from synclient.errors import ConfigError
 from synclient.platform.models import FileHandle
-from synclient.transfer.jobs import FetchJob
+from synclient.transfer.jobs import FetchJob, LocalState
 from synclient.transfer.pool import Priority, TaskPool
 
 
