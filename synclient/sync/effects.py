@@ -72,6 +72,20 @@ class Effects(abc.ABC):
     def removed(self, removal: Removal) -> None:
         """One vanished (or displaced) file's removal: deleted, kept because it changed, or failed."""
 
+    def _result_of(self, removal: Removal, status: SyncStatus) -> FileResult:
+        """The result of a removal: its row's file, with ``status`` (and the error that stopped it, if one did)."""
+        row = removal.row
+        return FileResult(
+            row.entity_id,
+            row.version,
+            self.target.root / row.local_path,
+            row.size,
+            row.md5,
+            status,
+            removal.error,
+            action=removal.action.value,
+        )
+
 
 class AppliedEffects(Effects):
     """A real run: decisions are carried out, every file's result recorded."""
@@ -162,35 +176,14 @@ class AppliedEffects(Effects):
         return True
 
     def removed(self, removal: Removal) -> None:
-        row = removal.row
-        path = self.target.root / row.local_path
         if removal.error is not None:
-            self.finished(
-                FileResult(
-                    row.entity_id,
-                    row.version,
-                    path,
-                    row.size,
-                    row.md5,
-                    SyncStatus.FAILED,
-                    removal.error,
-                    action=removal.action.value,
-                )
-            )
+            self.finished(self._result_of(removal, SyncStatus.FAILED))
         elif removal.action is Action.DELETE:
-            self.index.forget(row.rel_path)
-            self.finished(
-                FileResult(
-                    row.entity_id, row.version, path, row.size, row.md5, SyncStatus.DELETED, action=removal.action.value
-                )
-            )
+            self.index.forget(removal.row.rel_path)
+            self.finished(self._result_of(removal, SyncStatus.DELETED))
         else:
-            log.info("%s is gone remotely but %s; kept", path, removal.reason)
-            self.finished(
-                FileResult(
-                    row.entity_id, row.version, path, row.size, row.md5, SyncStatus.SKIPPED, action=removal.action.value
-                )
-            )
+            log.info("%s is gone remotely but %s; kept", self.target.root / removal.row.local_path, removal.reason)
+            self.finished(self._result_of(removal, SyncStatus.SKIPPED))
 
 
 class PlannedEffects(Effects):
@@ -226,21 +219,10 @@ class PlannedEffects(Effects):
         return True
 
     def removed(self, removal: Removal) -> None:
-        row = removal.row
         if removal.error is not None:  # (it could not even be checked) the real run fails it: so does the plan
-            self.plan.add_failure(
-                FileResult(
-                    row.entity_id,
-                    row.version,
-                    self.target.root / row.local_path,
-                    row.size,
-                    row.md5,
-                    SyncStatus.FAILED,
-                    removal.error,
-                    action=removal.action.value,
-                )
-            )
+            self.plan.add_failure(self._result_of(removal, SyncStatus.FAILED))
             return
+        row = removal.row
         self.plan.add(
             PlanEntry(
                 row.rel_path, row.entity_id, row.version, row.size, removal.action, self.target.root / row.local_path

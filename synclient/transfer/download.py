@@ -120,12 +120,12 @@ class FileJob:
 
     @property
     def size(self) -> int:
-        return self.handle.content_size or 0
+        return self.fetch.size
 
     @property
     def size_known(self) -> bool:
         """False for an external-URL file whose handle records no ``contentSize``: one GET to the end, no parts."""
-        return self.handle.content_size is not None
+        return self.fetch.size_known
 
 
 def _external_host_failures_are_per_file(
