@@ -32,8 +32,8 @@ LIST_ROOT = "ids"
 
 
 @dataclass(frozen=True)
-class TreeSource:
-    """A project or folder, walked into the target itself: the run mirrors it (manifests, ``delete``)."""
+class _OneEntity:
+    """A source that is one entity: its header (at the version fetched) names the run's root and its display."""
 
     root: EntityHeader
 
@@ -45,24 +45,19 @@ class TreeSource:
     def description(self) -> str:
         return self.root.name
 
+
+@dataclass(frozen=True)
+class TreeSource(_OneEntity):
+    """A project or folder, walked into the target itself: the run mirrors it (manifests, ``delete``)."""
+
     @property
     def mirrors_container(self) -> bool:
         return True
 
 
 @dataclass(frozen=True)
-class FileSource:
+class FileSource(_OneEntity):
     """One file, at the version named (or its current one): its index row keeps an existing owner."""
-
-    root: EntityHeader  # at the version fetched
-
-    @property
-    def root_id(self) -> str:
-        return self.root.id
-
-    @property
-    def description(self) -> str:
-        return self.root.name
 
     @property
     def mirrors_container(self) -> bool:
