@@ -298,7 +298,7 @@ def test_one_unwritable_manifest_leaves_the_report_complete(emulator, tmp_path):
     assert sorted(r.status.value for r in results) == ["downloaded", "downloaded"]
     assert len(results.report.manifest_errors) == 1 and str(tmp_path / "d") in results.report.manifest_errors[0]
     assert manifest_paths(tmp_path / "e") == [str(tmp_path / "e" / "g.txt")]
-    assert "manifests not written" in results.report.summary()
+    assert "1 manifest not written" in results.report.summary()
     with pytest.raises(SyncError) as info:
         sync(emulator, project, tmp_path, on_error="raise")
     assert info.value.problems and not info.value.failures and len(info.value.results) == 2

@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from synclient._version import __version__
 from synclient.errors import (
@@ -55,7 +55,7 @@ from synclient.platform.models import EntityHeader, EntityType, parse_entity_id
 from synclient.platform.rest import Platform
 from synclient.progress import progress_observer
 from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret, visible  # noqa: F401
-from synclient.results import FileResult, SyncReport, SyncResults
+from synclient.results import FileResult, SyncReport, SyncResults, counted
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.plan.dry_run import SyncPlan
 from synclient.sync.plan.planner import Collision
@@ -158,16 +158,48 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _add_global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool) -> None:
-    """Global options work before or after the command; in a subcommand they only override what was given."""
+#: the global options that say which platform to reach and as whom (``demo`` takes none: it brings its own)
+CONNECTION_OPTIONS = ("--endpoint", "--token", "--profile", "--ca-bundle")
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool, connection: bool = True) -> None:
+    """Global options work before or after the command; in a subcommand they only override what was given.
+    ``connection=False``: only the output options (a command that reaches no platform of the user's)."""
     unset: Any = argparse.SUPPRESS if in_subcommand else None
     group = parser.add_argument_group("global options")
+    if connection:
+        _add_connection_options(group, unset)
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=unset if in_subcommand else False,
+        help="no progress and no narration; only results and errors",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=unset if in_subcommand else 0,
+        help="log what happens (-vv: debug) and show tracebacks of errors",
+    )
+    group.add_argument(
+        "--json",
+        action="store_true",
+        default=unset if in_subcommand else False,
+        help="print exactly one JSON object on stdout (report and per-file results)",
+    )
+
+
+def _add_connection_options(group: Any, unset: Any) -> None:
+    """Which platform, as whom: ``--endpoint``, ``--token``, ``--profile``, ``--ca-bundle``."""
     group.add_argument(
         "--endpoint",
         metavar="URL",
         default=unset,
-        help="platform service root, e.g. http://127.0.0.1:8080 (default: SYNCLIENT_ENDPOINT, "
-        "~/.synapseConfig [endpoints], else Synapse production)",
+        help="platform service root, e.g. http://127.0.0.1:8080; a trailing /repo/v1 (what whoami prints), "
+        "/file/v1 or /auth/v1 is accepted (default: SYNCLIENT_ENDPOINT, the same way; ~/.synapseConfig "
+        "[endpoints], else Synapse production)",
     )
     group.add_argument(
         "--token",
@@ -191,26 +223,6 @@ def _add_global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool)
         "(default: REQUESTS_CA_BUNDLE, SSL_CERT_FILE, CURL_CA_BUNDLE, ~/.synapseConfig "
         "[synclient] ca_bundle, else certifi's bundle)",
     )
-    group.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        default=unset if in_subcommand else False,
-        help="no progress and no narration; only results and errors",
-    )
-    group.add_argument(
-        "-v",
-        "--verbose",
-        action="count",
-        default=unset if in_subcommand else 0,
-        help="log what happens (-vv: debug) and show tracebacks of errors",
-    )
-    group.add_argument(
-        "--json",
-        action="store_true",
-        default=unset if in_subcommand else False,
-        help="print exactly one JSON object on stdout (report and per-file results)",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -224,9 +236,16 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
-    def command(name: str, help_text: str, handler: Callable[[CommandContext], ExitCode]) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
-        _add_global_options(sub, in_subcommand=True)
+    def command(
+        name: str,
+        help_text: str,
+        handler: Callable[[CommandContext], ExitCode],
+        *,
+        connection: bool = True,
+        description: str = "",
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=description or help_text)
+        _add_global_options(sub, in_subcommand=True, connection=connection)
         sub.set_defaults(handler=handler)
         return sub
 
@@ -339,7 +358,15 @@ def build_parser() -> argparse.ArgumentParser:
     command("logout", "remove the token stored by 'synclient login'", cmd_logout)
     command("whoami", "show the user the current token belongs to, and where the token came from", cmd_whoami)
 
-    demo = command("demo", "run a local platform emulator and sync a demo project twice (no network)", cmd_demo)
+    demo_help = "run a local platform emulator and sync a demo project twice (no network)"
+    demo = command(
+        "demo",
+        demo_help,
+        cmd_demo,
+        connection=False,
+        description=f"{demo_help}. The demo reaches its own emulator with its own token: it takes none of "
+        f"{', '.join(CONNECTION_OPTIONS)}, and never reads or writes your token, config or keyring.",
+    )
     demo.add_argument(
         "--path",
         metavar="DIR",
@@ -486,6 +513,11 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
 def _requested_ids(args: argparse.Namespace) -> List[EntityRef]:
     """The ids of ``get``: on the command line and from ``--from-file``, ``--version`` applied to the one id."""
     for text in args.ids:
+        if args.verbose and text.strip().isascii() and text.strip().isdigit():
+            raise CliError(
+                f"{text!r} is not an id: -v means verbose here; synapseclient's 'synapse get -v N' is "
+                f"--version N (or syn123.N)"
+            )
         if looks_like_sql(text):
             raise CliError(
                 f'{_one_line(text)!r} is a query, not an id: pass it with --query "SELECT ..." (-q means quiet)'
@@ -541,7 +573,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
             source = resolve_entity(platform, one, header=root)
             description = root.name
         else:
-            description = f"{len(refs)} ids"
+            description = counted(len(refs), "id")
         with _dask_for(args) as dask:
             observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description=description)
             try:
@@ -649,15 +681,15 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
     if report.query is not None:
         query = report.query
         ctx.out.info(
-            f"query: {query.rows} rows of {query.table} named {query.entities} entities"
-            + (f" ({query.rows_without_id} rows without an id)" if query.rows_without_id else "")
+            f"query: {counted(query.rows, 'row')} of {query.table} named "
+            f"{counted(query.entities, 'entity', 'entities')}"
+            + (f" ({counted(query.rows_without_id, 'row')} without an id)" if query.rows_without_id else "")
         )
     for counts in report.workers:
         ctx.out.info(
-            f"worker {counts.worker}: {counts.shards} shard{'s' if counts.shards != 1 else ''}, "
-            f"{counts.files} files, "
+            f"worker {counts.worker}: {counted(counts.shards, 'shard')}, {counted(counts.files, 'file')}, "
             f"{counts.bytes / 1e6:.1f} MB in {counts.seconds:.1f} s ({counts.cpu_seconds:.1f} CPU s), "
-            f"{counts.rest_calls} REST calls"
+            f"{counted(counts.rest_calls, 'REST call')}"
         )
     ctx.out.result(report.summary())
     return ExitCode.FILES_FAILED if results.failures or report.manifest_errors else ExitCode.OK
@@ -668,7 +700,7 @@ def _print_failures(ctx: CommandContext, failures: Sequence[FileResult], *, show
         where = f" {failure.path}" if failure.path is not None else ""
         ctx.out.failure(f"failed: {failure.entity_id}{where}: {failure.error}")
     if len(failures) > shown:
-        ctx.out.failure(f"... and {len(failures) - shown} more failures (see --json for all)")
+        ctx.out.failure(f"... and {counted(len(failures) - shown, 'more failure')} (see --json for all)")
 
 
 # -- ls -------------------------------------------------------------------------------------------------------------
@@ -874,6 +906,13 @@ def cmd_demo(ctx: CommandContext) -> ExitCode:
     from synclient.demo import FULL, SMALL, run_demo
 
     args = ctx.args
+    ignored = [
+        option
+        for option, value in zip(CONNECTION_OPTIONS, (args.endpoint, args.token, args.profile, args.ca_bundle))
+        if value
+    ]
+    if ignored:  # given before the command, where every command takes them
+        ctx.out.info(f"note: demo runs its own emulator (its own endpoint and token): {', '.join(ignored)} ignored")
     path = Path(args.path)
     outcome = run_demo(
         path,
@@ -900,7 +939,7 @@ def cmd_demo(ctx: CommandContext) -> ExitCode:
         return ExitCode.FILES_FAILED
     if second.downloaded:
         raise CliError(
-            f"the second sync downloaded {second.downloaded} files; an unchanged tree should download none",
+            f"the second sync downloaded {counted(second.downloaded, 'file')}; an unchanged tree should download none",
             ExitCode.FILES_FAILED,
         )
     ctx.out.result(f"the second sync downloaded nothing: the files in {path} are up to date")
@@ -969,8 +1008,43 @@ def _exit_promptly(code: ExitCode) -> None:
     os._exit(int(code))
 
 
+#: options of synapseclient's ``synapse get`` that synclient spells otherwise or has no use for: a user coming from
+#: it gets the one line that says what to type instead (its ``-r``, ``--manifest`` and ``--version N`` are the same
+#: here; its ``-q SQL`` and ``-v N`` are ``--query SQL`` and ``--version N``, said where the SQL or N lands as an id)
+SYNAPSECLIENT_OPTIONS = {
+    "--downloadLocation": "here the directory is --path DIR",
+    "--followLink": "here it is --follow-links",
+    "--limitSearch": "synclient get takes ids (syn123), never a local path to look up, so it needs no search scope",
+    "--multiThreaded": "synclient always downloads in parallel: leave it out (--max-workers N sets the threads)",
+}
+
+
+def _unknown_option_hint(extras: Sequence[str], command: Optional[str]) -> Optional[str]:
+    """The one line for an option argparse did not know, when we know what the user meant; None otherwise."""
+    for text in extras:
+        name = text.split("=", 1)[0]
+        if name in SYNAPSECLIENT_OPTIONS:
+            return f"{name} is synapseclient's ('synapse get'); {SYNAPSECLIENT_OPTIONS[name]}"
+        if command == "demo" and name in CONNECTION_OPTIONS:
+            return f"demo runs its own emulator (its own endpoint and token), so {name} does not apply to it"
+    return None
+
+
+def _parse(argv: Optional[Sequence[str]]) -> Tuple[argparse.Namespace, Optional[CliError]]:
+    """The arguments, and the usage error of an unknown option we can explain (reported as every error is);
+    argparse's own message and exit code 2 for any other."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if not extras:
+        return args, None
+    hint = _unknown_option_hint(extras, getattr(args, "command", None))
+    if hint is None:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args, CliError(hint)
+
+
 def run(argv: Optional[Sequence[str]] = None) -> ExitCode:
-    args = build_parser().parse_args(argv)
+    args, usage_error = _parse(argv)
     for secret in (args.token, os.environ.get("SYNCLIENT_AUTH_TOKEN"), os.environ.get("SYNAPSE_AUTH_TOKEN")):
         register_secret(secret)  # as given, before anything reads (or refuses) them
     out = Output(json_mode=args.json, quiet=args.quiet, verbose=args.verbose)
@@ -978,6 +1052,8 @@ def run(argv: Optional[Sequence[str]] = None) -> ExitCode:
     install_redaction()
     ctx = CommandContext(args=args, out=out)
     try:
+        if usage_error is not None:
+            raise usage_error
         code = args.handler(ctx)
     except KeyboardInterrupt:
         out.error("interrupted; finished files and partial downloads are kept, run the same command to resume")

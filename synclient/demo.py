@@ -123,6 +123,8 @@ def run_demo(
             f"seeded project {project_id}: {shape.small_file_count} small files in {shape.folder_count} "
             f"folders (3 levels) + {len(shape.large_files)} large files ({large_mib:.0f} MiB)"
         )
+        if _holds_files(path):
+            narrate(resync_note(path))
         with Platform(emulator.endpoint, token=emulator.token) as platform:
             first = _sync(project_id, path, platform, max_workers, make_observer, "first sync", narrate)
             second = _sync(project_id, path, platform, max_workers, make_observer, "second sync", narrate)
@@ -134,6 +136,19 @@ def run_demo(
             first=first,
             second=second,
         )
+
+
+def _holds_files(path: Path) -> bool:
+    return path.is_dir() and any(path.iterdir())
+
+
+def resync_note(path: Path) -> str:
+    """Said before the first sync when ``path`` already holds files (an earlier demo's): that sync then finds them
+    in place and downloads little or nothing, which is what a re-sync does, not a fault."""
+    return (
+        f"{path} already exists, so the first sync is a re-sync: files already there are skipped; for a fresh "
+        f"start, remove {path} or give --path another folder"
+    )
 
 
 def _sync(

@@ -18,6 +18,12 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 FROM_SYNAPSE_CACHE = "synapse-cache"
 
 
+def counted(number: int, noun: str, plural: Optional[str] = None) -> str:
+    """``number`` and ``noun`` as a line says them: ``1 retry``, ``2 retries``, ``0 files`` (``plural`` when adding
+    an s is not it: ``counted(n, "retry", "retries")``)."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
 class SyncStatus(enum.Enum):
     DOWNLOADED = "downloaded"
     SKIPPED = "skipped"
@@ -267,7 +273,7 @@ class SyncReport:
 
     def summary(self) -> str:
         deleted = f"{self.deleted} deleted, " if self.deleted else ""
-        manifests = f", {len(self.manifest_errors)} manifests not written" if self.manifest_errors else ""
+        manifests = f", {counted(len(self.manifest_errors), 'manifest')} not written" if self.manifest_errors else ""
         notes = [f"{self.from_cache} from the synapseclient cache"] if self.from_cache else []
         if self.unverified:
             notes.append(f"{self.unverified} unverified: no MD5 or size recorded")
@@ -277,8 +283,9 @@ class SyncReport:
             f"{self.downloaded} downloaded{noted}, {self.skipped} skipped, {deleted}{self.failed} failed"
             f"{renamed}{manifests}; "
             f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
-            f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
-            f"{self.throttled} throttled" + (f"; on {len(self.workers)} Dask workers" if self.workers else "")
+            f"({self.mb_per_second:.1f} MB/s); {counted(self.rest_calls, 'REST call')}, "
+            f"{counted(self.retries, 'retry', 'retries')}, {self.throttled} throttled"
+            + (f"; on {counted(len(self.workers), 'Dask worker')}" if self.workers else "")
         )
 
 

@@ -10,6 +10,7 @@ import dataclasses
 import enum
 import json
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -185,6 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve HTTPS on every listener, with a CA made at start (its PEM file: 'ca_bundle' in the "
         "JSON line); needs the 'trustme' package (the test extra)",
     )
+    serve.add_argument(
+        "--print-env",
+        action="store_true",
+        help="print shell exports of SYNCLIENT_ENDPOINT and SYNCLIENT_AUTH_TOKEN (and REQUESTS_CA_BUNDLE with "
+        "--tls) instead of the JSON line, then serve: paste them into another terminal to point the synclient "
+        "CLI at this emulator",
+    )
     serve.add_argument("--profile", choices=sorted(PROFILES), help="preset knobs; explicit flags win")
     serve.add_argument(
         "--stop-at-stdin-eof",
@@ -279,12 +287,29 @@ def serve(args: argparse.Namespace) -> int:
         _seed(emu, args)
         emu.start()
         info = emu.info()
-        print(json.dumps(info), flush=True)
+        print(shell_exports(info) if args.print_env else json.dumps(info), flush=True)
         while not stop.wait(0.5):
             pass
     finally:
         emu.stop()
     return 0
+
+
+def shell_exports(info: Dict[str, Any]) -> str:
+    """``serve --print-env``: the lines that point the synclient CLI of another terminal at this emulator (POSIX
+    shell exports, each value quoted), then comments (the projects seeded, how to stop), so pasting all of it
+    is harmless."""
+    variables = {"SYNCLIENT_ENDPOINT": info["endpoint"], "SYNCLIENT_AUTH_TOKEN": info["token"]}
+    if info.get("ca_bundle"):
+        variables["REQUESTS_CA_BUNDLE"] = info["ca_bundle"]
+    lines = [f"export {name}={shlex.quote(str(value))}" for name, value in variables.items()]
+    projects = info.get("projects") or {}
+    if projects:
+        lines.append("# projects: " + ", ".join(f"{entity_id} ({name})" for name, entity_id in projects.items()))
+    lines.append("# paste these lines into another terminal, then run synclient there; Ctrl-C here stops the emulator")
+    if projects:
+        lines.append(f"# e.g. synclient get -r {next(iter(projects.values()))} --path emulator-copy")
+    return "\n".join(lines)
 
 
 def _stop_at_eof(stop: threading.Event) -> None:

@@ -4,7 +4,9 @@ Token: argument > ``SYNCLIENT_AUTH_TOKEN`` > ``SYNAPSE_AUTH_TOKEN`` > ``~/.synap
 whitespace around it (see :func:`clean_token`).
 Profile: argument > ``SYNCLIENT_PROFILE`` > ``SYNAPSE_PROFILE`` > "default"; it picks the config file section
 and the keyring entry (service "synclient", user = profile name).
-Endpoint: argument > ``SYNCLIENT_ENDPOINT`` > ``~/.synapseConfig`` ``[endpoints]`` > Synapse production.
+Endpoint: argument > ``SYNCLIENT_ENDPOINT`` > ``~/.synapseConfig`` ``[endpoints]`` > Synapse production; the first
+two name the platform's root, with or without a trailing ``/repo/v1``, ``/file/v1`` or ``/auth/v1``
+(:func:`service_root`).
 ``~/.synapseConfig`` (or ``SYNAPSE_CONFIG_FILE``) is the file users of the platform already have, read as
 synapseclient 4.14 reads it (``get_config_authentication``): profile "default" takes section ``[default]`` (what
 ``synapse config`` writes) and, when the file has none, ``[authentication]`` (older files); profile NAME takes
@@ -33,6 +35,21 @@ KEYRING_SERVICE = "synclient"
 DEFAULT_PROFILE = "default"
 
 
+#: the path of each service under the platform's root (``Endpoints.from_root`` appends them)
+SERVICE_PATHS = ("/repo/v1", "/file/v1", "/auth/v1")
+
+
+def service_root(url: str) -> str:
+    """The platform's root from what a user may give as ``--endpoint``, ``SYNCLIENT_ENDPOINT`` or ``endpoint=``:
+    trailing slashes and one trailing service path (``/repo/v1``, ``/file/v1``, ``/auth/v1``) are dropped, so the
+    URL ``synclient whoami`` prints works as well as the root (the service path is never doubled)."""
+    root = url.strip().rstrip("/")
+    for path in SERVICE_PATHS:
+        if root.lower().endswith(path):
+            return root[: -len(path)].rstrip("/")
+    return root
+
+
 @dataclass(frozen=True)
 class Endpoints:
     """The platform's three service URLs. None carries a user or password (:class:`ConfigError`, the URL shown
@@ -58,7 +75,9 @@ class Endpoints:
 
     @classmethod
     def from_root(cls, root: str) -> Endpoints:
-        root = root.rstrip("/")
+        """The three services under one root: ``http://host:8080``, or a service's own URL as ``whoami`` prints it
+        (``http://host:8080/repo/v1``, also ``/file/v1`` or ``/auth/v1``), with or without a trailing slash."""
+        root = service_root(root)
         if not root.startswith(("http://", "https://")):
             raise ConfigError(f"endpoint must be an http(s) URL, got {redact(repr(root))}")
         return cls(repo=root + "/repo/v1", file=root + "/file/v1", auth=root + "/auth/v1")

@@ -20,6 +20,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import re
 import socket
 import ssl
@@ -524,7 +525,16 @@ class Platform:
         untrusted = certificate_problem(exc)
         if untrusted is not None:  # every call would fail alike: no retry
             return untrusted_certificate(f"endpoint {call.base}", untrusted, self.trusted_cas)
-        problem = f"endpoint {call.base} {_connection_problem(exc, connect_timeout=self._timeout()[0])}"
+        proxy = requests.utils.select_proxy(call.url, self._session.proxies)
+        if isinstance(exc, requests.exceptions.ProxyError) and proxy:  # the proxy failed, not the endpoint
+            problem = (
+                f"{_proxy_named(proxy)} (on the way to endpoint {call.base}) "
+                f"{_connection_problem(exc, connect_timeout=self._timeout()[0], service='proxy')}; to reach the "
+                f"endpoint directly, add {urlsplit(call.url).hostname} to NO_PROXY"
+            )
+        else:
+            through = f" (through {_proxy_named(proxy)})" if proxy else ""
+            problem = f"endpoint {call.base}{through} {_connection_problem(exc, connect_timeout=self._timeout()[0])}"
         if isinstance(exc, requests.exceptions.SSLError) and not self._endpoint_proven:
             return EndpointError(problem, endpoint=call.base)
         return _RetryableFailure(error, endpoint_problem=problem)
@@ -883,8 +893,18 @@ def _redirect_error(call: _Call, response: requests.Response) -> EndpointError:
     )
 
 
-def _connection_problem(exc: Exception, *, connect_timeout: float) -> str:
-    """What went wrong with a connection, in words (the exception's own text is long and names internals)."""
+def _proxy_named(proxy: str) -> str:
+    """A proxy as an error names it: its URL without credentials, and the environment variable it came from."""
+    variable = next(
+        (name for name, value in os.environ.items() if name.lower().endswith("_proxy") and value == proxy), None
+    )
+    shown = redact_url(requests.utils.prepend_scheme_if_needed(proxy, "http"))
+    return f"the proxy {shown}" + (f" from {variable}" if variable else "")
+
+
+def _connection_problem(exc: Exception, *, connect_timeout: float, service: str = "service") -> str:
+    """What went wrong with a connection, in words (the exception's own text is long and names internals);
+    ``service``: what was being reached."""
     if isinstance(exc, requests.exceptions.SSLError):
         detail = re.search(r"\[SSL: [A-Z_]+\][^('\"]*", str(exc))
         hint = ": is it an http:// server?" if "WRONG_VERSION_NUMBER" in str(exc) else ""
@@ -895,7 +915,7 @@ def _connection_problem(exc: Exception, *, connect_timeout: float) -> str:
         return "accepted the connection but did not answer in time"
     causes = list(exception_chain(exc))
     if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
-        return "refused the connection (is the service running, and is the port right?)"
+        return f"refused the connection (is the {service} running, and is the port right?)"
     if any(isinstance(cause, socket.gaierror) for cause in causes):
         return "has a host name that does not resolve"
     if any(isinstance(cause, ConnectionResetError) for cause in causes):

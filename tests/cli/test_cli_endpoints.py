@@ -89,3 +89,83 @@ def test_json_mode_carries_the_same_one_line_message(tmp_path):
     document = result.json()
     assert document["exit_code"] == 2 and document["error"]["type"] == "EndpointError"
     assert f"endpoint {stub.root}/repo/v1 is not a Synapse API" in document["error"]["message"]
+
+
+# -- the endpoint as whoami prints it (issue 32, 4.1) ---------------------------------------------------------------
+
+ROOT = "http://127.0.0.1:8080"
+
+
+@pytest.mark.parametrize(
+    "given",
+    [ROOT, ROOT + "/", ROOT + "/repo/v1", ROOT + "/repo/v1/", ROOT + "/file/v1", ROOT + "/auth/v1/", " " + ROOT + "\n"],
+)
+def test_every_spelling_of_the_root_names_the_same_three_services(given, monkeypatch):
+    from synclient.platform.credentials import Endpoints, resolve_endpoints
+    from synclient.platform.rest import Platform
+
+    expected = Endpoints(repo=ROOT + "/repo/v1", file=ROOT + "/file/v1", auth=ROOT + "/auth/v1")
+    assert Endpoints.from_root(given) == expected
+    assert resolve_endpoints(given) == expected  # --endpoint and the Python API's endpoint=
+    monkeypatch.setenv("SYNCLIENT_ENDPOINT", given)
+    assert resolve_endpoints() == expected
+    with Platform(endpoint=given, token="tok-0123456789") as platform:
+        assert platform.endpoints == expected
+
+
+def test_a_path_under_the_root_is_kept():
+    from synclient.platform.credentials import Endpoints
+
+    # a platform served under a prefix keeps it; only the service's own path is dropped
+    assert Endpoints.from_root("https://host/synapse/repo/v1").repo == "https://host/synapse/repo/v1"
+    assert Endpoints.from_root("https://host/synapse").file == "https://host/synapse/file/v1"
+    assert Endpoints.from_root("https://host/repo/v2").repo == "https://host/repo/v2/repo/v1"  # not a service path
+
+
+def test_the_endpoint_whoami_prints_works_as_endpoint(tmp_path, tree_emulator):
+    env = isolated_env(tmp_path, SYNCLIENT_AUTH_TOKEN=tree_emulator.token)
+    whoami = _run("--json", "--endpoint", tree_emulator.endpoint, "whoami", env=env)
+    printed = whoami.json()["endpoint"]
+    assert printed == tree_emulator.endpoint + "/repo/v1"
+    for endpoint_env, args in (
+        ({}, ("--endpoint", printed + "/")),
+        ({"SYNCLIENT_ENDPOINT": printed}, ()),
+    ):
+        listed = _run(*args, "ls", tree_emulator.ids["cli-project"], env={**env, **endpoint_env})
+        assert listed.returncode == 0, listed.stderr
+        assert "readme.txt" in listed.stdout
+
+
+# -- a dead proxy is named, not the endpoint (issue 32, 4.11) -------------------------------------------------------
+
+
+def _proxied_env(tmp_path, **proxies):
+    env = isolated_env(tmp_path, SYNCLIENT_AUTH_TOKEN="tok-0123456789")
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        env.pop(name, None)
+        env.pop(name.upper(), None)
+    env.update(proxies)
+    return env
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
+def test_a_dead_proxy_is_named_without_its_credentials(tmp_path, variable):
+    root, proxy = refused_root(), refused_root()
+    proxy_port = proxy.rsplit(":", 1)[1]
+    with_credentials = f"http://alice:pr0xy-pa55word@127.0.0.1:{proxy_port}"
+    result = _run("-q", "--endpoint", root, "ls", "syn1", env=_proxied_env(tmp_path, **{variable: with_credentials}))
+    (line,) = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stderr
+    assert line.startswith(f"synclient: error: the proxy http://127.0.0.1:{proxy_port} from {variable} "), line
+    assert f"(on the way to endpoint {root}/repo/v1) refused the connection (is the proxy running" in line
+    assert "add 127.0.0.1 to NO_PROXY" in line
+    assert "alice" not in result.stderr and "pr0xy-pa55word" not in result.stderr
+    assert f"endpoint {root}/repo/v1 refused" not in line
+
+
+def test_a_proxy_that_no_proxy_bypasses_is_not_named(tmp_path):
+    root, proxy = refused_root(), refused_root()
+    env = _proxied_env(tmp_path, HTTP_PROXY=proxy, NO_PROXY="127.0.0.1")
+    result = _run("-q", "--endpoint", root, "ls", "syn1", env=env)
+    _check_one_error_line(result, root=root, phrase="refused the connection (is the service running", warnings=0)
+    assert "proxy" not in result.stderr

@@ -136,7 +136,7 @@ def test_ids_resolve_to_a_list_owned_by_the_list_or_the_one_id():
     assert (several.root_id, several.description, several.mirrors_container) == (LIST_ROOT, "2 ids", False)
     assert several.query is None and several.described == {}
     one = resolve_ids(platform, [EntityRef("syn2")], recursive=False)
-    assert (one.root_id, one.description) == ("syn2", "1 ids")
+    assert (one.root_id, one.description) == ("syn2", "1 id")
 
 
 def test_one_folder_id_alone_is_that_folders_mirror():

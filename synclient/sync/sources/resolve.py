@@ -21,7 +21,7 @@ from typing import Optional, Sequence, Tuple, Union
 from synclient.errors import ConfigError
 from synclient.platform.models import EntityHeader, EntityType
 from synclient.platform.rest import Platform
-from synclient.results import QueryInfo
+from synclient.results import QueryInfo, counted
 from synclient.sync.local.name_gate import RemotePath
 from synclient.sync.sources.by_id import DescribedFiles, SourcePlan, check_container_ref, plan_sources
 from synclient.sync.sources.id_lists import EntityRef
@@ -166,5 +166,5 @@ def _list_source(
     """A list's source: alone, a project or folder is synced as by id (its own root); one id owns its rows."""
     container = plan.one_container
     root_id = container.id if container else refs[0].entity_id if len(refs) == 1 else LIST_ROOT
-    description = container.name if container else f"{len(refs)} ids" if refs else "query"
+    description = container.name if container else counted(len(refs), "id") if refs else "query"
     return ListSource(plan, root_id=root_id, description=description, query=query, described=described or {})
