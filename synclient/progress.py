@@ -37,6 +37,7 @@ ECHO_ROOM = 2  # columns the bar leaves free (beyond tqdm's one): the terminal e
 #: tqdm's default layout with the sizes and the rate in synclient's units (fields of :func:`_in_our_units`' bar):
 #: tqdm's own say "163M/163M ... 27.1MB/s" for what are MiB
 BAR_FORMAT = "{l_bar}{bar}| {size_done}/{size_total} [{elapsed}<{remaining}, {size_rate}{postfix}]"
+NO_TOTAL_FORMAT = "{desc}: {size_done} [{elapsed}, {size_rate}{postfix}]"
 
 
 class ProgressMode(enum.Enum):
@@ -187,7 +188,11 @@ def _in_our_units(tqdm_class: Type[std_tqdm[Any]]) -> Type[std_tqdm[Any]]:
         @property
         def format_dict(self) -> Dict[str, Any]:
             values: Dict[str, Any] = super().format_dict
-            rate = values.get("rate")
+            rate, elapsed = values.get("rate"), values.get("elapsed")
+            if rate is None and elapsed:  # as tqdm: the smoothed rate while running, the overall one at close
+                rate = ((values.get("n") or 0) - (values.get("initial") or 0)) / elapsed
+            if not values.get("total"):  # as tqdm: no bar (and a short line) until a total is known
+                values["bar_format"] = NO_TOTAL_FORMAT
             values["size_done"] = format_size(values.get("n") or 0)
             values["size_total"] = format_size(values.get("total") or 0)
             values["size_rate"] = format_rate(rate) if rate else "?/s"
