@@ -216,3 +216,4 @@ def test_notebook_widget_text_shows_the_final_state(monkeypatch):
     (handle,) = handles
     assert "0 files done" in handle.texts[0]
     assert "322 files done" in handle.texts[-1] and "100%" in handle.texts[-1]
+    assert "3.1 KiB/3.1 KiB" in handle.texts[-1]  # the widget's sizes in the one convention (synclient/units.py)
