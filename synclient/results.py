@@ -308,7 +308,7 @@ class SyncResults(List[FileResult]):
         return [r for r in self if r.status is SyncStatus.FAILED]
 
     def __repr__(self) -> str:
-        """One line (a notebook cell showed every file): ``<SyncResults 322 downloaded (170.7 MiB), 0 skipped,
+        """One line (a notebook cell showed every file): ``<SyncResults 322 downloaded (162.8 MiB), 0 skipped,
         0 failed, 3.2 s>``; the files are the list's items, the totals ``.report``."""
         report = self.report
         deleted = f"{report.deleted} deleted, " if report.deleted else ""

@@ -103,7 +103,7 @@ class SyncPlan:
         }
 
     def __repr__(self) -> str:
-        """One line (a notebook cell showed every entry): ``<SyncPlan 322 to download (170.7 MiB), 0 up to date,
+        """One line (a notebook cell showed every entry): ``<SyncPlan 322 to download (162.8 MiB), 0 up to date,
         0 to delete, 0 failed, estimated 3.2 s>``; the entries are ``.entries``."""
         conflicts = self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)
         return (
