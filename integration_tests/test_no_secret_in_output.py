@@ -315,6 +315,8 @@ def test_a_library_sync_logs_and_reports_no_secret(world, tmp_path, caplog, monk
         [
             client_log,
             repr(results),
+            repr(list(results)),  # every FileResult's repr (the results' own repr is one line of counts)
+            results._repr_html_(),
             repr(results.report),
             str([str(r.error) for r in results]),
             json.dumps([r.to_json() for r in results]),
@@ -371,7 +373,7 @@ def test_a_sync_on_a_local_dask_cluster_shows_no_secret_nor_logs_one_on_its_work
     assert results.report.workers  # fetched on the cluster
     text = "\n".join(
         logs
-        + [repr(results), json.dumps([r.to_json() for r in results])]
+        + [repr(results), repr(list(results)), results._repr_html_(), json.dumps([r.to_json() for r in results])]
         + [f"{r.error!r} {r.error} {getattr(r.error, 'host', '')}" for r in results]
     )
     leaked = [secret for secret in world.secrets if secret in text]

@@ -423,6 +423,8 @@ def test_secrets_stay_out_of_logs_reprs_and_reports_and_pool_never_overflows(emu
             client_log,
             repr(platform),
             repr(results),
+            repr(list(results)),  # every FileResult's repr (the results' own repr is one line of counts)
+            results._repr_html_(),
             repr(results.report),
             json.dumps([r.to_json() for r in results]),
             json.dumps(results.report.to_json()),

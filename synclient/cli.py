@@ -63,6 +63,7 @@ from synclient.sync.records.manifest import ManifestFormat, ManifestMode
 from synclient.sync.sources.id_lists import EntityRef, parse_refs, read_id_file
 from synclient.sync.sources.queries import looks_like_sql, table_of
 from synclient.transfer.config import TransferConfig
+from synclient.units import format_size
 
 log = logging.getLogger("synclient.cli")
 
@@ -128,17 +129,6 @@ class Output:
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
-
-
-def _human_size(size: Optional[int]) -> str:
-    if size is None:
-        return "-"
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"  # pragma: no cover
 
 
 # -- the parser -----------------------------------------------------------------------------------------------------
@@ -688,7 +678,7 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
     for counts in report.workers:
         ctx.out.info(
             f"worker {counts.worker}: {counted(counts.shards, 'shard')}, {counted(counts.files, 'file')}, "
-            f"{counts.bytes / 1e6:.1f} MB in {counts.seconds:.1f} s ({counts.cpu_seconds:.1f} CPU s), "
+            f"{format_size(counts.bytes)} in {counts.seconds:.1f} s ({counts.cpu_seconds:.1f} CPU s), "
             f"{counted(counts.rest_calls, 'REST call')}"
         )
     ctx.out.result(report.summary())
@@ -783,7 +773,8 @@ def _entry_line(entry: TreeEntry, *, long: bool) -> str:
         return f"{entry.header.id:<14} {name}"
     version = entry.version if entry.version is not None else entry.header.version_number
     version_text = f"v{version}" if version is not None else ""
-    return f"{entry.header.id:<14} {version_text:>4} {_human_size(entry.size):>10}  {name}"
+    size_text = format_size(entry.size) if entry.size is not None else "-"
+    return f"{entry.header.id:<14} {version_text:>4} {size_text:>10}  {name}"
 
 
 def cmd_ls(ctx: CommandContext) -> ExitCode:

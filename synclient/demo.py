@@ -19,6 +19,7 @@ from synclient.events import SyncObserver
 from synclient.platform.rest import Platform
 from synclient.results import SyncResults
 from synclient.sync.runner import sync_from_platform
+from synclient.units import format_size
 
 MiB = 1024 * 1024
 PROJECT_NAME = "synclient-demo"
@@ -118,10 +119,9 @@ def run_demo(
         started = time.monotonic()
         project_id = emulator.seed_spec(demo_spec(shape))[PROJECT_NAME]
         seed_seconds = time.monotonic() - started
-        large_mib = sum(shape.large_files) / MiB
         narrate(
             f"seeded project {project_id}: {shape.small_file_count} small files in {shape.folder_count} "
-            f"folders (3 levels) + {len(shape.large_files)} large files ({large_mib:.0f} MiB)"
+            f"folders (3 levels) + {len(shape.large_files)} large files ({format_size(sum(shape.large_files))})"
         )
         if _holds_files(path):
             narrate(resync_note(path))

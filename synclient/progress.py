@@ -21,10 +21,11 @@ import os
 import sys
 import threading
 import time
-from typing import IO, TYPE_CHECKING, Any, Dict, Optional, Tuple, cast
+from typing import IO, TYPE_CHECKING, Any, Dict, Optional, Tuple, Type, cast
 
 from synclient.events import PlannedFile, SyncObserver
-from synclient.results import FileResult
+from synclient.results import FileResult, counted
+from synclient.units import format_rate, format_size
 
 if TYPE_CHECKING:  # pragma: no cover - tqdm itself is imported where a bar is made (importing synclient stays cheap)
     from tqdm.notebook import tqdm_notebook
@@ -33,6 +34,10 @@ if TYPE_CHECKING:  # pragma: no cover - tqdm itself is imported where a bar is m
 DISABLE_VARIABLE = "SYNCLIENT_DISABLE_PROGRESS"
 REDRAW_INTERVAL = 0.25  # seconds between two redraws of the bar
 ECHO_ROOM = 2  # columns the bar leaves free (beyond tqdm's one): the terminal echoes Ctrl-C as "^C" after it
+#: tqdm's default layout with the sizes and the rate in synclient's units (fields of :func:`_in_our_units`' bar):
+#: tqdm's own say "163M/163M ... 27.1MB/s" for what are MiB
+BAR_FORMAT = "{l_bar}{bar}| {size_done}/{size_total} [{elapsed}<{remaining}, {size_rate}{postfix}]"
+NO_TOTAL_FORMAT = "{desc}: {size_done} [{elapsed}, {size_rate}{postfix}]"
 
 
 class ProgressMode(enum.Enum):
@@ -80,7 +85,7 @@ class _Counts:
 
     def files_text(self) -> str:
         failed = f", {self.files_failed} failed" if self.files_failed else ""
-        return f"{self.files_finished} files done{failed}"
+        return f"{counted(self.files_finished, 'file')} done{failed}"
 
 
 class ProgressDisplay(SyncObserver):
@@ -98,14 +103,15 @@ class ProgressBar(ProgressDisplay):
         rate still move); tests turn it off and call :meth:`tick` themselves."""
         from tqdm.auto import tqdm  # imported here: importing synclient must stay cheap
 
+        bar_class = _in_our_units(tqdm)  # sizes and rate as everywhere else (BAR_FORMAT)
+
         self._lock = threading.Lock()
         self._counts = _Counts()
         # miniters=0: no learned "every N bytes" (which froze the bar); every update asks the clock instead
         settings: Dict[str, Any] = dict(
             total=0,
             unit="B",
-            unit_scale=True,
-            unit_divisor=1024,
+            bar_format=BAR_FORMAT,
             desc=description,
             file=stream if stream is not None else sys.stderr,
             dynamic_ncols=True,
@@ -117,17 +123,17 @@ class ProgressBar(ProgressDisplay):
         notebook = sys.modules.get("tqdm.notebook")  # (imported by tqdm.auto only in a notebook)
         self._bar: std_tqdm[Any]
         self._shown: Optional[Tuple[Any, tqdm_notebook[Any]]] = None  # (IPython's display handle, the widget bar)
-        if notebook is not None and issubclass(tqdm, notebook.tqdm_notebook):
+        if notebook is not None and issubclass(bar_class, notebook.tqdm_notebook):
             from IPython.display import display
 
             # tqdm.auto's class is a tqdm_notebook in a notebook (checked above); its stubs know only the terminal's
-            widget_bar = cast("tqdm_notebook[Any]", tqdm(display=False, **settings))
+            widget_bar = cast("tqdm_notebook[Any]", bar_class(display=False, **settings))
             self._bar = widget_bar
             # shown with an id, so that close can show it again: a saved notebook keeps the widget's text form
             # as it was when shown ("0 files done") unless it is shown again at the end
             self._shown = (display(widget_bar.container, display_id=True), widget_bar)
         else:
-            self._bar = tqdm(**settings)
+            self._bar = bar_class(**settings)
         _leave_echo_room(self._bar)
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick_until_closed, name="synclient-progress", daemon=True)
@@ -172,6 +178,28 @@ class ProgressBar(ProgressDisplay):
             if self._shown is not None:  # the widget's text form (a saved notebook's) now says the final state
                 handle, widget_bar = self._shown
                 handle.update(widget_bar.container)
+
+
+def _in_our_units(tqdm_class: Type[std_tqdm[Any]]) -> Type[std_tqdm[Any]]:
+    """``tqdm_class`` (the terminal's or the notebook's) with :data:`BAR_FORMAT`'s fields: done, total and rate
+    through :func:`synclient.units.format_size`, from the values tqdm itself would show (its smoothed rate)."""
+
+    class InOurUnits(tqdm_class):  # type: ignore[misc,valid-type]
+        @property
+        def format_dict(self) -> Dict[str, Any]:
+            values: Dict[str, Any] = super().format_dict
+            rate, elapsed = values.get("rate"), values.get("elapsed")
+            if rate is None and elapsed:  # as tqdm: the smoothed rate while running, the overall one at close
+                rate = ((values.get("n") or 0) - (values.get("initial") or 0)) / elapsed
+            if not values.get("total"):  # as tqdm: no bar (and a short line) until a total is known
+                values["bar_format"] = NO_TOTAL_FORMAT
+            values["size_done"] = format_size(values.get("n") or 0)
+            values["size_total"] = format_size(values.get("total") or 0)
+            values["size_rate"] = format_rate(rate) if rate else "?/s"
+            return values
+
+    InOurUnits.__name__ = InOurUnits.__qualname__ = tqdm_class.__name__
+    return InOurUnits
 
 
 def _leave_echo_room(bar: std_tqdm[Any]) -> None:
@@ -237,8 +265,8 @@ class ProgressLines(ProgressDisplay):
         counts = self._counts
         elapsed = max(time.monotonic() - self._started, 1e-6)
         return (
-            f"{self._description}: {counts.files_text()}, {counts.bytes_done / 1e6:.1f} of "
-            f"{counts.bytes_planned / 1e6:.1f} MB, {counts.bytes_done / 1e6 / elapsed:.1f} MB/s"
+            f"{self._description}: {counts.files_text()}, {format_size(counts.bytes_done)} of "
+            f"{format_size(counts.bytes_planned)}, {format_rate(counts.bytes_done / elapsed)}"
         )
 
     def _write(self, line: Optional[str]) -> None:

@@ -1,7 +1,8 @@
 """What a sync returns: one :class:`FileResult` per file and a :class:`SyncReport` of the whole run.
 
-The lowest module of the package (it imports nothing of synclient): errors, events, progress and the CLI all speak
-of these outcome types, and none of them sits above the sync engine.
+The lowest layer of the package (it imports only its neighbours there: the size units, the notebook's table and
+the redactor): errors, events, progress and the CLI all speak of these outcome types, and none of them sits above
+the sync engine.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import threading
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+from synclient.html_view import FIRST_ROWS, Rows, html_table, size_cell
+from synclient.units import format_rate, format_size
 
 #: the ``action`` of a file whose bytes were copied from synapseclient's download cache instead of downloaded
 FROM_SYNAPSE_CACHE = "synapse-cache"
@@ -261,8 +265,14 @@ class SyncReport:
                 self.failed += 1
 
     @property
+    def bytes_per_second(self) -> float:
+        return self.bytes_downloaded / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+    @property
     def mb_per_second(self) -> float:
-        return self.bytes_downloaded / 1e6 / self.wall_seconds if self.wall_seconds > 0 else 0.0
+        """``--json``'s ``mb_per_second``: 10^6 bytes per second, as since the first release (people read
+        :meth:`summary`, in binary units)."""
+        return self.bytes_per_second / 1e6
 
     def to_json(self) -> Dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
@@ -282,8 +292,8 @@ class SyncReport:
         return (
             f"{self.downloaded} downloaded{noted}, {self.skipped} skipped, {deleted}{self.failed} failed"
             f"{renamed}{manifests}; "
-            f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
-            f"({self.mb_per_second:.1f} MB/s); {counted(self.rest_calls, 'REST call')}, "
+            f"{format_size(self.bytes_downloaded)} in {self.wall_seconds:.1f} s "
+            f"({format_rate(self.bytes_per_second)}); {counted(self.rest_calls, 'REST call')}, "
             f"{counted(self.retries, 'retry', 'retries')}, {self.throttled} throttled"
             + (f"; on {counted(len(self.workers), 'Dask worker')}" if self.workers else "")
         )
@@ -303,3 +313,44 @@ class SyncResults(List[FileResult]):
     @property
     def failures(self) -> List[FileResult]:
         return [r for r in self if r.status is SyncStatus.FAILED]
+
+    def __repr__(self) -> str:
+        """One line (a notebook cell showed every file): ``<SyncResults 322 downloaded (162.8 MiB), 0 skipped,
+        0 failed, 3.2 s>``; the files are the list's items, the totals ``.report``."""
+        report = self.report
+        deleted = f"{report.deleted} deleted, " if report.deleted else ""
+        return (
+            f"<SyncResults {report.downloaded} downloaded ({format_size(report.bytes_downloaded)}), "
+            f"{report.skipped} skipped, {deleted}{report.failed} failed, {report.wall_seconds:.1f} s>"
+        )
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the totals, the first failures and the first files (:mod:`synclient.html_view`)."""
+        report = self.report
+        failures = self.failures
+        return html_table(
+            "SyncResults",
+            [
+                ("downloaded", report.downloaded),
+                ("skipped", report.skipped),
+                ("deleted", report.deleted),
+                ("failed", report.failed),
+                ("bytes downloaded", format_size(report.bytes_downloaded)),
+                ("seconds", f"{report.wall_seconds:.1f}"),
+                ("rate", format_rate(report.bytes_per_second)),
+            ],
+            [
+                Rows(
+                    "failures",
+                    ("entity", "path", "error"),
+                    [(r.entity_id, r.path, r.error) for r in failures[:FIRST_ROWS]],
+                    len(failures),
+                ),
+                Rows(
+                    "files",
+                    ("status", "entity", "version", "size", "path"),
+                    [(r.status.value, r.entity_id, r.version, size_cell(r.size), r.path) for r in self[:FIRST_ROWS]],
+                    len(self),
+                ),
+            ],
+        )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from synclient import progress
 from synclient.events import PlannedFile
-from synclient.results import FileResult, SyncStatus
+from synclient.results import FileResult, SyncStatus, counted
 
 
 class FakeTty(io.StringIO):
@@ -65,7 +65,7 @@ def test_lines_are_periodic_and_plain():
     lines.file_finished(_result())
     lines.close()
     text = stream.getvalue()
-    assert "\r" not in text and "1 files done" in text
+    assert "\r" not in text and "1 file done" in text
     quiet = io.StringIO()
     rare = progress.ProgressLines(stream=quiet, interval=3600)
     rare.bytes_transferred(_planned(10), 10)
@@ -136,7 +136,7 @@ def test_bar_redraws_on_time_after_a_burst_of_large_updates(monkeypatch):
     times = [small_start] + [when for when, _, _ in during]
     assert max(b - a for a, b in zip(times, times[1:])) <= progress.REDRAW_INTERVAL + 0.011
     for when, finished, text in stream.redraws:
-        assert f"{finished} files done" in text, (when, finished, text)  # the latest count at every redraw
+        assert f"{counted(finished, 'file')} done" in text, (when, finished, text)  # the latest count at every redraw
     assert "312 files done" in stream.redraws[-1][2]
 
 
@@ -157,7 +157,7 @@ def test_bar_keeps_redrawing_while_no_event_comes(monkeypatch):
         clock.now += 0.0625
         bar.tick()
     assert len(stream.redraws) - before == 2.0 / progress.REDRAW_INTERVAL
-    assert all("1 files done" in text for _, _, text in stream.redraws[before:])
+    assert all("1 file done" in text for _, _, text in stream.redraws[before:])
     bar.close()
 
 
@@ -216,3 +216,4 @@ def test_notebook_widget_text_shows_the_final_state(monkeypatch):
     (handle,) = handles
     assert "0 files done" in handle.texts[0]
     assert "322 files done" in handle.texts[-1] and "100%" in handle.texts[-1]
+    assert "3.1 KiB/3.1 KiB" in handle.texts[-1]  # the widget's sizes in the one convention (synclient/units.py)

@@ -24,8 +24,10 @@ PACKAGE_DIR = Path(synclient.__file__).parent
 LAYERS: List[Tuple[str, int]] = [
     ("synclient._version", 0),
     ("synclient._moved", 0),  # old module paths: found by name at import time, imports nothing
-    ("synclient.results", 0),  # outcome types: imports nothing of synclient
+    ("synclient.units", 0),  # the one size format (KiB, MiB, ...): imports nothing
     ("synclient.redaction", 0),  # the one redactor (URL credentials and queries, tokens): imports nothing
+    ("synclient.html_view", 0),  # a notebook's table of results or a plan: imports the redactor and the units
+    ("synclient.results", 0),  # outcome types: import the units and the notebook's table
     ("synclient.errors", 1),
     ("synclient.portable", 2),  # what this OS offers (fast paths or their fallbacks), chosen once
     ("synclient.choices", 2),

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import heapq
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from synclient.html_view import FIRST_ROWS, Rows, html_table, size_cell
 from synclient.results import FileResult
 from synclient.sync.plan.planner import Action
+from synclient.units import format_size
 
 DEFAULT_BYTES_PER_SECOND = 50e6  # until a real run in this target measured better
 DEFAULT_FILES_PER_SECOND = 20.0
@@ -39,7 +42,7 @@ class PlanEntry:
         }
 
 
-@dataclass
+@dataclass(repr=False)
 class SyncPlan:
     """Every planned action of a dry run. ``estimate_seconds`` uses the throughput measured by the last real run
     into the same target (kept in its index), or conservative defaults."""
@@ -79,7 +82,7 @@ class SyncPlan:
     def summary(self) -> str:
         conflicts = self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)
         return (
-            f"dry run: {len(self.fetch_entries)} files to download ({self.bytes_to_fetch / 1e6:.1f} MB), "
+            f"dry run: {len(self.fetch_entries)} files to download ({format_size(self.bytes_to_fetch)}), "
             f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {conflicts} conflicts, "
             f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed; "
             f"estimated {self.estimate_seconds:.1f} s"
@@ -98,3 +101,45 @@ class SyncPlan:
             "failures": [f.to_json() for f in self.failures],
             "renamed": list(self.renamed),
         }
+
+    def __repr__(self) -> str:
+        """One line (a notebook cell showed every entry): ``<SyncPlan 322 to download (162.8 MiB), 0 up to date,
+        0 to delete, 0 failed, estimated 3.2 s>``; the entries are ``.entries``."""
+        conflicts = self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)
+        return (
+            f"<SyncPlan {len(self.fetch_entries)} to download ({format_size(self.bytes_to_fetch)}), "
+            f"{self.count(Action.SKIP, Action.ADOPT)} up to date, "
+            + (f"{conflicts} conflicts, " if conflicts else "")
+            + f"{self.count(Action.DELETE)} to delete, "
+            f"{len(self.failures)} failed, estimated {self.estimate_seconds:.1f} s>"
+        )
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the totals, the first failures and the first entries (:mod:`synclient.html_view`)."""
+        first = heapq.nsmallest(FIRST_ROWS, self.entries, key=lambda e: e.rel_path)
+        return html_table(
+            "SyncPlan (dry run)",
+            [
+                ("to download", len(self.fetch_entries)),
+                ("bytes to download", format_size(self.bytes_to_fetch)),
+                ("up to date", self.count(Action.SKIP, Action.ADOPT)),
+                ("conflicts", self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)),
+                ("to delete", self.count(Action.DELETE)),
+                ("failed", len(self.failures)),
+                ("estimated seconds", f"{self.estimate_seconds:.1f}"),
+            ],
+            [
+                Rows(
+                    "failures",
+                    ("entity", "path", "error"),
+                    [(f.entity_id, f.path, f.error) for f in self.failures[:FIRST_ROWS]],
+                    len(self.failures),
+                ),
+                Rows(
+                    "entries",
+                    ("action", "entity", "version", "size", "path"),
+                    [(e.action.value, e.entity_id, e.version, size_cell(e.size), e.rel_path) for e in first],
+                    len(self.entries),
+                ),
+            ],
+        )

@@ -1,0 +1,37 @@
+"""Sizes as people read them, in one convention: IEC binary units, 1 KiB = 1024 B, 1 MiB = 1024 KiB, and so on.
+
+Every size or rate synclient shows a person goes through :func:`format_size` (the progress bar and its plain lines,
+the summary, the dry run, ``ls -l``, the demo), so one run never shows "163M", "170.7 MB" and "160 MiB" for sizes
+of one convention. ``--json`` keeps raw integer bytes. Imports nothing of synclient (the lowest layer).
+"""
+
+from __future__ import annotations
+
+import math
+
+#: the units, each 1024 times the one before
+UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+STEP = 1024
+
+
+def format_size(size: float) -> str:
+    """``size`` bytes as shown: whole bytes below 1 KiB (``0 B``, ``1023 B``), else one decimal in the largest
+    unit that keeps the number below 1024 as shown (``1.0 KiB``, ``170.7 MiB``; 1 MiB - 1 B is ``1.0 MiB``, not
+    ``1024.0 KiB``). Beyond EiB the number grows. A negative size keeps its sign; a non-finite one is ``?``."""
+    if not math.isfinite(size):
+        return "?"
+    if size < 0:
+        return "-" + format_size(-size)
+    value = float(size)
+    unit = UNITS[0]
+    for unit in UNITS:
+        shown = round(value) if unit == UNITS[0] else round(value, 1)
+        if shown < STEP or unit == UNITS[-1]:
+            break
+        value /= STEP
+    return f"{value:.0f} {unit}" if unit == UNITS[0] else f"{value:.1f} {unit}"
+
+
+def format_rate(bytes_per_second: float) -> str:
+    """A rate in the same units: ``27.1 MiB/s``."""
+    return f"{format_size(bytes_per_second)}/s"
