@@ -44,6 +44,8 @@ FORMAT_VERSION = 1
 MAX_SHARED_STARTS = 5_000
 #: how long a command waits for the lock before it goes on without the file (a holder only reads and writes it)
 LOCK_TIMEOUT_SECONDS = 5.0
+#: a state file no command wrote for this long is removed (an emulator on a passing port leaves one per run)
+STALE_AFTER_SECONDS = 7 * 24 * 3600.0
 #: starts are kept to the microsecond: the same start read back compares equal
 _DIGITS = 6
 
@@ -133,11 +135,14 @@ class GateRecord:
 
     def within(self, now: float, *, default_window: float, margin_share: float) -> GateRecord:
         """Only the starts of the window that ends ``now`` (its learned length or ``default_window``, plus the
-        margin), at most :data:`MAX_SHARED_STARTS`; a hold that has passed is dropped."""
+        margin), at most :data:`MAX_SHARED_STARTS`; a hold that has passed is dropped. A budget lowered below a
+        stated size (runs shared the window) is back at the size once a window passed without calls: the next
+        command starts at full speed, not where a crowd left it."""
         horizon = now - (self.window_seconds or default_window) * (1.0 + margin_share)
         kept = tuple(start for start in self.starts if horizon <= start <= now + 1.0)  # no start from the future
         cool_until = self.cool_until if self.cool_until is not None and self.cool_until > now else None
-        return replace(self, starts=kept[-MAX_SHARED_STARTS:], cool_until=cool_until)
+        budget = self.budget if kept or self.budget_ceiling is None else self.budget_ceiling
+        return replace(self, starts=kept[-MAX_SHARED_STARTS:], cool_until=cool_until, budget=budget)
 
 
 def _is_time(value: object) -> bool:
@@ -179,7 +184,9 @@ class GateStateFile:
         return cls(cache_dir() / "gate" / f"{user_key(endpoint, token)}.json", **settings)
 
     def load(self) -> GateRecord:
-        """What the file holds within the window; an empty record when it is missing, corrupt or locked too long."""
+        """What the file holds within the window; an empty record when it is missing, corrupt or locked too long.
+        Removes the folder's state files that no command wrote for :data:`STALE_AFTER_SECONDS` on the way."""
+        self._remove_stale()
         try:
             with self._locked():
                 return self._read().within(
@@ -204,6 +211,18 @@ class GateStateFile:
         except (OSError, filelock.Timeout) as exc:
             log.debug("gate state %s not written (%s)", self.path, exc)
             return None
+
+    def _remove_stale(self) -> None:
+        """Old state files and left-over temporary files (a command killed while it wrote). Lock files stay: one
+        removed while a command holds it would let the next command lock a new file beside the held one."""
+        horizon = self._wall_clock() - STALE_AFTER_SECONDS
+        try:
+            with os.scandir(self.path.parent) as entries:
+                for entry in entries:
+                    if entry.name.endswith((".json", ".tmp")) and entry.stat().st_mtime < horizon:
+                        os.unlink(entry.path)
+        except OSError as exc:  # a folder not made yet, a file another command removed first: nothing to do
+            log.debug("gate state folder %s not swept (%s)", self.path.parent, exc)
 
     def _locked(self) -> filelock.BaseFileLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 
 import filelock
@@ -24,6 +25,7 @@ from synclient.platform.gate import (
 from synclient.platform.gate_state import (
     CACHE_DIR_ENV,
     MAX_SHARED_STARTS,
+    STALE_AFTER_SECONDS,
     SWITCH_ENV,
     GateRecord,
     GateStateFile,
@@ -82,6 +84,32 @@ def test_calls_older_than_the_window_and_a_passed_hold_are_dropped(tmp_path):
     wall.now = 200.0
     state.merge(GateRecord())
     assert json.loads((tmp_path / "s.json").read_text())["starts"] == []  # the file keeps the window only
+
+
+def test_a_budget_lowered_by_sharing_is_back_at_the_stated_size_after_a_quiet_window(tmp_path):
+    wall = Clock(100.0)
+    state = state_file(tmp_path / "s.json", wall)
+    state.merge(GateRecord(starts=(99.0,), window_seconds=10.0, budget=3, budget_ceiling=9))
+    assert state.load().budget == 3  # the crowd may still be there
+    wall.now = 120.0
+    assert state.load().budget == 9
+    measured = state_file(tmp_path / "m.json", wall)
+    measured.merge(GateRecord(starts=(119.0,), window_seconds=10.0, budget=5))  # an unstated size: what was measured
+    wall.now = 200.0
+    assert measured.load().budget == 5
+
+
+def test_state_files_no_command_wrote_for_a_week_are_removed(tmp_path):
+    wall = Clock(10 * STALE_AFTER_SECONDS)
+    folder = tmp_path / "gate"
+    folder.mkdir()
+    old, recent, left_over, lock = (folder / n for n in ("old.json", "recent.json", "x.json.1.2.tmp", "old.json.lock"))
+    for path, age in ((old, 8), (recent, 6), (left_over, 8), (lock, 8)):
+        path.write_text("{}")
+        when = wall.now - age * 24 * 3600.0
+        os.utime(path, (when, when))
+    state_file(folder / "mine.json", wall).load()
+    assert sorted(p.name for p in folder.iterdir()) == ["mine.json.lock", "old.json.lock", "recent.json"]
 
 
 def test_an_unlearned_window_keeps_the_default_one(tmp_path):
