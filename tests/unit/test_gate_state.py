@@ -32,6 +32,7 @@ from synclient.platform.gate_state import (
     cache_dir,
     user_key,
 )
+from synclient.platform.rest import Platform
 
 ENDPOINT = "http://127.0.0.1:1/repo/v1"
 TOKEN = "secret-token-of-the-user"
@@ -342,3 +343,12 @@ def test_shared_gate_reads_the_users_file_in_the_cache_folder(tmp_path, monkeypa
     del gate  # the last platform of this user closed: a later one makes a new gate, from the file
     again = shared_gate(endpoint, TOKEN, max_limit=4)
     assert (again.policy.budget_ceiling, again.policy.window_seconds) == (with_reserve(50), 30.0)
+
+
+def test_closing_a_platform_shares_its_gate(tmp_path):
+    world = World(40_000.0)
+    gate = AdaptiveGate(max_limit=3, clock=world.clock(), wall_clock=world.clock())
+    gate.release(gate.acquire())
+    gate.state = state_file(tmp_path / "s.json", world.clock())  # after the call: only the close can share it
+    Platform(endpoint="http://127.0.0.1:1", token=TOKEN, gate=gate).close()
+    assert gate.state.load().starts == (40_000.0,)
