@@ -50,10 +50,11 @@ def pytest_unconfigure(config):
 def _private_home(tmp_path_factory, monkeypatch):
     """Every test runs with a HOME and a config file of its own (children inherit them): nothing a test runs (a
     sync, synapseclient's ``Synapse()``, which makes ``~/.synapseCache``, a CLI process) reads or writes the
-    machine's ``~/.synapseConfig`` or ``~/.synapseCache``, and a sync finds no download cache unless its test made
-    one."""
+    machine's ``~/.synapseConfig``, ``~/.synapseCache`` or synclient's cache folder (the gate's state file), and a
+    sync finds no download cache unless its test made one."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SYNCLIENT_CACHE_DIR", str(home / ".cache" / "synclient"))  # the gate's state file, too
     monkeypatch.setenv("SYNAPSE_CONFIG_FILE", str(home / ".synapseConfig"))
 
 

@@ -24,7 +24,11 @@ wraps it for threads.
   the next refusal measures it again (a measured size is probed only every fifth window).
 - ``Retry-After``, when a server sends one, holds every start back for that long (at most five minutes).
 
-The gate paces one process. When several processes of one user share the limits (a run sharded over a Dask
+The gate paces one process, and remembers across processes: the gate :func:`shared_gate` makes for a platform user
+starts from what the user's earlier commands on this machine left in a state file
+(:mod:`synclient.platform.gate_state`: the calls started within the window, what 429s taught) and adds its own to
+it, so a command started right after another neither waits blindly nor takes its predecessor's calls for another
+client's. When several processes of one user share the limits (a run sharded over a Dask
 cluster), a :class:`RestAdmission` admits each attempt the gate let through against limits kept for all of them
 (:mod:`synclient.cluster.budget`).
 
@@ -47,9 +51,11 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Deque, Optional, Protocol, Tuple
+from dataclasses import replace as replaced
+from typing import Callable, Deque, Iterable, List, Optional, Protocol, Set, Tuple
 
 from synclient.errors import CallCancelledError
+from synclient.platform.gate_state import GateRecord, GateStateFile, starts_of
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +70,10 @@ MAX_WINDOW_SECONDS = 3600.0
 MAX_RECORDED_STARTS = 20_000
 #: how often a thread waiting in the gate looks at its cancel event
 CANCEL_POLL_SECONDS = 0.2
+#: a gate with a state file adds its new starts to it at most this often (and a tenth of the window, when shorter:
+#: a command started meanwhile learns of them), and once more when its platform closes
+SHARE_EVERY_SECONDS = 5.0
+MIN_SHARE_EVERY_SECONDS = 0.1
 #: share of the stated window size kept in reserve, and share of its length added as margin (network jitter
 #: moves a request's arrival at the server against its start here)
 RESERVE_SHARE = 0.01
@@ -146,6 +156,8 @@ class ThrottlePolicy:
         self.budget_ceiling: Optional[int] = None  # a stated size, less the reserve
         # admitted starts within the counted window (the newest, when there are more)
         self._starts: Deque[float] = collections.deque(maxlen=MAX_RECORDED_STARTS)
+        # our starts not yet given to the other runs of this user (:meth:`take_unshared`)
+        self._unshared: Deque[float] = collections.deque(maxlen=MAX_RECORDED_STARTS)
         self._budget_changed_at = -math.inf
         self._budget_bound = False  # a start had to wait for the budget since the last change
         self._budget_measured = False  # the budget is what the last refusal measured
@@ -182,6 +194,7 @@ class ThrottlePolicy:
     def on_start(self, now: float, *, waited: float = 0.0) -> Ticket:
         self.in_flight += 1
         self._starts.append(now)
+        self._unshared.append(now)
         return Ticket(now, waited)
 
     def on_finish(self, ticket: Ticket, now: float, throttle: Optional[Throttle] = None) -> None:
@@ -299,10 +312,46 @@ class ThrottlePolicy:
             starts.popleft()
 
     def _forget_start(self, started_at: float) -> None:
-        try:
-            self._starts.remove(started_at)
-        except ValueError:
-            pass  # already out of the window
+        for record in (self._starts, self._unshared):
+            try:
+                record.remove(started_at)
+            except ValueError:
+                pass  # already out of the window (or shared: the file may then count one refused call too many)
+
+    # -- what the runs of one user share (synclient.platform.gate_state) ---------------------------------------
+
+    def take_unshared(self) -> List[float]:
+        """Our starts since the last call (less those refused), for the other runs of this user."""
+        taken = list(self._unshared)
+        self._unshared.clear()
+        return taken
+
+    def learned(self) -> GateRecord:
+        """What 429s taught, times on this policy's clock; no starts (see :meth:`take_unshared`)."""
+        return GateRecord(
+            window_seconds=self.window_seconds if self.budget is not None else None,
+            budget=self.budget,
+            budget_ceiling=self.budget_ceiling,
+            stated_concurrency=self.stated_concurrency,
+            cool_until=self._cool_until if math.isfinite(self._cool_until) else None,
+        )
+
+    def adopt(self, starts: Iterable[float], learned: GateRecord) -> None:
+        """Starts of the user's other runs (times on this policy's clock), counted in the window as ours are, and
+        what they learned where this policy has not learned it itself."""
+        others = list(starts)
+        if others:
+            self._starts = collections.deque(sorted([*self._starts, *others]), maxlen=MAX_RECORDED_STARTS)
+        if self.budget is None and learned.budget is not None:
+            self.window_seconds = min(learned.window_seconds or DEFAULT_WINDOW_SECONDS, MAX_WINDOW_SECONDS)
+            self.budget_ceiling = learned.budget_ceiling
+            self.budget = min(learned.budget, learned.budget_ceiling or learned.budget)
+            self._budget_measured = learned.budget_ceiling is None
+        if self.stated_concurrency is None and learned.stated_concurrency is not None:
+            self.stated_concurrency = learned.stated_concurrency
+            self.limit = max(self._min_limit, min(self.limit, self.ceiling))
+        if learned.cool_until is not None:
+            self._cool_until = max(self._cool_until, learned.cool_until)
 
 
 def with_reserve(size: int) -> int:
@@ -336,12 +385,22 @@ class AdaptiveGate:
         min_limit: int = 1,
         growth_successes: int = 50,
         clock: Callable[[], float] = time.monotonic,
+        state: Optional[GateStateFile] = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._policy = ThrottlePolicy(
             initial_limit=initial_limit, max_limit=max_limit, min_limit=min_limit, growth_successes=growth_successes
         )
         self._cond = threading.Condition(threading.Lock())
         self._clock = clock
+        #: the state file this gate shares with the user's other runs (None: this process only)
+        self.state = state
+        self._wall_clock = wall_clock
+        self._share_lock = threading.Lock()  # one merge at a time; never held with the gate's lock
+        self._known: Set[float] = set()  # wall-clock starts the file and this gate both have
+        self._next_share = -math.inf
+        if state is not None:
+            self._adopt(state.load())
 
     @property
     def policy(self) -> ThrottlePolicy:
@@ -378,8 +437,52 @@ class AdaptiveGate:
     def release(self, ticket: Ticket, throttle: Optional[Throttle] = None) -> None:
         """Give the slot back; ``throttle`` says what a 429 answer said."""
         with self._cond:
-            self._policy.on_finish(ticket, self._clock(), throttle)
+            now = self._clock()
+            self._policy.on_finish(ticket, now, throttle)
             self._cond.notify_all()
+            share = self.state is not None and now >= self._next_share
+            if share:
+                every = min(SHARE_EVERY_SECONDS, self._policy.window_seconds / 10)
+                self._next_share = now + max(MIN_SHARE_EVERY_SECONDS, every)
+        if share:
+            self.share(wait=False)
+
+    def share(self, *, wait: bool = True) -> None:
+        """Add this gate's new starts and what it learned to the state file, and take in the starts the user's
+        other runs added meanwhile (nothing without a state file). ``wait=False``: not when another thread is at it.
+        Never raises: sharing helps a run, it never fails one."""
+        state = self.state
+        if state is None or not self._share_lock.acquire(blocking=wait):
+            return
+        try:
+            with self._cond:
+                offset = self._wall_clock() - self._clock()  # this policy's clock -> wall clock
+                ours = starts_of(start + offset for start in self._policy.take_unshared())
+                learned = self._policy.learned()
+            if learned.cool_until is not None:
+                learned = replaced(learned, cool_until=learned.cool_until + offset)
+            merged = state.merge(replaced(learned, starts=ours))
+            if merged is not None:
+                self._known.update(ours)
+                self._adopt(merged)
+        except Exception as exc:  # noqa: BLE001 - a broken share must not fail the call that released
+            log.debug("gate state not shared: %r", exc)
+        finally:
+            self._share_lock.release()
+
+    def _adopt(self, shared: GateRecord) -> None:
+        """Take in what the file holds that this gate does not know (wall-clock times)."""
+        with self._cond:
+            offset = self._wall_clock() - self._clock()
+            others = [start - offset for start in shared.starts if start not in self._known]
+            learned = shared
+            if shared.cool_until is not None:
+                learned = replaced(shared, cool_until=shared.cool_until - offset)
+            self._policy.adopt(others, learned)
+            self._known = set(shared.starts)  # the file keeps the window only: so does this set
+            self._cond.notify_all()
+        if others:
+            log.debug("the gate counts %d calls of this user's other runs in the window", len(others))
 
 
 _shared_gates: weakref.WeakValueDictionary[Tuple[str, str], AdaptiveGate] = weakref.WeakValueDictionary()
@@ -389,13 +492,17 @@ _shared_lock = threading.Lock()
 def shared_gate(endpoint: str, token: Optional[str], *, max_limit: int) -> AdaptiveGate:
     """The gate of one platform user in this process: the platform's limits are per user, so every
     :class:`~synclient.platform.rest.Platform` of the same endpoint and token passes the same gate (alive while any of
-    them is). The token is kept only as a digest."""
+    them is). The token is kept only as a digest. A new gate starts from the user's state file
+    (:mod:`synclient.platform.gate_state`), unless ``SYNCLIENT_GATE_STATE=0``."""
     user = hashlib.sha256(token.encode("utf-8")).hexdigest() if token else "anonymous"
     key = (endpoint.rstrip("/"), user)
     with _shared_lock:
         gate = _shared_gates.get(key)
         if gate is None:
-            gate = AdaptiveGate(max_limit=max_limit)
+            state = GateStateFile.for_user(
+                key[0], token, default_window=DEFAULT_WINDOW_SECONDS, margin_share=MARGIN_SHARE
+            )
+            gate = AdaptiveGate(max_limit=max_limit, state=state)
             _shared_gates[key] = gate
         else:
             gate.raise_ceiling(max_limit)

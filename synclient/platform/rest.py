@@ -315,6 +315,7 @@ class Platform:
 
     def close(self) -> None:
         self._session.close()
+        self.gate.share()  # the user's next command starts from this one's calls (synclient.platform.gate_state)
 
     def __enter__(self) -> Platform:
         return self
