@@ -167,6 +167,9 @@ def spawn(argv: Sequence[str], env: Optional[Dict[str, str]] = None) -> Tuple[in
     env = dict(
         os.environ,
         SYNCLIENT_DISABLE_PROGRESS="1",
+        # every run is measured alone: no gate state from the run before (throttled scenarios restart the emulator,
+        # whose window then holds none of those calls)
+        SYNCLIENT_GATE_STATE="0",
         PYTHONPATH=str(Path(__file__).resolve().parent.parent) + os.pathsep + os.environ.get("PYTHONPATH", ""),
         **(env or {}),
     )
