@@ -166,19 +166,6 @@ def test_a_dry_run_shows_its_progress_where_someone_watches(emulator, tmp_path, 
     assert made == []
 
 
-def test_the_progress_line_counts_each_planned_entry(tmp_path):
-    from synclient.sync.plan.dry_run import PlanEntry
-    from synclient.sync.plan.plan_progress import PlanProgress
-
-    drawn = io.StringIO()
-    display = PlanProgress(stream=drawn, description="syn1", ticking=False)
-    for i, action in enumerate([Action.DOWNLOAD, Action.SKIP, Action.KEEP_BOTH, Action.KEEP_LOCAL]):
-        display.planned(PlanEntry(f"f{i}", f"syn{i}", 1, 1, action, tmp_path / f"f{i}"))
-    display.close()
-    assert (display.files, display.to_download) == (4, 2)
-    assert "4 files" in drawn.getvalue().replace("\r", "\n").strip().splitlines()[-1]
-
-
 @pytest.mark.parametrize("asked", [True, False])
 def test_the_children_listing_sums_file_sizes_only_when_asked(emulator, asked):
     from synclient.platform.models import EntityType

@@ -236,10 +236,14 @@ class ChildrenPage:
             except MalformedAnswerError as exc:
                 child = row.get("id") if isinstance(row, Mapping) else None
                 raise MalformedAnswerError(f"child {number} of the page ({_shown(child)}): {exc}") from None
+        try:
+            total = _optional_int(obj, "sumFileSizesBytes", "a children page")
+        except MalformedAnswerError:  # a count only a dry run's byte total reads: never worth the page
+            total = None
         return cls(
             headers=headers,
             next_page_token=_optional_string(obj, "nextPageToken", "a children page"),
-            sum_file_sizes=_optional_int(obj, "sumFileSizesBytes", "a children page"),
+            sum_file_sizes=total,
         )
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import IO, TYPE_CHECKING, Any, Optional
+from typing import IO, TYPE_CHECKING, Any, Dict, Optional, Tuple, cast
 
 from synclient.progress import REDRAW_INTERVAL
 from synclient.sync.plan.dry_run import PlanEntry
 
 if TYPE_CHECKING:  # pragma: no cover - tqdm itself is imported where a bar is made
+    from tqdm.notebook import tqdm_notebook
     from tqdm.std import tqdm as std_tqdm
 
 
@@ -30,7 +31,7 @@ class PlanProgress:
         self._lock = threading.Lock()
         self.files = 0  # entries planned
         self.to_download = 0  # of which fetch
-        self._bar: std_tqdm[Any] = tqdm(
+        settings: Dict[str, Any] = dict(
             total=None,
             unit=" files",
             desc=f"dry run of {description}",
@@ -41,6 +42,18 @@ class PlanProgress:
             leave=True,
             postfix=self._text(),
         )
+        self._bar: std_tqdm[Any]
+        self._shown: Optional[Tuple[Any, tqdm_notebook[Any]]] = None  # (IPython's display handle, the widget)
+        notebook = sys.modules.get("tqdm.notebook")  # (imported by tqdm.auto only in a notebook)
+        if notebook is not None and issubclass(tqdm, notebook.tqdm_notebook):
+            from IPython.display import display
+
+            # shown with an id, as the real run's bar: a saved notebook then keeps the final count, not "0 files"
+            widget = cast("tqdm_notebook[Any]", tqdm(display=False, **settings))
+            self._bar = widget
+            self._shown = (display(widget.container, display_id=True), widget)
+        else:
+            self._bar = tqdm(**settings)
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick_until_closed, name="synclient-plan-progress", daemon=True)
         if ticking:
@@ -73,3 +86,6 @@ class PlanProgress:
         with self._lock:
             self._bar.set_postfix_str(self._text(), refresh=False)
             self._bar.close()
+            if self._shown is not None:
+                handle, widget = self._shown
+                handle.update(widget.container)
