@@ -936,7 +936,7 @@ def _execute(
         view_id = settings.view if not options.needs_bundle else None  # (bundles wanted anyway: the view is no use)
         view_rows = ViewRows(platform, platform.get_entity_header(view_id)) if view_id is not None else None
         bar = _progress_bar(enabled=options.progress and not options.dry_run, description=source.description)
-        planning = _plan_progress(enabled=options.progress and options.dry_run, description=source.description)
+        planning: Optional[PlanProgress] = None
         with LocalIndex(target.root, read_only=options.dry_run) as index:
             # build
             names = FilesystemNames.for_target(
@@ -955,6 +955,9 @@ def _execute(
                 observer=observer,
             ) as (remote, workers):
                 try:
+                    planning = _plan_progress(
+                        enabled=options.progress and options.dry_run, description=source.description
+                    )
                     run = SyncRun(
                         platform=platform,
                         config=config,
