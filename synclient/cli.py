@@ -478,8 +478,9 @@ def _require_token(ctx: CommandContext) -> ResolvedToken:
 # -- get ------------------------------------------------------------------------------------------------------------
 
 
-def _sync_options(args: argparse.Namespace) -> SyncOptions:
-    """The sync's options from the flags (the CLI draws its own progress, and reports failures itself)."""
+def _sync_options(args: argparse.Namespace, *, plan_progress: bool = False) -> SyncOptions:
+    """The sync's options from the flags (the CLI draws its own progress, and reports failures itself; a dry run's
+    progress line is the library's: ``plan_progress``)."""
     defaults = SyncOptions()
     return SyncOptions(
         if_collision=args.if_collision or defaults.if_collision,
@@ -491,7 +492,7 @@ def _sync_options(args: argparse.Namespace) -> SyncOptions:
         follow_links=args.follow_links,
         provenance=args.provenance,
         on_error=OnError.CONTINUE,
-        progress=False,
+        progress=plan_progress and args.dry_run,
         manifest_formats=(
             args.manifest_format if args.manifest_format not in (None, "both") else defaults.manifest_formats
         ),
@@ -538,7 +539,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
         return _get_query(ctx)
     refs = _requested_ids(args)
     view = args.view  # (validated by the run: an id without a version)
-    options = _sync_options(args)
+    options = _sync_options(args, plan_progress=ctx.want_progress())
     path = Path(args.path)
     _check_target(path)
     _check_dask(args)
@@ -618,7 +619,7 @@ def _get_query(ctx: CommandContext) -> ExitCode:
                 recursive=args.recursive,
                 platform=platform,
                 max_workers=args.max_workers,
-                options=_sync_options(args),
+                options=_sync_options(args, plan_progress=ctx.want_progress()),
                 observer=observer,
                 dask=dask,
             )

@@ -219,6 +219,9 @@ class EntityHeader:
 class ChildrenPage:
     headers: List[EntityHeader]
     next_page_token: Optional[str]
+    #: ``sumFileSizesBytes``, when asked (``includeSumFileSizes``): the bytes of the current versions of every child
+    #: of the requested types, all pages together (Synapse's ``NodeDAOImpl.getChildrenStats``)
+    sum_file_sizes: Optional[int] = None
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> ChildrenPage:
@@ -233,7 +236,15 @@ class ChildrenPage:
             except MalformedAnswerError as exc:
                 child = row.get("id") if isinstance(row, Mapping) else None
                 raise MalformedAnswerError(f"child {number} of the page ({_shown(child)}): {exc}") from None
-        return cls(headers=headers, next_page_token=_optional_string(obj, "nextPageToken", "a children page"))
+        try:
+            total = _optional_int(obj, "sumFileSizesBytes", "a children page")
+        except MalformedAnswerError:  # a count only a dry run's byte total reads: never worth the page
+            total = None
+        return cls(
+            headers=headers,
+            next_page_token=_optional_string(obj, "nextPageToken", "a children page"),
+            sum_file_sizes=total,
+        )
 
 
 EXTERNAL_FILE_HANDLE = _MODEL + "file.ExternalFileHandle"

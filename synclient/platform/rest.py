@@ -25,6 +25,7 @@ import re
 import socket
 import ssl
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 from urllib.parse import urljoin, urlsplit
@@ -95,11 +96,13 @@ class CallStats:
     retries: int = 0
     throttled: int = 0
     by_route: Dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0  # the attempts' time from sending to the answer read (not the time waiting in the gate)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def count(self, route: str, *, retry: bool, throttled: bool) -> None:
+    def count(self, route: str, *, retry: bool, throttled: bool, seconds: float = 0.0) -> None:
         with self._lock:
             self.calls += 1
+            self.seconds += seconds
             self.retries += retry
             self.throttled += throttled
             self.by_route[route] = self.by_route.get(route, 0) + 1
@@ -450,9 +453,11 @@ class Platform:
         call.gate_wait += ticket.waited
         throttle: Optional[Throttle] = None
         sent = False
+        began = 0.0
         try:
             with self._admitted(call):
                 sent = True
+                began = time.monotonic()
                 try:
                     response = self._session.request(
                         call.method,
@@ -477,7 +482,12 @@ class Platform:
         finally:  # also when the admission was cancelled: the gate's slot is never kept
             self.gate.release(ticket, throttle)
             if sent:
-                self.stats.count(call.route, retry=call.attempts > 1, throttled=throttle is not None)
+                self.stats.count(
+                    call.route,
+                    retry=call.attempts > 1,
+                    throttled=throttle is not None,
+                    seconds=time.monotonic() - began,
+                )
         call.status = status
         if 300 <= status < 400:
             raise _redirect_error(call, response)
@@ -594,8 +604,15 @@ class Platform:
         return found
 
     def list_children(
-        self, parent_id: str, *, include_types: Iterable[EntityType], page_token: Optional[str] = None
+        self,
+        parent_id: str,
+        *,
+        include_types: Iterable[EntityType],
+        page_token: Optional[str] = None,
+        sum_file_sizes: bool = False,
     ) -> ChildrenPage:
+        """One page of ``parent_id``'s children; ``sum_file_sizes``: the page also says the sum of the current
+        file sizes of all its children of these types (``includeSumFileSizes``; the server sums on every page)."""
         body: Dict[str, Any] = {
             "parentId": parent_id,
             "includeTypes": [t.children_filter for t in include_types],
@@ -604,6 +621,8 @@ class Platform:
         }
         if page_token:
             body["nextPageToken"] = page_token
+        if sum_file_sizes:
+            body["includeSumFileSizes"] = True
         return self._call(
             "POST", "repo", "/entity/children", body=body, parse=ChildrenPage.from_wire, route="POST /entity/children"
         )

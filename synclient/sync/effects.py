@@ -191,9 +191,9 @@ class PlannedEffects(Effects):
 
     writes = False
 
-    def __init__(self, *, target: TargetDirectory, index: LocalIndex) -> None:
+    def __init__(self, *, target: TargetDirectory, index: LocalIndex, plan: Optional[SyncPlan] = None) -> None:
         super().__init__(target=target, index=index)
-        self.plan = SyncPlan()
+        self.plan = plan if plan is not None else SyncPlan()
 
     def up_to_date(self, row: IndexRow, *, annotations: Optional[str] = None, renamed: str = "") -> None:
         self.plan.add(

@@ -38,6 +38,7 @@ from synclient.sync.local.paths import TargetDirectory
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import SyncOptions
 from synclient.sync.plan.dry_run import PlanEntry
+from synclient.sync.plan.folder_bytes import FolderBytes, UnsizedFile, folder_of
 from synclient.sync.plan.handle_names import HandleNames
 from synclient.sync.plan.planner import Action, Decision, is_up_to_date, same_recorded_bytes
 from synclient.sync.records.index import IndexRow, LocalIndex
@@ -126,13 +127,15 @@ class FilePipeline:
         described: Optional[DescribedFiles] = None,
         view: Optional[ViewRows] = None,
         handle_names: Optional[HandleNames] = None,
+        sizes: Optional[FolderBytes] = None,
     ) -> None:
         """``individual_files``: the remote paths of the files named one by one (a file root, the files of a list):
         each one's index row keeps an existing owner; the files of a walk (a list's folders included) are a
         tree's. ``described``: file versions whose handle the run already knows (a query's file-view rows), and
         ``view``: a file view's rows, read when first needed (a sync planned from a view): no bundle call for
         them. ``handle_names``: files are named by
-        their handles (handle_names.py), their bundles fetched for that."""
+        their handles (handle_names.py), their bundles fetched for that. ``sizes``: a dry run's byte count from
+        the listing (folder_bytes.py): a listed file absent locally is planned from its listing row, no call."""
         self._platform = platform
         self._pool = pool
         self._fetcher = fetcher  # the fetch stage: synapseclient's cache, URL batches, downloads, or a Dask cluster
@@ -149,6 +152,9 @@ class FilePipeline:
         self._described: DescribedFiles = dict(described or {})
         self._view = view
         self._handle_names = handle_names
+        self._sizes = sizes
+        self.listing_planned = 0  # files a dry run planned from their listing rows (the real run bundles each)
+        self.size_bundles = 0  # bundle calls a dry run made for a byte count alone (the real run makes them anyway)
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
         self.renamed: List[LocalRename] = []  # files at (or planned to) another local name than their remote one
         self.placed: Dict[str, str] = {}  # remote path -> the local path its file is at (or a dry run puts it)
@@ -156,6 +162,9 @@ class FilePipeline:
         self._failed_ids: Set[str] = set()  # entities that failed in this run (failures only: small)
         self.failed_partials: Set[Tuple[str, str]] = set()  # partial_key of failed files: the next run resumes
         self.leftovers = LeftoverPartials()
+        # a dry run's sizes of files planned from the listing: one by one, and those of several in a folder together
+        self.sizes: Dict[str, int] = {}
+        self.bytes_of_several = 0
         # up-to-date keep.both copies (with their annotations' JSON), settled once all is decided
         self._held_copies: List[Tuple[FoundFile, IndexRow, Optional[str]]] = []
         self._lock = threading.Lock()
@@ -172,6 +181,7 @@ class FilePipeline:
             header, destination, rel_path, listed_in = found[:4]
             row, stored_annotations = rows.get(rel_path, (None, None))
             if row is not None and is_up_to_date(row, header, self._target.root) and not self._options.needs_bundle:
+                self._size_known(found, row.size)
                 named = rel_path in self._individual_files
                 if row.root_id != self._root_id and row.root_id == row.entity_id and not named:
                     self._index.set_owner(rel_path, self._root_id)  # a single-file get's row joins the tree
@@ -185,9 +195,64 @@ class FilePipeline:
                 continue
             known = self._described_file(header, listed_in)
             if known is not None:
+                self._size_known(found, known.handle.content_size)
                 self._pool.submit(Priority.BUNDLE, self._plan_file, found, row, known)
+            elif self._decided_by_listing(found, row):
+                self._plan_from_listing(found, row)
             else:
                 self._pool.submit(Priority.BUNDLE, self._bundle, found, row)
+
+    # -- a dry run's files decided from the listing ----------------------------------------------------------------
+
+    def _decided_by_listing(self, found: FoundFile, row: Optional[IndexRow]) -> bool:
+        """A dry run needs no bundle to decide a listed file with nothing at its local path (and no keep.both copy
+        of it elsewhere): the real run downloads it, whatever its bytes (the decision table's "absent" row)."""
+        if self._sizes is None or found.parent_id is None or self._options.needs_bundle:
+            return False
+        if row is not None and row.local_path != self._target.relative(found.destination):
+            return False
+        return not os.path.lexists(found.destination)
+
+    def _plan_from_listing(self, found: FoundFile, row: Optional[IndexRow]) -> None:
+        """Plan a download from the listing row: the version is the listing's, the size its folder's to tell."""
+        assert self._sizes is not None  # (_decided_by_listing)
+        header = found.header
+        with self._lock:
+            self.listing_planned += 1
+        self._sizes.unsized(folder_of(found.rel_path), UnsizedFile(found.rel_path, header.id, header.version_number))
+        unknown = FileHandle(id="", content_size=None, content_md5=None)  # (not read: nothing is at the path)
+        self._plan_file(found, row, FileVersionFacts(unknown, header.version_number, found.parent_id), listed=True)
+
+    def _size_known(self, found: FoundFile, size: Optional[int]) -> None:
+        """A dry run's byte count: a listed file whose size is known one by one."""
+        if self._sizes is not None and found.parent_id is not None:
+            self._sizes.known(folder_of(found.rel_path), size)
+
+    def size_unsized_files(self) -> None:
+        """Pool idle check (a dry run): once every folder is listed and every file placed, the files planned from
+        the listing whose folders cannot tell their sizes (folder_bytes.py) get them from their bundles."""
+        if self._sizes is None or not self._sizes.pending() or self._pool.outstanding(*Priority):
+            return
+        settled = self._sizes.settle()
+        with self._lock:
+            self.sizes.update(settled.sizes)
+            self.bytes_of_several += settled.bytes_of_several
+        for file in settled.to_size:
+            self._pool.submit(Priority.BUNDLE, self._size_from_bundle, file)
+
+    def _size_from_bundle(self, file: UnsizedFile) -> None:
+        """BUNDLE task: the size of a file planned from its listing (none if its bundle fails: the real run's
+        own bundle call will say why)."""
+        with self._lock:
+            self.size_bundles += 1
+        try:
+            handle = self._platform.get_file_bundle(file.entity_id, version=file.version).file_handle
+        except SynclientError as exc:
+            log.debug("dry run: no size for %s: %s", file.rel_path, exc)
+            return
+        if handle is not None and handle.content_size is not None:
+            with self._lock:
+                self.sizes[file.rel_path] = handle.content_size
 
     def _described_file(self, header: EntityHeader, listed_in: Optional[str]) -> Optional[FileVersionFacts]:
         """What a view's row says of this file version, if anything (the folder it was listed in is its parent: a
@@ -209,7 +274,7 @@ class FilePipeline:
             held, self._held_copies = self._held_copies, []
         for found, row, stored_annotations in held:
             if self._claims.is_displaced(row.local_path):
-                self._pool.submit(Priority.BUNDLE, self._bundle, found, row)
+                self._pool.submit(Priority.BUNDLE, self._bundle, found, row, False)
                 continue
             try:
                 # (a remote file of its name that failed before it could displace it: the copy stays in place)
@@ -246,7 +311,9 @@ class FilePipeline:
 
     # -- bundle -> decision ------------------------------------------------------------------------------------
 
-    def _bundle(self, found: FoundFile, row: Optional[IndexRow]) -> None:
+    def _bundle(self, found: FoundFile, row: Optional[IndexRow], sizes_it: bool = True) -> None:
+        """BUNDLE task: the file's bundle, then its plan (``sizes_it``: its size is not yet known to the dry run's
+        byte count)."""
         header = found.header
         try:
             # annotations always: they cost nothing in this call, and every result and index row carries them
@@ -257,8 +324,12 @@ class FilePipeline:
             if bundle.file_handle is None:
                 raise missing_handle_error(header.id, bundle)
         except SynclientError as exc:
+            if sizes_it and self._sizes is not None and found.parent_id is not None:
+                self._sizes.left_out(folder_of(found.rel_path))
             self.entity_failed(header, found.destination, exc)
             return
+        if sizes_it:
+            self._size_known(found, bundle.file_handle.content_size)
         self._plan_file(
             found,
             row,
@@ -271,12 +342,16 @@ class FilePipeline:
             ),
         )
 
-    def _plan_file(self, found: FoundFile, row: Optional[IndexRow], known: FileVersionFacts) -> None:
-        """A file version's action, from what its bundle (or its view row, then as a BUNDLE task) says of it."""
+    def _plan_file(
+        self, found: FoundFile, row: Optional[IndexRow], known: FileVersionFacts, *, listed: bool = False
+    ) -> None:
+        """A file version's action, from what its bundle (or its view row, then as a BUNDLE task) says of it
+        (``listed``: a dry run's file planned from its listing row; its handle is not known)."""
         header, destination, rel_path = found.header, found.destination, found.rel_path
         handle = known.handle
         try:
-            check_fetchable(header.id, handle)
+            if not listed:
+                check_fetchable(header.id, handle)
             self._target.check_file_destination(destination, self._folders)
             if self._options.provenance:
                 self._manifests.add_provenance(

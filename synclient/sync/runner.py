@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import math
 import os
 import time
 from dataclasses import dataclass, replace
@@ -57,7 +58,8 @@ from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
 from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.pipeline import FilePipeline
-from synclient.sync.plan.dry_run import SyncPlan
+from synclient.sync.plan.dry_run import DEFAULT_SECONDS_PER_CALL, SYNAPSE_CONCURRENCY, CallLimits, PlanEntry, SyncPlan
+from synclient.sync.plan.folder_bytes import FolderBytes
 from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
 from synclient.sync.records.index import LocalIndex
 from synclient.sync.sources.by_id import Layout, Renamed
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
 
     from synclient.cluster.driver import DaskFetcher, DaskSettings
     from synclient.progress import ProgressDisplay
+    from synclient.sync.plan.plan_progress import PlanProgress
 
 __all__ = [
     "LIST_ROOT",
@@ -126,10 +129,12 @@ class _CallCounts:
     calls: int
     retries: int
     throttled: int
+    seconds: float = 0.0  # the calls' time from sending to the answer read
 
     @classmethod
     def of(cls, platform: Platform) -> _CallCounts:
-        return cls(platform.stats.calls, platform.stats.retries, platform.stats.throttled)
+        stats = platform.stats
+        return cls(stats.calls, stats.retries, stats.throttled, stats.seconds)
 
 
 _FILES_PER_BATCH = 500  # a listed page's worth: one index query each
@@ -174,9 +179,10 @@ class SyncRun:
         names: FilesystemNames = FilesystemNames(),
         view: Optional[ViewRows] = None,
         remote: Optional[DaskFetcher] = None,
+        on_planned: Optional[Callable[[PlanEntry], None]] = None,
     ) -> None:
         """``view``: a file view's rows standing in for bundle calls; ``remote``: the fetcher of a Dask cluster
-        (None: this pool fetches)."""
+        (None: this pool fetches); ``on_planned``: told each entry of a dry run's plan as it is planned."""
         self.platform = platform
         self.config = config
         self.names = names  # what the target's filesystem does with names (local_names.py)
@@ -186,8 +192,10 @@ class SyncRun:
         self.root_id = source.root_id
         self.options = options
         self.pool = pool
+        # a dry run's byte count from the listings (a listed file absent locally is planned with no call)
+        self.sizes = FolderBytes() if options.dry_run and not options.needs_bundle else None
         self.effects: Effects = (
-            PlannedEffects(target=target, index=index)
+            PlannedEffects(target=target, index=index, plan=SyncPlan(on_entry=on_planned))
             if options.dry_run
             else AppliedEffects(
                 target=target,
@@ -265,6 +273,7 @@ class SyncRun:
             described=source.described if isinstance(source, ListSource) else None,
             view=view,
             handle_names=self.handle_names,
+            sizes=self.sizes,
         )
         self.walker = TreeWalker(
             platform=platform,
@@ -280,8 +289,10 @@ class SyncRun:
             gate=self.gate,
             file_names=self.handle_names,
             kept_names=kept_names,
+            sizes=self.sizes,
         )
         self.pool.add_idle_check(self.pipeline.settle_held_copies)
+        self.pool.add_idle_check(self.pipeline.size_unsized_files)
 
     def _individual_files(self) -> Set[str]:
         """The remote paths of the files named one by one (a file root, a list's files, files given): each index
@@ -925,6 +936,7 @@ def _execute(
         view_id = settings.view if not options.needs_bundle else None  # (bundles wanted anyway: the view is no use)
         view_rows = ViewRows(platform, platform.get_entity_header(view_id)) if view_id is not None else None
         bar = _progress_bar(enabled=options.progress and not options.dry_run, description=source.description)
+        planning: Optional[PlanProgress] = None
         with LocalIndex(target.root, read_only=options.dry_run) as index:
             # build
             names = FilesystemNames.for_target(
@@ -943,6 +955,9 @@ def _execute(
                 observer=observer,
             ) as (remote, workers):
                 try:
+                    planning = _plan_progress(
+                        enabled=options.progress and options.dry_run, description=source.description
+                    )
                     run = SyncRun(
                         platform=platform,
                         config=config,
@@ -955,11 +970,14 @@ def _execute(
                         names=names,
                         view=view_rows,
                         remote=remote,
+                        on_planned=planning.planned if planning is not None else None,
                     )
                     run.run()
                 finally:
                     if bar is not None:
                         bar.close()
+                    if planning is not None:
+                        planning.close()
             effects = run.effects
             if isinstance(effects, AppliedEffects) and effects.fatal is not None:
                 # finished files are indexed, partials kept: the same command resumes
@@ -969,7 +987,10 @@ def _execute(
                 run.delete_vanished()
             # report
             if isinstance(effects, PlannedEffects):
+                effects.plan.sized(run.pipeline.sizes)
+                effects.plan.listed_bytes = run.pipeline.bytes_of_several
                 _estimate_from_history(effects.plan, index)
+                _estimate_calls(effects.plan, run, before)
                 effects.plan.folders = dict(run.walker.folder_ids)
                 effects.plan.renamed = run.renamed_lines
                 return effects.plan
@@ -997,6 +1018,36 @@ def _progress_bar(*, enabled: bool, description: str) -> Optional[ProgressDispla
     if enabled and choose_mode() is ProgressMode.BAR:
         return progress_observer(description=description)
     return None
+
+
+def _plan_progress(*, enabled: bool, description: str) -> Optional[PlanProgress]:
+    """A dry run's progress line, where someone watches (terminal, notebook), as the real run's bar."""
+    from synclient.progress import ProgressMode, choose_mode
+    from synclient.sync.plan.plan_progress import PlanProgress
+
+    if enabled and choose_mode() is ProgressMode.BAR:
+        return PlanProgress(description=description)
+    return None
+
+
+def _estimate_calls(plan: SyncPlan, run: SyncRun, before: _CallCounts) -> None:
+    """The REST calls the real run will make, and what paces them: the dry run's own calls (its root, listings,
+    view, the bundles its decisions needed), less the bundles it made for sizes alone, plus a bundle for each file
+    it planned from the listing and the URL batches of the downloads; paced by the limits the gate knows (else
+    Synapse's), at the time the dry run's calls took."""
+    platform, pipeline = run.platform, run.pipeline
+    now = _CallCounts.of(platform)
+    calls = now.calls - before.calls
+    url_batches = math.ceil(len(plan.fetch_entries) / run.config.url_batch_size)
+    plan.rest_calls = max(0, calls - pipeline.size_bundles) + pipeline.listing_planned + url_batches
+    policy = platform.gate.policy
+    limits = CallLimits(
+        concurrency=min(run.config.max_workers, policy.stated_concurrency or SYNAPSE_CONCURRENCY),
+        seconds_per_call=(now.seconds - before.seconds) / calls if calls else DEFAULT_SECONDS_PER_CALL,
+    )
+    if policy.budget is not None:  # a refusal taught the gate the window: the real run is paced by it
+        limits = replace(limits, requests_per_window=policy.budget, window_seconds=policy.counted_window)
+    plan.limits = limits
 
 
 def _finish_report(

@@ -152,6 +152,21 @@ def test_no_progress_flags_under_a_terminal(tmp_path, progress_emulator):
         assert "files done" not in output
 
 
+def test_a_dry_run_shows_its_progress_line_under_a_terminal(tmp_path, progress_emulator):
+    env = isolated_env(
+        tmp_path, SYNCLIENT_ENDPOINT=progress_emulator.endpoint, SYNCLIENT_AUTH_TOKEN=progress_emulator.token
+    )
+    get = ["get", "-r", progress_emulator.ids["bar"], "--dry-run", "--path", str(tmp_path / "o")]
+    code, output = _run_in_pty(get, env)
+    assert code == 0, output
+    assert "dry run of bar: 7 files" in output and "7 to download" in output  # its final state, left on its line
+    for quiet in (["--no-progress"], ["-q"]):
+        code, output = _run_in_pty(get + quiet, env)
+        assert code == 0 and "dry run of" not in output, (quiet, output)
+    result = run_cli(*get, env=env)  # no terminal: no line
+    assert result.returncode == 0 and "dry run of" not in result.stderr + result.stdout
+
+
 def test_without_a_terminal_no_carriage_returns(tmp_path, progress_emulator):
     env = isolated_env(
         tmp_path, SYNCLIENT_ENDPOINT=progress_emulator.endpoint, SYNCLIENT_AUTH_TOKEN=progress_emulator.token

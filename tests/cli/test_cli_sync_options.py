@@ -48,6 +48,9 @@ def test_flags_become_one_sync_options_and_choices_come_from_the_enums():
     assert cli._sync_options(cli.build_parser().parse_args(["get", "syn1"])) == SyncOptions(
         on_error=OnError.CONTINUE, progress=False
     )
+    # the CLI draws a real run's bar itself; a dry run's progress line is the library's (where stderr is a terminal)
+    assert cli._sync_options(args, plan_progress=True).progress is True
+    assert cli._sync_options(cli.build_parser().parse_args(["get", "syn1"]), plan_progress=True).progress is False
     cache_flags = cli.build_parser().parse_args(["get", "syn1", "--no-synapse-cache", "--synapse-cache-link"])
     assert cli._sync_options(cache_flags) == SyncOptions(
         on_error=OnError.CONTINUE, progress=False, synapse_cache=False, synapse_cache_link=True

@@ -148,6 +148,12 @@ def test_a_bad_child_fails_its_children_page_naming_the_child():
         ChildrenPage.from_wire({"page": [], "nextPageToken": 5})
 
 
+@pytest.mark.parametrize("total,read", [(120, 120), (None, None), (-1, None), ("lots", None), (1.5, None)])
+def test_a_children_pages_sum_of_sizes_out_of_shape_is_no_sum_not_a_failed_page(total, read):
+    page = ChildrenPage.from_wire({"page": [{"id": "syn1", "name": "a"}], "sumFileSizesBytes": total})
+    assert page.sum_file_sizes == read and [h.id for h in page.headers] == ["syn1"]
+
+
 @pytest.mark.parametrize(
     "answer,field",
     [

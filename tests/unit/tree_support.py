@@ -70,7 +70,12 @@ class FakeTree:
     # -- the platform's calls the sync core makes ----------------------------------------------------------------
 
     def list_children(
-        self, parent_id: str, *, include_types: Sequence[EntityType], page_token: Optional[str] = None
+        self,
+        parent_id: str,
+        *,
+        include_types: Sequence[EntityType],
+        page_token: Optional[str] = None,
+        sum_file_sizes: bool = False,  # (no sizes here: the pages say none)
     ) -> ChildrenPage:
         with self._lock:
             self.listing_calls.append((parent_id, page_token))

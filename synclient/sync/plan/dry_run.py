@@ -1,12 +1,18 @@
-"""A dry run's answer: what a sync would do, with totals and a time estimate, and nothing written."""
+"""A dry run's answer: what a sync would do, with totals and a time estimate, and nothing written.
+
+The estimate models the real run's two costs: its REST calls, paced by the platform's per-user limits as the gate
+paces them (:class:`CallLimits`: a window of N requests, M at a time), and its bytes at the data rate the last
+real run into the target measured. The two overlap (the data plane works while the control plane asks), so the
+estimate is the larger of the two.
+"""
 
 from __future__ import annotations
 
 import heapq
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from synclient.html_view import FIRST_ROWS, Rows, html_table, size_cell
 from synclient.results import FileResult
@@ -15,6 +21,34 @@ from synclient.units import format_size
 
 DEFAULT_BYTES_PER_SECOND = 50e6  # until a real run in this target measured better
 DEFAULT_FILES_PER_SECOND = 20.0
+#: Synapse's documented per-user limits: what the gate meets until a refusal says others
+SYNAPSE_REQUESTS_PER_WINDOW = 600
+SYNAPSE_WINDOW_SECONDS = 60.0
+SYNAPSE_CONCURRENCY = 3
+DEFAULT_SECONDS_PER_CALL = 0.1  # until the dry run's own calls measured one
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    """What paces a run's REST calls: at most ``requests_per_window`` start in any ``window_seconds``, at most
+    ``concurrency`` at a time, each taking ``seconds_per_call``."""
+
+    requests_per_window: int = SYNAPSE_REQUESTS_PER_WINDOW
+    window_seconds: float = SYNAPSE_WINDOW_SECONDS
+    concurrency: int = SYNAPSE_CONCURRENCY
+    seconds_per_call: float = DEFAULT_SECONDS_PER_CALL
+
+    def seconds_for(self, calls: int) -> float:
+        """How long ``calls`` REST calls take: as fast as the concurrency allows, a window's worth at a time (the
+        calls past a window's worth wait for the first ones to leave it)."""
+        if calls <= 0:
+            return 0.0
+        pace = self.seconds_per_call / max(1, self.concurrency)
+        per_window = max(1, self.requests_per_window)
+        if per_window * pace >= self.window_seconds:  # the calls never fill a window: the window never binds
+            return calls * pace
+        full_windows, rest = divmod(calls - 1, per_window)
+        return full_windows * self.window_seconds + (rest + 1) * pace
 
 
 @dataclass(frozen=True)
@@ -44,20 +78,40 @@ class PlanEntry:
 
 @dataclass(repr=False)
 class SyncPlan:
-    """Every planned action of a dry run. ``estimate_seconds`` uses the throughput measured by the last real run
-    into the same target (kept in its index), or conservative defaults."""
+    """Every planned action of a dry run. ``estimate_seconds`` models the real run: its ``rest_calls`` under the
+    platform's ``limits``, and its bytes at the data rate measured by the last real run into the same target (kept
+    in its index), or a conservative default. A download planned from its listing alone has no size of its own
+    (``PlanEntry.size`` None) where its folder holds several: their bytes are ``listed_bytes``, their folders' sums
+    (``entity/children``'s ``sumFileSizesBytes``) less what the folders' other files hold."""
 
     entries: List[PlanEntry] = field(default_factory=list)
     failures: List[FileResult] = field(default_factory=list)  # entities that could not be planned
     folders: Dict[str, str] = field(default_factory=dict)  # every folder found: rel path -> entity id
     renamed: List[str] = field(default_factory=list)  # what would get another local name, one line each
     bytes_per_second: float = DEFAULT_BYTES_PER_SECOND
-    files_per_second: float = DEFAULT_FILES_PER_SECOND
+    files_per_second: float = DEFAULT_FILES_PER_SECOND  # the last real run's (kept; the estimate counts calls)
+    listed_bytes: int = 0
+    rest_calls: int = 0  # the REST calls the real run is expected to make
+    limits: CallLimits = field(default_factory=CallLimits)
+    #: told each entry as it is planned (a progress display)
+    on_entry: Optional[Callable[[PlanEntry], None]] = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, entry: PlanEntry) -> None:
         with self._lock:
             self.entries.append(entry)
+        if self.on_entry is not None:
+            self.on_entry(entry)
+
+    def sized(self, sizes: Dict[str, int]) -> None:
+        """Give the entries of these remote paths their sizes (downloads planned from the listing alone)."""
+        if not sizes:
+            return
+        with self._lock:
+            self.entries = [
+                replace(e, size=sizes[e.rel_path]) if e.size is None and e.rel_path in sizes else e
+                for e in self.entries
+            ]
 
     def add_failure(self, result: FileResult) -> None:
         with self._lock:
@@ -72,12 +126,12 @@ class SyncPlan:
 
     @property
     def bytes_to_fetch(self) -> int:
-        return sum(e.size or 0 for e in self.fetch_entries)
+        return sum(e.size or 0 for e in self.fetch_entries) + self.listed_bytes
 
     @property
     def estimate_seconds(self) -> float:
-        files = len(self.fetch_entries)
-        return self.bytes_to_fetch / self.bytes_per_second + files / self.files_per_second
+        """The real run's wall time: the longer of its REST calls under the limits and its bytes at the data rate."""
+        return max(self.limits.seconds_for(self.rest_calls), self.bytes_to_fetch / self.bytes_per_second)
 
     def summary(self) -> str:
         conflicts = self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)
@@ -97,6 +151,7 @@ class SyncPlan:
             "conflicts": self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH),
             "to_delete": self.count(Action.DELETE),
             "estimate_seconds": round(self.estimate_seconds, 2),
+            "rest_calls": self.rest_calls,
             "entries": [e.to_json() for e in sorted(self.entries, key=lambda e: e.rel_path)],
             "failures": [f.to_json() for f in self.failures],
             "renamed": list(self.renamed),

@@ -28,6 +28,7 @@ from synclient.sync.local.local_names import FilesystemNames, Listed, LocalName,
 from synclient.sync.local.name_gate import NameGate, RemotePath
 from synclient.sync.local.paths import RESERVED_NAME, TargetDirectory
 from synclient.sync.plan.filters import PathFilter
+from synclient.sync.plan.folder_bytes import FolderBytes
 from synclient.sync.plan.handle_names import HandleNames, named_file
 from synclient.sync.records.index import LocalNamesHeld
 from synclient.sync.records.manifest import MANIFEST_FILENAMES
@@ -90,7 +91,10 @@ class TreeWalker:
         gate: Optional[NameGate] = None,
         file_names: Optional[HandleNames] = None,
         kept_names: Optional[Dict[Path, Set[str]]] = None,
+        sizes: Optional[FolderBytes] = None,
     ) -> None:
+        """``sizes``: a dry run's byte count, told each folder's sum of file sizes (asked of every page) and the
+        files it leaves out (:mod:`synclient.sync.plan.folder_bytes`)."""
         self._platform = platform
         self._pool = pool
         self._target = target
@@ -106,6 +110,7 @@ class TreeWalker:
         self._manifest_keys = frozenset(names.same_name_key(manifest) for manifest in MANIFEST_FILENAMES)
         self._held_names = held_names  # local names are sticky: what each entry has now (mapped names only)
         self._file_names = file_names  # files named by their handles (handle_names.py; None: by their entities)
+        self._sizes = sizes
         self._gathered: Dict[str, List[EntityHeader]] = {}  # rel dir -> headers of the pages listed so far
         self._gathered_lock = threading.Lock()
         # What the rest of the run needs to know about folders (folders only: small even for huge trees). Each set
@@ -132,12 +137,19 @@ class TreeWalker:
 
     def _list_page(self, folder: Folder, page_token: Optional[str]) -> None:
         try:
-            page = self._platform.list_children(folder.header.id, include_types=self._include, page_token=page_token)
+            page = self._platform.list_children(
+                folder.header.id,
+                include_types=self._include,
+                page_token=page_token,
+                sum_file_sizes=self._sizes is not None,
+            )
             next_token = folder.pages.follow(page.next_page_token, rows=len(page.headers))
         except SynclientError as exc:
             self.unvisited.add(folder.rel_dir)
             self._on_failure(folder.header, folder.local_dir, exc)
             return
+        if self._sizes is not None:
+            self._sizes.page_listed(folder.rel_dir, page.sum_file_sizes)
         if self._names.maps_names or self._file_names is not None:  # a whole folder's names at once
             self._gather(folder, page.headers, next_token)
             return
@@ -145,7 +157,7 @@ class TreeWalker:
             self._pool.submit(Priority.LISTING, self._list_page, folder, next_token)
         self._visit_all(folder, page.headers, {})
         if not next_token:  # pages of a folder come one after another: this was the last
-            self.listed[folder.rel_dir] = folder.local_dir
+            self._listed(folder)
 
     def _visit_all(self, folder: Folder, headers: List[EntityHeader], names: Dict[str, LocalName]) -> None:
         files = [
@@ -170,7 +182,7 @@ class TreeWalker:
             self.holding.add(folder.rel_dir)
         if not self._names.maps_names:
             self._visit_all(folder, every, {})
-            self.listed[folder.rel_dir] = folder.local_dir
+            self._listed(folder)
             return
         reserved = (RESERVED_NAME,) if folder.local_dir == self._target.root else ()
         listing = [Listed(h.name, h.id, h.type.is_container) for h in every]
@@ -182,7 +194,13 @@ class TreeWalker:
             if kept:
                 self.kept_names[folder.local_dir] = kept
         self._visit_all(folder, every, names)
+        self._listed(folder)
+
+    def _listed(self, folder: Folder) -> None:
+        """Every page of ``folder`` was listed."""
         self.listed[folder.rel_dir] = folder.local_dir
+        if self._sizes is not None:
+            self._sizes.listed(folder.rel_dir)
 
     def _current_names(self, folder: Folder, headers: List[EntityHeader]) -> Dict[str, str]:
         """Remote name -> the local name the index holds for that entry (a file at this version; a folder where its
@@ -225,6 +243,7 @@ class TreeWalker:
                         local.reason() if local is not None else "",
                     )
                 self._forget_bundle(header)
+                self._left_out(folder, header)
             elif header.type is EntityType.LINK and self._follow_links:
                 self._path(folder, header.name, local)  # refuse a bad name before any call
                 self._pool.submit(Priority.LISTING, self._resolve_link, folder, header, local)
@@ -232,8 +251,14 @@ class TreeWalker:
             if header.type is not EntityType.FILE:
                 self.unvisited.add(folder.rel(header.name))
             self._forget_bundle(header)
+            self._left_out(folder, header)
             self._on_failure(header, self._local_path(folder, header.name, local), exc)
         return None
+
+    def _left_out(self, folder: Folder, header: EntityHeader) -> None:
+        """A file of ``folder``'s listing that goes no further: its size is in the folder's sum, and nowhere else."""
+        if self._sizes is not None and header.type is EntityType.FILE:
+            self._sizes.left_out(folder.rel_dir)
 
     def _forget_bundle(self, header: EntityHeader) -> None:
         """A file the run will not take: the bundle fetched to name it (handle_names.py) is not kept."""
