@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from synclient.html_view import FIRST_ROWS, Rows, html_table, size_cell
-from synclient.results import FileResult
+from synclient.results import FileResult, counted
 from synclient.sync.plan.planner import Action
 from synclient.units import format_size
 
@@ -136,8 +136,8 @@ class SyncPlan:
     def summary(self) -> str:
         conflicts = self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)
         return (
-            f"dry run: {len(self.fetch_entries)} files to download ({format_size(self.bytes_to_fetch)}), "
-            f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {conflicts} conflicts, "
+            f"dry run: {counted(len(self.fetch_entries), 'file')} to download ({format_size(self.bytes_to_fetch)}), "
+            f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {counted(conflicts, 'conflict')}, "
             f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed; "
             f"estimated {self.estimate_seconds:.1f} s"
         )
