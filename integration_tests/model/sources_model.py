@@ -1094,7 +1094,12 @@ class SourcesWalk:
                     continue  # its maps and their folders are the cache's to change
                 links = os.lstat(root / rel).st_nlink if entry[0] == "file" else 1
                 found[f"{label}/{rel}"] = (entry, links)
-        found["<work listing>"] = (tuple(sorted(os.listdir(self.work))) + tuple(sorted(os.listdir(self.home))), 1)
+        # HOME's .cache is allowed only synclient's own folder (the request gate's state between commands)
+        home = tuple(sorted(name for name in os.listdir(self.home) if name != ".cache"))
+        found["<work listing>"] = (tuple(sorted(os.listdir(self.work))) + home, 1)
+        user_cache = self.home / ".cache"
+        others = sorted(rel for rel in self._tree(user_cache) if rel.split("/")[0] != "synclient")
+        found["<user cache other than synclient's>"] = (tuple(others), 1)
         return found
 
     def check_outside(self, before: Dict[str, Tuple[tuple, int]], sync: Sync, when: str) -> None:
