@@ -57,7 +57,8 @@ def test_results_repr_is_one_short_line():
 def test_plan_repr_is_one_short_line():
     plan = _plan()
     text = repr(plan)
-    expected = f"<SyncPlan 41 to download (40.0 MiB), 1 up to date, 0 to delete, 1 failed, estimated {plan.estimate_seconds:.1f} s>"
+    estimate = f"estimated {plan.estimate_seconds:.1f} s"
+    expected = f"<SyncPlan 41 to download (40.0 MiB), 1 up to date, 0 to delete, 1 failed, {estimate}>"
     assert text == expected
     assert "\n" not in text and len(text) < 120
 
