@@ -223,7 +223,8 @@ class SyncReport:
     skipped: int = 0
     deleted: int = 0
     failed: int = 0
-    bytes_downloaded: int = 0
+    bytes_downloaded: int = 0  # of the downloaded files: bytes that came over the wire in this run
+    bytes_reused: int = 0  # of the downloaded files: bytes kept from partial downloads earlier runs left
     wall_seconds: float = 0.0
     rest_calls: int = 0
     retries: int = 0
@@ -237,7 +238,8 @@ class SyncReport:
     workers: List[WorkerCounts] = field(default_factory=list)  # a sharded run's Dask workers (rest_calls: all)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def count(self, result: FileResult) -> None:
+    def count(self, result: FileResult, *, reused: int = 0) -> None:
+        """Count ``result``; ``reused``: of a downloaded file's bytes, those an earlier run's partial gave."""
         with self._lock:
             if result.status is SyncStatus.DOWNLOADED:
                 self.downloaded += 1
@@ -246,7 +248,8 @@ class SyncReport:
                 if result.action == FROM_SYNAPSE_CACHE:
                     self.from_cache += 1
                 else:
-                    self.bytes_downloaded += result.size or 0
+                    self.bytes_downloaded += (result.size or 0) - reused
+                    self.bytes_reused += reused
             elif result.status is SyncStatus.SKIPPED:
                 self.skipped += 1
             elif result.status is SyncStatus.DELETED:
@@ -273,11 +276,17 @@ class SyncReport:
             notes.append(f"{self.unverified} unverified: no MD5 or size recorded")
         noted = f" ({'; '.join(notes)})" if notes else ""
         renamed = f", {len(self.renamed)} renamed" if self.renamed else ""
+        # bytes kept from partial downloads did not come over the wire: said apart from those that did
+        moved, reused = (
+            (" transferred", f", {self.bytes_reused / 1e6:.1f} MB reused from partial downloads")
+            if self.bytes_reused
+            else ("", "")
+        )
         return (
             f"{self.downloaded} downloaded{noted}, {self.skipped} skipped, {deleted}{self.failed} failed"
             f"{renamed}{manifests}; "
-            f"{self.bytes_downloaded / 1e6:.1f} MB in {self.wall_seconds:.1f} s "
-            f"({self.mb_per_second:.1f} MB/s); {self.rest_calls} REST calls, {self.retries} retries, "
+            f"{self.bytes_downloaded / 1e6:.1f} MB{moved} in {self.wall_seconds:.1f} s "
+            f"({self.mb_per_second:.1f} MB/s){reused}; {self.rest_calls} REST calls, {self.retries} retries, "
             f"{self.throttled} throttled" + (f"; on {len(self.workers)} Dask workers" if self.workers else "")
         )
 

@@ -137,9 +137,10 @@ class AppliedEffects(Effects):
     def decided(self, entry: PlanEntry, carry_out: Callable[[], None]) -> None:
         carry_out()
 
-    def finished(self, result: FileResult, *, manifest_path: Optional[str] = None) -> None:
-        """Keep a file's effects. A fatal error stops the run: it is reported once, and what fails after it
-        (cancelled calls) is not that file's fault."""
+    def finished(self, result: FileResult, *, manifest_path: Optional[str] = None, reused: int = 0) -> None:
+        """Keep a file's effects (``reused``: of a downloaded file's bytes, those kept from an earlier run's
+        partial). A fatal error stops the run: it is reported once, and what fails after it (cancelled calls) is
+        not that file's fault."""
         with self._lock:
             if result.status is SyncStatus.FAILED:
                 if self.fatal is not None:
@@ -153,7 +154,7 @@ class AppliedEffects(Effects):
             self._results.append(result)
             if manifest_path is not None and self._list_in_manifest:
                 self.manifest_paths.add(manifest_path)
-        self.report.count(result)
+        self.report.count(result, reused=reused)
         self._observer.file_finished(result)
         if result.status is SyncStatus.FAILED:
             log.warning("failed: %s (%s): %s", result.entity_id, result.path, result.error)
