@@ -1,10 +1,13 @@
-"""Partial files beside their destination, and the resume journal of a multipart download.
+"""Partial files beside their destination, and the resume journal of a download.
 
 A download is written to a hidden temporary file in the destination's own folder (same filesystem, so the final
 ``os.replace`` is atomic) whose name carries the file handle id: bytes found there on the next run belong to the
-same stored object and can be continued. A multipart download also keeps a journal beside it: a header line (handle
-id, size, MD5, part size) and then one line per finished part, appended with ``O_APPEND`` (no lock, no rewrite).
-A part is listed only after its bytes were written, and the final MD5 check catches anything the journal got wrong.
+same stored object and can be continued. A download also keeps a journal beside it (a single stream from
+``download.SINGLE_RESUME_MIN`` up): a header line (handle id, size, MD5, part size) and then marks, appended with
+``O_APPEND`` (no lock, no rewrite), each saying how far a part (a single stream: part 0) is on disk. A mark is
+written only after the bytes it vouches for were made durable (:class:`DurableMarks`), at least every
+:data:`JOURNAL_EVERY` bytes of a stream, so a re-run after Ctrl-C, SIGKILL or a power cut continues every part from
+its mark; the kept bytes are hashed from the disk, and the final MD5 check catches anything the journal got wrong.
 Partials of other handles than the one a run settles for a file can never resume; :class:`LeftoverPartials` removes
 them.
 

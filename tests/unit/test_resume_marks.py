@@ -81,9 +81,7 @@ class _Recorder:
         monkeypatch.setattr(journal, "mark", lambda marks: (self.events.append(("mark", dict(marks))), mark(marks)))
 
 
-def test_data_is_synced_before_the_mark_that_vouches_for_it_and_the_gap_stays_within_the_bound(
-    tmp_path, monkeypatch
-):
+def test_data_is_synced_before_the_mark_that_vouches_for_it_and_the_gap_stays_within_the_bound(tmp_path, monkeypatch):
     chunk = 1024 * 1024
     journal = ResumeJournal(tmp_path / "j.parts", JournalHeader("1", 64 * chunk, "", 32 * chunk))
     journal.start(FileIdentity(1, 2))
