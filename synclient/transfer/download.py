@@ -389,7 +389,7 @@ class Downloader:
             if job.size == 0:
                 self._verify(job, EMPTY_MD5)
             else:
-                if not partial.resumed and journal is not None:
+                if not durable and journal is not None:  # nothing kept: the whole file is to be written
                     check_room(temp.parent, job.size, job.destination)
                 marks = (
                     DurableMarks(journal, partial.fd, marked={0: durable}, chunk_size=self._config.chunk_size)

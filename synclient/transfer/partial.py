@@ -550,6 +550,11 @@ class ResumeJournal:
         if self._fd >= 0 and marks:
             os.write(self._fd, _mark_lines(marks).encode())  # one small O_APPEND write: atomic among threads
 
+    def sync(self) -> None:
+        """The marks written so far on stable storage (a power cut keeps them)."""
+        if self._fd >= 0:
+            make_durable(self._fd)
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
@@ -584,8 +589,9 @@ class DurableMarks:
     Each stream reports, after each chunk it wrote, the end of its bytes written contiguously from its part's
     start (:meth:`advance`). When that is :data:`JOURNAL_EVERY` bytes past its last mark, less one chunk (so the
     next chunk cannot take it beyond), the file is synced once (``fdatasync``) and every stream's progress written
-    before the sync is marked in one journal line per stream; a stream finished or stopped marks what it has at
-    once (``final``). One sync at a time: a stream that waited for another's sync finds itself marked by it."""
+    before the sync is marked in one journal line per stream, the journal then synced too; a stream finished or
+    stopped marks what it has at once (``final``). One sync at a time: a stream that waited for another's sync
+    finds itself marked by it."""
 
     def __init__(self, journal: ResumeJournal, fd: int, *, marked: Mapping[int, int], chunk_size: int) -> None:
         self._journal = journal
@@ -608,6 +614,7 @@ class DurableMarks:
             make_durable(self._fd)
             due = {i: e for i, e in written.items() if e > self._marked[i]}
             self._journal.mark(due)
+            self._journal.sync()  # and the marks themselves: a power cut keeps them too
             self._marked.update(due)
 
     def reset(self, index: int, end: int) -> None:
