@@ -2,8 +2,9 @@
 data-byte counter.
 
 A project of one multipart file (two streams) and one single-stream file is synced, interrupted when the client has
-written a given share of its bytes (Ctrl-C: a real SIGINT in this process; SIGKILL: a child kills itself from its
-observer), on a capped link and an uncapped one. The bytes on disk are then counted (per part, the prefix that is
+written a given share of its bytes (Ctrl-C: a real SIGINT in this process; SIGKILL: a child library run kills
+itself from its observer, or a child CLI run (``python -m synclient get -r``) from its writes), on a capped link and
+an uncapped one. The bytes on disk are then counted (per part, the prefix that is
 the file's), and the re-run must fetch at most the bytes missing from the disk plus JOURNAL_EVERY per stream that
 was running; its report must say exactly what came over the wire and what was reused; every file ends byte-exact.
 The quick variants run by default; the sweep over many moments is marked slow.
@@ -35,8 +36,9 @@ TOTAL = sum(size for size, _ in FILES.values())
 STREAMS = 3  # big.bin's two streams and mid.bin's one: every stream that can run at once
 CONFIG = dict(max_workers=4, multipart_threshold=PART, part_size=PART, streams_per_file=2)
 SLOW = 6_000_000  # bytes/s per connection: a run takes about 3 s
-#: (file name, part size) of what each file's partial holds
-LAYOUT = {"big.bin": PART, "mid.bin": 0}
+#: the CLI's own transfer settings (the defaults): big.bin in two 32 MiB parts (two streams), mid.bin one stream
+CLI_PART = TransferConfig().part_size
+assert TransferConfig().multipart_threshold == CLI_PART and FILES["mid.bin"][0] < CLI_PART < FILES["big.bin"][0]
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +98,25 @@ _KILLED_AT = textwrap.dedent("""
 """)
 
 
+_CLI_KILLED_AT = textwrap.dedent("""
+    import os, runpy, signal, sys, threading
+    from synclient.transfer import direct, download
+    threshold = int(sys.argv.pop())
+    lock, written, write = threading.Lock(), [0], direct.pwrite_all
+
+    def counted(fd, data, offset):  # every byte of a download goes to its file through this
+        write(fd, data, offset)
+        with lock:
+            written[0] += len(data)
+            if written[0] >= threshold:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    direct.pwrite_all = download.pwrite_all = counted
+    sys.argv[0] = "synclient"
+    runpy.run_module("synclient", run_name="__main__")
+""")
+
+
 def _interrupt_in_process(emu: Emulator, target: Path, threshold: int) -> None:
     assert threading.current_thread() is threading.main_thread(), "a SIGINT reaches the main thread only"
     before = set(threading.enumerate())
@@ -121,6 +142,21 @@ def _kill_child(emu: Emulator, target: Path, threshold: int) -> None:
     assert child.returncode == -signal.SIGKILL, "the run ended before the kill"
 
 
+def _kill_cli(emu: Emulator, target: Path, threshold: int, home: Path) -> None:
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCLIENT_", "SYNAPSE_"))}
+    env.update(
+        HOME=str(home),
+        SYNAPSE_CONFIG_FILE=str(home / ".synapseConfig"),
+        SYNCLIENT_ENDPOINT=emu.endpoint,
+        SYNCLIENT_AUTH_TOKEN=emu.token,
+        PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]),
+    )
+    args = ["get", "-r", emu.project_id, "--path", str(target), "--no-progress", str(threshold)]
+    child = subprocess.run([sys.executable, "-c", _CLI_KILLED_AT, *args], env=env, timeout=120, capture_output=True)
+    assert child.returncode == -signal.SIGKILL, ("the run ended before the kill", child.stderr[-2000:])
+
+
 def _kept_prefix(data: bytes, start: int, end: int, disk: bytes) -> int:
     """Bytes of ``data[start:end]`` that ``disk`` holds from ``start`` on."""
     end = min(end, len(disk))
@@ -134,7 +170,7 @@ def _kept_prefix(data: bytes, start: int, end: int, disk: bytes) -> int:
     return max(end - start, 0)
 
 
-def _on_disk(target: Path, contents: Dict[str, bytes]) -> int:
+def _on_disk(target: Path, contents: Dict[str, bytes], part_size: int) -> int:
     """The files' bytes that reached the disk: installed files whole, partials part by part (zeros preallocated
     past what a part wrote are not its bytes)."""
     found = 0
@@ -146,7 +182,7 @@ def _on_disk(target: Path, contents: Dict[str, bytes]) -> int:
         if not partials:
             continue
         disk = partials[0].read_bytes()
-        part = LAYOUT[name] or len(data)
+        part = part_size if len(data) >= part_size else len(data)
         found += sum(_kept_prefix(data, s, min(s + part, len(data)), disk) for s in range(0, len(data), part))
     return found
 
@@ -157,12 +193,16 @@ def _run_interrupted(emu: Emulator, tmp_path: Path, contents, *, how: str, share
     emu.set_knobs(bandwidth_per_conn=link)
     emu.reset_stats()
     threshold = int(share * TOTAL)
+    config = TransferConfig(**CONFIG)
     if how == "ctrl-c":
         _interrupt_in_process(emu, target, threshold)
-    else:
+    elif how == "sigkill":
         _kill_child(emu, target, threshold)
+    else:
+        _kill_cli(emu, target, threshold, tmp_path / "home")
+        config = TransferConfig()  # the journals name the CLI's part size: the re-run resumes them with it
     first = emu.stats()["data_bytes"]
-    kept = _on_disk(target, contents)
+    kept = _on_disk(target, contents, config.part_size)
     assert kept >= threshold, (kept, threshold)  # the interrupt came after the bytes that triggered it were written
     emu.set_knobs(bandwidth_per_conn=0)
     emu.reset_stats()
@@ -170,7 +210,7 @@ def _run_interrupted(emu: Emulator, tmp_path: Path, contents, *, how: str, share
         emu.project_id,
         target,
         platform=Platform(endpoint=emu.endpoint, token=emu.token),
-        config=TransferConfig(**CONFIG),
+        config=config,
         progress=False,
     )
     again = emu.stats()["data_bytes"]
@@ -184,7 +224,7 @@ def _run_interrupted(emu: Emulator, tmp_path: Path, contents, *, how: str, share
     assert report.bytes_downloaded == again  # what came over the wire, exactly
     assert report.bytes_reused == downloaded - again
     print(
-        f"\n{how:7} at {share:4.0%} of the bytes, link {'%d MB/s' % (link // 10**6) if link else 'uncapped':9}: "
+        f"\n{how:11} at {share:4.0%} of the bytes, link {'%d MB/s' % (link // 10**6) if link else 'uncapped':9}: "
         f"first run served {first / MiB:6.1f} MiB, {kept / MiB:6.1f} MiB on disk; re-run served {again / MiB:6.1f} MiB"
         f" (missing {missing / MiB:6.1f}); in all {(first + again) / MiB:6.1f} MiB for {TOTAL / MiB:.1f} MiB"
     )
@@ -193,8 +233,8 @@ def _run_interrupted(emu: Emulator, tmp_path: Path, contents, *, how: str, share
 
 @pytest.mark.parametrize(
     "how, share, link",
-    [("ctrl-c", 0.5, SLOW), ("ctrl-c", 0.3, 0), ("sigkill", 0.6, SLOW)],
-    ids=["ctrl-c-slow", "ctrl-c-fast", "sigkill-slow"],
+    [("ctrl-c", 0.5, SLOW), ("ctrl-c", 0.3, 0), ("sigkill", 0.6, SLOW), ("sigkill-cli", 0.7, 0)],
+    ids=["ctrl-c-slow", "ctrl-c-fast", "sigkill-slow", "sigkill-cli-fast"],
 )
 def test_an_interrupted_sync_fetches_again_only_what_the_disk_lacks(emu, contents, tmp_path, how, share, link):
     _run_interrupted(emu, tmp_path, contents, how=how, share=share, link=link)
@@ -203,8 +243,8 @@ def test_an_interrupted_sync_fetches_again_only_what_the_disk_lacks(emu, content
 SHARES = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95)
 
 
-@pytest.mark.slow  # about a minute: every moment, both interrupts, both links
-@pytest.mark.parametrize("how", ["ctrl-c", "sigkill"])
+@pytest.mark.slow  # about a minute and a half: every moment, every interrupt, both links
+@pytest.mark.parametrize("how", ["ctrl-c", "sigkill", "sigkill-cli"])
 @pytest.mark.parametrize("link", [SLOW, 0], ids=["slow", "fast"])
 def test_interrupts_at_many_moments_refetch_at_most_the_missing_bytes_and_a_mark_per_stream(
     emu, contents, tmp_path, how, link
