@@ -233,9 +233,10 @@ def test_small_file_resumes_with_a_range_request(emu, tree, tmp_path):
     have = 400_000
     temp = temp_path(destination, handle.id)
     temp.write_bytes(full[:have])
-    # what an interrupted run leaves: the partial and its journal, which names the partial's device and inode
+    # what an interrupted run leaves: the partial and its journal, which names the partial's device and inode and
+    # marks how many of its bytes were durable
     journal = ResumeJournal(journal_path(temp), JournalHeader(handle.id, handle.content_size, handle.content_md5, 0))
-    journal.start(FileIdentity.of(os.lstat(temp)))
+    journal.start(FileIdentity.of(os.lstat(temp)), {0: have})
     journal.close()
     emu.reset_stats()
     sync_from_platform(f"{entity}", tmp_path, platform=platform)

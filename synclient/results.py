@@ -233,7 +233,8 @@ class SyncReport:
     skipped: int = 0
     deleted: int = 0
     failed: int = 0
-    bytes_downloaded: int = 0
+    bytes_downloaded: int = 0  # of the downloaded files: bytes that came over the wire in this run
+    bytes_reused: int = 0  # of the downloaded files: bytes kept from partial downloads earlier runs left
     wall_seconds: float = 0.0
     rest_calls: int = 0
     retries: int = 0
@@ -247,7 +248,8 @@ class SyncReport:
     workers: List[WorkerCounts] = field(default_factory=list)  # a sharded run's Dask workers (rest_calls: all)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def count(self, result: FileResult) -> None:
+    def count(self, result: FileResult, *, reused: int = 0) -> None:
+        """Count ``result``; ``reused``: of a downloaded file's bytes, those an earlier run's partial gave."""
         with self._lock:
             if result.status is SyncStatus.DOWNLOADED:
                 self.downloaded += 1
@@ -256,7 +258,8 @@ class SyncReport:
                 if result.action == FROM_SYNAPSE_CACHE:
                     self.from_cache += 1
                 else:
-                    self.bytes_downloaded += result.size or 0
+                    self.bytes_downloaded += (result.size or 0) - reused
+                    self.bytes_reused += reused
             elif result.status is SyncStatus.SKIPPED:
                 self.skipped += 1
             elif result.status is SyncStatus.DELETED:
@@ -289,11 +292,17 @@ class SyncReport:
             notes.append(f"{self.unverified} unverified: no MD5 or size recorded")
         noted = f" ({'; '.join(notes)})" if notes else ""
         renamed = f", {len(self.renamed)} renamed" if self.renamed else ""
+        # bytes kept from partial downloads did not come over the wire: said apart from those that did
+        moved, reused = (
+            (" transferred", f", {format_size(self.bytes_reused)} reused from partial downloads")
+            if self.bytes_reused
+            else ("", "")
+        )
         return (
             f"{self.downloaded} downloaded{noted}, {self.skipped} skipped, {deleted}{self.failed} failed"
             f"{renamed}{manifests}; "
-            f"{format_size(self.bytes_downloaded)} in {self.wall_seconds:.1f} s "
-            f"({format_rate(self.bytes_per_second)}); {counted(self.rest_calls, 'REST call')}, "
+            f"{format_size(self.bytes_downloaded)}{moved} in {self.wall_seconds:.1f} s "
+            f"({format_rate(self.bytes_per_second)}){reused}; {counted(self.rest_calls, 'REST call')}, "
             f"{counted(self.retries, 'retry', 'retries')}, {self.throttled} throttled"
             + (f"; on {counted(len(self.workers), 'Dask worker')}" if self.workers else "")
         )

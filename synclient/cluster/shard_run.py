@@ -111,7 +111,7 @@ class ShardOutcome:
 
     @property
     def bytes(self) -> int:
-        return sum(0 if f.error or f.earlier_try else f.received or 0 for f in self.files)
+        return sum(0 if f.error or f.earlier_try else (f.received or 0) - f.reused for f in self.files)
 
 
 def run_shard(task: ShardTask, *, released: Optional[Callable[[], bool]] = None) -> ShardOutcome:

@@ -51,8 +51,9 @@ class Effects(abc.ABC):
         """The planner's decision for one remote file; ``carry_out`` does it (fetch, adopt, keep)."""
 
     @abc.abstractmethod
-    def finished(self, result: FileResult, *, manifest_path: Optional[str] = None) -> None:
-        """A file's final state (``manifest_path``: its indexed path, listed in the manifest)."""
+    def finished(self, result: FileResult, *, manifest_path: Optional[str] = None, reused: int = 0) -> None:
+        """A file's final state (``manifest_path``: its indexed path, listed in the manifest; ``reused``: of a
+        downloaded file's bytes, those kept from an earlier run's partial download)."""
 
     # -- removals ----------------------------------------------------------------------------------------------
 
@@ -137,7 +138,7 @@ class AppliedEffects(Effects):
     def decided(self, entry: PlanEntry, carry_out: Callable[[], None]) -> None:
         carry_out()
 
-    def finished(self, result: FileResult, *, manifest_path: Optional[str] = None) -> None:
+    def finished(self, result: FileResult, *, manifest_path: Optional[str] = None, reused: int = 0) -> None:
         """Keep a file's effects. A fatal error stops the run: it is reported once, and what fails after it
         (cancelled calls) is not that file's fault."""
         with self._lock:
@@ -153,7 +154,7 @@ class AppliedEffects(Effects):
             self._results.append(result)
             if manifest_path is not None and self._list_in_manifest:
                 self.manifest_paths.add(manifest_path)
-        self.report.count(result)
+        self.report.count(result, reused=reused)
         self._observer.file_finished(result)
         if result.status is SyncStatus.FAILED:
             log.warning("failed: %s (%s): %s", result.entity_id, result.path, result.error)
@@ -205,7 +206,7 @@ class PlannedEffects(Effects):
     def decided(self, entry: PlanEntry, carry_out: Callable[[], None]) -> None:
         self.plan.add(entry)
 
-    def finished(self, result: FileResult, *, manifest_path: Optional[str] = None) -> None:
+    def finished(self, result: FileResult, *, manifest_path: Optional[str] = None, reused: int = 0) -> None:
         if result.status is SyncStatus.FAILED:  # only failures reach a plan this way: entities not even planned
             self.plan.add_failure(result)
 

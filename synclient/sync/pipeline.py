@@ -547,6 +547,7 @@ class FilePipeline:
                 **context.details,
             ),
             manifest_path=context.rel_path if error is None else None,
+            reused=fetched.reused,
         )
 
     def _drop_superseded(self, context: FileContext) -> None:

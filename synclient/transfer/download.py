@@ -18,7 +18,7 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Deque, Dict, Iterator, List, Optional, Set
+from typing import Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
 import tenacity
 
@@ -43,6 +43,7 @@ from synclient.transfer.http import ByteRange, DataClient, UrlRejectedError, fet
 from synclient.transfer.jobs import FetchJob
 from synclient.transfer.local_copy import CopyMethod, fill_temp
 from synclient.transfer.partial import (
+    DurableMarks,
     JournalHeader,
     ResumeJournal,
     SymlinkFreeFolders,
@@ -83,6 +84,7 @@ class FileJob:
     received: Optional[int] = field(default=None, repr=False, compare=False)  # bytes got, when no size was recorded
     announced: Optional[int] = field(default=None, repr=False, compare=False)  # and the length the server announced
     ranges: bool = field(default=False, repr=False, compare=False)  # and whether it takes Range
+    reused: int = field(default=0, repr=False, compare=False)  # bytes kept from the partial an earlier run left
 
     def __post_init__(self) -> None:
         if self.handle.external_url is not None:  # its host is the file's own: an untrusted one fails this file only
@@ -180,21 +182,28 @@ def plan_parts(size: int, part_size: int) -> List[ByteRange]:
 
 class _HashedWrite:
     """The sink of one stream into a whole file: each chunk written at its offset into ``fd``, hashed in order (the
-    MD5 so far is ``md5``) and told to the observer."""
+    MD5 so far is ``md5``), journaled as it becomes durable (``marks``, part 0) and told to the observer."""
 
-    def __init__(self, fd: int, observer: SyncObserver, planned: PlannedFile) -> None:
+    def __init__(
+        self, fd: int, observer: SyncObserver, planned: PlannedFile, marks: Optional[DurableMarks] = None
+    ) -> None:
         self._fd = fd
         self._observer = observer
         self._planned = planned
+        self._marks = marks
         self.md5 = hashlib.md5()
 
     def __call__(self, offset: int, data: memoryview) -> None:
         pwrite_all(self._fd, data, offset)
         self.md5.update(data)
+        if self._marks is not None:
+            self._marks.advance(0, offset + len(data))
         self._observer.bytes_transferred(self._planned, len(data))
 
     def restart(self) -> None:
-        """Empty the file and the hash: the body comes again from its first byte."""
+        """Empty the file and the hash: the body comes again from its first byte (the journal says so first)."""
+        if self._marks is not None:
+            self._marks.reset(0, 0)
         os.ftruncate(self._fd, 0)
         self.md5 = hashlib.md5()
 
@@ -209,7 +218,9 @@ class _Multipart:
     hasher: PrefixHasher
     resumed: bool
     countdown: Countdown  # parts to fetch + 1 (the starting task's): zero for the one caller that finalizes
-    written: Dict[int, int] = field(default_factory=dict)  # part -> end of its bytes written so far (this run)
+    marks: DurableMarks  # each part's progress, journaled once durable
+    written: Dict[int, int] = field(default_factory=dict)  # part -> end of its bytes written so far
+    kept: Dict[int, int] = field(default_factory=dict)  # part -> end of its bytes an earlier run left (job.reused)
     waiting: Deque[int] = field(default_factory=deque)  # parts not yet submitted (streams_per_file are in flight)
     error: Optional[SynclientError] = None
     cancelled: bool = False
@@ -372,14 +383,20 @@ class Downloader:
             if job.size >= SINGLE_RESUME_MIN
             else None
         )
-        partial = self._open_partial(temp, journal, fresh=fresh)
+        partial, durable = self._open_partial(temp, journal, fresh=fresh)
+        job.reused = durable
         try:
             if job.size == 0:
                 self._verify(job, EMPTY_MD5)
             else:
-                if not partial.resumed and journal is not None:
+                if not durable and journal is not None:  # nothing kept: the whole file is to be written
                     check_room(temp.parent, job.size, job.destination)
-                self._retrying()(self._stream_single, job, partial.fd)
+                marks = (
+                    DurableMarks(journal, partial.fd, marked={0: durable}, chunk_size=self._config.chunk_size)
+                    if journal is not None
+                    else None
+                )
+                self._retrying()(self._stream_single, job, partial.fd, marks=marks)
         except _WORTHLESS:
             _forget(temp, journal)
             raise
@@ -392,42 +409,59 @@ class Downloader:
             journal.remove()
         job.on_done(None)
 
-    def _open_partial(self, temp: Path, journal: Optional[ResumeJournal], *, fresh: bool = False) -> WriteTarget:
-        """The partial file of a single stream: the one its journal names when it is still that file (resumed),
-        else a fresh one (:func:`~synclient.transfer.partial.open_for_write`); its journal written anew."""
+    def _open_partial(
+        self, temp: Path, journal: Optional[ResumeJournal], *, fresh: bool = False
+    ) -> Tuple[WriteTarget, int]:
+        """The partial file of a single stream and the bytes of it to keep: the file its journal names when it is
+        still that file (resumed), cut back to the journal's last durable mark (bytes past it were never vouched
+        for); else a fresh one (:func:`~synclient.transfer.partial.open_for_write`), keeping nothing. Its journal
+        is written anew, with that mark."""
         state = journal.load() if journal is not None and not fresh else None
         partial = open_for_write(temp, resume=state.partial if state is not None else None, folders=self._folders)
-        if journal is not None:
-            try:
-                journal.start(partial.identity, folders=self._folders)
-            except BaseException:
-                os.close(partial.fd)
-                raise
-        return partial
+        durable = state.marks.get(0, 0) if state is not None and partial.resumed else 0
+        try:
+            if durable > partial.size:  # the mark vouches for bytes the file has not got: nothing is kept
+                durable = 0
+            if partial.resumed and partial.size != durable:
+                os.ftruncate(partial.fd, durable)
+            if journal is not None:
+                journal.start(partial.identity, {0: durable} if durable else {}, folders=self._folders)
+        except BaseException:
+            os.close(partial.fd)
+            raise
+        return partial, durable
 
-    def _stream_single(self, job: FileJob, fd: int, size: Optional[int] = None) -> None:
+    def _stream_single(
+        self, job: FileJob, fd: int, size: Optional[int] = None, *, marks: Optional[DurableMarks] = None
+    ) -> None:
         """One try at the whole file into the partial file ``fd``, from what it holds (``size``: the file's, when the
-        handle does not record it but the server announced it)."""
+        handle does not record it but the server announced it); ``marks`` journals its progress."""
         size = job.size if size is None else size
         have = os.fstat(fd).st_size
+        write = _HashedWrite(fd, self._observer, job.planned, marks)
         if have > size or (have == size and not job.handle.content_md5):
             # longer is foreign data; exactly full without an MD5 to check it could be a body that ran longer
-            have = 0
-            os.ftruncate(fd, 0)
-        write = _HashedWrite(fd, self._observer, job.planned)
+            have = job.reused = 0
+            write.restart()
         try:
-            hash_file_range(DirectFile(fd), 0, have, write.md5)
+            hash_file_range(DirectFile(fd), 0, have, write.md5)  # what is kept is hashed from the disk
             if have < size:
                 try:
                     self._fetch(job, ByteRange(have, size, size), write)
                 except RangeNotHonouredError:
                     if have == 0:
                         raise
+                    job.reused = 0
                     write.restart()  # the server cannot resume: take the whole body
                     self._fetch(job, ByteRange(0, size, size), write)
             self._verify(job, write.md5.hexdigest())
         except IntegrityError:
-            os.ftruncate(fd, 0)  # bytes that failed a check are never reused: the next try starts clean
+            job.reused = 0
+            write.restart()  # bytes that failed a check are never reused: the next try starts clean
+            raise
+        except Cancelled:
+            if marks is not None:  # stopped (Ctrl-C): what reached the file is kept for the next run
+                marks.advance(0, os.fstat(fd).st_size, final=True)
             raise
 
     def _download_unsized(self, job: FileJob) -> None:
@@ -472,29 +506,31 @@ class Downloader:
                 file_handle_id=job.handle.id, size=size, md5=job.handle.content_md5 or "", part_size=part_size
             ),
         )
+        parts = plan_parts(size, part_size)
         recorded = journal.load()
         partial = open_for_write(temp, resume=recorded.partial if recorded is not None else None, folders=self._folders)
-        finished: Set[int] = (
-            set(recorded.finished) if recorded is not None and partial.resumed and partial.size == size else set()
-        )
-        if partial.resumed and not finished:  # ours, but nothing to continue: a fresh file, preallocated
+        # per part: the end of its bytes an earlier run made durable (the journal's last mark), else its start
+        kept = recorded.marks if recorded is not None and partial.resumed and partial.size == size else {}
+        durable = {index: max(kept.get(index, part.start), part.start) for index, part in enumerate(parts)}
+        progress = {index: end for index, end in durable.items() if end > parts[index].start}
+        if partial.resumed and not progress:  # ours, but nothing to continue: a fresh file, preallocated
             os.close(partial.fd)
             partial = open_for_write(temp, folders=self._folders)
         fd = partial.fd
         try:
-            if not finished:
+            if not progress:
                 preallocate(fd, size, job.destination)
-            journal.start(partial.identity, finished, folders=self._folders)
+            journal.start(partial.identity, progress, folders=self._folders)
         except BaseException as exc:
             os.close(fd)
             journal.close()
             if isinstance(exc, NoRoomForFileError):
                 _forget(temp, journal)
             raise
-        parts = plan_parts(size, part_size)
-        finished &= set(range(len(parts)))
         file = DirectFile(fd, open_direct(temp, fd) if self._config.direct_io else -1)
-        todo = [i for i in range(len(parts)) if i not in finished]
+        finished = [index for index, end in progress.items() if end == parts[index].end]
+        todo = [index for index in range(len(parts)) if durable[index] < parts[index].end]
+        job.reused = sum(end - parts[index].start for index, end in progress.items())
         # +1: this task's own count, so parts finishing early cannot finalize (see Countdown)
         state = _Multipart(
             job=job,
@@ -503,16 +539,25 @@ class Downloader:
             journal=journal,
             parts=parts,
             hasher=PrefixHasher(file, parts),
-            resumed=bool(finished),
+            resumed=bool(progress),
             countdown=Countdown(len(todo) + 1),
+            marks=DurableMarks(journal, fd, marked=durable, chunk_size=self._config.chunk_size),
+            written={index: end for index, end in progress.items() if index in todo},
+            kept=dict(progress),
         )
-        if finished:
-            log.info("resuming %s: %d of %d parts already on disk", job.entity_id, len(finished), len(parts))
+        if progress:
+            log.info(
+                "resuming %s: %d of %d parts already on disk, %d bytes in all",
+                job.entity_id,
+                len(finished),
+                len(parts),
+                job.reused,
+            )
         state.waiting.extend(todo)
         for _ in range(min(self._config.streams_per_file, len(todo))):
             self._submit_next_part(state)
-        for index in sorted(finished):
-            state.hasher.part_done(index)
+        for index in sorted(progress):  # the kept bytes are hashed from the disk, never taken on trust
+            state.hasher.advance(index, progress[index])
         if state.countdown.count_down():
             self._finish_multipart(state)
 
@@ -530,8 +575,12 @@ class Downloader:
         try:
             with reporting_failures(state.fail, state.job.destination):
                 if state.error is None and not self._pool.cancel_event.is_set():
-                    self._retrying()(self._fetch_part, state, index)
-                    state.journal.mark_finished(index)
+                    try:
+                        self._retrying()(self._fetch_part, state, index)
+                    except Cancelled:  # stopped (Ctrl-C): what reached the file is kept for the next run
+                        state.marks.advance(index, state.written.get(index, state.parts[index].start), final=True)
+                        raise
+                    state.marks.advance(index, state.parts[index].end, final=True)
                     state.hasher.part_done(index)
         except Cancelled:
             state.cancelled = True
@@ -543,14 +592,17 @@ class Downloader:
                 self._finish_multipart(state)
 
     def _fetch_part(self, state: _Multipart, index: int) -> None:
-        """One try at a part; a retry after a cut or stall continues from the part's last written byte."""
-        file, part = state.file, state.parts[index]
+        """One try at a part; a retry after a cut or stall continues from the part's last written byte (the first
+        try, from where an earlier run's journal marked it durable)."""
+        file, part, marks = state.file, state.parts[index], state.marks
         written = state.written.get(index, part.start)
 
         def sink(offset: int, data: memoryview) -> None:
             file.write(data, offset)
-            state.written[index] = offset + len(data)
-            state.hasher.advance(index, offset + len(data))
+            end = offset + len(data)
+            state.written[index] = end
+            marks.advance(index, end)
+            state.hasher.advance(index, end)
             self._observer.bytes_transferred(state.job.planned, len(data))
 
         try:
@@ -558,7 +610,10 @@ class Downloader:
         except RangeNotHonouredError:
             if written == part.start:
                 raise
-            state.written[index] = part.start  # a sub-range was refused: the whole part, then
+            with state.lock:  # a sub-range was refused: the whole part, then (nothing of it is kept)
+                state.job.reused -= state.kept.pop(index, part.start) - part.start
+            marks.reset(index, part.start)
+            state.written[index] = part.start
             self._fetch(state.job, part, sink)
 
     def _finish_multipart(self, state: _Multipart) -> None:

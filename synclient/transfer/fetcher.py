@@ -87,7 +87,8 @@ class LocalFetcher:
 
     def fetch(self, job: FetchJob, on_fetched: OnFetched) -> None:
         def done(error: Optional[SynclientError]) -> None:
-            on_fetched(FileFetched.of(job, error, received=None if job.size_known else started.received))
+            received = None if job.size_known else started.received
+            on_fetched(FileFetched.of(job, error, received=received, reused=started.reused))
 
         # (the job's own wrapping of ``done`` applies: an external URL's untrusted host fails this file only)
         started = FileJob.of(job, done)

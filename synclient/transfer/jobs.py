@@ -94,6 +94,7 @@ class FileFetched:
     received: Optional[int] = None  # the handle's size, or the bytes got for a file whose handle records none
     earlier_try: bool = False  # installed by an earlier try of its Dask shard (found verified, not fetched again)
     from_cache: bool = False  # copied from synapseclient's download cache, not fetched from storage
+    reused: int = 0  # of its bytes: kept from the partial download an earlier run left (not fetched again)
 
     @classmethod
     def of(
@@ -104,8 +105,9 @@ class FileFetched:
         received: Optional[int] = None,
         earlier_try: bool = False,
         from_cache: bool = False,
+        reused: int = 0,
     ) -> FileFetched:
         """``job``'s outcome; ``received`` defaults to the handle's size when it records one (and it arrived)."""
         if received is None and error is None and job.size_known:
             received = job.size
-        return cls(job.entity_id, job.destination, error, received, earlier_try, from_cache)
+        return cls(job.entity_id, job.destination, error, received, earlier_try, from_cache, reused)

@@ -1,10 +1,13 @@
-"""Partial files beside their destination, and the resume journal of a multipart download.
+"""Partial files beside their destination, and the resume journal of a download.
 
 A download is written to a hidden temporary file in the destination's own folder (same filesystem, so the final
 ``os.replace`` is atomic) whose name carries the file handle id: bytes found there on the next run belong to the
-same stored object and can be continued. A multipart download also keeps a journal beside it: a header line (handle
-id, size, MD5, part size) and then one line per finished part, appended with ``O_APPEND`` (no lock, no rewrite).
-A part is listed only after its bytes were written, and the final MD5 check catches anything the journal got wrong.
+same stored object and can be continued. A download also keeps a journal beside it (a single stream from
+``download.SINGLE_RESUME_MIN`` up): a header line (handle id, size, MD5, part size) and then marks, appended with
+``O_APPEND`` (no lock, no rewrite), each saying how far a part (a single stream: part 0) is on disk. A mark is
+written only after the bytes it vouches for were made durable (:class:`DurableMarks`), at least every
+:data:`JOURNAL_EVERY` bytes of a stream, so a re-run after Ctrl-C, SIGKILL or a power cut continues every part from
+its mark; the kept bytes are hashed from the disk, and the final MD5 check catches anything the journal got wrong.
 Partials of other handles than the one a run settles for a file can never resume; :class:`LeftoverPartials` removes
 them.
 
@@ -28,7 +31,8 @@ import stat
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Set, Tuple
+from types import MappingProxyType
+from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Set, Tuple
 
 from synclient import portable
 from synclient.errors import NoRoomForFileError, UnsafePathError
@@ -446,14 +450,22 @@ class JournalHeader:
     file_handle_id: str
     size: int
     md5: str
-    part_size: int  # 0: one stream, continued from the partial's length
+    part_size: int  # 0: one stream (its one part is the whole file)
+
+    def part_bounds(self, index: int) -> Optional[Tuple[int, int]]:
+        """(start, end) of part ``index`` of the file, None for an index the file has no part of."""
+        if self.part_size == 0:
+            return (0, self.size) if index == 0 else None
+        start = index * self.part_size
+        return (start, min(start + self.part_size, self.size)) if 0 <= start < self.size else None
 
 
 class JournalState(NamedTuple):
-    """What a journal vouches for: the partial file it was written with, and the parts finished in it."""
+    """What a journal vouches for: the partial file it was written with, and per part (index) the end of the bytes
+    from the part's start that were durable on disk when the mark was written (a finished part: its end)."""
 
     partial: FileIdentity
-    finished: FrozenSet[int]
+    marks: Dict[int, int]
 
 
 #: a file of the target read without following a symlink, and without waiting for a writer should a FIFO have taken
@@ -465,8 +477,12 @@ SAFE_READ_FLAGS = (
 
 class ResumeJournal:
     """The resume record of one partial download: a header line (the file handle, size, MD5 and part size, and the
-    device and inode of the partial file it goes with) and one line per finished part. Without it (or with another
-    header, or another inode) a partial is never resumed: :func:`open_for_write` discards it."""
+    device and inode of the partial file it goes with) and then marks, one line each, appended with ``O_APPEND``:
+    ``<part> <end>`` says that the part's bytes from its start up to offset ``end`` are durable on disk (a bare
+    ``<part>``, as journals before marks wrote, that the part is finished). The last mark of a part wins; a line
+    the file ends in without its newline (torn by a crash) and any line that is not a mark of one of the file's
+    parts are ignored. Without the journal (or with another header, or another inode) a partial is never resumed:
+    :func:`open_for_write` discards it."""
 
     def __init__(self, path: Path, header: JournalHeader) -> None:
         self.path = path
@@ -474,7 +490,7 @@ class ResumeJournal:
         self._fd = -1
 
     def load(self) -> Optional[JournalState]:
-        """The partial and parts an earlier try or run recorded for the same header; None for a journal that is
+        """The partial and marks an earlier try or run recorded for the same header; None for a journal that is
         missing, unreadable, foreign or of another file."""
         try:
             fd = os.open(self.path, SAFE_READ_FLAGS)
@@ -482,37 +498,62 @@ class ResumeJournal:
             return None
         try:
             with os.fdopen(fd, "rb") as journal:
-                lines = journal.read().decode("utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
+                lines = journal.read().split(b"\n")
+        except OSError:
             return None
+        lines.pop()  # what follows the last newline: nothing, or a line torn by a crash
         if not lines:
             return None
         try:
-            fields = json.loads(lines[0])
+            fields = json.loads(lines[0].decode("utf-8"))
             partial = FileIdentity(int(fields.pop("device")), int(fields.pop("inode")))
             if JournalHeader(**fields) != self.header:
                 return None
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except (ValueError, TypeError, KeyError, AttributeError):  # UnicodeDecodeError is a ValueError
             return None
-        parts = (line.strip() for line in lines[1:])
-        return JournalState(partial, frozenset(int(part) for part in parts if part.isascii() and part.isdigit()))
+        marks: Dict[int, int] = {}
+        for line in lines[1:]:
+            mark = self._mark_of(line)
+            if mark is not None:
+                marks[mark[0]] = mark[1]
+        return JournalState(partial, marks)
+
+    def _mark_of(self, line: bytes) -> Optional[Tuple[int, int]]:
+        """(part, durable end) of a mark line; None for anything else (garbage, a part the file has not, an end
+        outside its part)."""
+        words = line.split(b" ")
+        if not 1 <= len(words) <= 2 or not all(word.isdigit() for word in words):  # bytes.isdigit: ASCII only
+            return None
+        index = int(words[0])
+        bounds = self.header.part_bounds(index)
+        if bounds is None:
+            return None
+        end = int(words[1]) if len(words) == 2 else bounds[1]
+        return (index, end) if bounds[0] <= end <= bounds[1] else None
 
     def start(
         self,
         partial: FileIdentity,
-        finished: AbstractSet[int] = frozenset(),
+        marks: Mapping[int, int] = MappingProxyType({}),
         *,
         folders: Optional[SymlinkFreeFolders] = None,
     ) -> None:
-        """Write the journal of ``partial`` afresh (a file of this run: :func:`open_for_write`), listing the parts
-        already ``finished``; later parts are appended by :meth:`mark_finished`."""
+        """Write the journal of ``partial`` afresh (a file of this run: :func:`open_for_write`), with the ``marks``
+        already durable; later ones are appended by :meth:`mark`."""
         self.close()
         self._fd = open_for_write(self.path, folders=folders, append=True).fd
         header = dict(asdict(self.header), device=partial.device, inode=partial.inode)
-        os.write(self._fd, (json.dumps(header) + "\n" + "".join(f"{i}\n" for i in sorted(finished))).encode())
+        os.write(self._fd, (json.dumps(header) + "\n" + _mark_lines(marks)).encode())
 
-    def mark_finished(self, index: int) -> None:
-        os.write(self._fd, f"{index}\n".encode())  # one small O_APPEND write: atomic among threads
+    def mark(self, marks: Mapping[int, int]) -> None:
+        """Append ``{part: end}`` marks; the caller made those bytes durable first (:class:`DurableMarks`)."""
+        if self._fd >= 0 and marks:
+            os.write(self._fd, _mark_lines(marks).encode())  # one small O_APPEND write: atomic among threads
+
+    def sync(self) -> None:
+        """The marks written so far on stable storage (a power cut keeps them)."""
+        if self._fd >= 0:
+            make_durable(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -525,3 +566,60 @@ class ResumeJournal:
             self.path.unlink()
         except FileNotFoundError:
             pass
+
+
+def _mark_lines(marks: Mapping[int, int]) -> str:
+    return "".join(f"{index} {end}\n" for index, end in sorted(marks.items()))
+
+
+#: a running stream's bytes on disk that its journal does not yet vouch for stay below this (when the chunk size is
+#: not larger): what a SIGKILL or power cut can cost a stream at most, on top of bytes not yet on disk
+JOURNAL_EVERY = 4 * 1024 * 1024
+
+
+def make_durable(fd: int) -> None:
+    """The file's written bytes (and the size and blocks needed to read them back) on stable storage."""
+    (os.fdatasync if hasattr(os, "fdatasync") else os.fsync)(fd)
+
+
+class DurableMarks:
+    """Journals how far each stream of one partial file has written, the data made durable BEFORE the mark says
+    so (aria2's control file habit): a crash or power cut never leaves a mark over bytes the disk has not got.
+
+    Each stream reports, after each chunk it wrote, the end of its bytes written contiguously from its part's
+    start (:meth:`advance`). When that is :data:`JOURNAL_EVERY` bytes past its last mark, less one chunk (so the
+    next chunk cannot take it beyond), the file is synced once (``fdatasync``) and every stream's progress written
+    before the sync is marked in one journal line per stream, the journal then synced too; a stream finished or
+    stopped marks what it has at once (``final``). One sync at a time: a stream that waited for another's sync
+    finds itself marked by it."""
+
+    def __init__(self, journal: ResumeJournal, fd: int, *, marked: Mapping[int, int], chunk_size: int) -> None:
+        self._journal = journal
+        self._fd = fd
+        self._marked: Dict[int, int] = dict(marked)  # per stream (part): durable end its journal says
+        self._written: Dict[int, int] = dict(marked)  # per stream: end of its bytes written (and returned)
+        self._slack = max(JOURNAL_EVERY - chunk_size, 0)
+        self._lock = threading.Lock()
+
+    def advance(self, index: int, end: int, *, final: bool = False) -> None:
+        """Stream ``index`` has written its bytes up to ``end``; journaled now if due (or ``final``)."""
+        self._written[index] = end  # an existing key: no resize, safe beside the snapshot below
+        if not final and end - self._marked[index] <= self._slack:
+            return
+        with self._lock:
+            marked = self._marked[index]
+            if marked >= end or (not final and end - marked <= self._slack):
+                return  # another stream's sync covered it
+            written = dict(self._written)  # every end in it was written before the sync below
+            make_durable(self._fd)
+            due = {i: e for i, e in written.items() if e > self._marked[i]}
+            self._journal.mark(due)
+            self._journal.sync()  # and the marks themselves: a power cut keeps them too
+            self._marked.update(due)
+
+    def reset(self, index: int, end: int) -> None:
+        """Stream ``index`` starts again from ``end``, below its mark: journaled at once (a mark that vouches for
+        less needs no sync), before any of its bytes are rewritten."""
+        with self._lock:
+            self._written[index] = self._marked[index] = end
+            self._journal.mark({index: end})

@@ -101,11 +101,12 @@ def test_journal_round_trip_and_foreign_header_is_ignored(tmp_path):
     assert temp.parent == tmp_path and temp.name.startswith(".big.bin.77")
     header = JournalHeader(file_handle_id="77", size=100, md5="m", part_size=10)
     journal = ResumeJournal(journal_path(temp), header)
-    journal.start(FileIdentity(5, 42), {1})
-    for index in (3, 0, 7):
-        journal.mark_finished(index)
+    journal.start(FileIdentity(5, 42), {1: 20})
+    for index, end in ((3, 35), (0, 10), (7, 80), (3, 40)):
+        journal.mark({index: end})
     journal.close()
-    assert ResumeJournal(journal_path(temp), header).load() == (FileIdentity(5, 42), {0, 1, 3, 7})
+    # the last mark of a part wins
+    assert ResumeJournal(journal_path(temp), header).load() == (FileIdentity(5, 42), {0: 10, 1: 20, 3: 40, 7: 80})
     other = JournalHeader(file_handle_id="78", size=100, md5="m", part_size=10)
     assert ResumeJournal(journal_path(temp), other).load() is None
 

@@ -149,11 +149,11 @@ def test_a_journal_is_a_fresh_file_too(outside, target):
     journal_file = target / ".big2.bin.7.synclient-partial.parts"
     os.link(outside, journal_file)
     journal = ResumeJournal(journal_file, JournalHeader("7", 10, "", 0))
-    journal.start(FileIdentity(1, 2), {0})
-    journal.mark_finished(1)
+    journal.start(FileIdentity(1, 2), {0: 4})
+    journal.mark({0: 10})
     journal.close()
     assert outside.read_bytes() == OUTSIDE
-    assert journal.load() == (FileIdentity(1, 2), {0, 1})
+    assert journal.load() == (FileIdentity(1, 2), {0: 10})
 
 
 # -- downloads through it ---------------------------------------------------------------------------------------------
@@ -169,7 +169,8 @@ def _journal_for(run: Run, part_size: int, partial_file: Path, parts=()) -> None
         journal_path(temp_path(job.destination, job.handle.id)),
         JournalHeader(job.handle.id, job.handle.content_size, job.handle.content_md5, part_size),
     )
-    journal.start(_identity(partial_file), set(parts))
+    header = journal.header
+    journal.start(_identity(partial_file), {i: header.part_bounds(i)[1] for i in parts if header.part_bounds(i)})
     journal.close()
 
 

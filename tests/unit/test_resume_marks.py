@@ -1,0 +1,262 @@
+"""Byte-level resume (issue 32 part 1): the journal's marks (torn, foreign and lying lines), the durability order
+(data synced before the mark that vouches for it), the 4 MiB bound, and downloads resuming each stream from its
+mark with the kept bytes hashed from the disk."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import List, Tuple
+
+import pytest
+from test_download import PART, FakeStorage, Run
+
+from synclient.events import SyncObserver
+from synclient.results import FileResult, SyncReport, SyncStatus
+from synclient.transfer import download, partial
+from synclient.transfer.partial import (
+    DurableMarks,
+    FileIdentity,
+    JournalHeader,
+    ResumeJournal,
+    journal_path,
+    temp_path,
+)
+
+HEADER = JournalHeader(file_handle_id="77", size=100, md5="m", part_size=10)
+_HEADER_LINE = '{"file_handle_id": "77", "size": 100, "md5": "m", "part_size": 10, "device": 5, "inode": 42}\n'
+
+
+def _load(tmp_path: Path, body: bytes, header: JournalHeader = HEADER):
+    path = tmp_path / "j.parts"
+    path.write_bytes(_HEADER_LINE.encode() + body)
+    return ResumeJournal(path, header).load()
+
+
+def test_a_torn_last_line_is_ignored(tmp_path):
+    # "1 1" is what a crash can leave of "1 15\n": read as a mark it would vouch for 1 byte it never synced... or
+    # for a whole part ("1" alone once meant finished)
+    assert _load(tmp_path, b"0 10\n1 1") == (FileIdentity(5, 42), {0: 10})
+    assert _load(tmp_path, b"0 10\n1") == (FileIdentity(5, 42), {0: 10})
+
+
+def test_the_last_mark_of_a_part_wins_and_a_bare_index_is_a_finished_part(tmp_path):
+    assert _load(tmp_path, b"1 12\n2\n1 17\n") == (FileIdentity(5, 42), {1: 17, 2: 30})
+    assert _load(tmp_path, b"1 17\n1 10\n").marks == {1: 10}  # a part started again says so
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"1 21",  # beyond its part
+        b"1 5",  # before its part
+        b"10 100",  # a part the file has not
+        b"1 \xd9\xa3",  # not ASCII digits
+        b"\x00\x00\x00",  # what a crash can leave in a file's appended blocks
+        b"1  15",
+        b"-1 5",
+        b"1 15 16",
+    ],
+)
+def test_a_line_that_is_no_mark_of_the_file_is_ignored(tmp_path, line):
+    assert _load(tmp_path, b"1 15\n" + line + b"\n").marks == {1: 15}
+
+
+def test_a_single_streams_one_part_is_the_whole_file(tmp_path):
+    header = JournalHeader(file_handle_id="77", size=100, md5="m", part_size=0)
+    line = '{"file_handle_id": "77", "size": 100, "md5": "m", "part_size": 0, "device": 5, "inode": 42}\n'
+    path = tmp_path / "j.parts"
+    path.write_bytes(line.encode() + b"0 40\n0 101\n1 5\n")
+    assert ResumeJournal(path, header).load().marks == {0: 40}
+
+
+class _Recorder:
+    """What happened, in order: syncs of the data and marks written to the journal."""
+
+    def __init__(self, monkeypatch, journal: ResumeJournal) -> None:
+        self.events: List[Tuple[str, object]] = []
+        monkeypatch.setattr(partial, "make_durable", lambda fd: self.events.append(("sync", None)))
+        mark = journal.mark
+        monkeypatch.setattr(journal, "mark", lambda marks: (self.events.append(("mark", dict(marks))), mark(marks)))
+
+
+def test_data_is_synced_before_the_mark_that_vouches_for_it_and_the_gap_stays_within_the_bound(tmp_path, monkeypatch):
+    chunk = 1024 * 1024
+    journal = ResumeJournal(tmp_path / "j.parts", JournalHeader("1", 64 * chunk, "", 32 * chunk))
+    journal.start(FileIdentity(1, 2))
+    recorder = _Recorder(monkeypatch, journal)
+    marks = DurableMarks(journal, -1, marked={0: 0, 1: 32 * chunk}, chunk_size=chunk)
+    ends = {0: 0, 1: 32 * chunk}
+    synced = dict(ends)  # what the last sync covered
+    for step in range(40):
+        index = step % 2
+        ends[index] += chunk if index == 0 else chunk // 2
+        before = len(recorder.events)
+        marks.advance(index, ends[index])
+        for kind, value in recorder.events[before:]:
+            if kind == "sync":
+                synced = dict(ends)
+            else:
+                assert all(end <= synced[i] for i, end in value.items()), "a mark over bytes not synced"
+        # what is on disk but unmarked never exceeds the bound, whichever stream wrote last
+        marked = journal.load().marks
+        for i in (0, 1):
+            assert ends[i] - marked.get(i, 32 * chunk * i) <= partial.JOURNAL_EVERY
+    ends[0] += 100
+    marks.advance(0, ends[0], final=True)
+    # one sync of the data marks both streams; then the journal is synced (a power cut keeps the marks)
+    assert recorder.events[-3:] == [("sync", None), ("mark", {0: ends[0], 1: ends[1]}), ("sync", None)]
+
+
+def test_a_reset_mark_is_written_at_once_without_a_sync(tmp_path, monkeypatch):
+    journal = ResumeJournal(tmp_path / "j.parts", HEADER)
+    journal.start(FileIdentity(1, 2), {1: 18})
+    recorder = _Recorder(monkeypatch, journal)
+    marks = DurableMarks(journal, -1, marked={1: 18}, chunk_size=4096)
+    marks.reset(1, 10)
+    assert recorder.events == [("mark", {1: 10})]
+    assert journal.load().marks == {1: 10}
+
+
+# -- downloads -------------------------------------------------------------------------------------------------------
+
+SIZE = 5 * PART + 123  # parts of Run's config (multipart from 2 * PART, 16 KiB chunks, 2 streams)
+
+
+class Killed(BaseException):
+    """A SIGKILL in the middle of a stream: nothing after it runs (no cancel handling, no final mark)."""
+
+
+class KillAfter(SyncObserver):
+    def __init__(self, chunks: int, error: BaseException) -> None:
+        self.left, self.error = chunks, error
+
+    def bytes_transferred(self, file, count: int) -> None:
+        self.left -= 1
+        if self.left == 0:
+            raise self.error
+
+
+class RangeLog(FakeStorage):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.ranges: List[str] = []
+        self.served = 0
+
+    def get(self, url, *, headers, connect_timeout, read_timeout):
+        self.ranges.append(headers.get("Range", "whole"))
+        response = super().get(url, headers=headers, connect_timeout=connect_timeout, read_timeout=read_timeout)
+        self.served += len(response._body)
+        return response
+
+
+@pytest.fixture
+def small_marks(monkeypatch):
+    """Marks every 32 KiB (the chunk is 16 KiB): a part of Run's 64 KiB is marked halfway and at its end."""
+    monkeypatch.setattr(partial, "JOURNAL_EVERY", 32 * 1024)
+
+
+def _killed_run(tmp_path: Path, data: bytes, chunks: int) -> Run:
+    first = Run(tmp_path, data, observer=KillAfter(chunks, Killed()))
+    with pytest.raises(Killed):
+        first.start()
+    return first
+
+
+def test_a_killed_multipart_download_resumes_each_part_from_its_mark(tmp_path, small_marks):
+    data = os.urandom(SIZE)
+    _killed_run(tmp_path, data, chunks=7)  # part 0 done (4 chunks); part 1: 3 chunks written, 2 of them marked
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    assert storage.ranges[0] == f"bytes={PART + 32 * 1024}-{2 * PART - 1}"  # part 1 from its mark, part 0 not at all
+    assert second.job.reused == PART + 32 * 1024 == SIZE - storage.served
+
+
+def test_a_cancelled_multipart_download_marks_every_byte_it_wrote(tmp_path, small_marks):
+    from synclient.errors import Cancelled
+
+    data = os.urandom(SIZE)
+    first = Run(tmp_path, data, observer=KillAfter(7, Cancelled()))
+    first.start()
+    assert first.done == []  # cancelled: no outcome, the partial kept
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.job.destination.read_bytes() == data
+    assert storage.ranges[0] == f"bytes={PART + 3 * 16 * 1024}-{2 * PART - 1}"  # Ctrl-C loses nothing written
+
+
+def test_a_lying_mark_is_caught_by_the_md5_of_the_disk_and_the_file_starts_over(tmp_path, small_marks):
+    data = os.urandom(SIZE)
+    _killed_run(tmp_path, data, chunks=7)
+    temp = temp_path(tmp_path.resolve() / "file.bin", "fh1")
+    with open(temp, "r+b") as file:  # bytes under a mark that are not the file's (a disk that lied about a sync)
+        file.seek(100)
+        file.write(b"\x00" * 10)
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    assert storage.served > SIZE - PART  # the resumed parts failed verification: the whole file came again
+
+
+def _single_partial(tmp_path: Path, data: bytes, have: bytes, mark: int) -> Path:
+    """What a killed single stream leaves: ``have`` in its partial, a journal marking ``mark`` bytes durable."""
+    destination = tmp_path.resolve() / "file.bin"
+    temp = temp_path(destination, "fh1")
+    temp.write_bytes(have)
+    journal = ResumeJournal(journal_path(temp), JournalHeader("fh1", len(data), hashlib.md5(data).hexdigest(), 0))
+    journal.start(FileIdentity.of(os.lstat(temp)), {0: mark} if mark else {})
+    journal.close()
+    return temp
+
+
+@pytest.fixture
+def single_journal(monkeypatch):
+    monkeypatch.setattr(download, "SINGLE_RESUME_MIN", 1)
+
+
+def test_a_single_stream_resumes_from_its_mark_not_from_the_partials_length(tmp_path, single_journal):
+    data = os.urandom(PART)
+    # bytes past the mark may be what a power cut left (zeros, or nothing): never vouched for, never kept
+    _single_partial(tmp_path, data, data[:40_000] + b"\x00" * 8_000, mark=40_000)
+    storage = RangeLog(data)
+    run = Run(tmp_path, data, storage=storage)
+    run.start()
+    assert run.done == [None] and run.job.destination.read_bytes() == data
+    assert storage.ranges == [f"bytes=40000-{PART - 1}"] and run.job.reused == 40_000
+
+
+@pytest.mark.parametrize("mark", [0, PART // 2 + 1], ids=["no-mark", "mark-beyond-the-file"])
+def test_a_single_stream_without_a_mark_it_can_keep_starts_over(tmp_path, single_journal, mark):
+    data = os.urandom(PART)
+    _single_partial(tmp_path, data, data[: PART // 2], mark=mark)
+    storage = RangeLog(data)
+    run = Run(tmp_path, data, storage=storage)
+    run.start()
+    assert run.done == [None] and run.job.destination.read_bytes() == data
+    assert storage.ranges == ["whole"] and run.job.reused == 0
+
+
+def test_a_single_streams_lying_mark_fails_the_md5_of_the_disk_and_is_fetched_again(tmp_path, single_journal):
+    data = os.urandom(PART)
+    _single_partial(tmp_path, data, b"\x01" * 30_000, mark=30_000)
+    storage = RangeLog(data)
+    run = Run(tmp_path, data, storage=storage)
+    run.start()
+    assert run.done == [None] and run.job.destination.read_bytes() == data
+    assert storage.ranges == [f"bytes=30000-{PART - 1}", "whole"] and run.job.reused == 0
+
+
+def test_the_report_counts_transferred_and_reused_bytes_apart():
+    report = SyncReport(wall_seconds=1.0)
+    result = FileResult("syn1", 1, Path("/t/f"), 50_000_000, "m", SyncStatus.DOWNLOADED)
+    report.count(result, reused=20_000_000)
+    report.count(FileResult("syn2", 1, Path("/t/g"), 5_000_000, "m", SyncStatus.DOWNLOADED))
+    assert (report.bytes_downloaded, report.bytes_reused) == (35_000_000, 20_000_000)
+    assert "33.4 MiB transferred in 1.0 s (33.4 MiB/s), 19.1 MiB reused from partial downloads;" in report.summary()
+    assert report.to_json()["bytes_reused"] == 20_000_000
+    assert "reused" not in SyncReport(bytes_downloaded=5).summary()
