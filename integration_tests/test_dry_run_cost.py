@@ -1,5 +1,7 @@
 """Issue 32, part 3: a dry run costs listings, not a call per file; its byte count and call count are the real
-run's; its estimate is within 2x of the real run's wall time; it shows progress.
+run's; its estimate is within 2x of the real run's wall time (checked from the counted calls against the least time
+the request window lets the real run take, which it took: no wall-clock ratio a loaded machine could break); it shows
+progress.
 
 The calls are counted by the emulator (its per-route counters), the bytes by the real run's report.
 """
