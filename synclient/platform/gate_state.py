@@ -54,6 +54,9 @@ MAX_FILE_BYTES = 256 * 1024
 #: a hold read from the file ends at most this long from now (the gate's longest ``Retry-After``): a file written
 #: under a clock that was ahead must not stall the next command
 MAX_HOLD_SECONDS = 300.0
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)  # (POSIX)
+_NO_BLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at the path: the open does not wait for a writer
+_BINARY = getattr(os, "O_BINARY", 0)  # (Windows)
 #: starts are kept to the microsecond: the same start read back compares equal
 _DIGITS = 6
 
@@ -254,9 +257,8 @@ class GateStateFile:
 
     def _read(self) -> GateRecord:
         """The file's record: not through a symbolic link, a regular file only, at most :data:`MAX_FILE_BYTES`."""
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
         try:
-            handle = os.fdopen(os.open(self.path, flags), "rb")
+            handle = os.fdopen(os.open(self.path, os.O_RDONLY | _NO_FOLLOW | _NO_BLOCK | _BINARY), "rb")
         except FileNotFoundError:
             return GateRecord()
         except OSError as exc:  # a symbolic link (ELOOP), no permission
@@ -276,13 +278,13 @@ class GateStateFile:
 
     def _write(self, record: GateRecord) -> None:
         temp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            with open(os.open(temp, flags, 0o600), "w", encoding="utf-8") as handle:
+        try:  # (a temporary file a killed command left under this name: the open fails, it is removed below)
+            descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o600)
+            with open(descriptor, "w", encoding="utf-8") as handle:
                 json.dump(record.to_json(), handle, separators=(",", ":"))
             os.replace(temp, self.path)
         finally:
-            if temp.exists():
+            if os.path.lexists(temp):
                 temp.unlink()
 
 

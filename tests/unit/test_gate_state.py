@@ -411,3 +411,18 @@ def test_a_hold_from_a_clock_that_was_ahead_is_cut_to_the_longest_retry_after(tm
     gate = AdaptiveGate(state=state, clock=Clock(50.0), wall_clock=wall)
     delay = gate.policy.start_delay(50.0)
     assert delay is not None and 0 < delay <= MAX_HOLD_SECONDS
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="POSIX symbolic links")
+def test_a_link_at_the_temporary_files_name_is_never_written_through(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's\n")
+    path = tmp_path / "gate" / "s.json"
+    path.parent.mkdir(mode=0o700)
+    temp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    temp.symlink_to(outside)
+    state = state_file(path, Clock(100.0))
+    assert state.merge(GateRecord(starts=(99.0,))) is None  # (not written this time) ...
+    assert outside.read_text() == "the user's\n" and not os.path.lexists(temp)
+    assert state.merge(GateRecord(starts=(99.5,))) is not None  # ... the next time it is
+    assert state.load().starts == (99.5,)
