@@ -180,7 +180,9 @@ def test_writers_at_once_add_their_calls_in_turn(tmp_path):
     barrier = threading.Barrier(writers)
 
     def writer(number):
-        state = state_file(path, wall)
+        # (the lock is what this tests, not how long a command waits for it: on a loaded machine the last writer
+        # waits for the others' 140 merges)
+        state = state_file(path, wall, lock_timeout=600.0)
         barrier.wait()
         for i in range(rounds):
             state.merge(GateRecord(starts=(990.0 + number + i / 100,)))
