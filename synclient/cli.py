@@ -504,11 +504,8 @@ def _sync_options(args: argparse.Namespace, *, plan_progress: bool = False) -> S
 def _requested_ids(args: argparse.Namespace) -> List[EntityRef]:
     """The ids of ``get``: on the command line and from ``--from-file``, ``--version`` applied to the one id."""
     for text in args.ids:
-        if args.verbose and text.strip().isascii() and text.strip().isdigit():
-            raise CliError(
-                f"{text!r} is not an id: -v means verbose here; synapseclient's 'synapse get -v N' is "
-                f"--version N (or syn123.N)"
-            )
+        if args.verbose and _whole_number(text):
+            raise CliError(_verbose_not_version(text))
         if looks_like_sql(text):
             raise CliError(
                 f'{_one_line(text)!r} is a query, not an id: pass it with --query "SELECT ..." (-q means quiet)'
@@ -1011,9 +1008,22 @@ SYNAPSECLIENT_OPTIONS = {
 }
 
 
-def _unknown_option_hint(extras: Sequence[str], command: Optional[str]) -> Optional[str]:
+def _whole_number(text: str) -> bool:
+    return text.strip().isascii() and text.strip().isdigit()
+
+
+def _verbose_not_version(text: str) -> str:
+    return (
+        f"{text!r} is not an id: -v means verbose here; synapseclient's 'synapse get -v N' is --version N (or syn123.N)"
+    )
+
+
+def _unknown_option_hint(extras: Sequence[str], args: argparse.Namespace) -> Optional[str]:
     """The one line for an option argparse did not know, when we know what the user meant; None otherwise."""
+    command = getattr(args, "command", None)
     for text in extras:
+        if command == "get" and getattr(args, "verbose", False) and _whole_number(text):
+            return _verbose_not_version(text)  # 'get syn1 -v 3': the N after the id's -v is left over
         name = text.split("=", 1)[0]
         if name in SYNAPSECLIENT_OPTIONS:
             return f"{name} is synapseclient's ('synapse get'); {SYNAPSECLIENT_OPTIONS[name]}"
@@ -1029,7 +1039,7 @@ def _parse(argv: Optional[Sequence[str]]) -> Tuple[argparse.Namespace, Optional[
     args, extras = parser.parse_known_args(argv)
     if not extras:
         return args, None
-    hint = _unknown_option_hint(extras, getattr(args, "command", None))
+    hint = _unknown_option_hint(extras, args)
     if hint is None:
         parser.error(f"unrecognized arguments: {' '.join(extras)}")
     return args, CliError(hint)

@@ -25,7 +25,8 @@ Invariants (names as printed on failure):
 - ``duplicate-results`` / ``missing-result`` / ``filter-violated``: one result per wanted remote file (unless an
   ancestor folder failed), none for a file the include/exclude patterns leave out.
 - ``dry-run-wrote`` / ``dry-run-mismatch``: a dry run writes nothing and predicts exactly the actions (per entity
-  and path) of the real run that follows it.
+  and path) of the real run that follows it; ``dry-run-bytes``: its byte count is what the files it would fetch
+  hold (sized one by one, or by their folders' listing sums less what their other files hold).
 - ``second-run-not-noop``: an identical second run fetches no data, downloads and deletes nothing and changes no
   local file (path, size, mtime_ns; manifests by content) outside ``.synclient/``.
 - ``partial-leaked``: no partial download outlives a completed run, except beside a file the run did not settle
@@ -1266,6 +1267,21 @@ class ModelWalk:
                 "dry-run-mismatch",
                 f"the dry run ({options}) predicted {only_plan[:8]} but the real run "
                 f"did {only_real[:8]} (entity, path, action)",
+            )
+        # its bytes: what the files it would fetch hold (sized one by one, or by their folders' listing sums)
+        by_id = self.remote.by_id()
+        fetched = [e for e in plan.fetch_entries if e.entity_id in by_id]
+        held = sum(len(self.remote.files[by_id[e.entity_id]].content) for e in fetched)
+        wrong = [
+            e.rel_path
+            for e in fetched
+            if e.size is not None and e.size != len(self.remote.files[by_id[e.entity_id]].content)
+        ]
+        if plan.bytes_to_fetch != held or wrong:
+            self.violation(
+                "dry-run-bytes",
+                f"the dry run ({options}) counted {plan.bytes_to_fetch} bytes to fetch, its files hold {held}"
+                + (f"; sized wrong: {wrong[:8]}" if wrong else ""),
             )
 
     # -- convergence -------------------------------------------------------------------------------------------------

@@ -42,8 +42,20 @@ SERVICE_PATHS = ("/repo/v1", "/file/v1", "/auth/v1")
 def service_root(url: str) -> str:
     """The platform's root from what a user may give as ``--endpoint``, ``SYNCLIENT_ENDPOINT`` or ``endpoint=``:
     trailing slashes and one trailing service path (``/repo/v1``, ``/file/v1``, ``/auth/v1``) are dropped, so the
-    URL ``synclient whoami`` prints works as well as the root (the service path is never doubled)."""
-    root = url.strip().rstrip("/")
+    URL ``synclient whoami`` prints works as well as the root (the service path is never doubled). The scheme is
+    read in any case (``HTTPS://``). A query string or a fragment is a :class:`ConfigError` (the service paths
+    would go after it, and a URL's query is never shown: the error would be a mystery)."""
+    root = url.strip()
+    scheme, sep, rest = root.partition("://")
+    if sep and scheme.lower() in ("http", "https"):
+        root = scheme.lower() + sep + rest
+    if "?" in root or "#" in root:
+        shown = redact_url(root.split("#", 1)[0].split("?", 1)[0])
+        raise ConfigError(
+            f"the endpoint {shown} has a query string or a fragment ('?...' or '#...', not shown): give the "
+            f"platform's root (https://host) or a service's URL (https://host/repo/v1), nothing after the path"
+        )
+    root = root.rstrip("/")
     for path in SERVICE_PATHS:
         if root.lower().endswith(path):
             return root[: -len(path)].rstrip("/")

@@ -11,8 +11,9 @@ The file holds only the wall-clock times of the calls started within the window 
 a ``Retry-After`` hold. Its name is a digest of the endpoint and the token together; the token itself is never
 written. It lives in the user's cache folder (:func:`cache_dir`), is replaced atomically (a temporary file, then
 ``os.replace``) under a lock file beside it (the ``filelock`` library: ``fcntl.flock`` on POSIX, ``msvcrt`` on
-Windows), so two commands at once add their calls in turn. A missing, corrupt or unreadable file reads as empty,
-and a file that cannot be written is skipped (both with a debug log): sharing helps a run, it never fails one.
+Windows), so two commands at once add their calls in turn. A missing, corrupt, oversized or unreadable file (or a
+symbolic link) reads as empty, and a file that cannot be written is skipped (both with a debug log); a folder that is
+not the user's alone is not used: sharing helps a run, it never fails one.
 
 ``SYNCLIENT_CACHE_DIR`` moves the folder (tests point it at their own); ``SYNCLIENT_GATE_STATE=0`` turns sharing
 off.
@@ -25,6 +26,7 @@ import json
 import logging
 import math
 import os
+import stat
 import sys
 import threading
 import time
@@ -46,6 +48,15 @@ MAX_SHARED_STARTS = 5_000
 LOCK_TIMEOUT_SECONDS = 5.0
 #: a state file no command wrote for this long is removed (an emulator on a passing port leaves one per run)
 STALE_AFTER_SECONDS = 7 * 24 * 3600.0
+#: the most bytes a state file is read for (the newest starts and the rest take under 100 KiB); a bigger file is
+#: ignored, as a corrupt one is
+MAX_FILE_BYTES = 256 * 1024
+#: a hold read from the file ends at most this long from now (the gate's longest ``Retry-After``): a file written
+#: under a clock that was ahead must not stall the next command
+MAX_HOLD_SECONDS = 300.0
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)  # (POSIX)
+_NO_BLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at the path: the open does not wait for a writer
+_BINARY = getattr(os, "O_BINARY", 0)  # (Windows)
 #: starts are kept to the microsecond: the same start read back compares equal
 _DIGITS = 6
 
@@ -135,12 +146,15 @@ class GateRecord:
 
     def within(self, now: float, *, default_window: float, margin_share: float) -> GateRecord:
         """Only the starts of the window that ends ``now`` (its learned length or ``default_window``, plus the
-        margin), at most :data:`MAX_SHARED_STARTS`; a hold that has passed is dropped. A budget lowered below a
+        margin), at most :data:`MAX_SHARED_STARTS`; a hold that has passed is dropped, one from further than
+        :data:`MAX_HOLD_SECONDS` ahead is cut to that. A budget lowered below a
         stated size (runs shared the window) is back at the size once a window passed without calls: the next
         command starts at full speed, not where a crowd left it."""
         horizon = now - (self.window_seconds or default_window) * (1.0 + margin_share)
         kept = tuple(start for start in self.starts if horizon <= start <= now + 1.0)  # no start from the future
         cool_until = self.cool_until if self.cool_until is not None and self.cool_until > now else None
+        if cool_until is not None:
+            cool_until = min(cool_until, now + MAX_HOLD_SECONDS)
         budget = self.budget if kept or self.budget_ceiling is None else self.budget_ceiling
         return replace(self, starts=kept[-MAX_SHARED_STARTS:], cool_until=cool_until, budget=budget)
 
@@ -186,9 +200,9 @@ class GateStateFile:
     def load(self) -> GateRecord:
         """What the file holds within the window; an empty record when it is missing, corrupt or locked too long.
         Removes the folder's state files that no command wrote for :data:`STALE_AFTER_SECONDS` on the way."""
-        self._remove_stale()
         try:
             with self._locked():
+                self._remove_stale()
                 return self._read().within(
                     self._wall_clock(), default_window=self._default_window, margin_share=self._margin_share
                 )
@@ -225,28 +239,52 @@ class GateStateFile:
             log.debug("gate state folder %s not swept (%s)", self.path.parent, exc)
 
     def _locked(self) -> filelock.BaseFileLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._private_folder()
         # a new lock object each time: filelock's is re-entrant per object, and two gates must exclude each other
         return filelock.FileLock(os.fspath(self._lock_path), timeout=self._lock_timeout, thread_local=False)
 
+    def _private_folder(self) -> None:
+        """Make the file's folder (this user's alone); OSError when it is not: a folder another user can write to
+        (a shared ``SYNCLIENT_CACHE_DIR``), a symbolic link, another user's. There, anyone could put a link where the
+        lock, temporary or state file goes, and a command would write through it."""
+        folder = self.path.parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not hasattr(os, "getuid"):  # Windows: the user's own profile folder, its ACLs
+            return
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+            raise OSError(f"{folder} is not a folder of this user's alone (a link, or others may write to it)")
+
     def _read(self) -> GateRecord:
+        """The file's record: not through a symbolic link, a regular file only, at most :data:`MAX_FILE_BYTES`."""
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                return GateRecord.from_json(json.load(handle))
+            handle = os.fdopen(os.open(self.path, os.O_RDONLY | _NO_FOLLOW | _NO_BLOCK | _BINARY), "rb")
         except FileNotFoundError:
             return GateRecord()
-        except (OSError, ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        except OSError as exc:  # a symbolic link (ELOOP), no permission
+            log.debug("gate state %s ignored: %s", self.path, exc)
+            return GateRecord()
+        try:
+            with handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    raise ValueError("not a regular file")
+                data = handle.read(MAX_FILE_BYTES + 1)
+            if len(data) > MAX_FILE_BYTES:
+                raise ValueError(f"larger than {MAX_FILE_BYTES} bytes")
+            return GateRecord.from_json(json.loads(data.decode("utf-8")))
+        except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError are ValueErrors
             log.debug("gate state %s ignored: %s", self.path, exc)
             return GateRecord()
 
     def _write(self, record: GateRecord) -> None:
         temp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        try:
-            with open(temp, "w", encoding="utf-8") as handle:
+        try:  # (a temporary file a killed command left under this name: the open fails, it is removed below)
+            descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o600)
+            with open(descriptor, "w", encoding="utf-8") as handle:
                 json.dump(record.to_json(), handle, separators=(",", ":"))
             os.replace(temp, self.path)
         finally:
-            if temp.exists():
+            if os.path.lexists(temp):
                 temp.unlink()
 
 

@@ -122,6 +122,28 @@ def test_a_path_under_the_root_is_kept():
     assert Endpoints.from_root("https://host/repo/v2").repo == "https://host/repo/v2/repo/v1"  # not a service path
 
 
+def test_the_scheme_is_read_in_any_case():
+    from synclient.platform.credentials import Endpoints
+
+    assert Endpoints.from_root("HTTPS://host/REPO/V1/").repo == "https://host/repo/v1"
+
+
+@pytest.mark.parametrize("tail", ["?sig=hidden-q-value", "/repo/v1?sig=hidden-q-value", "/repo/v1#hidden-q-value"])
+def test_an_endpoint_with_a_query_or_a_fragment_is_one_line_that_never_shows_it(tmp_path, tail):
+    """The service paths would go after the query (every call to a wrong URL), and a query is never shown."""
+    from synclient.errors import ConfigError
+    from synclient.platform.credentials import Endpoints
+
+    with pytest.raises(ConfigError, match="query string or a fragment") as raised:
+        Endpoints.from_root("https://user:hidden-pw@host" + tail)
+    assert "hidden" not in str(raised.value) and "https://host" in str(raised.value)
+    env = isolated_env(tmp_path, SYNCLIENT_AUTH_TOKEN="tok-0123456789")
+    result = _run("--endpoint", ROOT + tail, "ls", "syn1", env=env)
+    assert result.returncode == 2 and "hidden" not in result.stderr + result.stdout, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("synclient: error: the endpoint http://127.0.0.1:8080") and "query string" in line
+
+
 def test_the_endpoint_whoami_prints_works_as_endpoint(tmp_path, tree_emulator):
     env = isolated_env(tmp_path, SYNCLIENT_AUTH_TOKEN=tree_emulator.token)
     whoami = _run("--json", "--endpoint", tree_emulator.endpoint, "whoami", env=env)

@@ -39,13 +39,17 @@ def _one_error_line(result) -> str:
             ["get", "-v", "3", "syn1"],
             "'3' is not an id: -v means verbose here; synapseclient's 'synapse get -v N' is --version N (or syn123.N)",
         ),
+        (
+            ["get", "syn1", "-v", "3"],
+            "'3' is not an id: -v means verbose here; synapseclient's 'synapse get -v N' is --version N (or syn123.N)",
+        ),
     ],
-    ids=["downloadLocation", "downloadLocation=", "followLink", "limitSearch", "multiThreaded", "-v N"],
+    ids=["downloadLocation", "downloadLocation=", "followLink", "limitSearch", "multiThreaded", "-v N", "id -v N"],
 )
 def test_synapseclient_spellings_get_one_line_that_says_what_to_type(tmp_path, args, says):
     env = isolated_env(tmp_path, SYNCLIENT_ENDPOINT="http://127.0.0.1:9")  # never reached
     result = run_cli(*args, env=env)
-    if args[1] == "-v":  # -v shows tracebacks: the line is the last one
+    if "-v" in args:  # -v shows tracebacks: the line is the last one
         assert result.returncode == 2 and result.stderr.strip().splitlines()[-1].endswith(says), result.stderr
         return
     line = _one_error_line(result)

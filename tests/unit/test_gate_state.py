@@ -180,7 +180,9 @@ def test_writers_at_once_add_their_calls_in_turn(tmp_path):
     barrier = threading.Barrier(writers)
 
     def writer(number):
-        state = state_file(path, wall)
+        # (the lock is what this tests, not how long a command waits for it: on a loaded machine the last writer
+        # waits for the others' 140 merges)
+        state = state_file(path, wall, lock_timeout=600.0)
         barrier.wait()
         for i in range(rounds):
             state.merge(GateRecord(starts=(990.0 + number + i / 100,)))
@@ -352,3 +354,77 @@ def test_closing_a_platform_shares_its_gate(tmp_path):
     gate.state = state_file(tmp_path / "s.json", world.clock())  # after the call: only the close can share it
     Platform(endpoint="http://127.0.0.1:1", token=TOKEN, gate=gate).close()
     assert gate.state.load().starts == (40_000.0,)
+
+
+# -- a hostile or odd file system ---------------------------------------------------------------------------------
+
+
+def _learned_record(tmp_path) -> GateRecord:
+    record = GateRecord(starts=(99.0,), window_seconds=60.0, budget=7)
+    assert state_file(tmp_path / "elsewhere" / "s.json", Clock(100.0)).merge(record) == record
+    return record
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="POSIX symbolic links")
+def test_a_state_file_that_is_a_symbolic_link_is_not_read_through(tmp_path):
+    _learned_record(tmp_path)
+    (tmp_path / "gate").mkdir(mode=0o700)
+    (tmp_path / "gate" / "s.json").symlink_to(tmp_path / "elsewhere" / "s.json")
+    assert state_file(tmp_path / "gate" / "s.json", Clock(100.0)).load() == GateRecord()
+
+
+def test_a_state_file_past_the_size_cap_is_not_read(tmp_path):
+    from synclient.platform.gate_state import MAX_FILE_BYTES
+
+    path = tmp_path / "gate" / "s.json"
+    state = state_file(path, Clock(100.0))
+    assert state.merge(GateRecord(starts=(99.0,), budget=7)) is not None
+    assert state.load().budget == 7
+    path.write_text(path.read_text() + " " * MAX_FILE_BYTES)  # still JSON, but no state file is this big
+    assert state.load() == GateRecord()
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+@pytest.mark.parametrize("planted", ["others may write", "a link"])
+def test_a_folder_not_the_users_alone_is_not_used(tmp_path, planted):
+    """An attacker who can write to the folder could put a link where the lock or temporary file goes."""
+    record = _learned_record(tmp_path)
+    folder = tmp_path / "gate"
+    if planted == "a link":
+        folder.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    else:
+        folder.mkdir()
+        folder.chmod(0o777)
+        (folder / "s.json").write_text((tmp_path / "elsewhere" / "s.json").read_text())
+    state = state_file(folder / "s.json", Clock(100.0))
+    assert state.load() == GateRecord() and state.merge(record) is None
+    assert sorted(path.name for path in folder.iterdir()) == ["s.json"] + (
+        ["s.json.lock"] if planted == "a link" else []
+    )
+
+
+def test_a_hold_from_a_clock_that_was_ahead_is_cut_to_the_longest_retry_after(tmp_path):
+    from synclient.platform.gate_state import MAX_HOLD_SECONDS
+
+    wall = Clock(1_000.0)
+    state = state_file(tmp_path / "gate" / "s.json", wall)
+    assert state.merge(GateRecord(cool_until=1_000.0 + 30 * 24 * 3600.0)) is not None
+    assert state.load().cool_until == 1_000.0 + MAX_HOLD_SECONDS
+    gate = AdaptiveGate(state=state, clock=Clock(50.0), wall_clock=wall)
+    delay = gate.policy.start_delay(50.0)
+    assert delay is not None and 0 < delay <= MAX_HOLD_SECONDS
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="POSIX symbolic links")
+def test_a_link_at_the_temporary_files_name_is_never_written_through(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's\n")
+    path = tmp_path / "gate" / "s.json"
+    path.parent.mkdir(mode=0o700)
+    temp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    temp.symlink_to(outside)
+    state = state_file(path, Clock(100.0))
+    assert state.merge(GateRecord(starts=(99.0,))) is None  # (not written this time) ...
+    assert outside.read_text() == "the user's\n" and not os.path.lexists(temp)
+    assert state.merge(GateRecord(starts=(99.5,))) is not None  # ... the next time it is
+    assert state.load().starts == (99.5,)

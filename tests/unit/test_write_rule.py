@@ -419,6 +419,7 @@ WRITE_OPENS = {
     ("sync/records/manifest.py", "__init__"): "a manifest: O_CREAT | O_EXCL temp file, then renamed",
     ("synapse_cache.py", "_replace_map"): "synapseclient's cache map: O_CREAT | O_EXCL temp file, then renamed",
     ("cli.py", "main"): "/dev/null as stdout",
+    ("platform/gate_state.py", "_write"): "the gate's state: O_CREAT | O_EXCL temp file in the user's folder, renamed",
 }
 _READ_ONLY = ("READ_FLAGS", "O_RDONLY", "O_PATH")
 _WRITING = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
