@@ -551,7 +551,8 @@ class ResumeJournal:
             os.write(self._fd, _mark_lines(marks).encode())  # one small O_APPEND write: atomic among threads
 
     def sync(self) -> None:
-        """The marks written so far on stable storage (a power cut keeps them)."""
+        """The marks written so far on stable storage (a power cut keeps them; where the filesystem cannot sync,
+        as safe as the OS keeps them)."""
         if self._fd >= 0:
             make_durable(self._fd)
 
@@ -577,9 +578,21 @@ def _mark_lines(marks: Mapping[int, int]) -> str:
 JOURNAL_EVERY = 4 * 1024 * 1024
 
 
-def make_durable(fd: int) -> None:
-    """The file's written bytes (and the size and blocks needed to read them back) on stable storage."""
-    (os.fdatasync if hasattr(os, "fdatasync") else os.fsync)(fd)
+#: what a filesystem that cannot sync a file answers (some FUSE and network filesystems): a missing feature, not a
+#: failed write (EIO, ENOSPC: bytes lost, the download fails)
+_CANNOT_SYNC = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)})
+
+
+def make_durable(fd: int) -> bool:
+    """The file's written bytes (and the size and blocks needed to read them back) on stable storage; False on a
+    filesystem that cannot sync a file (:data:`_CANNOT_SYNC`): the bytes are then as safe as the OS keeps them."""
+    try:
+        (os.fdatasync if hasattr(os, "fdatasync") else os.fsync)(fd)
+    except OSError as exc:
+        if exc.errno in _CANNOT_SYNC:
+            return False
+        raise
+    return True
 
 
 class DurableMarks:
@@ -591,7 +604,12 @@ class DurableMarks:
     next chunk cannot take it beyond), the file is synced once (``fdatasync``) and every stream's progress written
     before the sync is marked in one journal line per stream, the journal then synced too; a stream finished or
     stopped marks what it has at once (``final``). One sync at a time: a stream that waited for another's sync
-    finds itself marked by it."""
+    finds itself marked by it.
+
+    On a filesystem that cannot sync a file (:func:`make_durable` says so) the download goes on, and the marks are
+    still written when the file has an MD5: the bytes are in the OS's cache, which a killed process does not lose,
+    and the final MD5 check catches what an OS crash would. A file without an MD5 gets no more marks there: nothing
+    could catch a mark over bytes a crash lost."""
 
     def __init__(self, journal: ResumeJournal, fd: int, *, marked: Mapping[int, int], chunk_size: int) -> None:
         self._journal = journal
@@ -611,7 +629,9 @@ class DurableMarks:
             if marked >= end or (not final and end - marked <= self._slack):
                 return  # another stream's sync covered it
             written = dict(self._written)  # every end in it was written before the sync below
-            make_durable(self._fd)
+            if not make_durable(self._fd) and not self._journal.header.md5:
+                self._marked.update(written)  # (no more tries: each would fail alike)
+                return
             due = {i: e for i, e in written.items() if e > self._marked[i]}
             self._journal.mark(due)
             self._journal.sync()  # and the marks themselves: a power cut keeps them too

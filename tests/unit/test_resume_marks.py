@@ -4,6 +4,7 @@ mark with the kept bytes hashed from the disk."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import List, Tuple
 import pytest
 from test_download import PART, FakeStorage, Run
 
+from synclient.errors import LocalIOError
 from synclient.events import SyncObserver
 from synclient.results import FileResult, SyncReport, SyncStatus
 from synclient.transfer import download, partial
@@ -76,7 +78,7 @@ class _Recorder:
 
     def __init__(self, monkeypatch, journal: ResumeJournal) -> None:
         self.events: List[Tuple[str, object]] = []
-        monkeypatch.setattr(partial, "make_durable", lambda fd: self.events.append(("sync", None)))
+        monkeypatch.setattr(partial, "make_durable", lambda fd: self.events.append(("sync", None)) or True)
         mark = journal.mark
         monkeypatch.setattr(journal, "mark", lambda marks: (self.events.append(("mark", dict(marks))), mark(marks)))
 
@@ -260,3 +262,55 @@ def test_the_report_counts_transferred_and_reused_bytes_apart():
     assert "33.4 MiB transferred in 1.0 s (33.4 MiB/s), 19.1 MiB reused from partial downloads;" in report.summary()
     assert report.to_json()["bytes_reused"] == 20_000_000
     assert "reused" not in SyncReport(bytes_downloaded=5).summary()
+
+
+# -- a filesystem that cannot sync a file ------------------------------------------------------------------------------
+
+
+def _no_sync(monkeypatch, errno_: int) -> List[int]:
+    """Every fdatasync/fsync fails with ``errno_`` (some FUSE and network filesystems answer EINVAL)."""
+    tried: List[int] = []
+
+    def refuse(fd: int) -> None:
+        tried.append(fd)
+        raise OSError(errno_, os.strerror(errno_))
+
+    monkeypatch.setattr(os, "fdatasync", refuse, raising=False)
+    monkeypatch.setattr(os, "fsync", refuse)
+    return tried
+
+
+@pytest.mark.parametrize("code", [errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS])
+def test_a_filesystem_that_cannot_sync_does_not_fail_the_download_and_still_resumes(
+    tmp_path, monkeypatch, small_marks, code
+):
+    tried = _no_sync(monkeypatch, code)
+    data = os.urandom(SIZE)
+    _killed_run(tmp_path, data, chunks=7)
+    assert tried, "no sync was tried"
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    # the marks were still written (a killed process loses nothing the OS has): the MD5 vouches for the rest
+    assert storage.ranges[0] == f"bytes={PART + 32 * 1024}-{2 * PART - 1}"
+
+
+def test_a_filesystem_that_cannot_sync_keeps_no_marks_for_a_file_without_an_md5(tmp_path, monkeypatch, small_marks):
+    _no_sync(monkeypatch, errno.EINVAL)
+    journal = ResumeJournal(tmp_path / "j.parts", JournalHeader("1", 64 * 1024, "", 0))
+    journal.start(FileIdentity(1, 2))
+    marks = DurableMarks(journal, -1, marked={0: 0}, chunk_size=16 * 1024)
+    marks.advance(0, 48 * 1024)
+    marks.advance(0, 64 * 1024, final=True)
+    # nothing synced and nothing to check the bytes by: a mark would vouch for what a power cut may have lost
+    assert journal.load().marks == {}
+
+
+def test_a_sync_that_fails_for_real_fails_the_download(tmp_path, monkeypatch, small_marks):
+    _no_sync(monkeypatch, errno.EIO)  # the disk lost written bytes: not a filesystem's missing feature
+    data = os.urandom(SIZE)
+    run = Run(tmp_path, data)
+    run.start()
+    [error] = run.done
+    assert isinstance(error, LocalIOError) and error.errno == errno.EIO
