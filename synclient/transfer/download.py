@@ -385,6 +385,8 @@ class Downloader:
         )
         partial, durable = self._open_partial(temp, journal, fresh=fresh)
         job.reused = durable
+        if durable:
+            self._observer.bytes_reused(job.planned, durable)
         try:
             if job.size == 0:
                 self._verify(job, EMPTY_MD5)
@@ -553,6 +555,7 @@ class Downloader:
                 len(parts),
                 job.reused,
             )
+            self._observer.bytes_reused(job.planned, job.reused)
         state.waiting.extend(todo)
         for _ in range(min(self._config.streams_per_file, len(todo))):
             self._submit_next_part(state)

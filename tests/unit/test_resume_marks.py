@@ -314,3 +314,79 @@ def test_a_sync_that_fails_for_real_fails_the_download(tmp_path, monkeypatch, sm
     run.start()
     [error] = run.done
     assert isinstance(error, LocalIOError) and error.errno == errno.EIO
+
+
+# -- progress on resume ----------------------------------------------------------------------------------------------
+
+
+class Progress(SyncObserver):
+    """What a display is told: bytes transferred and bytes reused, in order."""
+
+    def __init__(self) -> None:
+        self.events: List[Tuple[str, int]] = []
+
+    def bytes_transferred(self, file, count: int) -> None:
+        self.events.append(("transferred", count))
+
+    def bytes_reused(self, file, count: int) -> None:
+        self.events.append(("reused", count))
+
+    def total(self, kind: str) -> int:
+        return sum(count for what, count in self.events if what == kind)
+
+
+def test_a_resumed_multipart_download_tells_its_kept_bytes_apart_first(tmp_path, small_marks):
+    data = os.urandom(SIZE)
+    _killed_run(tmp_path, data, chunks=7)
+    observed = Progress()
+    second = Run(tmp_path, data, observer=observed)
+    second.start()
+    assert second.done == [None]
+    # the display reaches the file's size: the kept bytes as reused (first), the rest as transferred
+    assert observed.events[0] == ("reused", PART + 32 * 1024) == ("reused", second.job.reused)
+    assert observed.total("transferred") == SIZE - second.job.reused
+
+
+def test_a_resumed_single_stream_tells_its_kept_bytes_apart_first(tmp_path, single_journal):
+    data = os.urandom(PART)
+    _single_partial(tmp_path, data, data[:40_000], mark=40_000)
+    observed = Progress()
+    run = Run(tmp_path, data, observer=observed)
+    run.start()
+    assert run.done == [None]
+    assert observed.events[0] == ("reused", 40_000) and observed.total("transferred") == PART - 40_000
+
+
+def test_the_bar_starts_at_the_kept_bytes_and_its_rate_counts_only_transferred_ones(monkeypatch):
+    import io
+
+    import tqdm.std
+
+    from synclient import progress
+    from synclient.events import PlannedFile
+
+    now = [1000.0]
+    monkeypatch.setattr(tqdm.std, "time", lambda: now[0])
+    stream = io.StringIO()
+    bar = progress.ProgressBar(stream=stream, ticking=False)
+    file = PlannedFile("syn1", 1, Path("x"), 100 * 1024 * 1024)
+    bar.file_planned(file)
+    bar.bytes_reused(file, 60 * 1024 * 1024)
+    now[0] += 2.0
+    bar.bytes_transferred(file, 40 * 1024 * 1024)
+    assert (bar._bar.n, bar._bar.total) == (100 * 1024 * 1024, 100 * 1024 * 1024)
+    bar.close()
+    last = stream.getvalue().rsplit("\r", 1)[-1]
+    assert "100%" in last and "100.0 MiB/100.0 MiB" in last and "20.0 MiB/s" in last, last
+
+
+def test_the_log_lines_count_kept_bytes_as_done_not_in_the_rate():
+    from synclient import progress
+    from synclient.events import PlannedFile
+
+    lines = progress.ProgressLines(interval=0.0)
+    file = PlannedFile("syn1", 1, Path("x"), 100 * 1024 * 1024)
+    lines.file_planned(file)
+    lines.bytes_reused(file, 60 * 1024 * 1024)
+    lines.bytes_transferred(file, 40 * 1024 * 1024)
+    assert "100.0 MiB of 100.0 MiB" in lines._line()
