@@ -522,7 +522,9 @@ class ResumeJournal:
         """(part, durable end) of a mark line; None for anything else (garbage, a part the file has not, an end
         outside its part)."""
         words = line.split(b" ")
-        if not 1 <= len(words) <= 2 or not all(word.isdigit() for word in words):  # bytes.isdigit: ASCII only
+        # bytes.isdigit: ASCII only; a number longer than any offset is no mark (and int() refuses more than 4300
+        # digits on Python 3.11: a ValueError out of here would end the run)
+        if not 1 <= len(words) <= 2 or not all(word.isdigit() and len(word) <= _MAX_DIGITS for word in words):
             return None
         index = int(words[0])
         bounds = self.header.part_bounds(index)
@@ -567,6 +569,9 @@ class ResumeJournal:
             self.path.unlink()
         except FileNotFoundError:
             pass
+
+
+_MAX_DIGITS = 20  # of a part index or an offset: 2**64 has 20
 
 
 def _mark_lines(marks: Mapping[int, int]) -> str:

@@ -59,6 +59,8 @@ def test_the_last_mark_of_a_part_wins_and_a_bare_index_is_a_finished_part(tmp_pa
         b"1  15",
         b"-1 5",
         b"1 15 16",
+        b"1 " + b"1" * 5000,  # more digits than int() takes (Python 3.11: 4300): a ValueError would end the run
+        b"1" * 5000 + b" 15",
     ],
 )
 def test_a_line_that_is_no_mark_of_the_file_is_ignored(tmp_path, line):
@@ -390,3 +392,16 @@ def test_the_log_lines_count_kept_bytes_as_done_not_in_the_rate():
     lines.bytes_reused(file, 60 * 1024 * 1024)
     lines.bytes_transferred(file, 40 * 1024 * 1024)
     assert "100.0 MiB of 100.0 MiB" in lines._line()
+
+
+def test_a_journal_with_a_number_int_refuses_does_not_stop_the_download(tmp_path, small_marks):
+    data = os.urandom(SIZE)
+    _killed_run(tmp_path, data, chunks=7)
+    journal = journal_path(temp_path(tmp_path.resolve() / "file.bin", "fh1"))
+    with open(journal, "ab") as file:
+        file.write(b"1 " + b"9" * 5000 + b"\n")
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    assert storage.ranges[0] == f"bytes={PART + 32 * 1024}-{2 * PART - 1}"  # the line ignored, the marks kept
