@@ -405,3 +405,36 @@ def test_a_journal_with_a_number_int_refuses_does_not_stop_the_download(tmp_path
     second.start()
     assert second.done == [None] and second.job.destination.read_bytes() == data
     assert storage.ranges[0] == f"bytes={PART + 32 * 1024}-{2 * PART - 1}"  # the line ignored, the marks kept
+
+
+# -- a stream that fails for good ------------------------------------------------------------------------------------
+
+
+def test_a_part_that_fails_for_good_marks_what_it_wrote_for_the_next_run(tmp_path, small_marks):
+    from synclient.errors import TransferError
+
+    data = os.urandom(SIZE)
+    first = Run(tmp_path, data, observer=KillAfter(7, TransferError("connection cut")), max_attempts=1)
+    first.start()
+    [error] = first.done
+    assert isinstance(error, TransferError)  # failed (its partial kept): part 1 wrote 3 chunks, 2 of them marked
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    assert storage.ranges[0] == f"bytes={PART + 3 * 16 * 1024}-{2 * PART - 1}"  # every written byte kept
+
+
+def test_a_single_stream_that_fails_for_good_marks_what_it_wrote_for_the_next_run(tmp_path, single_journal):
+    from synclient.errors import TransferError
+
+    data = os.urandom(PART)  # one stream of 4 chunks: the marks (every 4 MiB) would keep none of them
+    first = Run(tmp_path, data, observer=KillAfter(3, TransferError("connection cut")), max_attempts=1)
+    first.start()
+    [error] = first.done
+    assert isinstance(error, TransferError)
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    assert storage.ranges == [f"bytes={3 * 16 * 1024}-{PART - 1}"] and second.job.reused == 3 * 16 * 1024
