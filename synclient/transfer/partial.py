@@ -635,7 +635,7 @@ class DurableMarks:
                 return  # another stream's sync covered it
             written = dict(self._written)  # every end in it was written before the sync below
             if not make_durable(self._fd) and not self._journal.header.md5:
-                self._marked.update(written)  # (no more tries: each would fail alike)
+                self._marked.update(written)  # (the next try comes JOURNAL_EVERY later, as after a sync)
                 return
             due = {i: e for i, e in written.items() if e > self._marked[i]}
             self._journal.mark(due)

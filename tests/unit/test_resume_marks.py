@@ -438,3 +438,41 @@ def test_a_single_stream_that_fails_for_good_marks_what_it_wrote_for_the_next_ru
     second.start()
     assert second.done == [None] and second.job.destination.read_bytes() == data
     assert storage.ranges == [f"bytes={3 * 16 * 1024}-{PART - 1}"] and second.job.reused == 3 * 16 * 1024
+
+
+# -- storage that will not resume ------------------------------------------------------------------------------------
+
+
+class WrongRange(RangeLog):
+    """Answers a range from past the file's start with another one than asked (206, a Content-Range that starts
+    one byte further on)."""
+
+    def get(self, url, *, headers, connect_timeout, read_timeout):
+        if "Range" in headers:
+            start, end = (int(n) for n in headers["Range"][len("bytes=") :].split("-"))
+            if start:
+                headers = dict(headers, Range=f"bytes={start + 1}-{end}")
+        return super().get(url, headers=headers, connect_timeout=connect_timeout, read_timeout=read_timeout)
+
+
+@pytest.mark.parametrize("storage_of", [lambda data: RangeLog(data), lambda data: WrongRange(data)])
+def test_a_single_stream_whose_storage_will_not_resume_takes_the_whole_body(tmp_path, single_journal, storage_of):
+    data = os.urandom(PART)
+    _single_partial(tmp_path, data, data[:40_000], mark=40_000)
+    storage = storage_of(data)
+    storage.honours_range = isinstance(storage, WrongRange)  # RangeLog: a 200 with the whole body
+    run = Run(tmp_path, data, storage=storage)
+    run.start()
+    assert run.done == [None] and run.job.destination.read_bytes() == data
+    assert run.job.reused == 0 and storage.ranges[-1] == "whole"
+
+
+def test_a_multipart_download_whose_storage_ignores_range_on_resume_is_fetched_whole(tmp_path, small_marks):
+    data = os.urandom(SIZE)
+    _killed_run(tmp_path, data, chunks=7)
+    storage = RangeLog(data)
+    storage.honours_range = False
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    assert second.job.reused == 0 and storage.ranges[-1] == "whole"
