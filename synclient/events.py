@@ -47,6 +47,10 @@ class SyncObserver:
         """``count`` more bytes of ``file`` arrived from storage (retried bytes are counted again), or were copied
         from synapseclient's download cache."""
 
+    def bytes_reused(self, file: PlannedFile, count: int) -> None:
+        """``count`` bytes of ``file`` were on disk already, kept from the partial download an earlier run left: not
+        transferred (told before the file's first ``bytes_transferred``; a display starts the file further on)."""
+
     def file_finished(self, result: FileResult) -> None:
         """A file reached its final state (downloaded, skipped, deleted or failed)."""
 
@@ -64,6 +68,10 @@ class ObserverGroup(SyncObserver):
     def bytes_transferred(self, file: PlannedFile, count: int) -> None:
         for observer in self._observers:
             observer.bytes_transferred(file, count)
+
+    def bytes_reused(self, file: PlannedFile, count: int) -> None:
+        for observer in self._observers:
+            observer.bytes_reused(file, count)
 
     def file_finished(self, result: FileResult) -> None:
         for observer in self._observers:

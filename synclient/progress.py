@@ -81,7 +81,8 @@ class _Counts:
         self.files_failed = 0
         self.files_planned = 0
         self.bytes_planned = 0
-        self.bytes_done = 0
+        self.bytes_done = 0  # transferred (the rate's)
+        self.bytes_reused = 0  # kept from partial downloads: done, but not transferred
 
     def files_text(self) -> str:
         failed = f", {self.files_failed} failed" if self.files_failed else ""
@@ -159,6 +160,16 @@ class ProgressBar(ProgressDisplay):
         with self._lock:
             self._counts.bytes_done += count
             self._bar.update(count)
+
+    def bytes_reused(self, file: PlannedFile, count: int) -> None:
+        """The bar starts further on; the rate and ETA count only transferred bytes (tqdm's own ``initial``: its
+        overall rate is ``n - initial``, its smoothed one ``n - last_print_n``, per elapsed time)."""
+        with self._lock:
+            self._counts.bytes_reused += count
+            bar = self._bar
+            bar.initial += count
+            bar.last_print_n += count
+            bar.n += count
 
     def file_finished(self, result: FileResult) -> None:
         with self._lock:
@@ -241,6 +252,10 @@ class ProgressLines(ProgressDisplay):
             line = self._line_if_due()
         self._write(line)
 
+    def bytes_reused(self, file: PlannedFile, count: int) -> None:
+        with self._lock:
+            self._counts.bytes_reused += count
+
     def file_finished(self, result: FileResult) -> None:
         with self._lock:
             self._counts.files_finished += 1
@@ -265,7 +280,7 @@ class ProgressLines(ProgressDisplay):
         counts = self._counts
         elapsed = max(time.monotonic() - self._started, 1e-6)
         return (
-            f"{self._description}: {counts.files_text()}, {format_size(counts.bytes_done)} of "
+            f"{self._description}: {counts.files_text()}, {format_size(counts.bytes_done + counts.bytes_reused)} of "
             f"{format_size(counts.bytes_planned)}, {format_rate(counts.bytes_done / elapsed)}"
         )
 

@@ -222,8 +222,10 @@ class DaskFetcher:
                     received=None,
                 )
             elif fetched.error is None:  # its bytes arrived elsewhere: the progress completes here
+                if fetched.reused:  # (kept on the worker's disk from an earlier run: not transferred)
+                    self._observer.bytes_reused(job.planned, fetched.reused)
                 self._observer.bytes_transferred(
-                    job.planned, fetched.received if fetched.received is not None else job.size
+                    job.planned, (fetched.received if fetched.received is not None else job.size) - fetched.reused
                 )
             on_fetched(fetched)
 

@@ -29,8 +29,10 @@ from synclient.errors import (
     IntegrityError,
     LocalIOError,
     NoRoomForFileError,
+    PlatformError,
     RangeNotHonouredError,
     SynclientError,
+    TransferError,
     is_retryable,
 )
 from synclient.events import PlannedFile, SyncObserver
@@ -67,6 +69,9 @@ MULTIPART_VERIFY_RETRIES = 2
 SINGLE_RESUME_MIN = 1024 * 1024
 #: what makes a partial worth nothing: bytes that failed a check, a file the disk has no room for
 _WORTHLESS = (IntegrityError, NoRoomForFileError)
+#: what stops a stream whose written bytes are still good: Ctrl-C, or storage or the platform failing it for good (its
+#: tries spent); they are marked at once for the next run (not bytes that failed a check, nor a disk's error)
+_STOPPED = (Cancelled, TransferError, PlatformError)
 
 
 @dataclass
@@ -385,6 +390,8 @@ class Downloader:
         )
         partial, durable = self._open_partial(temp, journal, fresh=fresh)
         job.reused = durable
+        if durable:
+            self._observer.bytes_reused(job.planned, durable)
         try:
             if job.size == 0:
                 self._verify(job, EMPTY_MD5)
@@ -459,8 +466,8 @@ class Downloader:
             job.reused = 0
             write.restart()  # bytes that failed a check are never reused: the next try starts clean
             raise
-        except Cancelled:
-            if marks is not None:  # stopped (Ctrl-C): what reached the file is kept for the next run
+        except _STOPPED:
+            if marks is not None:  # stopped (Ctrl-C, a cut): what reached the file is kept for the next run
                 marks.advance(0, os.fstat(fd).st_size, final=True)
             raise
 
@@ -553,6 +560,7 @@ class Downloader:
                 len(parts),
                 job.reused,
             )
+            self._observer.bytes_reused(job.planned, job.reused)
         state.waiting.extend(todo)
         for _ in range(min(self._config.streams_per_file, len(todo))):
             self._submit_next_part(state)
@@ -577,7 +585,7 @@ class Downloader:
                 if state.error is None and not self._pool.cancel_event.is_set():
                     try:
                         self._retrying()(self._fetch_part, state, index)
-                    except Cancelled:  # stopped (Ctrl-C): what reached the file is kept for the next run
+                    except _STOPPED:  # (Ctrl-C, tries spent): what reached the file is kept for the next run
                         state.marks.advance(index, state.written.get(index, state.parts[index].start), final=True)
                         raise
                     state.marks.advance(index, state.parts[index].end, final=True)

@@ -522,7 +522,9 @@ class ResumeJournal:
         """(part, durable end) of a mark line; None for anything else (garbage, a part the file has not, an end
         outside its part)."""
         words = line.split(b" ")
-        if not 1 <= len(words) <= 2 or not all(word.isdigit() for word in words):  # bytes.isdigit: ASCII only
+        # bytes.isdigit: ASCII only; a number longer than any offset is no mark (and int() refuses more than 4300
+        # digits on Python 3.11: a ValueError out of here would end the run)
+        if not 1 <= len(words) <= 2 or not all(word.isdigit() and len(word) <= _MAX_DIGITS for word in words):
             return None
         index = int(words[0])
         bounds = self.header.part_bounds(index)
@@ -551,7 +553,8 @@ class ResumeJournal:
             os.write(self._fd, _mark_lines(marks).encode())  # one small O_APPEND write: atomic among threads
 
     def sync(self) -> None:
-        """The marks written so far on stable storage (a power cut keeps them)."""
+        """The marks written so far on stable storage (a power cut keeps them; where the filesystem cannot sync,
+        as safe as the OS keeps them)."""
         if self._fd >= 0:
             make_durable(self._fd)
 
@@ -568,6 +571,9 @@ class ResumeJournal:
             pass
 
 
+_MAX_DIGITS = 20  # of a part index or an offset: 2**64 has 20
+
+
 def _mark_lines(marks: Mapping[int, int]) -> str:
     return "".join(f"{index} {end}\n" for index, end in sorted(marks.items()))
 
@@ -577,9 +583,21 @@ def _mark_lines(marks: Mapping[int, int]) -> str:
 JOURNAL_EVERY = 4 * 1024 * 1024
 
 
-def make_durable(fd: int) -> None:
-    """The file's written bytes (and the size and blocks needed to read them back) on stable storage."""
-    (os.fdatasync if hasattr(os, "fdatasync") else os.fsync)(fd)
+#: what a filesystem that cannot sync a file answers (some FUSE and network filesystems): a missing feature, not a
+#: failed write (EIO, ENOSPC: bytes lost, the download fails)
+_CANNOT_SYNC = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)})
+
+
+def make_durable(fd: int) -> bool:
+    """The file's written bytes (and the size and blocks needed to read them back) on stable storage; False on a
+    filesystem that cannot sync a file (:data:`_CANNOT_SYNC`): the bytes are then as safe as the OS keeps them."""
+    try:
+        (os.fdatasync if hasattr(os, "fdatasync") else os.fsync)(fd)
+    except OSError as exc:
+        if exc.errno in _CANNOT_SYNC:
+            return False
+        raise
+    return True
 
 
 class DurableMarks:
@@ -591,7 +609,12 @@ class DurableMarks:
     next chunk cannot take it beyond), the file is synced once (``fdatasync``) and every stream's progress written
     before the sync is marked in one journal line per stream, the journal then synced too; a stream finished or
     stopped marks what it has at once (``final``). One sync at a time: a stream that waited for another's sync
-    finds itself marked by it."""
+    finds itself marked by it.
+
+    On a filesystem that cannot sync a file (:func:`make_durable` says so) the download goes on, and the marks are
+    still written when the file has an MD5: the bytes are in the OS's cache, which a killed process does not lose,
+    and the final MD5 check catches what an OS crash would. A file without an MD5 gets no more marks there: nothing
+    could catch a mark over bytes a crash lost."""
 
     def __init__(self, journal: ResumeJournal, fd: int, *, marked: Mapping[int, int], chunk_size: int) -> None:
         self._journal = journal
@@ -611,7 +634,9 @@ class DurableMarks:
             if marked >= end or (not final and end - marked <= self._slack):
                 return  # another stream's sync covered it
             written = dict(self._written)  # every end in it was written before the sync below
-            make_durable(self._fd)
+            if not make_durable(self._fd) and not self._journal.header.md5:
+                self._marked.update(written)  # (the next try comes JOURNAL_EVERY later, as after a sync)
+                return
             due = {i: e for i, e in written.items() if e > self._marked[i]}
             self._journal.mark(due)
             self._journal.sync()  # and the marks themselves: a power cut keeps them too

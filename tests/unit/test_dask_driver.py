@@ -349,3 +349,36 @@ def test_a_file_fetched_on_the_cluster_completes_its_progress_on_the_driver(tmp_
         pool.run()
     assert sorted(fetched.entity_id for fetched in got) == ["syn0", "syn1"]
     assert len(progress.bytes) == 1 and progress.bytes[0][0] is jobs[0].planned and progress.bytes[0][1] == 10
+
+
+def test_bytes_a_worker_kept_from_a_partial_download_reach_the_driver_as_reused(tmp_path):
+    """A worker resumed a file from an earlier run's partial: the driver's display starts it further on and counts
+    only the rest as transferred."""
+
+    class Told(Progress):
+        def bytes_reused(self, file, count: int) -> None:
+            self.bytes.append(("reused", count))
+
+    client, progress = FakeClient(workers=1), Told()
+    pool = TaskPool(1)
+    [job] = _jobs(tmp_path, 1)
+
+    def resumed(task: ShardTask, future) -> None:
+        [file] = task.shard.files
+        fetched = FileFetched(file.entity_id, file.destination, None, file.size, reused=4)
+        outcome = ShardOutcome(task.shard.number, "tcp://w0", (fetched,), 1.0, 0.5, rest_calls=0, throttled=0)
+        future.finish(outcome)
+
+    client.on_submit = resumed
+    with DaskFetcher(
+        DaskSettings(client, budget=FakeBudget(), shard_sizes=ShardSizes(files=1)),
+        pool=pool,
+        platform=_platform(),
+        config=SimpleNamespace(max_workers=4),
+        observer=progress,
+    ) as fetcher:
+        pool.submit(Priority.BUNDLE, fetcher.fetch, job, lambda fetched: None)
+        pool.run()
+        [counts] = fetcher.worker_counts()
+    assert progress.bytes == [("reused", 4), (job.planned, 6)]
+    assert counts.bytes == 6  # the worker's transferred bytes, as the report's

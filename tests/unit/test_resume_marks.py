@@ -4,6 +4,7 @@ mark with the kept bytes hashed from the disk."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import List, Tuple
 import pytest
 from test_download import PART, FakeStorage, Run
 
+from synclient.errors import LocalIOError
 from synclient.events import SyncObserver
 from synclient.results import FileResult, SyncReport, SyncStatus
 from synclient.transfer import download, partial
@@ -57,6 +59,8 @@ def test_the_last_mark_of_a_part_wins_and_a_bare_index_is_a_finished_part(tmp_pa
         b"1  15",
         b"-1 5",
         b"1 15 16",
+        b"1 " + b"1" * 5000,  # more digits than int() takes (Python 3.11: 4300): a ValueError would end the run
+        b"1" * 5000 + b" 15",
     ],
 )
 def test_a_line_that_is_no_mark_of_the_file_is_ignored(tmp_path, line):
@@ -76,7 +80,7 @@ class _Recorder:
 
     def __init__(self, monkeypatch, journal: ResumeJournal) -> None:
         self.events: List[Tuple[str, object]] = []
-        monkeypatch.setattr(partial, "make_durable", lambda fd: self.events.append(("sync", None)))
+        monkeypatch.setattr(partial, "make_durable", lambda fd: self.events.append(("sync", None)) or True)
         mark = journal.mark
         monkeypatch.setattr(journal, "mark", lambda marks: (self.events.append(("mark", dict(marks))), mark(marks)))
 
@@ -260,3 +264,215 @@ def test_the_report_counts_transferred_and_reused_bytes_apart():
     assert "33.4 MiB transferred in 1.0 s (33.4 MiB/s), 19.1 MiB reused from partial downloads;" in report.summary()
     assert report.to_json()["bytes_reused"] == 20_000_000
     assert "reused" not in SyncReport(bytes_downloaded=5).summary()
+
+
+# -- a filesystem that cannot sync a file ------------------------------------------------------------------------------
+
+
+def _no_sync(monkeypatch, errno_: int) -> List[int]:
+    """Every fdatasync/fsync fails with ``errno_`` (some FUSE and network filesystems answer EINVAL)."""
+    tried: List[int] = []
+
+    def refuse(fd: int) -> None:
+        tried.append(fd)
+        raise OSError(errno_, os.strerror(errno_))
+
+    monkeypatch.setattr(os, "fdatasync", refuse, raising=False)
+    monkeypatch.setattr(os, "fsync", refuse)
+    return tried
+
+
+@pytest.mark.parametrize("code", [errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS])
+def test_a_filesystem_that_cannot_sync_does_not_fail_the_download_and_still_resumes(
+    tmp_path, monkeypatch, small_marks, code
+):
+    tried = _no_sync(monkeypatch, code)
+    data = os.urandom(SIZE)
+    _killed_run(tmp_path, data, chunks=7)
+    assert tried, "no sync was tried"
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    # the marks were still written (a killed process loses nothing the OS has): the MD5 vouches for the rest
+    assert storage.ranges[0] == f"bytes={PART + 32 * 1024}-{2 * PART - 1}"
+
+
+def test_a_filesystem_that_cannot_sync_keeps_no_marks_for_a_file_without_an_md5(tmp_path, monkeypatch, small_marks):
+    _no_sync(monkeypatch, errno.EINVAL)
+    journal = ResumeJournal(tmp_path / "j.parts", JournalHeader("1", 64 * 1024, "", 0))
+    journal.start(FileIdentity(1, 2))
+    marks = DurableMarks(journal, -1, marked={0: 0}, chunk_size=16 * 1024)
+    marks.advance(0, 48 * 1024)
+    marks.advance(0, 64 * 1024, final=True)
+    # nothing synced and nothing to check the bytes by: a mark would vouch for what a power cut may have lost
+    assert journal.load().marks == {}
+
+
+def test_a_sync_that_fails_for_real_fails_the_download(tmp_path, monkeypatch, small_marks):
+    _no_sync(monkeypatch, errno.EIO)  # the disk lost written bytes: not a filesystem's missing feature
+    data = os.urandom(SIZE)
+    run = Run(tmp_path, data)
+    run.start()
+    [error] = run.done
+    assert isinstance(error, LocalIOError) and error.errno == errno.EIO
+
+
+# -- progress on resume ----------------------------------------------------------------------------------------------
+
+
+class Progress(SyncObserver):
+    """What a display is told: bytes transferred and bytes reused, in order."""
+
+    def __init__(self) -> None:
+        self.events: List[Tuple[str, int]] = []
+
+    def bytes_transferred(self, file, count: int) -> None:
+        self.events.append(("transferred", count))
+
+    def bytes_reused(self, file, count: int) -> None:
+        self.events.append(("reused", count))
+
+    def total(self, kind: str) -> int:
+        return sum(count for what, count in self.events if what == kind)
+
+
+def test_a_resumed_multipart_download_tells_its_kept_bytes_apart_first(tmp_path, small_marks):
+    data = os.urandom(SIZE)
+    _killed_run(tmp_path, data, chunks=7)
+    observed = Progress()
+    second = Run(tmp_path, data, observer=observed)
+    second.start()
+    assert second.done == [None]
+    # the display reaches the file's size: the kept bytes as reused (first), the rest as transferred
+    assert observed.events[0] == ("reused", PART + 32 * 1024) == ("reused", second.job.reused)
+    assert observed.total("transferred") == SIZE - second.job.reused
+
+
+def test_a_resumed_single_stream_tells_its_kept_bytes_apart_first(tmp_path, single_journal):
+    data = os.urandom(PART)
+    _single_partial(tmp_path, data, data[:40_000], mark=40_000)
+    observed = Progress()
+    run = Run(tmp_path, data, observer=observed)
+    run.start()
+    assert run.done == [None]
+    assert observed.events[0] == ("reused", 40_000) and observed.total("transferred") == PART - 40_000
+
+
+def test_the_bar_starts_at_the_kept_bytes_and_its_rate_counts_only_transferred_ones(monkeypatch):
+    import io
+
+    import tqdm.std
+
+    from synclient import progress
+    from synclient.events import PlannedFile
+
+    now = [1000.0]
+    monkeypatch.setattr(tqdm.std, "time", lambda: now[0])
+    stream = io.StringIO()
+    bar = progress.ProgressBar(stream=stream, ticking=False)
+    file = PlannedFile("syn1", 1, Path("x"), 100 * 1024 * 1024)
+    bar.file_planned(file)
+    bar.bytes_reused(file, 60 * 1024 * 1024)
+    now[0] += 2.0
+    bar.bytes_transferred(file, 40 * 1024 * 1024)
+    assert (bar._bar.n, bar._bar.total) == (100 * 1024 * 1024, 100 * 1024 * 1024)
+    bar.close()
+    last = stream.getvalue().rsplit("\r", 1)[-1]
+    assert "100%" in last and "100.0 MiB/100.0 MiB" in last and "20.0 MiB/s" in last, last
+
+
+def test_the_log_lines_count_kept_bytes_as_done_not_in_the_rate():
+    from synclient import progress
+    from synclient.events import PlannedFile
+
+    lines = progress.ProgressLines(interval=0.0)
+    file = PlannedFile("syn1", 1, Path("x"), 100 * 1024 * 1024)
+    lines.file_planned(file)
+    lines.bytes_reused(file, 60 * 1024 * 1024)
+    lines.bytes_transferred(file, 40 * 1024 * 1024)
+    assert "100.0 MiB of 100.0 MiB" in lines._line()
+
+
+def test_a_journal_with_a_number_int_refuses_does_not_stop_the_download(tmp_path, small_marks):
+    data = os.urandom(SIZE)
+    _killed_run(tmp_path, data, chunks=7)
+    journal = journal_path(temp_path(tmp_path.resolve() / "file.bin", "fh1"))
+    with open(journal, "ab") as file:
+        file.write(b"1 " + b"9" * 5000 + b"\n")
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    assert storage.ranges[0] == f"bytes={PART + 32 * 1024}-{2 * PART - 1}"  # the line ignored, the marks kept
+
+
+# -- a stream that fails for good ------------------------------------------------------------------------------------
+
+
+def test_a_part_that_fails_for_good_marks_what_it_wrote_for_the_next_run(tmp_path, small_marks):
+    from synclient.errors import TransferError
+
+    data = os.urandom(SIZE)
+    first = Run(tmp_path, data, observer=KillAfter(7, TransferError("connection cut")), max_attempts=1)
+    first.start()
+    [error] = first.done
+    assert isinstance(error, TransferError)  # failed (its partial kept): part 1 wrote 3 chunks, 2 of them marked
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    assert storage.ranges[0] == f"bytes={PART + 3 * 16 * 1024}-{2 * PART - 1}"  # every written byte kept
+
+
+def test_a_single_stream_that_fails_for_good_marks_what_it_wrote_for_the_next_run(tmp_path, single_journal):
+    from synclient.errors import TransferError
+
+    data = os.urandom(PART)  # one stream of 4 chunks: the marks (every 4 MiB) would keep none of them
+    first = Run(tmp_path, data, observer=KillAfter(3, TransferError("connection cut")), max_attempts=1)
+    first.start()
+    [error] = first.done
+    assert isinstance(error, TransferError)
+    storage = RangeLog(data)
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    assert storage.ranges == [f"bytes={3 * 16 * 1024}-{PART - 1}"] and second.job.reused == 3 * 16 * 1024
+
+
+# -- storage that will not resume ------------------------------------------------------------------------------------
+
+
+class WrongRange(RangeLog):
+    """Answers a range from past the file's start with another one than asked (206, a Content-Range that starts
+    one byte further on)."""
+
+    def get(self, url, *, headers, connect_timeout, read_timeout):
+        if "Range" in headers:
+            start, end = (int(n) for n in headers["Range"][len("bytes=") :].split("-"))
+            if start:
+                headers = dict(headers, Range=f"bytes={start + 1}-{end}")
+        return super().get(url, headers=headers, connect_timeout=connect_timeout, read_timeout=read_timeout)
+
+
+@pytest.mark.parametrize("storage_of", [lambda data: RangeLog(data), lambda data: WrongRange(data)])
+def test_a_single_stream_whose_storage_will_not_resume_takes_the_whole_body(tmp_path, single_journal, storage_of):
+    data = os.urandom(PART)
+    _single_partial(tmp_path, data, data[:40_000], mark=40_000)
+    storage = storage_of(data)
+    storage.honours_range = isinstance(storage, WrongRange)  # RangeLog: a 200 with the whole body
+    run = Run(tmp_path, data, storage=storage)
+    run.start()
+    assert run.done == [None] and run.job.destination.read_bytes() == data
+    assert run.job.reused == 0 and storage.ranges[-1] == "whole"
+
+
+def test_a_multipart_download_whose_storage_ignores_range_on_resume_is_fetched_whole(tmp_path, small_marks):
+    data = os.urandom(SIZE)
+    _killed_run(tmp_path, data, chunks=7)
+    storage = RangeLog(data)
+    storage.honours_range = False
+    second = Run(tmp_path, data, storage=storage)
+    second.start()
+    assert second.done == [None] and second.job.destination.read_bytes() == data
+    assert second.job.reused == 0 and storage.ranges[-1] == "whole"
