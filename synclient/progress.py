@@ -96,31 +96,14 @@ class ProgressDisplay(SyncObserver):
         """Leave the display in its final state (the bar drawn whole, the last line written)."""
 
 
-class ProgressBar(ProgressDisplay):
-    """One bytes bar; the total grows as files are planned, files are counted when they finish."""
+class TqdmLine:
+    """One tqdm line (a terminal's, or a notebook's widget shown with a display id) redrawn on one clock: updates
+    ask the clock (``miniters=0``), and a daemon ticker redraws while no event comes (waiting on the platform: the
+    time and rate still move). The real run's bytes bar and the dry run's line are both one; subclasses say the
+    final postfix (:meth:`final_postfix`) and start the ticker when the bar is ready (:meth:`_start_ticking`)."""
 
-    def __init__(self, *, stream: Optional[IO[str]] = None, description: str = "sync", ticking: bool = True) -> None:
-        """``ticking``: a daemon thread redraws the bar while no event comes (waiting on the platform: the time and
-        rate still move); tests turn it off and call :meth:`tick` themselves."""
-        from tqdm.auto import tqdm  # imported here: importing synclient must stay cheap
-
-        bar_class = _in_our_units(tqdm)  # sizes and rate as everywhere else (BAR_FORMAT)
-
+    def __init__(self, bar_class: Type[std_tqdm[Any]], settings: Dict[str, Any], *, thread_name: str) -> None:
         self._lock = threading.Lock()
-        self._counts = _Counts()
-        # miniters=0: no learned "every N bytes" (which froze the bar); every update asks the clock instead
-        settings: Dict[str, Any] = dict(
-            total=0,
-            unit="B",
-            bar_format=BAR_FORMAT,
-            desc=description,
-            file=stream if stream is not None else sys.stderr,
-            dynamic_ncols=True,
-            mininterval=REDRAW_INTERVAL,
-            miniters=0,
-            leave=True,
-            postfix=self._counts.files_text(),
-        )
         notebook = sys.modules.get("tqdm.notebook")  # (imported by tqdm.auto only in a notebook)
         self._bar: std_tqdm[Any]
         self._shown: Optional[Tuple[Any, tqdm_notebook[Any]]] = None  # (IPython's display handle, the widget bar)
@@ -135,9 +118,11 @@ class ProgressBar(ProgressDisplay):
             self._shown = (display(widget_bar.container, display_id=True), widget_bar)
         else:
             self._bar = bar_class(**settings)
-        _leave_echo_room(self._bar)
         self._stop = threading.Event()
-        self._ticker = threading.Thread(target=self._tick_until_closed, name="synclient-progress", daemon=True)
+        self._ticker = threading.Thread(target=self._tick_until_closed, name=thread_name, daemon=True)
+
+    def _start_ticking(self, ticking: bool) -> None:
+        """``ticking``: tests turn the ticker off and call :meth:`tick` themselves."""
         if ticking:
             self._ticker.start()
 
@@ -149,6 +134,48 @@ class ProgressBar(ProgressDisplay):
     def _tick_until_closed(self) -> None:
         while not self._stop.wait(REDRAW_INTERVAL / 2):
             self.tick()
+
+    def final_postfix(self) -> str:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """The final state, drawn once and left on its line (after Ctrl-C too: the "^C" stays after it)."""
+        self._stop.set()
+        if self._ticker.is_alive():
+            self._ticker.join(timeout=1.0)
+        with self._lock:
+            self._bar.set_postfix_str(self.final_postfix(), refresh=False)
+            self._bar.close()
+            if self._shown is not None:  # the widget's text form (a saved notebook's) now says the final state
+                handle, widget_bar = self._shown
+                handle.update(widget_bar.container)
+
+
+class ProgressBar(TqdmLine, ProgressDisplay):
+    """One bytes bar; the total grows as files are planned, files are counted when they finish."""
+
+    def __init__(self, *, stream: Optional[IO[str]] = None, description: str = "sync", ticking: bool = True) -> None:
+        """``ticking``: a daemon thread redraws the bar while no event comes (waiting on the platform: the time and
+        rate still move); tests turn it off and call :meth:`tick` themselves."""
+        from tqdm.auto import tqdm  # imported here: importing synclient must stay cheap
+
+        self._counts = _Counts()
+        # miniters=0: no learned "every N bytes" (which froze the bar); every update asks the clock instead
+        settings: Dict[str, Any] = dict(
+            total=0,
+            unit="B",
+            bar_format=BAR_FORMAT,
+            desc=description,
+            file=stream if stream is not None else sys.stderr,
+            dynamic_ncols=True,
+            mininterval=REDRAW_INTERVAL,
+            miniters=0,
+            leave=True,
+            postfix=self._counts.files_text(),
+        )
+        super().__init__(_in_our_units(tqdm), settings, thread_name="synclient-progress")  # sizes in our units
+        _leave_echo_room(self._bar)
+        self._start_ticking(ticking)
 
     def file_planned(self, file: PlannedFile) -> None:
         with self._lock:
@@ -178,17 +205,8 @@ class ProgressBar(ProgressDisplay):
             self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
             self._bar.update(0)  # redrawn now if the interval is up, else by the next update: same clock
 
-    def close(self) -> None:
-        """The final state, drawn once and left on its line (after Ctrl-C too: the "^C" stays after it)."""
-        self._stop.set()
-        if self._ticker.is_alive():
-            self._ticker.join(timeout=1.0)
-        with self._lock:
-            self._bar.set_postfix_str(self._counts.files_text(), refresh=False)
-            self._bar.close()
-            if self._shown is not None:  # the widget's text form (a saved notebook's) now says the final state
-                handle, widget_bar = self._shown
-                handle.update(widget_bar.container)
+    def final_postfix(self) -> str:
+        return self._counts.files_text()
 
 
 def _in_our_units(tqdm_class: Type[std_tqdm[Any]]) -> Type[std_tqdm[Any]]:

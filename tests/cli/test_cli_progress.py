@@ -9,6 +9,7 @@ from pathlib import Path
 from synclient import progress
 from synclient.events import PlannedFile
 from synclient.results import FileResult, SyncStatus, counted
+from tests.notebook_standin import install_notebook_standins
 
 
 class FakeTty(io.StringIO):
@@ -172,41 +173,7 @@ def test_ticker_thread_stops_at_close(monkeypatch):
 def test_notebook_widget_text_shows_the_final_state(monkeypatch):
     """In Jupyter the bar is a widget; a saved notebook keeps its text form (tqdm's widget repr is the bar's text).
     Without Jupyter here: tqdm.auto, tqdm.notebook and IPython.display are stood in for, as tqdm builds them."""
-    import sys
-    import types
-
-    import tqdm.std
-
-    class Container:
-        def __init__(self, bar):
-            self.bar = bar
-
-        def __repr__(self):  # as tqdm.notebook.TqdmHBox.__repr__
-            return self.bar.format_meter(**self.bar.format_dict)
-
-    class WidgetBar(tqdm.std.tqdm):
-        def __init__(self, *args, display=True, **kwargs):
-            assert display is False, "shown by synclient, with an id"
-            super().__init__(*args, **kwargs)
-            self.container = Container(self)
-
-    class Handle:
-        def __init__(self, shown):
-            self.texts = [repr(shown)]
-
-        def update(self, shown):
-            self.texts.append(repr(shown))
-
-    handles = []
-
-    def display(shown, display_id=False):
-        assert display_id is True
-        handles.append(Handle(shown))
-        return handles[-1]
-
-    monkeypatch.setitem(sys.modules, "tqdm.auto", types.SimpleNamespace(tqdm=WidgetBar))
-    monkeypatch.setitem(sys.modules, "tqdm.notebook", types.SimpleNamespace(tqdm_notebook=WidgetBar))
-    monkeypatch.setitem(sys.modules, "IPython.display", types.SimpleNamespace(display=display))
+    handles = install_notebook_standins(monkeypatch)
     bar = progress.ProgressBar(stream=io.StringIO())
     for _ in range(322):
         bar.file_planned(_planned(10))

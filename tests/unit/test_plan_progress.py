@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import io
-import sys
-import types
 from pathlib import Path
 
 from synclient.sync.plan.dry_run import PlanEntry
 from synclient.sync.plan.plan_progress import PlanProgress
 from synclient.sync.plan.planner import Action
+from tests.notebook_standin import install_notebook_standins
 
 ACTIONS = [Action.DOWNLOAD, Action.SKIP, Action.KEEP_BOTH, Action.KEEP_LOCAL, Action.OVERWRITE, Action.ADOPT]
 
@@ -32,37 +31,10 @@ def test_the_line_counts_each_planned_entry_and_ends_on_its_final_count():
 def test_a_notebook_widget_keeps_the_final_count(monkeypatch):
     """As the real run's bar (tests/cli/test_cli_progress.py): shown with an id, shown again when closed, so a saved
     notebook keeps the final count. tqdm.auto, tqdm.notebook and IPython.display are stood in for."""
-    import tqdm.std
-
-    class Container:
-        def __init__(self, bar):
-            self.bar = bar
-
-        def __repr__(self):  # as tqdm.notebook.TqdmHBox.__repr__
-            return self.bar.format_meter(**self.bar.format_dict)
-
-    class WidgetBar(tqdm.std.tqdm):
-        def __init__(self, *args, display=True, **kwargs):
-            assert display is False, "shown by synclient, with an id"
-            super().__init__(*args, **kwargs)
-            self.container = Container(self)
-
-    texts = []
-
-    class Handle:
-        def update(self, shown):
-            texts.append(repr(shown))
-
-    def display(shown, display_id=False):
-        assert display_id is True
-        texts.append(repr(shown))
-        return Handle()
-
-    monkeypatch.setitem(sys.modules, "tqdm.auto", types.SimpleNamespace(tqdm=WidgetBar))
-    monkeypatch.setitem(sys.modules, "tqdm.notebook", types.SimpleNamespace(tqdm_notebook=WidgetBar))
-    monkeypatch.setitem(sys.modules, "IPython.display", types.SimpleNamespace(display=display))
+    shown = install_notebook_standins(monkeypatch)
     display_ = PlanProgress(stream=io.StringIO(), description="syn1", ticking=False)
     for number in range(7):
         display_.planned(_entry(number, Action.DOWNLOAD))
     display_.close()
-    assert "0 files" in texts[0] and "7 files" in texts[-1] and "7 to download" in texts[-1]
+    (widget,) = shown
+    assert "0 files" in widget.texts[0] and "7 files" in widget.texts[-1] and "7 to download" in widget.texts[-1]
