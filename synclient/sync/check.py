@@ -176,9 +176,11 @@ def check(
         plan = download_query(query, target, recursive=recursive, **keywords)
     else:
         assert ids is not None
-        plan = download_many(ids, target, recursive=recursive, **keywords)
+        refs = [ids] if isinstance(ids, (str, EntityRef)) else list(ids)  # one id given bare: a list of one
+        plan = download_many(refs, target, recursive=recursive, **keywords)
     assert isinstance(plan, SyncPlan)
-    return _verify(plan, Path(os.path.realpath(target)), size_only=size_only, progress=progress, hash_workers=hash_workers)
+    root = Path(os.path.realpath(target))  # as the run's TargetDirectory names it: the plan's paths are under it
+    return _verify(plan, root, size_only=size_only, progress=progress, hash_workers=hash_workers)
 
 
 def _verify(
@@ -189,9 +191,10 @@ def _verify(
     expected: Set[str] = set()
     to_hash = []
     for failure in plan.failures:
-        checked.append(
-            CheckedFile(failure.path or failure.entity_id, CheckStatus.ERROR, failure.entity_id, reason=failure.error)
-        )
+        where = str(failure.path) if failure.path is not None else failure.entity_id
+        if os.path.isabs(where):
+            where = _relative(Path(where), root)
+        checked.append(CheckedFile(where, CheckStatus.ERROR, failure.entity_id, reason=str(failure.error or "")))
     for entry in plan.entries:
         if entry.action is Action.DELETE or entry.destination is None:
             continue
@@ -239,9 +242,7 @@ def _stat_verdict(entry: PlanEntry, rel: str, *, size_only: bool) -> Optional[Ch
             return CheckedFile(rel, CheckStatus.ERROR, **facts, local_size=info.st_size, reason="remote size unknown")
         return CheckedFile(rel, CheckStatus.SAME, **facts, local_size=info.st_size)
     if md5 is None:
-        return CheckedFile(
-            rel, CheckStatus.ERROR, **facts, local_size=info.st_size, reason="the remote records no MD5"
-        )
+        return CheckedFile(rel, CheckStatus.ERROR, **facts, local_size=info.st_size, reason="the remote records no MD5")
     return None
 
 

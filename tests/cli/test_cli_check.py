@@ -166,3 +166,11 @@ def test_the_python_api_returns_each_files_status(emu, synced):
         "extra.txt": CheckStatus.EXTRA,
     }
     assert not results.identical and results.count(CheckStatus.ERROR) == 1
+
+
+def test_a_missing_copy_is_all_missing_and_not_created(emu, tmp_path):
+    target = tmp_path / "never-synced"
+    with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
+        results = synclient.check(emu.project, target, recursive=True, platform=platform, size_only=True)
+    assert {f.path for f in results.files if f.status is CheckStatus.MISSING} == set(GOOD)
+    assert not target.exists()
