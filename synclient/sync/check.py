@@ -308,9 +308,9 @@ def _only_local(root: Path, expected: Set[str]) -> List[CheckedFile]:
             dirs[:] = [d for d in dirs if d != RESERVED_NAME]
         links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
         dirs[:] = sorted(d for d in dirs if d not in links)
-        for name in sorted(files + links):
-            rel = f"{rel_folder}/{name}" if rel_folder else name
-            if rel in expected or rel in ours or name == MANIFEST_FILENAME:
+        for local_name in sorted(files + links):
+            rel = f"{rel_folder}/{local_name}" if rel_folder else local_name
+            if rel in expected or rel in ours or local_name == MANIFEST_FILENAME:
                 continue
             extra.append(CheckedFile(rel, CheckStatus.EXTRA))
     return extra

@@ -174,3 +174,32 @@ def test_a_missing_copy_is_all_missing_and_not_created(emu, tmp_path):
         results = synclient.check(emu.project, target, recursive=True, platform=platform, size_only=True)
     assert {f.path for f in results.files if f.status is CheckStatus.MISSING} == set(GOOD)
     assert not target.exists()
+
+
+def test_the_bar_counts_every_byte_hashed(emu, synced, monkeypatch):
+    import synclient.sync.check as check_module
+    from synclient.progress import ProgressDisplay, ProgressMode
+
+    class Recorder(ProgressDisplay):
+        def __init__(self) -> None:
+            self.planned = 0
+            self.hashed = 0
+            self.closed = False
+
+        def file_planned(self, file) -> None:
+            self.planned += file.size
+
+        def bytes_transferred(self, file, count: int) -> None:
+            self.hashed += count
+
+        def close(self) -> None:
+            self.closed = True
+
+    shown = []
+    monkeypatch.setattr(check_module, "choose_mode", lambda: ProgressMode.BAR)  # (a terminal)
+    monkeypatch.setattr(check_module, "progress_observer", lambda **_: shown.append(Recorder()) or shown[-1])
+    with Platform(endpoint=emu.endpoint, token=emu.token) as platform:
+        synclient.check(emu.project, synced, recursive=True, platform=platform, progress=True)
+    sizes = sum((synced / path).stat().st_size for path in GOOD)
+    assert len(shown) == 1 and shown[0].closed
+    assert shown[0].planned == shown[0].hashed == sizes
