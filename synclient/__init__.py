@@ -5,6 +5,7 @@ from synclient._version import __version__
 from synclient.platform.rest import Platform
 from synclient.results import FileResult, SyncReport, SyncResults, SyncStatus
 from synclient.synapseutils_compat import sync_from_synapse, syncFromSynapse
+from synclient.sync.check import CheckResults, CheckStatus, check
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.plan.dry_run import SyncPlan
 from synclient.sync.runner import download_many, download_query, sync_from_platform, syncFromPlatform
@@ -16,6 +17,9 @@ __all__ = [
     "sync_from_platform",
     "download_many",
     "download_query",
+    "check",
+    "CheckResults",
+    "CheckStatus",
     "syncFromSynapse",
     "sync_from_synapse",
     "SyncOptions",

@@ -339,6 +339,26 @@ def build_parser() -> argparse.ArgumentParser:
         "then one file: a change to either changes both)",
     )
 
+    check = command(
+        "check",
+        "compare a local copy with the remote files a get would put there (MD5 and size; nothing is written)",
+        cmd_check,
+    )
+    check.add_argument("ids", metavar="ID", nargs="*", help="what get would download: entity ids (syn123, syn123.4)")
+    check.add_argument("--from-file", metavar="FILE", help="read ids from FILE, as get does")
+    check.add_argument("--query", metavar="SQL", help="the files a query selects, as get --query")
+    check.add_argument("-r", "--recursive", action="store_true", help="projects and folders recursively")
+    check.add_argument("--path", metavar="DIR", default=".", help="the local copy to check (default: .)")
+    check.add_argument("--size-only", action="store_true", help="compare sizes only: no hashing")
+    check.add_argument("--include", metavar="GLOB", action="append", help="only remote paths matching GLOB")
+    check.add_argument("--exclude", metavar="GLOB", action="append", help="skip remote paths matching GLOB")
+    check.add_argument("--follow-links", action="store_true", help="follow Link entities to their targets")
+    check.add_argument(
+        "--max-workers", metavar="N", type=_positive_int, help="threads of the shared pool that plans the check"
+    )
+    check.add_argument("--no-progress", action="store_true", help="no bar of the bytes hashed")
+    check.set_defaults(file_version=None)
+
     ls = command("ls", "list a project or folder (a tree with -r, sizes with -l)", cmd_ls)
     ls.add_argument("id", metavar="ID", help="entity id, e.g. syn123")
     ls.add_argument("-r", "--recursive", action="store_true", help="list sub-folders too, as a tree")
@@ -773,6 +793,44 @@ def _entry_line(entry: TreeEntry, *, long: bool) -> str:
     version_text = f"v{version}" if version is not None else ""
     size_text = format_size(entry.size) if entry.size is not None else "-"
     return f"{entry.header.id:<14} {version_text:>4} {size_text:>10}  {name}"
+
+
+def cmd_check(ctx: CommandContext) -> ExitCode:
+    """``check``: one line per file in rclone's combined style (``=`` ``*`` ``-`` ``+`` ``!``), then a summary;
+    exit 0 when the copy is identical, 1 when anything differs, is missing or failed."""
+    from synclient.sync.check import check
+
+    args = ctx.args
+    if args.query is not None and (args.ids or args.from_file):
+        raise CliError("--query selects the files itself: give no ids or --from-file with it")
+    if args.query is None and not args.ids and not args.from_file:
+        raise CliError("check needs an id (syn123), several, --from-file FILE or --query SQL")
+    refs = _requested_ids(args) if args.query is None else None
+    if args.query is not None:
+        table_of(args.query)  # a query that names no table is a usage error before any call
+    path = Path(args.path)
+    _check_target(path)
+    ctx.out.json_document.update({"command": "check", "path": str(path.resolve())})
+    workers = args.max_workers or TransferConfig().max_workers
+    with ctx.platform(max_connections=workers) as platform:
+        results = check(
+            refs,
+            path,
+            query=args.query,
+            recursive=args.recursive,
+            size_only=args.size_only,
+            platform=platform,
+            include=args.include,
+            exclude=args.exclude,
+            follow_links=args.follow_links,
+            max_workers=args.max_workers,
+            progress=ctx.want_progress() and not ctx.out.json_mode,
+        )
+    ctx.out.json_document.update(results.to_json())
+    for checked in results.files:
+        ctx.out.result(checked.line)
+    ctx.out.result(results.summary())
+    return ExitCode.OK if results.identical else ExitCode.FILES_FAILED
 
 
 def cmd_ls(ctx: CommandContext) -> ExitCode:

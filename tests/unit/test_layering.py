@@ -41,6 +41,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("synclient.sync.plan", 7),  # one action per file, the path each file claims, filters, the dry run
     ("synclient.sync.sources", 8),  # where files come from: the tree walk, ids, datasets, queries
     ("synclient.sync", 9),  # orchestration: options, the pipeline, outcomes, the runner
+    ("synclient.sync.check", 9),  # a local copy against a dry run of the same sources: reads only
     ("synclient.cluster", 9),  # a run over Dask: shards, the shared REST budget, the worker's task, the driver
     ("synclient.emulator", 10),  # the platform stand-in: a program of its own
     ("synclient.cli", 11),
