@@ -107,7 +107,7 @@ def test_a_manifest_whose_md5_differs_fails_that_file_only_before_downloading_it
     assert result.returncode == 1, result.stderr
     platform_md5 = md5(b"a, first version\n")
     reason = f"{a}.1: the list expects dataFileMD5Hex {wrong} but the platform has {platform_md5}"
-    assert reason in result.stderr
+    assert reason in result.stderr, result.stderr
     assert (tmp_path / "out" / "b.txt").read_bytes() == b"b\n"
     assert not (tmp_path / "out" / "a.txt").exists()
     assert emu.stats()["data_bytes"] == len(b"b\n")  # the mismatched file was never fetched

@@ -278,7 +278,10 @@ class FilePipeline:
         if not self._expected:
             return None
         expected = self._expected.get((header.id, header.version_number)) or self._expected.get((header.id, None))
-        return expected.mismatch(f"{header.id}.{header.version_number}", handle) if expected is not None else None
+        if expected is None:
+            return None
+        version = header.version_number
+        return expected.mismatch(header.id if version is None else f"{header.id}.{version}", handle)
 
     def settle_held_copies(self) -> None:
         """Pool idle check: once nothing else runs, each up-to-date keep.both copy is either still its file's
