@@ -7,11 +7,14 @@ import hashlib
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
+from synclient import Platform, download_many
 from synclient.emulator import Emulator
+from synclient.sync.sources.id_lists import ListMismatchError, read_id_file
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CART_COLUMNS = (
@@ -40,6 +43,7 @@ def emu(tmp_path):
                             {"type": "file", "name": "b.txt", "content": "b\n"},
                         ],
                     },
+                    {"type": "entityview", "name": "files", "scope": ["d"], "columns": []},
                 ],
             }
         ]
@@ -171,3 +175,32 @@ def test_a_local_copy_already_up_to_date_is_still_checked_against_the_list(emu, 
     )
     assert (tmp_path / "out" / "b.txt").read_bytes() == b"b\n"  # left as it was
     assert emu.stats()["data_bytes"] == 0
+
+
+def test_a_view_query_csv_saved_by_synapseclient_replays_at_its_versions(emu, tmp_path, synapse_login):
+    """The CSV synapseclient's ``syn.tableQuery`` saves (quoted, ``ROW_ID, ROW_VERSION, ROW_ETAG`` first)."""
+    syn = synapse_login(emu)
+    syn.table_query_sleep = 0.01
+    sql = f"SELECT id, name, currentVersion, dataFileMD5Hex, dataFileSizeBytes FROM {emu.at('files')}"
+    with warnings.catch_warnings():  # tableQuery is deprecated in 4.14 (still what scripts call)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        saved = Path(syn.tableQuery(sql).filepath)
+    assert saved.read_text(encoding="utf-8").startswith('"ROW_ID","ROW_VERSION","ROW_ETAG","id"')
+    emu.add_version(emu.at("d/a.txt"), b"a, second version\n")
+    result = synclient(emu, tmp_path, "get", "--from-file", str(saved), "--path", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert files_under(tmp_path / "out") == {"a.txt": b"a, first version\n", "b.txt": b"b\n"}
+
+
+def test_the_python_api_replays_a_list_read_with_read_id_file(emu, tmp_path):
+    """``download_many(read_id_file(...))``: an unpinned row's MD5 is checked against the current version."""
+    a, b = emu.at("d/a.txt"), emu.at("d/b.txt")
+    listed = tmp_path / "picked.csv"
+    listed.write_text(f"id,md5\n{a},{md5(b'not a')}\n{b},{md5(b'b' + bytes([10]))}\n")
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_many(read_id_file(str(listed)), tmp_path / "out", platform=platform, on_error="continue")
+    [failure] = results.failures
+    assert failure.entity_id == a and isinstance(failure.error, ListMismatchError)
+    now = md5(b"a, first version" + bytes([10]))
+    assert str(failure.error) == f"{a}.1: the list expects md5 {md5(b'not a')} but the platform has {now}"
+    assert (tmp_path / "out" / "b.txt").read_bytes() == b"b\n"
