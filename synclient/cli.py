@@ -254,7 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--from-file",
         metavar="FILE",
         help="read ids from FILE ('-': standard input): one per line ('#' comments), or a CSV/TSV "
-        "with an 'id' column such as a manifest or a saved query result",
+        "with an 'id' column such as a manifest, the download cart's manifest or a saved query result; "
+        "its versionNumber column pins each file's version and its dataFileMD5Hex/dataFileSizeBytes columns "
+        "fail a file whose content differs (see docs/cli.md)",
     )
     get.add_argument(
         "--query",

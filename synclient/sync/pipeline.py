@@ -44,6 +44,7 @@ from synclient.sync.plan.planner import Action, Decision, is_up_to_date, same_re
 from synclient.sync.records.index import IndexRow, LocalIndex
 from synclient.sync.records.manifest import ManifestRow, provenance_from_activity
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
+from synclient.sync.sources.id_lists import ExpectedContent, ListMismatchError
 from synclient.sync.sources.queries import ViewRows
 from synclient.sync.sources.walker import FoundFile
 from synclient.transfer.fetcher import Fetcher, check_scheme
@@ -125,6 +126,7 @@ class FilePipeline:
         observer: SyncObserver,
         individual_files: AbstractSet[str] = frozenset(),
         described: Optional[DescribedFiles] = None,
+        expected: Optional[ExpectedContent] = None,
         view: Optional[ViewRows] = None,
         handle_names: Optional[HandleNames] = None,
         sizes: Optional[FolderBytes] = None,
@@ -133,7 +135,8 @@ class FilePipeline:
         each one's index row keeps an existing owner; the files of a walk (a list's folders included) are a
         tree's. ``described``: file versions whose handle the run already knows (a query's file-view rows), and
         ``view``: a file view's rows, read when first needed (a sync planned from a view): no bundle call for
-        them. ``handle_names``: files are named by
+        them. ``expected``: what a list's rows expect of their files' content (a manifest replayed): a file whose
+        handle differs fails, before its download. ``handle_names``: files are named by
         their handles (handle_names.py), their bundles fetched for that. ``sizes``: a dry run's byte count from
         the listing (folder_bytes.py): a listed file absent locally is planned from its listing row, no call."""
         self._platform = platform
@@ -150,6 +153,7 @@ class FilePipeline:
         self._observer = observer
         self._individual_files = frozenset(individual_files)
         self._described: DescribedFiles = dict(described or {})
+        self._expected: ExpectedContent = dict(expected or {})
         self._view = view
         self._handle_names = handle_names
         self._sizes = sizes
@@ -181,6 +185,10 @@ class FilePipeline:
             header, destination, rel_path, listed_in = found[:4]
             row, stored_annotations = rows.get(rel_path, (None, None))
             if row is not None and is_up_to_date(row, header, self._target.root) and not self._options.needs_bundle:
+                mismatch = self._mismatch(header, FileHandle(id="", content_size=row.size, content_md5=row.md5))
+                if mismatch is not None:  # the local copy is the platform's, not the list's
+                    self.entity_failed(header, None, mismatch)
+                    continue
                 self._size_known(found, row.size)
                 named = rel_path in self._individual_files
                 if row.root_id != self._root_id and row.root_id == row.entity_id and not named:
@@ -264,6 +272,16 @@ class FilePipeline:
         if known is not None and listed_in is not None and known.parent_id != listed_in:
             known = replace(known, parent_id=listed_in)
         return known
+
+    def _mismatch(self, header: EntityHeader, handle: FileHandle) -> Optional[ListMismatchError]:
+        """Why this file version is not the content its list's row expects (a manifest replayed), if so."""
+        if not self._expected:
+            return None
+        expected = self._expected.get((header.id, header.version_number)) or self._expected.get((header.id, None))
+        if expected is None:
+            return None
+        version = header.version_number
+        return expected.mismatch(header.id if version is None else f"{header.id}.{version}", handle)
 
     def settle_held_copies(self) -> None:
         """Pool idle check: once nothing else runs, each up-to-date keep.both copy is either still its file's
@@ -352,6 +370,9 @@ class FilePipeline:
         try:
             if not listed:
                 check_fetchable(header.id, handle)
+                mismatch = self._mismatch(header, handle)
+                if mismatch is not None:
+                    raise mismatch
             self._target.check_file_destination(destination, self._folders)
             if self._options.provenance:
                 self._manifests.add_provenance(

@@ -271,6 +271,7 @@ class SyncRun:
             observer=observer,
             individual_files=self._individual_files(),
             described=source.described if isinstance(source, ListSource) else None,
+            expected=source.expected if isinstance(source, ListSource) else None,
             view=view,
             handle_names=self.handle_names,
             sizes=self.sizes,

@@ -24,7 +24,7 @@ from synclient.platform.rest import Platform
 from synclient.results import QueryInfo, counted
 from synclient.sync.local.name_gate import RemotePath
 from synclient.sync.sources.by_id import DescribedFiles, SourcePlan, check_container_ref, plan_sources
-from synclient.sync.sources.id_lists import EntityRef
+from synclient.sync.sources.id_lists import EntityRef, ExpectedContent
 from synclient.sync.sources.queries import select
 
 #: the index rows' owner for a list of ids: never a sync root, so no sync's deletion pass ever touches them
@@ -76,6 +76,7 @@ class ListSource:
     root: Optional[EntityHeader] = None  # a dataset or collection synced by its id: its header
     query: Optional[QueryInfo] = None  # the query that selected the entities, for the report
     described: DescribedFiles = field(default_factory=dict)
+    expected: ExpectedContent = field(default_factory=dict)  # what a list's rows expect of their files' content
 
     @property
     def mirrors_container(self) -> bool:
@@ -129,8 +130,11 @@ def resolve_entity(platform: Platform, ref: EntityRef, *, header: Optional[Entit
 
 
 def resolve_ids(platform: Platform, refs: Sequence[EntityRef], *, recursive: bool) -> ListSource:
-    """The source of ``download_many``: every id's header (one call per 1,000 ids) and what it holds."""
-    return _list_source(plan_sources(platform, refs, recursive=recursive), refs)
+    """The source of ``download_many``: every id's header (one call per 1,000 ids) and what it holds, and what
+    the ids' rows expect of their files' content (a manifest replayed: id_lists.py)."""
+    source = _list_source(plan_sources(platform, refs, recursive=recursive), refs)
+    expected = {(ref.entity_id, ref.version): ref.expected for ref in refs if ref.expected is not None}
+    return replace(source, expected=expected) if expected else source
 
 
 def resolve_query(platform: Platform, sql: str, *, table_id: str, recursive: bool) -> ListSource:
