@@ -49,14 +49,14 @@ _KILLED_AFTER_PARTS = textwrap.dedent("""
     from synclient import Platform, TransferConfig, portable, sync_from_platform
     from synclient.transfer.partial import ResumeJournal
     assert not portable.CAPABILITIES.positional_io  # SYNCLIENT_PORTABLE=all, read at start
-    finished = []
-    mark = ResumeJournal.mark_finished
-    def mark_then_die(self, index):  # die once three parts are written and journaled, the others in flight
-        mark(self, index)
-        finished.append(index)
-        if len(finished) == 3:
+    finished = set()
+    mark = ResumeJournal.mark
+    def mark_then_die(self, marks):  # die once three parts are written and journaled whole, the others in flight
+        mark(self, marks)
+        finished.update(index for index, end in marks.items() if end == (index + 1) * 2**20)
+        if len(finished) >= 3:
             os.kill(os.getpid(), signal.SIGKILL)
-    ResumeJournal.mark_finished = mark_then_die
+    ResumeJournal.mark = mark_then_die
     endpoint, token, entity, target = sys.argv[1:5]
     config = TransferConfig(max_workers=4, multipart_threshold=2**20, part_size=2**20)
     sync_from_platform(entity, target, platform=Platform(endpoint=endpoint, token=token), config=config)
