@@ -279,8 +279,9 @@ def serve(args: argparse.Namespace) -> int:
         tls=args.tls,
     )
     stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    # Ctrl-C and SIGTERM stop the server; the process's own handlers come back when serve returns (a bad seed
+    # raises here): main() is called in-process too, and a later Ctrl-C there must interrupt as usual
+    previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGINT, signal.SIGTERM)}
     if args.stop_at_stdin_eof:
         threading.Thread(target=_stop_at_eof, args=(stop,), name="emulator-stdin", daemon=True).start()
     try:
@@ -292,6 +293,8 @@ def serve(args: argparse.Namespace) -> int:
             pass
     finally:
         emu.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     return 0
 
 

@@ -33,9 +33,12 @@ def test_parse_synthetic_with_size_mix():
     ],
 )
 def test_bad_input_is_one_line_exit_2(argv, capsys):
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "error:" in err and "Traceback" not in err
+    # the process's own Ctrl-C comes back: a later in-process sync of this worker must still be interruptible
+    assert {signum: signal.getsignal(signum) for signum in handlers} == handlers
 
 
 def test_seed_then_serve_prints_ready_line_and_stops_on_sigterm(tmp_path):
