@@ -274,12 +274,8 @@ def test_manifest_is_a_csv_of_the_available_files_for_its_creator_only(cart):
     assert api.get(f"/file/v1/fileHandle/{seeded}").status_code == 403
 
 
-def test_synapseclient_get_download_list_downloads_and_empties_the_cart(cart, tmp_path):
+def _login(emu, tmp_path):
     synapseclient = pytest.importorskip("synapseclient")
-    from synapseclient.__main__ import build_parser, get_download_list
-
-    api, ids, emu = cart
-    add(api, (ids("d/a.txt"), None), (ids("d/b.txt"), 1), (ids("nodl"), None))
     syn = synapseclient.Synapse(
         configPath=os.environ["SYNAPSE_CONFIG_FILE"],
         repoEndpoint=emu.endpoint + "/repo/v1",
@@ -291,6 +287,16 @@ def test_synapseclient_get_download_list_downloads_and_empties_the_cart(cart, tm
         silent=True,
     )
     syn.login(authToken=emu.token)
+    return syn
+
+
+def test_synapseclient_get_download_list_downloads_and_empties_the_cart(cart, tmp_path):
+    pytest.importorskip("synapseclient")
+    from synapseclient.__main__ import build_parser, get_download_list
+
+    api, ids, emu = cart
+    add(api, (ids("d/a.txt"), None), (ids("d/b.txt"), 1), (ids("nodl"), None))
+    syn = _login(emu, tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     get_download_list(build_parser().parse_args(["get-download-list", "--downloadLocation", str(out)]), syn)
@@ -298,7 +304,21 @@ def test_synapseclient_get_download_list_downloads_and_empties_the_cart(cart, tm
     assert (out / "b.txt").read_bytes() == b"b1"  # the version the cart pinned
     manifests = [p for p in out.iterdir() if p.suffix == ".csv"]
     assert len(manifests) == 1
-    rows = list(csv.DictReader(manifests[0].open()))
+    with manifests[0].open(newline="") as manifest:
+        rows = list(csv.DictReader(manifest))
     assert sorted((r["ID"], r["error"]) for r in rows) == [(ids("d/a.txt"), ""), (ids("d/b.txt"), "")]
     left = stats(api)
     assert (left["totalNumberOfFiles"], left["numberOfFilesRequiringAction"]) == (1, 1)  # only nodl stays
+
+
+def test_synapseclient_deprecated_manifest_call_reads_it_through_file_handle_batch(cart, tmp_path, monkeypatch):
+    """``syn.get_download_list_manifest()`` (deprecated in 4.13, still there) fetches the manifest handle through
+    ``fileHandle/batch`` with the handle as its own FileEntity association: its creator may."""
+    api, ids, emu = cart
+    add(api, (ids("d/c.txt"), None))
+    syn = _login(emu, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    path = syn.get_download_list_manifest()
+    with open(path, newline="") as manifest:
+        rows = list(csv.DictReader(manifest))
+    assert [(r["ID"], r["name"], r["k"]) for r in rows] == [(ids("d/c.txt"), "c.txt", "v")]
