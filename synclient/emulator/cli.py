@@ -76,6 +76,7 @@ _KNOB_FLAGS = {
     "stall_seconds": (_positive_float, "how long a stalled body stays silent"),
     "query_pending_polls": (int, "GETs of a table query job answered 202 before its result (default 1)"),
     "query_page_rows": (int, "rows per page of a table query (default 1000)"),
+    "download_list_limit": (int, "files one user's download list may hold (default 100000, as Synapse)"),
     "record_exchanges": (int, "keep the last N API exchanges for GET /emulator/exchanges; 0 = off"),
     "fault_api_malformed_rate": (
         parse_route_rates,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from .download_list import DownloadLists
 from .faults import FaultPlan, ThrottleGate
 from .knobs import Knobs
 from .stats import ExchangeLog, Stats
@@ -33,6 +34,8 @@ class EmulatorContext:
         self.stopping = threading.Event()
         #: the table query service's asynchronous jobs (kept in memory: a restart forgets them)
         self.jobs = AsyncJobs()
+        #: every user's download list (in memory too)
+        self.download_lists = DownloadLists()
 
     @property
     def knobs(self) -> Knobs:

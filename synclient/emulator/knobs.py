@@ -193,6 +193,8 @@ class Knobs:
     query_pending_polls: int = 1
     #: rows per page of a table query (Synapse derives its maxRowsPerPage from a byte budget)
     query_page_rows: int = 1000
+    #: files a user's download list may hold (Synapse: DownloadListManagerImpl.MAX_FILES_PER_USER, 100,000)
+    download_list_limit: int = 100_000
     #: views answer from their snapshot (taken at seeding and by refresh_views), not from the live store
     view_lag: bool = False
     #: keep the last N platform exchanges (request and JSON answer) for ``Emulator.exchanges()``; 0 = off
@@ -240,6 +242,9 @@ class Knobs:
         self.maintenance_window = parse_window(self.maintenance_window)
         self.query_pending_polls = int(self.query_pending_polls)
         self.query_page_rows = int(self.query_page_rows)
+        self.download_list_limit = int(self.download_list_limit)
+        if self.download_list_limit < 1:
+            raise ValueError("download_list_limit must be positive")
         self.record_exchanges = int(self.record_exchanges)
         if self.record_exchanges < 0:
             raise ValueError("record_exchanges must not be negative")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Tuple
 
 P = "org.sagebionetworks.repo.model."
+DOWNLOAD_PKG = P + "download."
 CONTROLLERS = "services/repository/src/main/java/org/sagebionetworks/repo/web/controller/"
 
 
@@ -661,7 +662,124 @@ MODELS: Dict[str, Model] = _models(
         {"sumFileSizesBytes": "integer", "greaterThan": "boolean"},
         required=("sumFileSizesBytes", "greaterThan"),
     ),
-    Model("ActionRequiredCount", "schema: download/ActionRequiredCount.json", {"action": "object", "count": "integer"}),
+    Model("ActionRequiredCount", "schema: download/ActionRequiredCount.json", {"action": "Action", "count": "integer"}),
+    # --- the download list (DownloadListDAOImpl RESULT_MAPPER and STATS_MAPPER set every field) -------------------
+    Model("Action", "schema: download/Action.json (interface)", variants=("MeetAccessRequirement", "RequestDownload")),
+    Model(
+        "MeetAccessRequirement",
+        "schema: download/MeetAccessRequirement.json (implements Action)",
+        {"concreteType": "string", "accessRequirementId": "integer"},
+        required=("accessRequirementId",),
+        concrete_type=DOWNLOAD_PKG + "MeetAccessRequirement",
+    ),
+    Model(
+        "RequestDownload",
+        "schema: download/RequestDownload.json (implements Action)",
+        {"concreteType": "string", "benefactorId": "integer"},
+        required=("benefactorId",),
+        concrete_type=DOWNLOAD_PKG + "RequestDownload",
+    ),
+    Model(
+        "AddBatchOfFilesToDownloadListResponse",
+        "schema: download/AddBatchOfFilesToDownloadListResponse.json",
+        {"numberOfFilesAdded": "integer"},
+        required=("numberOfFilesAdded",),
+    ),
+    Model(
+        "RemoveBatchOfFilesFromDownloadListResponse",
+        "schema: download/RemoveBatchOfFilesFromDownloadListResponse.json",
+        {"numberOfFilesRemoved": "integer"},
+        required=("numberOfFilesRemoved",),
+    ),
+    Model(
+        "DownloadListItemResult",
+        "schema: download/DownloadListItemResult.json (extends DownloadListItem)",
+        {
+            "fileEntityId": "string",
+            "versionNumber": "integer",
+            "fileName": "string",
+            "addedOn": "date-time",
+            "projectId": "string",
+            "projectName": "string",
+            "createdBy": "string",
+            "createdOn": "date-time",
+            "fileSizeBytes": "integer",
+            "isEligibleForPackaging": "boolean",
+            "fileHandleId": "string",
+        },
+        required=(
+            "fileEntityId",
+            "fileName",
+            "addedOn",
+            "projectId",
+            "projectName",
+            "createdBy",
+            "createdOn",
+            "fileSizeBytes",
+            "isEligibleForPackaging",
+            "fileHandleId",
+        ),
+    ),
+    Model(
+        "QueryResponseDetails",
+        "schema: download/QueryResponseDetails.json (interface)",
+        variants=("AvailableFilesResponse", "ActionRequiredResponse", "FilesStatisticsResponse"),
+    ),
+    Model(
+        "AvailableFilesResponse",
+        "schema: download/AvailableFilesResponse.json (implements QueryResponseDetails)",
+        {"concreteType": "string", "page": "[DownloadListItemResult]", "nextPageToken": "string"},
+        required=("page",),
+        concrete_type=DOWNLOAD_PKG + "AvailableFilesResponse",
+    ),
+    Model(
+        "ActionRequiredResponse",
+        "schema: download/ActionRequiredResponse.json (implements QueryResponseDetails)",
+        {"concreteType": "string", "page": "[ActionRequiredCount]", "nextPageToken": "string"},
+        required=("page",),
+        concrete_type=DOWNLOAD_PKG + "ActionRequiredResponse",
+    ),
+    Model(
+        "FilesStatisticsResponse",
+        "schema: download/FilesStatisticsResponse.json (implements QueryResponseDetails)",
+        {
+            "concreteType": "string",
+            "totalNumberOfFiles": "integer",
+            "numberOfFilesAvailableForDownload": "integer",
+            "numberOfFilesAvailableForDownloadAndEligibleForPackaging": "integer",
+            "numberOfFilesRequiringAction": "integer",
+            "sumOfFileSizesAvailableForDownload": "integer",
+        },
+        required=(
+            "totalNumberOfFiles",
+            "numberOfFilesAvailableForDownload",
+            "numberOfFilesAvailableForDownloadAndEligibleForPackaging",
+            "numberOfFilesRequiringAction",
+            "sumOfFileSizesAvailableForDownload",
+        ),
+        concrete_type=DOWNLOAD_PKG + "FilesStatisticsResponse",
+    ),
+    Model(
+        "DownloadListQueryResponse",
+        "schema: download/DownloadListQueryResponse.json (implements AsynchronousResponseBody)",
+        {"concreteType": "string", "responseDetails": "QueryResponseDetails"},
+        required=("responseDetails",),
+        concrete_type=DOWNLOAD_PKG + "DownloadListQueryResponse",
+    ),
+    Model(
+        "AddToDownloadListResponse",
+        "schema: download/AddToDownloadListResponse.json (implements AsynchronousResponseBody)",
+        {"concreteType": "string", "numberOfFilesAdded": "integer"},
+        required=("numberOfFilesAdded",),
+        concrete_type=DOWNLOAD_PKG + "AddToDownloadListResponse",
+    ),
+    Model(
+        "DownloadListManifestResponse",
+        "schema: download/DownloadListManifestResponse.json (implements AsynchronousResponseBody)",
+        {"concreteType": "string", "resultFileHandleId": "string"},
+        required=("resultFileHandleId",),
+        concrete_type=DOWNLOAD_PKG + "DownloadListManifestResponse",
+    ),
     Model(
         "DownloadFromTableResult",
         "schema: table/DownloadFromTableResult.json (implements "
@@ -741,12 +859,44 @@ MODELS: Dict[str, Model] = _models(
     Model(
         "AsynchronousRequestBody",
         "schema: asynch/AsynchronousRequestBody.json (interface)",
-        variants=("QueryBundleRequest", "QueryNextPageToken", "DownloadFromTableRequest"),
+        variants=(
+            "QueryBundleRequest",
+            "QueryNextPageToken",
+            "DownloadFromTableRequest",
+            "DownloadListQueryRequest",
+            "AddToDownloadListRequest",
+            "DownloadListManifestRequest",
+        ),
+    ),
+    Model(
+        "DownloadListQueryRequest",
+        "schema: download/DownloadListQueryRequest.json (implements AsynchronousRequestBody)",
+        {"concreteType": "string", "requestDetails": "object"},
+        concrete_type=DOWNLOAD_PKG + "DownloadListQueryRequest",
+    ),
+    Model(
+        "AddToDownloadListRequest",
+        "schema: download/AddToDownloadListRequest.json (implements AsynchronousRequestBody)",
+        {"concreteType": "string", "parentId": "string", "query": "object", "useVersionNumber": "boolean"},
+        concrete_type=DOWNLOAD_PKG + "AddToDownloadListRequest",
+    ),
+    Model(
+        "DownloadListManifestRequest",
+        "schema: download/DownloadListManifestRequest.json (implements AsynchronousRequestBody)",
+        {"concreteType": "string", "csvTableDescriptor": "object"},
+        concrete_type=DOWNLOAD_PKG + "DownloadListManifestRequest",
     ),
     Model(
         "AsynchronousResponseBody",
         "schema: asynch/AsynchronousResponseBody.json (interface)",
-        variants=("QueryResultBundle", "QueryResult", "DownloadFromTableResult"),
+        variants=(
+            "QueryResultBundle",
+            "QueryResult",
+            "DownloadFromTableResult",
+            "DownloadListQueryResponse",
+            "AddToDownloadListResponse",
+            "DownloadListManifestResponse",
+        ),
     ),
     # --- users, stack, errors ---------------------------------------------------------------------------------------
     Model(

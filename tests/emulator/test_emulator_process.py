@@ -60,6 +60,7 @@ EVERY_KNOB = Knobs(
     external_content_length=False,
     query_pending_polls=0,
     query_page_rows=10,
+    download_list_limit=7,
     view_lag=True,
     record_exchanges=5,
 )
