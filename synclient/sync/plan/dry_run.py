@@ -137,7 +137,8 @@ class SyncPlan:
         conflicts = self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)
         return (
             f"dry run: {counted(len(self.fetch_entries), 'file')} to download ({format_size(self.bytes_to_fetch)}), "
-            f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {counted(conflicts, 'conflict')}, "
+            + (f"{self.count(Action.REPAIR)} to repair (local bytes differ), " if self.count(Action.REPAIR) else "")
+            + f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {counted(conflicts, 'conflict')}, "
             f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed; "
             f"estimated {self.estimate_seconds:.1f} s"
         )
@@ -147,6 +148,7 @@ class SyncPlan:
             "dry_run": True,
             "to_download": len(self.fetch_entries),
             "bytes_to_download": self.bytes_to_fetch,
+            "to_repair": self.count(Action.REPAIR),  # of those to download: our copies whose bytes differ (checksum)
             "up_to_date": self.count(Action.SKIP, Action.ADOPT),
             "conflicts": self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH),
             "to_delete": self.count(Action.DELETE),
