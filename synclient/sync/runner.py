@@ -996,6 +996,8 @@ def _execute(
             if isinstance(effects, PlannedEffects):
                 effects.plan.sized(run.pipeline.sizes)
                 effects.plan.listed_bytes = run.pipeline.bytes_of_several
+                if options.checksum:  # every copy of ours was hashed (and the real run hashes them again)
+                    effects.plan.hashed_bytes = sum(e.size or 0 for e in effects.plan.entries if e.action.hashed)
                 _estimate_from_history(effects.plan, index)
                 _estimate_calls(effects.plan, run, before)
                 effects.plan.folders = dict(run.walker.folder_ids)

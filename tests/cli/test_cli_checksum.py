@@ -112,8 +112,10 @@ def test_dry_run_with_checksum_lists_the_repair_and_writes_nothing(synced, emu, 
     entries = {e["path"]: e["action"] for e in plan["entries"]}
     assert entries == {"a.txt": "skip", "d/b.txt": "skip", "d/c.bin": "repair"}
     assert plan["to_download"] == 1 and plan["to_repair"] == 1
+    assert plan["bytes_hashed"] == 6 + 6 + 300 * 1024  # every copy of ours read whole: its cost said
     text = run_cli("get", "-r", emu.project, "--path", str(synced), "--checksum", "--dry-run", env=env)
     assert "1 file to download (300.0 KiB), 1 to repair (local bytes differ)" in text.stdout
+    assert "+ hashing 300.0 KiB of local copies (checksum)" in text.stdout
     assert (synced / "d/c.bin").read_bytes() == corrupted
 
 

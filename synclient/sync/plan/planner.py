@@ -52,6 +52,11 @@ class Action(enum.Enum):
     def fetches(self) -> bool:
         return self in (Action.DOWNLOAD, Action.OVERWRITE, Action.KEEP_BOTH, Action.REPAIR)
 
+    @property
+    def hashed(self) -> bool:
+        """With ``checksum``, the local file of this action was read whole (our own copy, or one hashed anyway)."""
+        return self in (Action.SKIP, Action.REPAIR, Action.ADOPT)
+
 
 class Collision(Choice):
     OVERWRITE_LOCAL = "overwrite.local"
