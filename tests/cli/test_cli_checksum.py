@@ -147,3 +147,20 @@ def test_python_api_checksum_keyword(synced, emu):
     assert results.report.repaired == 1
     assert {r.action for r in results if r.path.name == "b.txt"} == {"repair"}
     assert (synced / "d/b.txt").read_bytes() == original
+
+
+def test_a_keep_both_copy_of_ours_is_repaired_where_it_is(synced, emu, env):
+    user = synced / "a.txt"
+    user.unlink()
+    user.write_bytes(b"the user's own\n")
+    first = run_cli("-q", "get", "-r", emu.project, "--path", str(synced), "--if-collision", "keep.both", env=env)
+    assert first.returncode == 0, first.stderr
+    copy = synced / "a(1).txt"
+    original = _corrupt(copy)
+    assert original == b"alpha\n"
+    args = ("--json", "get", "-r", emu.project, "--path", str(synced), "--if-collision", "keep.both", "--checksum")
+    result = run_cli(*args, env=env)
+    assert result.returncode == 0, result.stderr
+    actions = {Path(f["path"]).name: f["action"] for f in result.json()["files"]}
+    assert actions == {"a(1).txt": "repair", "b.txt": "skip", "c.bin": "skip"}
+    assert copy.read_bytes() == original and user.read_bytes() == b"the user's own\n"

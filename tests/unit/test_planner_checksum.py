@@ -62,3 +62,16 @@ def test_a_handle_without_md5_is_compared_by_size_only(tmp_path):
     assert _decide(tmp_path, other_size, handle, checksum=True) == Decision(
         Action.REPAIR, tmp_path / "a.bin", "local size differed"
     )
+
+
+def test_an_untouched_keep_both_copy_is_hashed_and_repaired_where_it_is(tmp_path):
+    remote = b"remote!"
+    md5 = hashlib.md5(remote).hexdigest()
+    copy = tmp_path / "a(1).bin"
+    copy.write_bytes(b"corrupt")
+    info = os.lstat(copy)
+    row = IndexRow("a.bin", "a(1).bin", "syn1", "syn9", 1, "h9", md5, 7, "", "syn1", info.st_size, info.st_mtime_ns)
+    (tmp_path / "a.bin").write_bytes(b"the user's")
+    handle = FileHandle(id="h9", content_size=len(remote), content_md5=md5)
+    assert _decide(tmp_path, row, handle, checksum=False) == Decision(Action.SKIP, copy)
+    assert _decide(tmp_path, row, handle, checksum=True) == Decision(Action.REPAIR, copy, "local MD5 differed")

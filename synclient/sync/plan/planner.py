@@ -110,7 +110,9 @@ def decide(
     if row is not None and row.local_path != _relative(destination, target_root):
         # an earlier keep.both put our copy elsewhere: it still counts if untouched and the same bytes
         if row.local_stat_matches(target_root) and same_bytes(row, handle):
-            return Decision(Action.SKIP, target_root / row.local_path)
+            copy = target_root / row.local_path
+            reason = repair_reason(copy, handle, size=row.local_size) if checksum else None
+            return Decision(Action.SKIP, copy) if reason is None else Decision(Action.REPAIR, copy, reason)
         row = None
     try:
         info = os.lstat(destination)
