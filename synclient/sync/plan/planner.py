@@ -8,7 +8,7 @@ Like rclone's src-only / dst-only / match, every remote file falls in exactly on
 | absent                             | any                               | -                      | DOWNLOAD         |
 | ours: stat as synclient left it    | yes                               | same MD5               | SKIP (refresh)   |
 | ours: stat as synclient left it    | yes                               | other MD5 (new version)| DOWNLOAD         |
-| ours, ``checksum``: its bytes hashed | yes, same MD5                   | local MD5 differs      | REPAIR           |
+| ours, ``checksum``: hashed         | yes, same MD5                     | local MD5 differs      | REPAIR           |
 | changed since, or never indexed    | any                               | same MD5 (hash once)   | ADOPT (one link) |
 | ... a hard link (link count > 1)   | any                               | same MD5               | DOWNLOAD (own)   |
 | changed since, or never indexed    | any                               | other MD5              | if_collision     |
