@@ -55,7 +55,7 @@ from synclient.platform.models import EntityHeader, EntityType, parse_entity_id
 from synclient.platform.rest import Platform
 from synclient.progress import progress_observer
 from synclient.redaction import REDACTED, install_redaction, redact, redact_data, register_secret, visible  # noqa: F401
-from synclient.results import FileResult, SyncReport, SyncResults, counted
+from synclient.results import REPAIRED, FileResult, SyncReport, SyncResults, counted
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.plan.dry_run import SyncPlan
 from synclient.sync.plan.planner import Collision
@@ -300,6 +300,12 @@ def build_parser() -> argparse.ArgumentParser:
         + ", ".join(COLLISION_MODES)
         + f" (default: {SyncOptions().if_collision.value})",
     )
+    get.add_argument(
+        "--checksum",
+        action="store_true",
+        help="hash the local copies synclient wrote instead of trusting size and mtime, and download again those "
+        "whose bytes differ (reported as repair; slower: every local byte is read)",
+    )
     get.add_argument("--include", metavar="GLOB", action="append", help="only remote paths matching GLOB (repeatable)")
     get.add_argument("--exclude", metavar="GLOB", action="append", help="skip remote paths matching GLOB (repeatable)")
     get.add_argument(
@@ -520,6 +526,7 @@ def _sync_options(args: argparse.Namespace, *, plan_progress: bool = False) -> S
         ),
         synapse_cache=args.synapse_cache,
         synapse_cache_link=args.synapse_cache_link,
+        checksum=getattr(args, "checksum", False),
     )
 
 
@@ -688,6 +695,8 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
         ctx.out.failure(problem)
     for line in report.renamed:
         ctx.out.info(f"renamed: {line}")
+    for repaired in (r for r in results if r.action == REPAIRED):  # (get --checksum; a handle without MD5: size)
+        ctx.out.info(f"repaired: {repaired.path}: local {'MD5' if repaired.md5 else 'size'} differed")
     if report.query is not None:
         query = report.query
         ctx.out.info(

@@ -18,6 +18,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 from synclient.html_view import FIRST_ROWS, Rows, html_table, size_cell
 from synclient.units import format_rate, format_size
 
+#: the ``action`` of a file downloaded again because its local bytes differed (``checksum``: the planner's REPAIR)
+REPAIRED = "repair"
 #: the ``action`` of a file whose bytes were copied from synapseclient's download cache instead of downloaded
 FROM_SYNAPSE_CACHE = "synapse-cache"
 
@@ -240,6 +242,7 @@ class SyncReport:
     retries: int = 0
     throttled: int = 0
     unverified: int = 0  # of the downloaded: external-URL files whose handle records neither MD5 nor size
+    repaired: int = 0  # of the downloaded: our copies whose bytes differed from the remote's (checksum)
     manifest_errors: List[str] = field(default_factory=list)  # one line per folder whose manifest failed
     # entries of a list or dataset given another name, and entities whose names the local filesystem cannot hold
     # as they are (docs/cli.md), one line each
@@ -255,6 +258,8 @@ class SyncReport:
                 self.downloaded += 1
                 if result.verification is Verification.NONE:
                     self.unverified += 1
+                if result.action == REPAIRED:
+                    self.repaired += 1
                 if result.action == FROM_SYNAPSE_CACHE:
                     self.from_cache += 1
                 else:
@@ -288,6 +293,8 @@ class SyncReport:
         deleted = f"{self.deleted} deleted, " if self.deleted else ""
         manifests = f", {counted(len(self.manifest_errors), 'manifest')} not written" if self.manifest_errors else ""
         notes = [f"{self.from_cache} from the synapseclient cache"] if self.from_cache else []
+        if self.repaired:
+            notes.append(f"{self.repaired} repaired: local bytes differed")
         if self.unverified:
             notes.append(f"{self.unverified} unverified: no MD5 or size recorded")
         noted = f" ({'; '.join(notes)})" if notes else ""

@@ -372,6 +372,7 @@ class SyncOptions:
     manifest: str = "all"
     dry_run_first: bool = False
     view: Optional[str] = None  # a file view whose rows stand in for bundle calls
+    checksum: bool = False  # hash our own copies (get --checksum): the same outcome, as no rule corrupts in place
 
     @property
     def filtered(self) -> bool:
@@ -385,12 +386,15 @@ class SyncOptions:
             exclude=list(self.exclude),
             manifest=self.manifest,
             view=self.view,
+            checksum=self.checksum,
         )
 
     def cli_args(self) -> List[str]:
         args = ["--if-collision", self.if_collision, "--manifest", self.manifest]
         if self.delete:
             args.append("--delete")
+        if self.checksum:
+            args.append("--checksum")
         if self.view:
             args += ["--view", self.view]
         for pattern in self.include:
@@ -406,6 +410,7 @@ class SyncOptions:
         if self.exclude:
             text += f" exclude={list(self.exclude)}"
         text += f" view={self.view}" if self.view else ""
+        text += " checksum" if self.checksum else ""
         return text + (" (dry run first)" if self.dry_run_first else "")
 
 
@@ -430,6 +435,8 @@ class ModelWalk:
         self.seed = seed
         self.steps = steps
         self.rng = random.Random(seed)
+        # the checksum option's own draws: the walks of the other draws stay what each seed walked before it
+        self.checksum_rng = random.Random(f"{seed}:checksum")
         self.dask_client = dask_client  # a distributed.Client: some syncs fetch on its cluster (module docstring)
         self.dask_rng = random.Random(f"dask-{seed}")  # its own draws: the rules stay those of the seed
         self.emu = emu
@@ -529,6 +536,7 @@ class ModelWalk:
             manifest=rng.choices(("all", "root", "suppress"), weights=(7, 1, 1))[0],
             dry_run_first=dry_allowed and rng.random() < 0.4,
             view=self.view_id if rng.random() < 0.4 else None,
+            checksum=self.checksum_rng.random() < 0.2,
         )
 
     def apply_random_rule(self) -> None:

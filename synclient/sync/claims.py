@@ -111,6 +111,7 @@ class PathClaims:
                 row=row,
                 target_root=self._target.root,
                 collision=self._options.if_collision,
+                checksum=self._options.checksum,
             )
         displaced = self._displaced_row(decision.destination, rel_path)
         if decision.action is Action.BLOCKED:

@@ -64,6 +64,9 @@ class SyncOptions:
       drop-ins ``syncFromSynapse`` / ``sync_from_synapse`` use it; see :mod:`synclient.sync.plan.handle_names`). It
       applies to a project's or folder's walk and to a file root; lists of ids, datasets and queries name their
       files by their entities.
+    - ``checksum``: hash every local copy synclient wrote instead of trusting its size and modification time (the
+      index's fast path); one whose bytes are not the remote's is downloaded again (action ``repair``). A handle
+      that records no MD5 is compared by size. Other local files are hashed anyway and follow ``if_collision``.
     """
 
     if_collision: Collision
@@ -82,6 +85,7 @@ class SyncOptions:
     synapse_cache_link: bool
     filesystem_names: Optional[FilesystemNames]
     file_names: FileNames
+    checksum: bool
 
     def __init__(
         self,
@@ -105,6 +109,7 @@ class SyncOptions:
         synapse_cache_link: bool = False,
         filesystem_names: Union[FilesystemNames, str, None] = None,
         file_names: Union[FileNames, str] = FileNames.ENTITY,
+        checksum: bool = False,
     ) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
@@ -134,6 +139,7 @@ class SyncOptions:
             FilesystemNames.parse(filesystem_names) if isinstance(filesystem_names, str) else filesystem_names,
         )
         set_(self, "file_names", FileNames.parse(file_names, option="file_names"))
+        set_(self, "checksum", bool(checksum))
 
     @classmethod
     def overridden(cls, base: Optional[SyncOptions], keywords: Mapping[str, object]) -> SyncOptions:

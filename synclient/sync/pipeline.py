@@ -184,7 +184,12 @@ class FilePipeline:
         for found in files:
             header, destination, rel_path, listed_in = found[:4]
             row, stored_annotations = rows.get(rel_path, (None, None))
-            if row is not None and is_up_to_date(row, header, self._target.root) and not self._options.needs_bundle:
+            if (
+                row is not None
+                and is_up_to_date(row, header, self._target.root)
+                and not self._options.needs_bundle
+                and not self._options.checksum  # (its bytes are hashed: the planner decides, on this pool)
+            ):
                 mismatch = self._mismatch(header, FileHandle(id="", content_size=row.size, content_md5=row.md5))
                 if mismatch is not None:  # the local copy is the platform's, not the list's
                     self.entity_failed(header, None, mismatch)
@@ -394,6 +399,8 @@ class FilePipeline:
         version = known.version
         owner = row.root_id if (rel_path in self._individual_files and row is not None) else self._root_id
         superseded = copy if copy is not None and decision.destination != self._target.root / copy.local_path else None
+        if decision.action is Action.REPAIR:
+            log.warning("repair: %s: %s", rel_path, decision.reason)
         self._note_placed(rel_path, self._target.relative(decision.destination))  # (the file kept, or the remote's)
         renamed = self._renaming(
             found,

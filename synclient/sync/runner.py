@@ -480,12 +480,14 @@ if TYPE_CHECKING:
         manifest: Optional[str]
         view: Optional[str]
         file_names: Union[FileNames, str, None]
+        checksum: Optional[bool]
 
     class _QueryKeywords(_RunKeywords, total=False):
         recursive: bool
 
     class _IdsKeywords(_QueryKeywords, total=False):
         view: Optional[str]
+        checksum: Optional[bool]
 
 
 @dataclass(frozen=True)
@@ -584,6 +586,7 @@ def sync_from_platform(
     filesystem_names: Union[FilesystemNames, str, None] = None,
     dask: Optional[object] = None,
     file_names: Union[FileNames, str, None] = None,
+    checksum: Optional[bool] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
@@ -618,6 +621,8 @@ def sync_from_platform(
     - ``dask``: a ``distributed.Client`` (or :class:`~synclient.cluster.driver.DaskSettings`): this process plans
       and indexes, the cluster's workers fetch the files in shards, every process within one shared REST budget
       (docs/dask.md). The target must be a filesystem every worker sees at the same path.
+    - ``checksum``: hash each local copy synclient wrote instead of trusting its size and modification time, and
+      download again (action ``repair``) one whose bytes differ (:class:`~synclient.sync.options.SyncOptions`).
     """
     settings = RunSettings.of(
         options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, view=view, dask=dask
@@ -689,6 +694,7 @@ def download_many(
     view: Optional[str] = None,
     filesystem_names: Union[FilesystemNames, str, None] = None,
     dask: Optional[object] = None,
+    checksum: Optional[bool] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or
     :class:`~synclient.sync.sources.id_lists.EntityRef`) into ``path`` as one run: one shared pool, URL batches of up to
@@ -990,6 +996,8 @@ def _execute(
             if isinstance(effects, PlannedEffects):
                 effects.plan.sized(run.pipeline.sizes)
                 effects.plan.listed_bytes = run.pipeline.bytes_of_several
+                if options.checksum:  # every copy of ours was hashed (and the real run hashes them again)
+                    effects.plan.hashed_bytes = sum(e.size or 0 for e in effects.plan.entries if e.action.hashed)
                 _estimate_from_history(effects.plan, index)
                 _estimate_calls(effects.plan, run, before)
                 effects.plan.folders = dict(run.walker.folder_ids)

@@ -91,6 +91,7 @@ class SyncPlan:
     bytes_per_second: float = DEFAULT_BYTES_PER_SECOND
     files_per_second: float = DEFAULT_FILES_PER_SECOND  # the last real run's (kept; the estimate counts calls)
     listed_bytes: int = 0
+    hashed_bytes: int = 0  # checksum: the local bytes the dry run hashed, as the real run will
     rest_calls: int = 0  # the REST calls the real run is expected to make
     limits: CallLimits = field(default_factory=CallLimits)
     #: told each entry as it is planned (a progress display)
@@ -137,9 +138,11 @@ class SyncPlan:
         conflicts = self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)
         return (
             f"dry run: {counted(len(self.fetch_entries), 'file')} to download ({format_size(self.bytes_to_fetch)}), "
-            f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {counted(conflicts, 'conflict')}, "
+            + (f"{self.count(Action.REPAIR)} to repair (local bytes differ), " if self.count(Action.REPAIR) else "")
+            + f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {counted(conflicts, 'conflict')}, "
             f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed; "
             f"estimated {self.estimate_seconds:.1f} s"
+            + (f" + hashing {format_size(self.hashed_bytes)} of local copies (checksum)" if self.hashed_bytes else "")
         )
 
     def to_json(self) -> Dict[str, Any]:
@@ -147,6 +150,8 @@ class SyncPlan:
             "dry_run": True,
             "to_download": len(self.fetch_entries),
             "bytes_to_download": self.bytes_to_fetch,
+            "to_repair": self.count(Action.REPAIR),  # of those to download: our copies whose bytes differ (checksum)
+            "bytes_hashed": self.hashed_bytes,  # checksum: the local bytes read to decide (the real run reads them too)
             "up_to_date": self.count(Action.SKIP, Action.ADOPT),
             "conflicts": self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH),
             "to_delete": self.count(Action.DELETE),

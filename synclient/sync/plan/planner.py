@@ -8,6 +8,7 @@ Like rclone's src-only / dst-only / match, every remote file falls in exactly on
 | absent                             | any                               | -                      | DOWNLOAD         |
 | ours: stat as synclient left it    | yes                               | same MD5               | SKIP (refresh)   |
 | ours: stat as synclient left it    | yes                               | other MD5 (new version)| DOWNLOAD         |
+| ours, ``checksum``: hashed         | yes, same MD5                     | local MD5 differs      | REPAIR           |
 | changed since, or never indexed    | any                               | same MD5 (hash once)   | ADOPT (one link) |
 | ... a hard link (link count > 1)   | any                               | same MD5               | DOWNLOAD (own)   |
 | changed since, or never indexed    | any                               | other MD5              | if_collision     |
@@ -45,10 +46,16 @@ class Action(enum.Enum):
     KEEP_BOTH = "keep-both"  # conflict: remote saved beside the local file as name(1).ext (keep.both)
     DELETE = "delete"  # gone remotely, a file synclient wrote and nobody changed (delete=True)
     BLOCKED = "blocked"  # conflict: a local folder where the remote has a file (overwrite.local)
+    REPAIR = "repair"  # checksum: our own copy, stat untouched, whose bytes are not the remote's (fetched again)
 
     @property
     def fetches(self) -> bool:
-        return self in (Action.DOWNLOAD, Action.OVERWRITE, Action.KEEP_BOTH)
+        return self in (Action.DOWNLOAD, Action.OVERWRITE, Action.KEEP_BOTH, Action.REPAIR)
+
+    @property
+    def hashed(self) -> bool:
+        """With ``checksum``, the local file of this action was read whole (our own copy, or one hashed anyway)."""
+        return self in (Action.SKIP, Action.REPAIR, Action.ADOPT)
 
 
 class Collision(Choice):
@@ -61,6 +68,7 @@ class Collision(Choice):
 class Decision:
     action: Action
     destination: Path  # where the bytes go (or already are)
+    reason: str = ""  # why, where the action alone does not say (a repair: what differed)
 
 
 def is_up_to_date(row: Optional[IndexRow], header: EntityHeader, target_root: Path) -> bool:
@@ -94,13 +102,17 @@ def decide(
     target_root: Path,
     collision: Collision,
     taken: AbstractSet[str] = frozenset(),
+    checksum: bool = False,
 ) -> Decision:
-    """The action for one remote file; ``taken``: names a ``keep.both`` copy must not get (see :func:`copy_name`)."""
+    """The action for one remote file; ``taken``: names a ``keep.both`` copy must not get (see :func:`copy_name`);
+    ``checksum``: our own untouched copy is hashed too, not trusted by its stat (a repair when its bytes differ)."""
     remote_md5 = (handle.content_md5 or "").lower()
     if row is not None and row.local_path != _relative(destination, target_root):
         # an earlier keep.both put our copy elsewhere: it still counts if untouched and the same bytes
         if row.local_stat_matches(target_root) and same_bytes(row, handle):
-            return Decision(Action.SKIP, target_root / row.local_path)
+            copy = target_root / row.local_path
+            reason = repair_reason(copy, handle, size=row.local_size) if checksum else None
+            return Decision(Action.SKIP, copy) if reason is None else Decision(Action.REPAIR, copy, reason)
         row = None
     try:
         info = os.lstat(destination)
@@ -108,12 +120,28 @@ def decide(
         return Decision(Action.DOWNLOAD, destination)
     if stat.S_ISREG(info.st_mode):
         if row is not None and row.local_stat_matches(target_root):  # ours, untouched since we wrote it
-            return Decision(Action.SKIP if same_bytes(row, handle) else Action.DOWNLOAD, destination)
+            if not same_bytes(row, handle):
+                return Decision(Action.DOWNLOAD, destination)
+            reason = repair_reason(destination, handle, size=info.st_size) if checksum else None
+            if reason is not None:
+                return Decision(Action.REPAIR, destination, reason)
+            return Decision(Action.SKIP, destination)
         if info.st_size == handle.content_size and remote_md5 and file_md5(destination) == remote_md5:
             if info.st_nlink > 1:  # the same bytes, but one file with another name (another entity's, the cache's):
                 return Decision(Action.DOWNLOAD, destination)  # a file of its own replaces the name, nothing lost
             return Decision(Action.ADOPT, destination)
     return _collide(destination, collision, taken=taken, is_folder=stat.S_ISDIR(info.st_mode))
+
+
+def repair_reason(path: Path, handle: FileHandle, *, size: int) -> Optional[str]:
+    """Why the local file at ``path`` (``size`` bytes) is not the handle's bytes, hashed (``checksum``), or None.
+    A handle that records no MD5 (an external URL) is compared by size alone."""
+    if handle.content_size is not None and size != handle.content_size:
+        return "local size differed"
+    remote_md5 = (handle.content_md5 or "").lower()
+    if not remote_md5:
+        return None  # (size only: nothing else to compare with)
+    return None if file_md5(path) == remote_md5 else "local MD5 differed"
 
 
 def same_bytes(row: IndexRow, handle: FileHandle) -> bool:
