@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import wire
 from .download_list import (
     DEFAULT_SORT,
     MAX_FILES_PER_BATCH,
@@ -26,8 +25,8 @@ from .download_list import (
 from .routes import ApiError, Request, Response, Routes, _route, make_page_token, parse_page_token
 from .sql import QueryError, table_id_of
 from .store import CALLER, EntityKind, now_iso, parse_syn_id
-from .table_routes import request_model
-from .tables import AsyncJobs, Job, run_query
+from .table_routes import job_answer, jobs_of, request_model
+from .tables import Job, run_query
 
 DOWNLOAD_PKG = "org.sagebionetworks.repo.model.download."
 QUERY_REQUEST = DOWNLOAD_PKG + "DownloadListQueryRequest"
@@ -75,10 +74,6 @@ _TABLE_QUERY = {
 
 def _lists(routes: Routes) -> DownloadLists:
     return routes.context.download_lists
-
-
-def _jobs(routes: Routes) -> AsyncJobs:
-    return routes.context.jobs
 
 
 def _user_id(request: Request) -> int:
@@ -140,26 +135,12 @@ def clear(routes: Routes, request: Request) -> Response:
 # --- the asynchronous jobs -------------------------------------------------------------------------------------
 def _start(routes: Routes, request: Request, kind: str, body: dict) -> Response:
     user_id = _user_id(request)
-    job = _jobs(routes).start(kind, 0, body, user_id, routes.context.knobs.query_pending_polls)
+    job = jobs_of(routes).start(kind, 0, body, user_id, routes.context.knobs.query_pending_polls)
     return Response(status=201, body={"token": job.id})
 
 
 def _get(routes: Routes, request: Request, kind: str, run) -> Response:
-    token = request.params[0]
-
-    def outcome(job: Job) -> Tuple[int, Dict[str, Any]]:
-        try:
-            return 201, run(job)
-        except ApiError as error:
-            return error.status, wire.error_body(error.reason)
-        except (CartError, QueryError) as error:
-            return 400, wire.error_body(str(error))
-
-    try:
-        status, body = _jobs(routes).poll(token, kind, outcome)
-    except KeyError:
-        raise ApiError(404, f"Asynchronous job {token} does not exist.") from None
-    return Response(status=status, body=body)
+    return job_answer(routes, request.params[0], kind, run, bad_request=(CartError, QueryError))
 
 
 def query_start(routes: Routes, request: Request) -> Response:

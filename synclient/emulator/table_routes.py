@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, Type
 
 from . import hostile, wire
 from .routes import _ID, ApiError, Request, Response, Routes, _route
@@ -43,7 +43,8 @@ PART_ACTIONS_REQUIRED = 0x200
 DEFAULT_PARTS = 0x3FF & ~PART_ACTIONS_REQUIRED
 
 
-def _jobs(routes: Routes) -> AsyncJobs:
+def jobs_of(routes: Routes) -> AsyncJobs:
+    """The emulator's asynchronous jobs (table queries, CSV downloads, download-list requests)."""
     return routes.context.jobs
 
 
@@ -139,25 +140,33 @@ def _sql_of(value, where: str) -> str:
 
 
 def _start(routes: Routes, request: Request, kind: str, body: dict) -> Response:
-    job = _jobs(routes).start(
+    job = jobs_of(routes).start(
         kind, parse_syn_id(request.params[0]), body, request.caller.id, routes.context.knobs.query_pending_polls
     )
     return Response(status=201, body={"token": job.id})
 
 
 def _get(routes: Routes, request: Request, kind: str, run) -> Response:
-    token = request.params[1]
+    return job_answer(routes, request.params[1], kind, run)
+
+
+def job_answer(
+    routes: Routes, token: str, kind: str, run, *, bad_request: Tuple[Type[Exception], ...] = (QueryError,)
+) -> Response:
+    """``.../async/get/{token}`` of any asynchronous job: 202 while it runs, then 201 and ``run(job)``'s answer, or
+    the error a Synapse job fails with (an :class:`ApiError`'s status; 400 for the ``bad_request`` errors); 404 for
+    a token no job has."""
 
     def outcome(job: Job) -> Tuple[int, Dict[str, Any]]:
         try:
             return 201, run(job)
         except ApiError as error:
             return error.status, wire.error_body(error.reason)
-        except QueryError as error:
+        except bad_request as error:
             return 400, wire.error_body(str(error))
 
     try:
-        status, body = _jobs(routes).poll(token, kind, outcome)
+        status, body = jobs_of(routes).poll(token, kind, outcome)
     except KeyError:
         raise ApiError(404, f"Asynchronous job {token} does not exist.") from None
     return Response(status=status, body=body)

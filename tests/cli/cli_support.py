@@ -17,6 +17,26 @@ from typing import Dict, Optional
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
+
+def small_tree_spec(*extra_files: dict, **spec: object) -> dict:
+    """A project ``p`` of three files (``a.txt``; ``d/b.txt`` and ``d/c.bin``, 300 KiB) and ``extra_files`` beside
+    ``a.txt``; ``spec`` adds top-level seed keys (``names="unchecked"`` for a hostile server's names)."""
+    folder = {
+        "type": "folder",
+        "name": "d",
+        "children": [
+            {"type": "file", "name": "b.txt", "content": "bravo\n"},
+            {"type": "file", "name": "c.bin", "size": 300 * 1024, "seed": 5},
+        ],
+    }
+    children = [{"type": "file", "name": "a.txt", "content": "alpha\n"}, *extra_files, folder]
+    return {**spec, "projects": [{"name": "p", "children": children}]}
+
+
+#: the files of :func:`small_tree_spec`'s tree
+SMALL_TREE_FILES = ["a.txt", "d/b.txt", "d/c.bin"]
+
+
 #: The tree most CLI tests sync: 3 levels, a text file, a multipart-sized file.
 TREE_SPEC = {
     "projects": [

@@ -8,33 +8,15 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
-from cli_support import isolated_env, run_cli
+from cli_support import SMALL_TREE_FILES, isolated_env, run_cli, small_tree_spec
 
 import synclient
 from synclient import CheckStatus, Platform
 from synclient.emulator import Emulator
 
-SPEC = {
-    "names": "unchecked",  # a hostile server's name (a "/") beside the ordinary ones
-    "projects": [
-        {
-            "name": "p",
-            "children": [
-                {"type": "file", "name": "a.txt", "content": "alpha\n"},
-                {"type": "file", "name": "../up.txt", "content": "escape\n"},
-                {
-                    "type": "folder",
-                    "name": "d",
-                    "children": [
-                        {"type": "file", "name": "b.txt", "content": "bravo\n"},
-                        {"type": "file", "name": "c.bin", "size": 300 * 1024, "seed": 5},
-                    ],
-                },
-            ],
-        }
-    ],
-}
-GOOD = ["a.txt", "d/b.txt", "d/c.bin"]
+# a hostile server's name (a "../") beside the ordinary ones
+SPEC = small_tree_spec({"type": "file", "name": "../up.txt", "content": "escape\n"}, names="unchecked")
+GOOD = SMALL_TREE_FILES
 
 
 @pytest.fixture

@@ -9,31 +9,14 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from cli_support import isolated_env, run_cli
+from cli_support import SMALL_TREE_FILES, isolated_env, run_cli, small_tree_spec
 
 import synclient
 from synclient import Platform
 from synclient.emulator import Emulator
 
-SPEC = {
-    "projects": [
-        {
-            "name": "p",
-            "children": [
-                {"type": "file", "name": "a.txt", "content": "alpha\n"},
-                {
-                    "type": "folder",
-                    "name": "d",
-                    "children": [
-                        {"type": "file", "name": "b.txt", "content": "bravo\n"},
-                        {"type": "file", "name": "c.bin", "size": 300 * 1024, "seed": 5},
-                    ],
-                },
-            ],
-        }
-    ],
-}
-FILES = ["a.txt", "d/b.txt", "d/c.bin"]
+SPEC = small_tree_spec()
+FILES = SMALL_TREE_FILES
 
 
 @pytest.fixture
