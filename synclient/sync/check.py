@@ -15,13 +15,12 @@ local, ``!`` error.
 from __future__ import annotations
 
 import enum
-import hashlib
 import os
 import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Union
+from typing import Any, Dict, Iterable, List, Optional, Set, Union
 
 from synclient.errors import ConfigError
 from synclient.events import PlannedFile
@@ -35,7 +34,7 @@ from synclient.sync.records.index import LocalIndex
 from synclient.sync.records.manifest import MANIFEST_FILENAME
 from synclient.sync.runner import download_many, download_query
 from synclient.sync.sources.id_lists import EntityRef
-from synclient.transfer.hashing import HASH_READ
+from synclient.transfer.hashing import file_md5
 
 __all__ = ["CheckStatus", "CheckedFile", "CheckResults", "check"]
 
@@ -262,11 +261,18 @@ def _hash_all(files: List[tuple], *, progress: bool, workers: Optional[int]) -> 
         entry, rel = item
         md5, size = _remote_facts(entry)
         facts = dict(entity_id=entry.entity_id, version=entry.version, remote_size=size, remote_md5=md5)
-        on_bytes = (lambda n: display.bytes_transferred(planned[rel], n)) if display is not None else None
+        read = [0]
+
+        def hashed(count: int) -> None:
+            read[0] += count
+            if display is not None:
+                display.bytes_transferred(planned[rel], count)
+
         try:
-            local_md5, local_size = _md5_of(entry.destination, on_bytes)
+            local_md5 = file_md5(entry.destination, on_read=hashed)
         except OSError as exc:
             return CheckedFile(rel, CheckStatus.ERROR, **facts, reason=f"cannot read: {exc.strerror or exc}")
+        local_size = read[0]
         verdict = dict(facts, local_md5=local_md5, local_size=local_size)
         if local_md5 == md5 and (size is None or local_size == size):
             return CheckedFile(rel, CheckStatus.SAME, **verdict)
@@ -279,20 +285,6 @@ def _hash_all(files: List[tuple], *, progress: bool, workers: Optional[int]) -> 
     finally:
         if display is not None:
             display.close()
-
-
-def _md5_of(path: Path, on_bytes: Optional[Callable[[int], None]]) -> tuple:
-    """MD5 (hex) and length of the file at ``path``, each read told to ``on_bytes``."""
-    md5 = hashlib.md5()
-    length = 0
-    with open(path, "rb", buffering=0) as handle:
-        buffer = memoryview(bytearray(HASH_READ))
-        for count in iter(lambda: handle.readinto(buffer), 0):
-            md5.update(buffer[:count])
-            length += count
-            if on_bytes is not None:
-                on_bytes(count)
-    return md5.hexdigest(), length
 
 
 def _only_local(root: Path, expected: Set[str]) -> List[CheckedFile]:

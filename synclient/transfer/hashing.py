@@ -11,7 +11,7 @@ import hashlib
 import os
 import queue
 import threading
-from typing import TYPE_CHECKING, Any, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 
 from synclient.errors import IntegrityError, LocalIOError
 from synclient.transfer.direct import DirectFile, aligned_buffer
@@ -26,13 +26,16 @@ HASH_READ = 4 * 1024 * 1024
 _READ_AHEAD_BUFFERS = 3
 
 
-def file_md5(path: Union[str, os.PathLike]) -> str:
-    """MD5 (hex) of the file at ``path``, read to its end."""
+def file_md5(path: Union[str, os.PathLike], *, on_read: Optional[Callable[[int], None]] = None) -> str:
+    """MD5 (hex) of the file at ``path``, read to its end; ``on_read`` is told each read's length (a progress bar
+    of bytes hashed)."""
     md5 = hashlib.md5()
     with open(path, "rb", buffering=0) as handle:
         buffer = memoryview(bytearray(HASH_READ))
         for count in iter(lambda: handle.readinto(buffer), 0):
             md5.update(buffer[:count])
+            if on_read is not None:
+                on_read(count)
     return md5.hexdigest()
 
 
