@@ -38,6 +38,11 @@ from synclient.errors import ConfigError
 ENV_VAR = "SYNCLIENT_PORTABLE"
 #: ``os.open`` flag that keeps Windows from translating line ends in a file's bytes (0 elsewhere: no such mode)
 O_BINARY = getattr(os, "O_BINARY", 0)
+#: a file read without following a symlink, and without waiting for a writer should a FIFO have taken its name (a
+#: resume journal, a file an earlier shard installed, the gate's state file)
+SAFE_READ_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | O_BINARY
+)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from synclient.platform.credentials import Endpoints
 from synclient.platform.gate import CANCEL_POLL_SECONDS
 from synclient.platform.models import FileHandle
 from synclient.platform.rest import Platform
+from synclient.portable import SAFE_READ_FLAGS
 from synclient.redaction import redact
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.direct import DirectFile
@@ -55,7 +56,7 @@ from synclient.transfer.hashing import hash_file_range
 
 # (FileFetched: what a shard reports of each file, the fetch stage's outcome type)
 from synclient.transfer.jobs import FetchJob, FileFetched, LocalState
-from synclient.transfer.partial import SAFE_READ_FLAGS, SymlinkFreeFolders
+from synclient.transfer.partial import SymlinkFreeFolders
 from synclient.transfer.pool import TaskPool
 
 log = logging.getLogger("synclient.cluster")

@@ -36,6 +36,8 @@ from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 import filelock
 
+from synclient import portable
+
 log = logging.getLogger(__name__)
 
 CACHE_DIR_ENV = "SYNCLIENT_CACHE_DIR"
@@ -55,8 +57,6 @@ MAX_FILE_BYTES = 256 * 1024
 #: under a clock that was ahead must not stall the next command
 MAX_HOLD_SECONDS = 300.0
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)  # (POSIX)
-_NO_BLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at the path: the open does not wait for a writer
-_BINARY = getattr(os, "O_BINARY", 0)  # (Windows)
 #: starts are kept to the microsecond: the same start read back compares equal
 _DIGITS = 6
 
@@ -258,7 +258,7 @@ class GateStateFile:
     def _read(self) -> GateRecord:
         """The file's record: not through a symbolic link, a regular file only, at most :data:`MAX_FILE_BYTES`."""
         try:
-            handle = os.fdopen(os.open(self.path, os.O_RDONLY | _NO_FOLLOW | _NO_BLOCK | _BINARY), "rb")
+            handle = os.fdopen(os.open(self.path, portable.SAFE_READ_FLAGS), "rb")
         except FileNotFoundError:
             return GateRecord()
         except OSError as exc:  # a symbolic link (ELOOP), no permission

@@ -468,13 +468,6 @@ class JournalState(NamedTuple):
     marks: Dict[int, int]
 
 
-#: a file of the target read without following a symlink, and without waiting for a writer should a FIFO have taken
-#: its name (a journal here; a file an earlier shard installed, cluster/shard_run.py)
-SAFE_READ_FLAGS = (
-    os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | portable.O_BINARY
-)
-
-
 class ResumeJournal:
     """The resume record of one partial download: a header line (the file handle, size, MD5 and part size, and the
     device and inode of the partial file it goes with) and then marks, one line each, appended with ``O_APPEND``:
@@ -493,7 +486,7 @@ class ResumeJournal:
         """The partial and marks an earlier try or run recorded for the same header; None for a journal that is
         missing, unreadable, foreign or of another file."""
         try:
-            fd = os.open(self.path, SAFE_READ_FLAGS)
+            fd = os.open(self.path, portable.SAFE_READ_FLAGS)
         except OSError:
             return None
         try:
