@@ -12,10 +12,16 @@ ROOT = EntityHeader("syn4489", "Redacted", EntityType.FOLDER)
 class FakePaths:
     """``GET /entity/{id}/path`` over a small world: id -> (name, type, parent id); counts the calls."""
 
-    def __init__(self, world, unreadable=()):
+    def __init__(self, world, unreadable=(), redacted=()):
         self.world = world
         self.unreadable = set(unreadable)
+        self.redacted = set(redacted)  # readable ids above which the caller may not read (named Redacted)
         self.asked = []
+        self.header_batches = []
+
+    def headers(self, ids):
+        self.header_batches.append(list(ids))
+        return {i: EntityHeader(i, self.world[i][0], self.world[i][1]) for i in ids if i not in self.redacted}
 
     def __call__(self, entity_id):
         self.asked.append(entity_id)
@@ -24,7 +30,7 @@ class FakePaths:
         chain = []
         while entity_id is not None:
             name, kind, parent = self.world[entity_id]
-            chain.append(EntityHeader(entity_id, name, kind))
+            chain.append(EntityHeader(entity_id, "Redacted" if entity_id in self.redacted else name, kind))
             entity_id = parent
         return [ROOT] + chain[::-1]
 
@@ -41,11 +47,17 @@ WORLD = {
     "syn8": ("a/b", D, "syn1"),
     "syn9": ("nul\x00", D, "syn1"),
     "syn10": ("secret", D, "syn1"),
+    "syn11": ("Redacted", D, "syn1"),
+    "syn12": ("open", D, "syn10"),
 }
 
 
+def folder_paths(lookup):
+    return FolderPaths(lookup, lookup.headers)
+
+
 def test_paths_of_two_projects_and_nested_folders():
-    paths = FolderPaths(FakePaths(WORLD))
+    paths = folder_paths(FakePaths(WORLD))
     paths.resolve(["syn3", "syn5", "syn1"])
     assert paths.path("syn3").text == "alpha/raw/2024"
     assert paths.path("syn2").text == "alpha/raw"
@@ -55,14 +67,14 @@ def test_paths_of_two_projects_and_nested_folders():
 
 def test_one_call_per_folder_no_earlier_chain_named():
     lookup = FakePaths(WORLD)
-    paths = FolderPaths(lookup)
+    paths = folder_paths(lookup)
     paths.resolve(["syn3", "syn2", "syn1", "syn3", "syn5", "syn4"])
     assert lookup.asked == ["syn3", "syn5"]  # syn2 and syn1 came with syn3's chain, syn4 with syn5's
     assert paths.calls == 2
 
 
 def test_hostile_names_land_flat_with_their_subtree():
-    paths = FolderPaths(FakePaths(WORLD))
+    paths = folder_paths(FakePaths(WORLD))
     paths.resolve(["syn7", "syn8", "syn9", "syn5"])
     for folder in ("syn6", "syn7", "syn8", "syn9"):
         assert paths.path(folder) is None
@@ -72,7 +84,7 @@ def test_hostile_names_land_flat_with_their_subtree():
 
 
 def test_a_folder_that_may_not_be_read_lands_flat_with_a_note():
-    paths = FolderPaths(FakePaths(WORLD, unreadable={"syn10"}))
+    paths = folder_paths(FakePaths(WORLD, unreadable={"syn10"}))
     paths.resolve(["syn10", "syn3"])
     assert paths.path("syn10") is None
     assert paths.why_flat("syn10").startswith("its folder syn10 may not be read")
@@ -81,7 +93,19 @@ def test_a_folder_that_may_not_be_read_lands_flat_with_a_note():
 
 
 def test_a_chain_without_a_project_lands_flat():
-    paths = FolderPaths(lambda entity_id: [ROOT, EntityHeader(entity_id, "loose", EntityType.FOLDER)])
+    paths = FolderPaths(lambda entity_id: [ROOT, EntityHeader(entity_id, "loose", EntityType.FOLDER)], dict)
     paths.resolve(["syn99"])
     assert paths.path("syn99") is None
     assert "no project" in paths.why_flat("syn99")
+
+
+def test_a_redacted_ancestor_lands_flat_and_a_folder_named_redacted_does_not():
+    lookup = FakePaths(WORLD, redacted={"syn10"})
+    paths = folder_paths(lookup)
+    paths.resolve(["syn12", "syn11", "syn3"])
+    assert paths.path("syn12") is None  # readable, under a folder the caller may not read
+    assert "syn10 may not be read" in paths.why_flat("syn12")
+    assert paths.path("syn11").text == "alpha/Redacted"  # only named so
+    assert paths.path("syn3").text == "alpha/raw/2024"
+    assert lookup.header_batches == [["syn10", "syn11"]]  # one batch for every item so named, not one per item
+    assert lookup.asked == ["syn12", "syn11", "syn3"]
