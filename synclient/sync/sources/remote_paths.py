@@ -41,6 +41,7 @@ class FolderPaths:
         self._headers_of = headers_of
         self._unreadable: Set[str] = set()
         self._paths: Dict[str, RemotePath] = {}
+        self._chains: Dict[str, Sequence[EntityHeader]] = {}  # folder id -> its chain, from its project down
         self._flat: Dict[str, str] = {}  # folder id -> why its files land flat
         self.calls = 0
 
@@ -74,6 +75,10 @@ class FolderPaths:
         """``<project name>/<folder path>`` of a resolved folder; None when its files land flat."""
         return self._paths.get(folder_id)
 
+    def chain(self, folder_id: str) -> Sequence[EntityHeader]:
+        """The containers of a resolved folder's path, from its project down to it (empty when it has no path)."""
+        return self._chains.get(folder_id, ())
+
     def why_flat(self, folder_id: str) -> str:
         """Why a folder's files land flat (one line), or '' when it has a path."""
         if folder_id in self._paths:
@@ -97,7 +102,9 @@ class FolderPaths:
                 except SynclientError as exc:  # UnsafePathError: this folder and all below it land flat
                     reason = f"the folder {item.id} has a name that can be no local name ({exc})"
                 else:
-                    self._paths.setdefault(item.id, path)
+                    if item.id not in self._paths:
+                        self._paths[item.id] = path
+                        self._chains[item.id] = below_root[: below_root.index(item) + 1]
                     continue
             for below in below_root[below_root.index(item) :]:
                 self._flat.setdefault(below.id, reason)

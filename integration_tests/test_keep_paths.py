@@ -1,0 +1,211 @@
+"""Issue 33, part 4: ``--keep-paths`` (``keep_paths=True``): a list's files land at ``<project name>/<folder
+path>/<name>``, where a tree sync of their project into ``TARGET/<project name>`` puts them, against the emulator
+(real HTTP on loopback, real files): paths and bytes, the call bound, and the later tree sync that downloads
+nothing."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from synctrees import assert_tree_matches
+
+from synclient import Platform, SyncStatus, download_many, download_query, sync_from_platform
+from synclient.cli import main
+from synclient.emulator import Emulator
+from synclient.errors import ConfigError
+
+#: project -> remote path -> content
+ALPHA = {
+    "raw/2024/q1/a.txt": "alpha a\n",
+    "raw/2024/q1/b.txt": "alpha b\n" * 3,
+    "raw/2024/c.txt": "alpha c\n",
+    "raw/d.txt": "alpha d\n" * 2,
+    "top.txt": "alpha top\n",
+    "notes/top.txt": "alpha notes top\n",
+}
+BETA = {
+    "raw/a.txt": "beta a\n",
+    "deep/x/y/z.txt": "beta z\n" * 5,
+    "top.txt": "beta top\n",
+}
+
+
+def md5(text: str) -> str:
+    return hashlib.md5(text.encode()).hexdigest()
+
+
+def children_of(files: dict) -> list:
+    """A seed spec's children from '/'-separated paths."""
+    root: dict = {}
+    for path, content in files.items():
+        *folders, name = path.split("/")
+        node = root
+        for folder in folders:
+            node = node.setdefault(folder, {})
+        node[name] = content
+
+    def spec(node: dict) -> list:
+        return [
+            {"type": "folder", "name": name, "children": spec(value)}
+            if isinstance(value, dict)
+            else {"type": "file", "name": name, "content": value}
+            for name, value in node.items()
+        ]
+
+    return spec(root)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    with Emulator(data_dir=str(tmp_path_factory.mktemp("emu"))) as emu:
+        projects = emu.seed_spec(
+            {
+                "projects": [
+                    {
+                        "name": "alpha",
+                        "children": children_of(ALPHA)
+                        + [{"type": "entityview", "name": "files", "scope": [""], "columns": []}],
+                    },
+                    {"name": "beta", "children": children_of(BETA)},
+                ]
+            }
+        )
+        emu.alpha, emu.beta = projects["alpha"], projects["beta"]
+        emu.view = emu.resolve(emu.alpha, "files")
+        yield emu
+
+
+@pytest.fixture
+def emu(seeded):
+    seeded.set_knobs(fault_api_5xx_rate=0.0, fault_data_cut_rate=0.0, view_lag=False)
+    seeded.reset_stats()
+    return seeded
+
+
+def ids_of(emu, project: str, paths) -> list:
+    return [emu.resolve(project, path) for path in paths]
+
+
+def expected(project: str, files: dict, paths=None) -> dict:
+    return {f"{project}/{path}": md5(content) for path, content in files.items() if paths is None or path in paths}
+
+
+def routes(emu) -> dict:
+    return emu.stats()["api_by_route"]
+
+
+def count(routes_: dict, suffix: str) -> int:
+    return sum(n for route, n in routes_.items() if route.endswith(suffix))
+
+
+def test_an_id_list_from_two_projects_lands_at_its_remote_paths_with_a_path_call_per_folder(emu, tmp_path):
+    ids = ids_of(emu, emu.alpha, ALPHA) + ids_of(emu, emu.beta, BETA)
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_many(ids, tmp_path, platform=platform, keep_paths=True)
+    assert not results.failures and len(results) == len(ALPHA) + len(BETA)
+    assert_tree_matches(tmp_path, {**expected("alpha", ALPHA), **expected("beta", BETA)})
+    calls = routes(emu)
+    # 9 files in 8 distinct folders, asked in the list's order: raw/2024/q1's chain names raw/2024, raw and alpha;
+    # then alpha/notes, beta/raw and beta/deep/x/y (whose chain names beta): 4 path calls. No header batch but the
+    # list's own (no item named Redacted), one bundle per file (the call a flat list makes for each file anyway,
+    # made at plan time and not again)
+    assert count(calls, "/path") == 4
+    assert count(calls, "/bundle2") == len(ids)
+    assert count(calls, "/entity/header") == 1  # (the list's own header batch)
+    assert results.report.rest_calls == sum(calls.values())
+
+    emu.reset_stats()  # again: every file up to date, no bundle, one path call per folder at most, no byte
+    again = download_many(ids, tmp_path, platform=Platform(emu.endpoint, token=emu.token), keep_paths=True)
+    assert {r.status for r in again} == {SyncStatus.SKIPPED}
+    calls = routes(emu)
+    assert count(calls, "/bundle2") == 0 and emu.stats()["data_requests"] == 0
+    assert count(calls, "/path") == 4
+
+
+def test_the_path_calls_are_at_most_one_per_distinct_folder_and_fewer_when_deep_ones_name_the_rest(emu, tmp_path):
+    paths = ["raw/2024/q1/a.txt", "raw/2024/q1/b.txt", "raw/2024/c.txt", "raw/d.txt"]  # 4 files, 3 nested folders
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        download_many(ids_of(emu, emu.alpha, paths), tmp_path, platform=platform, keep_paths=True)
+    assert_tree_matches(tmp_path, expected("alpha", ALPHA, paths))
+    assert count(routes(emu), "/path") == 1  # the deepest folder first: its chain names the other two
+
+
+def test_a_later_tree_sync_of_the_project_into_target_slash_project_downloads_nothing(emu, tmp_path):
+    ids = ids_of(emu, emu.alpha, ALPHA)
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        download_many(ids, tmp_path, platform=platform, keep_paths=True)
+        emu.reset_stats()
+        tree = sync_from_platform(emu.alpha, tmp_path / "alpha", platform=platform)
+    assert emu.stats()["data_requests"] == 0
+    assert not tree.failures and {r.status for r in tree} == {SyncStatus.SKIPPED}
+    assert {r.action for r in tree} == {"adopt"}  # (each file hashed once and indexed in the tree's own target)
+    assert_tree_matches(tmp_path / "alpha", {path: md5(content) for path, content in ALPHA.items()})
+    emu.reset_stats()  # and the tree sync again: the index's fast path, not even a bundle
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        assert {r.action for r in sync_from_platform(emu.alpha, tmp_path / "alpha", platform=platform)} == {"skip"}
+    assert count(routes(emu), "/bundle2") == 0
+
+
+def test_a_view_query_selecting_parent_ids_costs_no_bundle_and_a_path_call_per_folder(emu, tmp_path):
+    sql = (
+        f"SELECT id, currentVersion, parentId, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes FROM {emu.view} "
+        "WHERE name LIKE '%.txt'"
+    )
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_query(sql, tmp_path, platform=platform, keep_paths=True)
+    assert not results.failures and len(results) == len(ALPHA)
+    assert_tree_matches(tmp_path, expected("alpha", ALPHA))
+    calls = routes(emu)
+    assert count(calls, "/bundle2") == 0
+    assert count(calls, "/path") <= 5  # 5 distinct folders (q1, 2024, raw, notes, the project): fewer, as q1 names 3
+
+
+def test_the_same_file_at_two_versions_gets_the_lists_versioned_name(emu, tmp_path):
+    file_id = emu.resolve(emu.beta, "top.txt")
+    emu.add_version(file_id, "beta top, second\n")
+    try:
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            results = download_many([f"{file_id}.1", f"{file_id}.2"], tmp_path, platform=platform, keep_paths=True)
+        assert not results.failures
+        assert_tree_matches(
+            tmp_path, {"beta/top.txt": md5("beta top\n"), f"beta/top ({file_id}.2).txt": md5("beta top, second\n")}
+        )
+    finally:
+        emu.add_version(file_id, BETA["top.txt"])
+
+
+def test_a_listed_folder_is_walked_into_its_own_remote_path(emu, tmp_path):
+    folder = emu.resolve(emu.alpha, "raw/2024")
+    loose = emu.resolve(emu.beta, "deep/x/y/z.txt")
+    inside = emu.resolve(emu.alpha, "raw/2024/c.txt")  # the folder's walk has it
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_many([folder, loose, inside], tmp_path, platform=platform, keep_paths=True, recursive=True)
+    assert not results.failures
+    assert_tree_matches(
+        tmp_path,
+        {
+            **{f"alpha/{p}": md5(c) for p, c in ALPHA.items() if p.startswith("raw/2024/")},
+            "beta/deep/x/y/z.txt": md5(BETA["deep/x/y/z.txt"]),
+        },
+    )
+
+
+def test_one_project_or_folder_alone_is_refused_and_the_cli_says_so_in_one_line(emu, tmp_path, capsys, monkeypatch):
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        with pytest.raises(ConfigError, match="keep-paths"):
+            download_many([emu.alpha], tmp_path / "a", platform=platform, keep_paths=True, recursive=True)
+    monkeypatch.setenv("SYNCLIENT_AUTH_TOKEN", emu.token)
+    code = main(["get", "-r", emu.alpha, "--keep-paths", "--path", str(tmp_path / "b"), "--endpoint", emu.endpoint])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "--keep-paths" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "b" / "alpha").exists()
+
+
+def test_the_cli_keeps_paths_for_one_file_id_too(emu, tmp_path, monkeypatch):
+    monkeypatch.setenv("SYNCLIENT_AUTH_TOKEN", emu.token)
+    file_id = emu.resolve(emu.beta, "deep/x/y/z.txt")
+    code = main(["get", file_id, "--keep-paths", "--path", str(tmp_path), "--endpoint", emu.endpoint, "-q"])
+    assert code == 0
+    assert_tree_matches(tmp_path, expected("beta", BETA, ["deep/x/y/z.txt"]))
