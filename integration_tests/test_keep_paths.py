@@ -6,6 +6,7 @@ nothing."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 from synctrees import assert_tree_matches
@@ -209,3 +210,56 @@ def test_the_cli_keeps_paths_for_one_file_id_too(emu, tmp_path, monkeypatch):
     code = main(["get", file_id, "--keep-paths", "--path", str(tmp_path), "--endpoint", emu.endpoint, "-q"])
     assert code == 0
     assert_tree_matches(tmp_path, expected("beta", BETA, ["deep/x/y/z.txt"]))
+
+
+def hostile_world(emu, knobs):
+    """file id -> (its remote path as the hostile server answers it, whether a folder of it can be no local name)."""
+    from synclient.emulator.hostile import answered_name
+    from synclient.sync.local.name_gate import RemotePath
+
+    world = {}
+    for project, files in ((emu.alpha, ALPHA), (emu.beta, BETA)):
+        name = "alpha" if project == emu.alpha else "beta"
+        for path in files:
+            folders = path.split("/")[:-1]
+            chain = [(project, name)] + [
+                (emu.resolve(project, "/".join(folders[: i + 1])), folders[i]) for i in range(len(folders))
+            ]
+            answered = [answered_name(knobs, entity_id, real) for entity_id, real in chain]
+            try:
+                RemotePath(tuple(answered))
+                hostile = False
+            except Exception:
+                hostile = True
+            world[emu.resolve(project, path)] = hostile
+    return world
+
+
+def test_hostile_folder_names_land_their_files_flat_each_with_a_line_and_nothing_outside(emu, tmp_path):
+    from synclient.emulator import Knobs
+
+    # a seed where some folders' answered names can be no local name and some can (decided per entity, replayable)
+    for seed in range(1, 200):
+        knobs = Knobs(hostile_rate=0.3, hostile_kinds="names", fault_seed=seed)
+        world = hostile_world(emu, knobs)
+        if 0 < sum(world.values()) < len(world):
+            break
+    else:
+        pytest.fail("no seed gives some hostile folders and some not")
+    emu.set_knobs(hostile_rate=0.3, hostile_kinds="names", fault_seed=seed)
+    try:
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            results = download_many(
+                list(world), tmp_path / "t", platform=platform, keep_paths=True, on_error="continue"
+            )
+    finally:
+        emu.set_knobs(hostile_rate=0.0)
+    flat = {line.split()[0].split(".")[0] for line in results.report.renamed if " lands flat: " in line}
+    assert flat == {file_id for file_id, hostile in world.items() if hostile}
+    root = (tmp_path / "t").resolve()
+    for result in results:
+        if result.path is not None:
+            assert root in Path(result.path).resolve().parents
+    for result in results:
+        if result.entity_id in flat and result.path is not None:
+            assert Path(result.path).parent.resolve() == root  # flat: at the target's top

@@ -223,6 +223,7 @@ class SyncRun:
         self._files: List[Tuple[EntityHeader, Union[RemotePath, str]]] = []  # files that go straight to the pipeline
         described = source.described if isinstance(source, ListSource) else None
         self.plan_refused: List[Tuple[EntityHeader, SynclientError]] = []  # a list's ids that did not resolve
+        self.kept_flat: List[str] = []  # keep_paths: the files that land flat, one line each
         if isinstance(source, ListSource):
             plan = source.plan
             if options.keep_paths:  # each file at its remote path: its parent learnt with no call a flat list avoids
@@ -236,6 +237,7 @@ class SyncRun:
                     view=view.get if view is not None and not options.needs_bundle else None,
                 )
                 plan, described = kept.plan, {**source.described, **kept.described}
+                self.kept_flat = kept.notes  # (reported with the renamings: each file is not at its remote path)
                 for note in kept.notes:
                     log.warning("keep paths: %s", note)
             self.plan_refused = plan.refused  # (with keep_paths, files whose bundles failed too)
@@ -437,6 +439,7 @@ class SyncRun:
         ]
         return (
             [str(entry) for entry in listed]
+            + self.kept_flat
             + [str(entry) for entry in self.renamed_locally]
             + [str(entry) for entry in sorted(folders + self.pipeline.renamed, key=lambda r: r.remote_path)]
         )
