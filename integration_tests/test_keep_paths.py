@@ -68,7 +68,17 @@ def seeded(tmp_path_factory):
                         "children": children_of(ALPHA)
                         + [{"type": "entityview", "name": "files", "scope": [""], "columns": []}],
                     },
-                    {"name": "beta", "children": children_of(BETA)},
+                    {
+                        "name": "beta",
+                        "children": children_of(BETA)
+                        + [
+                            {
+                                "type": "dataset",
+                                "name": "cohort",
+                                "items": [{"ref": "raw/a.txt"}, {"ref": "deep/x/y/z.txt"}],
+                            }
+                        ],
+                    },
                 ]
             }
         )
@@ -263,3 +273,41 @@ def test_hostile_folder_names_land_their_files_flat_each_with_a_line_and_nothing
     for result in results:
         if result.entity_id in flat and result.path is not None:
             assert Path(result.path).parent.resolve() == root  # flat: at the target's top
+
+
+def test_a_datasets_items_and_a_dry_run_keep_their_paths_too(emu, tmp_path, monkeypatch):
+    dataset = emu.resolve(emu.beta, "cohort")
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        plan = download_many([dataset], tmp_path / "d", platform=platform, keep_paths=True, dry_run=True)
+    assert sorted(Path(e.destination).relative_to(tmp_path / "d").as_posix() for e in plan.entries) == [
+        "beta/deep/x/y/z.txt",
+        "beta/raw/a.txt",
+    ]
+    assert not (tmp_path / "d").exists()
+    monkeypatch.setenv("SYNCLIENT_AUTH_TOKEN", emu.token)
+    assert main(["get", dataset, "--keep-paths", "--path", str(tmp_path / "d"), "--endpoint", emu.endpoint, "-q"]) == 0
+    assert_tree_matches(tmp_path / "d", expected("beta", BETA, ["raw/a.txt", "deep/x/y/z.txt"]))
+
+
+@pytest.mark.parametrize("query", [False, True])
+def test_no_call_beyond_the_flat_layouts_but_the_path_calls(emu, tmp_path, query):
+    """The same list flat and with --keep-paths, first run and re-run: every route's count is the same but the
+    path calls (at most one per distinct folder), and no header batch is added (nothing is named Redacted)."""
+    ids = ids_of(emu, emu.alpha, ALPHA) + ids_of(emu, emu.beta, BETA)
+    sql = f"SELECT id, parentId, dataFileHandleId, dataFileMD5Hex, dataFileSizeBytes FROM {emu.view}"
+    folders = {path.rsplit("/", 1)[0] if "/" in path else "" for path in ALPHA}
+    counts = {}
+    for keep_paths in (False, True):
+        for attempt in ("first", "again"):
+            emu.reset_stats()
+            with Platform(emu.endpoint, token=emu.token) as platform:
+                if query:
+                    download_query(sql, tmp_path / str(keep_paths), platform=platform, keep_paths=keep_paths)
+                else:
+                    download_many(ids, tmp_path / str(keep_paths), platform=platform, keep_paths=keep_paths)
+            counts[keep_paths, attempt] = routes(emu)
+    for attempt in ("first", "again"):
+        flat, kept = counts[False, attempt], dict(counts[True, attempt])
+        path_calls = kept.pop("GET /repo/v1/entity/{id}/path", 0)
+        assert kept == flat, attempt
+        assert 1 <= path_calls <= (len(folders) if query else len(folders) + 4)  # (beta's 4 folders in the id list)
