@@ -311,3 +311,10 @@ def test_no_call_beyond_the_flat_layouts_but_the_path_calls(emu, tmp_path, query
         path_calls = kept.pop("GET /repo/v1/entity/{id}/path", 0)
         assert kept == flat, attempt
         assert 1 <= path_calls <= (len(folders) if query else len(folders) + 4)  # (beta's 4 folders in the id list)
+
+
+def test_include_and_exclude_match_the_kept_paths(emu, tmp_path):
+    ids = ids_of(emu, emu.alpha, ALPHA) + ids_of(emu, emu.beta, BETA)
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        download_many(ids, tmp_path, platform=platform, keep_paths=True, include=["beta/*"], exclude=["*/top.txt"])
+    assert_tree_matches(tmp_path, expected("beta", BETA, ["raw/a.txt", "deep/x/y/z.txt"]))
