@@ -207,3 +207,27 @@ def test_bundles_are_asked_once_each_whatever_the_concurrency(fetches):
         fetches=fetches,
     )
     assert sorted(bundles.asked) == sorted(ids)
+
+
+def test_a_listed_folder_without_a_path_is_walked_flat_with_a_note():
+    folder = Entry(EntityHeader("syn7", "inner", EntityType.FOLDER), EntryKind.CONTAINER)  # under beta/..
+    kept, _, _ = keep(plan_of(folder, file_entry("syn101")))
+    placed, layout = paths_of(kept)
+    assert [(c.header.id, c.rel_dir) for c in layout.containers] == [("syn7", "inner")]
+    assert placed == {"syn101": "alpha/raw/2024/a.txt"}
+    assert len(kept.notes) == 1 and kept.notes[0].startswith("syn7 lands flat")
+
+
+def test_the_same_file_version_in_two_datasets_is_asked_once_and_lands_once():
+    first = Entry(EntityHeader("syn200", "one", EntityType.DATASET), EntryKind.FOLDER, [file_entry("syn101")])
+    second = Entry(EntityHeader("syn201", "two", EntityType.DATASET), EntryKind.FOLDER, [file_entry("syn101")])
+    kept, _, bundles = keep(plan_of(first, second))
+    placed, layout = paths_of(kept)
+    assert bundles.asked == ["syn101"]
+    assert [remote.text for _, remote in layout.files] == ["alpha/raw/2024/a.txt"]
+
+
+def test_a_view_row_without_a_parent_gives_way_to_the_index():
+    row = FileVersionFacts(FileHandle(id="h", content_size=1, content_md5="0" * 32), 1, None, from_row=True)
+    kept, _, bundles = keep(plan_of(file_entry("syn103")), described={("syn103", 1): row}, indexed={"syn103": "syn2"})
+    assert paths_of(kept)[0] == {"syn103": "alpha/raw/c.txt"} and bundles.asked == []

@@ -75,17 +75,17 @@ def keep_remote_paths(
     containers = [entry for entry in plan.entries if entry.kind is EntryKind.CONTAINER]
     kept = KeptPaths(SourcePlan(refused=list(plan.refused), standalone=False))
     parents: Dict[Tuple[str, Optional[int]], str] = {}
-    to_fetch: List[EntityHeader] = []
+    to_fetch: Dict[Tuple[str, Optional[int]], EntityHeader] = {}  # (the same file version twice is asked once)
     for entry in files:
         key = _key(entry.header)
         known = described.get(key) or (view(*key) if view is not None else None)
-        parent = known.parent_id if known is not None else indexed_parent(entry.header)
+        parent = (known.parent_id if known is not None else None) or indexed_parent(entry.header)
         if parent is not None:
             parents[key] = parent
-        elif key not in parents:
-            to_fetch.append(entry.header)
+        else:
+            to_fetch.setdefault(key, entry.header)
     failed: Dict[Tuple[str, Optional[int]], SynclientError] = {}
-    for header, outcome in _bundles(to_fetch, bundle_of, fetches):
+    for header, outcome in _bundles(list(to_fetch.values()), bundle_of, fetches):
         kept.bundle_calls += 1
         key = _key(header)
         if isinstance(outcome, SynclientError):
@@ -102,9 +102,11 @@ def keep_remote_paths(
 
     tree = _Tree(kept.plan.entries)
     walked = {entry.header.id for entry in containers if folder_paths.path(entry.header.id) is not None}
+    flat_containers: List[Entry] = []
     for entry in containers:
         chain = folder_paths.chain(entry.header.id)
         if not chain:
+            flat_containers.append(entry)
             kept.notes.append(f"{entry.header.id} lands flat: {folder_paths.why_flat(entry.header.id)}")
         elif not any(item.id in walked for item in chain[:-1]):  # (inside another container of the list: walked)
             tree.place(chain[:-1], entry)
@@ -123,7 +125,7 @@ def keep_remote_paths(
         elif not any(item.id in walked for item in chain):  # (a file of a listed container is its walk's)
             tree.place(chain, entry)
     # what has no remote path stays where the list puts it (a dataset's folder keeps only those files)
-    kept.plan.entries.extend(_flat_part(plan.entries, flat_files))
+    kept.plan.entries.extend(flat_containers + _flat_part(plan.entries, flat_files))
     return kept
 
 
@@ -183,10 +185,11 @@ def _bundles(headers: Sequence[EntityHeader], bundle_of: BundleOf, fetches: int)
 
     if len(headers) <= 1:
         return [one(header) for header in headers]
-    with ThreadPoolExecutor(
-        max_workers=max(1, min(fetches, len(headers))), thread_name_prefix="synclient-paths"
-    ) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(fetches, len(headers))), thread_name_prefix="synclient-paths")
+    try:
         return list(pool.map(one, headers))
+    finally:  # Ctrl-C: the calls not yet started are dropped, not waited for
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _facts(bundle: FileBundle, handle: FileHandle) -> FileVersionFacts:
