@@ -318,3 +318,14 @@ def test_include_and_exclude_match_the_kept_paths(emu, tmp_path):
     with Platform(emu.endpoint, token=emu.token) as platform:
         download_many(ids, tmp_path, platform=platform, keep_paths=True, include=["beta/*"], exclude=["*/top.txt"])
     assert_tree_matches(tmp_path, expected("beta", BETA, ["raw/a.txt", "deep/x/y/z.txt"]))
+
+
+def test_entity_details_take_the_bundles_made_for_the_paths_not_a_second_one(emu, tmp_path):
+    ids = ids_of(emu, emu.beta, BETA)
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_many(ids, tmp_path, platform=platform, keep_paths=True, entity_details=True)
+    assert count(routes(emu), "/bundle2") == len(ids)
+    assert {r.entity["parentId"] for r in results} == {
+        emu.resolve(emu.beta, folder) for folder in ("raw", "deep/x/y")
+    } | {emu.beta}
+    assert all(r.file_handle and r.file_handle["contentMd5"] == r.md5 for r in results)
