@@ -21,6 +21,12 @@ to any folder of a list (:meth:`~synclient.sync.sources.by_id.SourcePlan.laid_ou
 gets ``name (syn1.2).ext`` for the later one; two projects of the same name are two folders, the later in the list's
 order named ``name (syn4)`` (reported as a renaming).
 
+The index rows stay this target's (owned by the list, as a flat list's are). A later tree sync of a project into
+``TARGET/<project name>`` is a target of its own with its own index, and downloads none of these files: the planner
+finds each at its path with the remote's size and MD5 (hashed once) and adopts it into that index
+(:func:`~synclient.sync.plan.planner.decide`, ``ADOPT``), as it adopts any such copy; nothing writes one target's
+rows into another's index.
+
 A project or folder of the list (``-r``) is walked into its own remote path too, and the list's files inside it are
 its walk's. A file whose folder has no path (it may not be read, or a name in its chain can be no local name) stays
 where the list puts it without ``--keep-paths`` (the target's top, or its dataset's folder), each with a one-line
