@@ -329,6 +329,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     get.add_argument("--follow-links", action="store_true", help="follow Link entities to their targets")
     get.add_argument(
+        "--keep-paths",
+        action="store_true",
+        help="a list's files (several ids, --from-file, --query, a dataset or collection) land at their remote "
+        "paths, <project name>/<folder path>/<name> under --path, as a sync of their project into "
+        "--path/<project name> places them (see docs/cli.md)",
+    )
+    get.add_argument(
         "--provenance",
         action="store_true",
         help="fetch provenance for the manifest's used/executed columns (one REST call per file)",
@@ -527,6 +534,7 @@ def _sync_options(args: argparse.Namespace, *, plan_progress: bool = False) -> S
         synapse_cache=args.synapse_cache,
         synapse_cache_link=args.synapse_cache_link,
         checksum=getattr(args, "checksum", False),
+        keep_paths=getattr(args, "keep_paths", False),
     )
 
 
@@ -569,7 +577,8 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     path = Path(args.path)
     _check_target(path)
     _check_dask(args)
-    one = refs[0] if len(refs) == 1 and not args.from_file else None
+    # (--keep-paths: even one id is a list, placed at its remote path; a project or folder alone is refused)
+    one = refs[0] if len(refs) == 1 and not args.from_file and not args.keep_paths else None
     ctx.out.json_document.update({"command": "get", "path": str(path.resolve())})
     ctx.out.json_document.update({"entity": str(one)} if one else {"entities": [str(ref) for ref in refs]})
     workers = args.max_workers or TransferConfig().max_workers

@@ -603,6 +603,14 @@ class Platform:
             found.update((header.id, header) for header in headers)
         return found
 
+    def get_entity_path(self, entity_id: str) -> List[EntityHeader]:
+        """The entity's chain (``GET /entity/{id}/path``, an ``EntityPath``): Synapse's root folder first, then the
+        project and each folder down to the entity itself, each item only its id, name and type. Synapse names an
+        item the caller may not read ``Redacted`` (NodeManagerImpl.getNodePath) and keeps its id."""
+        return self._call(
+            "GET", "repo", f"/entity/{entity_id}/path", parse=_entity_path_items, route="GET /entity/{id}/path"
+        )
+
     def list_children(
         self,
         parent_id: str,
@@ -789,6 +797,15 @@ class _Call:
 def _entity_path(entity_id: str, version: Optional[int]) -> str:
     """``/entity/{id}``, or ``/entity/{id}/version/{n}`` for one version of it."""
     return f"/entity/{entity_id}" + (f"/version/{version}" if version is not None else "")
+
+
+def _entity_path_items(answer: Any) -> List[EntityHeader]:
+    """The items of an ``EntityPath`` answer (``{"path": [EntityHeader, ...]}``), root first; a malformed item
+    fails the answer (a chain with a hole would name the wrong folders)."""
+    items = wire_object(answer, "an entity path").get("path") or []
+    if not isinstance(items, list):
+        raise MalformedAnswerError("the 'path' of an entity path is not a list")
+    return [EntityHeader.from_wire(item) for item in items]
 
 
 def _header_list(answer: Any) -> List[EntityHeader]:

@@ -67,6 +67,11 @@ class SyncOptions:
     - ``checksum``: hash every local copy synclient wrote instead of trusting its size and modification time (the
       index's fast path); one whose bytes are not the remote's is downloaded again (action ``repair``). A handle
       that records no MD5 is compared by size. Other local files are hashed anyway and follow ``if_collision``.
+    - ``keep_paths``: a list's files (ids, a dataset, a collection, a query's selection, the download cart) land at
+      their remote paths, ``<project name>/<folder path>/<name>`` under the target, where a tree sync of their
+      project into ``TARGET/<project name>`` puts them (:mod:`synclient.sync.sources.kept_paths`); a list's project
+      or folder is walked into its own remote path. Only for lists: a project or folder synced alone keeps its
+      paths already (a usage error with it).
     """
 
     if_collision: Collision
@@ -86,6 +91,7 @@ class SyncOptions:
     filesystem_names: Optional[FilesystemNames]
     file_names: FileNames
     checksum: bool
+    keep_paths: bool
 
     def __init__(
         self,
@@ -110,6 +116,7 @@ class SyncOptions:
         filesystem_names: Union[FilesystemNames, str, None] = None,
         file_names: Union[FileNames, str] = FileNames.ENTITY,
         checksum: bool = False,
+        keep_paths: bool = False,
     ) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
@@ -140,6 +147,7 @@ class SyncOptions:
         )
         set_(self, "file_names", FileNames.parse(file_names, option="file_names"))
         set_(self, "checksum", bool(checksum))
+        set_(self, "keep_paths", bool(keep_paths))
 
     @classmethod
     def overridden(cls, base: Optional[SyncOptions], keywords: Mapping[str, object]) -> SyncOptions:

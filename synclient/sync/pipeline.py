@@ -270,9 +270,10 @@ class FilePipeline:
     def _described_file(self, header: EntityHeader, listed_in: Optional[str]) -> Optional[FileVersionFacts]:
         """What a view's row says of this file version, if anything (the folder it was listed in is its parent: a
         row that lags behind a move must not say otherwise)."""
-        if self._options.needs_bundle:
-            return None
         key = (header.id, header.version_number)
+        if self._options.needs_bundle:  # only a bundle's own facts, made before the run (keep_paths), then
+            made = self._described.get(key)
+            return made if made is not None and made.entity is not None and not made.from_row else None
         known = self._described.get(key) or (self._view.get(*key) if self._view is not None else None)
         if known is not None and listed_in is not None and known.parent_id != listed_in:
             known = replace(known, parent_id=listed_in)

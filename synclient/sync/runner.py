@@ -64,6 +64,7 @@ from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
 from synclient.sync.records.index import LocalIndex
 from synclient.sync.sources.by_id import Layout, Renamed
 from synclient.sync.sources.id_lists import EntityRef
+from synclient.sync.sources.kept_paths import kept_paths_of
 from synclient.sync.sources.queries import ViewRows, table_of
 from synclient.sync.sources.resolve import (
     LIST_ROOT,
@@ -220,8 +221,27 @@ class SyncRun:
         # files (by its handle's name: one bundle call, kept for the pipeline), files given as they are
         self.layout = Layout()  # a list's entries at their paths, its renamings and refusals (others: empty)
         self._files: List[Tuple[EntityHeader, Union[RemotePath, str]]] = []  # files that go straight to the pipeline
+        described = source.described if isinstance(source, ListSource) else None
+        self.plan_refused: List[Tuple[EntityHeader, SynclientError]] = []  # a list's ids that did not resolve
+        self.kept_flat: List[str] = []  # keep_paths: the files that land flat, one line each
         if isinstance(source, ListSource):
-            self.layout = source.plan.laid_out(
+            plan = source.plan
+            if options.keep_paths:  # each file at its remote path: its parent learnt with no call a flat list avoids
+                kept = kept_paths_of(
+                    plan,
+                    platform=platform,
+                    index=index,
+                    root_id=source.root_id,
+                    described=source.described,
+                    fetches=config.max_workers,
+                    view=view.get if view is not None and not options.needs_bundle else None,
+                )
+                plan, described = kept.plan, {**source.described, **kept.described}
+                self.kept_flat = kept.notes  # (reported with the renamings: each file is not at its remote path)
+                for note in kept.notes:
+                    log.warning("keep paths: %s", note)
+            self.plan_refused = plan.refused  # (with keep_paths, files whose bundles failed too)
+            self.layout = plan.laid_out(
                 index.rows_in,
                 same_name=lambda name: names.same_name_key(names.legal_form(name)),
                 reserved=(RESERVED_NAME,) if names.maps_names else (),
@@ -270,7 +290,7 @@ class SyncRun:
             folders=self.folders,
             observer=observer,
             individual_files=self._individual_files(),
-            described=source.described if isinstance(source, ListSource) else None,
+            described=described,
             expected=source.expected if isinstance(source, ListSource) else None,
             view=view,
             handle_names=self.handle_names,
@@ -344,7 +364,7 @@ class SyncRun:
         target's index: what failed to resolve is reported, each project or folder is walked into its own
         sub-folder, the files go as :meth:`_start_files`."""
         layout = self.layout
-        for header, error in list(source.plan.refused) + layout.refused:
+        for header, error in list(self.plan_refused) + layout.refused:
             self.pipeline.entity_failed(header, None, error)
         refused_folders = set()
         for holder in layout.folders:  # a dataset's (collection's) folder is its own: no other entity's path
@@ -419,6 +439,7 @@ class SyncRun:
         ]
         return (
             [str(entry) for entry in listed]
+            + self.kept_flat
             + [str(entry) for entry in self.renamed_locally]
             + [str(entry) for entry in sorted(folders + self.pipeline.renamed, key=lambda r: r.remote_path)]
         )
@@ -484,6 +505,7 @@ if TYPE_CHECKING:
 
     class _QueryKeywords(_RunKeywords, total=False):
         recursive: bool
+        keep_paths: Optional[bool]
 
     class _IdsKeywords(_QueryKeywords, total=False):
         view: Optional[str]
@@ -695,6 +717,7 @@ def download_many(
     filesystem_names: Union[FilesystemNames, str, None] = None,
     dask: Optional[object] = None,
     checksum: Optional[bool] = None,
+    keep_paths: Optional[bool] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or
     :class:`~synclient.sync.sources.id_lists.EntityRef`) into ``path`` as one run: one shared pool, URL batches of up to
@@ -708,7 +731,9 @@ def download_many(
     :func:`sync_from_platform`, whose keywords these are; nothing is deleted and no manifest is written, except when
     the only id is a project or folder (then this is :func:`sync_from_platform`'s sync of it, manifests included).
     ``view``: a file view over those files, and ``dask``: a Dask cluster to fetch them on, as for
-    :func:`sync_from_platform`.
+    :func:`sync_from_platform`. ``keep_paths=True``: each file lands at its remote path instead,
+    ``<project name>/<folder path>/<name>``, and each project or folder at its own
+    (:mod:`synclient.sync.sources.kept_paths`).
     """
     settings = RunSettings.of(
         options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, view=view, dask=dask
@@ -787,6 +812,7 @@ def download_query(
     syn: Optional[object] = None,
     filesystem_names: Union[FilesystemNames, str, None] = None,
     dask: Optional[object] = None,
+    keep_paths: Optional[bool] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Download what a SQL query over a file view or table selects (``SELECT id FROM syn123 WHERE ...``) into
     ``path``, as :func:`download_many` downloads a list of ids (its keywords are these): the query's ``id`` column
@@ -796,7 +822,8 @@ def download_query(
     ``dataFileHandleId``, ``dataFileMD5Hex`` and ``dataFileSizeBytes`` (its default columns) need no bundle call
     per file; their annotations are then the view's annotation columns the query selected (see
     :mod:`synclient.sync.sources.queries`). The report (``results.report.query``) says the query, its table and its row
-    count."""
+    count. ``keep_paths=True``: each file lands at its remote path, ``<project name>/<folder path>/<name>``, as for
+    :func:`download_many` (a view's ``parentId`` column says each file's folder: no call per file)."""
     settings = RunSettings.of(
         options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, dask=dask
     )
@@ -827,6 +854,16 @@ def _for_sources(options: SyncOptions) -> SyncOptions:
             "delete=True needs one project or folder to mirror; a list of ids or a dataset deletes nothing"
         )
     return options.replace(manifest="suppress")
+
+
+def _check_keep_paths(source: RunSource, options: SyncOptions) -> None:
+    """``keep_paths`` places a list's files; a project or folder synced alone keeps its paths below the target
+    already (``TARGET/<project name>`` is the target that gives the same paths), and a file alone is no list."""
+    if options.keep_paths and not (isinstance(source, ListSource) and not source.mirrors_container):
+        raise ConfigError(
+            f"keeping remote paths (--keep-paths, keep_paths=True) is for lists of ids, datasets, collections and "
+            f"queries; {source.description} synced alone keeps its remote paths below the target already"
+        )
 
 
 def sync_found_files(
@@ -933,6 +970,7 @@ def _execute(
     started, before = baseline.started, baseline.before
     config = settings.config
     try:
+        _check_keep_paths(source, settings.options)
         # a list's run writes no manifest and deletes nothing, unless it is one container's sync
         options = (
             _for_sources(settings.options)

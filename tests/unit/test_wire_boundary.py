@@ -240,6 +240,25 @@ def test_a_malformed_row_of_a_header_batch_leaves_out_its_entity_alone(platform,
     assert "'syn6'" in caplog.text and "'syn7'" in caplog.text and "malformed" in caplog.text
 
 
+@responses.activate
+def test_an_entity_path_is_its_chain_and_a_malformed_item_fails_the_call(platform):
+    prove(platform)
+    chain = [
+        {"id": "syn4489", "name": "Redacted", "type": "org.sagebionetworks.repo.model.Folder"},
+        {"id": "syn1", "name": "alpha", "type": "org.sagebionetworks.repo.model.Project"},
+        {"id": "syn2", "name": "raw", "type": "org.sagebionetworks.repo.model.Folder"},
+    ]
+    responses.add(responses.GET, REPO + "/entity/syn2/path", json={"path": chain})
+    assert [(h.id, h.name, h.type.label) for h in platform.get_entity_path("syn2")] == [
+        ("syn4489", "Redacted", "folder"),
+        ("syn1", "alpha", "project"),
+        ("syn2", "raw", "folder"),
+    ]
+    responses.add(responses.GET, REPO + "/entity/syn3/path", json={"path": chain[:2] + [{"id": "syn3", "name": 3}]})
+    with pytest.raises(MalformedAnswerError, match=r"GET /entity/\{id\}/path: malformed answer"):
+        platform.get_entity_path("syn3")
+
+
 # -- pagers: a repeated token or an empty page with a next one ends the listing ---------------------------------
 
 
