@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
 
 from synclient._version import __version__
 from synclient.errors import (
@@ -377,7 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     ls = command("ls", "list a project or folder (a tree with -r, sizes with -l)", cmd_ls)
     ls.add_argument("id", metavar="ID", help="entity id, e.g. syn123")
     ls.add_argument("-r", "--recursive", action="store_true", help="list sub-folders too, as a tree")
-    ls.add_argument("-l", "--long", action="store_true", help="show sizes and versions (one call per file)")
+    ls.add_argument(
+        "-l", "--long", action="store_true", help="show sizes and versions (a call per file, one per folder)"
+    )
 
     command("login", "validate a personal access token and store it in the keyring", cmd_login)
     command("logout", "remove the token stored by 'synclient login'", cmd_logout)
@@ -739,8 +741,11 @@ class TreeEntry:
     header: EntityHeader
     depth: int
     path: str
-    size: Optional[int] = None  # files: content size (with -l); folders: total of what was listed below
+    size: Optional[int] = None  # files: content size (with -l); folders: the bytes of every file below them
     version: Optional[int] = None
+    #: a folder listed with -l: the bytes of the files right inside it (its listing's ``sumFileSizesBytes``)
+    file_bytes: Optional[int] = None
+    listed: bool = False  # a folder whose children are entries too
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -755,35 +760,88 @@ class TreeEntry:
 
 
 LISTED_TYPES = (EntityType.FOLDER, EntityType.FILE, EntityType.LINK)
+#: what a folder's total needs listed: its files (for the sum) and its folders (to go below)
+SUMMED_TYPES = (EntityType.FOLDER, EntityType.FILE)
 
 
-def _children(platform: Platform, parent_id: str) -> Iterator[EntityHeader]:
-    return platform.iter_children(parent_id, include_types=LISTED_TYPES)
+def _listing(platform: Platform, parent_id: str, *, sized: bool) -> Tuple[List[EntityHeader], Optional[int]]:
+    """Every child of ``parent_id``, and with ``sized`` the bytes of its files: the first page's
+    ``sumFileSizesBytes`` (all pages together; asked once, as the server sums again on every page it is asked)."""
+    from synclient.platform.models import PageTrail
+
+    if not sized:
+        return list(platform.iter_children(parent_id, include_types=LISTED_TYPES)), None
+    trail = PageTrail(f"the children of {parent_id}")
+    headers: List[EntityHeader] = []
+    file_bytes: Optional[int] = None
+    token: Optional[str] = None
+    while True:
+        page = platform.list_children(
+            parent_id, include_types=LISTED_TYPES, page_token=token, sum_file_sizes=token is None
+        )
+        if token is None:
+            file_bytes = page.sum_file_sizes
+        headers.extend(page.headers)
+        token = trail.follow(page.next_page_token, rows=len(page.headers))
+        if not token:
+            return headers, file_bytes
 
 
-def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool) -> List[TreeEntry]:
-    """Depth-first listing (folders before their contents, in the platform's name order)."""
+def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool, sized: bool = False) -> List[TreeEntry]:
+    """Depth-first listing (folders before their contents, in the platform's name order); ``sized``: each listed
+    folder's listing also says the bytes of its files."""
     entries = [TreeEntry(root, 0, root.name)]
     if not root.type.is_container:
         return entries
 
-    def visit(parent: EntityHeader, depth: int, prefix: str) -> None:
-        for header in _children(platform, parent.id):
-            entries.append(TreeEntry(header, depth, f"{prefix}{header.name}"))
+    def visit(parent: TreeEntry, depth: int, prefix: str) -> None:
+        children, parent.file_bytes = _listing(platform, parent.header.id, sized=sized)
+        parent.listed = True
+        for header in children:
+            entry = TreeEntry(header, depth, f"{prefix}{header.name}")
+            entries.append(entry)
             if recursive and header.type.is_container:
-                visit(header, depth + 1, f"{prefix}{header.name}/")
+                visit(entry, depth + 1, f"{prefix}{header.name}/")
 
-    visit(root, 1, "")
+    visit(entries[0], 1, "")
     return entries
 
 
+def _bytes_below(platform: Platform, folder_id: str) -> Optional[int]:
+    """The bytes of every file below a folder, at any depth, from one children call per folder (its sum, and its
+    folders on the same page); a folder of more than a page of children then lists its folders alone. None when a
+    listing does not say its sum."""
+    total = 0
+    pending = [folder_id]
+    while pending:
+        parent = pending.pop()
+        first = platform.list_children(parent, include_types=SUMMED_TYPES, sum_file_sizes=True)
+        if first.sum_file_sizes is None:
+            return None
+        total += first.sum_file_sizes
+        if first.next_page_token is None:
+            pending.extend(header.id for header in first.headers if header.type.is_container)
+        else:
+            pending.extend(header.id for header in platform.iter_children(parent, include_types=[EntityType.FOLDER]))
+    return total
+
+
+def _plus(left: Optional[int], right: Optional[int]) -> Optional[int]:
+    return None if left is None or right is None else left + right
+
+
 def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> List[str]:
-    """One bundle call per file (the listing has no sizes), a few at a time; folders get their totals. Returns a
-    line per file whose answer was malformed: that file's size stays unknown, the listing goes on."""
-    files = [e for e in entries if e.header.type is EntityType.FILE]
+    """Sizes for ``ls -l``. Files: one bundle call each (a listing says no file's size), a few at a time. Folders:
+    the bytes of every file below them, from listings' sums (``includeSumFileSizes``), never from a call per file:
+    a listed folder adds its own sum to its folders' totals; a folder whose contents are not listed (``ls -l``
+    without ``-r``) takes one children call per folder below it. Returns a line per entry whose answer was
+    malformed: that entry's size stays unknown (and its folders' totals), the listing goes on."""
 
     def size_of(entry: TreeEntry) -> Optional[str]:
         try:
+            if entry.header.type.is_container:
+                entry.size = _bytes_below(platform, entry.header.id)
+                return None
             bundle = platform.get_file_bundle(entry.header.id)
         except MalformedAnswerError as exc:  # a bad answer fails its entity alone (the wire boundary)
             return f"failed: {entry.header.id}: {exc}"
@@ -791,16 +849,15 @@ def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> List[str]:
         entry.size = bundle.file_handle.content_size if bundle.file_handle else None
         return None
 
+    to_size = [e for e in entries if e.header.type is EntityType.FILE or (e.header.type.is_container and not e.listed)]
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="synclient-ls") as pool:
-        failures = [line for line in pool.map(size_of, files) if line is not None]
-    totals: Dict[int, int] = {}
-    for entry in reversed(entries):  # children come after their folder: add up from the bottom
-        if entry.header.type.is_container:
-            entry.size = totals.pop(entry.depth + 1, 0)
-        for depth in range(entry.depth):
-            totals[depth + 1] = totals.get(depth + 1, 0)
-        if entry.size is not None and entry.depth > 0:
-            totals[entry.depth] = totals.get(entry.depth, 0) + entry.size
+        failures = [line for line in pool.map(size_of, to_size) if line is not None]
+    below: Dict[int, Optional[int]] = {}  # depth -> the totals of the folders at that depth under one folder
+    for entry in reversed(entries):  # a folder's entries come after it: add up from the bottom
+        if entry.listed:
+            entry.size = _plus(entry.file_bytes, below.pop(entry.depth + 1, 0))
+        if entry.header.type.is_container and entry.depth > 0:
+            below[entry.depth] = _plus(below.get(entry.depth, 0), entry.size)
     return failures
 
 
@@ -857,7 +914,7 @@ def cmd_ls(ctx: CommandContext) -> ExitCode:
     entity_id = _entity_id(ctx.args.id)
     with ctx.platform(max_connections=8) as platform:
         root = platform.get_entity_header(entity_id)
-        entries = _walk_tree(platform, root, recursive=ctx.args.recursive)
+        entries = _walk_tree(platform, root, recursive=ctx.args.recursive, sized=ctx.args.long)
         failures = _fill_sizes(platform, entries) if ctx.args.long else []
     ctx.out.json_document.update({"command": "ls", "entity": entity_id, "entries": [e.to_json() for e in entries]})
     if failures:

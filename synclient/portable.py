@@ -22,6 +22,9 @@ capability            fast path                                       fallback
 ``SYNCLIENT_PORTABLE`` (read once, at import) forces fallbacks on a system that has the fast paths, so that tests
 on Linux run the code other systems will: ``all`` (or ``1``) for every one, or a comma-separated list of the
 capability names above. Unset, empty or ``0``: the fast path wherever the system has it.
+
+Also the safe ways to touch a file that every layer above shares: :data:`SAFE_READ_FLAGS` to read one, and
+:class:`ReplacingWriter` to replace a small one whole (a manifest, synapseclient's cache map, the gate's state).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, fields
-from typing import Callable, FrozenSet, List, Optional, Tuple
+from pathlib import Path
+from typing import Callable, FrozenSet, List, Optional, TextIO, Tuple
 
 from synclient.errors import ConfigError
 
@@ -207,3 +211,85 @@ def try_lock_file(path: os.PathLike[str] | str) -> Optional[Callable[[], None]]:
     except filelock.Timeout:
         return None
     return lock.release
+
+
+# -- a small file replaced whole ---------------------------------------------------------------------------------
+
+#: a new file that must be new: never opened through a link (or anything else) already at its name
+NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _remove_if_there(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+class ReplacingWriter:
+    """A small text file written under a temporary name beside its target, then moved over the target by one
+    ``os.replace``: a reader sees the old file or the new one, never a part. The temporary file is created fresh
+    (``O_EXCL``, ``O_NOFOLLOW``), so nothing already at its name (a killed writer's leftover, a planted link) is
+    ever written through, and it is removed whatever fails. Written in one go in a ``with`` block (replaced at its
+    end, removed on an exception), or streamed: ``handle`` until :meth:`commit` or :meth:`discard`.
+
+    ``clear_leftover``: remove whatever is at the temporary name first (else the open fails and it is removed, so
+    only the next write succeeds). ``mode``: the new file's permissions before the umask. ``errors``, ``newline``:
+    as ``open``'s."""
+
+    def __init__(
+        self,
+        target: Path,
+        temp: Path,
+        *,
+        mode: int,
+        clear_leftover: bool = True,
+        errors: str = "strict",
+        newline: Optional[str] = None,
+    ) -> None:
+        self.target = target
+        self.temp = temp
+        if clear_leftover:
+            _remove_if_there(temp)
+        try:
+            descriptor = os.open(temp, NEW_FILE_FLAGS | O_BINARY, mode)
+        except BaseException:
+            if os.path.lexists(temp):  # what was there (or came there): removed, never written through
+                _remove_if_there(temp)
+            raise
+        try:
+            self.handle: TextIO = open(descriptor, "w", encoding="utf-8", errors=errors, newline=newline)
+        except BaseException:
+            os.close(descriptor)
+            _remove_if_there(temp)
+            raise
+
+    def commit(self, *, keep_target_if: Optional[Callable[[Path, Path], bool]] = None) -> None:
+        """Close the new file and move it over the target; ``keep_target_if(temp, target)`` true: the target stays
+        as it is (its mtime too) and the new file is removed. On any error nothing new is left behind."""
+        try:
+            self.handle.close()
+            if keep_target_if is not None and keep_target_if(self.temp, self.target):
+                os.unlink(self.temp)
+            else:
+                os.replace(self.temp, self.target)
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Close and remove the new file; the target stays as it is."""
+        self.handle.close()
+        try:
+            os.unlink(self.temp)
+        except OSError:
+            pass
+
+    def __enter__(self) -> TextIO:
+        return self.handle
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        if error is None:
+            self.commit()
+        else:
+            self.discard()

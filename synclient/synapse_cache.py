@@ -33,6 +33,7 @@ from typing import Callable, Dict, Optional, Union
 
 from synclient.errors import CacheLockTimeoutError
 from synclient.platform.credentials import config_path, read_config_file
+from synclient.portable import ReplacingWriter
 
 log = logging.getLogger("synclient.synapse_cache")
 
@@ -279,20 +280,8 @@ def _replace_map(cache_dir: Path, cache_map: Dict[str, object]) -> None:
     """Write the map as synapseclient's ``_write_cache_map`` does (``json.dump`` then a newline, for R's parser),
     into a temp file beside it that then replaces it: a reader sees the old map or the new one, never a part."""
     temp = cache_dir / f"{CACHE_MAP}.{os.getpid()}.{threading.get_ident()}.tmp"  # one per thread: no clash
-    try:  # a killed process's leftover of the same name: removed, never written through (it may be a hard link)
-        os.unlink(temp)
-    except FileNotFoundError:
-        pass
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(temp, flags, 0o666)  # the umask decides, as for synapseclient's open(..., "w")
-    try:
-        with open(fd, "w", encoding="utf-8", closefd=True) as handle:
-            json.dump(cache_map, handle)
-            handle.write("\n")
-        os.replace(temp, cache_dir / CACHE_MAP)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    # a killed process's leftover of the same name: removed, never written through (it may be a hard link); the
+    # umask decides the permissions, as for synapseclient's open(..., "w")
+    with ReplacingWriter(cache_dir / CACHE_MAP, temp, mode=0o666) as handle:
+        json.dump(cache_map, handle)
+        handle.write("\n")

@@ -56,7 +56,6 @@ MAX_FILE_BYTES = 256 * 1024
 #: a hold read from the file ends at most this long from now (the gate's longest ``Retry-After``): a file written
 #: under a clock that was ahead must not stall the next command
 MAX_HOLD_SECONDS = 300.0
-_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)  # (POSIX)
 #: starts are kept to the microsecond: the same start read back compares equal
 _DIGITS = 6
 
@@ -278,14 +277,10 @@ class GateStateFile:
 
     def _write(self, record: GateRecord) -> None:
         temp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        try:  # (a temporary file a killed command left under this name: the open fails, it is removed below)
-            descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o600)
-            with open(descriptor, "w", encoding="utf-8") as handle:
-                json.dump(record.to_json(), handle, separators=(",", ":"))
-            os.replace(temp, self.path)
-        finally:
-            if os.path.lexists(temp):
-                temp.unlink()
+        # (a temporary file a killed command left under this name: the open fails, it is removed, the next write
+        # succeeds)
+        with portable.ReplacingWriter(self.path, temp, mode=0o600, clear_leftover=False) as handle:
+            json.dump(record.to_json(), handle, separators=(",", ":"))
 
 
 def starts_of(times: Iterable[float]) -> Tuple[float, ...]:

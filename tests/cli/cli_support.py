@@ -12,7 +12,9 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -35,6 +37,37 @@ def small_tree_spec(*extra_files: dict, **spec: object) -> dict:
 
 #: the files of :func:`small_tree_spec`'s tree
 SMALL_TREE_FILES = ["a.txt", "d/b.txt", "d/c.bin"]
+
+
+def small_tree_fixtures(
+    spec: dict, *, sync_exit_code: int = 0, after_sync: Optional[Callable[[Path], None]] = None
+) -> Tuple[Any, Any, Any]:
+    """The ``emu``, ``env`` and ``synced`` fixtures of a test module on one tree: ``emu`` an emulator of ``spec``
+    for each test (``.project``: the id of its project ``p``), ``env`` its user's environment, ``synced`` the path
+    of a ``get -r`` of ``p`` that exited ``sync_exit_code`` (``after_sync`` then checks the copy). A module takes
+    them as ``emu, env, synced = small_tree_fixtures(SPEC)``: pytest finds a fixture by the name it is bound to."""
+    from synclient.emulator import Emulator
+
+    @pytest.fixture
+    def emu():
+        with Emulator() as emulator:
+            emulator.project = emulator.seed_spec(spec)["p"]
+            yield emulator
+
+    @pytest.fixture
+    def env(tmp_path, emu):
+        return isolated_env(tmp_path, SYNCLIENT_ENDPOINT=emu.endpoint, SYNCLIENT_AUTH_TOKEN=emu.token)
+
+    @pytest.fixture
+    def synced(tmp_path, emu, env) -> Path:
+        target = tmp_path / "copy"
+        result = run_cli("-q", "get", "-r", emu.project, "--path", str(target), env=env)
+        assert result.returncode == sync_exit_code, result.stderr
+        if after_sync is not None:
+            after_sync(target)
+        return target
+
+    return emu, env, synced
 
 
 #: The tree most CLI tests sync: 3 levels, a text file, a multipart-sized file.

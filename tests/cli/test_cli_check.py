@@ -7,35 +7,18 @@ import os
 from pathlib import Path
 from typing import Dict, Tuple
 
-import pytest
-from cli_support import SMALL_TREE_FILES, isolated_env, run_cli, small_tree_spec
+from cli_support import SMALL_TREE_FILES, run_cli, small_tree_fixtures, small_tree_spec
 
 import synclient
 from synclient import CheckStatus, Platform
-from synclient.emulator import Emulator
 
 # a hostile server's name (a "../") beside the ordinary ones
 SPEC = small_tree_spec({"type": "file", "name": "../up.txt", "content": "escape\n"}, names="unchecked")
 GOOD = SMALL_TREE_FILES
 
 
-@pytest.fixture
-def emu():
-    with Emulator() as emulator:
-        emulator.project = emulator.seed_spec(SPEC)["p"]
-        yield emulator
-
-
-@pytest.fixture
-def env(tmp_path, emu):
-    return isolated_env(tmp_path, SYNCLIENT_ENDPOINT=emu.endpoint, SYNCLIENT_AUTH_TOKEN=emu.token)
-
-
-@pytest.fixture
-def synced(tmp_path, emu, env) -> Path:
-    target = tmp_path / "copy"
-    result = run_cli("-q", "get", "-r", emu.project, "--path", str(target), env=env)
-    assert result.returncode == 1, result.stderr  # the hostile name fails its file alone
+def _synced_layout(target: Path) -> None:
+    """The good files and the manifests; the hostile name failed its file alone (the sync exits 1)."""
     files = _snapshot(target)
     assert sorted(p for p, (_, _, folder) in files.items() if not folder and not p.startswith(".synclient/")) == [
         "SYNAPSE_METADATA_MANIFEST.tsv",
@@ -46,7 +29,6 @@ def synced(tmp_path, emu, env) -> Path:
         "d/manifest.csv",
         "manifest.csv",
     ]
-    return target
 
 
 def _snapshot(root: Path) -> Dict[str, Tuple[int, int, bool]]:
@@ -62,6 +44,9 @@ def _snapshot(root: Path) -> Dict[str, Tuple[int, int, bool]]:
                 path.is_dir(),
             )
     return found
+
+
+emu, env, synced = small_tree_fixtures(SPEC, sync_exit_code=1, after_sync=_synced_layout)
 
 
 def _lines(stdout: str) -> Dict[str, str]:

@@ -9,34 +9,16 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from cli_support import SMALL_TREE_FILES, isolated_env, run_cli, small_tree_spec
+from cli_support import SMALL_TREE_FILES, run_cli, small_tree_fixtures, small_tree_spec
 
 import synclient
 from synclient import Platform
-from synclient.emulator import Emulator
 
 SPEC = small_tree_spec()
 FILES = SMALL_TREE_FILES
 
 
-@pytest.fixture
-def emu():
-    with Emulator() as emulator:
-        emulator.project = emulator.seed_spec(SPEC)["p"]
-        yield emulator
-
-
-@pytest.fixture
-def env(tmp_path, emu):
-    return isolated_env(tmp_path, SYNCLIENT_ENDPOINT=emu.endpoint, SYNCLIENT_AUTH_TOKEN=emu.token)
-
-
-@pytest.fixture
-def synced(tmp_path, emu, env) -> Path:
-    target = tmp_path / "copy"
-    result = run_cli("-q", "get", "-r", emu.project, "--path", str(target), env=env)
-    assert result.returncode == 0, result.stderr
-    return target
+emu, env, synced = small_tree_fixtures(SPEC)
 
 
 def _corrupt(path: Path) -> bytes:

@@ -18,9 +18,9 @@ from typing import Dict, List, Optional, Pattern, Tuple
 from urllib.parse import urlsplit
 
 if __package__:  # imported as tests.conformance.checker
-    from .synapse_model import ENDPOINTS, ENUMS, MODELS, REDIRECT, TEXT_URL, Endpoint, Model
+    from .synapse_model import EMPTY, ENDPOINTS, ENUMS, MODELS, REDIRECT, TEXT_URL, Endpoint, Model
 else:  # imported as checker, tests/conformance on sys.path
-    from synapse_model import ENDPOINTS, ENUMS, MODELS, REDIRECT, TEXT_URL, Endpoint, Model
+    from synapse_model import EMPTY, ENDPOINTS, ENUMS, MODELS, REDIRECT, TEXT_URL, Endpoint, Model
 
 DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$")
 SCALARS = {
@@ -195,6 +195,8 @@ def check_exchange(method: str, path: str, status: int, body) -> List[str]:
         return [f"{where}: Synapse answers {sorted(endpoint.answers)} here, not {status} ({endpoint.source})"]
     if model == REDIRECT:
         return []
+    if model == EMPTY:
+        return [] if body in (None, "", b"") else [f"{where}: a void answer has no body, got {_short(str(body))}"]
     if isinstance(body, (bytes, bytearray)):
         body = bytes(body).decode("utf-8", "replace")
     if model == TEXT_URL:

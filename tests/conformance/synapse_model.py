@@ -968,6 +968,7 @@ ZERO_ETAG = "00000000-0000-0000-0000-000000000000"
 #: body markers of an answer that is not a JSON model
 REDIRECT = "<redirect>"  # 307, a Location header, no body looked at
 TEXT_URL = "<text url>"  # 200 text/plain: a URL
+EMPTY = "<empty>"  # a void controller method: the status, no body
 
 
 @dataclass(frozen=True)
@@ -1096,5 +1097,74 @@ ENDPOINTS: Tuple[Endpoint, ...] = (
         "/repo/v1/entity/{id}/table/download/csv/async/get/{token}",
         {201: "DownloadFromTableResult", 202: "AsynchronousJobStatus"},
         "TableController.csvDownloadAsyncGet (entity), @ResponseStatus(CREATED); " + _ASYNC_GET,
+    ),
+    # --- the download list: services/repository/src/main/java/org/sagebionetworks/repo/web/controller/
+    # DownloadListController.java; its jobs answer CREATED 201 as the table jobs do ----------------------------------
+    Endpoint(
+        "POST",
+        "/repo/v1/download/list/add",
+        {200: "AddBatchOfFilesToDownloadListResponse"},
+        "DownloadListController.addBatchOfFilesToDownloadList, @ResponseStatus(OK)",
+    ),
+    Endpoint(
+        "POST",
+        "/repo/v1/download/list/remove",
+        {200: "RemoveBatchOfFilesFromDownloadListResponse"},
+        "DownloadListController.removeBatchOfFilesToDownloadList, @ResponseStatus(OK)",
+    ),
+    Endpoint(
+        "DELETE",
+        "/repo/v1/download/list",
+        {200: EMPTY},
+        "DownloadListController.clearDownloadList, @ResponseStatus(OK), a void method",
+    ),
+    Endpoint(
+        "POST",
+        "/repo/v1/download/list/query/async/start",
+        {201: "AsyncJobId"},
+        "DownloadListController.queryAsyncStart, @ResponseStatus(CREATED)",
+    ),
+    Endpoint(
+        "GET",
+        "/repo/v1/download/list/query/async/get/{token}",
+        {201: "DownloadListQueryResponse", 202: "AsynchronousJobStatus"},
+        "DownloadListController.getBulkFileDownloadResults, @ResponseStatus(CREATED); " + _ASYNC_GET,
+    ),
+    Endpoint(
+        "POST",
+        "/repo/v1/download/list/add/async/start",
+        {201: "AsyncJobId"},
+        "DownloadListController.startAddFileToDownloadList, @ResponseStatus(CREATED)",
+    ),
+    Endpoint(
+        "GET",
+        "/repo/v1/download/list/add/async/get/{token}",
+        {201: "AddToDownloadListResponse", 202: "AsynchronousJobStatus"},
+        "DownloadListController.getAddFileToDownloadListResults, @ResponseStatus(CREATED); " + _ASYNC_GET,
+    ),
+    Endpoint(
+        "POST",
+        "/repo/v1/download/list/manifest/async/start",
+        {201: "AsyncJobId"},
+        "DownloadListController (manifest/async/start), @ResponseStatus(CREATED) as its other jobs",
+    ),
+    Endpoint(
+        "GET",
+        "/repo/v1/download/list/manifest/async/get/{token}",
+        {201: "DownloadListManifestResponse", 202: "AsynchronousJobStatus"},
+        "DownloadListController (manifest/async/get), @ResponseStatus(CREATED) as its other jobs; " + _ASYNC_GET,
+    ),
+    # the creator's own handle (the manifest's, as synapseclient 4.14 reads it: api/file_services.py)
+    Endpoint(
+        "GET",
+        "/file/v1/fileHandle/{handle}",
+        {200: "FileHandle"},
+        "UploadController (GET /fileHandle/{handleId}): the creator only, else 403",
+    ),
+    Endpoint(
+        "GET",
+        "/file/v1/fileHandle/{handle}/url",
+        {307: REDIRECT, 200: TEXT_URL},
+        "UploadController (GET /fileHandle/{handleId}/url, redirect=false: the URL as text): the creator only",
     ),
 )

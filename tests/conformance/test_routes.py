@@ -1,9 +1,10 @@
 """Every route the emulator serves, called as synapseclient 4.14 calls it, answers with the status and the model Synapse
 answers (synapse_model: schemas and controllers of Synapse-Repository-Services).
 
-The route tables (``routes.ROUTES`` + ``table_routes.TABLE_ROUTES``, keyed by method + pattern) must equal the routes
-the cases below reach: a new route without a case fails ``test_every_served_route_has_a_case``, and an endpoint of
-synapse_model the emulator does not serve fails ``test_every_synapse_endpoint_is_served``. A case names the issue-30
+The route tables (``routes.ROUTES`` + ``table_routes.TABLE_ROUTES`` + ``download_list_routes.DOWNLOAD_LIST_ROUTES``,
+keyed by method + pattern) must equal the routes the cases below reach: a new route without a case fails
+``test_every_served_route_has_a_case``, and an endpoint of synapse_model the emulator does not serve fails
+``test_every_synapse_endpoint_is_served``. A case names the issue-30
 item it checks (``item``) where it checks one. To add a route: add its Endpoint to synapse_model.ENDPOINTS (status ->
 model, from its controller), then a Case here that calls it as synapseclient does.
 """
@@ -21,6 +22,7 @@ from checker import answer_model, check, check_exchange, endpoint_for, sample_pa
 from synapse_model import ENDPOINTS, MODELS, ZERO_ETAG
 
 from synclient.emulator import Emulator
+from synclient.emulator.download_list_routes import DOWNLOAD_LIST_ROUTES
 from synclient.emulator.routes import ROUTES
 from synclient.emulator.table_routes import TABLE_ROUTES
 
@@ -572,6 +574,184 @@ ASYNC_CASES = [
 ]
 
 
+# --- the download list (DownloadListController), as synapseclient 4.14 calls it (api/download_list_services.py) ----
+DOWNLOAD = "org.sagebionetworks.repo.model.download."
+
+
+def cart_items(*entries: Tuple[str, Optional[int]]) -> List[dict]:
+    """DownloadListItems of seeded files: (short name, version or None)."""
+    return [
+        {"fileEntityId": f"{{{short}}}", **({} if version is None else {"versionNumber": version})}
+        for short, version in entries
+    ]
+
+
+def download_list_cases() -> List[Case]:
+    """Each case stands alone (the cases of a module may run in any order, on any worker): its facts hold whatever
+    the list holds before it."""
+    never_added = cart_items(("far", 9))  # no case puts version 9 of far.bin on the list
+    return [
+        Case(
+            "add to the download list",
+            "POST",
+            "/repo/v1/download/list/add",
+            {"batchToAdd": cart_items(("ext", 1), ("d", None))},
+            facts=(fact("a folder is no file: at most one added", lambda b, i: b["numberOfFilesAdded"] in (0, 1)),),
+        ),
+        Case(
+            "add a batch over 1000",
+            "POST",
+            "/repo/v1/download/list/add",
+            {"batchToAdd": cart_items(*[("a", 1)] * 1001)},
+            status=400,
+        ),
+        Case("add to the download list without a token", "POST", "/repo/v1/download/list/add", token=None, status=401),
+        Case(
+            "remove from the download list",
+            "POST",
+            "/repo/v1/download/list/remove",
+            {"batchToRemove": never_added},
+            facts=(fact("nothing of it was on the list", lambda b, i: b["numberOfFilesRemoved"] == 0),),
+        ),
+        Case("clear the download list", "DELETE", "/repo/v1/download/list"),
+        Case("a file handle of another user", "GET", "/file/v1/fileHandle/{h:a}", status=403),
+        Case(
+            "the URL of a file handle of another user",
+            "GET",
+            "/file/v1/fileHandle/{h:a}/url?redirect=false",
+            status=403,
+        ),
+    ]
+
+
+def filled_cart(world: World) -> None:
+    """The list holds a (v1) and v.txt (current): available; nodl (an access requirement) and secret (no read):
+    actions required."""
+    world.call("DELETE", "/repo/v1/download/list")
+    items = cart_items(("a", 1), ("v", None), ("nodl", None), ("secret", None))
+    status, answer, _ = world.call("POST", "/repo/v1/download/list/add", world.fill({"batchToAdd": items}))
+    assert status == 200 and answer["numberOfFilesAdded"] == 4, answer
+
+
+def cart_query(details: dict) -> Callable[[World], dict]:
+    def body(world: World) -> dict:
+        filled_cart(world)
+        return {"concreteType": DOWNLOAD + "DownloadListQueryRequest", "requestDetails": details}
+
+    return body
+
+
+def cart_then(body: dict) -> Callable[[World], dict]:
+    def make(world: World) -> dict:
+        filled_cart(world)
+        return world.fill(body)
+
+    return make
+
+
+def actions(body) -> List[Tuple[str, int]]:
+    """(action kind, files) of an ActionRequiredResponse, sorted"""
+    page = body["responseDetails"]["page"]
+    return sorted((row["action"]["concreteType"].rsplit(".", 1)[1], row["count"]) for row in page)
+
+
+def download_list_async_cases() -> List[AsyncCase]:
+    start = "/repo/v1/download/list/{}/async/start"
+    return [
+        AsyncCase(
+            "download list: available files",
+            start.format("query"),
+            cart_query(
+                {
+                    "concreteType": DOWNLOAD + "AvailableFilesRequest",
+                    "sort": [{"field": "fileName", "direction": "ASC"}],
+                }
+            ),
+            item="-",
+            facts=(
+                fact(
+                    "a.txt at version 1 and v.txt, sorted by name",
+                    lambda b, i: (
+                        [(r["fileName"], r.get("versionNumber")) for r in b["responseDetails"]["page"]]
+                        == [("a.txt", 1), ("v.txt", None)]
+                    ),
+                ),
+            ),
+        ),
+        AsyncCase(
+            "download list: actions required",
+            start.format("query"),
+            cart_query({"concreteType": DOWNLOAD + "ActionRequiredRequest"}),
+            item="-",
+            facts=(
+                fact(
+                    "an access requirement to meet and a download to request, one file each",
+                    lambda b, i: actions(b) == [("MeetAccessRequirement", 1), ("RequestDownload", 1)],
+                ),
+            ),
+        ),
+        AsyncCase(
+            "download list: statistics",
+            start.format("query"),
+            cart_query({"concreteType": DOWNLOAD + "FilesStatisticsRequest"}),
+            item="-",
+            facts=(
+                fact(
+                    "4 files, 2 available (alpha and v2: 7 bytes), 2 requiring action",
+                    lambda b, i: (
+                        (
+                            b["responseDetails"]["totalNumberOfFiles"],
+                            b["responseDetails"]["numberOfFilesAvailableForDownload"],
+                            b["responseDetails"]["numberOfFilesRequiringAction"],
+                            b["responseDetails"]["sumOfFileSizesAvailableForDownload"],
+                        )
+                        == (4, 2, 2, 7)
+                    ),
+                ),
+            ),
+        ),
+        AsyncCase(
+            "download list: add a folder",
+            start.format("add"),
+            cart_then({"concreteType": DOWNLOAD + "AddToDownloadListRequest", "parentId": "{d}"}),
+            item="-",
+        ),
+        AsyncCase(
+            "download list: add a view query",
+            start.format("add"),
+            cart_then(
+                {
+                    "concreteType": DOWNLOAD + "AddToDownloadListRequest",
+                    "query": {"sql": "select * from {view}"},
+                    "useVersionNumber": False,
+                }
+            ),
+            item="-",
+        ),
+        AsyncCase(
+            "download list: manifest",
+            start.format("manifest"),
+            cart_then(
+                {
+                    "concreteType": DOWNLOAD + "DownloadListManifestRequest",
+                    "csvTableDescriptor": {
+                        "separator": ",",
+                        "quoteCharacter": '"',
+                        "escapeCharacter": "\\",
+                        "lineEnd": "\n",
+                        "isFirstLineHeader": True,
+                    },
+                }
+            ),
+            item="-",
+        ),
+    ]
+
+
+CASES += download_list_cases()
+ASYNC_CASES += download_list_async_cases()
+
+
 # --- the seeded emulator --------------------------------------------------------------------------------------------
 @dataclass
 class World:
@@ -669,6 +849,30 @@ def test_async_job(world, case: AsyncCase):
     assert not problems, f"GET {get} (issue 30 item {case.item}):\n" + "\n".join(problems)
 
 
+def test_the_creator_reads_the_download_list_manifest_handle(world):
+    """The manifest job's file handle is the user's own: ``GET /fileHandle/{id}`` answers its FileHandle and
+    ``.../url`` its URL (as synapseclient 4.14 reads the manifest), where another user's handle answers 403 (the
+    cases above)."""
+    case = next(case for case in ASYNC_CASES if case.name == "download list: manifest")
+    status, answer, _ = world.call("POST", world.fill(case.start), case.body(world))
+    get = world.fill(case.get.replace("{token}", answer["token"]))
+    for _ in range(5):  # pending for query_pending_polls polls, then done
+        status, answer, _ = world.call("GET", get)
+        if status != 202:
+            break
+    assert status == 201, answer
+    handle = answer["resultFileHandleId"]
+    problems: List[str] = []
+    for path, expected in (
+        (f"/file/v1/fileHandle/{handle}", 200),
+        (f"/file/v1/fileHandle/{handle}/url?redirect=false", 200),
+        (f"/file/v1/fileHandle/{handle}/url", 307),
+    ):
+        status, body, headers = world.call("GET", path)
+        problems += problems_of(world, "GET", path, status, expected, body, headers)
+    assert not problems, "\n".join(problems)
+
+
 def test_a_throttled_request_answers_the_throttle_filter_body(emulator):
     """Issue 30 item 13: a 429 is written by Synapse's throttle filter as exactly {"reason": ...}."""
     emulator.set_knobs(fault_api_429_rate=1.0)
@@ -699,7 +903,7 @@ def _calls() -> List[Tuple[str, str, str]]:
 
 
 def _served():
-    return ROUTES + TABLE_ROUTES
+    return ROUTES + TABLE_ROUTES + DOWNLOAD_LIST_ROUTES
 
 
 def _key(route) -> Tuple[str, str]:

@@ -203,3 +203,52 @@ def test_a_second_index_on_one_target_is_refused_with_the_fallback_lock(tmp_path
             LocalIndex(tmp_path).open()
     with LocalIndex(tmp_path):  # released on close
         pass
+
+
+# -- ReplacingWriter: a small file replaced whole ---------------------------------------------------------------------
+
+
+def test_a_replacing_writer_replaces_whole_or_not_at_all(tmp_path):
+    target, temp = tmp_path / "f.json", tmp_path / "f.json.tmp"
+    target.write_text("old\n")
+    with portable.ReplacingWriter(target, temp, mode=0o644) as handle:
+        handle.write("new\n")
+        assert target.read_text() == "old\n"  # a reader sees the old file until the end of the block
+    assert target.read_text() == "new\n" and not temp.exists()
+    with pytest.raises(KeyboardInterrupt):
+        with portable.ReplacingWriter(target, temp, mode=0o644) as handle:
+            handle.write("half")
+            raise KeyboardInterrupt  # any exception, an interrupt too
+    assert target.read_text() == "new\n" and not temp.exists()
+
+
+def test_a_streamed_file_the_target_already_holds_leaves_it_alone(tmp_path):
+    target, temp = tmp_path / "m.csv", tmp_path / ".m.csv.partial"
+    target.write_text("a,b\r\n")
+    os.utime(target, ns=(1, 1))
+    writer = portable.ReplacingWriter(target, temp, mode=0o644, newline="")
+    writer.handle.write("a,b\r\n")
+    writer.commit(keep_target_if=lambda new, old: new.read_bytes() == old.read_bytes())
+    assert target.stat().st_mtime_ns == 1 and not temp.exists()
+    writer = portable.ReplacingWriter(target, temp, mode=0o644, newline="")
+    writer.handle.write("c,d\r\n")
+    writer.discard()
+    assert target.read_bytes() == b"a,b\r\n" and not temp.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="POSIX symbolic links and modes")
+@pytest.mark.parametrize("clear_leftover", [True, False])
+def test_a_link_at_the_temporary_name_is_never_written_through(tmp_path, clear_leftover):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's\n")
+    target, temp = tmp_path / "s.json", tmp_path / "s.json.tmp"
+    temp.symlink_to(outside)
+    if clear_leftover:  # removed first, then a fresh file
+        with portable.ReplacingWriter(target, temp, mode=0o600) as handle:
+            handle.write("{}")
+        assert target.read_text() == "{}" and (target.stat().st_mode & 0o777) == 0o600
+    else:  # the open fails and the link is removed: the next write succeeds
+        with pytest.raises(FileExistsError):
+            portable.ReplacingWriter(target, temp, mode=0o600, clear_leftover=False)
+        assert not target.exists()
+    assert outside.read_text() == "the user's\n" and not os.path.lexists(temp)

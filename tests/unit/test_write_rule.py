@@ -416,10 +416,12 @@ WRITE_OPENS = {
     ("transfer/partial.py", "_reopen"): "the write rule's resume: the journaled inode, one link, fstat-checked",
     ("transfer/direct.py", "open_direct"): "a second (O_DIRECT) descriptor of open_for_write's file, fstat-checked",
     ("portable.py", "try_lock_file"): "the target's lock file: locked, never written",
-    ("sync/records/manifest.py", "__init__"): "a manifest: O_CREAT | O_EXCL temp file, then renamed",
-    ("synapse_cache.py", "_replace_map"): "synapseclient's cache map: O_CREAT | O_EXCL temp file, then renamed",
+    (
+        "portable.py",
+        "__init__",
+    ): "ReplacingWriter: a small file's O_CREAT | O_EXCL | O_NOFOLLOW temp file, then renamed "
+    "(a manifest, synapseclient's cache map, the gate's state in the user's folder)",
     ("cli.py", "main"): "/dev/null as stdout",
-    ("platform/gate_state.py", "_write"): "the gate's state: O_CREAT | O_EXCL temp file in the user's folder, renamed",
 }
 _READ_ONLY = ("READ_FLAGS", "O_RDONLY", "O_PATH")
 _WRITING = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")

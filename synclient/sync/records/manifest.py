@@ -50,6 +50,7 @@ from typing import (
 )
 
 from synclient.choices import Choice
+from synclient.portable import ReplacingWriter
 from synclient.results import annotation_values
 
 MANIFEST_FILENAME = "SYNAPSE_METADATA_MANIFEST.tsv"
@@ -262,13 +263,10 @@ class _FolderManifest:
         self.temp = folder / f".{layout.filename}.synclient-partial"
         if os.path.realpath(folder) != str(folder):  # a folder swapped for a symlink during the run
             raise OSError(errno.ELOOP, "the folder is reached through a symlink; not written", str(folder))
-        try:  # a fresh file, never through a symlink planted at the temp name
-            os.unlink(self.temp)
-        except FileNotFoundError:
-            pass
-        fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        # surrogateescape: a target path that is not valid UTF-8 is written as the bytes it is on disk
-        self._handle = open(fd, "w", encoding="utf-8", errors="surrogateescape", newline="")
+        # a fresh file, never through a symlink planted at the temp name; surrogateescape: a target path that is
+        # not valid UTF-8 is written as the bytes it is on disk
+        self._file = ReplacingWriter(self.target, self.temp, mode=0o644, errors="surrogateescape", newline="")
+        self._handle = self._file.handle
         quotechar = '"' if layout.quoting != csv.QUOTE_NONE else None
         self._writer = csv.DictWriter(
             self._handle,
@@ -295,24 +293,12 @@ class _FolderManifest:
     def close(self) -> Path:
         """Move the new manifest into place, unless the one there already has these bytes (a no-op re-sync writes
         nothing: no new mtime for tools that watch the tree)."""
-        self._handle.close()
-        try:
-            if _same_bytes(self.temp, self.target):
-                os.unlink(self.temp)
-            else:
-                os.replace(self.temp, self.target)
-        except OSError:
-            self.abandon()
-            raise
+        self._file.commit(keep_target_if=_same_bytes)
         return self.target
 
     def abandon(self) -> None:
         """An error midway: leave no partial manifest behind."""
-        self._handle.close()
-        try:
-            os.unlink(self.temp)
-        except OSError:
-            pass
+        self._file.discard()
 
 
 def _same_bytes(new: Path, old: Path) -> bool:
