@@ -162,6 +162,18 @@ def test_csv_same_bytes_are_not_rewritten(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == [CSV_MANIFEST_FILENAME]  # no partial left behind
 
 
+def test_a_disk_full_midway_is_a_failed_manifest_not_a_crash(tmp_path, monkeypatch):
+    """Rows that fill a buffer on a full disk: that manifest fails (one ManifestFailure, the sync goes on) and its
+    partial file is gone; the abandoning must not raise the disk's error again past the writer."""
+    from tests.full_disk import full_disk
+
+    rows = [ManifestRow(tmp_path / f"f{n:04}.txt", "syn1", f"f{n:04}.txt", f"syn{n + 2}", None) for n in range(500)]
+    full_disk(monkeypatch)
+    written, failures = write_manifests(lambda: iter(rows), tmp_path, ManifestMode.ALL, formats=[ManifestFormat.CSV])
+    assert written == [] and [f.path.name for f in failures] == [CSV_MANIFEST_FILENAME]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_sync_options_manifest_formats():
     assert SyncOptions().manifest_formats == {ManifestFormat.TSV, ManifestFormat.CSV}
     assert SyncOptions(manifest_formats="csv").manifest_formats == {ManifestFormat.CSV}

@@ -3,6 +3,7 @@ lock without fcntl (issue 18). Each fallback is exercised here on whatever syste
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import subprocess
@@ -16,6 +17,7 @@ from synclient import portable
 from synclient.errors import ConfigError, SyncLockedError
 from synclient.sync.records.index import LocalIndex
 from synclient.transfer.direct import DirectFile, pwrite_all
+from tests.full_disk import full_disk
 
 ALL = portable.Capabilities.names()
 PROJECT = str(Path(portable.__file__).resolve().parent.parent)
@@ -252,3 +254,25 @@ def test_a_link_at_the_temporary_name_is_never_written_through(tmp_path, clear_l
             portable.ReplacingWriter(target, temp, mode=0o600, clear_leftover=False)
         assert not target.exists()
     assert outside.read_text() == "the user's\n" and not os.path.lexists(temp)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_disk_full_midway_leaves_no_temporary_file_and_the_target_alone(tmp_path, monkeypatch, streamed):
+    target, temp = tmp_path / "f.json", tmp_path / "f.json.tmp"
+    target.write_text("old\n")
+    full_disk(monkeypatch)
+    with pytest.raises(OSError) as raised:
+        writer = portable.ReplacingWriter(target, temp, mode=0o644)
+        if streamed:  # a manifest: the writer's error is handled, then the file discarded
+            try:
+                for _ in range(2000):  # small writes, as json.dump and csv make: the buffer fills, its flush fails
+                    writer.handle.write("0123456789\n")
+            except OSError:
+                writer.discard()
+                raise
+        else:
+            with writer as handle:
+                for _ in range(2000):
+                    handle.write("0123456789\n")
+    assert raised.value.errno == errno.ENOSPC
+    assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
