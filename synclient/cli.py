@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Set, Tuple
 
 from synclient._version import __version__
 from synclient.errors import (
@@ -793,6 +793,7 @@ def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool, sized
     entries = [TreeEntry(root, 0, root.name)]
     if not root.type.is_container:
         return entries
+    listed = {root.id}
 
     def visit(parent: TreeEntry, depth: int, prefix: str) -> None:
         children, parent.file_bytes = _listing(platform, parent.header.id, sized=sized)
@@ -801,6 +802,7 @@ def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool, sized
             entry = TreeEntry(header, depth, f"{prefix}{header.name}")
             entries.append(entry)
             if recursive and header.type.is_container:
+                _first_time(listed, header.id, parent.header.id)
                 visit(entry, depth + 1, f"{prefix}{header.name}/")
 
     visit(entries[0], 1, "")
@@ -813,6 +815,7 @@ def _bytes_below(platform: Platform, folder_id: str) -> Optional[int]:
     listing does not say its sum."""
     total = 0
     pending = [folder_id]
+    listed = {folder_id}
     while pending:
         parent = pending.pop()
         first = platform.list_children(parent, include_types=SUMMED_TYPES, sum_file_sizes=True)
@@ -820,10 +823,24 @@ def _bytes_below(platform: Platform, folder_id: str) -> Optional[int]:
             return None
         total += first.sum_file_sizes
         if first.next_page_token is None:
-            pending.extend(header.id for header in first.headers if header.type.is_container)
+            folders = [header.id for header in first.headers if header.type.is_container]
         else:
-            pending.extend(header.id for header in platform.iter_children(parent, include_types=[EntityType.FOLDER]))
+            folders = [header.id for header in platform.iter_children(parent, include_types=[EntityType.FOLDER])]
+        for child in folders:
+            _first_time(listed, child, parent)
+            pending.append(child)
     return total
+
+
+def _first_time(listed: Set[str], folder_id: str, parent_id: str) -> None:
+    """Note ``folder_id`` as listed; a server that lists a folder again (inside itself, below itself, or under two
+    parents: Synapse's folders are a tree) would have the listing go on for ever or count it twice."""
+    if folder_id in listed:
+        raise MalformedAnswerError(
+            f"the children of {parent_id}: malformed answer: folder {folder_id} is listed again (a folder inside "
+            "itself or under two parents)"
+        )
+    listed.add(folder_id)
 
 
 def _plus(left: Optional[int], right: Optional[int]) -> Optional[int]:

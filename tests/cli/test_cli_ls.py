@@ -10,6 +10,7 @@ from cli_support import isolated_env, run_cli
 
 from synclient.cli import TreeEntry, _fill_sizes, _walk_tree
 from synclient.emulator import Emulator
+from synclient.errors import MalformedAnswerError
 from synclient.platform.models import ChildrenPage, EntityHeader, EntityType
 from synclient.units import format_size
 
@@ -199,3 +200,35 @@ def test_a_sum_not_said_leaves_that_total_and_those_above_unknown():
         _fill_sizes(platform, entries)  # type: ignore[arg-type]
         sizes = {e.path: e.size for e in entries}
         assert sizes["root"] is None and sizes["a"] is None and sizes["b"] == 20, (recursive, sizes)
+
+
+class Bounded(ListingOnly):
+    """A listing that fails the test instead of being listed for ever."""
+
+    def list_children(self, parent_id, **kwargs) -> ChildrenPage:
+        assert len(self.pages) < 50, f"listed for ever: {self.pages[-5:]}"
+        return super().list_children(parent_id, **kwargs)
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_a_server_that_lists_a_folder_inside_itself_fails_that_total_in_one_line(recursive):
+    """Folders are a tree on Synapse; a server that lists ``a`` inside ``a`` (or a folder above it) would have
+    ``ls -l`` add it up for ever: the folder seen again is a malformed answer, that total unknown, one line."""
+    platform = Bounded(
+        children={
+            "syn1": [_header("syn2", "a", EntityType.FOLDER), _header("syn3", "b", EntityType.FOLDER)],
+            "syn2": [_header("syn2", "a", EntityType.FOLDER), _header("syn1", "root", EntityType.FOLDER)],
+        },
+        sums={"syn1": 1, "syn2": 10, "syn3": 20},
+        page=50,
+    )
+    root = _header("syn1", "root", EntityType.PROJECT)
+    if recursive:
+        with pytest.raises(MalformedAnswerError, match="syn2"):
+            _walk_tree(platform, root, recursive=True, sized=True)  # type: ignore[arg-type]
+        return
+    entries = _walk_tree(platform, root, recursive=False, sized=True)  # type: ignore[arg-type]
+    failures = _fill_sizes(platform, entries)  # type: ignore[arg-type]
+    assert len(failures) == 1 and failures[0].startswith("failed: syn2: ") and "syn2" in failures[0][14:]
+    sizes = {e.path: e.size for e in entries}
+    assert sizes == {"root": None, "a": None, "b": 20}
