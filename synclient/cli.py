@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, ContextManager, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from synclient._version import __version__
 from synclient.errors import (
@@ -793,19 +793,22 @@ def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool, sized
     entries = [TreeEntry(root, 0, root.name)]
     if not root.type.is_container:
         return entries
-    listed = {root.id}
 
-    def visit(parent: TreeEntry, depth: int, prefix: str) -> None:
+    def visit(parent: TreeEntry, depth: int, prefix: str, above: FrozenSet[str]) -> None:
         children, parent.file_bytes = _listing(platform, parent.header.id, sized=sized)
         parent.listed = True
         for header in children:
             entry = TreeEntry(header, depth, f"{prefix}{header.name}")
             entries.append(entry)
             if recursive and header.type.is_container:
-                _first_time(listed, header.id, parent.header.id)
-                visit(entry, depth + 1, f"{prefix}{header.name}/")
+                if header.id in above:  # Synapse's folders are a tree: a server's loop, never listed for ever
+                    raise MalformedAnswerError(
+                        f"the children of {parent.header.id}: malformed answer: folder {header.id} is listed "
+                        "inside itself"
+                    )
+                visit(entry, depth + 1, f"{prefix}{header.name}/", above | {header.id})
 
-    visit(entries[0], 1, "")
+    visit(entries[0], 1, "", frozenset({root.id}))
     return entries
 
 
@@ -826,21 +829,12 @@ def _bytes_below(platform: Platform, folder_id: str) -> Optional[int]:
             folders = [header.id for header in first.headers if header.type.is_container]
         else:
             folders = [header.id for header in platform.iter_children(parent, include_types=[EntityType.FOLDER])]
-        for child in folders:
-            _first_time(listed, child, parent)
-            pending.append(child)
+        # each folder summed once: one listed again (a page shifted by a change made meanwhile, or a server's loop
+        # of a folder inside itself) is neither added twice nor listed for ever
+        fresh = [child for child in dict.fromkeys(folders) if child not in listed]
+        listed.update(fresh)
+        pending.extend(fresh)
     return total
-
-
-def _first_time(listed: Set[str], folder_id: str, parent_id: str) -> None:
-    """Note ``folder_id`` as listed; a server that lists a folder again (inside itself, below itself, or under two
-    parents: Synapse's folders are a tree) would have the listing go on for ever or count it twice."""
-    if folder_id in listed:
-        raise MalformedAnswerError(
-            f"the children of {parent_id}: malformed answer: folder {folder_id} is listed again (a folder inside "
-            "itself or under two parents)"
-        )
-    listed.add(folder_id)
 
 
 def _plus(left: Optional[int], right: Optional[int]) -> Optional[int]:
