@@ -745,6 +745,7 @@ class TreeEntry:
     version: Optional[int] = None
     #: a folder listed with -l: the bytes of the files right inside it (its listing's ``sumFileSizesBytes``)
     file_bytes: Optional[int] = None
+    sum_problem: Optional[str] = None  # why that listing's sum was not read (a malformed value)
     listed: bool = False  # a folder whose children are entries too
 
     def to_json(self) -> Dict[str, Any]:
@@ -764,16 +765,20 @@ LISTED_TYPES = (EntityType.FOLDER, EntityType.FILE, EntityType.LINK)
 SUMMED_TYPES = (EntityType.FOLDER, EntityType.FILE)
 
 
-def _listing(platform: Platform, parent_id: str, *, sized: bool) -> Tuple[List[EntityHeader], Optional[int]]:
+def _listing(
+    platform: Platform, parent_id: str, *, sized: bool
+) -> Tuple[List[EntityHeader], Optional[int], Optional[str]]:
     """Every child of ``parent_id``, and with ``sized`` the bytes of its files: the first page's
-    ``sumFileSizesBytes`` (all pages together; asked once, as the server sums again on every page it is asked)."""
+    ``sumFileSizesBytes`` (all pages together; asked once, as the server sums again on every page it is asked), and
+    why it was not read when it was malformed."""
     from synclient.platform.models import PageTrail
 
     if not sized:
-        return list(platform.iter_children(parent_id, include_types=LISTED_TYPES)), None
+        return list(platform.iter_children(parent_id, include_types=LISTED_TYPES)), None, None
     trail = PageTrail(f"the children of {parent_id}")
     headers: List[EntityHeader] = []
     file_bytes: Optional[int] = None
+    problem: Optional[str] = None
     token: Optional[str] = None
     while True:
         page = platform.list_children(
@@ -781,10 +786,11 @@ def _listing(platform: Platform, parent_id: str, *, sized: bool) -> Tuple[List[E
         )
         if token is None:
             file_bytes = page.sum_file_sizes
+            problem = None if page.sum_problem is None else f"the children of {parent_id}: {page.sum_problem}"
         headers.extend(page.headers)
         token = trail.follow(page.next_page_token, rows=len(page.headers))
         if not token:
-            return headers, file_bytes
+            return headers, file_bytes, problem
 
 
 def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool, sized: bool = False) -> List[TreeEntry]:
@@ -795,7 +801,7 @@ def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool, sized
         return entries
 
     def visit(parent: TreeEntry, depth: int, prefix: str, above: FrozenSet[str]) -> None:
-        children, parent.file_bytes = _listing(platform, parent.header.id, sized=sized)
+        children, parent.file_bytes, parent.sum_problem = _listing(platform, parent.header.id, sized=sized)
         parent.listed = True
         for header in children:
             entry = TreeEntry(header, depth, f"{prefix}{header.name}")
@@ -822,6 +828,8 @@ def _bytes_below(platform: Platform, folder_id: str) -> Optional[int]:
     while pending:
         parent = pending.pop()
         first = platform.list_children(parent, include_types=SUMMED_TYPES, sum_file_sizes=True)
+        if first.sum_problem is not None:  # said, but malformed: that entry's failure line
+            raise MalformedAnswerError(f"the children of {parent}: {first.sum_problem}")
         if first.sum_file_sizes is None:
             return None
         total += first.sum_file_sizes
@@ -863,6 +871,7 @@ def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> List[str]:
     to_size = [e for e in entries if e.header.type is EntityType.FILE or (e.header.type.is_container and not e.listed)]
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="synclient-ls") as pool:
         failures = [line for line in pool.map(size_of, to_size) if line is not None]
+    failures[:0] = [f"failed: {e.header.id}: {e.sum_problem}" for e in entries if e.listed and e.sum_problem]
     below: Dict[int, Optional[int]] = {}  # depth -> the totals of the folders at that depth under one folder
     for entry in reversed(entries):  # a folder's entries come after it: add up from the bottom
         if entry.listed:

@@ -247,3 +247,31 @@ def test_ls_r_of_a_folder_listed_inside_itself_is_one_malformed_answer(loop):
     root = _header("syn1", "root", EntityType.PROJECT)
     with pytest.raises(MalformedAnswerError, match=f"the children of syn2: .*folder {loop} is listed inside itself"):
         _walk_tree(platform, root, recursive=True, sized=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("hostile", [-1, 2**70, "12 GB", 1.5, True, {"bytes": 1}])
+@pytest.mark.parametrize("recursive", [False, True])
+def test_a_hostile_sum_is_one_failure_line_and_that_total_unknown(hostile, recursive):
+    """``sumFileSizesBytes`` negative, beyond a long, not a number: that folder's total (and those above) is ``-``
+    and one line says why (exit 1, as for a file's malformed answer), where it was a silent ``-``."""
+    import dataclasses
+
+    class Hostile(ListingOnly):
+        def list_children(self, parent_id, **kwargs) -> ChildrenPage:
+            page = super().list_children(parent_id, **kwargs)
+            if parent_id != "syn2" or page.sum_file_sizes is None:
+                return page
+            said = ChildrenPage.from_wire({"page": [], "sumFileSizesBytes": hostile})
+            return dataclasses.replace(page, sum_file_sizes=said.sum_file_sizes, sum_problem=said.sum_problem)
+
+    platform = Hostile(
+        children={"syn1": [_header("syn2", "a", EntityType.FOLDER), _header("syn3", "b", EntityType.FOLDER)]},
+        sums={"syn1": 1, "syn2": 10, "syn3": 20},
+        page=50,
+    )
+    root = _header("syn1", "root", EntityType.PROJECT)
+    entries = _walk_tree(platform, root, recursive=recursive, sized=True)  # type: ignore[arg-type]
+    failures = _fill_sizes(platform, entries)  # type: ignore[arg-type]
+    assert len(failures) == 1 and failures[0].startswith("failed: syn2: ") and "sumFileSizesBytes" in failures[0]
+    assert "\n" not in failures[0]
+    assert {e.path: e.size for e in entries} == {"root": None, "a": None, "b": 20}
