@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from synclient._version import __version__
 from synclient.errors import (
@@ -774,7 +774,7 @@ def _listing(
     from synclient.platform.models import PageTrail
 
     if not sized:
-        return list(platform.iter_children(parent_id, include_types=LISTED_TYPES)), None, None
+        return _once(platform.iter_children(parent_id, include_types=LISTED_TYPES)), None, None
     trail = PageTrail(f"the children of {parent_id}")
     headers: List[EntityHeader] = []
     file_bytes: Optional[int] = None
@@ -790,7 +790,13 @@ def _listing(
         headers.extend(page.headers)
         token = trail.follow(page.next_page_token, rows=len(page.headers))
         if not token:
-            return headers, file_bytes, problem
+            return _once(headers), file_bytes, problem
+
+
+def _once(headers: Iterable[EntityHeader]) -> List[EntityHeader]:
+    """Each child once: Synapse pages children by offset, so a child added or removed meanwhile shifts one onto two
+    pages (listed twice, its bytes counted twice) or off them."""
+    return list({header.id: header for header in headers}.values())
 
 
 def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool, sized: bool = False) -> List[TreeEntry]:

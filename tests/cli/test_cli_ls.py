@@ -275,3 +275,28 @@ def test_a_hostile_sum_is_one_failure_line_and_that_total_unknown(hostile, recur
     assert len(failures) == 1 and failures[0].startswith("failed: syn2: ") and "sumFileSizesBytes" in failures[0]
     assert "\n" not in failures[0]
     assert {e.path: e.size for e in entries} == {"root": None, "a": None, "b": 20}
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_an_entry_on_two_pages_of_a_listing_is_listed_and_counted_once(recursive):
+    """Synapse pages children by offset: a child added meanwhile shifts ``inner`` onto the next page as well. It is
+    one entry (one line, one bundle or one total), as ``ls -l`` sums it once below a folder not listed."""
+    platform = ListingOnly(
+        children={
+            "syn1": [_header("syn3", "big", EntityType.FOLDER)],
+            "syn3": [
+                _header("syn5", "inner", EntityType.FOLDER),
+                _header("syn10", "l", EntityType.LINK),
+                _header("syn5", "inner", EntityType.FOLDER),
+            ],
+        },
+        sums={"syn1": 0, "syn3": 20, "syn5": 7},
+        page=2,
+    )
+    root = _header("syn1", "root", EntityType.PROJECT)
+    big = _header("syn3", "big", EntityType.FOLDER)
+    entries = _walk_tree(platform, big, recursive=recursive, sized=True)  # type: ignore[arg-type]
+    assert [e.path for e in entries] == ["big", "inner", "l"]
+    entries = _walk_tree(platform, root, recursive=True, sized=True)  # type: ignore[arg-type]
+    _fill_sizes(platform, entries)  # type: ignore[arg-type]
+    assert {e.path: e.size for e in entries if e.header.type.is_container} == {"root": 27, "big": 27, "big/inner": 7}
