@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from synclient._version import __version__
 from synclient.errors import (
@@ -745,6 +745,7 @@ class TreeEntry:
     version: Optional[int] = None
     #: a folder listed with -l: the bytes of the files right inside it (its listing's ``sumFileSizesBytes``)
     file_bytes: Optional[int] = None
+    sum_problem: Optional[str] = None  # why that listing's sum was not read (a malformed value)
     listed: bool = False  # a folder whose children are entries too
 
     def to_json(self) -> Dict[str, Any]:
@@ -764,16 +765,20 @@ LISTED_TYPES = (EntityType.FOLDER, EntityType.FILE, EntityType.LINK)
 SUMMED_TYPES = (EntityType.FOLDER, EntityType.FILE)
 
 
-def _listing(platform: Platform, parent_id: str, *, sized: bool) -> Tuple[List[EntityHeader], Optional[int]]:
+def _listing(
+    platform: Platform, parent_id: str, *, sized: bool
+) -> Tuple[List[EntityHeader], Optional[int], Optional[str]]:
     """Every child of ``parent_id``, and with ``sized`` the bytes of its files: the first page's
-    ``sumFileSizesBytes`` (all pages together; asked once, as the server sums again on every page it is asked)."""
+    ``sumFileSizesBytes`` (all pages together; asked once, as the server sums again on every page it is asked), and
+    why it was not read when it was malformed."""
     from synclient.platform.models import PageTrail
 
     if not sized:
-        return list(platform.iter_children(parent_id, include_types=LISTED_TYPES)), None
+        return _once(platform.iter_children(parent_id, include_types=LISTED_TYPES)), None, None
     trail = PageTrail(f"the children of {parent_id}")
     headers: List[EntityHeader] = []
     file_bytes: Optional[int] = None
+    problem: Optional[str] = None
     token: Optional[str] = None
     while True:
         page = platform.list_children(
@@ -781,10 +786,17 @@ def _listing(platform: Platform, parent_id: str, *, sized: bool) -> Tuple[List[E
         )
         if token is None:
             file_bytes = page.sum_file_sizes
+            problem = None if page.sum_problem is None else f"the children of {parent_id}: {page.sum_problem}"
         headers.extend(page.headers)
         token = trail.follow(page.next_page_token, rows=len(page.headers))
         if not token:
-            return headers, file_bytes
+            return _once(headers), file_bytes, problem
+
+
+def _once(headers: Iterable[EntityHeader]) -> List[EntityHeader]:
+    """Each child once: Synapse pages children by offset, so a child added or removed meanwhile shifts one onto two
+    pages (listed twice, its bytes counted twice) or off them."""
+    return list({header.id: header for header in headers}.values())
 
 
 def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool, sized: bool = False) -> List[TreeEntry]:
@@ -794,16 +806,21 @@ def _walk_tree(platform: Platform, root: EntityHeader, *, recursive: bool, sized
     if not root.type.is_container:
         return entries
 
-    def visit(parent: TreeEntry, depth: int, prefix: str) -> None:
-        children, parent.file_bytes = _listing(platform, parent.header.id, sized=sized)
+    def visit(parent: TreeEntry, depth: int, prefix: str, above: FrozenSet[str]) -> None:
+        children, parent.file_bytes, parent.sum_problem = _listing(platform, parent.header.id, sized=sized)
         parent.listed = True
         for header in children:
             entry = TreeEntry(header, depth, f"{prefix}{header.name}")
             entries.append(entry)
             if recursive and header.type.is_container:
-                visit(entry, depth + 1, f"{prefix}{header.name}/")
+                if header.id in above:  # Synapse's folders are a tree: a server's loop, never listed for ever
+                    raise MalformedAnswerError(
+                        f"the children of {parent.header.id}: malformed answer: folder {header.id} is listed "
+                        "inside itself"
+                    )
+                visit(entry, depth + 1, f"{prefix}{header.name}/", above | {header.id})
 
-    visit(entries[0], 1, "")
+    visit(entries[0], 1, "", frozenset({root.id}))
     return entries
 
 
@@ -813,16 +830,24 @@ def _bytes_below(platform: Platform, folder_id: str) -> Optional[int]:
     listing does not say its sum."""
     total = 0
     pending = [folder_id]
+    listed = {folder_id}
     while pending:
         parent = pending.pop()
         first = platform.list_children(parent, include_types=SUMMED_TYPES, sum_file_sizes=True)
+        if first.sum_problem is not None:  # said, but malformed: that entry's failure line
+            raise MalformedAnswerError(f"the children of {parent}: {first.sum_problem}")
         if first.sum_file_sizes is None:
             return None
         total += first.sum_file_sizes
         if first.next_page_token is None:
-            pending.extend(header.id for header in first.headers if header.type.is_container)
+            folders = [header.id for header in first.headers if header.type.is_container]
         else:
-            pending.extend(header.id for header in platform.iter_children(parent, include_types=[EntityType.FOLDER]))
+            folders = [header.id for header in platform.iter_children(parent, include_types=[EntityType.FOLDER])]
+        # each folder summed once: one listed again (a page shifted by a change made meanwhile, or a server's loop
+        # of a folder inside itself) is neither added twice nor listed for ever
+        fresh = [child for child in dict.fromkeys(folders) if child not in listed]
+        listed.update(fresh)
+        pending.extend(fresh)
     return total
 
 
@@ -852,6 +877,7 @@ def _fill_sizes(platform: Platform, entries: List[TreeEntry]) -> List[str]:
     to_size = [e for e in entries if e.header.type is EntityType.FILE or (e.header.type.is_container and not e.listed)]
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="synclient-ls") as pool:
         failures = [line for line in pool.map(size_of, to_size) if line is not None]
+    failures[:0] = [f"failed: {e.header.id}: {e.sum_problem}" for e in entries if e.listed and e.sum_problem]
     below: Dict[int, Optional[int]] = {}  # depth -> the totals of the folders at that depth under one folder
     for entry in reversed(entries):  # a folder's entries come after it: add up from the bottom
         if entry.listed:

@@ -278,12 +278,18 @@ class ReplacingWriter:
             raise
 
     def discard(self) -> None:
-        """Close and remove the new file; the target stays as it is."""
-        self.handle.close()
+        """Close and remove the new file; the target stays as it is. Never raises an error of its own: closing a
+        file being thrown away flushes what its buffer still holds, which fails again on a full disk (the file is
+        closed all the same), and that must neither leave the file behind nor hide the error that discarded it."""
         try:
-            os.unlink(self.temp)
+            self.handle.close()
         except OSError:
             pass
+        finally:
+            try:
+                os.unlink(self.temp)
+            except OSError:
+                pass
 
     def __enter__(self) -> TextIO:
         return self.handle

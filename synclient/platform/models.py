@@ -222,6 +222,9 @@ class ChildrenPage:
     #: ``sumFileSizesBytes``, when asked (``includeSumFileSizes``): the bytes of the current versions of every child
     #: of the requested types, all pages together (Synapse's ``NodeDAOImpl.getChildrenStats``)
     sum_file_sizes: Optional[int] = None
+    #: why a ``sumFileSizesBytes`` the page said was not read (negative, beyond a long, not a number): for a caller
+    #: that shows the sum to say so (the page itself stands)
+    sum_problem: Optional[str] = None
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> ChildrenPage:
@@ -236,14 +239,16 @@ class ChildrenPage:
             except MalformedAnswerError as exc:
                 child = row.get("id") if isinstance(row, Mapping) else None
                 raise MalformedAnswerError(f"child {number} of the page ({_shown(child)}): {exc}") from None
+        problem: Optional[str] = None
         try:
             total = _optional_int(obj, "sumFileSizesBytes", "a children page")
-        except MalformedAnswerError:  # a count only a dry run's byte total reads: never worth the page
-            total = None
+        except MalformedAnswerError as exc:  # a count only byte totals read: never worth the page
+            total, problem = None, str(exc)
         return cls(
             headers=headers,
             next_page_token=_optional_string(obj, "nextPageToken", "a children page"),
             sum_file_sizes=total,
+            sum_problem=problem,
         )
 
 

@@ -10,6 +10,7 @@ from cli_support import isolated_env, run_cli
 
 from synclient.cli import TreeEntry, _fill_sizes, _walk_tree
 from synclient.emulator import Emulator
+from synclient.errors import MalformedAnswerError
 from synclient.platform.models import ChildrenPage, EntityHeader, EntityType
 from synclient.units import format_size
 
@@ -199,3 +200,103 @@ def test_a_sum_not_said_leaves_that_total_and_those_above_unknown():
         _fill_sizes(platform, entries)  # type: ignore[arg-type]
         sizes = {e.path: e.size for e in entries}
         assert sizes["root"] is None and sizes["a"] is None and sizes["b"] == 20, (recursive, sizes)
+
+
+class Bounded(ListingOnly):
+    """A listing that fails the test instead of being listed for ever."""
+
+    def list_children(self, parent_id, **kwargs) -> ChildrenPage:
+        assert len(self.pages) < 50, f"listed for ever: {self.pages[-5:]}"
+        return super().list_children(parent_id, **kwargs)
+
+
+def test_a_folder_listed_again_is_summed_once_and_never_for_ever():
+    """``a`` lists itself (a server's loop) and ``sub``; ``big`` lists ``inner`` on two pages (a page shifted by a
+    change made meanwhile: Synapse pages by offset): ``ls -l`` sums each folder once, and ends."""
+    platform = Bounded(
+        children={
+            "syn1": [_header("syn2", "a", EntityType.FOLDER), _header("syn3", "big", EntityType.FOLDER)],
+            "syn2": [_header("syn2", "a", EntityType.FOLDER), _header("syn4", "sub", EntityType.FOLDER)],
+            "syn3": [
+                _header("syn5", "inner", EntityType.FOLDER),
+                *(_header(f"syn{n}", f"{n}.txt", EntityType.FILE) for n in range(10, 13)),
+                _header("syn5", "inner", EntityType.FOLDER),
+            ],
+        },
+        sums={"syn1": 1, "syn2": 10, "syn3": 20, "syn4": 5, "syn5": 7},
+        page=2,
+    )
+    root = _header("syn1", "root", EntityType.PROJECT)
+    entries = _walk_tree(platform, root, recursive=False, sized=True)  # type: ignore[arg-type]
+    assert _fill_sizes(platform, entries) == []  # type: ignore[arg-type]
+    assert {e.path: e.size for e in entries} == {"root": 1 + 15 + 27, "a": 10 + 5, "big": 20 + 7}
+
+
+@pytest.mark.parametrize("loop", ["syn2", "syn1"])
+def test_ls_r_of_a_folder_listed_inside_itself_is_one_malformed_answer(loop):
+    """``ls -r``: a folder listed inside itself, or under a folder below it, ends the listing with one line, where
+    it recursed until RecursionError."""
+    platform = Bounded(
+        children={
+            "syn1": [_header("syn2", "a", EntityType.FOLDER), _header("syn3", "b", EntityType.FOLDER)],
+            "syn2": [_header(loop, "again", EntityType.FOLDER)],
+        },
+        sums={},
+        page=50,
+    )
+    root = _header("syn1", "root", EntityType.PROJECT)
+    with pytest.raises(MalformedAnswerError, match=f"the children of syn2: .*folder {loop} is listed inside itself"):
+        _walk_tree(platform, root, recursive=True, sized=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("hostile", [-1, 2**70, "12 GB", 1.5, True, {"bytes": 1}])
+@pytest.mark.parametrize("recursive", [False, True])
+def test_a_hostile_sum_is_one_failure_line_and_that_total_unknown(hostile, recursive):
+    """``sumFileSizesBytes`` negative, beyond a long, not a number: that folder's total (and those above) is ``-``
+    and one line says why (exit 1, as for a file's malformed answer), where it was a silent ``-``."""
+    import dataclasses
+
+    class Hostile(ListingOnly):
+        def list_children(self, parent_id, **kwargs) -> ChildrenPage:
+            page = super().list_children(parent_id, **kwargs)
+            if parent_id != "syn2" or page.sum_file_sizes is None:
+                return page
+            said = ChildrenPage.from_wire({"page": [], "sumFileSizesBytes": hostile})
+            return dataclasses.replace(page, sum_file_sizes=said.sum_file_sizes, sum_problem=said.sum_problem)
+
+    platform = Hostile(
+        children={"syn1": [_header("syn2", "a", EntityType.FOLDER), _header("syn3", "b", EntityType.FOLDER)]},
+        sums={"syn1": 1, "syn2": 10, "syn3": 20},
+        page=50,
+    )
+    root = _header("syn1", "root", EntityType.PROJECT)
+    entries = _walk_tree(platform, root, recursive=recursive, sized=True)  # type: ignore[arg-type]
+    failures = _fill_sizes(platform, entries)  # type: ignore[arg-type]
+    assert len(failures) == 1 and failures[0].startswith("failed: syn2: ") and "sumFileSizesBytes" in failures[0]
+    assert "\n" not in failures[0]
+    assert {e.path: e.size for e in entries} == {"root": None, "a": None, "b": 20}
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_an_entry_on_two_pages_of_a_listing_is_listed_and_counted_once(recursive):
+    """Synapse pages children by offset: a child added meanwhile shifts ``inner`` onto the next page as well. It is
+    one entry (one line, one bundle or one total), as ``ls -l`` sums it once below a folder not listed."""
+    platform = ListingOnly(
+        children={
+            "syn1": [_header("syn3", "big", EntityType.FOLDER)],
+            "syn3": [
+                _header("syn5", "inner", EntityType.FOLDER),
+                _header("syn10", "l", EntityType.LINK),
+                _header("syn5", "inner", EntityType.FOLDER),
+            ],
+        },
+        sums={"syn1": 0, "syn3": 20, "syn5": 7},
+        page=2,
+    )
+    root = _header("syn1", "root", EntityType.PROJECT)
+    big = _header("syn3", "big", EntityType.FOLDER)
+    entries = _walk_tree(platform, big, recursive=recursive, sized=True)  # type: ignore[arg-type]
+    assert [e.path for e in entries] == ["big", "inner", "l"]
+    entries = _walk_tree(platform, root, recursive=True, sized=True)  # type: ignore[arg-type]
+    _fill_sizes(platform, entries)  # type: ignore[arg-type]
+    assert {e.path: e.size for e in entries if e.header.type.is_container} == {"root": 27, "big": 27, "big/inner": 7}

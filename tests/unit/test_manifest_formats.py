@@ -162,6 +162,47 @@ def test_csv_same_bytes_are_not_rewritten(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == [CSV_MANIFEST_FILENAME]  # no partial left behind
 
 
+def test_a_disk_full_midway_is_a_failed_manifest_not_a_crash(tmp_path, monkeypatch):
+    """Rows that fill a buffer on a full disk: that manifest fails (one ManifestFailure, the sync goes on) and its
+    partial file is gone; the abandoning must not raise the disk's error again past the writer."""
+    from tests.full_disk import full_disk
+
+    rows = [ManifestRow(tmp_path / f"f{n:04}.txt", "syn1", f"f{n:04}.txt", f"syn{n + 2}", None) for n in range(500)]
+    full_disk(monkeypatch)
+    written, failures = write_manifests(lambda: iter(rows), tmp_path, ManifestMode.ALL, formats=[ManifestFormat.CSV])
+    assert written == [] and [f.path.name for f in failures] == [CSV_MANIFEST_FILENAME]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fmt", list(ManifestFormat))
+def test_a_lone_surrogate_from_the_server_is_written_as_a_replacement_character(tmp_path, fmt):
+    """JSON can carry a lone surrogate (``"\\ud800"``) in an annotation's key or value; UTF-8 cannot: the manifest
+    is still written (U+FFFD there), where the encoder failed the sync's end and left the partial file behind. A
+    path that is not UTF-8 on disk is still written as its bytes."""
+    rows = [
+        ManifestRow(tmp_path / "a\udcff.txt", "syn1", "a.txt", "syn2", None, {"k\ud800": ["x\udbffy"]}),
+    ]
+    written, failures = write_manifests(lambda: iter(rows), tmp_path, ManifestMode.ALL, formats=[fmt])
+    assert failures == [] and [p.name for p in written] == [fmt.filename]
+    data = (tmp_path / fmt.filename).read_bytes()
+    assert "k\ufffd".encode() in data and "x\ufffdy".encode() in data
+    assert b"a\xff.txt" in data
+    assert sorted(p.name for p in tmp_path.iterdir()) == [fmt.filename]
+
+
+def test_an_interrupt_while_writing_the_header_leaves_no_partial_manifest(tmp_path, monkeypatch):
+    import csv
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(csv.DictWriter, "writeheader", interrupted)
+    rows = [ManifestRow(tmp_path / "a.txt", "syn1", "a.txt", "syn2", None)]
+    with pytest.raises(KeyboardInterrupt):
+        write_manifests(lambda: iter(rows), tmp_path, ManifestMode.ALL, formats=[ManifestFormat.CSV])
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_sync_options_manifest_formats():
     assert SyncOptions().manifest_formats == {ManifestFormat.TSV, ManifestFormat.CSV}
     assert SyncOptions(manifest_formats="csv").manifest_formats == {ManifestFormat.CSV}

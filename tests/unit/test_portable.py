@@ -3,6 +3,7 @@ lock without fcntl (issue 18). Each fallback is exercised here on whatever syste
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import subprocess
@@ -16,6 +17,7 @@ from synclient import portable
 from synclient.errors import ConfigError, SyncLockedError
 from synclient.sync.records.index import LocalIndex
 from synclient.transfer.direct import DirectFile, pwrite_all
+from tests.full_disk import full_disk
 
 ALL = portable.Capabilities.names()
 PROJECT = str(Path(portable.__file__).resolve().parent.parent)
@@ -252,3 +254,60 @@ def test_a_link_at_the_temporary_name_is_never_written_through(tmp_path, clear_l
             portable.ReplacingWriter(target, temp, mode=0o600, clear_leftover=False)
         assert not target.exists()
     assert outside.read_text() == "the user's\n" and not os.path.lexists(temp)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_disk_full_midway_leaves_no_temporary_file_and_the_target_alone(tmp_path, monkeypatch, streamed):
+    target, temp = tmp_path / "f.json", tmp_path / "f.json.tmp"
+    target.write_text("old\n")
+    full_disk(monkeypatch)
+    with pytest.raises(OSError) as raised:
+        writer = portable.ReplacingWriter(target, temp, mode=0o644)
+        if streamed:  # a manifest: the writer's error is handled, then the file discarded
+            try:
+                for _ in range(2000):  # small writes, as json.dump and csv make: the buffer fills, its flush fails
+                    writer.handle.write("0123456789\n")
+            except OSError:
+                writer.discard()
+                raise
+        else:
+            with writer as handle:
+                for _ in range(2000):
+                    handle.write("0123456789\n")
+    assert raised.value.errno == errno.ENOSPC
+    assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX modes")
+def test_each_writer_keeps_the_mode_it_had_before_the_shared_writer(tmp_path):
+    """Under a umask of 002 (a group-shared machine) the three callers differ: the gate's state is the user's alone
+    (0600), synapseclient's cache map is what its ``open(..., "w")`` makes (0666 less the umask), a manifest 0644."""
+    from synclient import synapse_cache
+    from synclient.platform.gate_state import GateRecord, GateStateFile
+    from synclient.sync.records.manifest import (
+        CSV_MANIFEST_FILENAME,
+        ManifestFormat,
+        ManifestMode,
+        ManifestRow,
+        write_manifests,
+    )
+
+    def mode(path: Path) -> int:
+        return path.stat().st_mode & 0o777
+
+    before = os.umask(0o002)
+    try:
+        gate = GateStateFile(tmp_path / "gate" / "u.json", default_window=60.0, margin_share=0.1)
+        assert gate.merge(GateRecord(window_seconds=60.0)) is not None
+        cache_dir = tmp_path / "cache"
+        cache_dir.mkdir()
+        synapse_cache._replace_map(cache_dir, {})
+        tree = tmp_path / "tree"
+        tree.mkdir()
+        rows = [ManifestRow(tree / "a.txt", "syn1", "a.txt", "syn2", None)]
+        write_manifests(lambda: iter(rows), tree, ManifestMode.ALL, formats=[ManifestFormat.CSV])
+    finally:
+        os.umask(before)
+    assert mode(tmp_path / "gate" / "u.json") == 0o600
+    assert mode(cache_dir / synapse_cache.CACHE_MAP) == 0o664
+    assert mode(tree / CSV_MANIFEST_FILENAME) == 0o644

@@ -368,3 +368,20 @@ def test_the_cache_map_is_never_written_through_a_leftover_hard_link(tmp_path):
     assert outside.read_bytes() == b"precious"
     assert (cache_dir / synapse_cache.CACHE_MAP).read_text().startswith('{"/some/file"')
     assert not temp.exists()
+
+
+def test_a_disk_full_while_writing_the_map_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """A map bigger than a buffer on a full disk: the write fails, the old map stays, and no temp map is left in
+    synapseclient's cache folder (one per process and thread: nothing would ever remove it)."""
+    from synclient import synapse_cache
+    from tests.full_disk import full_disk
+
+    cache_dir = tmp_path / "cache" / "123" / "123"
+    cache_dir.mkdir(parents=True)
+    (cache_dir / synapse_cache.CACHE_MAP).write_text("{}\n")
+    full_disk(monkeypatch)
+    big = {f"/data/file-{n:05}.bin": "2024-01-01T00:00:00.000Z" for n in range(1000)}  # json.dump: small writes
+    with pytest.raises(OSError):
+        synapse_cache._replace_map(cache_dir, big)
+    assert sorted(p.name for p in cache_dir.iterdir()) == [synapse_cache.CACHE_MAP]
+    assert (cache_dir / synapse_cache.CACHE_MAP).read_text() == "{}\n"

@@ -20,11 +20,12 @@ it says; its models API's ``sync_from_synapse(manifest=...)`` places the CSV as 
 none (as synapseclient). A folder where the remote has an entity of a manifest's name gets no manifest of that name
 (the remote entity wins its path). A manifest that cannot be written is one :class:`ManifestFailure` for its file;
 the others are still written. Paths are written as the bytes they are on disk (a target path that is not UTF-8 is
-written byte for byte).
+written byte for byte); a lone surrogate the server's JSON carried (in an annotation) as U+FFFD.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import datetime
 import errno
@@ -255,6 +256,23 @@ def _one_line(value: object) -> object:
     return value.replace("\t", " ").replace("\r", " ").replace("\n", " ") if isinstance(value, str) else value
 
 
+def _bytes_or_replacement(error: UnicodeError) -> Tuple[bytes, int]:
+    """The manifests' encoding errors: a path's undecodable bytes (U+DC80..U+DCFF, as ``surrogateescape``) are
+    written as those bytes; any other lone surrogate (JSON can carry one in an annotation, UTF-8 cannot) as U+FFFD,
+    so that one odd value never fails a manifest."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    out = b"".join(
+        bytes([ord(char) - 0xDC00]) if 0xDC80 <= ord(char) <= 0xDCFF else "\ufffd".encode("utf-8")
+        for char in error.object[error.start : error.end]
+    )
+    return out, error.end
+
+
+_ENCODING_ERRORS = "synclient.manifest"
+codecs.register_error(_ENCODING_ERRORS, _bytes_or_replacement)
+
+
 class _FolderManifest:
     """One folder's manifest being written: a partial file, replaced into place when complete."""
 
@@ -263,9 +281,9 @@ class _FolderManifest:
         self.temp = folder / f".{layout.filename}.synclient-partial"
         if os.path.realpath(folder) != str(folder):  # a folder swapped for a symlink during the run
             raise OSError(errno.ELOOP, "the folder is reached through a symlink; not written", str(folder))
-        # a fresh file, never through a symlink planted at the temp name; surrogateescape: a target path that is
-        # not valid UTF-8 is written as the bytes it is on disk
-        self._file = ReplacingWriter(self.target, self.temp, mode=0o644, errors="surrogateescape", newline="")
+        # a fresh file, never through a symlink planted at the temp name; a target path that is not valid UTF-8 is
+        # written as the bytes it is on disk
+        self._file = ReplacingWriter(self.target, self.temp, mode=0o644, errors=_ENCODING_ERRORS, newline="")
         self._handle = self._file.handle
         quotechar = '"' if layout.quoting != csv.QUOTE_NONE else None
         self._writer = csv.DictWriter(
@@ -279,7 +297,11 @@ class _FolderManifest:
             escapechar=None,
             lineterminator="\r\n",
         )  # csv's default, as synapseclient's
-        self._writer.writeheader()
+        try:
+            self._writer.writeheader()
+        except BaseException:  # no partial file (or open descriptor) left for a manifest never handed out
+            self._file.discard()
+            raise
 
     def write(self, row: Dict[str, str]) -> None:
         try:
