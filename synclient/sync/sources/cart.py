@@ -185,7 +185,7 @@ def _join(cart: Cart, rows: Sequence[DownloadListItemResult], manifest: List[Dic
             remaining = [v for v, n in left.get(item.file_entity_id, Counter()).items() if n > 0]
             version = remaining[0] if len(remaining) == 1 else None
         described = by_key.get((item.file_entity_id, version)) if version is not None else None
-        facts = _facts(item, described, version) if described is not None else None
+        facts = _facts(item, described, version) if described is not None and version is not None else None
         if facts is None and version != item.version_number:
             version = item.version_number  # not described: its bundle resolves it
         key = (item.file_entity_id, version)
