@@ -209,7 +209,7 @@ def _write_manifest(cart: Cart, outcome: Dict[FileKey, FileResult], target: Path
 
 def _path_and_error(result: Optional[FileResult]) -> Dict[str, str]:
     if result is None:
-        return {PATH_COLUMN: "", ERROR_COLUMN: "not downloaded"}
+        return {PATH_COLUMN: "", ERROR_COLUMN: "not downloaded: left out by --include/--exclude"}
     if result.status is SyncStatus.FAILED:
         return {PATH_COLUMN: "", ERROR_COLUMN: str(result.error or "failed")}
     return {PATH_COLUMN: str(result.path) if result.path is not None else "", ERROR_COLUMN: ""}
