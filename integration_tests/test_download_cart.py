@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import math
 import os
 import signal
@@ -173,9 +174,11 @@ def test_keep_cart_and_dry_run_leave_the_cart(emu, tmp_path):
     assert "nothing was removed from your download cart" in dry.stderr
     assert not out.exists()
     assert cart_keys(emu) == before
-    kept = synclient(emu, tmp_path, "get", "--download-list", "--keep-cart", "--path", str(out))
+    kept = synclient(emu, tmp_path, "--json", "get", "--download-list", "--keep-cart", "--path", str(out))
     assert kept.returncode == 0, kept.stderr
     assert "kept as it is (--keep-cart)" in kept.stderr
+    cart = json.loads(kept.stdout)["report"]["cart"]
+    assert (cart["files"], cart["removed"], cart["kept"], cart["manifest"]) == (2, 0, 2, str(out / "manifest.csv"))
     assert (out / "a.txt").read_bytes() == b"a at the top\n"
     assert cart_keys(emu) == before
 
@@ -321,3 +324,27 @@ def test_a_killed_run_resumes_and_empties_the_cart(tmp_path):
         assert cart_keys(emu) == []
         for name, data in expected.items():
             assert (out / name).read_bytes() == data
+
+
+def test_a_cart_of_over_1000_items_leaves_in_remove_calls_of_1000(tmp_path):
+    """1,001 items: two remove calls (1,000 + 1), the cart empty, every file there."""
+    n = 1001
+    spec = {
+        "projects": [
+            {"name": "big", "children": [{"type": "file", "name": f"f{i:04}", "content": "x"} for i in range(n)]}
+        ]
+    }
+    with Emulator(data_dir=str(tmp_path / "emu"), query_pending_polls=0) as emu:
+        project = emu.seed_spec(spec)["big"]
+        add(emu, *[(emu.resolve(project, f"f{i:04}"), None) for i in range(n)])
+        emu.reset_stats()
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            results = download_list(tmp_path / "out", platform=platform, progress=False)
+        assert len(results) == n and not results.failures
+        routes = emu.stats()["api_by_route"]
+        assert routes["POST /repo/v1/download/list/remove"] == 2
+        assert routes["POST /file/v1/fileHandle/batch"] == 1 + math.ceil(n / 100)
+        assert not any("bundle" in route or "/entity/header" in route for route in routes)
+        assert results.report.cart is not None and results.report.cart.removed == n
+        assert cart_keys(emu) == []
+        assert len(list((tmp_path / "out").glob("f*"))) == n
