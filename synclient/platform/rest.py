@@ -722,7 +722,11 @@ class Platform:
     def download_list_available(self) -> List[DownloadListItemResult]:
         """Every available file of the user's download list, page after page (each page one asynchronous
         ``DownloadListQueryRequest`` job with an ``AvailableFilesRequest``: its start and its polls)."""
-        return [row for page in self._download_list_pages(AVAILABLE_FILES_REQUEST) for row in page.files]
+        return [row for page in self.iter_download_list_available() for row in page]
+
+    def iter_download_list_available(self) -> Iterator[Tuple[DownloadListItemResult, ...]]:
+        """The available files of the user's download list, a page at a time (as :meth:`download_list_available`)."""
+        return (page.files for page in self._download_list_pages(AVAILABLE_FILES_REQUEST))
 
     def download_list_actions(self) -> List[ActionRequired]:
         """What the user must do on the portal before the cart's other files can be downloaded (every page of the

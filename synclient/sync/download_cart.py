@@ -126,8 +126,7 @@ def _settle(platform: Platform, cart: Cart, results: SyncResults, target: Path, 
     ]  # (in the cart's order)
     before = _CallCounts.of(platform)
     if not keep_cart and done:
-        platform.remove_from_download_list(done)
-        info.removed = len(done)
+        info.removed = platform.remove_from_download_list(done)  # (the platform's count: what it removed)
     info.kept = sum(len(file.items) for file in cart.files) - info.removed
     after = _CallCounts.of(platform)
     results.report.rest_calls += after.calls - before.calls
