@@ -258,6 +258,8 @@ def test_faults_failed_files_stay_in_the_cart(emu, tmp_path):
     with Platform(emu.endpoint, token=emu.token) as platform:
         with pytest.raises(SyncError) as raised:
             download_list(out, platform=platform, progress=False, observer=_DenyWhenPlanned(emu, other_a))
+    stats = emu.stats()
+    assert stats["api_5xx_injected"] > 0 and stats["data_cuts_injected"] > 0  # (the faults were there)
     assert [r.entity_id for r in raised.value.failures] == [other_a]
     assert len(raised.value.results) == 4
     assert (out / "a.txt").read_bytes() == b"a at the top\n"
