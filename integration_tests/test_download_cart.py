@@ -200,8 +200,9 @@ def test_usage_errors_are_one_line_exit_2(emu, tmp_path, args, says):
 
 
 def test_the_call_bound(tmp_path):
-    """N available files cost the query pages (a job each: start + polls), the action-required page, the manifest
-    job and its URL, ceil(N/100) URL batches and ceil(N/1000) removes: no bundle or header call per file."""
+    """N available files cost the query pages (a job each: start + polls), the action-required page, the count of
+    available files (more than one page: the later pages are read at once), the manifest job and its URL,
+    ceil(N/100) URL batches and ceil(N/1000) removes: no bundle or header call per file."""
     n = 120
     spec = {
         "projects": [
@@ -223,8 +224,9 @@ def test_the_call_bound(tmp_path):
         pages = math.ceil(n / 50)
         polls = 2  # per job: one 202 (query_pending_polls=1), then its answer
         expected = {
-            "POST /repo/v1/download/list/query/async/start": pages + 1,  # + the action-required page
-            "GET /repo/v1/download/list/query/async/get/{id}": (pages + 1) * polls,
+            # + the action-required page + the count that tells the later pages' tokens (read 4 at a time)
+            "POST /repo/v1/download/list/query/async/start": pages + 2,
+            "GET /repo/v1/download/list/query/async/get/{id}": (pages + 2) * polls,
             "POST /repo/v1/download/list/manifest/async/start": 1,
             "GET /repo/v1/download/list/manifest/async/get/{id}": polls,
             "POST /file/v1/fileHandle/batch": 1 + math.ceil(n / 100),  # the manifest's URL + the files'

@@ -513,6 +513,7 @@ DOWNLOAD_PKG = _MODEL + "download."
 DOWNLOAD_LIST_QUERY_REQUEST = DOWNLOAD_PKG + "DownloadListQueryRequest"
 AVAILABLE_FILES_REQUEST = DOWNLOAD_PKG + "AvailableFilesRequest"
 ACTION_REQUIRED_REQUEST = DOWNLOAD_PKG + "ActionRequiredRequest"
+FILES_STATISTICS_REQUEST = DOWNLOAD_PKG + "FilesStatisticsRequest"
 DOWNLOAD_LIST_MANIFEST_REQUEST = DOWNLOAD_PKG + "DownloadListManifestRequest"
 
 
@@ -599,11 +600,13 @@ class ActionRequired:
 
 @dataclass(frozen=True)
 class DownloadListPage:
-    """One page of a download list query: available files or actions required, and the next page's token."""
+    """One answer of a download list query: a page of available files or of actions required and the next page's
+    token, or (statistics) the number of files available."""
 
     files: Tuple[DownloadListItemResult, ...] = ()
     actions: Tuple[ActionRequired, ...] = ()
     next_page_token: Optional[str] = None
+    available: int = 0  # a FilesStatisticsResponse's numberOfFilesAvailableForDownload
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> DownloadListPage:
@@ -617,6 +620,10 @@ class DownloadListPage:
             return cls(files=tuple(DownloadListItemResult.from_wire(row) for row in rows), next_page_token=token)
         if kind == "ActionRequiredResponse":
             return cls(actions=tuple(ActionRequired.from_wire(row) for row in rows), next_page_token=token)
+        if kind == "FilesStatisticsResponse":
+            what = "files statistics"
+            count = _required(details, "numberOfFilesAvailableForDownload", what)
+            return cls(available=wire_whole_number(count, "numberOfFilesAvailableForDownload", what))
         raise MalformedAnswerError(f"a download list query answered {kind!r}, not the kind asked for")
 
 

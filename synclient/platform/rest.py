@@ -58,6 +58,7 @@ from synclient.platform.models import (
     AVAILABLE_FILES_REQUEST,
     DOWNLOAD_LIST_MANIFEST_REQUEST,
     DOWNLOAD_LIST_QUERY_REQUEST,
+    FILES_STATISTICS_REQUEST,
     QUERY_BUNDLE_REQUEST,
     QUERY_RESULTS_PART,
     ActionRequired,
@@ -722,32 +723,45 @@ class Platform:
     def download_list_available(self) -> List[DownloadListItemResult]:
         """Every available file of the user's download list, page after page (each page one asynchronous
         ``DownloadListQueryRequest`` job with an ``AvailableFilesRequest``: its start and its polls)."""
-        return [row for page in self.iter_download_list_available() for row in page]
+        return [row for page in self._download_list_pages(AVAILABLE_FILES_REQUEST) for row in page.files]
 
-    def iter_download_list_available(self) -> Iterator[Tuple[DownloadListItemResult, ...]]:
-        """The available files of the user's download list, a page at a time (as :meth:`download_list_available`)."""
-        return (page.files for page in self._download_list_pages(AVAILABLE_FILES_REQUEST))
+    def download_list_page(self, *, page_token: Optional[str] = None) -> DownloadListPage:
+        """One page of the download list's available files (one asynchronous job): the page after ``page_token``,
+        or the first."""
+        return self._download_list_query(AVAILABLE_FILES_REQUEST, page_token)
 
     def download_list_actions(self) -> List[ActionRequired]:
         """What the user must do on the portal before the cart's other files can be downloaded (every page of the
         ``ActionRequiredRequest``): one count per action."""
         return [action for page in self._download_list_pages(ACTION_REQUIRED_REQUEST) for action in page.actions]
 
-    def _download_list_pages(self, details_type: str) -> Iterator[DownloadListPage]:
+    def download_list_available_count(self) -> int:
+        """How many files of the download list the user may download now (``FilesStatisticsRequest``: one job)."""
+        return self._download_list_query(FILES_STATISTICS_REQUEST, None).available
+
+    def _download_list_pages(self, details_type: str, page_token: Optional[str] = None) -> Iterator[DownloadListPage]:
+        """Every page from ``page_token`` on (None: the first), one job each."""
         trail = PageTrail("the download list")
-        token: Optional[str] = None
+        token = page_token
         while True:
-            details: Dict[str, Any] = {"concreteType": details_type}
-            if token:
-                details["nextPageToken"] = token
-            body = {"concreteType": DOWNLOAD_LIST_QUERY_REQUEST, "requestDetails": details}
-            page = self._async_job(
-                "/download/list/query", body, parse=DownloadListPage.from_wire, route="/download/list/query"
-            )
+            page = self._download_list_query(details_type, token)
             yield page
             token = trail.follow(page.next_page_token, rows=len(page.files) + len(page.actions))
             if not token:
                 return
+
+    def iter_download_list_pages(self, *, page_token: Optional[str] = None) -> Iterator[DownloadListPage]:
+        """The available files' pages from ``page_token`` on (None: the first), one job each, in order."""
+        return self._download_list_pages(AVAILABLE_FILES_REQUEST, page_token)
+
+    def _download_list_query(self, details_type: str, page_token: Optional[str]) -> DownloadListPage:
+        details: Dict[str, Any] = {"concreteType": details_type}
+        if page_token:
+            details["nextPageToken"] = page_token
+        body = {"concreteType": DOWNLOAD_LIST_QUERY_REQUEST, "requestDetails": details}
+        return self._async_job(
+            "/download/list/query", body, parse=DownloadListPage.from_wire, route="/download/list/query"
+        )
 
     def download_list_manifest(self) -> str:
         """The id of a file handle of the download list's manifest CSV (an asynchronous job, as

@@ -15,7 +15,7 @@ from synclient.errors import MalformedAnswerError
 from synclient.platform.models import ActionRequired, DownloadListItem, DownloadListItemResult, DownloadListPage
 from synclient.results import CartInfo, FileResult, SyncStatus
 from synclient.sync.download_cart import _succeeded
-from synclient.sync.sources.cart import Cart, _join
+from synclient.sync.sources.cart import Cart, _join, _later_pages, read_cart
 
 PKG = "org.sagebionetworks.repo.model.download."
 
@@ -165,3 +165,65 @@ def test_the_action_line():
     many = CartInfo(files=0, needing_action=1, actions=[f"access requirement {i}" for i in range(5)])
     assert many.action_line().startswith("1 file in your download cart needs an action")
     assert many.action_line().endswith("access requirement 2, ...)")
+
+
+class _PagedCart:
+    """A platform whose cart of ``total`` files pages as Synapse does (``{limit}a{offset}`` tokens), or not."""
+
+    def __init__(self, total: int, *, limit: int = 50, lie_at: int = -1, opaque: bool = False) -> None:
+        self.total, self.limit, self.lie_at, self.opaque = total, limit, lie_at, opaque
+        self.asked: list = []
+        self.counted = 0
+
+    def download_list_available_count(self) -> int:
+        self.counted += 1
+        return self.total
+
+    def download_list_page(self, *, page_token=None) -> DownloadListPage:
+        self.asked.append(page_token)
+        offset = int(page_token[1:] if page_token.startswith("o") else page_token.split("a")[1]) if page_token else 0
+        rows = tuple(_row(f"syn{i}", None, 1, str(i)) for i in range(offset, min(self.total, offset + self.limit)))
+        more = offset + self.limit < self.total
+        token = (f"o{offset + self.limit}" if self.opaque else f"{self.limit}a{offset + self.limit}") if more else None
+        if offset == self.lie_at:
+            token = f"{self.limit}a{offset + 1}"
+        return DownloadListPage(files=rows, next_page_token=token)
+
+    def iter_download_list_pages(self, *, page_token=None):
+        while page_token:
+            page = self.download_list_page(page_token=page_token)
+            yield page
+            page_token = page.next_page_token
+
+    def download_list_actions(self):
+        return []
+
+
+def test_later_pages_are_read_at_once_when_their_tokens_can_be_told():
+    cart = _PagedCart(180)
+    rows = _later_pages(cart, cart.download_list_page())
+    assert [row.file_entity_id for row in rows] == [f"syn{i}" for i in range(50, 180)]
+    assert sorted(cart.asked[1:]) == ["50a100", "50a150", "50a50"] and cart.counted == 1
+
+
+@pytest.mark.parametrize(
+    "cart",
+    [_PagedCart(180, lie_at=100), _PagedCart(180, opaque=True)],
+    ids=["a page not as told", "opaque tokens"],
+)
+def test_later_pages_otherwise_are_read_in_order(cart):
+    assert _later_pages(cart, cart.download_list_page()) is None  # (read_cart then follows the tokens)
+    assert cart.counted == (0 if cart.opaque else 1)
+
+
+def test_read_cart_follows_tokens_it_cannot_tell(monkeypatch):
+    """Opaque tokens: the pages are read one after another, each from the token before, and joined with the
+    manifest as ever."""
+    cart = _PagedCart(120, opaque=True)
+    header = "ID,versionNumber,dataFileSizeBytes,dataFileMD5Hex,contentType,parentId\n"
+    csv_text = header + "".join(f"syn{i},1,1,{'0' * 32},text/plain,syn9\n" for i in range(120))
+    monkeypatch.setattr("synclient.sync.sources.cart._manifest_bytes", lambda platform, client: csv_text.encode())
+    read = read_cart(cart, data=object())
+    assert [file.header.id for file in read.files] == [f"syn{i}" for i in range(120)]
+    assert cart.asked == [None, "o50", "o100"] and cart.counted == 0
+    assert len(read.described) == 120 and read.columns[0] == "ID"

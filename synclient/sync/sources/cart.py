@@ -3,8 +3,9 @@
 What the platform says of the cart is read once, before anything is written, in a bounded number of calls:
 
 - every page of its **available files** (``AvailableFilesRequest``, 50 rows a page, each page one asynchronous job:
-  its start and its polls): each row names the item as it was added (a version, or none: "the current one"), the
-  file handle that item means now, its name and size;
+  its start and its polls; past the first, read 4 at a time when one count job tells their tokens): each row names
+  the item as it was added (a version, or none: "the current one"), the file handle that item means now, its name
+  and size;
 - every page of the **actions required** for the others (``ActionRequiredRequest``), for the report;
 - the cart's **manifest** (one asynchronous job, its file handle's URL in one URL batch, then its CSV from storage):
   each available file's resolved version, MD5, content type and parent, and the columns synapseclient's
@@ -26,6 +27,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import re
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from synclient.platform.models import (
     ActionRequired,
     DownloadListItem,
     DownloadListItemResult,
+    DownloadListPage,
     EntityHeader,
     EntityType,
     FileHandle,
@@ -106,21 +109,29 @@ def read_cart(platform: Platform, *, data: Optional[DataClient] = None) -> Cart:
     """The cart of the platform's user, read (see the module docstring). ``data``: the client for the manifest's
     bytes (default: one of its own, closed afterwards).
 
-    The three reads overlap: the pages of available files follow each other (each page's token is in the one
-    before), while the actions required and, once a first page shows a file (the manifest job refuses a cart with
-    no available file), the manifest are read beside them: the cart costs the time of its pages, not of its pages
-    and two more jobs."""
+    The reads overlap: the actions required, and once the first page shows a file (the manifest job refuses a cart
+    with no available file) the manifest, are read beside the pages of available files; and the pages after the
+    first are read :data:`PAGES_AT_ONCE` at a time when their tokens can be told in advance (:func:`_later_pages`),
+    else one after another."""
     own = data is None
     client = data or DataClient(1, trusted_cas=platform.trusted_cas)
     try:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="synclient-cart") as beside:
             actions = beside.submit(platform.download_list_actions)
+            first = platform.download_list_page()
             manifest: Optional[Future] = None
-            rows: List[DownloadListItemResult] = []
-            for page in platform.iter_download_list_available():
-                rows.extend(page)
-                if manifest is None and rows:
-                    manifest = beside.submit(lambda: _parse_manifest(_manifest_bytes(platform, client)))
+            if first.files:
+                manifest = beside.submit(lambda: _parse_manifest(_manifest_bytes(platform, client)))
+            rows = list(first.files)
+            if first.next_page_token:
+                later = _later_pages(platform, first)
+                if later is None:  # one after another, as the tokens say
+                    later = [
+                        row
+                        for page in platform.iter_download_list_pages(page_token=first.next_page_token)
+                        for row in page.files
+                    ]
+                rows += later
             cart = Cart(actions=actions.result())
             if manifest is not None:
                 cart.columns, described = manifest.result()
@@ -129,6 +140,37 @@ def read_cart(platform: Platform, *, data: Optional[DataClient] = None) -> Cart:
         if own:
             client.close()
     return cart
+
+
+#: Synapse's page token, ``{limit}a{offset}`` (``NextPageToken.toToken``)
+_PAGE_TOKEN = re.compile(r"([1-9][0-9]{0,5})a([0-9]{1,12})")
+#: pages of available files read at once when their tokens can be told in advance
+PAGES_AT_ONCE = 4
+
+
+def _later_pages(platform: Platform, first: DownloadListPage) -> Optional[List[DownloadListItemResult]]:
+    """The rows of every page after ``first``, read :data:`PAGES_AT_ONCE` at a time: when the first page's token
+    says ``{limit}a{offset}`` with its own row count for both, the cart's count (one statistics job) tells every
+    other page's token. Each page must then answer as told (its row count, its next token, the last none): else
+    (the cart changed while it was read, or the platform pages otherwise) None, and the caller reads the pages one
+    after another. Each page costs what it costs in order: its job."""
+    match = _PAGE_TOKEN.fullmatch(first.next_page_token or "")
+    limit = len(first.files)
+    if match is None or int(match.group(1)) != limit or int(match.group(2)) != limit:
+        return None
+    total = platform.download_list_available_count()
+    offsets = list(range(limit, total, limit))
+    if not offsets:
+        return None
+    with ThreadPoolExecutor(max_workers=PAGES_AT_ONCE, thread_name_prefix="synclient-cart-pages") as pool:
+        pages = list(pool.map(lambda offset: platform.download_list_page(page_token=f"{limit}a{offset}"), offsets))
+    for offset, page in zip(offsets, pages):
+        more = offset + limit < total
+        told = f"{limit}a{offset + limit}" if more else None
+        if (page.next_page_token or None) != told or len(page.files) != (limit if more else total - offset):
+            log.info("the download cart's pages were not as their tokens told (did the cart change?): read again")
+            return None
+    return [row for page in pages for row in page.files]
 
 
 def _manifest_bytes(platform: Platform, client: DataClient) -> bytes:
