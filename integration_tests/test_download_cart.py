@@ -272,6 +272,15 @@ def test_faults_failed_files_stay_in_the_cart(emu, tmp_path):
     emu.set_knobs(fault_api_5xx_rate=0.0, fault_data_cut_rate=0.0)
     emu.set_deny(other_a, False)
     assert cart_keys(emu) == [(other_a, None)]  # exactly the failed file
+    # the next run: only that file moves (and the cart's manifest), the cart ends empty
+    emu.reset_stats()
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        again = download_list(out, platform=platform, progress=False)
+    assert [(r.entity_id, r.status) for r in again] == [(other_a, SyncStatus.DOWNLOADED)]
+    served_manifest = (out / "manifest.csv").stat().st_size  # (more than the cart's own: + path and error)
+    assert emu.stats()["data_bytes"] <= len(b"other a\n") + served_manifest
+    assert (out / f"a ({other_a}).txt").read_bytes() == b"other a\n"
+    assert cart_keys(emu) == []
 
 
 def test_a_killed_run_resumes_and_empties_the_cart(tmp_path):
