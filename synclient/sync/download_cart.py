@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Set, Union
 
@@ -77,15 +78,10 @@ def download_list(
     settings = RunSettings.of(
         options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, dask=dask
     )
-    raise_on_failure = settings.options.on_error is OnError.RAISE
-    settings = RunSettings(
-        options=settings.options.replace(on_error=OnError.CONTINUE),
-        config=settings.config,
-        observer=settings.observer,
-        cluster=settings.cluster,
-    )
+    raise_on_failure = settings.options.on_error is OnError.RAISE  # (raised once the cart is settled)
     target = Path(path)
     run_platform, own_platform, run_options = _platform_for(platform, syn, settings.options, settings.config)
+    run_settings = replace(settings, options=run_options.replace(on_error=OnError.CONTINUE))
     try:
         baseline = ReportBaseline.start(run_platform)
         cart = read_cart(run_platform)
@@ -94,9 +90,7 @@ def download_list(
             path=target,
             platform=run_platform,
             own_platform=False,
-            settings=RunSettings(
-                options=run_options, config=settings.config, observer=settings.observer, cluster=settings.cluster
-            ),
+            settings=run_settings,
             baseline=baseline,
         )
         if isinstance(outcome, SyncPlan):  # a dry run: nothing written, nothing removed
