@@ -85,10 +85,6 @@ class Cart:
     described: DescribedFiles = field(default_factory=dict)
 
     @property
-    def is_empty(self) -> bool:
-        return not self.files and not self.actions
-
-    @property
     def files_needing_action(self) -> int:
         return sum(action.count for action in self.actions)
 
