@@ -25,8 +25,9 @@ ORDER = (
 #: contenders that run only when --contenders names them
 ON_REQUEST = ("synclient-dropin",)
 DESCRIPTIONS = {
-    "synclient": "synclient library, default TransferConfig (S7: download_many(ids, DIR))",
-    "synclient-cli": '`synclient get -r` (S7: `get --from-file`; S8: `get --query "SELECT * ..."`; CLI process: '
+    "synclient": "synclient library, default TransferConfig (S7: download_many(ids, DIR); S10: download_list(DIR))",
+    "synclient-cli": '`synclient get -r` (S7: `get --from-file`; S8: `get --query "SELECT * ..."`; S10: '
+    "`get --download-list`; CLI process: "
     "includes interpreter start-up and imports)",
     "synclient-view": "synclient library, sync_from_platform(project, DIR, view=VIEW): planned from the file view (S9)",
     "synclient-id": 'synclient library, download_query("SELECT id FROM VIEW WHERE ...", DIR): no file columns in the '
@@ -36,7 +37,8 @@ DESCRIPTIONS = {
     "synclient-w1": "synclient library, max_workers=1 (serial baseline)",
     "synapseclient": "synapseclient 4.14.0 synapseutils.syncFromSynapse, fresh cache dir (S7: syn.get(id, "
     "downloadLocation=DIR) for every id on a ThreadPoolExecutor of 8, fresh cache dir; S8: the "
-    'official CLI, `synapse get -q "SELECT id ..." --downloadLocation DIR`, fresh cache dir)',
+    'official CLI, `synapse get -q "SELECT id ..." --downloadLocation DIR`, fresh cache dir; S10: the official '
+    "CLI, `synapse get-download-list --downloadLocation DIR`, fresh cache dir)",
     "aria2c": "aria2c -x16 -s16 (-j 32 for many files) on pre-fetched pre-signed URLs",
     "curl": "curl, one stream, files in sequence, on pre-fetched pre-signed URLs",
 }
@@ -111,12 +113,20 @@ def launch(
     view_id: str = "",
     where: str = "",
     ca_bundle: Optional[str] = None,
+    cart: bool = False,
 ) -> Launch:
     """``urls``: (relative path, pre-signed URL) for the data-plane tools. ``ids_file``: one entity id a line; when
     given, the job is "download these ids into ``out``" (download_many, ``get --from-file``, a ``syn.get`` loop)
     instead of syncing ``entity``. ``where``: the job is "download what ``SELECT ... FROM view_id WHERE where``
     selects into ``out``"; without it, ``view_id`` is the file view ``synclient-view`` plans its sync from.
-    ``ca_bundle``: the emulator serves HTTPS and every contender trusts this CA (see :func:`with_ca`)."""
+    ``ca_bundle``: the emulator serves HTTPS and every contender trusts this CA (see :func:`with_ca`). ``cart``: the
+    job is "download the user's download cart into ``out``" (S10)."""
+    if cart:
+        return with_ca(
+            _cart_launch(name, endpoint=endpoint, token=token, out=out, cache_dir=cache_dir, config=config),
+            name,
+            ca_bundle,
+        )
     return with_ca(
         _launch(
             name,
@@ -249,6 +259,37 @@ def _launch(
         list_file.write_text("".join(f'url = "{url}"\noutput = "{out / path}"\n' for path, url in urls))
         return Launch(["curl", "-sSf", "--create-dirs", "-K", str(list_file)], "process")
     raise ValueError(f"unknown contender {name!r}")
+
+
+def _synapse_config(endpoint: str, cache_dir: Path, out: Path) -> Path:
+    """A synapseclient config file: the emulator's endpoints and a fresh cache dir (the official CLI reads it)."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    config_file = cache_dir / "synapseConfig"
+    config_file.write_text(
+        f"[endpoints]\nrepoEndpoint = {endpoint}/repo/v1\nauthEndpoint = {endpoint}/auth/v1\n"
+        f"fileHandleEndpoint = {endpoint}/file/v1\nportalEndpoint = {endpoint}/\n"
+        f"[cache]\nlocation = {cache_dir / 'cache'}\n"
+    )
+    return config_file
+
+
+def _cart_launch(
+    name: str, *, endpoint: str, token: str, out: Path, cache_dir: Path, config: Optional[Dict[str, object]]
+) -> Launch:
+    """S10: the user's download cart into ``out``."""
+    if name == "synclient":
+        worker = [sys.executable, "-m", "benchmarks.worker", "synclient"]
+        common = ["--endpoint", endpoint, "--token", token, "--entity", "cart", "--path", str(out)]
+        return Launch(worker + common + ["--config", json.dumps(config or {}), "--download-list"], "worker")
+    if name == "synclient-cli":
+        argv = [sys.executable, "-m", "synclient", "--endpoint", endpoint, "--token", token, "--json", "get"]
+        return Launch(argv + ["--download-list", "--path", str(out), "--no-progress", "--no-synapse-cache"], "process")
+    if name == "synapseclient":
+        config_file = _synapse_config(endpoint, cache_dir, out)
+        argv = [sys.executable, "-m", "synapseclient", "-c", str(config_file), "--skip-checks", "-p", token]
+        return Launch(argv + ["get-download-list", "--downloadLocation", str(out)], "process")
+    raise ValueError(f"contender {name!r} has no download-cart form")
 
 
 def _query_launch(

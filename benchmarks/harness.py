@@ -22,6 +22,8 @@ from synclient.emulator.process import EmulatorProcess
 IGNORED_NAMES = {"SYNAPSE_METADATA_MANIFEST.tsv", "manifest.csv"}
 #: synapseclient's `synapse get -q` leaves the query's CSV in the download folder (S8): not one of the files
 IGNORED_PREFIXES = ("SYNAPSE_TABLE_QUERY_",)
+#: synapseclient's `get-download-list` writes its result manifest as manifest_<ns>.csv in the folder (S10)
+IGNORED_PREFIXES += ("manifest_",)
 RUN_TIMEOUT = float(os.environ.get("SYNCLIENT_BENCH_TIMEOUT", "1800"))
 
 
@@ -95,9 +97,11 @@ def verify(out: Path, expected: Dict[str, Tuple[int, str]]) -> str:
 
 def expected_for(scenario: Scenario, data_dir: Path) -> Dict[str, Tuple[int, str]]:
     # one store can serve several jobs (S8 queries the tree S9 syncs): the cached expectation is per job
-    cached = data_dir / {"sync": "bench-expected.json", "ids": "bench-expected-flat.json"}.get(
-        scenario.job, f"bench-expected-{scenario.job}-{scenario.where}.json"
-    )
+    cached = data_dir / {
+        "sync": "bench-expected.json",
+        "ids": "bench-expected-flat.json",
+        "cart": "bench-expected-flat.json",
+    }.get(scenario.job, f"bench-expected-{scenario.job}-{scenario.where}.json")
     if cached.exists():
         return {k: tuple(v) for k, v in json.loads(cached.read_text()).items()}
     expected = scenario.expected()
@@ -223,6 +227,7 @@ class ScenarioRunner:
         self.ids_file: Optional[Path] = None
         self.view_id = ""
         self.prepared: set = set()
+        self.cart_ids: List[str] = []  # S10: the files put in the download cart before every run
 
     def __enter__(self) -> ScenarioRunner:
         data_dir, self.project = seeded_store(self.scenario.spec)
@@ -239,6 +244,8 @@ class ScenarioRunner:
             self.ids_file.write_text(
                 "".join(i + "\n" for i in file_ids(self.emu, self.project, self.scenario, data_dir))
             )
+        if self.scenario.job == "cart":
+            self.cart_ids = file_ids(self.emu, self.project, self.scenario, data_dir)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -270,7 +277,36 @@ class ScenarioRunner:
             view_id=self.view_id,
             where=self.scenario.where if self.scenario.job == "query" else "",
             ca_bundle=self.emu.ca_bundle,
+            cart=self.scenario.job == "cart",
         )
+
+    def _cart_request(self, method: str, path: str, body: Optional[dict] = None) -> dict:
+        import requests
+
+        answer = requests.request(
+            method,
+            self.emu.endpoint + "/repo/v1/download/list" + path,
+            json=body,
+            headers={"Authorization": f"Bearer {self.emu.token}"},
+            verify=self.emu.ca_bundle or True,
+            timeout=120,
+        )
+        answer.raise_for_status()
+        return answer.json() if answer.content else {}
+
+    def _fill_cart(self) -> None:
+        """S10, before each run (not timed): the cart emptied, then every file added without a version."""
+        self._cart_request("DELETE", "")
+        for start in range(0, len(self.cart_ids), 1000):
+            batch = [{"fileEntityId": entity_id} for entity_id in self.cart_ids[start : start + 1000]]
+            self._cart_request("POST", "/add", {"batchToAdd": batch})
+
+    def _cart_left(self) -> int:
+        """S10, after a run (not timed): the files still in the cart (a run that succeeded empties it)."""
+        from synclient import Platform
+
+        with Platform(endpoint=self.emu.endpoint, token=self.emu.token, ca_bundle=self.emu.ca_bundle) as platform:
+            return len(platform.download_list_available())
 
     def _prepare_resync(self, contender: str, out: Path, cache: Path) -> Optional[str]:
         setup = "synapseclient" if contender == "synapseclient" else "synclient"
@@ -314,6 +350,8 @@ class ScenarioRunner:
             shutil.rmtree(cache, ignore_errors=True)
         if self.scenario.fresh_server_per_run:
             self.emu.restart()  # Synapse's 600-per-minute window must not carry over from the previous contender
+        if self.scenario.job == "cart":
+            self._fill_cart()
         plan = self._launch(contender, out, cache)
         # Start every contender with no dirty pages of an earlier run still being written back (hygiene, as
         # hyperfine's --prepare sync): no run shares the disk with its predecessor's writeback.
@@ -352,6 +390,9 @@ class ScenarioRunner:
             result.status = f"exit {code}: {stderr.strip()[-400:]}"
         else:
             result.status = verify(out, self.expected)
+            if result.status == "byte-exact" and self.scenario.job == "cart":
+                left = self._cart_left()  # a run that succeeded also emptied the cart
+                result.status = result.status if not left else f"byte-exact, but {left} file(s) left in the cart"
             result.ok = result.status == "byte-exact"
         if not self.scenario.resync:
             shutil.rmtree(out, ignore_errors=True)

@@ -31,7 +31,9 @@ def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optiona
     a query over a file view costs its query jobs (start, the pending polls, the result: per page of rows), one
     header call per 1,000 rows and one URL batch per 100 files, no bundle (its rows carry the file columns); a sync
     planned from a view (a scenario with ``view``: the bound is that of its fastest way) costs the listing, the
-    view's query jobs over every file and one URL batch per 100 files, no bundle.
+    view's query jobs over every file and one URL batch per 100 files, no bundle. Issue 33: the download cart costs
+    its query jobs (a page per 50 files, the first alone, then a count, then the others 4 at a time; the actions'
+    page), its manifest job and URL, one URL batch per 100 files and one remove per 1,000, no bundle.
     """
     knobs = dict(scenario.knobs)
     if knobs.get("profile") == "synapse":
@@ -56,6 +58,13 @@ def latency_bound(scenario: Scenario, workers: int = DEFAULT_WORKERS) -> Optiona
         query_calls = math.ceil(len(scenario.all_files) / page_rows) * per_job
         calls = 1 + pages + query_calls + math.ceil(len(files) / 100)
         critical = (max(1 + depth, query_calls) + 1) * api + data_first_byte
+        data = len(files) * data_first_byte / workers + (scenario.total_bytes / (workers * cap) if cap else 0.0)
+    elif scenario.job == "cart":  # the cart's first page, its count, the later pages 4 at a time, then URL -> data
+        cart_pages = math.ceil(len(files) / 50)
+        jobs = cart_pages + 2 + (cart_pages > 1)  # the pages, the actions' page, the manifest, the count
+        calls = jobs * per_job + 1 + math.ceil(len(files) / 100) + math.ceil(len(files) / 1000)
+        rounds = 1 + (1 + math.ceil((cart_pages - 1) / 4) if cart_pages > 1 else 0)  # jobs one after another
+        critical = (rounds * per_job + 3) * api + data_first_byte
         data = len(files) * data_first_byte / workers + (scenario.total_bytes / (workers * cap) if cap else 0.0)
     elif scenario.job == "ids":  # POST /entity/header, then bundle -> URL batch -> data: no walk down the tree
         calls = 1 + len(files) + math.ceil(len(files) / 100)

@@ -32,7 +32,9 @@ class Scenario:
     setup_knobs: Dict[str, object] = field(default_factory=dict)  # knobs during the unmeasured first sync
     #: "sync": sync the project into a tree; "ids": download every file by its id (``download_many`` and its peers)
     #: into one flat directory, so the expected tree is the files' names (unique by construction), no folders;
-    #: "query": download what a query over the file view ``view`` selects (``WHERE select``) into one flat directory
+    #: "query": download what a query over the file view ``view`` selects (``WHERE select``) into one flat directory;
+    #: "cart": every file is added to the user's download cart before each run (not timed), then the cart is
+    #: downloaded into one flat directory (``get --download-list``, synapseclient's ``get-download-list``)
     job: str = "sync"
     #: name of a file view at the project's top (issue 17): the query's table, or (job "sync") the view a contender
     #: may plan the sync from (``view=``)
@@ -44,7 +46,7 @@ class Scenario:
 
     @property
     def flat(self) -> bool:
-        return self.job in ("ids", "query")
+        return self.job in ("ids", "query", "cart")
 
     @property
     def where(self) -> str:
@@ -229,6 +231,9 @@ WITH_DATA = PLATFORM_CONTENDERS + DATA_CONTENDERS
 #: issue 17, a query over a file view: download_query with SELECT * (the view's file columns: no bundle per file), with
 #: SELECT id (a bundle per file), `synclient get --query`, and synapseclient's `synapse get -q "SELECT id ..."`
 BY_QUERY = ("synclient", "synclient-id", "synclient-cli", "synapseclient")
+#: issue 33: the download cart, `download_list` (library and `get --download-list`) against synapseclient's
+#: `synapse get-download-list`
+BY_CART = ("synclient", "synclient-cli", "synapseclient")
 #: issue 17, a first sync planned from a file view (view=) against the same sync without it
 WITH_VIEW = ("synclient", "synclient-view")
 
@@ -348,6 +353,15 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
             {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30},
             BY_ID,
             job="ids",
+        ),
+        # issue 33: the same 1,000 files in the user's download cart (refilled before every run: a run empties it)
+        Scenario(
+            "S10",
+            f"a download cart of {100 if q else 1000:,} files",
+            spread(10 if q else 100, 10, size=4096),
+            {"api_latency_ms": 20 if q else 100, "data_latency_ms": 10 if q else 30},
+            BY_CART,
+            job="cart",
         ),
         # issue 17: a query over a file view selecting 1 file in 5, and a first sync planned from that view under
         # Synapse's throttles; one tree (one seeded store) for both rows

@@ -2,7 +2,8 @@
 
 With ``--ids-file`` the job is a list of ids into one directory: synclient's ``download_many``, or synapseclient's
 ``syn.get(id, downloadLocation=...)`` for every id on a ``ThreadPoolExecutor`` of ``--workers`` threads. With
-``--query SQL`` it is synclient's ``download_query``; ``--view`` plans synclient's sync from a file view.
+``--query SQL`` it is synclient's ``download_query``; ``--view`` plans synclient's sync from a file view;
+``--download-list``: synclient's ``download_list`` (the user's download cart).
 
 Times only the sync call (imports and, for synapseclient, login are outside the timed region) and reads the
 emulator's counters around it; prints one JSON line. The parent measures CPU and peak RSS of this process.
@@ -37,7 +38,7 @@ def _ids(args) -> list:
 
 
 def run_synclient(args) -> dict:
-    from synclient import Platform, TransferConfig, download_many, download_query, sync_from_platform
+    from synclient import Platform, TransferConfig, download_list, download_many, download_query, sync_from_platform
 
     config = TransferConfig(**json.loads(args.config))
     ids = _ids(args) if args.ids_file else None
@@ -47,7 +48,11 @@ def run_synclient(args) -> dict:
         _admin(args.endpoint, "stats/reset", "POST")
         started = time.perf_counter()
         # no synapseclient cache: every contender downloads every byte (and the emulator's handles stay out of it)
-        if ids is not None:
+        if args.download_list:
+            results = download_list(
+                args.path, platform=platform, config=config, on_error="continue", synapse_cache=False
+            )
+        elif ids is not None:
             results = download_many(
                 ids, args.path, platform=platform, config=config, on_error="continue", synapse_cache=False
             )
@@ -142,6 +147,7 @@ def main() -> int:
     parser.add_argument("--ids-file", help="download these ids (one a line) into --path instead of syncing --entity")
     parser.add_argument("--query", help="download what this SQL over a file view selects (download_query)")
     parser.add_argument("--view", help="plan the sync from this file view (sync_from_platform(view=...))")
+    parser.add_argument("--download-list", action="store_true", help="download the user's download cart (S10)")
     parser.add_argument("--workers", type=int, default=8, help="synapseclient's thread pool for --ids-file")
     parser.add_argument(
         "--ca-bundle",

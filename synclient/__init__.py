@@ -6,6 +6,7 @@ from synclient.platform.rest import Platform
 from synclient.results import FileResult, SyncReport, SyncResults, SyncStatus
 from synclient.synapseutils_compat import sync_from_synapse, syncFromSynapse
 from synclient.sync.check import CheckResults, CheckStatus, check
+from synclient.sync.download_cart import download_list
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.plan.dry_run import SyncPlan
 from synclient.sync.runner import download_many, download_query, sync_from_platform, syncFromPlatform
@@ -17,6 +18,7 @@ __all__ = [
     "sync_from_platform",
     "download_many",
     "download_query",
+    "download_list",
     "check",
     "CheckResults",
     "CheckStatus",

@@ -265,6 +265,18 @@ def build_parser() -> argparse.ArgumentParser:
         'WHERE ..." (its id column; a currentVersion column pins versions)',
     )
     get.add_argument(
+        "--download-list",
+        action="store_true",
+        help="download every available file of your download cart (the Download Cart of synapse.org), each at "
+        "the version it was added at, flat into --path with a manifest.csv; the files that succeeded are then "
+        "removed from the cart (see docs/cli.md)",
+    )
+    get.add_argument(
+        "--keep-cart",
+        action="store_true",
+        help="with --download-list: leave the download cart as it is (remove nothing from it)",
+    )
+    get.add_argument(
         "--view",
         metavar="ID",
         help="a file view over what is downloaded (syn456): its rows stand in for one REST call per "
@@ -571,6 +583,10 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     from synclient.sync.sources.resolve import resolve_entity
 
     args = ctx.args
+    if args.download_list:
+        return _get_download_list(ctx)
+    if args.keep_cart:
+        raise CliError("--keep-cart goes with --download-list")
     if args.query is not None:
         return _get_query(ctx)
     refs = _requested_ids(args)
@@ -669,6 +685,62 @@ def _get_query(ctx: CommandContext) -> ExitCode:
     if isinstance(outcome, SyncPlan):  # (a dry run's)
         return _report_plan(ctx, outcome)
     return _report_sync(ctx, outcome)
+
+
+def _get_download_list(ctx: CommandContext) -> ExitCode:
+    """``get --download-list``: the download cart's available files, then its manifest and its succeeded items
+    removed (``--keep-cart``: none); a line on the files that need an action on synapse.org first."""
+    from synclient.sync.download_cart import download_list
+
+    args = ctx.args
+    if args.ids or args.from_file or args.query is not None or args.file_version is not None:
+        raise CliError("--download-list downloads your download cart: give no ids, --from-file, --query or --version")
+    if args.view is not None or args.delete:
+        raise CliError("--download-list takes no --view or --delete: the cart's own rows describe its files")
+    path = Path(args.path)
+    _check_target(path)
+    _check_dask(args)
+    _require_token(ctx)
+    ctx.out.json_document.update({"command": "get", "path": str(path.resolve()), "download_list": True})
+    workers = args.max_workers or TransferConfig().max_workers
+    with ctx.platform(max_connections=workers) as platform, _dask_for(args) as dask:
+        observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description="download cart")
+        try:
+            outcome = download_list(
+                path,
+                keep_cart=args.keep_cart,
+                platform=platform,
+                max_workers=args.max_workers,
+                options=_sync_options(args, plan_progress=ctx.want_progress()),
+                observer=observer,
+                dask=dask,
+            )
+        finally:
+            observer.close()
+    if isinstance(outcome, SyncPlan):  # (a dry run's: the cart is left as it is)
+        code = _report_plan(ctx, outcome)
+        ctx.out.info("dry run: nothing was removed from your download cart")
+        return code
+    cart = outcome.report.cart
+    if cart is not None and cart.files == 0 and not outcome.failures:
+        line = cart.action_line()
+        ctx.out.result("your download cart has no file to download" + (f"; {line}" if line else ""))
+        ctx.out.json_document.update({"report": outcome.report.to_json(), "files": []})
+        return ExitCode.OK
+    code = _report_sync(ctx, outcome)
+    if cart is not None:
+        if cart.manifest:
+            ctx.out.info(f"manifest: {cart.manifest}")
+        kept = f", {counted(cart.kept, 'item')} left in it" if cart.kept else ""
+        ctx.out.info(
+            "download cart: kept as it is (--keep-cart)"
+            if args.keep_cart
+            else f"download cart: {counted(cart.removed, 'item')} removed{kept}"
+        )
+        line = cart.action_line()
+        if line:
+            ctx.out.info(line)
+    return code
 
 
 def _check_dask(args: argparse.Namespace) -> None:

@@ -211,6 +211,31 @@ class QueryInfo:
 
 
 @dataclass
+class CartInfo:
+    """The download cart a run downloaded (``download_list``): its available files, the items removed from it
+    after the run (``kept``: left for a later run, their files failed or the cart was kept), the files that need
+    an action on the portal first (and the first few of those actions), and the manifest written."""
+
+    files: int
+    removed: int = 0
+    kept: int = 0
+    needing_action: int = 0
+    actions: List[str] = field(default_factory=list)  # "access requirement 9", "download access to syn5", ...
+    manifest: Optional[str] = None  # the manifest.csv written into the target
+
+    def action_line(self, *, shown: int = 3) -> Optional[str]:
+        """The one line about files that need an action on synapse.org first (None: none do)."""
+        if not self.needing_action:
+            return None
+        more = ", ..." if len(self.actions) > shown else ""
+        return (
+            f"{counted(self.needing_action, 'file')} in your download cart "
+            f"{'needs' if self.needing_action == 1 else 'need'} an action on synapse.org first "
+            f"({', '.join(self.actions[:shown])}{more})"
+        )
+
+
+@dataclass
 class WorkerCounts:
     """What one Dask worker did in a sharded run (:mod:`synclient.cluster`): its shards, the files it installed and
     their bytes, the seconds its shards ran and the CPU their threads took, its REST calls, retries and 429s."""
@@ -248,6 +273,7 @@ class SyncReport:
     # as they are (docs/cli.md), one line each
     renamed: List[str] = field(default_factory=list)
     query: Optional[QueryInfo] = None  # the query whose selection this run downloaded
+    cart: Optional[CartInfo] = None  # the download cart this run downloaded
     workers: List[WorkerCounts] = field(default_factory=list)  # a sharded run's Dask workers (rest_calls: all)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -285,6 +311,7 @@ class SyncReport:
     def to_json(self) -> Dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
         data["query"] = asdict(self.query) if self.query is not None else None
+        data["cart"] = asdict(self.cart) if self.cart is not None else None
         data["workers"] = [asdict(counts) for counts in self.workers]
         data["mb_per_second"] = round(self.mb_per_second, 2)
         return data

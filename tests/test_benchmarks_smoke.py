@@ -45,6 +45,7 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
         "S7",
         "S8",
         "S9",
+        "S10",
         "M1",
         "M1r",
     }
@@ -65,6 +66,13 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
             assert run["rest_calls"] <= s7["files"] + -(-s7["files"] // 100) + 1, run
     _check_query_and_view_rows(results["scenarios"]["S8"], results["scenarios"]["S9"])
     _check_tls_rows(results["scenarios"])
+    # S10 is a download cart of 100 files (byte-exact includes: the cart emptied): its query pages and manifest,
+    # one URL batch per 100, one remove; no bundle call per file
+    s10 = results["scenarios"]["S10"]
+    for run in s10["runs"]:
+        if run["contender"] in ("synclient", "synclient-cli"):
+            assert run["rest_calls"] < s10["files"] // 2, run
+            assert not any("bundle" in route for route in run["rest_by_route"]), run
 
 
 def _check_tls_rows(scenarios: dict) -> None:

@@ -510,3 +510,129 @@ class QueryPage:
             dict(token) if token else None,
             tuple(_optional_string(header, "columnType", "select column") for header in headers),
         )
+
+
+# -- the download list (the portal's Download Cart: DownloadListController) ----------------------------------------
+
+DOWNLOAD_PKG = _MODEL + "download."
+DOWNLOAD_LIST_QUERY_REQUEST = DOWNLOAD_PKG + "DownloadListQueryRequest"
+AVAILABLE_FILES_REQUEST = DOWNLOAD_PKG + "AvailableFilesRequest"
+ACTION_REQUIRED_REQUEST = DOWNLOAD_PKG + "ActionRequiredRequest"
+FILES_STATISTICS_REQUEST = DOWNLOAD_PKG + "FilesStatisticsRequest"
+DOWNLOAD_LIST_MANIFEST_REQUEST = DOWNLOAD_PKG + "DownloadListManifestRequest"
+
+
+@dataclass(frozen=True)
+class DownloadListItem:
+    """An item of the cart as the cart keys it: a file and the version it was added at (None: added without one,
+    "the current version when downloaded"; only a versionless key removes it)."""
+
+    file_entity_id: str
+    version_number: Optional[int] = None
+
+    def to_wire(self) -> Dict[str, Any]:
+        body: Dict[str, Any] = {"fileEntityId": self.file_entity_id}
+        if self.version_number is not None:
+            body["versionNumber"] = self.version_number
+        return body
+
+
+@dataclass(frozen=True)
+class DownloadListItemResult:
+    """One row of the cart's available files (``DownloadListItemResult``): the item as it was added
+    (``version_number`` None: without a version) and what the platform resolved it to now: the file handle of the
+    version it means, its size and name, its project."""
+
+    file_entity_id: str
+    version_number: Optional[int]
+    file_name: str
+    file_size_bytes: Optional[int]
+    file_handle_id: str
+    project_id: Optional[str] = None
+    project_name: Optional[str] = None
+    added_on: Optional[str] = None
+    created_by: Optional[str] = None
+    created_on: Optional[str] = None
+    is_eligible_for_packaging: Optional[bool] = None
+
+    @property
+    def item(self) -> DownloadListItem:
+        """The cart's key of this row, as its remove call must name it."""
+        return DownloadListItem(self.file_entity_id, self.version_number)
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> DownloadListItemResult:
+        what = "a download list item"
+        eligible = wire_object(obj, what).get("isEligibleForPackaging")
+        return cls(
+            file_entity_id=wire_entity_id(_required(obj, "fileEntityId", what), "fileEntityId", what),
+            version_number=_optional_version(obj, "versionNumber", what),
+            file_name=_string(obj, "fileName", what),
+            file_size_bytes=_optional_int(obj, "fileSizeBytes", what),
+            file_handle_id=wire_handle_id(_required(obj, "fileHandleId", what), "fileHandleId", what),
+            project_id=_optional_entity_id(obj, "projectId", what),
+            project_name=_optional_string(obj, "projectName", what),
+            added_on=_optional_string(obj, "addedOn", what),
+            created_by=_optional_string(obj, "createdBy", what),
+            created_on=_optional_string(obj, "createdOn", what),
+            is_eligible_for_packaging=eligible if isinstance(eligible, bool) else None,
+        )
+
+
+@dataclass(frozen=True)
+class ActionRequired:
+    """One ``ActionRequiredCount``: what the user must do on the portal first (``MeetAccessRequirement``: accept
+    or request an access requirement, ``RequestDownload``: ask for download access to the benefactor), for how
+    many files of the cart."""
+
+    kind: str  # the action's concreteType without its package: MeetAccessRequirement, RequestDownload
+    target: str  # the access requirement's id, or the benefactor's (synNNN)
+    count: int
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> ActionRequired:
+        what = "an action required count"
+        action = wire_object(_required(obj, "action", what), "an action")
+        kind = _string(action, "concreteType", "an action").rsplit(".", 1)[-1]
+        if "accessRequirementId" in action:
+            target = str(wire_whole_number(action["accessRequirementId"], "accessRequirementId", "an action"))
+        else:
+            target = "syn" + str(
+                wire_whole_number(_required(action, "benefactorId", "an action"), "benefactorId", what)
+            )
+        return cls(kind, target, wire_whole_number(_required(obj, "count", what), "count", what))
+
+
+@dataclass(frozen=True)
+class DownloadListPage:
+    """One answer of a download list query: a page of available files or of actions required and the next page's
+    token, or (statistics) the number of files available."""
+
+    files: Tuple[DownloadListItemResult, ...] = ()
+    actions: Tuple[ActionRequired, ...] = ()
+    next_page_token: Optional[str] = None
+    available: int = 0  # a FilesStatisticsResponse's numberOfFilesAvailableForDownload
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> DownloadListPage:
+        details = wire_object(_required(obj, "responseDetails", "a download list query answer"), "response details")
+        kind = _string(details, "concreteType", "response details").rsplit(".", 1)[-1]
+        rows = details.get("page") or []
+        if not isinstance(rows, list):
+            raise MalformedAnswerError("the 'page' of a download list query answer is not a list")
+        token = _optional_string(details, "nextPageToken", "response details")
+        if kind == "AvailableFilesResponse":
+            return cls(files=tuple(DownloadListItemResult.from_wire(row) for row in rows), next_page_token=token)
+        if kind == "ActionRequiredResponse":
+            return cls(actions=tuple(ActionRequired.from_wire(row) for row in rows), next_page_token=token)
+        if kind == "FilesStatisticsResponse":
+            what = "files statistics"
+            count = _required(details, "numberOfFilesAvailableForDownload", what)
+            return cls(available=wire_whole_number(count, "numberOfFilesAvailableForDownload", what))
+        raise MalformedAnswerError(f"a download list query answered {kind!r}, not the kind asked for")
+
+
+def manifest_handle_id(obj: Mapping[str, Any]) -> str:
+    """The ``resultFileHandleId`` of a ``DownloadListManifestResponse``: the cart's manifest CSV."""
+    what = "a download list manifest answer"
+    return wire_handle_id(_required(obj, "resultFileHandleId", what), "resultFileHandleId", what)

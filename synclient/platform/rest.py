@@ -54,9 +54,18 @@ from synclient.errors import (
 from synclient.platform.credentials import Endpoints, clean_token, resolve_endpoints, resolve_token
 from synclient.platform.gate import AdaptiveGate, RestAdmission, Throttle, ThrottleKind, shared_gate
 from synclient.platform.models import (
+    ACTION_REQUIRED_REQUEST,
+    AVAILABLE_FILES_REQUEST,
+    DOWNLOAD_LIST_MANIFEST_REQUEST,
+    DOWNLOAD_LIST_QUERY_REQUEST,
+    FILES_STATISTICS_REQUEST,
     QUERY_BUNDLE_REQUEST,
     QUERY_RESULTS_PART,
+    ActionRequired,
     ChildrenPage,
+    DownloadListItem,
+    DownloadListItemResult,
+    DownloadListPage,
     Entity,
     EntityHeader,
     EntityType,
@@ -65,8 +74,10 @@ from synclient.platform.models import (
     PageTrail,
     PresignedUrlAnswer,
     QueryPage,
+    manifest_handle_id,
     user_profile_from_wire,
     wire_object,
+    wire_whole_number,
 )
 from synclient.platform.tls import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
 from synclient.redaction import install_redaction, redact_url
@@ -79,6 +90,7 @@ log = logging.getLogger("synclient.platform.rest")
 TRANSIENT_SERVER_STATUS = frozenset({500, 502, 503, 504})
 URL_BATCH_MAX = 100  # the server's limit on requestedFiles per /fileHandle/batch
 HEADER_BATCH_MAX = 1000  # references per POST /entity/header (no documented limit; one page of a large list)
+CART_REMOVE_MAX = 1000  # items per POST /download/list/remove (DownloadListManagerImpl.MAX_FILES_PER_BATCH)
 USER_AGENT = f"synclient/{__version__}"
 #: an asynchronous job (a table query) is polled after this many seconds, then twice as long each time up to the
 #: maximum, and given up after ASYNC_JOB_TIMEOUT seconds; every poll is one REST call within the user's budget
@@ -714,6 +726,75 @@ class Platform:
             )
             yield page
 
+    # -- the download list (the portal's Download Cart) ---------------------------------------------------------
+
+    def download_list_available(self) -> List[DownloadListItemResult]:
+        """Every available file of the user's download list, page after page (each page one asynchronous
+        ``DownloadListQueryRequest`` job with an ``AvailableFilesRequest``: its start and its polls)."""
+        return [row for page in self._download_list_pages(AVAILABLE_FILES_REQUEST) for row in page.files]
+
+    def download_list_page(self, *, page_token: Optional[str] = None) -> DownloadListPage:
+        """One page of the download list's available files (one asynchronous job): the page after ``page_token``,
+        or the first."""
+        return self._download_list_query(AVAILABLE_FILES_REQUEST, page_token)
+
+    def download_list_actions(self) -> List[ActionRequired]:
+        """What the user must do on the portal before the cart's other files can be downloaded (every page of the
+        ``ActionRequiredRequest``): one count per action."""
+        return [action for page in self._download_list_pages(ACTION_REQUIRED_REQUEST) for action in page.actions]
+
+    def download_list_available_count(self) -> int:
+        """How many files of the download list the user may download now (``FilesStatisticsRequest``: one job)."""
+        return self._download_list_query(FILES_STATISTICS_REQUEST, None).available
+
+    def _download_list_pages(self, details_type: str, page_token: Optional[str] = None) -> Iterator[DownloadListPage]:
+        """Every page from ``page_token`` on (None: the first), one job each."""
+        trail = PageTrail("the download list")
+        token = page_token
+        while True:
+            page = self._download_list_query(details_type, token)
+            yield page
+            token = trail.follow(page.next_page_token, rows=len(page.files) + len(page.actions))
+            if not token:
+                return
+
+    def iter_download_list_pages(self, *, page_token: Optional[str] = None) -> Iterator[DownloadListPage]:
+        """The available files' pages from ``page_token`` on (None: the first), one job each, in order."""
+        return self._download_list_pages(AVAILABLE_FILES_REQUEST, page_token)
+
+    def _download_list_query(self, details_type: str, page_token: Optional[str]) -> DownloadListPage:
+        details: Dict[str, Any] = {"concreteType": details_type}
+        if page_token:
+            details["nextPageToken"] = page_token
+        body = {"concreteType": DOWNLOAD_LIST_QUERY_REQUEST, "requestDetails": details}
+        return self._async_job(
+            "/download/list/query", body, parse=DownloadListPage.from_wire, route="/download/list/query"
+        )
+
+    def download_list_manifest(self) -> str:
+        """The id of a file handle of the download list's manifest CSV (an asynchronous job, as
+        synapseclient's ``get-download-list`` asks for it); its URL comes from a URL batch (its creator may)."""
+        body = {"concreteType": DOWNLOAD_LIST_MANIFEST_REQUEST, "csvTableDescriptor": {"isFirstLineHeader": True}}
+        return self._async_job(
+            "/download/list/manifest", body, parse=manifest_handle_id, route="/download/list/manifest"
+        )
+
+    def remove_from_download_list(self, items: Sequence[DownloadListItem]) -> int:
+        """Remove these items (each keyed as it was added) from the download list, :data:`CART_REMOVE_MAX` per
+        call; the number the platform removed."""
+        removed = 0
+        for start in range(0, len(items), CART_REMOVE_MAX):
+            body = {"batchToRemove": [item.to_wire() for item in items[start : start + CART_REMOVE_MAX]]}
+            removed += self._call(
+                "POST",
+                "repo",
+                "/download/list/remove",
+                body=body,
+                parse=_removed_count,
+                route="POST /download/list/remove",
+            )
+        return removed
+
     def _async_job(self, path: str, body: Mapping[str, Any], *, parse: Callable[[Any], T], route: str) -> T:
         """Start an asynchronous job and poll it until it answers: 202 with a PROCESSING job status meanwhile; a
         failed job is answered with its error status (or, as older servers do, a FAILED job status)."""
@@ -747,6 +828,11 @@ class Platform:
 
 #: what a poll of an asynchronous job gives while the job runs
 _PENDING = object()
+
+
+def _removed_count(answer: Any) -> int:
+    what = "a download list remove answer"
+    return wire_whole_number(wire_object(answer, what).get("numberOfFilesRemoved"), "numberOfFilesRemoved", what)
 
 
 def _job_token(answer: Any) -> str:

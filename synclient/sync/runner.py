@@ -244,7 +244,7 @@ class SyncRun:
             self.layout = plan.laid_out(
                 index.rows_in,
                 same_name=lambda name: names.same_name_key(names.legal_form(name)),
-                reserved=(RESERVED_NAME,) if names.maps_names else (),
+                reserved=((RESERVED_NAME,) if names.maps_names else ()) + source.reserved,
             )
         elif isinstance(source, FileSource):
             root = named_file(self.handle_names, source.root)

@@ -77,6 +77,7 @@ class ListSource:
     query: Optional[QueryInfo] = None  # the query that selected the entities, for the report
     described: DescribedFiles = field(default_factory=dict)
     expected: ExpectedContent = field(default_factory=dict)  # what a list's rows expect of their files' content
+    reserved: Tuple[str, ...] = ()  # names no entry at the target's top may take (the cart's manifest.csv)
 
     @property
     def mirrors_container(self) -> bool:

@@ -1,0 +1,229 @@
+"""The download cart's pieces without a server (issue 33, part 1): the remove call's batches of at most 1,000 items
+keyed as the cart has them, the query pages and their models, the join of the cart's rows with its manifest, what
+counts as done, and the action line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import responses
+from client_support import ROOT
+
+from synclient.errors import MalformedAnswerError
+from synclient.platform.models import ActionRequired, DownloadListItem, DownloadListItemResult, DownloadListPage
+from synclient.results import CartInfo, FileResult, SyncStatus
+from synclient.sync.download_cart import _succeeded
+from synclient.sync.sources.cart import Cart, _join, _later_pages, read_cart
+
+PKG = "org.sagebionetworks.repo.model.download."
+
+
+@responses.activate
+def test_remove_sends_batches_of_at_most_1000_keyed_as_added(platform):
+    bodies = []
+
+    def answer(request):
+        body = json.loads(request.body)
+        bodies.append(body)
+        return 200, {}, json.dumps({"numberOfFilesRemoved": len(body["batchToRemove"])})
+
+    responses.add_callback(responses.POST, f"{ROOT}/repo/v1/download/list/remove", callback=answer)
+    items = [DownloadListItem(f"syn{i}", i % 3 or None) for i in range(1, 2502)]
+    assert platform.remove_from_download_list(items) == 2501
+    assert [len(body["batchToRemove"]) for body in bodies] == [1000, 1000, 501]
+    sent = [row for body in bodies for row in body["batchToRemove"]]
+    assert sent == [item.to_wire() for item in items]
+    # a versionless item is removed by a versionless key: no versionNumber at all, not null
+    assert sent[2] == {"fileEntityId": "syn3"} and sent[0] == {"fileEntityId": "syn1", "versionNumber": 1}
+
+
+@responses.activate
+def test_every_page_of_available_files_is_a_job_polled_to_its_answer(platform, monkeypatch):
+    monkeypatch.setattr(platform, "_sleep", lambda seconds: None)
+    starts = []
+
+    def start(request):
+        starts.append(json.loads(request.body))
+        return 201, {}, json.dumps({"token": f"t{len(starts)}"})
+
+    def row(i):
+        return {"fileEntityId": f"syn{i}", "fileName": f"f{i}", "fileSizeBytes": i, "fileHandleId": str(100 + i)}
+
+    responses.add_callback(responses.POST, f"{ROOT}/repo/v1/download/list/query/async/start", callback=start)
+    get = f"{ROOT}/repo/v1/download/list/query/async/get/"
+    responses.add(responses.GET, get + "t1", json={"jobState": "PROCESSING"}, status=202)
+    answer = {"concreteType": PKG + "AvailableFilesResponse", "page": [row(1)], "nextPageToken": "50a50"}
+    responses.add(responses.GET, get + "t1", json={"responseDetails": answer}, status=201)
+    last = {"concreteType": PKG + "AvailableFilesResponse", "page": [dict(row(2), versionNumber=3)]}
+    responses.add(responses.GET, get + "t2", json={"responseDetails": last}, status=201)
+    rows = platform.download_list_available()
+    assert [(r.file_entity_id, r.version_number, r.file_handle_id) for r in rows] == [
+        ("syn1", None, "101"),
+        ("syn2", 3, "102"),
+    ]
+    assert [s["requestDetails"] for s in starts] == [
+        {"concreteType": PKG + "AvailableFilesRequest"},
+        {"concreteType": PKG + "AvailableFilesRequest", "nextPageToken": "50a50"},
+    ]
+    assert all(s["concreteType"] == PKG + "DownloadListQueryRequest" for s in starts)
+
+
+def test_the_models_refuse_what_is_malformed():
+    with pytest.raises(MalformedAnswerError):
+        DownloadListItemResult.from_wire({"fileEntityId": "syn1", "fileName": "a", "fileHandleId": "../x"})
+    with pytest.raises(MalformedAnswerError):  # an answer of another kind than asked
+        DownloadListPage.from_wire({"responseDetails": {"concreteType": PKG + "FilesStatisticsResponse"}})
+    action = ActionRequired.from_wire(
+        {"action": {"concreteType": PKG + "MeetAccessRequirement", "accessRequirementId": 9}, "count": 2}
+    )
+    assert action == ActionRequired("MeetAccessRequirement", "9", 2)
+    assert ActionRequired.from_wire(
+        {"action": {"concreteType": PKG + "RequestDownload", "benefactorId": 5}, "count": 1}
+    ) == ActionRequired("RequestDownload", "syn5", 1)
+
+
+def _row(entity_id, version, size, handle, name="f.txt"):
+    return DownloadListItemResult(entity_id, version, name, size, handle)
+
+
+def _manifest_row(entity_id, version, size, md5="0" * 32):
+    return {
+        "ID": entity_id,
+        "versionNumber": str(version),
+        "dataFileSizeBytes": str(size),
+        "dataFileMD5Hex": md5,
+        "contentType": "text/plain",
+        "parentId": "syn9",
+    }
+
+
+def test_join_pins_each_row_to_the_version_it_means():
+    """A versioned row is its own version; a versionless one is the version its id has left in the manifest;
+    the same file version named twice is one download with two items to remove."""
+    cart = Cart()
+    rows = [
+        _row("syn1", 1, 3, "11"),
+        _row("syn1", None, 5, "12"),
+        _row("syn2", None, 7, "21"),
+        _row("syn2", 4, 7, "21"),
+    ]
+    manifest = [_manifest_row("syn1", 1, 3), _manifest_row("syn1", 2, 5), _manifest_row("syn2", 4, 7)]
+    manifest.append(_manifest_row("syn2", 4, 7))  # (syn2 without a version is its current version, 4, too)
+    _join(cart, rows, manifest)
+    assert [(f.header.id, f.header.version_number, len(f.items)) for f in cart.files] == [
+        ("syn1", 1, 1),
+        ("syn1", 2, 1),
+        ("syn2", 4, 2),
+    ]
+    assert cart.files[2].items == [DownloadListItem("syn2"), DownloadListItem("syn2", 4)]
+    facts = cart.described[("syn1", 2)]
+    assert (facts.handle.id, facts.handle.content_size, facts.version, facts.parent_id) == ("12", 5, 2, "syn9")
+    assert facts.handle.content_md5 == "0" * 32 and facts.from_row
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        [],  # the cart changed between the reads: the manifest does not list it
+        [_manifest_row("syn1", 2, 6)],  # the sizes disagree
+        [_manifest_row("syn1", 2, 5, md5="")],  # no MD5 recorded
+        [_manifest_row("syn1", 2, 5), _manifest_row("syn1", 3, 5)],  # two candidates
+    ],
+)
+def test_join_leaves_what_the_manifest_does_not_say_to_its_bundle(manifest):
+    cart = Cart()
+    _join(cart, [_row("syn1", None, 5, "12")], manifest)
+    assert [(f.header.id, f.header.version_number) for f in cart.files] == [("syn1", None)]
+    assert cart.described == {}  # no facts: the pipeline takes the file's bundle (the MD5 check is never weakened)
+
+
+@pytest.mark.parametrize(
+    "status, action, done",
+    [
+        (SyncStatus.DOWNLOADED, "download", True),
+        (SyncStatus.SKIPPED, "skip", True),
+        (SyncStatus.SKIPPED, "adopt", True),
+        (SyncStatus.SKIPPED, "keep-local", False),  # the local file is not the remote's
+        (SyncStatus.FAILED, "download", False),
+    ],
+)
+def test_only_a_complete_verified_file_leaves_the_cart(status, action, done):
+    result = FileResult("syn1", 1, Path("/x"), 1, None, status, action=action)
+    assert _succeeded(result) is done
+    assert _succeeded(None) is False
+
+
+def test_the_action_line():
+    assert CartInfo(files=0).action_line() is None
+    info = CartInfo(files=2, needing_action=3, actions=["access requirement 9", "download access to syn5"])
+    assert info.action_line() == (
+        "3 files in your download cart need an action on synapse.org first "
+        "(access requirement 9, download access to syn5)"
+    )
+    many = CartInfo(files=0, needing_action=1, actions=[f"access requirement {i}" for i in range(5)])
+    assert many.action_line().startswith("1 file in your download cart needs an action")
+    assert many.action_line().endswith("access requirement 2, ...)")
+
+
+class _PagedCart:
+    """A platform whose cart of ``total`` files pages as Synapse does (``{limit}a{offset}`` tokens), or not."""
+
+    def __init__(self, total: int, *, limit: int = 50, lie_at: int = -1, opaque: bool = False) -> None:
+        self.total, self.limit, self.lie_at, self.opaque = total, limit, lie_at, opaque
+        self.asked: list = []
+        self.counted = 0
+
+    def download_list_available_count(self) -> int:
+        self.counted += 1
+        return self.total
+
+    def download_list_page(self, *, page_token=None) -> DownloadListPage:
+        self.asked.append(page_token)
+        offset = int(page_token[1:] if page_token.startswith("o") else page_token.split("a")[1]) if page_token else 0
+        rows = tuple(_row(f"syn{i}", None, 1, str(i)) for i in range(offset, min(self.total, offset + self.limit)))
+        more = offset + self.limit < self.total
+        token = (f"o{offset + self.limit}" if self.opaque else f"{self.limit}a{offset + self.limit}") if more else None
+        if offset == self.lie_at:
+            token = f"{self.limit}a{offset + 1}"
+        return DownloadListPage(files=rows, next_page_token=token)
+
+    def iter_download_list_pages(self, *, page_token=None):
+        while page_token:
+            page = self.download_list_page(page_token=page_token)
+            yield page
+            page_token = page.next_page_token
+
+    def download_list_actions(self):
+        return []
+
+
+def test_later_pages_are_read_at_once_when_their_tokens_can_be_told():
+    cart = _PagedCart(180)
+    rows = _later_pages(cart, cart.download_list_page())
+    assert [row.file_entity_id for row in rows] == [f"syn{i}" for i in range(50, 180)]
+    assert sorted(cart.asked[1:]) == ["50a100", "50a150", "50a50"] and cart.counted == 1
+
+
+@pytest.mark.parametrize(
+    "cart",
+    [_PagedCart(180, lie_at=100), _PagedCart(180, opaque=True)],
+    ids=["a page not as told", "opaque tokens"],
+)
+def test_later_pages_otherwise_are_read_in_order(cart):
+    assert _later_pages(cart, cart.download_list_page()) is None  # (read_cart then follows the tokens)
+    assert cart.counted == (0 if cart.opaque else 1)
+
+
+def test_read_cart_follows_tokens_it_cannot_tell(monkeypatch):
+    """Opaque tokens: the pages are read one after another, each from the token before, and joined with the
+    manifest as ever."""
+    cart = _PagedCart(120, opaque=True)
+    header = "ID,versionNumber,dataFileSizeBytes,dataFileMD5Hex,contentType,parentId\n"
+    csv_text = header + "".join(f"syn{i},1,1,{'0' * 32},text/plain,syn9\n" for i in range(120))
+    monkeypatch.setattr("synclient.sync.sources.cart._manifest_bytes", lambda platform, client: csv_text.encode())
+    read = read_cart(cart, data=object())
+    assert [file.header.id for file in read.files] == [f"syn{i}" for i in range(120)]
+    assert cart.asked == [None, "o50", "o100"] and cart.counted == 0
+    assert len(read.described) == 120 and read.columns[0] == "ID"
