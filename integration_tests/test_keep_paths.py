@@ -329,3 +329,22 @@ def test_entity_details_take_the_bundles_made_for_the_paths_not_a_second_one(emu
         emu.resolve(emu.beta, folder) for folder in ("raw", "deep/x/y")
     } | {emu.beta}
     assert all(r.file_handle and r.file_handle["contentMd5"] == r.md5 for r in results)
+
+
+@pytest.mark.parametrize("name", ["a\\b", "L" * 300, ".synclient", ".x.synclient-partial"])
+def test_a_folder_name_the_local_disk_cannot_hold_lands_its_files_flat_each_with_a_result(tmp_path, name):
+    """A remote name that is a path component (no '/', '..', NUL) but can be no local name here (a backslash, too
+    long, synclient's index folder at the top, a partial download's name): its files land flat with a note, as
+    for '..', not silently missing from the results (their folder failing instead)."""
+    with Emulator(data_dir=str(tmp_path / "emu")) as emu:
+        project = emu.seed_spec({"projects": [{"name": "gamma", "children": children_of({"raw/a.txt": "g a\n"})}]})[
+            "gamma"
+        ]
+        file_id = emu.resolve(project, "raw/a.txt")
+        folder = project if name == ".synclient" else emu.resolve(project, "raw")
+        emu.rename_entity(folder, name, names="unchecked")
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            results = download_many([file_id], tmp_path / "t", platform=platform, keep_paths=True)
+    assert [(r.entity_id, r.status) for r in results] == [(file_id, SyncStatus.DOWNLOADED)]
+    assert [line.split()[0] for line in results.report.renamed if " lands flat: " in line] == [f"{file_id}.1"]
+    assert_tree_matches(tmp_path / "t", {"a.txt": md5("g a\n")})

@@ -28,9 +28,9 @@ finds each at its path with the remote's size and MD5 (hashed once) and adopts i
 rows into another's index.
 
 A project or folder of the list (``-r``) is walked into its own remote path too, and the list's files inside it are
-its walk's. A file whose folder has no path (it may not be read, or a name in its chain can be no local name) stays
-where the list puts it without ``--keep-paths`` (the target's top, or its dataset's folder), each with a one-line
-note (:attr:`KeptPaths.notes`).
+its walk's. A file whose folder has no path (it may not be read, or a name in its chain can be no local name: the
+run's name gate checks each) stays where the list puts it without ``--keep-paths`` (the target's top, or its
+dataset's folder), each with a one-line note (:attr:`KeptPaths.notes`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from synclient.platform.models import EntityHeader, EntityType, FileBundle, File
 from synclient.platform.rest import Platform
 from synclient.sync.records.index import LocalIndex
 from synclient.sync.sources.by_id import DescribedFiles, Entry, EntryKind, FileVersionFacts, SourcePlan
-from synclient.sync.sources.remote_paths import FolderPaths
+from synclient.sync.sources.remote_paths import FolderPaths, LocalFolderOf
 
 #: a file version's bundle (``POST /entity/{id}/bundle2``, with its annotations)
 BundleOf = Callable[[EntityHeader], FileBundle]
@@ -227,8 +227,10 @@ def kept_paths_of(
     described: DescribedFiles,
     fetches: int,
     view: Optional[ViewFacts] = None,
+    local_folder: Optional[LocalFolderOf] = None,
 ) -> KeptPaths:
-    """:func:`keep_remote_paths` for a run: its platform's calls, its target's index rows (owned by ``root_id``)."""
+    """:func:`keep_remote_paths` for a run: its platform's calls, its target's index rows (owned by ``root_id``),
+    its name gate's check of each folder's local name (``local_folder``)."""
     rows = {(row.entity_id, row.version): row for row in index.iter_rows(root_id)}
 
     def indexed_parent(header: EntityHeader) -> Optional[str]:
@@ -237,7 +239,7 @@ def kept_paths_of(
 
     return keep_remote_paths(
         plan,
-        folder_paths=FolderPaths(platform.get_entity_path, platform.get_entity_headers),
+        folder_paths=FolderPaths(platform.get_entity_path, platform.get_entity_headers, local_folder),
         bundle_of=lambda header: platform.get_file_bundle(
             header.id, version=header.version_number, include_annotations=True
         ),

@@ -13,7 +13,8 @@ its id; a folder may also be named so. One ``POST /entity/header`` batch (per 1,
 tells them apart: the platform leaves out what may not be read.
 
 A folder whose chain cannot be read (the file may be read, its folder may not), has no project at its top, or holds
-a name that can be no path component (``..``, ``/``, NUL from a hostile server) has no path: its files fall back to
+a name that can be no path component (``..``, ``/``, NUL from a hostile server) or no local name on the target (the
+name gate's checks: a backslash, too long, synclient's index folder at the top) has no path: its files fall back to
 the flat layout, each with a one-line note (:meth:`FolderPaths.why_flat`).
 """
 
@@ -29,6 +30,9 @@ from synclient.sync.local.name_gate import RemotePath
 PathOf = Callable[[str], Sequence[EntityHeader]]
 #: ``POST /entity/header`` (Platform.get_entity_headers): the headers of the ids the caller may read
 HeadersOf = Callable[[Sequence[str]], Mapping[str, EntityHeader]]
+#: the local folder of a remote path, checked by the run's name gate (:meth:`NameGate.local_folder
+#: <synclient.sync.local.name_gate.NameGate.local_folder>`): UnsafePathError for a name that can be no local name
+LocalFolderOf = Callable[[RemotePath], object]
 #: the name Synapse gives an item of a path that the caller may not read
 REDACTED_NAME = "Redacted"
 
@@ -36,9 +40,10 @@ REDACTED_NAME = "Redacted"
 class FolderPaths:
     """The remote paths of folders (and projects), learnt one path call per folder no earlier chain named."""
 
-    def __init__(self, path_of: PathOf, headers_of: HeadersOf) -> None:
+    def __init__(self, path_of: PathOf, headers_of: HeadersOf, local_folder: Optional[LocalFolderOf] = None) -> None:
         self._path_of = path_of
         self._headers_of = headers_of
+        self._local_folder = local_folder
         self._unreadable: Set[str] = set()
         self._paths: Dict[str, RemotePath] = {}
         self._chains: Dict[str, Sequence[EntityHeader]] = {}  # folder id -> its chain, from its project down
@@ -99,6 +104,8 @@ class FolderPaths:
             else:
                 try:
                     path = path.child(item.name)
+                    if self._local_folder is not None:
+                        self._local_folder(path)
                 except SynclientError as exc:  # UnsafePathError: this folder and all below it land flat
                     reason = f"the folder {item.id} has a name that can be no local name ({exc})"
                 else:
