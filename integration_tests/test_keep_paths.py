@@ -348,3 +348,21 @@ def test_a_folder_name_the_local_disk_cannot_hold_lands_its_files_flat_each_with
     assert [(r.entity_id, r.status) for r in results] == [(file_id, SyncStatus.DOWNLOADED)]
     assert [line.split()[0] for line in results.report.renamed if " lands flat: " in line] == [f"{file_id}.1"]
     assert_tree_matches(tmp_path / "t", {"a.txt": md5("g a\n")})
+
+
+def test_an_earlier_version_of_a_file_in_a_listed_folder_lands_flat_not_dropped_for_the_walks(emu, tmp_path):
+    """The walk of a listed folder downloads its files' current versions; a listed file of it at an earlier version
+    cannot take that path, and is downloaded flat (as without --keep-paths) with a note, not silently left out."""
+    folder = emu.resolve(emu.beta, "raw")
+    file_id = emu.resolve(emu.beta, "raw/a.txt")
+    emu.add_version(file_id, "beta a, second\n")
+    try:
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            results = download_many(
+                [f"{file_id}.1", folder], tmp_path, platform=platform, keep_paths=True, recursive=True
+            )
+    finally:
+        emu.add_version(file_id, BETA["raw/a.txt"])
+    assert not results.failures
+    assert_tree_matches(tmp_path, {"beta/raw/a.txt": md5("beta a, second\n"), "a.txt": md5("beta a\n")})
+    assert [line.split()[0] for line in results.report.renamed if " lands flat: " in line] == [f"{file_id}.1"]

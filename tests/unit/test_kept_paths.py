@@ -231,3 +231,12 @@ def test_a_view_row_without_a_parent_gives_way_to_the_index():
     row = FileVersionFacts(FileHandle(id="h", content_size=1, content_md5="0" * 32), 1, None, from_row=True)
     kept, _, bundles = keep(plan_of(file_entry("syn103")), described={("syn103", 1): row}, indexed={"syn103": "syn2"})
     assert paths_of(kept)[0] == {"syn103": "alpha/raw/c.txt"} and bundles.asked == []
+
+
+def test_an_earlier_version_of_a_file_in_a_listed_folder_lands_flat_with_a_note():
+    folder = Entry(EntityHeader("syn2", "raw", EntityType.FOLDER), EntryKind.CONTAINER)
+    earlier = Entry(EntityHeader("syn103", "c.txt", F, 1), EntryKind.FILE, earlier_version=True)
+    kept, _, _ = keep(plan_of(folder, earlier, file_entry("syn101")))
+    placed, layout = paths_of(kept)
+    assert placed == {"syn103": "c.txt"}  # syn101 (current) is the walk's; syn103.1 is not: flat, as the list has it
+    assert kept.notes == ["syn103.1 lands flat: the walk of syn2 puts its current version at its path"]

@@ -29,8 +29,9 @@ rows into another's index.
 
 A project or folder of the list (``-r``) is walked into its own remote path too, and the list's files inside it are
 its walk's. A file whose folder has no path (it may not be read, or a name in its chain can be no local name: the
-run's name gate checks each) stays where the list puts it without ``--keep-paths`` (the target's top, or its
-dataset's folder), each with a one-line note (:attr:`KeptPaths.notes`).
+run's name gate checks each), or an earlier version of a file of a walked folder (the walk has the current one at
+its path), stays where the list puts it without ``--keep-paths`` (the target's top, or its dataset's folder), each
+with a one-line note (:attr:`KeptPaths.notes`).
 """
 
 from __future__ import annotations
@@ -130,6 +131,12 @@ def keep_remote_paths(
             kept.notes.append(f"{_label(entry.header)} lands flat: {why}")
         elif not any(item.id in walked for item in chain):  # (a file of a listed container is its walk's)
             tree.place(chain, entry)
+        elif entry.earlier_version:  # the walk has its current version at that path: this one lands flat
+            flat_files.add(id(entry))
+            walk = next(item.id for item in chain if item.id in walked)
+            kept.notes.append(
+                f"{_label(entry.header)} lands flat: the walk of {walk} puts its current version at its path"
+            )
     # what has no remote path stays where the list puts it (a dataset's folder keeps only those files)
     kept.plan.entries.extend(flat_containers + _flat_part(plan.entries, flat_files))
     return kept
