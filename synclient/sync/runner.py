@@ -237,7 +237,8 @@ class SyncRun:
                     described=source.described,
                     fetches=config.max_workers,
                     view=view.get if view is not None and not options.needs_bundle else None,
-                    local_folder=self.gate.local_folder,  # (a folder the disk cannot hold: its files land flat)
+                    # (a folder the disk cannot hold: its files land flat)
+                    local_path=lambda folder, name: self.gate.path(target.root if folder is None else folder, name),
                 )
                 plan, described = kept.plan, {**source.described, **kept.described}
                 self.kept_flat = kept.notes  # (reported with the renamings: each file is not at its remote path)

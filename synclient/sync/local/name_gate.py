@@ -188,16 +188,10 @@ class NameGate:
     def claim_folders(self, remote: RemotePath, owner: str) -> Path:
         """Claim the local folder of ``remote`` for ``owner`` (a dataset's or a listed container's) without making
         it (its files make it when they land)."""
-        folder = self.local_folder(remote)
-        return self.registry.claim(folder, owner) if remote.names else folder
-
-    def local_folder(self, remote: RemotePath) -> Path:
-        """The local folder of ``remote``, each component checked as :meth:`path` checks it; not claimed, not
-        made."""
         folder = self.target.root
         for name in remote.names:
             folder = self.path(folder, name)
-        return folder
+        return self.registry.claim(folder, owner) if remote.names else folder
 
     def place_file(self, remote: RemotePath, owner: str) -> Placed:
         """The local path of a file named by id (a file root, a list's entry) at ``remote``, claimed, its folders

@@ -45,7 +45,7 @@ from synclient.platform.models import EntityHeader, EntityType, FileBundle, File
 from synclient.platform.rest import Platform
 from synclient.sync.records.index import LocalIndex
 from synclient.sync.sources.by_id import DescribedFiles, Entry, EntryKind, FileVersionFacts, SourcePlan
-from synclient.sync.sources.remote_paths import FolderPaths, LocalFolderOf
+from synclient.sync.sources.remote_paths import FolderPaths, LocalPathOf
 
 #: a file version's bundle (``POST /entity/{id}/bundle2``, with its annotations)
 BundleOf = Callable[[EntityHeader], FileBundle]
@@ -234,10 +234,10 @@ def kept_paths_of(
     described: DescribedFiles,
     fetches: int,
     view: Optional[ViewFacts] = None,
-    local_folder: Optional[LocalFolderOf] = None,
+    local_path: Optional[LocalPathOf] = None,
 ) -> KeptPaths:
     """:func:`keep_remote_paths` for a run: its platform's calls, its target's index rows (owned by ``root_id``),
-    its name gate's check of each folder's local name (``local_folder``)."""
+    its name gate's check of each folder's local name (``local_path``)."""
     rows = {(row.entity_id, row.version): row for row in index.iter_rows(root_id)}
 
     def indexed_parent(header: EntityHeader) -> Optional[str]:
@@ -246,7 +246,7 @@ def kept_paths_of(
 
     return keep_remote_paths(
         plan,
-        folder_paths=FolderPaths(platform.get_entity_path, platform.get_entity_headers, local_folder),
+        folder_paths=FolderPaths(platform.get_entity_path, platform.get_entity_headers, local_path),
         bundle_of=lambda header: platform.get_file_bundle(
             header.id, version=header.version_number, include_annotations=True
         ),

@@ -20,6 +20,7 @@ the flat layout, each with a one-line note (:meth:`FolderPaths.why_flat`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
 from synclient.errors import SynclientError
@@ -30,9 +31,9 @@ from synclient.sync.local.name_gate import RemotePath
 PathOf = Callable[[str], Sequence[EntityHeader]]
 #: ``POST /entity/header`` (Platform.get_entity_headers): the headers of the ids the caller may read
 HeadersOf = Callable[[Sequence[str]], Mapping[str, EntityHeader]]
-#: the local folder of a remote path, checked by the run's name gate (:meth:`NameGate.local_folder
-#: <synclient.sync.local.name_gate.NameGate.local_folder>`): UnsafePathError for a name that can be no local name
-LocalFolderOf = Callable[[RemotePath], object]
+#: the local path of a remote name in a local folder (None: the target's top), checked by the run's name gate
+#: (:meth:`~synclient.sync.local.name_gate.NameGate.path`): UnsafePathError for a name that can be no local name
+LocalPathOf = Callable[[Optional[Path], str], Path]
 #: the name Synapse gives an item of a path that the caller may not read
 REDACTED_NAME = "Redacted"
 
@@ -40,10 +41,10 @@ REDACTED_NAME = "Redacted"
 class FolderPaths:
     """The remote paths of folders (and projects), learnt one path call per folder no earlier chain named."""
 
-    def __init__(self, path_of: PathOf, headers_of: HeadersOf, local_folder: Optional[LocalFolderOf] = None) -> None:
+    def __init__(self, path_of: PathOf, headers_of: HeadersOf, local_path: Optional[LocalPathOf] = None) -> None:
         self._path_of = path_of
         self._headers_of = headers_of
-        self._local_folder = local_folder
+        self._local_path = local_path
         self._unreadable: Set[str] = set()
         self._paths: Dict[str, RemotePath] = {}
         self._chains: Dict[str, Sequence[EntityHeader]] = {}  # folder id -> its chain, from its project down
@@ -95,7 +96,7 @@ class FolderPaths:
         if not below_root:
             self._flat[chain[-1].id] = f"the path of {chain[-1].id} has no project at its top"
             return
-        path = RemotePath()
+        path, local = RemotePath(), None
         for item in below_root:
             if item.id in self._flat:
                 reason = self._flat[item.id]
@@ -104,8 +105,7 @@ class FolderPaths:
             else:
                 try:
                     path = path.child(item.name)
-                    if self._local_folder is not None:
-                        self._local_folder(path)
+                    local = self._local_path(local, item.name) if self._local_path is not None else None
                 except SynclientError as exc:  # UnsafePathError: this folder and all below it land flat
                     reason = f"the folder {item.id} has a name that can be no local name ({exc})"
                 else:
