@@ -3,10 +3,12 @@ says it, the plan rebuilt as a tree and named by the list's rules; with a fake p
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from test_remote_paths import WORLD, FakePaths
 
-from synclient.errors import AccessDeniedError
+from synclient.errors import AccessDeniedError, CallCancelledError
 from synclient.platform.models import Entity, EntityHeader, EntityType, FileBundle, FileHandle
 from synclient.sync.sources.by_id import Entry, EntryKind, FileVersionFacts, SourcePlan
 from synclient.sync.sources.kept_paths import keep_remote_paths
@@ -240,3 +242,28 @@ def test_an_earlier_version_of_a_file_in_a_listed_folder_lands_flat_with_a_note(
     placed, layout = paths_of(kept)
     assert placed == {"syn103": "c.txt"}  # syn101 (current) is the walk's; syn103.1 is not: flat, as the list has it
     assert kept.notes == ["syn103.1 lands flat: the walk of syn2 puts its current version at its path"]
+
+
+def test_ctrl_c_during_the_bundle_calls_cancels_the_calls_under_way_and_does_not_wait_for_them():
+    cancel, under_way = threading.Event(), threading.Event()
+
+    def bundle_of(header):
+        if header.id == "syn101":  # Ctrl-C while another call waits to retry
+            under_way.wait()
+            raise KeyboardInterrupt
+        under_way.set()
+        cancel.wait(timeout=30)  # a call waiting to retry: the platform's cancel event stops it
+        raise CallCancelledError("cancelled while waiting to retry")
+
+    lookup = FakePaths(WORLD)
+    with pytest.raises(KeyboardInterrupt):
+        keep_remote_paths(
+            plan_of(file_entry("syn101"), file_entry("syn102")),
+            folder_paths=FolderPaths(lookup, lookup.headers),
+            bundle_of=bundle_of,
+            described={},
+            indexed_parent=lambda header: None,
+            fetches=2,
+            cancel=cancel,
+        )
+    assert cancel.is_set()

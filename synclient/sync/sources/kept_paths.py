@@ -36,6 +36,7 @@ with a one-line note (:attr:`KeptPaths.notes`).
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
@@ -76,8 +77,10 @@ def keep_remote_paths(
     indexed_parent: IndexedParent,
     fetches: int,
     view: Optional[ViewFacts] = None,
+    cancel: Optional[threading.Event] = None,
 ) -> KeptPaths:
-    """``plan`` with its files (and containers) at their remote paths (see the module docstring)."""
+    """``plan`` with its files (and containers) at their remote paths (see the module docstring). ``cancel``: set
+    when Ctrl-C stops the bundle calls (the platform's calls waiting to retry stop on it)."""
     files = [entry for entry in _entries(plan.entries) if entry.kind is EntryKind.FILE]
     containers = [entry for entry in plan.entries if entry.kind is EntryKind.CONTAINER]
     kept = KeptPaths(SourcePlan(refused=list(plan.refused), standalone=False))
@@ -92,7 +95,7 @@ def keep_remote_paths(
         else:
             to_fetch.setdefault(key, entry.header)
     failed: Dict[Tuple[str, Optional[int]], SynclientError] = {}
-    for header, outcome in _bundles(list(to_fetch.values()), bundle_of, fetches):
+    for header, outcome in _bundles(list(to_fetch.values()), bundle_of, fetches, cancel or threading.Event()):
         kept.bundle_calls += 1
         key = _key(header)
         if isinstance(outcome, SynclientError):
@@ -187,7 +190,9 @@ def _entries(entries: Sequence[Entry]) -> List[Entry]:
     return found
 
 
-def _bundles(headers: Sequence[EntityHeader], bundle_of: BundleOf, fetches: int) -> List[Tuple[EntityHeader, object]]:
+def _bundles(
+    headers: Sequence[EntityHeader], bundle_of: BundleOf, fetches: int, cancel: threading.Event
+) -> List[Tuple[EntityHeader, object]]:
     """Each file version's bundle (or the error that refused it), ``fetches`` calls at once."""
 
     def one(header: EntityHeader) -> Tuple[EntityHeader, object]:
@@ -199,10 +204,15 @@ def _bundles(headers: Sequence[EntityHeader], bundle_of: BundleOf, fetches: int)
     if len(headers) <= 1:
         return [one(header) for header in headers]
     pool = ThreadPoolExecutor(max_workers=max(1, min(fetches, len(headers))), thread_name_prefix="synclient-paths")
+    interrupted = False
     try:
         return list(pool.map(one, headers))
-    finally:  # Ctrl-C: the calls not yet started are dropped, not waited for
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        interrupted = True
+        cancel.set()  # (the calls under way stop waiting to retry, as the run's pool stops them)
+        raise
+    finally:  # Ctrl-C: the calls not yet started are dropped, those under way not waited for
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
 def _facts(bundle: FileBundle, handle: FileHandle) -> FileVersionFacts:
@@ -239,19 +249,22 @@ def kept_paths_of(
     """:func:`keep_remote_paths` for a run: its platform's calls, its target's index rows (owned by ``root_id``),
     its name gate's check of each folder's local name (``local_path``)."""
     rows = {(row.entity_id, row.version): row for row in index.iter_rows(root_id)}
+    cancel = threading.Event()
 
     def indexed_parent(header: EntityHeader) -> Optional[str]:
         row = rows.get((header.id, header.version_number))
         return row.parent_id if row is not None and row.local_stat_matches(index.target_root) else None
 
-    return keep_remote_paths(
-        plan,
-        folder_paths=FolderPaths(platform.get_entity_path, platform.get_entity_headers, local_path),
-        bundle_of=lambda header: platform.get_file_bundle(
-            header.id, version=header.version_number, include_annotations=True
-        ),
-        described=described,
-        indexed_parent=indexed_parent,
-        fetches=fetches,
-        view=view,
-    )
+    with platform.cancel_on(cancel):
+        return keep_remote_paths(
+            plan,
+            folder_paths=FolderPaths(platform.get_entity_path, platform.get_entity_headers, local_path),
+            bundle_of=lambda header: platform.get_file_bundle(
+                header.id, version=header.version_number, include_annotations=True
+            ),
+            described=described,
+            indexed_parent=indexed_parent,
+            fetches=fetches,
+            view=view,
+            cancel=cancel,
+        )
