@@ -8,7 +8,7 @@ import threading
 import pytest
 from test_remote_paths import WORLD, FakePaths
 
-from synclient.errors import AccessDeniedError, CallCancelledError
+from synclient.errors import AccessDeniedError, CallCancelledError, ServerError
 from synclient.platform.models import Entity, EntityHeader, EntityType, FileBundle, FileHandle
 from synclient.sync.sources.by_id import Entry, EntryKind, FileVersionFacts, SourcePlan
 from synclient.sync.sources.kept_paths import keep_remote_paths
@@ -267,3 +267,24 @@ def test_ctrl_c_during_the_bundle_calls_cancels_the_calls_under_way_and_does_not
             cancel=cancel,
         )
     assert cancel.is_set()
+
+
+def test_a_path_call_that_fails_but_for_a_refusal_to_read_fails_its_files_not_lands_them_flat():
+    """A 5xx (its retries spent) says nothing of the folder: its files fail with it (the next run places them at
+    their paths), where a 403 or 404 (the folder may not be read) lands them flat."""
+
+    class Failing(FakePaths):
+        def __call__(self, entity_id):
+            if entity_id == "syn3":
+                raise ServerError("GET /entity/{id}/path: 503 after 5 tries", status=503)
+            return super().__call__(entity_id)
+
+    folder = Entry(EntityHeader("syn3", "2024", EntityType.FOLDER), EntryKind.CONTAINER)
+    kept, _, _ = keep(
+        plan_of(file_entry("syn101"), file_entry("syn108"), file_entry("syn104"), folder),
+        lookup=Failing(WORLD, unreadable={"syn10"}),
+    )
+    placed, _ = paths_of(kept)
+    assert placed == {"syn108": "h.txt", "syn104": "alpha/d.txt"}  # (syn10 may not be read: flat)
+    assert [(h.id, type(e)) for h, e in kept.plan.refused] == [("syn3", ServerError), ("syn101", ServerError)]
+    assert [note.split()[0] for note in kept.notes] == ["syn108.1"]

@@ -115,7 +115,10 @@ def keep_remote_paths(
     flat_containers: List[Entry] = []
     for entry in containers:
         chain = folder_paths.chain(entry.header.id)
-        if not chain:
+        error = folder_paths.failure(entry.header.id)
+        if error is not None:  # (its path call failed: the next run places it)
+            kept.plan.refused.append((entry.header, error))
+        elif not chain:
             flat_containers.append(entry)
             kept.notes.append(f"{entry.header.id} lands flat: {folder_paths.why_flat(entry.header.id)}")
         elif not any(item.id in walked for item in chain[:-1]):  # (inside another container of the list: walked)
@@ -128,7 +131,10 @@ def keep_remote_paths(
             continue
         parent = parents.get(key)
         chain = folder_paths.chain(parent) if parent is not None else ()
-        if not chain:
+        error = folder_paths.failure(parent) if parent is not None else None
+        if error is not None:
+            kept.plan.refused.append((entry.header, error))
+        elif not chain:
             flat_files.add(id(entry))
             why = folder_paths.why_flat(parent) if parent is not None else "its bundle names no parent"
             kept.notes.append(f"{_label(entry.header)} lands flat: {why}")

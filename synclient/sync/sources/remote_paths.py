@@ -12,6 +12,9 @@ Synapse names an item of a chain that the caller may not read ``Redacted`` (Node
 its id; a folder may also be named so. One ``POST /entity/header`` batch (per 1,000 ids) for every item so named
 tells them apart: the platform leaves out what may not be read.
 
+A path call that fails otherwise (a 5xx or a malformed answer, its retries spent) says nothing of the folder: its
+files fail with that error (:meth:`FolderPaths.failure`), so the next run places them, rather than land flat.
+
 A folder whose chain cannot be read (the file may be read, its folder may not), has no project at its top, or holds
 a name that can be no path component (``..``, ``/``, NUL from a hostile server) or no local name on the target (the
 name gate's checks: a backslash, too long, synclient's index folder at the top) has no path: its files fall back to
@@ -23,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
-from synclient.errors import SynclientError
+from synclient.errors import AccessDeniedError, NotFoundError, SynclientError
 from synclient.platform.models import EntityHeader, EntityType
 from synclient.sync.local.name_gate import RemotePath
 
@@ -49,6 +52,7 @@ class FolderPaths:
         self._paths: Dict[str, RemotePath] = {}
         self._chains: Dict[str, Sequence[EntityHeader]] = {}  # folder id -> its chain, from its project down
         self._flat: Dict[str, str] = {}  # folder id -> why its files land flat
+        self._failed: Dict[str, SynclientError] = {}  # folder id -> the error of its path call (its files fail)
         self.calls = 0
 
     def resolve(self, folder_ids: Iterable[str]) -> None:
@@ -61,8 +65,11 @@ class FolderPaths:
             self.calls += 1
             try:
                 chain = self._path_of(folder_id)
-            except SynclientError as exc:
+            except (AccessDeniedError, NotFoundError) as exc:
                 self._flat[folder_id] = f"its folder {folder_id} may not be read ({exc})"
+                continue
+            except SynclientError as exc:
+                self._failed[folder_id] = exc
                 continue
             if not chain or chain[-1].id != folder_id:
                 self._flat[folder_id] = f"the path of {folder_id} does not end at it"
@@ -84,6 +91,10 @@ class FolderPaths:
     def chain(self, folder_id: str) -> Sequence[EntityHeader]:
         """The containers of a resolved folder's path, from its project down to it (empty when it has no path)."""
         return self._chains.get(folder_id, ())
+
+    def failure(self, folder_id: str) -> Optional[SynclientError]:
+        """The error of a folder's path call that is no refusal to read it (its files fail with it), or None."""
+        return self._failed.get(folder_id)
 
     def why_flat(self, folder_id: str) -> str:
         """Why a folder's files land flat (one line), or '' when it has a path."""
