@@ -288,3 +288,59 @@ def test_a_path_call_that_fails_but_for_a_refusal_to_read_fails_its_files_not_la
     assert placed == {"syn108": "h.txt", "syn104": "alpha/d.txt"}  # (syn10 may not be read: flat)
     assert [(h.id, type(e)) for h, e in kept.plan.refused] == [("syn3", ServerError), ("syn101", ServerError)]
     assert [note.split()[0] for note in kept.notes] == ["syn108.1"]
+
+
+def test_the_index_rows_read_for_parents_are_only_the_lists_files_whatever_the_targets_size():
+    """A list of one file into a target whose index holds many rows of earlier lists: the rows are streamed and
+    only the list's kept (memory by the list, not by the index)."""
+    import tracemalloc
+    from contextlib import contextmanager
+    from pathlib import Path
+
+    from synclient.sync.records.index import IndexRow
+    from synclient.sync.sources.kept_paths import kept_paths_of
+
+    class Index:
+        target_root = Path("/nonexistent-target")
+
+        def iter_rows(self, root_id):
+            for n in range(20_000):
+                yield IndexRow(
+                    f"f/{n:06d}-{'x' * 40}.txt",
+                    f"f/{n:06d}-{'x' * 40}.txt",
+                    root_id,
+                    f"syn{900000 + n}",
+                    1,
+                    str(n),
+                    "0" * 32,
+                    1,
+                    None,
+                    "syn2",
+                    1,
+                    1,
+                )
+
+    class Platform:
+        lookup = FakePaths(WORLD)
+        get_entity_path, get_entity_headers = lookup, lookup.headers
+
+        @contextmanager
+        def cancel_on(self, event):
+            yield
+
+    facts = FileVersionFacts(FileHandle(id="h", content_size=1, content_md5="0" * 32), 1, "syn3")
+    tracemalloc.start()
+    try:
+        kept = kept_paths_of(
+            plan_of(file_entry("syn101")),
+            platform=Platform(),
+            index=Index(),
+            root_id="ids",
+            described={("syn101", 1): facts},
+            fetches=1,
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert paths_of(kept)[0] == {"syn101": "alpha/raw/2024/a.txt"}
+    assert peak < 1_000_000  # (all 20,000 rows held: several MB)

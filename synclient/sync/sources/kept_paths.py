@@ -254,7 +254,9 @@ def kept_paths_of(
 ) -> KeptPaths:
     """:func:`keep_remote_paths` for a run: its platform's calls, its target's index rows (owned by ``root_id``),
     its name gate's check of each folder's local name (``local_path``)."""
-    rows = {(row.entity_id, row.version): row for row in index.iter_rows(root_id)}
+    wanted = {_key(entry.header) for entry in _entries(plan.entries) if entry.kind is EntryKind.FILE}
+    # (streamed: only the list's rows are kept, however many earlier lists the target's index holds)
+    rows = {key: row for row in index.iter_rows(root_id) for key in [(row.entity_id, row.version)] if key in wanted}
     cancel = threading.Event()
 
     def indexed_parent(header: EntityHeader) -> Optional[str]:
