@@ -374,3 +374,21 @@ def test_an_earlier_version_of_a_file_in_a_listed_folder_lands_flat_not_dropped_
     assert not results.failures
     assert_tree_matches(tmp_path, {"beta/raw/a.txt": md5("beta a, second\n"), "a.txt": md5("beta a\n")})
     assert [line.split()[0] for line in results.report.renamed if " lands flat: " in line] == [f"{file_id}.1"]
+
+
+def test_a_re_run_after_the_file_moved_and_its_folder_was_deleted_finds_its_new_folder(tmp_path):
+    with Emulator(data_dir=str(tmp_path / "emu")) as emu:
+        project = emu.seed_spec(
+            {"projects": [{"name": "gamma", "children": children_of({"raw/a.txt": "g a\n", "other/b.txt": "g b\n"})}]}
+        )["gamma"]
+        file_id, old, new = (emu.resolve(project, path) for path in ("raw/a.txt", "raw", "other"))
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            download_many([file_id], tmp_path / "t", platform=platform, keep_paths=True)
+            emu.move_entity(file_id, new)
+            emu.delete_entity(old)
+            emu.reset_stats()
+            results = download_many([file_id], tmp_path / "t", platform=platform, keep_paths=True)
+        calls = routes(emu)
+    assert not results.failures and not results.report.renamed  # (not flat: "its folder may not be read")
+    assert [Path(r.path).relative_to(tmp_path / "t").as_posix() for r in results] == ["gamma/other/a.txt"]
+    assert count(calls, "/bundle2") == 1  # the file's bundle, once: the index's folder is gone

@@ -8,7 +8,7 @@ import threading
 import pytest
 from test_remote_paths import WORLD, FakePaths
 
-from synclient.errors import AccessDeniedError, CallCancelledError, ServerError
+from synclient.errors import AccessDeniedError, CallCancelledError, NotFoundError, ServerError
 from synclient.platform.models import Entity, EntityHeader, EntityType, FileBundle, FileHandle
 from synclient.sync.sources.by_id import Entry, EntryKind, FileVersionFacts, SourcePlan
 from synclient.sync.sources.kept_paths import keep_remote_paths
@@ -344,3 +344,27 @@ def test_the_index_rows_read_for_parents_are_only_the_lists_files_whatever_the_t
         tracemalloc.stop()
     assert paths_of(kept)[0] == {"syn101": "alpha/raw/2024/a.txt"}
     assert peak < 1_000_000  # (all 20,000 rows held: several MB)
+
+
+def test_a_parent_the_index_remembers_that_is_gone_is_asked_of_the_files_bundle_once():
+    """The index says the folder a file was in; when that folder no longer exists (the file was moved and the folder
+    deleted), the file's bundle says where it is now, rather than the file landing flat. A folder that exists but
+    may not be read costs no bundle: the file's folder is the same."""
+
+    class Gone(FakePaths):
+        def __call__(self, entity_id):
+            if entity_id == "syn99":
+                self.asked.append(entity_id)
+                raise NotFoundError("GET /entity/{id}/path: HTTP 404: Resource: 'syn99' does not exist", status=404)
+            return super().__call__(entity_id)
+
+    kept, lookup, bundles = keep(
+        plan_of(file_entry("syn101"), file_entry("syn108"), file_entry("syn104")),
+        lookup=Gone(WORLD, unreadable={"syn10"}),
+        indexed={"syn101": "syn99", "syn108": "syn10", "syn104": "syn1"},
+    )
+    placed, _ = paths_of(kept)
+    assert placed == {"syn101": "alpha/raw/2024/a.txt", "syn108": "h.txt", "syn104": "alpha/d.txt"}
+    assert bundles.asked == ["syn101"] and ("syn101", 1) in kept.described  # (handed on: not asked again)
+    assert [note.split()[0] for note in kept.notes] == ["syn108.1"]
+    assert lookup.asked == ["syn99", "syn10", "syn1", "syn3"]

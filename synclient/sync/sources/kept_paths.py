@@ -11,7 +11,8 @@ same list would not make:
    layout either; the parent it recorded);
 3. the file's bundle, the call the run makes for it anyway, made here at plan time (``fetches`` at once) and handed
    on as ``described`` facts so the pipeline does not make it again. A file whose bundle fails is refused here, with
-   the bundle's error, as the pipeline would refuse it.
+   the bundle's error, as the pipeline would refuse it. A file whose folder from 1. or 2. no longer exists (its path
+   call answers 404: the file moved, the folder was deleted) is asked its bundle too.
 
 Then :class:`~synclient.sync.sources.remote_paths.FolderPaths` learns every parent's path (at most one
 ``GET /entity/{id}/path`` per distinct parent folder, none for a folder an earlier answer's chain named; one
@@ -95,19 +96,36 @@ def keep_remote_paths(
         else:
             to_fetch.setdefault(key, entry.header)
     failed: Dict[Tuple[str, Optional[int]], SynclientError] = {}
-    for header, outcome in _bundles(list(to_fetch.values()), bundle_of, fetches, cancel or threading.Event()):
-        kept.bundle_calls += 1
-        key = _key(header)
-        if isinstance(outcome, SynclientError):
-            failed[key] = outcome
-            continue
-        assert isinstance(outcome, FileBundle)
-        if outcome.file_handle is not None:  # (one without: the pipeline's own call says why it fails)
-            kept.described[key] = _facts(outcome, outcome.file_handle)
-        if outcome.entity.parent_id is not None:
-            parents[key] = outcome.entity.parent_id
+    cancel = cancel or threading.Event()
+
+    def fetch(headers: Sequence[EntityHeader]) -> None:
+        for header, outcome in _bundles(headers, bundle_of, fetches, cancel):
+            kept.bundle_calls += 1
+            key = _key(header)
+            parents.pop(key, None)
+            if isinstance(outcome, SynclientError):
+                failed[key] = outcome
+                continue
+            assert isinstance(outcome, FileBundle)
+            if outcome.file_handle is not None:  # (one without: the pipeline's own call says why it fails)
+                kept.described[key] = _facts(outcome, outcome.file_handle)
+            if outcome.entity.parent_id is not None:
+                parents[key] = outcome.entity.parent_id
+
+    fetch(list(to_fetch.values()))
     before = folder_paths.calls
     folder_paths.resolve([entry.header.id for entry in containers] + list(dict.fromkeys(parents.values())))
+    # a folder a view's row or the index named that no longer exists (the file moved, its folder deleted): the
+    # file's bundle says where it is now (a call only for those files)
+    moved = {
+        key: entry.header
+        for entry in files
+        for key in [_key(entry.header)]
+        if key not in to_fetch and key in parents and folder_paths.gone(parents[key])
+    }
+    if moved:
+        fetch(list(moved.values()))
+        folder_paths.resolve(dict.fromkeys(parents[key] for key in moved if key in parents))
     kept.path_calls = folder_paths.calls - before
 
     tree = _Tree(kept.plan.entries)

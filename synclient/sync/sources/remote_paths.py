@@ -53,6 +53,7 @@ class FolderPaths:
         self._chains: Dict[str, Sequence[EntityHeader]] = {}  # folder id -> its chain, from its project down
         self._flat: Dict[str, str] = {}  # folder id -> why its files land flat
         self._failed: Dict[str, SynclientError] = {}  # folder id -> the error of its path call (its files fail)
+        self._gone: Set[str] = set()  # folders whose path call said they do not exist (404)
         self.calls = 0
 
     def resolve(self, folder_ids: Iterable[str]) -> None:
@@ -67,6 +68,8 @@ class FolderPaths:
                 chain = self._path_of(folder_id)
             except (AccessDeniedError, NotFoundError) as exc:
                 self._flat[folder_id] = f"its folder {folder_id} may not be read ({exc})"
+                if isinstance(exc, NotFoundError):
+                    self._gone.add(folder_id)
                 continue
             except SynclientError as exc:
                 self._failed[folder_id] = exc
@@ -95,6 +98,10 @@ class FolderPaths:
     def failure(self, folder_id: str) -> Optional[SynclientError]:
         """The error of a folder's path call that is no refusal to read it (its files fail with it), or None."""
         return self._failed.get(folder_id)
+
+    def gone(self, folder_id: str) -> bool:
+        """Whether the folder's path call said it does not exist (a file said to be in it has moved since)."""
+        return folder_id in self._gone
 
     def why_flat(self, folder_id: str) -> str:
         """Why a folder's files land flat (one line), or '' when it has a path."""
