@@ -368,3 +368,24 @@ def test_a_parent_the_index_remembers_that_is_gone_is_asked_of_the_files_bundle_
     assert bundles.asked == ["syn101"] and ("syn101", 1) in kept.described  # (handed on: not asked again)
     assert [note.split()[0] for note in kept.notes] == ["syn108.1"]
     assert lookup.asked == ["syn99", "syn10", "syn1", "syn3"]
+
+
+def test_a_hostile_chain_with_a_repeated_id_and_a_file_in_its_middle_stays_inside_its_project():
+    from test_remote_paths import ROOT
+
+    def path_of(entity_id):
+        if entity_id != "syn3":
+            raise AccessDeniedError(f"{entity_id}: no READ", status=403)
+        project, raw = EntityHeader("syn1", "alpha", EntityType.PROJECT), EntityHeader("syn2", "raw", F)
+        return [ROOT, project, raw, raw, EntityHeader("syn3", "2024", F)]
+
+    kept = keep_remote_paths(
+        plan_of(file_entry("syn101")),
+        folder_paths=FolderPaths(path_of, lambda ids: {}),
+        bundle_of=FakeBundles(),
+        described={},
+        indexed_parent=lambda header: None,
+        fetches=1,
+    )
+    placed, layout = paths_of(kept)
+    assert placed == {"syn101": "alpha/raw/2024/a.txt"} and not layout.refused
