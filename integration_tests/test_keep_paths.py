@@ -223,9 +223,11 @@ def test_the_cli_keeps_paths_for_one_file_id_too(emu, tmp_path, monkeypatch):
 
 
 def hostile_world(emu, knobs):
-    """file id -> (its remote path as the hostile server answers it, whether a folder of it can be no local name)."""
+    """file id -> why a folder of its path, as the hostile server answers it, can be no local name: "remote" (no
+    path component: '/', '..', NUL), "local" (one, but not on this disk: 300 bytes long), or None."""
     from synclient.emulator.hostile import answered_name
     from synclient.sync.local.name_gate import RemotePath
+    from synclient.sync.local.paths import validate_name
 
     world = {}
     for project, files in ((emu.alpha, ALPHA), (emu.beta, BETA)):
@@ -236,11 +238,15 @@ def hostile_world(emu, knobs):
                 (emu.resolve(project, "/".join(folders[: i + 1])), folders[i]) for i in range(len(folders))
             ]
             answered = [answered_name(knobs, entity_id, real) for entity_id, real in chain]
+            hostile = None
             try:
                 RemotePath(tuple(answered))
-                hostile = False
+                hostile = "local"
+                for each in answered:  # (each a local name here too: the name gate's check, 255 bytes included)
+                    validate_name(each)
+                hostile = None
             except Exception:
-                hostile = True
+                hostile = hostile or "remote"
             world[emu.resolve(project, path)] = hostile
     return world
 
@@ -248,11 +254,12 @@ def hostile_world(emu, knobs):
 def test_hostile_folder_names_land_their_files_flat_each_with_a_line_and_nothing_outside(emu, tmp_path):
     from synclient.emulator import Knobs
 
-    # a seed where some folders' answered names can be no local name and some can (decided per entity, replayable)
+    # a seed where some folders' answered names can be no local name and some can, one of them a path component
+    # that this disk cannot hold (too long) (decided per entity, replayable)
     for seed in range(1, 200):
         knobs = Knobs(hostile_rate=0.3, hostile_kinds="names", fault_seed=seed)
         world = hostile_world(emu, knobs)
-        if 0 < sum(world.values()) < len(world):
+        if None in world.values() and "remote" in world.values() and "local" in world.values():
             break
     else:
         pytest.fail("no seed gives some hostile folders and some not")
@@ -265,7 +272,8 @@ def test_hostile_folder_names_land_their_files_flat_each_with_a_line_and_nothing
     finally:
         emu.set_knobs(hostile_rate=0.0)
     flat = {line.split()[0].split(".")[0] for line in results.report.renamed if " lands flat: " in line}
-    assert flat == {file_id for file_id, hostile in world.items() if hostile}
+    assert flat == {file_id for file_id, hostile in world.items() if hostile is not None}
+    assert set(world) <= {result.entity_id for result in results}  # every listed file has its result
     root = (tmp_path / "t").resolve()
     for result in results:
         if result.path is not None:
@@ -329,3 +337,58 @@ def test_entity_details_take_the_bundles_made_for_the_paths_not_a_second_one(emu
         emu.resolve(emu.beta, folder) for folder in ("raw", "deep/x/y")
     } | {emu.beta}
     assert all(r.file_handle and r.file_handle["contentMd5"] == r.md5 for r in results)
+
+
+@pytest.mark.parametrize("name", ["a\\b", "L" * 300, ".synclient", ".x.synclient-partial"])
+def test_a_folder_name_the_local_disk_cannot_hold_lands_its_files_flat_each_with_a_result(tmp_path, name):
+    """A remote name that is a path component (no '/', '..', NUL) but can be no local name here (a backslash, too
+    long, synclient's index folder at the top, a partial download's name): its files land flat with a note, as
+    for '..', not silently missing from the results (their folder failing instead)."""
+    with Emulator(data_dir=str(tmp_path / "emu")) as emu:
+        project = emu.seed_spec({"projects": [{"name": "gamma", "children": children_of({"raw/a.txt": "g a\n"})}]})[
+            "gamma"
+        ]
+        file_id = emu.resolve(project, "raw/a.txt")
+        folder = project if name == ".synclient" else emu.resolve(project, "raw")
+        emu.rename_entity(folder, name, names="unchecked")
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            results = download_many([file_id], tmp_path / "t", platform=platform, keep_paths=True)
+    assert [(r.entity_id, r.status) for r in results] == [(file_id, SyncStatus.DOWNLOADED)]
+    assert [line.split()[0] for line in results.report.renamed if " lands flat: " in line] == [f"{file_id}.1"]
+    assert_tree_matches(tmp_path / "t", {"a.txt": md5("g a\n")})
+
+
+def test_an_earlier_version_of_a_file_in_a_listed_folder_lands_flat_not_dropped_for_the_walks(emu, tmp_path):
+    """The walk of a listed folder downloads its files' current versions; a listed file of it at an earlier version
+    cannot take that path, and is downloaded flat (as without --keep-paths) with a note, not silently left out."""
+    folder = emu.resolve(emu.beta, "raw")
+    file_id = emu.resolve(emu.beta, "raw/a.txt")
+    emu.add_version(file_id, "beta a, second\n")
+    try:
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            results = download_many(
+                [f"{file_id}.1", folder], tmp_path, platform=platform, keep_paths=True, recursive=True
+            )
+    finally:
+        emu.add_version(file_id, BETA["raw/a.txt"])
+    assert not results.failures
+    assert_tree_matches(tmp_path, {"beta/raw/a.txt": md5("beta a, second\n"), "a.txt": md5("beta a\n")})
+    assert [line.split()[0] for line in results.report.renamed if " lands flat: " in line] == [f"{file_id}.1"]
+
+
+def test_a_re_run_after_the_file_moved_and_its_folder_was_deleted_finds_its_new_folder(tmp_path):
+    with Emulator(data_dir=str(tmp_path / "emu")) as emu:
+        project = emu.seed_spec(
+            {"projects": [{"name": "gamma", "children": children_of({"raw/a.txt": "g a\n", "other/b.txt": "g b\n"})}]}
+        )["gamma"]
+        file_id, old, new = (emu.resolve(project, path) for path in ("raw/a.txt", "raw", "other"))
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            download_many([file_id], tmp_path / "t", platform=platform, keep_paths=True)
+            emu.move_entity(file_id, new)
+            emu.delete_entity(old)
+            emu.reset_stats()
+            results = download_many([file_id], tmp_path / "t", platform=platform, keep_paths=True)
+        calls = routes(emu)
+    assert not results.failures and not results.report.renamed  # (not flat: "its folder may not be read")
+    assert [Path(r.path).relative_to(tmp_path / "t").as_posix() for r in results] == ["gamma/other/a.txt"]
+    assert count(calls, "/bundle2") == 1  # the file's bundle, once: the index's folder is gone

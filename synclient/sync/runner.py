@@ -219,6 +219,8 @@ class SyncRun:
         )
         # the source's files, named: a list's entries against this target's index, a file root as the run names
         # files (by its handle's name: one bundle call, kept for the pipeline), files given as they are
+        # the one way from a remote name to a local path, and the run's one registry of local paths
+        self.gate = NameGate(target, names, PathRegistry(names))
         self.layout = Layout()  # a list's entries at their paths, its renamings and refusals (others: empty)
         self._files: List[Tuple[EntityHeader, Union[RemotePath, str]]] = []  # files that go straight to the pipeline
         described = source.described if isinstance(source, ListSource) else None
@@ -235,6 +237,8 @@ class SyncRun:
                     described=source.described,
                     fetches=config.max_workers,
                     view=view.get if view is not None and not options.needs_bundle else None,
+                    # (a folder the disk cannot hold: its files land flat)
+                    local_path=lambda folder, name: self.gate.path(target.root if folder is None else folder, name),
                 )
                 plan, described = kept.plan, {**source.described, **kept.described}
                 self.kept_flat = kept.notes  # (reported with the renamings: each file is not at its remote path)
@@ -257,8 +261,6 @@ class SyncRun:
         # the data plane (URL batches, data connections, folder checks, downloads), closed when the run ends
         self.data_plane = DataPlane.build(platform=platform, pool=self.pool, config=config, observer=observer)
         self.folders = self.data_plane.folders  # the per-file folder checks
-        # the one way from a remote name to a local path, and the run's one registry of local paths
-        self.gate = NameGate(target, names, PathRegistry(names))
         kept_names: Dict[Path, Set[str]] = {}  # the walker's names kept in place, which keep.both copies avoid
         self.claims = PathClaims(
             platform=platform,

@@ -3,10 +3,12 @@ says it, the plan rebuilt as a tree and named by the list's rules; with a fake p
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from test_remote_paths import WORLD, FakePaths
 
-from synclient.errors import AccessDeniedError
+from synclient.errors import AccessDeniedError, CallCancelledError, NotFoundError, ServerError
 from synclient.platform.models import Entity, EntityHeader, EntityType, FileBundle, FileHandle
 from synclient.sync.sources.by_id import Entry, EntryKind, FileVersionFacts, SourcePlan
 from synclient.sync.sources.kept_paths import keep_remote_paths
@@ -231,3 +233,159 @@ def test_a_view_row_without_a_parent_gives_way_to_the_index():
     row = FileVersionFacts(FileHandle(id="h", content_size=1, content_md5="0" * 32), 1, None, from_row=True)
     kept, _, bundles = keep(plan_of(file_entry("syn103")), described={("syn103", 1): row}, indexed={"syn103": "syn2"})
     assert paths_of(kept)[0] == {"syn103": "alpha/raw/c.txt"} and bundles.asked == []
+
+
+def test_an_earlier_version_of_a_file_in_a_listed_folder_lands_flat_with_a_note():
+    folder = Entry(EntityHeader("syn2", "raw", EntityType.FOLDER), EntryKind.CONTAINER)
+    earlier = Entry(EntityHeader("syn103", "c.txt", F, 1), EntryKind.FILE, earlier_version=True)
+    kept, _, _ = keep(plan_of(folder, earlier, file_entry("syn101")))
+    placed, layout = paths_of(kept)
+    assert placed == {"syn103": "c.txt"}  # syn101 (current) is the walk's; syn103.1 is not: flat, as the list has it
+    assert kept.notes == ["syn103.1 lands flat: the walk of syn2 puts its current version at its path"]
+
+
+def test_ctrl_c_during_the_bundle_calls_cancels_the_calls_under_way_and_does_not_wait_for_them():
+    cancel, under_way = threading.Event(), threading.Event()
+
+    def bundle_of(header):
+        if header.id == "syn101":  # Ctrl-C while another call waits to retry
+            under_way.wait()
+            raise KeyboardInterrupt
+        under_way.set()
+        cancel.wait(timeout=30)  # a call waiting to retry: the platform's cancel event stops it
+        raise CallCancelledError("cancelled while waiting to retry")
+
+    lookup = FakePaths(WORLD)
+    with pytest.raises(KeyboardInterrupt):
+        keep_remote_paths(
+            plan_of(file_entry("syn101"), file_entry("syn102")),
+            folder_paths=FolderPaths(lookup, lookup.headers),
+            bundle_of=bundle_of,
+            described={},
+            indexed_parent=lambda header: None,
+            fetches=2,
+            cancel=cancel,
+        )
+    assert cancel.is_set()
+
+
+def test_a_path_call_that_fails_but_for_a_refusal_to_read_fails_its_files_not_lands_them_flat():
+    """A 5xx (its retries spent) says nothing of the folder: its files fail with it (the next run places them at
+    their paths), where a 403 or 404 (the folder may not be read) lands them flat."""
+
+    class Failing(FakePaths):
+        def __call__(self, entity_id):
+            if entity_id == "syn3":
+                raise ServerError("GET /entity/{id}/path: 503 after 5 tries", status=503)
+            return super().__call__(entity_id)
+
+    folder = Entry(EntityHeader("syn3", "2024", EntityType.FOLDER), EntryKind.CONTAINER)
+    kept, _, _ = keep(
+        plan_of(file_entry("syn101"), file_entry("syn108"), file_entry("syn104"), folder),
+        lookup=Failing(WORLD, unreadable={"syn10"}),
+    )
+    placed, _ = paths_of(kept)
+    assert placed == {"syn108": "h.txt", "syn104": "alpha/d.txt"}  # (syn10 may not be read: flat)
+    assert [(h.id, type(e)) for h, e in kept.plan.refused] == [("syn3", ServerError), ("syn101", ServerError)]
+    assert [note.split()[0] for note in kept.notes] == ["syn108.1"]
+
+
+def test_the_index_rows_read_for_parents_are_only_the_lists_files_whatever_the_targets_size():
+    """A list of one file into a target whose index holds many rows of earlier lists: the rows are streamed and
+    only the list's kept (memory by the list, not by the index)."""
+    import tracemalloc
+    from contextlib import contextmanager
+    from pathlib import Path
+
+    from synclient.sync.records.index import IndexRow
+    from synclient.sync.sources.kept_paths import kept_paths_of
+
+    class Index:
+        target_root = Path("/nonexistent-target")
+
+        def iter_rows(self, root_id):
+            for n in range(20_000):
+                yield IndexRow(
+                    f"f/{n:06d}-{'x' * 40}.txt",
+                    f"f/{n:06d}-{'x' * 40}.txt",
+                    root_id,
+                    f"syn{900000 + n}",
+                    1,
+                    str(n),
+                    "0" * 32,
+                    1,
+                    None,
+                    "syn2",
+                    1,
+                    1,
+                )
+
+    class Platform:
+        lookup = FakePaths(WORLD)
+        get_entity_path, get_entity_headers = lookup, lookup.headers
+
+        @contextmanager
+        def cancel_on(self, event):
+            yield
+
+    facts = FileVersionFacts(FileHandle(id="h", content_size=1, content_md5="0" * 32), 1, "syn3")
+    tracemalloc.start()
+    try:
+        kept = kept_paths_of(
+            plan_of(file_entry("syn101")),
+            platform=Platform(),
+            index=Index(),
+            root_id="ids",
+            described={("syn101", 1): facts},
+            fetches=1,
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert paths_of(kept)[0] == {"syn101": "alpha/raw/2024/a.txt"}
+    assert peak < 1_000_000  # (all 20,000 rows held: several MB)
+
+
+def test_a_parent_the_index_remembers_that_is_gone_is_asked_of_the_files_bundle_once():
+    """The index says the folder a file was in; when that folder no longer exists (the file was moved and the folder
+    deleted), the file's bundle says where it is now, rather than the file landing flat. A folder that exists but
+    may not be read costs no bundle: the file's folder is the same."""
+
+    class Gone(FakePaths):
+        def __call__(self, entity_id):
+            if entity_id == "syn99":
+                self.asked.append(entity_id)
+                raise NotFoundError("GET /entity/{id}/path: HTTP 404: Resource: 'syn99' does not exist", status=404)
+            return super().__call__(entity_id)
+
+    kept, lookup, bundles = keep(
+        plan_of(file_entry("syn101"), file_entry("syn108"), file_entry("syn104")),
+        lookup=Gone(WORLD, unreadable={"syn10"}),
+        indexed={"syn101": "syn99", "syn108": "syn10", "syn104": "syn1"},
+    )
+    placed, _ = paths_of(kept)
+    assert placed == {"syn101": "alpha/raw/2024/a.txt", "syn108": "h.txt", "syn104": "alpha/d.txt"}
+    assert bundles.asked == ["syn101"] and ("syn101", 1) in kept.described  # (handed on: not asked again)
+    assert [note.split()[0] for note in kept.notes] == ["syn108.1"]
+    assert lookup.asked == ["syn99", "syn10", "syn1", "syn3"]
+
+
+def test_a_hostile_chain_with_a_repeated_id_and_a_file_in_its_middle_stays_inside_its_project():
+    from test_remote_paths import ROOT
+
+    def path_of(entity_id):
+        if entity_id != "syn3":
+            raise AccessDeniedError(f"{entity_id}: no READ", status=403)
+        project, raw = EntityHeader("syn1", "alpha", EntityType.PROJECT), EntityHeader("syn2", "raw", F)
+        return [ROOT, project, raw, raw, EntityHeader("syn3", "2024", F)]
+
+    kept = keep_remote_paths(
+        plan_of(file_entry("syn101")),
+        folder_paths=FolderPaths(path_of, lambda ids: {}),
+        bundle_of=FakeBundles(),
+        described={},
+        indexed_parent=lambda header: None,
+        fetches=1,
+    )
+    placed, layout = paths_of(kept)
+    assert placed == {"syn101": "alpha/raw/2024/a.txt"} and not layout.refused

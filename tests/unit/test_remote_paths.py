@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from synclient.errors import AccessDeniedError
+from pathlib import PurePosixPath
+
+from synclient.errors import AccessDeniedError, UnsafePathError
 from synclient.platform.models import EntityHeader, EntityType
 from synclient.sync.sources.remote_paths import FolderPaths
 
@@ -109,3 +111,27 @@ def test_a_redacted_ancestor_lands_flat_and_a_folder_named_redacted_does_not():
     assert paths.path("syn3").text == "alpha/raw/2024"
     assert lookup.header_batches == [["syn10", "syn11"]]  # one batch for every item so named, not one per item
     assert lookup.asked == ["syn12", "syn11", "syn3"]
+
+
+def test_a_name_the_local_check_refuses_lands_flat_with_its_subtree():
+    checked = []
+
+    def local_path(folder, name):  # (as the name gate refuses a name this disk cannot hold)
+        checked.append((folder, name))
+        if name == "2024":
+            raise UnsafePathError("name '2024' is not allowed here")
+        return (folder or PurePosixPath("/t")) / name
+
+    paths = FolderPaths(FakePaths(WORLD), FakePaths(WORLD).headers, local_path)
+    paths.resolve(["syn3", "syn5"])
+    assert paths.path("syn2").text == "alpha/raw" and paths.path("syn5").text == "beta/raw"
+    assert paths.path("syn3") is None
+    assert "can be no local name" in paths.why_flat("syn3") and "not allowed here" in paths.why_flat("syn3")
+    # each name checked once, in the local folder of its parent (a deep chain costs one check per folder)
+    assert checked == [
+        (None, "alpha"),
+        (PurePosixPath("/t/alpha"), "raw"),
+        (PurePosixPath("/t/alpha/raw"), "2024"),
+        (None, "beta"),
+        (PurePosixPath("/t/beta"), "raw"),
+    ]

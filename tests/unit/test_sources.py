@@ -197,3 +197,13 @@ def test_one_container_alone_is_walked_into_the_target_itself():
 def test_usage_errors(ids, recursive, message):
     with pytest.raises(ConfigError, match=message):
         plan(*ids, recursive=recursive)
+
+
+def test_a_file_named_at_an_earlier_version_than_its_current_one_says_so():
+    result = plan("syn1.2", "syn1.3", "syn3", "syn5")  # syn1 is at 3; the dataset pins syn1 at 2, syn3 at none
+    said = {
+        (e.header.id, e.header.version_number): e.earlier_version
+        for e in result.plan.entries + result.plan.entries[-1].children
+        if e.kind.value == "file"
+    }
+    assert said == {("syn1", 2): True, ("syn1", 3): False, ("syn3", 2): False, ("syn2", 1): False}

@@ -417,3 +417,18 @@ def test_a_content_length_of_unicode_digits_is_no_internal_error():
     _check_length({"Content-Length": "\u00b2"}, ByteRange(0, 10, 10), "GET x")  # ignored, as a missing one is
     with pytest.raises(IntegrityError):
         _check_length({"Content-Length": "9"}, ByteRange(0, 10, 10), "GET x")
+
+
+@pytest.mark.parametrize("parent", ["../../x", "syn1/../2", "\u00b2", "syn"])
+def test_a_view_row_whose_parent_cell_is_out_of_shape_leaves_its_file_to_the_bundle(parent):
+    """A parentId cell names a folder: --keep-paths asks GET /entity/{parent}/path of it, and the index records it;
+    one that is no entity id is as a bad handle cell (the file's bundle says its parent, checked itself)."""
+    columns = ["id", "currentVersion", "parentId", "dataFileHandleId", "dataFileMD5Hex", "dataFileSizeBytes"]
+    rows = [["syn1", "1", parent, "71", "a" * 32, "5"], ["syn2", "1", "SYN007", "72", "b" * 32, "6"]]
+    selection = select(
+        _Pages(_page(columns, *rows)),
+        "SELECT * FROM syn9",
+        table_id="syn9",
+    )
+    assert list(selection.row_files) == [("syn2", 1)]
+    assert selection.row_files[("syn2", 1)].parent_id == "syn7"  # (canonical, as every id parsed)

@@ -53,6 +53,7 @@ class Entry:
     header: EntityHeader
     kind: EntryKind
     children: List[Entry] = field(default_factory=list)  # a FOLDER's entries, in order
+    earlier_version: bool = False  # a FILE at a version before its current one (a walk of its folder has another)
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,11 @@ def plan_sources(
             continue
         kind = header.type
         if kind is EntityType.FILE:
-            root.add(replace(header, version_number=ref.version or header.version_number), EntryKind.FILE)
+            root.add(
+                replace(header, version_number=ref.version or header.version_number),
+                EntryKind.FILE,
+                earlier_version=_earlier(ref.version, header),
+            )
         elif kind.is_container:
             check_container_ref(ref, kind)
             if not recursive:
@@ -220,15 +225,20 @@ class _Folder:
         self.entries = entries
         self._held: Set[Tuple[str, Optional[int]]] = set()
 
-    def add(self, header: EntityHeader, kind: EntryKind) -> Optional[_Folder]:
+    def add(self, header: EntityHeader, kind: EntryKind, *, earlier_version: bool = False) -> Optional[_Folder]:
         """Add an entry (not when the same entity and version is here already); a FOLDER entry's own _Folder."""
         key = (header.id, header.version_number)
         if key in self._held:
             return None
         self._held.add(key)
-        entry = Entry(header, kind)
+        entry = Entry(header, kind, earlier_version=earlier_version)
         self.entries.append(entry)
         return _Folder(entry.children) if kind is EntryKind.FOLDER else None
+
+
+def _earlier(version: Optional[int], current: EntityHeader) -> bool:
+    """Whether ``version`` (the one named) is a file's earlier version, by its header (the current one's)."""
+    return version is not None and current.version_number is not None and version < current.version_number
 
 
 def _add_items(
@@ -280,7 +290,11 @@ def _add_items(
             if inner is not None:
                 datasets.append((item, item_version, inner))
         else:
-            folder.add(replace(item, version_number=item_version or item.version_number), EntryKind.FILE)
+            folder.add(
+                replace(item, version_number=item_version or item.version_number),
+                EntryKind.FILE,
+                earlier_version=_earlier(item_version, item),
+            )
     if datasets:
         _add_items(platform, datasets, plan, strict=False)
 

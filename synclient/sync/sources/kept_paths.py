@@ -11,7 +11,8 @@ same list would not make:
    layout either; the parent it recorded);
 3. the file's bundle, the call the run makes for it anyway, made here at plan time (``fetches`` at once) and handed
    on as ``described`` facts so the pipeline does not make it again. A file whose bundle fails is refused here, with
-   the bundle's error, as the pipeline would refuse it.
+   the bundle's error, as the pipeline would refuse it. A file whose folder from 1. or 2. no longer exists (its path
+   call answers 404: the file moved, the folder was deleted) is asked its bundle too.
 
 Then :class:`~synclient.sync.sources.remote_paths.FolderPaths` learns every parent's path (at most one
 ``GET /entity/{id}/path`` per distinct parent folder, none for a folder an earlier answer's chain named; one
@@ -28,13 +29,15 @@ finds each at its path with the remote's size and MD5 (hashed once) and adopts i
 rows into another's index.
 
 A project or folder of the list (``-r``) is walked into its own remote path too, and the list's files inside it are
-its walk's. A file whose folder has no path (it may not be read, or a name in its chain can be no local name) stays
-where the list puts it without ``--keep-paths`` (the target's top, or its dataset's folder), each with a one-line
-note (:attr:`KeptPaths.notes`).
+its walk's. A file whose folder has no path (it may not be read, or a name in its chain can be no local name: the
+run's name gate checks each), or an earlier version of a file of a walked folder (the walk has the current one at
+its path), stays where the list puts it without ``--keep-paths`` (the target's top, or its dataset's folder), each
+with a one-line note (:attr:`KeptPaths.notes`).
 """
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
@@ -44,7 +47,7 @@ from synclient.platform.models import EntityHeader, EntityType, FileBundle, File
 from synclient.platform.rest import Platform
 from synclient.sync.records.index import LocalIndex
 from synclient.sync.sources.by_id import DescribedFiles, Entry, EntryKind, FileVersionFacts, SourcePlan
-from synclient.sync.sources.remote_paths import FolderPaths
+from synclient.sync.sources.remote_paths import FolderPaths, LocalPathOf
 
 #: a file version's bundle (``POST /entity/{id}/bundle2``, with its annotations)
 BundleOf = Callable[[EntityHeader], FileBundle]
@@ -75,8 +78,10 @@ def keep_remote_paths(
     indexed_parent: IndexedParent,
     fetches: int,
     view: Optional[ViewFacts] = None,
+    cancel: Optional[threading.Event] = None,
 ) -> KeptPaths:
-    """``plan`` with its files (and containers) at their remote paths (see the module docstring)."""
+    """``plan`` with its files (and containers) at their remote paths (see the module docstring). ``cancel``: set
+    when Ctrl-C stops the bundle calls (the platform's calls waiting to retry stop on it)."""
     files = [entry for entry in _entries(plan.entries) if entry.kind is EntryKind.FILE]
     containers = [entry for entry in plan.entries if entry.kind is EntryKind.CONTAINER]
     kept = KeptPaths(SourcePlan(refused=list(plan.refused), standalone=False))
@@ -91,19 +96,36 @@ def keep_remote_paths(
         else:
             to_fetch.setdefault(key, entry.header)
     failed: Dict[Tuple[str, Optional[int]], SynclientError] = {}
-    for header, outcome in _bundles(list(to_fetch.values()), bundle_of, fetches):
-        kept.bundle_calls += 1
-        key = _key(header)
-        if isinstance(outcome, SynclientError):
-            failed[key] = outcome
-            continue
-        assert isinstance(outcome, FileBundle)
-        if outcome.file_handle is not None:  # (one without: the pipeline's own call says why it fails)
-            kept.described[key] = _facts(outcome, outcome.file_handle)
-        if outcome.entity.parent_id is not None:
-            parents[key] = outcome.entity.parent_id
+    cancel = cancel or threading.Event()
+
+    def fetch(headers: Sequence[EntityHeader]) -> None:
+        for header, outcome in _bundles(headers, bundle_of, fetches, cancel):
+            kept.bundle_calls += 1
+            key = _key(header)
+            parents.pop(key, None)
+            if isinstance(outcome, SynclientError):
+                failed[key] = outcome
+                continue
+            assert isinstance(outcome, FileBundle)
+            if outcome.file_handle is not None:  # (one without: the pipeline's own call says why it fails)
+                kept.described[key] = _facts(outcome, outcome.file_handle)
+            if outcome.entity.parent_id is not None:
+                parents[key] = outcome.entity.parent_id
+
+    fetch(list(to_fetch.values()))
     before = folder_paths.calls
     folder_paths.resolve([entry.header.id for entry in containers] + list(dict.fromkeys(parents.values())))
+    # a folder a view's row or the index named that no longer exists (the file moved, its folder deleted): the
+    # file's bundle says where it is now (a call only for those files)
+    moved = {
+        key: entry.header
+        for entry in files
+        for key in [_key(entry.header)]
+        if key not in to_fetch and key in parents and folder_paths.gone(parents[key])
+    }
+    if moved:
+        fetch(list(moved.values()))
+        folder_paths.resolve(dict.fromkeys(parents[key] for key in moved if key in parents))
     kept.path_calls = folder_paths.calls - before
 
     tree = _Tree(kept.plan.entries)
@@ -111,7 +133,10 @@ def keep_remote_paths(
     flat_containers: List[Entry] = []
     for entry in containers:
         chain = folder_paths.chain(entry.header.id)
-        if not chain:
+        error = folder_paths.failure(entry.header.id)
+        if error is not None:  # (its path call failed: the next run places it)
+            kept.plan.refused.append((entry.header, error))
+        elif not chain:
             flat_containers.append(entry)
             kept.notes.append(f"{entry.header.id} lands flat: {folder_paths.why_flat(entry.header.id)}")
         elif not any(item.id in walked for item in chain[:-1]):  # (inside another container of the list: walked)
@@ -124,12 +149,21 @@ def keep_remote_paths(
             continue
         parent = parents.get(key)
         chain = folder_paths.chain(parent) if parent is not None else ()
-        if not chain:
+        error = folder_paths.failure(parent) if parent is not None else None
+        if error is not None:
+            kept.plan.refused.append((entry.header, error))
+        elif not chain:
             flat_files.add(id(entry))
             why = folder_paths.why_flat(parent) if parent is not None else "its bundle names no parent"
             kept.notes.append(f"{_label(entry.header)} lands flat: {why}")
         elif not any(item.id in walked for item in chain):  # (a file of a listed container is its walk's)
             tree.place(chain, entry)
+        elif entry.earlier_version:  # the walk has its current version at that path: this one lands flat
+            flat_files.add(id(entry))
+            walk = next(item.id for item in chain if item.id in walked)
+            kept.notes.append(
+                f"{_label(entry.header)} lands flat: the walk of {walk} puts its current version at its path"
+            )
     # what has no remote path stays where the list puts it (a dataset's folder keeps only those files)
     kept.plan.entries.extend(flat_containers + _flat_part(plan.entries, flat_files))
     return kept
@@ -180,7 +214,9 @@ def _entries(entries: Sequence[Entry]) -> List[Entry]:
     return found
 
 
-def _bundles(headers: Sequence[EntityHeader], bundle_of: BundleOf, fetches: int) -> List[Tuple[EntityHeader, object]]:
+def _bundles(
+    headers: Sequence[EntityHeader], bundle_of: BundleOf, fetches: int, cancel: threading.Event
+) -> List[Tuple[EntityHeader, object]]:
     """Each file version's bundle (or the error that refused it), ``fetches`` calls at once."""
 
     def one(header: EntityHeader) -> Tuple[EntityHeader, object]:
@@ -192,10 +228,15 @@ def _bundles(headers: Sequence[EntityHeader], bundle_of: BundleOf, fetches: int)
     if len(headers) <= 1:
         return [one(header) for header in headers]
     pool = ThreadPoolExecutor(max_workers=max(1, min(fetches, len(headers))), thread_name_prefix="synclient-paths")
+    interrupted = False
     try:
         return list(pool.map(one, headers))
-    finally:  # Ctrl-C: the calls not yet started are dropped, not waited for
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        interrupted = True
+        cancel.set()  # (the calls under way stop waiting to retry, as the run's pool stops them)
+        raise
+    finally:  # Ctrl-C: the calls not yet started are dropped, those under way not waited for
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
 def _facts(bundle: FileBundle, handle: FileHandle) -> FileVersionFacts:
@@ -227,22 +268,29 @@ def kept_paths_of(
     described: DescribedFiles,
     fetches: int,
     view: Optional[ViewFacts] = None,
+    local_path: Optional[LocalPathOf] = None,
 ) -> KeptPaths:
-    """:func:`keep_remote_paths` for a run: its platform's calls, its target's index rows (owned by ``root_id``)."""
-    rows = {(row.entity_id, row.version): row for row in index.iter_rows(root_id)}
+    """:func:`keep_remote_paths` for a run: its platform's calls, its target's index rows (owned by ``root_id``),
+    its name gate's check of each folder's local name (``local_path``)."""
+    wanted = {_key(entry.header) for entry in _entries(plan.entries) if entry.kind is EntryKind.FILE}
+    # (streamed: only the list's rows are kept, however many earlier lists the target's index holds)
+    rows = {key: row for row in index.iter_rows(root_id) for key in [(row.entity_id, row.version)] if key in wanted}
+    cancel = threading.Event()
 
     def indexed_parent(header: EntityHeader) -> Optional[str]:
         row = rows.get((header.id, header.version_number))
         return row.parent_id if row is not None and row.local_stat_matches(index.target_root) else None
 
-    return keep_remote_paths(
-        plan,
-        folder_paths=FolderPaths(platform.get_entity_path, platform.get_entity_headers),
-        bundle_of=lambda header: platform.get_file_bundle(
-            header.id, version=header.version_number, include_annotations=True
-        ),
-        described=described,
-        indexed_parent=indexed_parent,
-        fetches=fetches,
-        view=view,
-    )
+    with platform.cancel_on(cancel):
+        return keep_remote_paths(
+            plan,
+            folder_paths=FolderPaths(platform.get_entity_path, platform.get_entity_headers, local_path),
+            bundle_of=lambda header: platform.get_file_bundle(
+                header.id, version=header.version_number, include_annotations=True
+            ),
+            described=described,
+            indexed_parent=indexed_parent,
+            fetches=fetches,
+            view=view,
+            cancel=cancel,
+        )

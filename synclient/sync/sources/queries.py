@@ -33,6 +33,7 @@ from synclient.platform.models import (
     EntityType,
     FileHandle,
     parse_entity_id,
+    wire_entity_id,
     wire_handle_id,
     wire_md5,
     wire_whole_number,
@@ -236,12 +237,15 @@ class _Columns:
         handle_id, md5, size = (values[index] for index in self.handle)
         if not handle_id or not md5 or not size:
             return None
+        parent = values[self.parent] if self.parent is not None else None
         try:  # as a bundle's handle is checked (models.py); a cell that is not one leaves the file to its bundle
             handle = FileHandle(
                 id=wire_handle_id(handle_id, "dataFileHandleId", "a view row"),
                 content_size=wire_whole_number(size, "dataFileSizeBytes", "a view row"),
                 content_md5=wire_md5(md5, "dataFileMD5Hex", "a view row"),
             )
+            # (a folder's id: --keep-paths asks for its path by it, the index records it)
+            parent = wire_entity_id(parent, "parentId", "a view row") if parent else None
         except MalformedAnswerError:
             return None
         kind = values[self.concrete_type] if self.concrete_type is not None else None
@@ -252,9 +256,7 @@ class _Columns:
             for index, name, column_type in self.annotations
             if (annotation := _annotation(values[index], column_type)) is not None
         }
-        return FileVersionFacts(
-            handle, row_version, values[self.parent] if self.parent is not None else None, annotations, from_row=True
-        )
+        return FileVersionFacts(handle, row_version, parent, annotations, from_row=True)
 
 
 def _entity_ref(value: str, *, row: int) -> Tuple[str, Optional[int]]:

@@ -12,16 +12,21 @@ Synapse names an item of a chain that the caller may not read ``Redacted`` (Node
 its id; a folder may also be named so. One ``POST /entity/header`` batch (per 1,000 ids) for every item so named
 tells them apart: the platform leaves out what may not be read.
 
+A path call that fails otherwise (a 5xx or a malformed answer, its retries spent) says nothing of the folder: its
+files fail with that error (:meth:`FolderPaths.failure`), so the next run places them, rather than land flat.
+
 A folder whose chain cannot be read (the file may be read, its folder may not), has no project at its top, or holds
-a name that can be no path component (``..``, ``/``, NUL from a hostile server) has no path: its files fall back to
+a name that can be no path component (``..``, ``/``, NUL from a hostile server) or no local name on the target (the
+name gate's checks: a backslash, too long, synclient's index folder at the top) has no path: its files fall back to
 the flat layout, each with a one-line note (:meth:`FolderPaths.why_flat`).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
-from synclient.errors import SynclientError
+from synclient.errors import AccessDeniedError, NotFoundError, SynclientError
 from synclient.platform.models import EntityHeader, EntityType
 from synclient.sync.local.name_gate import RemotePath
 
@@ -29,6 +34,9 @@ from synclient.sync.local.name_gate import RemotePath
 PathOf = Callable[[str], Sequence[EntityHeader]]
 #: ``POST /entity/header`` (Platform.get_entity_headers): the headers of the ids the caller may read
 HeadersOf = Callable[[Sequence[str]], Mapping[str, EntityHeader]]
+#: the local path of a remote name in a local folder (None: the target's top), checked by the run's name gate
+#: (:meth:`~synclient.sync.local.name_gate.NameGate.path`): UnsafePathError for a name that can be no local name
+LocalPathOf = Callable[[Optional[Path], str], Path]
 #: the name Synapse gives an item of a path that the caller may not read
 REDACTED_NAME = "Redacted"
 
@@ -36,13 +44,16 @@ REDACTED_NAME = "Redacted"
 class FolderPaths:
     """The remote paths of folders (and projects), learnt one path call per folder no earlier chain named."""
 
-    def __init__(self, path_of: PathOf, headers_of: HeadersOf) -> None:
+    def __init__(self, path_of: PathOf, headers_of: HeadersOf, local_path: Optional[LocalPathOf] = None) -> None:
         self._path_of = path_of
         self._headers_of = headers_of
+        self._local_path = local_path
         self._unreadable: Set[str] = set()
         self._paths: Dict[str, RemotePath] = {}
         self._chains: Dict[str, Sequence[EntityHeader]] = {}  # folder id -> its chain, from its project down
         self._flat: Dict[str, str] = {}  # folder id -> why its files land flat
+        self._failed: Dict[str, SynclientError] = {}  # folder id -> the error of its path call (its files fail)
+        self._gone: Set[str] = set()  # folders whose path call said they do not exist (404)
         self.calls = 0
 
     def resolve(self, folder_ids: Iterable[str]) -> None:
@@ -55,8 +66,13 @@ class FolderPaths:
             self.calls += 1
             try:
                 chain = self._path_of(folder_id)
-            except SynclientError as exc:
+            except (AccessDeniedError, NotFoundError) as exc:
                 self._flat[folder_id] = f"its folder {folder_id} may not be read ({exc})"
+                if isinstance(exc, NotFoundError):
+                    self._gone.add(folder_id)
+                continue
+            except SynclientError as exc:
+                self._failed[folder_id] = exc
                 continue
             if not chain or chain[-1].id != folder_id:
                 self._flat[folder_id] = f"the path of {folder_id} does not end at it"
@@ -79,6 +95,14 @@ class FolderPaths:
         """The containers of a resolved folder's path, from its project down to it (empty when it has no path)."""
         return self._chains.get(folder_id, ())
 
+    def failure(self, folder_id: str) -> Optional[SynclientError]:
+        """The error of a folder's path call that is no refusal to read it (its files fail with it), or None."""
+        return self._failed.get(folder_id)
+
+    def gone(self, folder_id: str) -> bool:
+        """Whether the folder's path call said it does not exist (a file said to be in it has moved since)."""
+        return folder_id in self._gone
+
     def why_flat(self, folder_id: str) -> str:
         """Why a folder's files land flat (one line), or '' when it has a path."""
         if folder_id in self._paths:
@@ -90,7 +114,7 @@ class FolderPaths:
         if not below_root:
             self._flat[chain[-1].id] = f"the path of {chain[-1].id} has no project at its top"
             return
-        path = RemotePath()
+        path, local = RemotePath(), None
         for item in below_root:
             if item.id in self._flat:
                 reason = self._flat[item.id]
@@ -99,6 +123,7 @@ class FolderPaths:
             else:
                 try:
                     path = path.child(item.name)
+                    local = self._local_path(local, item.name) if self._local_path is not None else None
                 except SynclientError as exc:  # UnsafePathError: this folder and all below it land flat
                     reason = f"the folder {item.id} has a name that can be no local name ({exc})"
                 else:
