@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -56,6 +57,26 @@ def _private_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("SYNCLIENT_CACHE_DIR", str(home / ".cache" / "synclient"))  # the gate's state file, too
     monkeypatch.setenv("SYNAPSE_CONFIG_FILE", str(home / ".synapseConfig"))
+
+
+#: the loggers the CLI configures for its run (cli._configure_logging): silenced unless -v
+_CLI_LOGGERS = ("synclient", "synclient.platform.rest", "synclient.platform.gate")
+
+
+@pytest.fixture(autouse=True)
+def _library_logging():
+    """The library's loggers as they were before each test: a test that runs the CLI in its own process
+    (``cli.main([...])``) leaves ``synclient`` silenced and not propagating, and a later test of that worker that
+    reads the library's log (``caplog``) would then see nothing: a failure that depends on which tests shared it."""
+    saved = [
+        (logger, logger.level, logger.propagate, list(logger.handlers))
+        for logger in map(logging.getLogger, _CLI_LOGGERS)
+    ]
+    yield
+    for logger, level, propagate, handlers in saved:
+        logger.setLevel(level)
+        logger.propagate = propagate
+        logger.handlers[:] = handlers
 
 
 def pytest_generate_tests(metafunc):
