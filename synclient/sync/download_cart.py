@@ -132,14 +132,26 @@ def _key(file: CartFile) -> FileKey:
     return (file.header.id, file.header.version_number)
 
 
-def _outcomes(cart: Cart, results: SyncResults) -> Dict[FileKey, FileResult]:
-    """Each cart file's result: by its id and the version it resolved to (a file its bundle resolved was planned
-    without one: matched by its id)."""
+def _outcomes(cart: Cart, results: Iterable[FileResult]) -> Dict[FileKey, FileResult]:
+    """Each cart file's result: by its id and the version it resolved to. A file its bundle resolved was planned
+    without one: it takes the one result of its id that no versioned file of the cart claims (none, or several:
+    no result, and its items stay in the cart; never the result of another version of the same file)."""
     by_key: Dict[FileKey, FileResult] = {}
+    claimed = {_key(file) for file in cart.files if file.header.version_number is not None}
+    unclaimed: Dict[str, List[FileResult]] = {}
     for result in results:
         by_key[(result.entity_id, result.version)] = result
-        by_key.setdefault((result.entity_id, None), result)
-    return {_key(file): by_key[_key(file)] for file in cart.files if _key(file) in by_key}
+        if (result.entity_id, result.version) not in claimed:
+            unclaimed.setdefault(result.entity_id, []).append(result)
+    outcome: Dict[FileKey, FileResult] = {}
+    for file in cart.files:
+        key = _key(file)
+        if key[1] is not None:
+            if key in by_key:
+                outcome[key] = by_key[key]
+        elif len(unclaimed.get(key[0], ())) == 1:
+            outcome[key] = unclaimed[key[0]][0]
+    return outcome
 
 
 def _succeeded(result: Optional[FileResult]) -> bool:

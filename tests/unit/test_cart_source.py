@@ -14,7 +14,7 @@ from client_support import ROOT
 from synclient.errors import MalformedAnswerError
 from synclient.platform.models import ActionRequired, DownloadListItem, DownloadListItemResult, DownloadListPage
 from synclient.results import CartInfo, FileResult, SyncStatus
-from synclient.sync.download_cart import _succeeded
+from synclient.sync.download_cart import _outcomes, _succeeded
 from synclient.sync.sources.cart import Cart, _join, _later_pages, read_cart
 
 PKG = "org.sagebionetworks.repo.model.download."
@@ -153,6 +153,22 @@ def test_only_a_complete_verified_file_leaves_the_cart(status, action, done):
     result = FileResult("syn1", 1, Path("/x"), 1, None, status, action=action)
     assert _succeeded(result) is done
     assert _succeeded(None) is False
+
+
+def test_a_file_its_bundle_resolved_never_takes_another_versions_result():
+    """syn1 at version 1 and syn1 without a version (its current version, 2, whose manifest row records no MD5:
+    its bundle resolves it): version 2 failed, so the versionless item must stay in the cart, whatever the order of
+    the results (it once took the first result of its id: version 1's, a success)."""
+    cart = Cart()
+    manifest = [_manifest_row("syn1", 1, 3), _manifest_row("syn1", 2, 5, md5="")]
+    _join(cart, [_row("syn1", 1, 3, "11"), _row("syn1", None, 5, "12")], manifest)
+    assert [(f.header.id, f.header.version_number) for f in cart.files] == [("syn1", 1), ("syn1", None)]
+    one = FileResult("syn1", 1, Path("/a"), 3, None, SyncStatus.DOWNLOADED, action="download")
+    two = FileResult("syn1", 2, None, 5, None, SyncStatus.FAILED, action="download")
+    for results in ([one, two], [two, one]):
+        outcome = _outcomes(cart, results)
+        assert outcome[("syn1", 1)] is one and outcome[("syn1", None)] is two
+    assert not _succeeded(_outcomes(cart, [one]).get(("syn1", None)))  # (no result of its own: it stays)
 
 
 def test_the_action_line():
