@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 import requests
 
-from synclient import Platform, download_list
+from synclient import Platform, download_list, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import SyncError
 from synclient.events import PlannedFile, SyncObserver
@@ -73,6 +73,7 @@ def emu(tmp_path):
     with Emulator(data_dir=str(tmp_path / "emu"), query_pending_polls=1) as emulator:
         project = emulator.seed_spec(SPEC)["cart"]
         emulator.at = lambda path: emulator.resolve(project, path)  # type: ignore[attr-defined]
+        emulator.project = project  # type: ignore[attr-defined]
         yield emulator
 
 
@@ -181,6 +182,22 @@ def test_keep_cart_and_dry_run_leave_the_cart(emu, tmp_path):
     assert (cart["files"], cart["removed"], cart["kept"], cart["manifest"]) == (2, 0, 2, str(out / "manifest.csv"))
     assert (out / "a.txt").read_bytes() == b"a at the top\n"
     assert cart_keys(emu) == before
+
+
+def test_a_synced_file_named_manifest_csv_is_never_written_over(emu, tmp_path):
+    """A tree sync put the project's file entity ``manifest.csv`` at the target's top: the cart's run into the same
+    target leaves it as it is (it once replaced it with the cart's manifest, which the next tree sync then took for
+    a local change), and still empties the cart."""
+    out = tmp_path / "out"
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        sync_from_platform(emu.project, out, platform=platform, progress=False, on_error="continue")
+    assert (out / "manifest.csv").read_bytes() == b"a file of that name\n"
+    add(emu, (emu.at("a.txt"), None))
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_list(out, platform=platform, progress=False)
+    assert (out / "manifest.csv").read_bytes() == b"a file of that name\n"
+    assert results.report.cart is not None and results.report.cart.manifest is None
+    assert results.report.cart.removed == 1 and cart_keys(emu) == []
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ the next run, never that a file leaves the cart before it is safely on disk.
 from __future__ import annotations
 
 import csv
+import logging
 import os
 import tempfile
 from dataclasses import replace
@@ -33,11 +34,14 @@ from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.plan.dry_run import SyncPlan
 from synclient.sync.plan.planner import Action
+from synclient.sync.records.index import LocalIndex
 from synclient.sync.runner import ReportBaseline, RunSettings, _CallCounts, _execute, _platform_for
 from synclient.sync.sources.cart import CART_MANIFEST, ERROR_COLUMN, PATH_COLUMN, Cart, CartFile, FileKey, read_cart
 from synclient.transfer.config import TransferConfig
 
 __all__ = ["download_list"]
+
+log = logging.getLogger("synclient.sync")
 
 
 def download_list(
@@ -114,7 +118,10 @@ def _settle(platform: Platform, cart: Cart, results: SyncResults, target: Path, 
         actions=[_action_label(action.kind, action.target) for action in cart.actions],
     )
     if cart.columns:
-        info.manifest = str(_write_manifest(cart, outcome, target))
+        if _manifest_taken(target):
+            log.warning("%s has a remote entity named %s; the download cart's is not written", target, CART_MANIFEST)
+        else:
+            info.manifest = str(_write_manifest(cart, outcome, target))
     done = [
         item for file in cart.files if _succeeded(outcome.get(_key(file))) for item in file.items
     ]  # (in the cart's order)
@@ -210,6 +217,17 @@ def _write_manifest(cart: Cart, outcome: Dict[FileKey, FileResult], target: Path
             pass
         raise
     return destination
+
+
+def _manifest_taken(target: Path) -> bool:
+    """Whether the target's index holds a file at its top named ``manifest.csv`` (as its filesystem compares
+    names): a remote entity an earlier sync put there keeps it, as a sync's own manifests leave it (no cart file
+    takes that name: it is reserved)."""
+    if not os.path.lexists(target / CART_MANIFEST):
+        return False
+    with LocalIndex(target) as index:
+        names = FilesystemNames.for_target(index.meta_dir)
+        return any("/" not in path for path in index.local_paths_named(CART_MANIFEST, same=names.same_name))
 
 
 def _path_and_error(result: Optional[FileResult]) -> Dict[str, str]:
