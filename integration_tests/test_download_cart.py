@@ -255,6 +255,54 @@ def test_the_call_bound(tmp_path):
         assert cart_keys(emu) == []
 
 
+def test_keep_paths_takes_each_files_parent_from_the_cart_manifest(tmp_path):
+    """``--keep-paths``: each file's parent is the cart manifest's ``parentId`` (no bundle or header call per
+    file): the only calls added to the flat run's are one ``entity/{id}/path`` per distinct parent folder."""
+    spec = {
+        "projects": [
+            {
+                "name": "p",
+                "children": [
+                    {
+                        "type": "folder",
+                        "name": "d1",
+                        "children": [{"type": "file", "name": f"a{i}.txt", "content": f"{i}\n"} for i in range(30)],
+                    },
+                    {
+                        "type": "folder",
+                        "name": "d2",
+                        "children": [
+                            {
+                                "type": "folder",
+                                "name": "e",
+                                "children": [
+                                    {"type": "file", "name": f"b{i}.txt", "content": f"b{i}\n"} for i in range(30)
+                                ],
+                            }
+                        ],
+                    },
+                ],
+            }
+        ]
+    }
+    with Emulator(data_dir=str(tmp_path / "emu"), query_pending_polls=0) as emu:
+        project = emu.seed_spec(spec)["p"]
+        paths = [f"d1/a{i}.txt" for i in range(30)] + [f"d2/e/b{i}.txt" for i in range(30)]
+        add(emu, *[(emu.resolve(project, path), None) for path in paths])
+        emu.reset_stats()
+        out = tmp_path / "out"
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            results = download_list(out, platform=platform, progress=False, keep_paths=True)
+        assert not results.failures and len(results) == 60
+        for path in paths:
+            assert (out / "p" / path).is_file()
+        routes = emu.stats()["api_by_route"]
+        assert routes.get("GET /repo/v1/entity/{id}/path") == 2, routes  # d1 and d2/e: one each
+        per_file = [r for r in routes if "bundle" in r or "/entity/header" in r or r == "GET /repo/v1/entity/{id}"]
+        assert per_file == [], routes
+        assert cart_keys(emu) == []
+
+
 class _DenyWhenPlanned(SyncObserver):
     """Revokes the user's access to one file just before its fetch: its URL is refused, the file fails."""
 

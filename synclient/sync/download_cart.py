@@ -65,6 +65,7 @@ def download_list(
     filesystem_names: Union[FilesystemNames, str, None] = None,
     dask: Optional[object] = None,
     checksum: Optional[bool] = None,
+    keep_paths: Optional[bool] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Download every available file of the user's download cart (the portal's Download Cart) into ``path``, each
     at the version it was added at (the current one for an item added without a version), flat, named as
@@ -75,7 +76,8 @@ def download_list(
     ``results.report.cart`` (:class:`~synclient.results.CartInfo`). ``dry_run=True`` returns the
     :class:`~synclient.sync.plan.dry_run.SyncPlan` of what would be downloaded, and writes and removes nothing.
 
-    The other keywords are :func:`~synclient.sync.runner.download_many`'s. Raises
+    ``keep_paths=True``: each file at its remote path instead of flat (its folder from the cart manifest's
+    ``parentId``: no bundle call). The other keywords are :func:`~synclient.sync.runner.download_many`'s. Raises
     :class:`~synclient.errors.SyncError` (results attached) when a file failed, unless ``on_error="continue"``:
     after the manifest was written and the others were removed from the cart. Call bound (docs/cli.md,
     "Downloading your download cart"): no bundle or header call per file."""
