@@ -15,7 +15,7 @@ from synclient.errors import MalformedAnswerError
 from synclient.platform.models import ActionRequired, DownloadListItem, DownloadListItemResult, DownloadListPage
 from synclient.results import CartInfo, FileResult, SyncStatus
 from synclient.sync.download_cart import _outcomes, _succeeded
-from synclient.sync.sources.cart import Cart, _join, _later_pages, read_cart
+from synclient.sync.sources.cart import PAGES_AT_ONCE, Cart, _join, _later_pages, read_cart
 
 PKG = "org.sagebionetworks.repo.model.download."
 
@@ -186,14 +186,15 @@ def test_the_action_line():
 class _PagedCart:
     """A platform whose cart of ``total`` files pages as Synapse does (``{limit}a{offset}`` tokens), or not."""
 
-    def __init__(self, total: int, *, limit: int = 50, lie_at: int = -1, opaque: bool = False) -> None:
+    def __init__(self, total: int, *, limit: int = 50, lie_at: int = -1, opaque: bool = False, count: int = -1) -> None:
         self.total, self.limit, self.lie_at, self.opaque = total, limit, lie_at, opaque
+        self.count = count if count >= 0 else total  # what the statistics job says
         self.asked: list = []
         self.counted = 0
 
     def download_list_available_count(self) -> int:
         self.counted += 1
-        return self.total
+        return self.count
 
     def download_list_page(self, *, page_token=None) -> DownloadListPage:
         self.asked.append(page_token)
@@ -230,6 +231,18 @@ def test_later_pages_are_read_at_once_when_their_tokens_can_be_told():
 def test_later_pages_otherwise_are_read_in_order(cart):
     assert _later_pages(cart, cart.download_list_page()) is None  # (read_cart then follows the tokens)
     assert cart.counted == (0 if cart.opaque else 1)
+
+
+@pytest.mark.parametrize(
+    "cart",
+    [_PagedCart(180, count=10**6), _PagedCart(50_000, lie_at=100)],
+    ids=["a count of far more files than the pages", "a big cart, a page early not as told"],
+)
+def test_a_page_not_as_told_wastes_at_most_a_few_pages(cart):
+    """Pages are asked at most PAGES_AT_ONCE ahead of the last one found as told (they were all asked at once
+    before: 20,000 jobs for a count of a million, a thousand for a 50,000-file cart whose second page moved)."""
+    assert _later_pages(cart, cart.download_list_page()) is None
+    assert len(cart.asked) <= 1 + 3 + 2 * PAGES_AT_ONCE
 
 
 def test_read_cart_follows_tokens_it_cannot_tell(monkeypatch):

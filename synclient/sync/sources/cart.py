@@ -28,10 +28,11 @@ import csv
 import io
 import logging
 import re
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from itertools import islice
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from synclient.errors import MalformedAnswerError, SynclientError, TransferError
 from synclient.platform.models import (
@@ -148,25 +149,40 @@ def _later_pages(platform: Platform, first: DownloadListPage) -> Optional[List[D
     """The rows of every page after ``first``, read :data:`PAGES_AT_ONCE` at a time: when the first page's token
     says ``{limit}a{offset}`` with its own row count for both, the cart's count (one statistics job) tells every
     other page's token. Each page must then answer as told (its row count, its next token, the last none): else
-    (the cart changed while it was read, or the platform pages otherwise) None, and the caller reads the pages one
-    after another. Each page costs what it costs in order: its job."""
+    (the cart changed while it was read, the count is not the rows', or the platform pages otherwise) None, and the
+    caller reads the pages one after another. At most :data:`PAGES_AT_ONCE` pages are asked ahead of the last one
+    found as told, so a page not as told (or a count of far more files than the cart has) wastes at most that many
+    jobs. Each page costs what it costs in order: its job."""
     match = _PAGE_TOKEN.fullmatch(first.next_page_token or "")
     limit = len(first.files)
     if match is None or int(match.group(1)) != limit or int(match.group(2)) != limit:
         return None
     total = platform.download_list_available_count()
-    offsets = list(range(limit, total, limit))
-    if not offsets:
-        return None
+    offsets = iter(range(limit, total, limit))
+    rows: List[DownloadListItemResult] = []
     with ThreadPoolExecutor(max_workers=PAGES_AT_ONCE, thread_name_prefix="synclient-cart-pages") as pool:
-        pages = list(pool.map(lambda offset: platform.download_list_page(page_token=f"{limit}a{offset}"), offsets))
-    for offset, page in zip(offsets, pages):
-        more = offset + limit < total
-        told = f"{limit}a{offset + limit}" if more else None
-        if (page.next_page_token or None) != told or len(page.files) != (limit if more else total - offset):
-            log.info("the download cart's pages were not as their tokens told (did the cart change?): read again")
+        ahead: Deque[Tuple[int, Future]] = deque()
+
+        def ask() -> None:
+            for offset in islice(offsets, PAGES_AT_ONCE - len(ahead)):
+                ahead.append((offset, pool.submit(platform.download_list_page, page_token=f"{limit}a{offset}")))
+
+        ask()
+        if not ahead:
             return None
-    return [row for page in pages for row in page.files]
+        while ahead:
+            offset, asked = ahead.popleft()
+            page: DownloadListPage = asked.result()
+            more = offset + limit < total
+            told = f"{limit}a{offset + limit}" if more else None
+            if (page.next_page_token or None) != told or len(page.files) != (limit if more else total - offset):
+                for _, later in ahead:
+                    later.cancel()
+                log.info("the download cart's pages were not as their tokens told (did the cart change?): read again")
+                return None
+            rows += page.files
+            ask()
+    return rows
 
 
 def _manifest_bytes(platform: Platform, client: DataClient) -> bytes:
