@@ -123,6 +123,19 @@ def test_join_pins_each_row_to_the_version_it_means():
     assert facts.handle.content_md5 == "0" * 32 and facts.from_row
 
 
+def test_an_item_on_two_pages_is_one_item():
+    """Synapse pages by offset: a cart changed while it is read can show a row on two pages. It is one item (it was
+    two: removed twice, counted as one left in the cart, and its twin's versioned row took the manifest row its
+    versionless sibling needed, which then cost a bundle call)."""
+    cart = Cart()
+    rows = [_row("syn1", 2, 5, "12"), _row("syn1", None, 5, "12"), _row("syn1", 2, 5, "12")]
+    _join(cart, rows, [_manifest_row("syn1", 2, 5), _manifest_row("syn1", 2, 5)])
+    assert [(f.header.id, f.header.version_number, f.items) for f in cart.files] == [
+        ("syn1", 2, [DownloadListItem("syn1", 2), DownloadListItem("syn1")])
+    ]
+    assert ("syn1", 2) in cart.described
+
+
 @pytest.mark.parametrize(
     "manifest",
     [

@@ -233,7 +233,12 @@ def _version_of(row: Dict[str, str]) -> Optional[int]:
 def _join(cart: Cart, rows: Sequence[DownloadListItemResult], manifest: List[Dict[str, str]]) -> None:
     """Each available row with the manifest row of the version it means: a versioned row's is its own; a
     versionless row's is the one its id has left once every versioned row of that id took its own (the manifest
-    lists each available item once, at its resolved version)."""
+    lists each available item once, at its resolved version). An item on two pages (the cart changed while it
+    was paged by offset) is one item."""
+    once: Dict[DownloadListItem, DownloadListItemResult] = {}
+    for item in rows:
+        once.setdefault(item.item, item)
+    rows = list(once.values())
     by_key: Dict[FileKey, Dict[str, str]] = {}
     left: Dict[str, Counter] = {}  # id -> versions the manifest lists for it, less those versioned rows take
     for row in manifest:
