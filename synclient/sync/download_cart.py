@@ -43,6 +43,9 @@ __all__ = ["download_list"]
 
 log = logging.getLogger("synclient.sync")
 
+#: the ``error`` of a manifest row whose item was not among the available files read (it stays in the cart)
+NOT_READ = "not downloaded: not among the cart's available files when they were read (the next run takes it)"
+
 
 def download_list(
     path: Union[str, Path] = ".",
@@ -192,10 +195,11 @@ def _write_manifest(cart: Cart, outcome: Dict[FileKey, FileResult], target: Path
     by_id_version = {_key(file): file for file in cart.files}
     for key, row in cart.manifest_rows:
         file = by_id_version.get(key) or by_id_version.get((key[0], None))
-        result = outcome.get(_key(file)) if file is not None else None
-        rows.append(dict(row, **_path_and_error(result)))
-        if file is not None:
-            listed.add(_key(file))
+        if file is None:  # the manifest job saw an item the pages did not (the cart changed between the reads)
+            rows.append(dict(row, **{PATH_COLUMN: "", ERROR_COLUMN: NOT_READ}))
+            continue
+        rows.append(dict(row, **_path_and_error(outcome.get(_key(file)))))
+        listed.add(_key(file))
     for file in cart.files:
         if _key(file) not in listed:
             extra = {

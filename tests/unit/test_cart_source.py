@@ -4,6 +4,7 @@ counts as done, and the action line."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from client_support import ROOT
 from synclient.errors import MalformedAnswerError
 from synclient.platform.models import ActionRequired, DownloadListItem, DownloadListItemResult, DownloadListPage
 from synclient.results import CartInfo, FileResult, SyncStatus
-from synclient.sync.download_cart import _outcomes, _succeeded
+from synclient.sync.download_cart import NOT_READ, _outcomes, _succeeded, _write_manifest
 from synclient.sync.sources.cart import PAGES_AT_ONCE, Cart, _join, _later_pages, read_cart
 
 PKG = "org.sagebionetworks.repo.model.download."
@@ -182,6 +183,20 @@ def test_a_file_its_bundle_resolved_never_takes_another_versions_result():
         outcome = _outcomes(cart, results)
         assert outcome[("syn1", 1)] is one and outcome[("syn1", None)] is two
     assert not _succeeded(_outcomes(cart, [one]).get(("syn1", None)))  # (no result of its own: it stays)
+
+
+def test_a_manifest_row_of_an_item_the_pages_did_not_show_says_so(tmp_path):
+    """The manifest job listed an item the pages did not (added meanwhile): its row says it was not read, not that
+    a filter left it out (none was given)."""
+    cart = Cart(columns=["ID", "versionNumber", "dataFileSizeBytes", "dataFileMD5Hex", "contentType", "parentId"])
+    manifest = [_manifest_row("syn1", 1, 3), _manifest_row("syn2", 1, 4)]
+    _join(cart, [_row("syn1", 1, 3, "11")], manifest)
+    one = FileResult("syn1", 1, tmp_path / "f.txt", 3, None, SyncStatus.DOWNLOADED, action="download")
+    written = _write_manifest(cart, _outcomes(cart, [one]), tmp_path)
+    with open(written, newline="", encoding="utf-8") as handle:
+        rows = {row["ID"]: row for row in csv.DictReader(handle)}
+    assert (rows["syn1"]["path"], rows["syn1"]["error"]) == (str(tmp_path / "f.txt"), "")
+    assert (rows["syn2"]["path"], rows["syn2"]["error"]) == ("", NOT_READ)
 
 
 def test_the_action_line():
