@@ -241,4 +241,9 @@ def _path_and_error(result: Optional[FileResult]) -> Dict[str, str]:
         return {PATH_COLUMN: "", ERROR_COLUMN: "not downloaded: left out by --include/--exclude"}
     if result.status is SyncStatus.FAILED:
         return {PATH_COLUMN: "", ERROR_COLUMN: str(result.error or "failed")}
+    if not _succeeded(result):  # a conflict kept: the local file there is not the cart's (it stays in the cart)
+        return {
+            PATH_COLUMN: "",
+            ERROR_COLUMN: f"not downloaded: the local file {result.path} differs ({result.action})",
+        }
     return {PATH_COLUMN: str(result.path) if result.path is not None else "", ERROR_COLUMN: ""}

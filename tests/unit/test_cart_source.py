@@ -199,6 +199,21 @@ def test_a_manifest_row_of_an_item_the_pages_did_not_show_says_so(tmp_path):
     assert (rows["syn2"]["path"], rows["syn2"]["error"]) == ("", NOT_READ)
 
 
+def test_a_manifest_row_never_gives_the_path_of_a_local_file_that_is_not_the_carts(tmp_path):
+    """keep.local kept a local file that differs: the item stays in the cart and its row gives no path (it gave
+    that file's path with no error, as if the cart's file were there)."""
+    cart = Cart(columns=["ID", "versionNumber", "dataFileSizeBytes", "dataFileMD5Hex", "contentType", "parentId"])
+    _join(cart, [_row("syn1", 1, 3, "11")], [_manifest_row("syn1", 1, 3)])
+    kept = FileResult("syn1", 1, tmp_path / "f.txt", 3, None, SyncStatus.SKIPPED, action="keep-local")
+    written = _write_manifest(cart, _outcomes(cart, [kept]), tmp_path)
+    with open(written, newline="", encoding="utf-8") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert (
+        row["path"] == ""
+        and row["error"] == f"not downloaded: the local file {tmp_path / 'f.txt'} differs (keep-local)"
+    )
+
+
 def test_the_action_line():
     assert CartInfo(files=0).action_line() is None
     info = CartInfo(files=2, needing_action=3, actions=["access requirement 9", "download access to syn5"])
