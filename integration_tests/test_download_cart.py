@@ -303,6 +303,19 @@ def test_keep_paths_takes_each_files_parent_from_the_cart_manifest(tmp_path):
         assert cart_keys(emu) == []
 
 
+def test_manifest_suppress_writes_no_cart_manifest(emu, tmp_path):
+    """``--manifest suppress`` (``manifest="suppress"``) is honoured: the files, no manifest.csv (it was written
+    anyway); the cart is emptied as ever."""
+    add(emu, (emu.at("a.txt"), None))
+    out = tmp_path / "out"
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_list(out, platform=platform, progress=False, manifest="suppress")
+    assert (out / "a.txt").read_bytes() == b"a at the top\n"
+    assert not (out / "manifest.csv").exists()
+    assert results.report.cart is not None and results.report.cart.manifest is None
+    assert cart_keys(emu) == []
+
+
 class _DenyWhenPlanned(SyncObserver):
     """Revokes the user's access to one file just before its fetch: its URL is refused, the file fails."""
 

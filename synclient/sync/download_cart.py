@@ -69,6 +69,7 @@ def download_list(
     dask: Optional[object] = None,
     checksum: Optional[bool] = None,
     keep_paths: Optional[bool] = None,
+    manifest: Optional[str] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Download every available file of the user's download cart (the portal's Download Cart) into ``path``, each
     at the version it was added at (the current one for an item added without a version), flat, named as
@@ -79,7 +80,7 @@ def download_list(
     ``results.report.cart`` (:class:`~synclient.results.CartInfo`). ``dry_run=True`` returns the
     :class:`~synclient.sync.plan.dry_run.SyncPlan` of what would be downloaded, and writes and removes nothing.
 
-    ``keep_paths=True``: each file at its remote path instead of flat (its folder from the cart manifest's
+    ``manifest="suppress"``: no ``manifest.csv``. ``keep_paths=True``: each file at its remote path instead of flat (its folder from the cart manifest's
     ``parentId``: no bundle call). The other keywords are :func:`~synclient.sync.runner.download_many`'s. Raises
     :class:`~synclient.errors.SyncError` (results attached) when a file failed, unless ``on_error="continue"``:
     after the manifest was written and the others were removed from the cart. Call bound (docs/cli.md,
@@ -104,7 +105,9 @@ def download_list(
         )
         if isinstance(outcome, SyncPlan):  # a dry run: nothing written, nothing removed
             return outcome
-        info = _settle(run_platform, cart, outcome, target, keep_cart=keep_cart)
+        info = _settle(
+            run_platform, cart, outcome, target, keep_cart=keep_cart, manifest=settings.options.wants_manifest
+        )
         outcome.report.cart = info
     finally:
         if own_platform:
@@ -114,15 +117,18 @@ def download_list(
     return outcome
 
 
-def _settle(platform: Platform, cart: Cart, results: SyncResults, target: Path, *, keep_cart: bool) -> CartInfo:
-    """After the run: the manifest, then the succeeded files' items out of the cart (their calls are the run's)."""
+def _settle(
+    platform: Platform, cart: Cart, results: SyncResults, target: Path, *, keep_cart: bool, manifest: bool
+) -> CartInfo:
+    """After the run: the manifest (``manifest``: unless ``manifest="suppress"``), then the succeeded files' items
+    out of the cart (their calls are the run's)."""
     outcome = _outcomes(cart, results)
     info = CartInfo(
         files=len(cart.files),
         needing_action=cart.files_needing_action,
         actions=[_action_label(action.kind, action.target) for action in cart.actions],
     )
-    if cart.columns:
+    if cart.columns and manifest:
         if _manifest_taken(target):
             log.warning("%s has a remote entity named %s; the download cart's is not written", target, CART_MANIFEST)
         else:
