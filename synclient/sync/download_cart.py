@@ -80,11 +80,12 @@ def download_list(
     ``results.report.cart`` (:class:`~synclient.results.CartInfo`). ``dry_run=True`` returns the
     :class:`~synclient.sync.plan.dry_run.SyncPlan` of what would be downloaded, and writes and removes nothing.
 
-    ``manifest="suppress"``: no ``manifest.csv``. ``keep_paths=True``: each file at its remote path instead of flat (its folder from the cart manifest's
-    ``parentId``: no bundle call). The other keywords are :func:`~synclient.sync.runner.download_many`'s. Raises
-    :class:`~synclient.errors.SyncError` (results attached) when a file failed, unless ``on_error="continue"``:
-    after the manifest was written and the others were removed from the cart. Call bound (docs/cli.md,
-    "Downloading your download cart"): no bundle or header call per file."""
+    ``manifest="suppress"``: no ``manifest.csv``. ``keep_paths=True``: each file at its remote path instead of
+    flat (its folder from the cart manifest's ``parentId``: no bundle call). The other keywords are
+    :func:`~synclient.sync.runner.download_many`'s. Raises :class:`~synclient.errors.SyncError` (results attached)
+    when a file failed, unless ``on_error="continue"``: after the manifest was written and the others were removed
+    from the cart. Call bound (docs/cli.md, "Downloading your download cart"): no bundle or header call per
+    file."""
     settings = RunSettings.of(
         options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, dask=dask
     )
