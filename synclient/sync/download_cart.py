@@ -188,6 +188,8 @@ def _action_label(kind: str, target: str) -> str:
         return f"access requirement {target}"
     if kind == "RequestDownload":
         return f"download access to {target}"
+    if kind == "EnableTwoFa":  # (Synapse's third action: an access requirement that needs two-factor authentication)
+        return f"two-factor authentication for access requirement {target}"
     return f"{kind} {target}"
 
 

@@ -15,7 +15,7 @@ from client_support import ROOT
 from synclient.errors import MalformedAnswerError
 from synclient.platform.models import ActionRequired, DownloadListItem, DownloadListItemResult, DownloadListPage
 from synclient.results import CartInfo, FileResult, SyncStatus
-from synclient.sync.download_cart import NOT_READ, _outcomes, _succeeded, _write_manifest
+from synclient.sync.download_cart import NOT_READ, _action_label, _outcomes, _succeeded, _write_manifest
 from synclient.sync.sources.cart import PAGES_AT_ONCE, Cart, _join, _later_pages, read_cart
 
 PKG = "org.sagebionetworks.repo.model.download."
@@ -221,6 +221,12 @@ def test_the_action_line():
         "3 files in your download cart need an action on synapse.org first "
         "(access requirement 9, download access to syn5)"
     )
+    # Synapse's three actions (ActionsRequiredDao): each said in words, not by its concreteType
+    two_fa = ActionRequired.from_wire(
+        {"action": {"concreteType": PKG + "EnableTwoFa", "accessRequirementId": 7}, "count": 1}
+    )
+    assert _action_label(two_fa.kind, two_fa.target) == "two-factor authentication for access requirement 7"
+    assert _action_label("MeetAccessRequirement", "9") == "access requirement 9"
     many = CartInfo(files=0, needing_action=1, actions=[f"access requirement {i}" for i in range(5)])
     assert many.action_line().startswith("1 file in your download cart needs an action")
     assert many.action_line().endswith("access requirement 2, ...)")
