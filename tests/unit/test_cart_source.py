@@ -16,7 +16,7 @@ from synclient.errors import MalformedAnswerError
 from synclient.platform.models import ActionRequired, DownloadListItem, DownloadListItemResult, DownloadListPage
 from synclient.results import CartInfo, FileResult, SyncStatus
 from synclient.sync.download_cart import NOT_READ, _action_label, _outcomes, _succeeded, _write_manifest
-from synclient.sync.sources.cart import PAGES_AT_ONCE, Cart, _join, _later_pages, read_cart
+from synclient.sync.sources.cart import PAGES_AT_ONCE, Cart, _join, _later_pages, _parse_manifest, read_cart
 
 PKG = "org.sagebionetworks.repo.model.download."
 
@@ -83,6 +83,17 @@ def test_the_models_refuse_what_is_malformed():
     assert ActionRequired.from_wire(
         {"action": {"concreteType": PKG + "RequestDownload", "benefactorId": 5}, "count": 1}
     ) == ActionRequired("RequestDownload", "syn5", 1)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"ID,versionNumber\nsyn1\xff,1\n", b"ID,versionNumber\nsyn1," + b"x" * 200_000 + b"\n"],
+    ids=["not UTF-8", "a field over the csv module's limit"],
+)
+def test_a_manifest_that_is_no_readable_csv_is_one_clear_error(data):
+    """(It escaped as a UnicodeDecodeError or a csv.Error: a traceback, not the one line of a malformed answer.)"""
+    with pytest.raises(MalformedAnswerError, match="the download cart's manifest cannot be read as a CSV"):
+        _parse_manifest(data)
 
 
 def _row(entity_id, version, size, handle, name="f.txt"):

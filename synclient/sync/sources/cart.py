@@ -216,13 +216,16 @@ def _manifest_bytes(platform: Platform, client: DataClient) -> bytes:
 
 
 def _parse_manifest(data: bytes) -> Tuple[List[str], List[Dict[str, str]]]:
-    reader = csv.DictReader(io.StringIO(data.decode("utf-8-sig")))
-    columns = list(reader.fieldnames or [])
-    if "ID" not in columns or "versionNumber" not in columns:
-        raise MalformedAnswerError("the download cart's manifest has no ID and versionNumber columns").spent()
-    if PATH_COLUMN in columns or ERROR_COLUMN in columns:
-        raise MalformedAnswerError("the download cart's manifest already has a 'path' or 'error' column").spent()
-    return columns, [dict(row) for row in reader]
+    try:
+        reader = csv.DictReader(io.StringIO(data.decode("utf-8-sig")))
+        columns = list(reader.fieldnames or [])
+        if "ID" not in columns or "versionNumber" not in columns:
+            raise MalformedAnswerError("the download cart's manifest has no ID and versionNumber columns").spent()
+        if PATH_COLUMN in columns or ERROR_COLUMN in columns:
+            raise MalformedAnswerError("the download cart's manifest already has a 'path' or 'error' column").spent()
+        return columns, [dict(row) for row in reader]
+    except (UnicodeDecodeError, csv.Error) as exc:  # (not UTF-8; a NUL before Python 3.11; a field over 128 KiB)
+        raise MalformedAnswerError(f"the download cart's manifest cannot be read as a CSV: {exc}").spent() from None
 
 
 def _version_of(row: Dict[str, str]) -> Optional[int]:
