@@ -164,6 +164,16 @@ def test_join_leaves_what_the_manifest_does_not_say_to_its_bundle(manifest):
     assert cart.described == {}  # no facts: the pipeline takes the file's bundle (the MD5 check is never weakened)
 
 
+def test_a_manifest_cell_of_unicode_digits_is_no_number():
+    """'²' is a digit to str.isdigit and no number to int(): the row is left to its bundle (it raised ValueError)."""
+    cart = Cart()
+    manifest = [dict(_manifest_row("syn1", 1, 5), versionNumber="²"), dict(_manifest_row("syn2", 1, 5))]
+    manifest[1]["dataFileSizeBytes"] = "²"
+    _join(cart, [_row("syn1", None, 5, "11"), _row("syn2", 1, 5, "21")], manifest)
+    assert [(f.header.id, f.header.version_number) for f in cart.files] == [("syn1", None), ("syn2", 1)]
+    assert cart.described == {}
+
+
 @pytest.mark.parametrize(
     "status, action, done",
     [

@@ -230,7 +230,7 @@ def _parse_manifest(data: bytes) -> Tuple[List[str], List[Dict[str, str]]]:
 
 def _version_of(row: Dict[str, str]) -> Optional[int]:
     text = (row.get("versionNumber") or "").strip()
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isascii() and text.isdigit() else None  # ("²" is a digit int() refuses)
 
 
 def _join(cart: Cart, rows: Sequence[DownloadListItemResult], manifest: List[Dict[str, str]]) -> None:
@@ -283,7 +283,7 @@ def _facts(item: DownloadListItemResult, row: Dict[str, str], version: int) -> O
         md5 = wire_md5(row.get("dataFileMD5Hex") or None, "dataFileMD5Hex", "the download cart's manifest")
     except MalformedAnswerError:
         return None
-    if md5 is None or not size_text.isdigit() or int(size_text) != item.file_size_bytes:
+    if md5 is None or not (size_text.isascii() and size_text.isdigit()) or int(size_text) != item.file_size_bytes:
         return None
     handle = FileHandle(
         id=item.file_handle_id,
