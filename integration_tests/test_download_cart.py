@@ -316,6 +316,39 @@ def test_manifest_suppress_writes_no_cart_manifest(emu, tmp_path):
     assert cart_keys(emu) == []
 
 
+def test_synapseclient_downloads_what_a_synclient_run_left_in_the_cart(emu, tmp_path):
+    """One cart, two clients: synclient takes what its filter selects and removes only that; synapseclient 4.14's
+    ``get-download-list`` then downloads the rest, byte-exact, and empties the cart."""
+    synapseclient = pytest.importorskip("synapseclient")
+    from synapseclient.__main__ import build_parser, get_download_list
+
+    a, b = emu.at("a.txt"), emu.at("b.txt")
+    add(emu, (a, None), (b, 1))
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_list(tmp_path / "ours", platform=platform, progress=False, include=["a*"])
+    assert [r.entity_id for r in results] == [a] and results.report.cart.removed == 1
+    assert cart_keys(emu) == [(b, 1)]
+    config = tmp_path / "synapseConfig"
+    config.write_text("")
+    syn = synapseclient.Synapse(
+        configPath=str(config),
+        repoEndpoint=emu.endpoint + "/repo/v1",
+        authEndpoint=emu.endpoint + "/auth/v1",
+        fileHandleEndpoint=emu.endpoint + "/file/v1",
+        portalEndpoint=emu.endpoint + "/",
+        skip_checks=True,
+        cache_root_dir=str(tmp_path / "cache"),
+        silent=True,
+    )
+    syn.login(authToken=emu.token)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    get_download_list(build_parser().parse_args(["get-download-list", "--downloadLocation", str(theirs)]), syn)
+    assert (theirs / "b.txt").read_bytes() == b"b one\n"  # the version the cart pinned
+    assert not (theirs / "a.txt").exists()
+    assert cart_keys(emu) == []
+
+
 class _DenyWhenPlanned(SyncObserver):
     """Revokes the user's access to one file just before its fetch: its URL is refused, the file fails."""
 
