@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Set, Union
 
-from synclient.errors import SyncError
+from synclient.errors import LocalIOError, SyncError
 from synclient.events import SyncObserver
 from synclient.platform.rest import Platform
 from synclient.results import CartInfo, FileResult, SyncResults, SyncStatus
@@ -218,18 +218,23 @@ def _write_manifest(cart: Cart, outcome: Dict[FileKey, FileResult], target: Path
             }
             rows.append(dict(extra, **_path_and_error(outcome.get(_key(file)))))
     destination = target / CART_MANIFEST
-    fd, temp = tempfile.mkstemp(prefix=f".{CART_MANIFEST}.", suffix=".tmp", dir=target)
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{CART_MANIFEST}.", suffix=".tmp", dir=target)
+    except OSError as exc:
+        raise LocalIOError.from_exception(f"cannot write {destination}", exc) from None
     try:
         with open(fd, "w", encoding="utf-8", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns, restval="", extrasaction="ignore")
             writer.writeheader()
             writer.writerows(rows)
         os.replace(temp, destination)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(temp)
         except OSError:
             pass
+        if isinstance(exc, OSError):  # (one clear line; nothing is removed from the cart)
+            raise LocalIOError.from_exception(f"cannot write {destination}", exc) from None
         raise
     return destination
 

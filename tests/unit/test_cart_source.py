@@ -12,7 +12,7 @@ import pytest
 import responses
 from client_support import ROOT
 
-from synclient.errors import MalformedAnswerError
+from synclient.errors import LocalIOError, MalformedAnswerError
 from synclient.platform.models import ActionRequired, DownloadListItem, DownloadListItemResult, DownloadListPage
 from synclient.results import CartInfo, FileResult, SyncStatus
 from synclient.sync.download_cart import NOT_READ, _action_label, _outcomes, _succeeded, _write_manifest
@@ -233,6 +233,17 @@ def test_a_manifest_row_never_gives_the_path_of_a_local_file_that_is_not_the_car
         row["path"] == ""
         and row["error"] == f"not downloaded: the local file {tmp_path / 'f.txt'} differs (keep-local)"
     )
+
+
+def test_a_manifest_that_cannot_be_written_is_one_clear_error(tmp_path):
+    """A folder in the way of manifest.csv: a LocalIOError naming it (an IsADirectoryError escaped), no temporary
+    file left behind."""
+    cart = Cart(columns=["ID", "versionNumber", "dataFileSizeBytes", "dataFileMD5Hex", "contentType", "parentId"])
+    _join(cart, [_row("syn1", 1, 3, "11")], [_manifest_row("syn1", 1, 3)])
+    (tmp_path / "manifest.csv").mkdir()
+    with pytest.raises(LocalIOError, match="cannot write .*manifest.csv"):
+        _write_manifest(cart, {}, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.csv"]
 
 
 def test_the_action_line():
