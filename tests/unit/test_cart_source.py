@@ -326,6 +326,24 @@ def test_a_page_not_as_told_wastes_at_most_a_few_pages(cart):
     assert len(cart.asked) <= 1 + 3 + 2 * PAGES_AT_ONCE
 
 
+def test_files_needing_action_are_the_platforms_count_not_the_sum_of_the_actions(monkeypatch):
+    """One file under two access requirements is one file that needs an action (Synapse's action counts are per
+    action: summed, it was two); the count is asked only when some action is required."""
+    cart = _PagedCart(3)
+    two = [ActionRequired("MeetAccessRequirement", "9", 1), ActionRequired("MeetAccessRequirement", "10", 1)]
+    asked = []
+    monkeypatch.setattr(cart, "download_list_actions", lambda: two, raising=False)
+    monkeypatch.setattr(cart, "download_list_requiring_action", lambda: asked.append(1) or 1, raising=False)
+    header = "ID,versionNumber,dataFileSizeBytes,dataFileMD5Hex,contentType,parentId\n"
+    csv_text = header + "".join(f"syn{i},1,1,{'0' * 32},text/plain,syn9\n" for i in range(3))
+    monkeypatch.setattr("synclient.sync.sources.cart._manifest_bytes", lambda platform, client: csv_text.encode())
+    read = read_cart(cart, data=object())
+    assert read.files_needing_action == 1 and read.actions == two and asked == [1]
+    none = _PagedCart(3)
+    monkeypatch.setattr(none, "download_list_requiring_action", lambda: asked.append(2) or 0, raising=False)
+    assert read_cart(none, data=object()).files_needing_action == 0 and asked == [1]  # (no action: not asked)
+
+
 def test_read_cart_follows_tokens_it_cannot_tell(monkeypatch):
     """Opaque tokens: the pages are read one after another, each from the token before, and joined with the
     manifest as ever."""

@@ -6,7 +6,8 @@ What the platform says of the cart is read once, before anything is written, in 
   its start and its polls; past the first, read 4 at a time when one count job tells their tokens): each row names
   the item as it was added (a version, or none: "the current one"), the file handle that item means now, its name
   and size;
-- every page of the **actions required** for the others (``ActionRequiredRequest``), for the report;
+- every page of the **actions required** for the others (``ActionRequiredRequest``), for the report, and when
+  there are some, how many files need them (``FilesStatisticsRequest``: one job);
 - the cart's **manifest** (one asynchronous job, its file handle's URL in one URL batch, then its CSV from storage):
   each available file's resolved version, MD5, content type and parent, and the columns synapseclient's
   ``get-download-list`` writes its ``manifest.csv`` with. Why the manifest and not only the rows: the rows carry no
@@ -84,10 +85,7 @@ class Cart:
     columns: List[str] = field(default_factory=list)
     manifest_rows: List[Tuple[FileKey, Dict[str, str]]] = field(default_factory=list)
     described: DescribedFiles = field(default_factory=dict)
-
-    @property
-    def files_needing_action(self) -> int:
-        return sum(action.count for action in self.actions)
+    files_needing_action: int = 0  # (the platform's count: a file that needs two actions is counted under each)
 
     def source(self) -> ListSource:
         """The run's source: the cart's files flat in the target, described (no bundle call) where the manifest
@@ -114,7 +112,7 @@ def read_cart(platform: Platform, *, data: Optional[DataClient] = None) -> Cart:
     client = data or DataClient(1, trusted_cas=platform.trusted_cas)
     try:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="synclient-cart") as beside:
-            actions = beside.submit(platform.download_list_actions)
+            actions = beside.submit(_actions, platform)
             first = platform.download_list_page()
             manifest: Optional[Future] = None
             if first.files:
@@ -129,7 +127,8 @@ def read_cart(platform: Platform, *, data: Optional[DataClient] = None) -> Cart:
                         for row in page.files
                     ]
                 rows += later
-            cart = Cart(actions=actions.result())
+            cart = Cart()
+            cart.actions, cart.files_needing_action = actions.result()
             if manifest is not None:
                 cart.columns, described = manifest.result()
                 _join(cart, rows, described)
@@ -137,6 +136,13 @@ def read_cart(platform: Platform, *, data: Optional[DataClient] = None) -> Cart:
         if own:
             client.close()
     return cart
+
+
+def _actions(platform: Platform) -> Tuple[List[ActionRequired], int]:
+    """The actions required, and how many files need one: the statistics job, made only when some file does (an
+    action's count is of the files that need it, so their sum counts a file under two access requirements twice)."""
+    actions = platform.download_list_actions()
+    return actions, platform.download_list_requiring_action() if actions else 0
 
 
 #: Synapse's page token, ``{limit}a{offset}`` (``NextPageToken.toToken``)
