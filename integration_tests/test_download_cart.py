@@ -349,6 +349,27 @@ def test_synapseclient_downloads_what_a_synclient_run_left_in_the_cart(emu, tmp_
     assert cart_keys(emu) == []
 
 
+def test_items_added_while_the_run_goes_stay_in_the_cart(emu, tmp_path):
+    """The cart changes between its reads and the removal: the user adds another version of a file, and the file
+    version a versionless item meant at a version. Only the items read are removed, each by its own key."""
+    a, b = emu.at("a.txt"), emu.at("b.txt")
+    add(emu, (a, None), (b, 1))
+
+    class AddMeanwhile(SyncObserver):
+        def __init__(self) -> None:
+            self.added = False
+
+        def file_planned(self, file: PlannedFile) -> None:
+            if not self.added:
+                self.added = True
+                add(emu, (b, 2), (a, 1))
+
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_list(tmp_path / "out", platform=platform, progress=False, observer=AddMeanwhile())
+    assert results.report.cart is not None and results.report.cart.removed == 2
+    assert cart_keys(emu) == [(a, 1), (b, 2)]
+
+
 class _DenyWhenPlanned(SyncObserver):
     """Revokes the user's access to one file just before its fetch: its URL is refused, the file fails."""
 
