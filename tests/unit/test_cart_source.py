@@ -326,6 +326,26 @@ def test_a_page_not_as_told_wastes_at_most_a_few_pages(cart):
     assert len(cart.asked) <= 1 + 3 + 2 * PAGES_AT_ONCE
 
 
+def test_a_first_page_of_no_file_with_pages_after_it_drops_no_file(monkeypatch):
+    """A first page without rows but with a next token (the files came after it): every file is read and joined
+    with the manifest (they were dropped: the manifest was only asked for when the first page showed a file)."""
+
+    class EmptyFirst(_PagedCart):
+        def download_list_page(self, *, page_token=None) -> DownloadListPage:
+            if page_token is None:
+                self.asked.append(None)
+                return DownloadListPage(files=(), next_page_token="o0")
+            return super().download_list_page(page_token=page_token)
+
+    cart = EmptyFirst(60, opaque=True)
+    header = "ID,versionNumber,dataFileSizeBytes,dataFileMD5Hex,contentType,parentId\n"
+    csv_text = header + "".join(f"syn{i},1,1,{'0' * 32},text/plain,syn9\n" for i in range(60))
+    monkeypatch.setattr("synclient.sync.sources.cart._manifest_bytes", lambda platform, client: csv_text.encode())
+    read = read_cart(cart, data=object())
+    assert [file.header.id for file in read.files] == [f"syn{i}" for i in range(60)]
+    assert len(read.described) == 60 and read.columns[0] == "ID"
+
+
 def test_files_needing_action_are_the_platforms_count_not_the_sum_of_the_actions(monkeypatch):
     """One file under two access requirements is one file that needs an action (Synapse's action counts are per
     action: summed, it was two); the count is asked only when some action is required."""

@@ -127,6 +127,8 @@ def read_cart(platform: Platform, *, data: Optional[DataClient] = None) -> Cart:
                         for row in page.files
                     ]
                 rows += later
+            if manifest is None and rows:  # (a first page of no file, and files after it: read them all the same)
+                manifest = beside.submit(lambda: _parse_manifest(_manifest_bytes(platform, client)))
             cart = Cart()
             cart.actions, cart.files_needing_action = actions.result()
             if manifest is not None:
