@@ -211,12 +211,10 @@ def _write_manifest(cart: Cart, outcome: Dict[FileKey, FileResult], target: Path
         listed.add(_key(file))
     for file in cart.files:
         if _key(file) not in listed:
-            extra = {
-                "ID": file.header.id,
-                "name": file.header.name,
-                "versionNumber": str(file.header.version_number or ""),
-            }
-            rows.append(dict(extra, **_path_and_error(outcome.get(_key(file)))))
+            result = outcome.get(_key(file))
+            version = file.header.version_number or (result.version if result is not None else None)
+            extra = {"ID": file.header.id, "name": file.header.name, "versionNumber": str(version or "")}
+            rows.append(dict(extra, **_path_and_error(result)))  # (the version its bundle resolved: replayable)
     destination = target / CART_MANIFEST
     try:
         fd, temp = tempfile.mkstemp(prefix=f".{CART_MANIFEST}.", suffix=".tmp", dir=target)

@@ -246,6 +246,18 @@ def test_a_manifest_that_cannot_be_written_is_one_clear_error(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.csv"]
 
 
+def test_a_row_the_manifest_did_not_describe_records_the_version_downloaded(tmp_path):
+    """A versionless item the manifest did not list (added between the reads): its row in manifest.csv has the
+    version its bundle resolved, so that ``get --from-file manifest.csv`` replays that version (it was empty)."""
+    cart = Cart(columns=["ID", "name", "versionNumber"])
+    _join(cart, [_row("syn1", None, 3, "11")], [])
+    got = FileResult("syn1", 4, tmp_path / "f.txt", 3, None, SyncStatus.DOWNLOADED, action="download")
+    written = _write_manifest(cart, _outcomes(cart, [got]), tmp_path)
+    with open(written, newline="", encoding="utf-8") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert (row["ID"], row["versionNumber"], row["path"]) == ("syn1", "4", str(tmp_path / "f.txt"))
+
+
 def test_the_action_line():
     assert CartInfo(files=0).action_line() is None
     info = CartInfo(files=2, needing_action=3, actions=["access requirement 9", "download access to syn5"])
