@@ -11,14 +11,13 @@ import json
 import math
 import os
 import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
 import requests
+from cli_subprocess import run_synclient as synclient
 
 from synclient import Platform, download_list, sync_from_platform
 from synclient.emulator import Emulator
@@ -27,7 +26,6 @@ from synclient.events import PlannedFile, SyncObserver
 from synclient.results import FileResult, SyncStatus
 from synclient.transfer.config import TransferConfig
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 LIST = "/repo/v1/download/list"
 MANIFEST_COLUMNS = [
     "ID",
@@ -96,24 +94,6 @@ def cart_keys(emu: Emulator) -> List[Tuple[str, Optional[int]]]:
             ((row.file_entity_id, row.version_number) for row in platform.download_list_available()),
             key=lambda key: (key[0], key[1] or 0),
         )
-
-
-def synclient(emu: Emulator, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """The real entry point in a subprocess, isolated from the machine's configuration and keyring."""
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCLIENT_", "SYNAPSE_", "PYTHON_KEYRING"))}
-    env.update(
-        HOME=str(home),
-        SYNAPSE_CONFIG_FILE=str(home / ".synapseConfig"),
-        PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
-        PYTHONPATH=str(REPO_ROOT),
-        SYNCLIENT_ENDPOINT=emu.endpoint,
-        SYNCLIENT_AUTH_TOKEN=emu.token,
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "synclient", *args], env=env, text=True, capture_output=True, timeout=120
-    )
 
 
 def read_manifest(path: Path) -> Tuple[List[str], List[Dict[str, str]]]:
