@@ -26,11 +26,12 @@ from synclient.errors import (
     PathConflictError,
     PlatformError,
     SynclientError,
+    TransferCapReached,
 )
 from synclient.events import SyncObserver
 from synclient.platform.models import EntityHeader, FileBundle, FileHandle
 from synclient.platform.rest import Platform
-from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verification
+from synclient.results import FROM_SYNAPSE_CACHE, LEFT_BY_CAP, FileResult, SyncStatus, Verification
 from synclient.sync.claims import PathClaims
 from synclient.sync.effects import Effects
 from synclient.sync.local.local_names import LocalRename
@@ -562,6 +563,20 @@ class FilePipeline:
                 self.failed_partials.add(partial_key(job.destination))
         action = FROM_SYNAPSE_CACHE if fetched.from_cache and error is None else context.action.value
         handle = job.handle
+        if isinstance(error, TransferCapReached):  # left by --max-transfer, not failed: the next run goes on
+            log.info("left by the transfer cap: %s", job.destination)
+            result = FileResult(
+                job.entity_id,
+                job.version,
+                job.destination,
+                handle.content_size,
+                handle.content_md5,
+                SyncStatus.SKIPPED,
+                action=LEFT_BY_CAP,
+                **context.details,
+            )
+            self._effects.finished(result)
+            return
         self._effects.finished(
             FileResult(
                 job.entity_id,
