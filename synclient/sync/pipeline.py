@@ -223,6 +223,8 @@ class FilePipeline:
         of it elsewhere): the real run downloads it, whatever its bytes (the decision table's "absent" row)."""
         if self._sizes is None or found.parent_id is None or self._options.needs_bundle:
             return False
+        if self._options.max_transfer is not None:  # what fits under the cap needs each file's own size
+            return False
         if row is not None and row.local_path != self._target.relative(found.destination):
             return False
         return not os.path.lexists(found.destination)

@@ -81,17 +81,20 @@ class Fetcher(Protocol):
 class LocalFetcher:
     """URL batch -> refusal or download, on this process's pool."""
 
-    def __init__(self, *, pool: TaskPool, broker: UrlBroker, downloader: Downloader) -> None:
+    def __init__(
+        self, *, pool: TaskPool, broker: UrlBroker, downloader: Downloader, cap: Optional[TransferCap] = None
+    ) -> None:
         self._pool = pool
         self._broker = broker
         self._downloader = downloader
+        self._cap = cap  # the run's --max-transfer cap: a file it would not start now asks for no URL
 
     def fetch(self, job: FetchJob, on_fetched: OnFetched) -> None:
         def done(error: Optional[SynclientError]) -> None:
             received = None if job.size_known else started.received
             on_fetched(FileFetched.of(job, error, received=received, reused=started.reused))
 
-        cap = self._downloader.cap
+        cap = self._cap
         if cap is not None and not cap.would_start(job.size if job.size_known else None):  # no URL asked for it
             on_fetched(FileFetched.of(job, TransferCapReached(f"{job.entity_id}: not started, the cap is reached")))
             return
@@ -230,7 +233,7 @@ class DataPlane:
         fetcher: Fetcher = (
             remote
             if remote is not None
-            else LocalFetcher(pool=self.pool, broker=self.broker, downloader=self.downloader)
+            else LocalFetcher(pool=self.pool, broker=self.broker, downloader=self.downloader, cap=self.downloader.cap)
         )
         if synapse_cache is None:
             return fetcher
