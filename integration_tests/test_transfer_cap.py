@@ -113,7 +113,8 @@ def test_hard_stops_at_the_cap_keeps_partials_and_the_runs_go_on_to_the_end(emu,
     assert not report.cap_reached and report.left_files == 0  # the third run finished
     assert local_tree(target) == {n: seeded_md5(s, seed) for n, (s, seed) in TREE.items()}  # no partial left
     assert sum(transferred) == TOTAL  # every byte received was kept: none downloaded twice
-    print(f"\nhard, cap {cap // MiB} MiB of {TOTAL / MiB:.1f} MiB: (downloaded, left, transferred, reused, served) per run {runs}")
+    shown = "(downloaded, left, transferred, reused, served)"
+    print(f"\nhard, cap {cap // MiB} MiB of {TOTAL / MiB:.1f} MiB: {shown} per run {runs}")
 
 
 def test_soft_lets_running_files_finish_and_leaves_no_partial(emu, tmp_path):
@@ -176,9 +177,7 @@ def test_cli_exits_8_with_the_line_until_done_then_0(emu, tmp_path):
     assert first.returncode == 8, first.stderr
     assert "stopped at the --max-transfer cap of 4.0 MiB: " in first.stdout
     assert "left; run the same command again to go on" in first.stdout
-    document = run_synclient(
-        emu, tmp_path, "--json", "get", "-r", emu.even, "--path", target, "--max-transfer", "4M"
-    )
+    document = run_synclient(emu, tmp_path, "--json", "get", "-r", emu.even, "--path", target, "--max-transfer", "4M")
     assert document.returncode == 8, document.stderr
     report = json.loads(document.stdout)["report"]
     assert report["cap_reached"] and report["max_transfer"] == 4 * MiB and report["left_files"] > 0
