@@ -26,8 +26,9 @@ from typing import Dict, List
 import pytest
 from synctrees import MiB, local_tree, seeded_md5
 
-from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
+from synclient import Platform, SyncStatus, TransferConfig, download_many, sync_from_platform
 from synclient.emulator import Emulator
+from synclient.errors import ConfigError
 from synclient.results import LEFT_BY_CAP, SyncResults
 from synclient.sync.plan.dry_run import SyncPlan
 from synclient.transfer.partial import TEMP_SUFFIX
@@ -159,6 +160,21 @@ def test_a_cap_of_zero_downloads_nothing_and_delete_removes_only_what_vanished(e
     assert not (target / "gone.bin").exists() and not (target / "new.bin").exists()
     done = _sync(emu, project, target, delete=True)
     assert done.report.downloaded == 2 and (target / "keep.bin").read_bytes() == b"k" * MiB
+
+
+def test_download_many_takes_the_keywords_and_refuses_dask(emu, tmp_path):
+    ids = [emu.resolve(emu.even, name) for name in EVEN]
+    platform = Platform(endpoint=emu.endpoint, token=emu.token)
+    config = TransferConfig(**CONFIG)
+    emu.reset_stats()
+    many = download_many(
+        ids, tmp_path / "many", platform=platform, config=config, progress=False, max_transfer="7M",
+        cutoff_mode="cautious",
+    )  # fmt: skip
+    assert (many.report.downloaded, many.report.left_files, many.report.transferred) == (2, 4, 2 * SMALL)
+    assert emu.stats()["data_bytes"] == 2 * SMALL  # cautious: no stream was cut, nothing sent beyond the files
+    with pytest.raises(ConfigError, match="dask"):
+        download_many(ids, tmp_path / "d", platform=platform, max_transfer="1G", dask=object())
 
 
 @pytest.mark.parametrize("mode, files, left", [("hard", 2, 4), ("soft", 3, 3), ("cautious", 2, 4)])
