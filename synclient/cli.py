@@ -62,8 +62,9 @@ from synclient.sync.plan.planner import Collision
 from synclient.sync.records.manifest import ManifestFormat, ManifestMode
 from synclient.sync.sources.id_lists import EntityRef, parse_refs, read_id_file
 from synclient.sync.sources.queries import looks_like_sql, table_of
+from synclient.transfer.cap import CutoffMode
 from synclient.transfer.config import TransferConfig
-from synclient.units import format_size
+from synclient.units import format_size, parse_size
 
 log = logging.getLogger("synclient.cli")
 
@@ -72,6 +73,7 @@ class ExitCode(enum.IntEnum):
     OK = 0
     FILES_FAILED = 1  # the run happened, but some files (or the platform) failed
     USAGE = 2  # the user must fix something: arguments, configuration, token, id, access
+    TRANSFER_CAP = 8  # --max-transfer reached with files left (rclone's 8): run the same command again to go on
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
@@ -136,6 +138,14 @@ def _one_line(text: str) -> str:
 COLLISION_MODES = tuple(mode.value for mode in Collision)
 MANIFEST_MODES = tuple(mode.value for mode in ManifestMode)
 MANIFEST_FORMATS = tuple(fmt.value for fmt in ManifestFormat) + ("both",)
+
+
+def _size(text: str) -> int:
+    """``--max-transfer``'s value: ``10G``, ``500M``, a number of bytes (binary units)."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -317,6 +327,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="hash the local copies synclient wrote instead of trusting size and mtime, and download again those "
         "whose bytes differ (reported as repair; slower: every local byte is read)",
+    )
+    get.add_argument(
+        "--max-transfer",
+        metavar="SIZE",
+        type=_size,
+        help="stop after SIZE downloaded in this run (10G, 500M: binary units); the files left are counted, their "
+        "partials kept, and the exit code is 8: run the same command again to go on",
+    )
+    get.add_argument(
+        "--cutoff-mode",
+        metavar="MODE",
+        choices=[mode.value for mode in CutoffMode],
+        help="at the --max-transfer cap: hard (default: stop every transfer), soft (start no new file, finish the "
+        "running ones) or cautious (start no file that would pass the cap)",
     )
     get.add_argument("--include", metavar="GLOB", action="append", help="only remote paths matching GLOB (repeatable)")
     get.add_argument("--exclude", metavar="GLOB", action="append", help="skip remote paths matching GLOB (repeatable)")
@@ -549,6 +573,8 @@ def _sync_options(args: argparse.Namespace, *, plan_progress: bool = False) -> S
         synapse_cache_link=args.synapse_cache_link,
         checksum=getattr(args, "checksum", False),
         keep_paths=getattr(args, "keep_paths", False),
+        max_transfer=getattr(args, "max_transfer", None),
+        cutoff_mode=getattr(args, "cutoff_mode", None) or CutoffMode.HARD,
     )
 
 
@@ -745,6 +771,8 @@ def _get_download_list(ctx: CommandContext) -> ExitCode:
 
 def _check_dask(args: argparse.Namespace) -> None:
     """``--dask``: Dask installed, ``local:N`` well formed, a scheduler file readable: said before any call."""
+    if args.dask is not None and getattr(args, "max_transfer", None) is not None:
+        raise CliError("--max-transfer counts this process's downloads; it cannot be used with --dask")
     if args.dask is not None and not args.dry_run:
         from synclient.cluster.connect import check_spec
 
@@ -794,7 +822,12 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
             f"{counted(counts.rest_calls, 'REST call')}"
         )
     ctx.out.result(report.summary())
-    return ExitCode.FILES_FAILED if results.failures or report.manifest_errors else ExitCode.OK
+    cap = report.cap_line()  # (--max-transfer) files left for the next run: not failures
+    if cap is not None:
+        ctx.out.result(cap)
+    if results.failures or report.manifest_errors:
+        return ExitCode.FILES_FAILED
+    return ExitCode.TRANSFER_CAP if cap is not None else ExitCode.OK
 
 
 def _print_failures(ctx: CommandContext, failures: Sequence[FileResult], *, shown: int = 20) -> None:

@@ -35,3 +35,28 @@ def format_size(size: float) -> str:
 def format_rate(bytes_per_second: float) -> str:
     """A rate in the same units: ``27.1 MiB/s``."""
     return f"{format_size(bytes_per_second)}/s"
+
+
+#: the suffixes :func:`parse_size` takes, each a power of 1024 (rclone's ``--max-transfer`` units)
+_SIZE_SUFFIXES = {"": 0, "b": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
+
+
+def parse_size(text: str) -> int:
+    """A size as people write it, in binary units as rclone reads them: ``10G``, ``500M``, ``1.5GiB``, ``100k``,
+    ``4096`` (bytes); a suffix ``K``/``M``/``G``/``T``/``P``/``E`` is 1024 to that power, with an optional ``i``
+    and ``B`` after it. Raises ``ValueError`` with one line for anything else (or a negative size)."""
+    raw = text.strip()
+    lowered = raw.lower()
+    for tail in ("ib", "b", "i"):
+        if len(lowered) > 1 and lowered.endswith(tail) and lowered[-len(tail) - 1] in "kmgtpe":
+            lowered = lowered[: -len(tail)]
+            break
+    suffix = lowered[-1:] if lowered[-1:] in _SIZE_SUFFIXES and lowered[-1:].isalpha() else ""
+    number = lowered[: len(lowered) - len(suffix)].strip()
+    try:
+        value = float(number)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or not number:
+        raise ValueError(f"not a size: {text!r} (write it as 10G, 500M, 1.5GiB or a number of bytes)")
+    return int(value * STEP ** _SIZE_SUFFIXES[suffix])

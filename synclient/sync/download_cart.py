@@ -70,6 +70,8 @@ def download_list(
     checksum: Optional[bool] = None,
     keep_paths: Optional[bool] = None,
     manifest: Optional[str] = None,
+    max_transfer: Union[int, str, None] = None,
+    cutoff_mode: Optional[str] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Download every available file of the user's download cart (the portal's Download Cart) into ``path``, each
     at the version it was added at (the current one for an item added without a version), flat, named as

@@ -21,6 +21,8 @@ from synclient.sync.plan.filters import PathFilter
 from synclient.sync.plan.handle_names import FileNames
 from synclient.sync.plan.planner import Collision
 from synclient.sync.records.manifest import ManifestFormat, ManifestMode
+from synclient.transfer.cap import CutoffMode, TransferCap
+from synclient.units import parse_size
 
 
 class OnError(Choice):
@@ -72,6 +74,11 @@ class SyncOptions:
       project into ``TARGET/<project name>`` puts them (:mod:`synclient.sync.sources.kept_paths`); a list's project
       or folder is walked into its own remote path. Only for lists: a project or folder synced alone keeps its
       paths already (a usage error with it).
+    - ``max_transfer``: stop after this many bytes downloaded in this run (an int, or ``"10G"``, ``"500M"``: binary
+      units); ``cutoff_mode``: ``hard`` (the default: running transfers stop at the cap), ``soft`` (no new file
+      starts at the cap) or ``cautious`` (no file starts that would pass it); see :mod:`synclient.transfer.cap`.
+      The files left are reported (``results.report.cap_reached``, ``left_files``, ``left_bytes``), not failed;
+      partials stay for the next run.
     """
 
     if_collision: Collision
@@ -92,6 +99,8 @@ class SyncOptions:
     file_names: FileNames
     checksum: bool
     keep_paths: bool
+    max_transfer: Optional[int]
+    cutoff_mode: CutoffMode
 
     def __init__(
         self,
@@ -117,6 +126,8 @@ class SyncOptions:
         file_names: Union[FileNames, str] = FileNames.ENTITY,
         checksum: bool = False,
         keep_paths: bool = False,
+        max_transfer: Union[int, str, None] = None,
+        cutoff_mode: Union[CutoffMode, str] = CutoffMode.HARD,
     ) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
@@ -148,6 +159,8 @@ class SyncOptions:
         set_(self, "file_names", FileNames.parse(file_names, option="file_names"))
         set_(self, "checksum", bool(checksum))
         set_(self, "keep_paths", bool(keep_paths))
+        set_(self, "max_transfer", _size_of(max_transfer))
+        set_(self, "cutoff_mode", CutoffMode.parse(cutoff_mode, option="cutoff_mode"))
 
     @classmethod
     def overridden(cls, base: Optional[SyncOptions], keywords: Mapping[str, object]) -> SyncOptions:
@@ -175,6 +188,23 @@ class SyncOptions:
         files named by their handles, the call was made to name it: handle_names.py)."""
         return self.provenance or self.entity_details or self.file_names is FileNames.HANDLE
 
+    def transfer_cap(self) -> Optional[TransferCap]:
+        """A new cap for one run (None: no ``max_transfer``)."""
+        return TransferCap(self.max_transfer, self.cutoff_mode) if self.max_transfer is not None else None
+
     @property
     def wants_manifest(self) -> bool:
         return self.manifest is not ManifestMode.SUPPRESS
+
+
+def _size_of(value: Union[int, str, None]) -> Optional[int]:
+    """``max_transfer`` in bytes: an int, or a size as written (``"10G"``); None stays None."""
+    if value is None:
+        return None
+    try:
+        size = parse_size(value) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"max_transfer: {exc}") from None
+    if size < 0:
+        raise ConfigError(f"max_transfer cannot be negative, not {value!r}")
+    return size

@@ -26,11 +26,12 @@ from synclient.errors import (
     PathConflictError,
     PlatformError,
     SynclientError,
+    TransferCapReached,
 )
 from synclient.events import SyncObserver
 from synclient.platform.models import EntityHeader, FileBundle, FileHandle
 from synclient.platform.rest import Platform
-from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verification
+from synclient.results import FROM_SYNAPSE_CACHE, LEFT_BY_CAP, FileResult, SyncStatus, Verification
 from synclient.sync.claims import PathClaims
 from synclient.sync.effects import Effects
 from synclient.sync.local.local_names import LocalRename
@@ -221,6 +222,8 @@ class FilePipeline:
         """A dry run needs no bundle to decide a listed file with nothing at its local path (and no keep.both copy
         of it elsewhere): the real run downloads it, whatever its bytes (the decision table's "absent" row)."""
         if self._sizes is None or found.parent_id is None or self._options.needs_bundle:
+            return False
+        if self._options.max_transfer is not None:  # what fits under the cap needs each file's own size
             return False
         if row is not None and row.local_path != self._target.relative(found.destination):
             return False
@@ -562,6 +565,20 @@ class FilePipeline:
                 self.failed_partials.add(partial_key(job.destination))
         action = FROM_SYNAPSE_CACHE if fetched.from_cache and error is None else context.action.value
         handle = job.handle
+        if isinstance(error, TransferCapReached):  # left by --max-transfer, not failed: the next run goes on
+            log.info("left by the transfer cap: %s", job.destination)
+            result = FileResult(
+                job.entity_id,
+                job.version,
+                job.destination,
+                handle.content_size,
+                handle.content_md5,
+                SyncStatus.SKIPPED,
+                action=LEFT_BY_CAP,
+                **context.details,
+            )
+            self._effects.finished(result)
+            return
         self._effects.finished(
             FileResult(
                 job.entity_id,

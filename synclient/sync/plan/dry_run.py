@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional
 from synclient.html_view import FIRST_ROWS, Rows, html_table, size_cell
 from synclient.results import FileResult, counted
 from synclient.sync.plan.planner import Action
+from synclient.transfer.cap import CapForecast
 from synclient.units import format_size
 
 DEFAULT_BYTES_PER_SECOND = 50e6  # until a real run in this target measured better
@@ -94,6 +95,7 @@ class SyncPlan:
     hashed_bytes: int = 0  # checksum: the local bytes the dry run hashed, as the real run will
     rest_calls: int = 0  # the REST calls the real run is expected to make
     limits: CallLimits = field(default_factory=CallLimits)
+    cap: Optional[CapForecast] = None  # --max-transfer: which downloads would finish under the cap
     #: told each entry as it is planned (a progress display)
     on_entry: Optional[Callable[[PlanEntry], None]] = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -143,6 +145,7 @@ class SyncPlan:
             f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed; "
             f"estimated {self.estimate_seconds:.1f} s"
             + (f" + hashing {format_size(self.hashed_bytes)} of local copies (checksum)" if self.hashed_bytes else "")
+            + (f"; {self.cap.line()}" if self.cap is not None else "")
         )
 
     def to_json(self) -> Dict[str, Any]:
@@ -160,6 +163,7 @@ class SyncPlan:
             "entries": [e.to_json() for e in sorted(self.entries, key=lambda e: e.rel_path)],
             "failures": [f.to_json() for f in self.failures],
             "renamed": list(self.renamed),
+            "cap": self.cap.to_json() if self.cap is not None else None,
         }
 
     def __repr__(self) -> str:
