@@ -59,6 +59,7 @@ from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.pipeline import FilePipeline
 from synclient.sync.plan.dry_run import DEFAULT_SECONDS_PER_CALL, SYNAPSE_CONCURRENCY, CallLimits, PlanEntry, SyncPlan
+from synclient.sync.plan.filters import Age
 from synclient.sync.plan.folder_bytes import FolderBytes
 from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
 from synclient.sync.records.index import LocalIndex
@@ -425,6 +426,7 @@ class SyncRun:
             listed=set(self.walker.listed) | {self.target.relative(p) for p in self.walker.listed.values()},
             dry_run=not self.effects.writes,
             report=self.effects.removed,
+            size_age=self.pipeline.size_age,
         )
 
     @property
@@ -488,6 +490,11 @@ if TYPE_CHECKING:
         if_collision: Optional[str]
         include: Optional[Iterable[str]]
         exclude: Optional[Iterable[str]]
+        min_size: Union[int, str, None]
+        max_size: Union[int, str, None]
+        min_age: Optional[Age]
+        max_age: Optional[Age]
+        order_by: Optional[str]
         follow_links: Optional[bool]
         provenance: Optional[bool]
         progress: Optional[bool]
@@ -598,6 +605,11 @@ def sync_from_platform(
     manifest: Optional[str] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
+    order_by: Optional[str] = None,
     dry_run: Optional[bool] = None,
     follow_links: Optional[bool] = None,
     provenance: Optional[bool] = None,
@@ -707,6 +719,11 @@ def download_many(
     if_collision: Optional[str] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
+    order_by: Optional[str] = None,
     dry_run: Optional[bool] = None,
     follow_links: Optional[bool] = None,
     provenance: Optional[bool] = None,
@@ -804,6 +821,11 @@ def download_query(
     if_collision: Optional[str] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
+    order_by: Optional[str] = None,
     dry_run: Optional[bool] = None,
     follow_links: Optional[bool] = None,
     provenance: Optional[bool] = None,
@@ -1042,6 +1064,7 @@ def _execute(
                 _estimate_calls(effects.plan, run, before)
                 effects.plan.folders = dict(run.walker.folder_ids)
                 effects.plan.renamed = run.renamed_lines
+                effects.plan.filtered, effects.plan.filters = run.pipeline.filtered_out, options.filter_settings
                 return effects.plan
             assert isinstance(effects, AppliedEffects)  # (a real run's)
             _finish_report(effects, platform, started, before, workers)
@@ -1049,6 +1072,7 @@ def _execute(
                 run.write_manifests_and_sweep(effects)
             effects.report.manifest_errors = list(run.manifests.errors)
             effects.report.renamed = run.renamed_lines
+            effects.report.filtered, effects.report.filters = run.pipeline.filtered_out, options.filter_settings
             effects.report.query = source.query if isinstance(source, ListSource) else None
             _remember_throughput(effects, index)
     finally:
