@@ -256,7 +256,7 @@ def _manifest_taken(target: Path) -> bool:
 
 def _path_and_error(result: Optional[FileResult]) -> Dict[str, str]:
     if result is None:
-        return {PATH_COLUMN: "", ERROR_COLUMN: "not downloaded: left out by --include/--exclude"}
+        return {PATH_COLUMN: "", ERROR_COLUMN: "not downloaded: left out by the filters"}
     if result.status is SyncStatus.FAILED:
         return {PATH_COLUMN: "", ERROR_COLUMN: str(result.error or "failed")}
     if not _succeeded(result):  # a conflict kept: the local file there is not the cart's (it stays in the cart)

@@ -37,8 +37,8 @@ class OrderBy:
     def parse(cls, text: str) -> OrderBy:
         """``size``, ``name,descending``, ``modtime,asc``; anything else is a one-line ConfigError."""
         spelled = text.strip().lower()
-        key, _, direction = spelled.partition(",")
-        if key not in {k.value for k in OrderKey} or (direction and direction not in _DIRECTIONS):
+        key, comma, direction = spelled.partition(",")
+        if key not in {k.value for k in OrderKey} or (comma and direction not in _DIRECTIONS):
             raise ConfigError(
                 f"order_by: not an order: {text!r} (size, name or modtime, then ,ascending or ,descending)"
             )
