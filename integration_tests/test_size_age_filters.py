@@ -173,3 +173,44 @@ def test_downloads_start_in_the_stated_order(emulator, tmp_path, order_by, expec
         synapse_cache=False,
     )
     assert observer.started == [f"f{i}.bin" for i in expected]
+
+
+def test_the_download_cart_is_filtered_by_its_manifest_rows_and_keeps_what_was_left_out(emu, tmp_path):
+    import csv
+
+    import requests
+
+    from synclient import download_list
+
+    names = ("small.txt", "mid.txt", "big.txt")
+    items = [{"fileEntityId": emu.resolve(emu.project, name)} for name in names]
+    added = requests.post(
+        emu.endpoint + "/repo/v1/download/list/add",
+        json={"batchToAdd": items},
+        headers={"Authorization": f"Bearer {emu.token}"},
+        timeout=60,
+    )
+    assert added.status_code == 200, added.text
+    emu.reset_stats()
+    emu.set_knobs(record_exchanges=100)
+    results = download_list(tmp_path, platform=emu.platform, max_size="4k", max_age="1y", synapse_cache=False)
+    assert files_in(tmp_path) == ["mid.txt"] and results.report.filtered == 2
+    assert BUNDLE not in emu.stats()["api_by_route"]
+    assert emu.stats()["data_requests"] == 2  # the cart's manifest, then mid.txt
+    asked = [
+        item["associateObjectId"]
+        for exchange in emu.exchanges()
+        if exchange.path == "/file/v1/fileHandle/batch"
+        for item in exchange.request["requestedFiles"]
+        if str(item["associateObjectId"]).startswith("syn")  # (not the cart manifest's own handle)
+    ]
+    assert asked == [emu.resolve(emu.project, "mid.txt")]  # no URL for a file left out
+    with open(tmp_path / "manifest.csv", newline="", encoding="utf-8") as handle:
+        errors = {row["name"]: row["error"] for row in csv.DictReader(handle)}
+    assert errors == {
+        "mid.txt": "",
+        "small.txt": "not downloaded: left out by the filters",
+        "big.txt": "not downloaded: left out by the filters",
+    }
+    remaining = {row.file_entity_id for row in emu.platform.download_list_available()}
+    assert remaining == {emu.resolve(emu.project, "small.txt"), emu.resolve(emu.project, "big.txt")}
