@@ -659,6 +659,9 @@ def sync_from_platform(
       (docs/dask.md). The target must be a filesystem every worker sees at the same path.
     - ``checksum``: hash each local copy synclient wrote instead of trusting its size and modification time, and
       download again (action ``repair``) one whose bytes differ (:class:`~synclient.sync.options.SyncOptions`).
+    - ``min_size``, ``max_size``, ``min_age``, ``max_age``: rclone's size and age filters (``"100k"``, ``"7d"``,
+      ``"2026-01-01"``), by the file's size and its entity's ``modifiedOn``; ``order_by``: the order downloads
+      start (``"size,descending"``). See :class:`~synclient.sync.options.SyncOptions`.
     """
     settings = RunSettings.of(
         options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, view=view, dask=dask
