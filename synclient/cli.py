@@ -141,7 +141,7 @@ MANIFEST_FORMATS = tuple(fmt.value for fmt in ManifestFormat) + ("both",)
 
 
 def _size(text: str) -> int:
-    """``--max-transfer``'s value: ``10G``, ``500M``, a number of bytes (binary units)."""
+    """``--max-transfer``'s value: ``10G``, ``500M``, ``512b`` (binary units; alone, a number is KiB)."""
     try:
         return parse_size(text)
     except ValueError as exc:
@@ -344,6 +344,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     get.add_argument("--include", metavar="GLOB", action="append", help="only remote paths matching GLOB (repeatable)")
     get.add_argument("--exclude", metavar="GLOB", action="append", help="skip remote paths matching GLOB (repeatable)")
+    _size_age_arguments(get)
+    get.add_argument(
+        "--order-by",
+        metavar="ORDER",
+        help="the order downloads start among those ready at once: size, name or modtime, then ,ascending (the "
+        "default) or ,descending (rclone's format; default: the order files come)",
+    )
     get.add_argument(
         "--dry-run",
         action="store_true",
@@ -403,6 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--size-only", action="store_true", help="compare sizes only: no hashing")
     check.add_argument("--include", metavar="GLOB", action="append", help="only remote paths matching GLOB")
     check.add_argument("--exclude", metavar="GLOB", action="append", help="skip remote paths matching GLOB")
+    _size_age_arguments(check)
     check.add_argument("--follow-links", action="store_true", help="follow Link entities to their targets")
     check.add_argument(
         "--max-workers", metavar="N", type=_positive_int, help="threads of the shared pool that plans the check"
@@ -548,6 +556,18 @@ def _require_token(ctx: CommandContext) -> ResolvedToken:
     return ctx.token
 
 
+def _size_age_arguments(parser: argparse.ArgumentParser) -> None:
+    """rclone's size and age filters (filters.py), on get and check alike."""
+    parser.add_argument("--min-size", metavar="SIZE", help="only files of at least SIZE (100k, 1G: binary units)")
+    parser.add_argument("--max-size", metavar="SIZE", help="only files of at most SIZE (100k, 1G: binary units)")
+    parser.add_argument(
+        "--min-age", metavar="AGE", help="only files modified AGE ago or earlier (30m, 2h, 7d, 1w, 1M, 1y; or a date)"
+    )
+    parser.add_argument(
+        "--max-age", metavar="AGE", help="only files modified within AGE (30m, 2h, 7d, 1w, 1M, 1y; or since a date)"
+    )
+
+
 # -- get ------------------------------------------------------------------------------------------------------------
 
 
@@ -575,6 +595,11 @@ def _sync_options(args: argparse.Namespace, *, plan_progress: bool = False) -> S
         keep_paths=getattr(args, "keep_paths", False),
         max_transfer=getattr(args, "max_transfer", None),
         cutoff_mode=getattr(args, "cutoff_mode", None) or CutoffMode.HARD,
+        min_size=args.min_size,
+        max_size=args.max_size,
+        min_age=args.min_age,
+        max_age=args.max_age,
+        order_by=args.order_by,
     )
 
 
@@ -1030,6 +1055,10 @@ def cmd_check(ctx: CommandContext) -> ExitCode:
             platform=platform,
             include=args.include,
             exclude=args.exclude,
+            min_size=args.min_size,
+            max_size=args.max_size,
+            min_age=args.min_age,
+            max_age=args.max_age,
             follow_links=args.follow_links,
             max_workers=args.max_workers,
             progress=ctx.want_progress() and not ctx.out.json_mode,

@@ -270,6 +270,8 @@ class SyncReport:
     throttled: int = 0
     unverified: int = 0  # of the downloaded: external-URL files whose handle records neither MD5 nor size
     repaired: int = 0  # of the downloaded: our copies whose bytes differed from the remote's (checksum)
+    filtered: int = 0  # files the size and age filters left out (neither downloaded nor deleted)
+    filters: Dict[str, Any] = field(default_factory=dict)  # the size, age and order settings given (--json)
     manifest_errors: List[str] = field(default_factory=list)  # one line per folder whose manifest failed
     # entries of a list or dataset given another name, and entities whose names the local filesystem cannot hold
     # as they are (docs/cli.md), one line each
@@ -349,6 +351,7 @@ class SyncReport:
             notes.append(f"{self.unverified} unverified: no MD5 or size recorded")
         noted = f" ({'; '.join(notes)})" if notes else ""
         renamed = f", {len(self.renamed)} renamed" if self.renamed else ""
+        renamed += f", {counted(self.filtered, 'file')} left out by the filters" if self.filtered else ""
         # bytes kept from partial downloads did not come over the wire: said apart from those that did
         moved, reused = (
             (" transferred", f", {format_size(self.bytes_reused)} reused from partial downloads")

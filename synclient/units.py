@@ -37,26 +37,29 @@ def format_rate(bytes_per_second: float) -> str:
     return f"{format_size(bytes_per_second)}/s"
 
 
-#: the suffixes :func:`parse_size` takes, each a power of 1024 (rclone's ``--max-transfer`` units)
-_SIZE_SUFFIXES = {"": 0, "b": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
+#: rclone's size suffixes: each a power of 1024 (``b`` bytes, ``k`` KiB, ``M`` MiB, ...), any case, with an optional
+#: ``i`` and ``B`` (``1G``, ``1Gi``, ``1GiB`` are the same); a number without one is in KiB, as rclone reads it
+_SIZE_SUFFIXES = {"b": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
 
 
 def parse_size(text: str) -> int:
-    """A size as people write it, in binary units as rclone reads them: ``10G``, ``500M``, ``1.5GiB``, ``100k``,
-    ``4096`` (bytes); a suffix ``K``/``M``/``G``/``T``/``P``/``E`` is 1024 to that power, with an optional ``i``
-    and ``B`` after it. Raises ``ValueError`` with one line for anything else (or a negative size)."""
-    raw = text.strip()
-    lowered = raw.lower()
-    for tail in ("ib", "b", "i"):
-        if len(lowered) > 1 and lowered.endswith(tail) and lowered[-len(tail) - 1] in "kmgtpe":
-            lowered = lowered[: -len(tail)]
+    """A size as rclone writes one (``100k``, ``1.5G``, ``10MiB``, ``512b``; no suffix: KiB) in bytes. A bad one
+    raises ValueError with one line that says what is accepted."""
+    spelled = text.strip()
+    number, unit = spelled, "k"
+    lowered = spelled.lower()
+    for ending in ("ib", "i", "b"):  # (a lone "b" is the bytes suffix, so it is tried last)
+        if len(lowered) > len(ending) and lowered.endswith(ending) and lowered[-len(ending) - 1] in _SIZE_SUFFIXES:
+            lowered = lowered[: -len(ending)]
             break
-    suffix = lowered[-1:] if lowered[-1:] in _SIZE_SUFFIXES and lowered[-1:].isalpha() else ""
-    number = lowered[: len(lowered) - len(suffix)].strip()
+    if lowered and lowered[-1] in _SIZE_SUFFIXES:
+        number, unit = lowered[:-1], lowered[-1]
+    elif lowered.endswith("b"):
+        number, unit = lowered[:-1], "b"
     try:
         value = float(number)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0 or not number:
-        raise ValueError(f"not a size: {text!r} (write it as 10G, 500M, 1.5GiB or a number of bytes)")
-    return int(value * STEP ** _SIZE_SUFFIXES[suffix])
+    if not math.isfinite(value) or value < 0 or not number or number.strip() != number:
+        raise ValueError(f"not a size: {text!r} (a number and a unit: 512b, 100k, 1.5M, 1G, 2T; no unit is KiB)")
+    return int(value * STEP ** _SIZE_SUFFIXES[unit])

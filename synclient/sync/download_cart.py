@@ -33,6 +33,7 @@ from synclient.results import CartInfo, FileResult, SyncResults, SyncStatus
 from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.plan.dry_run import SyncPlan
+from synclient.sync.plan.filters import Age
 from synclient.sync.plan.planner import Action
 from synclient.sync.records.index import LocalIndex
 from synclient.sync.runner import ReportBaseline, RunSettings, _CallCounts, _execute, _platform_for
@@ -60,6 +61,11 @@ def download_list(
     if_collision: Optional[str] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
+    order_by: Optional[str] = None,
     dry_run: Optional[bool] = None,
     progress: Optional[bool] = None,
     synapse_cache: Union[bool, str, Path, None] = None,
@@ -252,7 +258,7 @@ def _manifest_taken(target: Path) -> bool:
 
 def _path_and_error(result: Optional[FileResult]) -> Dict[str, str]:
     if result is None:
-        return {PATH_COLUMN: "", ERROR_COLUMN: "not downloaded: left out by --include/--exclude"}
+        return {PATH_COLUMN: "", ERROR_COLUMN: "not downloaded: left out by the filters"}
     if result.status is SyncStatus.FAILED:
         return {PATH_COLUMN: "", ERROR_COLUMN: str(result.error or "failed")}
     if not _succeeded(result):  # a conflict kept: the local file there is not the cart's (it stays in the cart)

@@ -59,6 +59,7 @@ from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.pipeline import FilePipeline
 from synclient.sync.plan.dry_run import DEFAULT_SECONDS_PER_CALL, SYNAPSE_CONCURRENCY, CallLimits, PlanEntry, SyncPlan
+from synclient.sync.plan.filters import Age
 from synclient.sync.plan.folder_bytes import FolderBytes
 from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
 from synclient.sync.records.index import LocalIndex
@@ -429,6 +430,7 @@ class SyncRun:
             listed=set(self.walker.listed) | {self.target.relative(p) for p in self.walker.listed.values()},
             dry_run=not self.effects.writes,
             report=self.effects.removed,
+            size_age=self.pipeline.size_age,
         )
 
     @property
@@ -492,6 +494,11 @@ if TYPE_CHECKING:
         if_collision: Optional[str]
         include: Optional[Iterable[str]]
         exclude: Optional[Iterable[str]]
+        min_size: Union[int, str, None]
+        max_size: Union[int, str, None]
+        min_age: Optional[Age]
+        max_age: Optional[Age]
+        order_by: Optional[str]
         follow_links: Optional[bool]
         provenance: Optional[bool]
         progress: Optional[bool]
@@ -606,6 +613,11 @@ def sync_from_platform(
     manifest: Optional[str] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
+    order_by: Optional[str] = None,
     dry_run: Optional[bool] = None,
     follow_links: Optional[bool] = None,
     provenance: Optional[bool] = None,
@@ -660,6 +672,9 @@ def sync_from_platform(
     - ``max_transfer`` / ``cutoff_mode``: stop after that many bytes downloaded (``"100G"``), ``hard`` | ``soft`` |
       ``cautious``: the files left are counted in ``results.report`` (``cap_reached``, ``left_files``,
       ``left_bytes``), not failed, and the same call later goes on (:mod:`synclient.transfer.cap`).
+    - ``min_size``, ``max_size``, ``min_age``, ``max_age``: rclone's size and age filters (``"100k"``, ``"7d"``,
+      ``"2026-01-01"``), by the file's size and its entity's ``modifiedOn``; ``order_by``: the order downloads
+      start (``"size,descending"``). See :class:`~synclient.sync.options.SyncOptions`.
     """
     settings = RunSettings.of(
         options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, view=view, dask=dask
@@ -720,6 +735,11 @@ def download_many(
     if_collision: Optional[str] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
+    order_by: Optional[str] = None,
     dry_run: Optional[bool] = None,
     follow_links: Optional[bool] = None,
     provenance: Optional[bool] = None,
@@ -819,6 +839,11 @@ def download_query(
     if_collision: Optional[str] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
+    order_by: Optional[str] = None,
     dry_run: Optional[bool] = None,
     follow_links: Optional[bool] = None,
     provenance: Optional[bool] = None,
@@ -1065,6 +1090,7 @@ def _execute(
                         options.max_transfer,
                         options.cutoff_mode,
                     )
+                effects.plan.filtered, effects.plan.filters = run.pipeline.filtered_out, options.filter_settings
                 return effects.plan
             assert isinstance(effects, AppliedEffects)  # (a real run's)
             _finish_report(effects, platform, started, before, workers)
@@ -1074,6 +1100,7 @@ def _execute(
                 run.write_manifests_and_sweep(effects)
             effects.report.manifest_errors = list(run.manifests.errors)
             effects.report.renamed = run.renamed_lines
+            effects.report.filtered, effects.report.filters = run.pipeline.filtered_out, options.filter_settings
             effects.report.query = source.query if isinstance(source, ListSource) else None
             _remember_throughput(effects, index)
     finally:

@@ -108,6 +108,9 @@ class LocalFetcher:
             started.on_done(error)
             return
         started.url = url
+        if started.fetch.order is not None:  # --order-by: among the downloads ready to start at once
+            self._pool.submit_ordered(Priority.DOWNLOAD, started.fetch.order, self._downloader.start, started)
+            return
         self._pool.submit(Priority.DOWNLOAD, self._downloader.start, started)
 
 

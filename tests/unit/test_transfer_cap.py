@@ -129,7 +129,14 @@ def test_forecast_cautious_takes_a_smaller_file_after_one_that_does_not_fit():
 
 @pytest.mark.parametrize(
     "text, size",
-    [("10G", 10 * 1024**3), ("500M", 500 * MiB), ("1.5GiB", 3 * 1024**3 // 2), ("100k", 102400), ("4096", 4096)]
+    [
+        ("10G", 10 * 1024**3),
+        ("500M", 500 * MiB),
+        ("1.5GiB", 3 * 1024**3 // 2),
+        ("100k", 102400),
+        ("4096", 4096 * 1024),
+        ("4096b", 4096),
+    ]
     + [("1KB", 1024), ("2b", 2), ("1Mi", MiB), (" 0 ", 0), ("1T", 1024**4)],
 )
 def test_parse_size_reads_binary_units(text, size):

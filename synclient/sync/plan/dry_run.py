@@ -94,6 +94,8 @@ class SyncPlan:
     listed_bytes: int = 0
     hashed_bytes: int = 0  # checksum: the local bytes the dry run hashed, as the real run will
     rest_calls: int = 0  # the REST calls the real run is expected to make
+    filtered: int = 0  # files the size and age filters left out (neither downloaded nor deleted)
+    filters: Dict[str, Any] = field(default_factory=dict)  # the size, age and order settings given
     limits: CallLimits = field(default_factory=CallLimits)
     cap: Optional[CapForecast] = None  # --max-transfer: which downloads would finish under the cap
     #: told each entry as it is planned (a progress display)
@@ -142,7 +144,9 @@ class SyncPlan:
             f"dry run: {counted(len(self.fetch_entries), 'file')} to download ({format_size(self.bytes_to_fetch)}), "
             + (f"{self.count(Action.REPAIR)} to repair (local bytes differ), " if self.count(Action.REPAIR) else "")
             + f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {counted(conflicts, 'conflict')}, "
-            f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed; "
+            f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed"
+            + (f", {counted(self.filtered, 'file')} left out by the filters" if self.filtered else "")
+            + "; "
             f"estimated {self.estimate_seconds:.1f} s"
             + (f" + hashing {format_size(self.hashed_bytes)} of local copies (checksum)" if self.hashed_bytes else "")
             + (f"; {self.cap.line()}" if self.cap is not None else "")
@@ -160,6 +164,8 @@ class SyncPlan:
             "to_delete": self.count(Action.DELETE),
             "estimate_seconds": round(self.estimate_seconds, 2),
             "rest_calls": self.rest_calls,
+            "filtered": self.filtered,
+            "filters": dict(self.filters),
             "entries": [e.to_json() for e in sorted(self.entries, key=lambda e: e.rel_path)],
             "failures": [f.to_json() for f in self.failures],
             "renamed": list(self.renamed),

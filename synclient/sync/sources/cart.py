@@ -301,4 +301,4 @@ def _facts(item: DownloadListItemResult, row: Dict[str, str], version: int) -> O
         content_type=row.get("contentType") or None,
     )
     parent = (row.get("parentId") or "").strip() or None
-    return FileVersionFacts(handle, version, parent, from_row=True)
+    return FileVersionFacts(handle, version, parent, from_row=True, modified_on=row.get("modifiedOn") or None)
