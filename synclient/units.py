@@ -35,3 +35,32 @@ def format_size(size: float) -> str:
 def format_rate(bytes_per_second: float) -> str:
     """A rate in the same units: ``27.1 MiB/s``."""
     return f"{format_size(bytes_per_second)}/s"
+
+
+#: what a size's suffix multiplies by (rclone's ``SizeSuffix``: binary, case-insensitive; ``K``, ``Ki`` and ``KiB``
+#: alike)
+_MULTIPLIERS = {letter: STEP**power for power, letter in enumerate("bkmgtpe")}
+
+
+def parse_size(text: str, *, default_unit: str = "k") -> int:
+    """A size as rclone reads one (``10M``, ``512k``, ``1.5G``, ``100``): a number and a binary unit
+    (``B|K|M|G|T|P|E``, case-insensitive, optionally followed by ``i`` or ``iB``: ``10M`` = ``10MiB`` = 10 MiB);
+    without a unit, ``default_unit`` (rclone's default: KiB). Whole bytes, rounded down. Raises ValueError with one
+    line naming what is wrong."""
+    cleaned = text.strip()
+    number = cleaned.rstrip("bBiIkKmMgGtTpPeE")
+    unit = cleaned[len(number) :].lower()
+    if unit.endswith("ib"):
+        unit = unit[:-2]
+    elif unit.endswith("i") or (len(unit) == 2 and unit.endswith("b")):
+        unit = unit[:-1]
+    unit = unit or default_unit
+    if unit not in _MULTIPLIERS:
+        raise ValueError(f"{text!r} is not a size: the unit is one of B, K, M, G, T, P, E (binary: 1K = 1024 B)")
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a size: a number and a unit, such as 10M or 512k") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{text!r} is not a size: it must be a finite number, at least 0")
+    return int(value * _MULTIPLIERS[unit])

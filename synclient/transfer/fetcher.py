@@ -31,6 +31,7 @@ from synclient.errors import CacheLockTimeoutError, Cancelled, SynclientError, U
 from synclient.events import SyncObserver
 from synclient.platform.rest import Platform
 from synclient.synapse_cache import SynapseCache
+from synclient.transfer.bandwidth import process_limiter
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.http import DataClient
@@ -196,7 +197,8 @@ class DataPlane:
     @classmethod
     def build(cls, *, platform: Platform, pool: TaskPool, config: TransferConfig, observer: SyncObserver) -> DataPlane:
         """Raises a :class:`SynclientError` when the data connections cannot be set up (a CA bundle missing)."""
-        client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
+        limiter = process_limiter(config.bandwidth_timetable())  # (one per process: all its runs and shards)
+        client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas, limiter=limiter)
         broker = UrlBroker(platform, pool, batch_size=config.url_batch_size)
         folders = SymlinkFreeFolders()
         downloader = Downloader(
