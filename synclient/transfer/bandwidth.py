@@ -126,9 +126,9 @@ class BandwidthTimetable:
         """Seconds from ``when`` to the next entry's start (a constant limit: never, infinity)."""
         if len(self.starts) == 1:
             return float("inf")
-        into_week = (when.weekday() * MINUTES_PER_DAY + when.hour * 60 + when.minute) * 60
-        into_week += when.second + when.microsecond / 1e6
-        following = bisect.bisect_right(self.starts, int(into_week // 60))
+        minute = when.weekday() * MINUTES_PER_DAY + when.hour * 60 + when.minute
+        into_week = minute * 60 + when.second + when.microsecond / 1e6
+        following = bisect.bisect_right(self.starts, minute)
         start = self.starts[following] * 60 if following < len(self.starts) else self.starts[0] * 60 + SECONDS_PER_WEEK
         return start - into_week
 
@@ -154,11 +154,15 @@ class BandwidthTimetable:
             now = now + timedelta(seconds=span)
 
     def _bytes_per_week(self, unlimited: float) -> float:
-        spans = [later - earlier for earlier, later in zip(self.starts, self.starts[1:] + (self.starts[0] + MINUTES_PER_WEEK,))]
+        spans = [
+            later - earlier
+            for earlier, later in zip(self.starts, self.starts[1:] + (self.starts[0] + MINUTES_PER_WEEK,))
+        ]
         return sum(min(rate or unlimited, unlimited) * span * 60 for rate, span in zip(self.rates, spans))
 
     def describe(self, when: Optional[datetime] = None) -> str:
-        """``2.0 MiB/s``; a timetable: its rate at ``when`` and the spec (``off now (timetable '08:00,10M 18:00,off')``)."""
+        """``2.0 MiB/s``; a timetable: its rate at ``when`` (default: now) and the spec, ``off now (timetable
+        '08:00,10M 18:00,off')``."""
         rate = self.rate_at(when or datetime.now())
         shown = "off" if rate is None else format_rate(rate)
         return shown if self.constant else f"{shown} now (timetable {self.spec!r})"
