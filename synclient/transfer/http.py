@@ -185,7 +185,7 @@ def fetch_range(
             chunk_size=chunk_size,
             cancelled=cancelled,
             where=where,
-            limiter=client.limiter,
+            limiter=_limiter_of(client),
         )
         if offset < byte_range.end:
             raise TransferError(f"GET {where}: body ended at byte {offset}, expected {byte_range.end}")
@@ -230,7 +230,7 @@ def fetch_whole(
             chunk_size=chunk_size,
             cancelled=cancelled,
             where=where,
-            limiter=client.limiter,
+            limiter=_limiter_of(client),
         )
         if announced is not None and offset < announced:
             raise TransferError(f"GET {where}: body ended at byte {offset}, expected {announced}")
@@ -238,6 +238,11 @@ def fetch_whole(
         return offset
     finally:
         _done_with(response, finished)
+
+
+def _limiter_of(client: DataClient) -> Optional[BandwidthLimiter]:
+    """The client's bandwidth limiter (a stand-in client without the attribute has none)."""
+    return getattr(client, "limiter", None)
 
 
 def _get(

@@ -227,3 +227,60 @@ def test_a_waiting_reader_stops_when_cancelled():
     # the turn was handed on: the next reader is served once the bucket holds its piece
     assert limiter.grant(8 * KiB) == 8 * KiB
     assert clock.now == pytest.approx(0.25)
+
+
+def test_a_queued_reader_stops_when_cancelled_and_leaves_the_queue():
+    clock = FakeClock()
+    limiter = clock.limiter("32k")
+    for _ in range(4):
+        limiter.grant(8 * KiB)  # (the bucket is empty now)
+    head_sleeping, release = threading.Event(), threading.Event()
+
+    def held_sleep(seconds: float) -> None:  # the head sleeps until the test lets it go
+        head_sleeping.set()
+        release.wait()
+        clock.sleep(seconds)
+
+    limiter._sleep = held_sleep
+    head = threading.Thread(target=limiter.grant, args=(8 * KiB,))
+    head.start()
+    assert head_sleeping.wait(10)
+    with pytest.raises(Cancelled):
+        limiter.grant(8 * KiB, cancelled=lambda: True)  # queued behind the head, then cancelled
+    release.set()
+    head.join()
+    limiter._sleep = clock.sleep
+    assert limiter.grant(8 * KiB) == 8 * KiB  # nobody left waiting in the queue for a turn that never comes
+
+
+class _GrantsThree:
+    def __init__(self) -> None:
+        self.asked: List[int] = []
+
+    def grant(self, wanted: int, *, cancelled=None) -> int:
+        self.asked.append(wanted)
+        return min(wanted, 3)
+
+
+def test_the_body_pump_reads_what_the_limiter_granted():
+    from synclient.transfer.http import DataClient, _pump
+
+    class _Bytes:
+        def read(self, amount, decode_content=False):
+            return b"x" * amount
+
+    limiter = _GrantsThree()
+    received: List[Tuple[int, int]] = []
+    end = _pump(
+        _Bytes(),
+        0,
+        20,
+        sink=lambda offset, data: received.append((offset, len(data))),
+        chunk_size=8,
+        cancelled=lambda: False,
+        where="https://s/x",
+        limiter=limiter,  # type: ignore[arg-type]
+    )
+    assert end == 20 and all(size <= 3 for _, size in received) and sum(size for _, size in received) == 20
+    assert limiter.asked[0] == 8 and limiter.asked[-1] == 2  # a chunk asked, the body's rest at its end
+    assert DataClient(2).limiter is None  # no limit: nothing in the read loop
