@@ -315,6 +315,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"threads of the shared transfer pool (default: {TransferConfig().max_workers})",
     )
     get.add_argument(
+        "--bwlimit",
+        metavar="RATE",
+        help="bandwidth limit of all downloads together, as rclone's: 10M (MiB/s), 512k, off, or a timetable in "
+        "local time such as '08:00,10M 18:00,off' (per process: on --dask, per worker; see docs/cli.md)",
+    )
+    get.add_argument(
         "--if-collision",
         metavar="MODE",
         choices=COLLISION_MODES,
@@ -650,6 +656,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     one = refs[0] if len(refs) == 1 and not args.from_file and not args.keep_paths else None
     ctx.out.json_document.update({"command": "get", "path": str(path.resolve())})
     ctx.out.json_document.update({"entity": str(one)} if one else {"entities": [str(ref) for ref in refs]})
+    config = _transfer_config(ctx)
     workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform:
         source = None
@@ -674,7 +681,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
             try:
                 if source is not None:
                     settings = RunSettings.of(
-                        options, max_workers=args.max_workers, observer=observer, view=view, dask=dask
+                        options, config=config, max_workers=args.max_workers, observer=observer, view=view, dask=dask
                     )
                     outcome = sync_source(source, path, platform=platform, settings=settings, baseline=baseline)
                 else:
@@ -683,6 +690,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
                         path,
                         recursive=args.recursive,
                         platform=platform,
+                        config=config,
                         max_workers=args.max_workers,
                         options=options,
                         observer=observer,
@@ -713,6 +721,7 @@ def _get_query(ctx: CommandContext) -> ExitCode:
     _check_target(path)
     _check_dask(args)
     ctx.out.json_document.update({"command": "get", "path": str(path.resolve()), "query": sql})
+    config = _transfer_config(ctx)
     workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform, _dask_for(args) as dask:
         observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description="query")
@@ -722,6 +731,7 @@ def _get_query(ctx: CommandContext) -> ExitCode:
                 path,
                 recursive=args.recursive,
                 platform=platform,
+                config=config,
                 max_workers=args.max_workers,
                 options=_sync_options(args, plan_progress=ctx.want_progress()),
                 observer=observer,
@@ -753,6 +763,7 @@ def _get_download_list(ctx: CommandContext) -> ExitCode:
     _check_dask(args)
     _require_token(ctx)
     ctx.out.json_document.update({"command": "get", "path": str(path.resolve()), "download_list": True})
+    config = _transfer_config(ctx)
     workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform, _dask_for(args) as dask:
         observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description="download cart")
@@ -761,6 +772,7 @@ def _get_download_list(ctx: CommandContext) -> ExitCode:
                 path,
                 keep_cart=args.keep_cart,
                 platform=platform,
+                config=config,
                 max_workers=args.max_workers,
                 options=_sync_options(args, plan_progress=ctx.want_progress()),
                 observer=observer,
@@ -792,6 +804,18 @@ def _get_download_list(ctx: CommandContext) -> ExitCode:
         if line:
             ctx.out.info(line)
     return code
+
+
+def _transfer_config(ctx: CommandContext) -> Optional[TransferConfig]:
+    """``--bwlimit`` checked (bad syntax: one line, exit 2) and said in ``--json``; None: the defaults."""
+    text = ctx.args.bwlimit
+    ctx.out.json_document["bwlimit"] = text
+    if text is None:
+        return None
+    try:
+        return TransferConfig(bwlimit=text)
+    except ConfigError as exc:
+        raise CliError(f"--{exc}") from None
 
 
 def _check_dask(args: argparse.Namespace) -> None:

@@ -1082,6 +1082,7 @@ def _execute(
                     effects.plan.hashed_bytes = sum(e.size or 0 for e in effects.plan.entries if e.action.hashed)
                 _estimate_from_history(effects.plan, index)
                 _estimate_calls(effects.plan, run, before)
+                effects.plan.bandwidth = run.config.bandwidth_timetable()
                 effects.plan.folders = dict(run.walker.folder_ids)
                 effects.plan.renamed = run.renamed_lines
                 if options.max_transfer is not None:

@@ -31,6 +31,7 @@ from synclient.errors import CacheLockTimeoutError, Cancelled, SynclientError, T
 from synclient.events import SyncObserver
 from synclient.platform.rest import Platform
 from synclient.synapse_cache import SynapseCache
+from synclient.transfer.bandwidth import process_limiter
 from synclient.transfer.cap import TransferCap
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
@@ -216,7 +217,8 @@ class DataPlane:
     ) -> DataPlane:
         """Raises a :class:`SynclientError` when the data connections cannot be set up (a CA bundle missing).
         ``cap``: the run's ``--max-transfer`` cap, which every download goes through."""
-        client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
+        limiter = process_limiter(config.bandwidth_timetable())  # (one per process: all its runs and shards)
+        client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas, limiter=limiter)
         broker = UrlBroker(platform, pool, batch_size=config.url_batch_size)
         folders = SymlinkFreeFolders()
         downloader = Downloader(
