@@ -214,3 +214,15 @@ def test_the_download_cart_is_filtered_by_its_manifest_rows_and_keeps_what_was_l
     }
     remaining = {row.file_entity_id for row in emu.platform.download_list_available()}
     assert remaining == {emu.resolve(emu.project, "small.txt"), emu.resolve(emu.project, "big.txt")}
+
+
+def test_delete_with_max_age_keeps_a_vanished_file_whose_remote_age_it_cannot_know(emu, tmp_path):
+    # big.txt was modified in 2021 (outside --max-age 1y) but downloaded now: its local mtime says nothing of the
+    # entity's modifiedOn (synclient does not set it), so once its remote is gone it may be a filtered file: kept
+    sync_from_platform(emu.project, tmp_path, platform=emu.platform)
+    emu.delete_entity(emu.resolve(emu.project, "big.txt"))
+    results = sync_from_platform(emu.project, tmp_path, platform=emu.platform, delete=True, max_age="1y")
+    assert [r.path.name for r in results if r.status is SyncStatus.DELETED] == []
+    assert "big.txt" in files_in(tmp_path)
+    plain = sync_from_platform(emu.project, tmp_path, platform=emu.platform, delete=True)
+    assert [r.path.name for r in plain if r.status is SyncStatus.DELETED] == ["big.txt"]

@@ -5,8 +5,10 @@ An indexed file is deleted only when all of these hold:
 1. its row belongs to this sync's root, and no listing of this run showed its path;
 2. no folder above it failed to be listed or visited in this run: an unlisted folder proves nothing about what is
    gone;
-3. the filters want it (an excluded file is not this run's business): the patterns its path, the size and age
-   filters its indexed size and its local copy's modification time (as rclone judges a destination's file);
+3. the filters want it (an excluded file is not this run's business): the patterns its path, the size filters its
+   indexed size (as rclone judges a destination's file). Its entity's ``modifiedOn`` is gone with it, and its local
+   copy's modification time is when it was downloaded, at or after that: ``--min-age`` keeps it unless that time is
+   old enough already, ``--max-age`` keeps it always (the time proves nothing of the entity's age);
 4. it is reached from the target's root without following any symlink, resolved at the moment of unlinking (the
    final component is not followed either), so nothing outside the target is ever read or removed;
 5. it is still the regular file synclient left there (same size and mtime as indexed, same inode as just checked).
@@ -124,10 +126,16 @@ class DeletionPass:
                 or row.rel_path in self._handled
                 or is_under_any(row.rel_path, self._unvisited)
                 or not self._filter.wants_file(row.rel_path)
-                or self._size_age.refuses_known(size=row.size, modified_on=row.mtime_ns // 1_000_000)
+                or self._may_be_filtered(row)
             ):
                 continue
             yield row
+
+    def _may_be_filtered(self, row: IndexRow) -> bool:
+        """The size and age filters may leave this vanished file out (rule 3): then it is not this run's to delete."""
+        if self._size_age.modified_after is not None:  # --max-age: the local mtime is no upper bound of the age
+            return True
+        return self._size_age.refuses_known(size=row.size, modified_on=row.mtime_ns // 1_000_000)
 
     def run(self) -> Iterator[Removal]:
         """Each vanished file's removal, for the caller to report (and, for a removed file, forget its row)."""
