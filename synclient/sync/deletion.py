@@ -126,16 +126,10 @@ class DeletionPass:
                 or row.rel_path in self._handled
                 or is_under_any(row.rel_path, self._unvisited)
                 or not self._filter.wants_file(row.rel_path)
-                or self._may_be_filtered(row)
+                or may_be_filtered(self._size_age, row)
             ):
                 continue
             yield row
-
-    def _may_be_filtered(self, row: IndexRow) -> bool:
-        """The size and age filters may leave this vanished file out (rule 3): then it is not this run's to delete."""
-        if self._size_age.modified_after is not None:  # --max-age: the local mtime is no upper bound of the age
-            return True
-        return self._size_age.refuses_known(size=row.size, modified_on=row.mtime_ns // 1_000_000)
 
     def run(self) -> Iterator[Removal]:
         """Each vanished file's removal, for the caller to report (and, for a removed file, forget its row)."""
@@ -165,6 +159,14 @@ class DeletionPass:
                     remove_stale_manifest(self._target, folder, index=self._index, name=name, ours=ours)
                 folder = folder.rpartition("/")[0]
             self._target.remove_empty_folders(rel_dir, stop_at=stop)
+
+
+def may_be_filtered(size_age: SizeAgeFilter, row: IndexRow) -> bool:
+    """The size and age filters may leave out this indexed file whose remote is gone (rule 3): then it is not this
+    run's to delete."""
+    if size_age.modified_after is not None:  # --max-age: the local mtime (the download's) proves nothing of the age
+        return True
+    return size_age.refuses_known(size=row.size, modified_on=row.mtime_ns // 1_000_000)
 
 
 def _ancestors(rel_dir: str) -> Iterable[str]:
@@ -197,7 +199,12 @@ def remove_stale_manifest(
 
 
 def folder_contents_if_ours(
-    target: TargetDirectory, index: LocalIndex, rel_dir: str, *, path_filter: PathFilter = PathFilter()
+    target: TargetDirectory,
+    index: LocalIndex,
+    rel_dir: str,
+    *,
+    path_filter: PathFilter = PathFilter(),
+    size_age: SizeAgeFilter = SizeAgeFilter(),
 ) -> Optional[List[IndexRow]]:
     """The indexed files under a local folder if everything in it is synclient's own (untouched indexed files the
     filters want, its manifests, partial downloads, folders of those: an empty folder holds nothing of anyone's),
@@ -223,7 +230,11 @@ def folder_contents_if_ours(
                 if stat.S_ISDIR(info.st_mode):
                     pending.append(rel)
                 elif row is not None:
-                    if not (untouched(row, info) and path_filter.wants_file(row.rel_path)):
+                    if not (
+                        untouched(row, info)
+                        and path_filter.wants_file(row.rel_path)
+                        and not may_be_filtered(size_age, row)
+                    ):
                         return None  # changed locally, or outside what this run may touch
                     found.append(row)
                 elif not (

@@ -16,7 +16,6 @@ import os
 import posixpath
 import threading
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import AbstractSet, Dict, List, Optional, Set, Tuple
 
@@ -160,7 +159,7 @@ class FilePipeline:
         self._view = view
         self._handle_names = handle_names
         self._sizes = sizes
-        self.size_age = options.size_age_filter(datetime.now(timezone.utc))  # (ages count from the run's start)
+        self.size_age = claims.size_age  # (one judgement per run: ages count from its start)
         self.filtered_out = 0  # files the size and age filters left out (neither downloaded nor deleted)
         self.listing_planned = 0  # files a dry run planned from their listing rows (the real run bundles each)
         self.size_bundles = 0  # bundle calls a dry run made for a byte count alone (the real run makes them anyway)
