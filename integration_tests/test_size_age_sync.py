@@ -9,7 +9,8 @@ from typing import List
 
 import pytest
 
-from synclient import Platform, SyncStatus, download_many, download_query, sync_from_platform
+import synclient
+from synclient import CheckStatus, Platform, SyncStatus, download_many, download_query, sync_from_platform
 from synclient.events import PlannedFile, SyncObserver
 
 BUNDLE = "POST /repo/v1/entity/{id}/version/{v}/bundle2"
@@ -226,3 +227,15 @@ def test_delete_with_max_age_keeps_a_vanished_file_whose_remote_age_it_cannot_kn
     assert "big.txt" in files_in(tmp_path)
     plain = sync_from_platform(emu.project, tmp_path, platform=emu.platform, delete=True)
     assert [r.path.name for r in plain if r.status is SyncStatus.DELETED] == ["big.txt"]
+
+
+def test_check_does_not_list_a_local_file_the_filters_leave_out_as_only_local(emu, tmp_path):
+    # rclone's check ignores what the filters leave out, on both sides: big.txt is neither '-' missing nor '+' extra
+    sync_from_platform(emu.project, tmp_path, platform=emu.platform)
+    (tmp_path / "notes.txt").write_text("a user's")  # (a file of no remote: still only local)
+    checked = synclient.check(emu.project, tmp_path, recursive=True, platform=emu.platform, max_size="4k")
+    assert {f.path: f.status for f in checked.files} == {
+        "small.txt": CheckStatus.SAME,
+        "mid.txt": CheckStatus.SAME,
+        "notes.txt": CheckStatus.EXTRA,
+    }

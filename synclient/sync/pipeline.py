@@ -161,6 +161,7 @@ class FilePipeline:
         self._sizes = sizes
         self.size_age = claims.size_age  # (one judgement per run: ages count from its start)
         self.filtered_out = 0  # files the size and age filters left out (neither downloaded nor deleted)
+        self.filtered_paths: Set[Path] = set()  # a dry run's: their local paths (check lists none as only local)
         self.listing_planned = 0  # files a dry run planned from their listing rows (the real run bundles each)
         self.size_bundles = 0  # bundle calls a dry run made for a byte count alone (the real run makes them anyway)
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
@@ -249,6 +250,8 @@ class FilePipeline:
     def _filtered(self, found: FoundFile) -> None:
         with self._lock:
             self.filtered_out += 1
+            if not self._effects.writes:
+                self.filtered_paths.add(found.destination)
         log.debug("left out by the size and age filters: %s", found.rel_path)
 
     # -- a dry run's files decided from the listing ----------------------------------------------------------------

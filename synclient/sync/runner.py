@@ -1092,6 +1092,7 @@ def _execute(
                         options.cutoff_mode,
                     )
                 effects.plan.filtered, effects.plan.filters = run.pipeline.filtered_out, options.filter_settings
+                effects.plan.filtered_paths = run.pipeline.filtered_paths
                 return effects.plan
             assert isinstance(effects, AppliedEffects)  # (a real run's)
             _finish_report(effects, platform, started, before, workers)
