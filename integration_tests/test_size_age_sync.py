@@ -239,3 +239,13 @@ def test_check_does_not_list_a_local_file_the_filters_leave_out_as_only_local(em
         "mid.txt": CheckStatus.SAME,
         "notes.txt": CheckStatus.EXTRA,
     }
+
+
+def test_a_walk_with_a_lagging_view_judges_the_age_by_the_fresh_listing(emu, tmp_path):
+    # small.txt renamed after the view's last refresh: its entity's modifiedOn is now, the view's row still says
+    # 2020 (same version: the row is used, no bundle); the walk's listing is the truth, so --max-age 1y takes it
+    emu.set_knobs(view_lag=True)
+    emu.rename_entity(emu.resolve(emu.project, "small.txt"), "renamed.txt")
+    view = emu.resolve(emu.project, "v")
+    results = sync_from_platform(emu.project, tmp_path, platform=emu.platform, view=view, max_age="1y")
+    assert files_in(tmp_path) == ["mid.txt", "renamed.txt"] and results.report.filtered == 1

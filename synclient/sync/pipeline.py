@@ -414,7 +414,8 @@ class FilePipeline:
         (``listed``: a dry run's file planned from its listing row; its handle is not known)."""
         header, destination, rel_path = found.header, found.destination, found.rel_path
         handle = known.handle
-        modified_on = known.modified_on or (known.entity or {}).get("modifiedOn") or header.modified_on
+        # the freshest word first: the bundle's entity, the listing; a view's row may lag behind both
+        modified_on = (known.entity or {}).get("modifiedOn") or header.modified_on or known.modified_on
         if not listed and not self.size_age.wants(size=handle.content_size, modified_on=modified_on):
             self._filtered(found)  # (no URL, no download: it goes no further)
             return
