@@ -479,6 +479,7 @@ class SyncRun:
             unvisited=self.walker.unvisited,
             keep=self.pipeline.partials_to_keep(),
             path_filter=self.options.path_filter,
+            size_age=self.pipeline.size_age,
         )
 
 
