@@ -9,7 +9,8 @@ from typing import List
 
 import pytest
 
-from synclient import Platform, SyncStatus, download_many, download_query, sync_from_platform
+import synclient
+from synclient import CheckStatus, Platform, SyncStatus, download_many, download_query, sync_from_platform
 from synclient.events import PlannedFile, SyncObserver
 
 BUNDLE = "POST /repo/v1/entity/{id}/version/{v}/bundle2"
@@ -214,3 +215,37 @@ def test_the_download_cart_is_filtered_by_its_manifest_rows_and_keeps_what_was_l
     }
     remaining = {row.file_entity_id for row in emu.platform.download_list_available()}
     assert remaining == {emu.resolve(emu.project, "small.txt"), emu.resolve(emu.project, "big.txt")}
+
+
+def test_delete_with_max_age_keeps_a_vanished_file_whose_remote_age_it_cannot_know(emu, tmp_path):
+    # big.txt was modified in 2021 (outside --max-age 1y) but downloaded now: its local mtime says nothing of the
+    # entity's modifiedOn (synclient does not set it), so once its remote is gone it may be a filtered file: kept
+    sync_from_platform(emu.project, tmp_path, platform=emu.platform)
+    emu.delete_entity(emu.resolve(emu.project, "big.txt"))
+    results = sync_from_platform(emu.project, tmp_path, platform=emu.platform, delete=True, max_age="1y")
+    assert [r.path.name for r in results if r.status is SyncStatus.DELETED] == []
+    assert "big.txt" in files_in(tmp_path)
+    plain = sync_from_platform(emu.project, tmp_path, platform=emu.platform, delete=True)
+    assert [r.path.name for r in plain if r.status is SyncStatus.DELETED] == ["big.txt"]
+
+
+def test_check_does_not_list_a_local_file_the_filters_leave_out_as_only_local(emu, tmp_path):
+    # rclone's check ignores what the filters leave out, on both sides: big.txt is neither '-' missing nor '+' extra
+    sync_from_platform(emu.project, tmp_path, platform=emu.platform)
+    (tmp_path / "notes.txt").write_text("a user's")  # (a file of no remote: still only local)
+    checked = synclient.check(emu.project, tmp_path, recursive=True, platform=emu.platform, max_size="4k")
+    assert {f.path: f.status for f in checked.files} == {
+        "small.txt": CheckStatus.SAME,
+        "mid.txt": CheckStatus.SAME,
+        "notes.txt": CheckStatus.EXTRA,
+    }
+
+
+def test_a_walk_with_a_lagging_view_judges_the_age_by_the_fresh_listing(emu, tmp_path):
+    # small.txt renamed after the view's last refresh: its entity's modifiedOn is now, the view's row still says
+    # 2020 (same version: the row is used, no bundle); the walk's listing is the truth, so --max-age 1y takes it
+    emu.set_knobs(view_lag=True)
+    emu.rename_entity(emu.resolve(emu.project, "small.txt"), "renamed.txt")
+    view = emu.resolve(emu.project, "v")
+    results = sync_from_platform(emu.project, tmp_path, platform=emu.platform, view=view, max_age="1y")
+    assert files_in(tmp_path) == ["mid.txt", "renamed.txt"] and results.report.filtered == 1

@@ -216,6 +216,7 @@ def _verify(
             to_hash.append((entry, rel))
     if to_hash:
         checked.extend(_hash_all(to_hash, progress=progress, workers=hash_workers))
+    expected.update(_relative(path, root) for path in plan.filtered_paths)  # (left out: ignored, as rclone's check)
     checked.extend(_only_local(root, expected))
     checked.sort(key=lambda f: f.path)
     return CheckResults(checked, size_only=size_only)

@@ -19,13 +19,14 @@ import os
 import stat
 import threading
 from collections.abc import Set as AbstractSet
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Dict, Iterator, Optional, Set, Tuple
 
 from synclient.errors import PathConflictError
 from synclient.platform.models import EntityType, FileHandle
 from synclient.platform.rest import Platform
-from synclient.sync.deletion import folder_contents_if_ours
+from synclient.sync.deletion import folder_contents_if_ours, may_be_filtered
 from synclient.sync.effects import Effects
 from synclient.sync.local.local_names import FilesystemNames, Listed, local_names
 from synclient.sync.local.name_gate import PathRegistry
@@ -61,6 +62,7 @@ class PathClaims:
         self._index = index
         self._options = options
         self._effects = effects
+        self.size_age = options.size_age_filter(datetime.now(timezone.utc))  # (ages count from the run's start)
         self.handled: Set[str] = set()  # rel paths removed (or planned so) during the walk: not vanished again
         self._lock = threading.Lock()
         # folder -> its remote entities' local names + copies chosen (keep.both), as the filesystem compares them
@@ -224,7 +226,13 @@ class PathClaims:
         conflict reported with its path: a folder is never overwritten, and nothing is written."""
         rel_dir = self._target.relative(destination)
         rows = (
-            folder_contents_if_ours(self._target, self._index, rel_dir, path_filter=self._options.path_filter)
+            folder_contents_if_ours(
+                self._target,
+                self._index,
+                rel_dir,
+                path_filter=self._options.path_filter,
+                size_age=self.size_age,
+            )
             if self._options.delete
             else None
         )
@@ -268,8 +276,8 @@ class PathClaims:
         if not self._options.delete:
             return False
         row = self._index.get_many([rel_path]).get(rel_path)
-        if row is None or row.local_path != local:
-            return False
+        if row is None or row.local_path != local or may_be_filtered(self.size_age, row):
+            return False  # (not synclient's; or one the size and age filters may leave out: not this run's)
         removal = self._effects.remove_indexed(row)
         if removal is None or removal.action is not Action.DELETE or removal.error is not None:
             return False

@@ -5,8 +5,10 @@ An indexed file is deleted only when all of these hold:
 1. its row belongs to this sync's root, and no listing of this run showed its path;
 2. no folder above it failed to be listed or visited in this run: an unlisted folder proves nothing about what is
    gone;
-3. the filters want it (an excluded file is not this run's business): the patterns its path, the size and age
-   filters its indexed size and its local copy's modification time (as rclone judges a destination's file);
+3. the filters want it (an excluded file is not this run's business): the patterns its path, the size filters its
+   indexed size (as rclone judges a destination's file). Its entity's ``modifiedOn`` is gone with it, and its local
+   copy's modification time is when it was downloaded, at or after that: ``--min-age`` keeps it unless that time is
+   old enough already, ``--max-age`` keeps it always (the time proves nothing of the entity's age);
 4. it is reached from the target's root without following any symlink, resolved at the moment of unlinking (the
    final component is not followed either), so nothing outside the target is ever read or removed;
 5. it is still the regular file synclient left there (same size and mtime as indexed, same inode as just checked).
@@ -124,7 +126,7 @@ class DeletionPass:
                 or row.rel_path in self._handled
                 or is_under_any(row.rel_path, self._unvisited)
                 or not self._filter.wants_file(row.rel_path)
-                or self._size_age.refuses_known(size=row.size, modified_on=row.mtime_ns // 1_000_000)
+                or may_be_filtered(self._size_age, row)
             ):
                 continue
             yield row
@@ -159,6 +161,14 @@ class DeletionPass:
             self._target.remove_empty_folders(rel_dir, stop_at=stop)
 
 
+def may_be_filtered(size_age: SizeAgeFilter, row: IndexRow) -> bool:
+    """The size and age filters may leave out this indexed file whose remote is gone (rule 3): then it is not this
+    run's to delete."""
+    if size_age.modified_after is not None:  # --max-age: the local mtime (the download's) proves nothing of the age
+        return True
+    return size_age.refuses_known(size=row.size, modified_on=row.mtime_ns // 1_000_000)
+
+
 def _ancestors(rel_dir: str) -> Iterable[str]:
     parts = rel_dir.split("/")
     return ("/".join(parts[:i]) for i in range(len(parts) - 1, 0, -1))
@@ -189,7 +199,12 @@ def remove_stale_manifest(
 
 
 def folder_contents_if_ours(
-    target: TargetDirectory, index: LocalIndex, rel_dir: str, *, path_filter: PathFilter = PathFilter()
+    target: TargetDirectory,
+    index: LocalIndex,
+    rel_dir: str,
+    *,
+    path_filter: PathFilter = PathFilter(),
+    size_age: SizeAgeFilter = SizeAgeFilter(),
 ) -> Optional[List[IndexRow]]:
     """The indexed files under a local folder if everything in it is synclient's own (untouched indexed files the
     filters want, its manifests, partial downloads, folders of those: an empty folder holds nothing of anyone's),
@@ -215,7 +230,11 @@ def folder_contents_if_ours(
                 if stat.S_ISDIR(info.st_mode):
                     pending.append(rel)
                 elif row is not None:
-                    if not (untouched(row, info) and path_filter.wants_file(row.rel_path)):
+                    if not (
+                        untouched(row, info)
+                        and path_filter.wants_file(row.rel_path)
+                        and not may_be_filtered(size_age, row)
+                    ):
                         return None  # changed locally, or outside what this run may touch
                     found.append(row)
                 elif not (

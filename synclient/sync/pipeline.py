@@ -16,7 +16,6 @@ import os
 import posixpath
 import threading
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import AbstractSet, Dict, List, Optional, Set, Tuple
 
@@ -160,8 +159,9 @@ class FilePipeline:
         self._view = view
         self._handle_names = handle_names
         self._sizes = sizes
-        self.size_age = options.size_age_filter(datetime.now(timezone.utc))  # (ages count from the run's start)
+        self.size_age = claims.size_age  # (one judgement per run: ages count from its start)
         self.filtered_out = 0  # files the size and age filters left out (neither downloaded nor deleted)
+        self.filtered_paths: Set[Path] = set()  # a dry run's: their local paths (check lists none as only local)
         self.listing_planned = 0  # files a dry run planned from their listing rows (the real run bundles each)
         self.size_bundles = 0  # bundle calls a dry run made for a byte count alone (the real run makes them anyway)
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
@@ -250,6 +250,8 @@ class FilePipeline:
     def _filtered(self, found: FoundFile) -> None:
         with self._lock:
             self.filtered_out += 1
+            if not self._effects.writes:
+                self.filtered_paths.add(found.destination)
         log.debug("left out by the size and age filters: %s", found.rel_path)
 
     # -- a dry run's files decided from the listing ----------------------------------------------------------------
@@ -412,7 +414,8 @@ class FilePipeline:
         (``listed``: a dry run's file planned from its listing row; its handle is not known)."""
         header, destination, rel_path = found.header, found.destination, found.rel_path
         handle = known.handle
-        modified_on = known.modified_on or (known.entity or {}).get("modifiedOn") or header.modified_on
+        # the freshest word first: the bundle's entity, the listing; a view's row may lag behind both
+        modified_on = (known.entity or {}).get("modifiedOn") or header.modified_on or known.modified_on
         if not listed and not self.size_age.wants(size=handle.content_size, modified_on=modified_on):
             self._filtered(found)  # (no URL, no download: it goes no further)
             return

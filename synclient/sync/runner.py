@@ -479,6 +479,7 @@ class SyncRun:
             unvisited=self.walker.unvisited,
             keep=self.pipeline.partials_to_keep(),
             path_filter=self.options.path_filter,
+            size_age=self.pipeline.size_age,
         )
 
 
@@ -1092,6 +1093,7 @@ def _execute(
                         options.cutoff_mode,
                     )
                 effects.plan.filtered, effects.plan.filters = run.pipeline.filtered_out, options.filter_settings
+                effects.plan.filtered_paths = run.pipeline.filtered_paths
                 return effects.plan
             assert isinstance(effects, AppliedEffects)  # (a real run's)
             _finish_report(effects, platform, started, before, workers)

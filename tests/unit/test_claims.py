@@ -450,6 +450,18 @@ def test_with_delete_a_folder_holding_a_users_file_stays(tmp_path, runs):
     assert (root / "data" / "x.csv").exists() and run.claims.handled == set()
 
 
+@pytest.mark.parametrize("filters", [{"min_size": "1k"}, {"max_age": "1y"}])
+def test_with_delete_a_folder_holding_a_file_the_size_and_age_filters_may_leave_out_stays(tmp_path, runs, filters):
+    # as a file the patterns leave out: x.csv (20 B, under --min-size 1k; or of an age --max-age cannot know) is not
+    # this run's to delete, so the folder is not emptied for the remote file
+    root = tmp_path / "t"
+    root.mkdir()
+    run = runs(root, rows=_folder_of_ours(root), delete=True, **filters)
+    with pytest.raises(PathConflictError, match="did not write"):
+        run.decide("data", "remote")
+    assert (root / "data" / "x.csv").exists() and run.claims.handled == set() and run.results == {}
+
+
 def test_the_dry_run_plans_what_the_real_run_does_with_a_folder_in_the_way(tmp_path, runs):
     dry_root, real_root = tmp_path / "dry", tmp_path / "real"
     dry_root.mkdir()
@@ -493,6 +505,15 @@ def test_make_room_with_delete_removes_an_untouched_file_synclient_wrote(tmp_pat
     assert run.claims.make_room("data", run.target.root / "data") is True
     assert not (root / "data").exists()
     assert run.claims.handled == {"data"} and run.results == {"data": (SyncStatus.DELETED, "delete")}
+
+
+@pytest.mark.parametrize("filters", [{"min_size": "1k"}, {"max_age": "1y"}])
+def test_make_room_leaves_a_file_the_size_and_age_filters_may_leave_out(tmp_path, runs, filters):
+    root = tmp_path / "t"
+    root.mkdir()
+    run = runs(root, rows=(_ours(root, "data"),), delete=True, **filters)
+    assert run.claims.make_room("data", run.target.root / "data") is False
+    assert (root / "data").is_file() and run.claims.handled == set() and run.results == {}
 
 
 @pytest.mark.parametrize("case", ["no delete", "changed", "a user's"])

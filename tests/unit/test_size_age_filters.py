@@ -4,6 +4,7 @@ decisions at its bounds, the download order's keys, and the pool's ordered queue
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 import pytest
 
@@ -87,6 +88,22 @@ def test_modified_on_is_read_as_iso_or_epoch_milliseconds():
     assert modified_moment(str(int(moment.timestamp() * 1000))) == moment  # a view's DATE cell
     assert modified_moment(int(moment.timestamp() * 1000)) == moment
     assert modified_moment(None) is None and modified_moment("") is None and modified_moment("soon") is None
+
+
+def test_a_servers_absurd_modified_on_is_unknown_not_a_traceback():
+    # a view's DATE cell or an entity's modifiedOn beyond the years a date holds: unknown (passes the age filters)
+    for value in ("99999999999999999", 99999999999999999, -99999999999999999, "0000-01-01T00:00:00"):
+        assert modified_moment(value) is None
+    assert SizeAgeFilter(modified_after=NOW).wants(size=1, modified_on="99999999999999999")
+    assert OrderBy.parse("modtime").sort_key(size=1, rel_path="a", modified_on="99999999999999999") == (-math.inf,)
+
+
+def test_an_age_beyond_any_date_is_one_config_error_line_or_the_first_date():
+    with pytest.raises(ConfigError) as raised:
+        parse_age("99999999999999999999d", option="min_age")
+    assert str(raised.value).startswith("min_age: not an age") and "\n" not in str(raised.value)
+    assert cutoff(parse_age("1000000y"), NOW) == dt.datetime.min.replace(tzinfo=UTC)  # (older than every file)
+    assert SyncOptions(max_age="1000000y").size_age_filter(NOW).wants(size=1, modified_on="2020-01-01T00:00:00Z")
 
 
 def test_size_bounds_are_included_as_rclones():

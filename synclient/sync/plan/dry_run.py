@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set
 
 from synclient.html_view import FIRST_ROWS, Rows, html_table, size_cell
 from synclient.results import FileResult, counted
@@ -98,6 +98,7 @@ class SyncPlan:
     hashed_bytes: int = 0  # checksum: the local bytes the dry run hashed, as the real run will
     rest_calls: int = 0  # the REST calls the real run is expected to make
     filtered: int = 0  # files the size and age filters left out (neither downloaded nor deleted)
+    filtered_paths: Set[Path] = field(default_factory=set)  # their local paths (check lists none as only local)
     filters: Dict[str, Any] = field(default_factory=dict)  # the size, age and order settings given
     limits: CallLimits = field(default_factory=CallLimits)
     cap: Optional[CapForecast] = None  # --max-transfer: which downloads would finish under the cap

@@ -100,10 +100,13 @@ def parse_age(value: Age, *, option: str = "age") -> Union[dt.timedelta, dt.date
     if isinstance(value, dt.timedelta):
         return value
     text = str(value).strip()
-    if _BARE_NUMBER.fullmatch(text):
-        return dt.timedelta(seconds=float(text))
-    if text and _AGE_PART.sub("", text) == "":
-        return sum((float(n) * _AGE_UNITS[u] for n, u in _AGE_PART.findall(text)), dt.timedelta())
+    try:
+        if _BARE_NUMBER.fullmatch(text):
+            return dt.timedelta(seconds=float(text))
+        if text and _AGE_PART.sub("", text) == "":
+            return sum((float(n) * _AGE_UNITS[u] for n, u in _AGE_PART.findall(text)), dt.timedelta())
+    except OverflowError:  # (more days than a timedelta holds)
+        raise ConfigError(f"{option}: not an age: {text!r} (longer than any date can go back)") from None
     moment = _moment_of(text)
     if moment is None:
         raise ConfigError(
@@ -114,16 +117,17 @@ def parse_age(value: Age, *, option: str = "age") -> Union[dt.timedelta, dt.date
 
 
 def _moment_of(text: str) -> Optional[dt.datetime]:
+    """An aware moment, or None (not a date; or one local time cannot place, as year 1 east of UTC)."""
     for form in _DATE_FORMATS:
         try:
             return dt.datetime.strptime(text, form).astimezone()  # (naive: local time)
-        except ValueError:
+        except (ValueError, OverflowError):
             pass
     try:
         moment = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
-    except ValueError:
+        return moment if moment.tzinfo is not None else moment.astimezone()
+    except (ValueError, OverflowError):
         return None
-    return moment if moment.tzinfo is not None else moment.astimezone()
 
 
 def modified_moment(value: object) -> Optional[dt.datetime]:
@@ -132,13 +136,21 @@ def modified_moment(value: object) -> Optional[dt.datetime]:
     if value is None or value == "":
         return None
     if isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().isdigit()):
-        return dt.datetime.fromtimestamp(int(value) / 1000, tz=dt.timezone.utc)
+        try:  # (a server's absurd value, beyond the years a date holds: unknown, not a traceback)
+            return dt.datetime.fromtimestamp(int(value) / 1000, tz=dt.timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            return None
     return _moment_of(str(value).strip()) if isinstance(value, str) else None
 
 
 def cutoff(age: Union[dt.timedelta, dt.datetime], now: dt.datetime) -> dt.datetime:
-    """The moment an age names: ``now`` less a duration, or the date itself."""
-    return now - age if isinstance(age, dt.timedelta) else age
+    """The moment an age names: ``now`` less a duration (one reaching before year 1: year 1), or the date itself."""
+    if not isinstance(age, dt.timedelta):
+        return age
+    try:
+        return now - age
+    except OverflowError:
+        return dt.datetime.min.replace(tzinfo=dt.timezone.utc)
 
 
 @dataclass(frozen=True)
