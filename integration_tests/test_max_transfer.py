@@ -217,3 +217,17 @@ def test_cli_refuses_a_bad_size_and_the_cap_with_dask(emu, tmp_path):
         emu, tmp_path, "get", "-r", emu.even, "--path", str(tmp_path / "x"), "--max-transfer", "1G", "--dask", "local:1"
     )
     assert dask.returncode == 2 and "cannot be used with --dask" in dask.stderr
+
+
+@pytest.mark.parametrize("mode", ["hard", "cautious"])
+def test_a_file_that_fits_the_cap_exactly_is_downloaded_not_left(emu, tmp_path, mode):
+    """A small file (one stream, no journal: never resumed) of exactly the cap: its last chunk lands on the cap and
+    the file is installed, where it was left with every byte written by every run of the nightly loop."""
+    size = 100 * 1024
+    project = emu.seed_spec(_spec(f"exact-{mode}", {"one.bin": (size, 70)}))[f"exact-{mode}"]
+    emu.reset_stats()
+    results = _sync(emu, project, tmp_path / "exact", max_transfer=size, cutoff_mode=mode)
+    report = results.report
+    assert (report.downloaded, report.left_files, report.transferred) == (1, 0, size)
+    assert not report.cap_reached and emu.stats()["data_bytes"] == size
+    assert local_tree(tmp_path / "exact") == {"one.bin": seeded_md5(size, 70)}

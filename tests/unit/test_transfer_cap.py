@@ -92,8 +92,23 @@ def test_cautious_starts_only_what_fits_with_the_running_files_held():
 def test_cautious_still_stops_streams_at_the_cap_a_refetch_would_pass():
     cap = TransferCap(100, CutoffMode.CAUTIOUS)
     ticket = cap.start(100, "syn1")
-    _, stopped = _written(cap, [50, 50], ticket)
-    assert stopped  # exactly at the cap: no byte more (a refetch after bad bytes would pass it)
+    _, stopped = _written(cap, [50, 50, 1], ticket)
+    assert stopped  # past the cap: no chunk more (a refetch after bad bytes would pass it)
+    with pytest.raises(TransferCapReached):
+        cap.check_stream("syn1")
+
+
+@pytest.mark.parametrize("mode", [CutoffMode.HARD, CutoffMode.CAUTIOUS])
+def test_a_stream_whose_last_byte_lands_exactly_on_the_cap_finishes(mode):
+    """The file that fits the cap exactly is not stopped at its last chunk (it would be left with every byte
+    written, and a small one, never resumed, left again by every run: the nightly loop would never end)."""
+    cap = TransferCap(100, mode)
+    ticket = cap.start(100, "syn1")
+    got, stopped = _written(cap, [50, 50], ticket)
+    assert not stopped and sum(got) == 100
+    with pytest.raises(TransferCapReached):
+        cap.check_stream("syn2")  # reached: no other stream starts
+    assert not cap.would_start(1)
 
 
 def test_a_cap_of_zero_starts_nothing():
