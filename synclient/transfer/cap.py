@@ -141,6 +141,14 @@ class CapForecast:
     left_bytes: int = 0
     left: FrozenSet[str] = field(default_factory=frozenset)
 
+    @property
+    def transferred(self) -> int:
+        """The bytes the run would download: the finished files', and in ``hard`` mode the partial of the file
+        that crosses the cap (up to the cap)."""
+        if self.mode is CutoffMode.HARD and self.left_files:
+            return min(self.limit, self.bytes + self.left_bytes)
+        return self.bytes
+
     def to_json(self) -> dict:
         return {
             "max_transfer": self.limit,

@@ -10,6 +10,9 @@ import pytest
 from synclient.errors import ConfigError, TransferCapReached
 from synclient.results import LEFT_BY_CAP, FileResult, SyncReport, SyncStatus
 from synclient.sync.options import SyncOptions
+from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
+from synclient.sync.plan.planner import Action
+from synclient.transfer.bandwidth import BandwidthTimetable
 from synclient.transfer.cap import CutoffMode, TransferCap, forecast
 from synclient.units import parse_size
 
@@ -192,3 +195,19 @@ def test_report_counts_files_left_as_skipped_not_failed_and_says_so():
     assert report.cap_line() == (
         "stopped at the --max-transfer cap of 1.0 MiB: 2 files (4.0 MiB) left; run the same command again to go on"
     )
+
+
+@pytest.mark.parametrize(
+    "mode, moved",
+    [(CutoffMode.HARD, 7 * MiB), (CutoffMode.SOFT, 9 * MiB), (CutoffMode.CAUTIOUS, 6 * MiB)],
+)
+def test_a_dry_runs_time_counts_the_bytes_the_cap_lets_through(mode, moved):
+    """A dry run with a cap and a bandwidth limit: its time is that of the bytes the capped run downloads (it was
+    that of every planned byte: hours for a run the cap stops in minutes)."""
+    entries = [PlanEntry(f"f{i}", f"syn{i}", 1, 3 * MiB, Action.DOWNLOAD, None) for i in range(6)]
+    plan = SyncPlan(entries=entries, bytes_per_second=1e12, bandwidth=BandwidthTimetable.of("1M"))
+    assert plan.data_seconds == pytest.approx(18.0)  # 18 MiB at 1 MiB/s: no cap
+    plan.cap = forecast([(e.rel_path, e.size) for e in entries], 7 * MiB, mode)
+    assert plan.data_seconds == pytest.approx(moved / MiB)
+    plan.bandwidth = None
+    assert plan.data_seconds == pytest.approx(moved / 1e12)
