@@ -231,3 +231,14 @@ def test_a_file_that_fits_the_cap_exactly_is_downloaded_not_left(emu, tmp_path, 
     assert (report.downloaded, report.left_files, report.transferred) == (1, 0, size)
     assert not report.cap_reached and emu.stats()["data_bytes"] == size
     assert local_tree(tmp_path / "exact") == {"one.bin": seeded_md5(size, 70)}
+
+
+def test_the_dry_runs_forecast_follows_order_by(emu, tmp_path):
+    """With ``--order-by size`` the run starts the small files first, and those are what the cap lets finish: the
+    forecast applies the cap in that order (it took the plan's: once the big file crossed the cap in a hard run,
+    every file after it was left)."""
+    files = {"a-big.bin": (5 * MiB, 80), **{f"b{i}.bin": (MiB, 81 + i) for i in range(3)}}
+    project = emu.seed_spec(_spec("ordered", files))["ordered"]
+    plan = _sync(emu, project, tmp_path / "o", dry_run=True, max_transfer=3 * MiB, order_by="size")
+    assert isinstance(plan, SyncPlan) and plan.cap is not None
+    assert (plan.cap.files, plan.cap.bytes, plan.cap.left) == (3, 3 * MiB, frozenset({"a-big.bin"}))
