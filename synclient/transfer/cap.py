@@ -129,9 +129,9 @@ class TransferCap:
 class CapForecast:
     """What a run under the cap would do with a dry run's planned downloads, in the plan's order or
     ``--order-by``'s (the real run starts files in its pool's order: with files of different sizes, which ones fit
-    may differ; their count does not when the files are of one size). ``files`` / ``bytes``: the downloads that finish under the cap and their
-    sizes; ``left_files`` / ``left_bytes``: the others (a ``hard`` run starts one of them and keeps its partial);
-    ``left``: their remote paths."""
+    may differ; their count does not when the files are of one size). ``files`` / ``bytes``: the downloads that
+    finish under the cap and their sizes; ``left_files`` / ``left_bytes``: the others (a ``hard`` run starts one of
+    them and keeps its partial); ``left``: their remote paths."""
 
     limit: int
     mode: CutoffMode
