@@ -242,3 +242,28 @@ def test_the_dry_runs_forecast_follows_order_by(emu, tmp_path):
     plan = _sync(emu, project, tmp_path / "o", dry_run=True, max_transfer=3 * MiB, order_by="size")
     assert isinstance(plan, SyncPlan) and plan.cap is not None
     assert (plan.cap.files, plan.cap.bytes, plan.cap.left) == (3, 3 * MiB, frozenset({"a-big.bin"}))
+
+
+def test_a_failed_file_beside_files_left_by_the_cap_exits_1_with_the_caps_line(emu, tmp_path):
+    """Exit 8 says 'run again to go on' only when nothing failed: a failure wins (exit 1), and the cap's line is
+    still said; ``--json`` counts both."""
+    spec = {
+        "projects": [
+            {
+                "name": "mixed",
+                "children": [
+                    {"type": "file", "name": "big.bin", "size": SMALL, "seed": 90},
+                    {"type": "file", "name": "small.txt", "content": "small\n"},
+                    {"type": "file", "name": "gated.txt", "content": "gated\n", "deny": "download"},
+                ],
+            }
+        ]
+    }
+    project = emu.seed_spec(spec)["mixed"]
+    args = ["get", "-r", project, "--path", str(tmp_path / "m"), "--max-transfer", "2M", "--cutoff-mode", "cautious"]
+    run = run_synclient(emu, tmp_path, "--json", *args)
+    assert run.returncode == 1, run.stderr
+    report = json.loads(run.stdout)["report"]
+    assert (report["failed"], report["left_files"], report["downloaded"], report["cap_reached"]) == (1, 1, 1, True)
+    text = run_synclient(emu, tmp_path, *args)
+    assert text.returncode == 1 and "stopped at the --max-transfer cap of 2.0 MiB: 1 file" in text.stdout
