@@ -473,3 +473,24 @@ def test_a_cart_of_over_1000_items_leaves_in_remove_calls_of_1000(tmp_path):
         assert results.report.cart is not None and results.report.cart.removed == n
         assert cart_keys(emu) == []
         assert len(list((tmp_path / "out").glob("f*"))) == n
+
+
+def test_files_left_by_the_transfer_cap_stay_in_the_cart_and_the_manifest_says_why(emu, tmp_path):
+    """``--max-transfer``: a file the cap left is neither removed from the cart nor said in manifest.csv to differ
+    from a local file (it was: 'the local file ... differs (cap)'); the next run, uncapped, takes it and empties
+    the cart."""
+    add(emu, (emu.at("a.txt"), None), (emu.at("b.txt"), 1))
+    before = cart_keys(emu)
+    out = tmp_path / "out"
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        capped = download_list(out, platform=platform, progress=False, max_transfer=0)
+    assert capped.report.left_files == 2 and capped.report.downloaded == 0
+    assert capped.report.cart is not None and capped.report.cart.removed == 0
+    assert cart_keys(emu) == before
+    _, rows = read_manifest(out / "manifest.csv")
+    assert [(row["path"], row["error"]) for row in rows] == [
+        ("", "not downloaded: left by the --max-transfer cap (the next run takes it)")
+    ] * 2
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        done = download_list(out, platform=platform, progress=False)
+    assert done.report.downloaded == 2 and cart_keys(emu) == []

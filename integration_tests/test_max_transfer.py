@@ -217,3 +217,53 @@ def test_cli_refuses_a_bad_size_and_the_cap_with_dask(emu, tmp_path):
         emu, tmp_path, "get", "-r", emu.even, "--path", str(tmp_path / "x"), "--max-transfer", "1G", "--dask", "local:1"
     )
     assert dask.returncode == 2 and "cannot be used with --dask" in dask.stderr
+
+
+@pytest.mark.parametrize("mode", ["hard", "cautious"])
+def test_a_file_that_fits_the_cap_exactly_is_downloaded_not_left(emu, tmp_path, mode):
+    """A small file (one stream, no journal: never resumed) of exactly the cap: its last chunk lands on the cap and
+    the file is installed, where it was left with every byte written by every run of the nightly loop."""
+    size = 100 * 1024
+    project = emu.seed_spec(_spec(f"exact-{mode}", {"one.bin": (size, 70)}))[f"exact-{mode}"]
+    emu.reset_stats()
+    results = _sync(emu, project, tmp_path / "exact", max_transfer=size, cutoff_mode=mode)
+    report = results.report
+    assert (report.downloaded, report.left_files, report.transferred) == (1, 0, size)
+    assert not report.cap_reached and emu.stats()["data_bytes"] == size
+    assert local_tree(tmp_path / "exact") == {"one.bin": seeded_md5(size, 70)}
+
+
+def test_the_dry_runs_forecast_follows_order_by(emu, tmp_path):
+    """With ``--order-by size`` the run starts the small files first, and those are what the cap lets finish: the
+    forecast applies the cap in that order (it took the plan's: once the big file crossed the cap in a hard run,
+    every file after it was left)."""
+    files = {"a-big.bin": (5 * MiB, 80), **{f"b{i}.bin": (MiB, 81 + i) for i in range(3)}}
+    project = emu.seed_spec(_spec("ordered", files))["ordered"]
+    plan = _sync(emu, project, tmp_path / "o", dry_run=True, max_transfer=3 * MiB, order_by="size")
+    assert isinstance(plan, SyncPlan) and plan.cap is not None
+    assert (plan.cap.files, plan.cap.bytes, plan.cap.left) == (3, 3 * MiB, frozenset({"a-big.bin"}))
+
+
+def test_a_failed_file_beside_files_left_by_the_cap_exits_1_with_the_caps_line(emu, tmp_path):
+    """Exit 8 says 'run again to go on' only when nothing failed: a failure wins (exit 1), and the cap's line is
+    still said; ``--json`` counts both."""
+    spec = {
+        "projects": [
+            {
+                "name": "mixed",
+                "children": [
+                    {"type": "file", "name": "big.bin", "size": SMALL, "seed": 90},
+                    {"type": "file", "name": "small.txt", "content": "small\n"},
+                    {"type": "file", "name": "gated.txt", "content": "gated\n", "deny": "download"},
+                ],
+            }
+        ]
+    }
+    project = emu.seed_spec(spec)["mixed"]
+    args = ["get", "-r", project, "--path", str(tmp_path / "m"), "--max-transfer", "2M", "--cutoff-mode", "cautious"]
+    run = run_synclient(emu, tmp_path, "--json", *args)
+    assert run.returncode == 1, run.stderr
+    report = json.loads(run.stdout)["report"]
+    assert (report["failed"], report["left_files"], report["downloaded"], report["cap_reached"]) == (1, 1, 1, True)
+    text = run_synclient(emu, tmp_path, *args)
+    assert text.returncode == 1 and "stopped at the --max-transfer cap of 2.0 MiB: 1 file" in text.stdout

@@ -29,7 +29,7 @@ from typing import Dict, Iterable, List, Optional, Set, Union
 from synclient.errors import LocalIOError, SyncError
 from synclient.events import SyncObserver
 from synclient.platform.rest import Platform
-from synclient.results import CartInfo, FileResult, SyncResults, SyncStatus
+from synclient.results import LEFT_BY_CAP, CartInfo, FileResult, SyncResults, SyncStatus
 from synclient.sync.local.local_names import FilesystemNames
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.plan.dry_run import SyncPlan
@@ -46,6 +46,8 @@ log = logging.getLogger("synclient.sync")
 
 #: the ``error`` of a manifest row whose item was not among the available files read (it stays in the cart)
 NOT_READ = "not downloaded: not among the cart's available files when they were read (the next run takes it)"
+#: the ``error`` of a manifest row whose file the run's --max-transfer cap left (it stays in the cart)
+LEFT_BY_THE_CAP = "not downloaded: left by the --max-transfer cap (the next run takes it)"
 
 
 def download_list(
@@ -261,6 +263,8 @@ def _path_and_error(result: Optional[FileResult]) -> Dict[str, str]:
         return {PATH_COLUMN: "", ERROR_COLUMN: "not downloaded: left out by the filters"}
     if result.status is SyncStatus.FAILED:
         return {PATH_COLUMN: "", ERROR_COLUMN: str(result.error or "failed")}
+    if result.action == LEFT_BY_CAP:  # (it stays in the cart)
+        return {PATH_COLUMN: "", ERROR_COLUMN: LEFT_BY_THE_CAP}
     if not _succeeded(result):  # a conflict kept: the local file there is not the cart's (it stays in the cart)
         return {
             PATH_COLUMN: "",

@@ -1000,6 +1000,18 @@ def _platform_for(
     return platform, own_platform, options
 
 
+def _in_download_order(entries: List[PlanEntry], options: SyncOptions) -> List[PlanEntry]:
+    """A dry run's downloads in the order the real run starts them (``--order-by``: which ones the cap lets
+    finish depends on it; ties, and modtime without the entity's record, keep the plan's order)."""
+    order = options.order_by
+    if order is None:
+        return entries
+    return sorted(
+        entries,
+        key=lambda e: order.sort_key(size=e.size, rel_path=e.rel_path, modified_on=(e.entity or {}).get("modifiedOn")),
+    )
+
+
 def _execute(
     source: RunSource,
     *,
@@ -1088,7 +1100,7 @@ def _execute(
                 effects.plan.renamed = run.renamed_lines
                 if options.max_transfer is not None:
                     effects.plan.cap = forecast(
-                        [(e.rel_path, e.size) for e in effects.plan.fetch_entries],
+                        [(e.rel_path, e.size) for e in _in_download_order(effects.plan.fetch_entries, options)],
                         options.max_transfer,
                         options.cutoff_mode,
                     )

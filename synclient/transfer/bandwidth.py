@@ -33,6 +33,8 @@ from synclient.errors import Cancelled, ConfigError
 from synclient.units import format_rate, parse_size
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+#: the days' full names, which rclone takes too (``Monday-08:00,2M``)
+DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MINUTES_PER_DAY = 24 * 60
 MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY
 SECONDS_PER_WEEK = MINUTES_PER_WEEK * 60
@@ -42,7 +44,7 @@ MIN_BURST = 32 * 1024
 #: a waiting reader looks at its cancel event (and the timetable) at least this often
 MAX_SLEEP = 0.25
 
-_ENTRY = re.compile(r"^(?:(?P<day>[A-Za-z]{3})-)?(?P<hour>\d{1,2}):(?P<minute>\d{2}),(?P<rate>.+)$")
+_ENTRY = re.compile(r"^(?:(?P<day>[A-Za-z]+)-)?(?P<hour>\d{1,2}):(?P<minute>\d{2}),(?P<rate>.+)$")
 
 #: a rate in bytes per second; None: no limit
 Rate = Optional[float]
@@ -92,7 +94,7 @@ class BandwidthTimetable:
             if value < 0:
                 raise ConfigError(f"{value}: a rate in bytes per second is at least 0")
             return cls(str(value), (0,), (float(value),)) if value else None
-        tokens = value.split()
+        tokens = value.replace(";", " ").split()  # (rclone separates entries by spaces or semicolons)
         if not tokens:
             raise ConfigError("empty: a rate such as 10M, or a timetable such as '08:00,10M 18:00,off'")
         if len(tokens) == 1 and "," not in tokens[0]:
@@ -181,9 +183,11 @@ def _entry(token: str) -> Tuple[Tuple[int, Rate], ...]:
     day = match["day"]
     if day is None:
         return tuple((index * MINUTES_PER_DAY + of_day, rate) for index in range(len(DAYS)))
-    if day.lower() not in DAYS:
-        raise ConfigError(f"{token!r}: the day is one of Mon, Tue, Wed, Thu, Fri, Sat, Sun")
-    return ((DAYS.index(day.lower()) * MINUTES_PER_DAY + of_day, rate),)
+    named = day.lower()
+    index = DAYS.index(named) if named in DAYS else DAY_NAMES.index(named) if named in DAY_NAMES else None
+    if index is None:
+        raise ConfigError(f"{token!r}: the day is one of Mon, Tue, Wed, Thu, Fri, Sat, Sun (or Monday ... Sunday)")
+    return ((index * MINUTES_PER_DAY + of_day, rate),)
 
 
 class BandwidthLimiter:

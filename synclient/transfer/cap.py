@@ -7,7 +7,8 @@ whether a file may start and whether a running stream goes on:
 
 - ``hard`` (the default): a file starts while the count is below the cap; once it reaches the cap, every running
   stream stops at its next chunk (the chunk in hand is written first: the count exceeds the cap by at most one
-  chunk per stream that was running) and no stream starts again;
+  chunk per stream that was running; a stream whose last byte lands exactly on the cap finishes its file) and no
+  stream starts again;
 - ``soft``: no file starts once the count reached the cap; the running ones finish;
 - ``cautious``: a file starts only when its size fits in what the cap leaves after the count and the files
   already running (each holds its full size until it ends); a file of unknown size never starts. Running
@@ -86,8 +87,12 @@ class TransferCap:
             self._held -= ticket.held
             ticket.held = 0
 
-    def _stops_streams(self) -> bool:
-        return self.mode is not CutoffMode.SOFT and self.received >= self.limit
+    def _stops_streams(self, *, past: bool = False) -> bool:
+        """Whether streams stop now: the count reached the cap (before a GET), or passed it (``past``: after a
+        chunk, so a stream whose last byte lands exactly on the cap finishes its file)."""
+        if self.mode is CutoffMode.SOFT:
+            return False
+        return self.received > self.limit if past else self.received >= self.limit
 
     def check_stream(self, what: str) -> None:
         """Before a stream's GET: raise :class:`TransferCapReached` when streams stop at the cap and it is reached
@@ -105,7 +110,7 @@ class TransferCap:
                 taken = min(size, ticket.held)
                 ticket.held -= taken
                 self._held -= taken
-            if self._stops_streams():
+            if self._stops_streams(past=True):
                 raise TransferCapReached(f"{what}: stopped at the --max-transfer cap")
 
     def metered(
@@ -122,11 +127,11 @@ class TransferCap:
 
 @dataclass(frozen=True)
 class CapForecast:
-    """What a run under the cap would do with a dry run's planned downloads, in the plan's order (the real run
-    starts files in its pool's order: with files of different sizes, which ones fit may differ; their count does
-    not when the files are of one size). ``files`` / ``bytes``: the downloads that finish under the cap and their
-    sizes; ``left_files`` / ``left_bytes``: the others (a ``hard`` run starts one of them and keeps its partial);
-    ``left``: their remote paths."""
+    """What a run under the cap would do with a dry run's planned downloads, in the plan's order or
+    ``--order-by``'s (the real run starts files in its pool's order: with files of different sizes, which ones fit
+    may differ; their count does not when the files are of one size). ``files`` / ``bytes``: the downloads that
+    finish under the cap and their sizes; ``left_files`` / ``left_bytes``: the others (a ``hard`` run starts one of
+    them and keeps its partial); ``left``: their remote paths."""
 
     limit: int
     mode: CutoffMode
@@ -135,6 +140,14 @@ class CapForecast:
     left_files: int = 0
     left_bytes: int = 0
     left: FrozenSet[str] = field(default_factory=frozenset)
+
+    @property
+    def transferred(self) -> int:
+        """The bytes the run would download: the finished files', and in ``hard`` mode the partial of the file
+        that crosses the cap (up to the cap)."""
+        if self.mode is CutoffMode.HARD and self.left_files:
+            return min(self.limit, self.bytes + self.left_bytes)
+        return self.bytes
 
     def to_json(self) -> dict:
         return {

@@ -133,6 +133,19 @@ def test_the_entry_in_force_is_the_last_passed_wrapping_to_the_day_before():
     assert timetable.seconds_to_next_change(monday.replace(hour=19)) == 13 * 3600
 
 
+def test_rclones_other_spellings_are_read_full_day_names_and_semicolons():
+    """rclone takes ``Monday-08:00,1M`` (any case) and entries separated by semicolons: both were refused."""
+    spelled = BandwidthTimetable.of("monday-08:00,1M;FRIDAY-18:00,4M; Sun-20:00,off")
+    assert spelled is not None
+    assert spelled.starts == (8 * 60, (4 * 24 + 18) * 60, (6 * 24 + 20) * 60)
+    assert spelled.rates == (MiB, 4 * MiB, None)
+    daily = BandwidthTimetable.of("08:00,10M;18:00,off")
+    assert daily is not None and daily.rate_at(MONDAY.replace(hour=9)) == 10 * MiB
+    assert daily.rate_at(MONDAY.replace(hour=19)) is None
+    with pytest.raises(ConfigError, match="the day is one of"):
+        BandwidthTimetable.of("Mond-08:00,1M")
+
+
 def test_weekday_entries_wrap_over_the_week():
     timetable = BandwidthTimetable.of("Mon-08:00,1M Fri-18:00,4M Sun-20:00,off")
     assert timetable is not None and not timetable.constant

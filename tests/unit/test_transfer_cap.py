@@ -10,6 +10,9 @@ import pytest
 from synclient.errors import ConfigError, TransferCapReached
 from synclient.results import LEFT_BY_CAP, FileResult, SyncReport, SyncStatus
 from synclient.sync.options import SyncOptions
+from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
+from synclient.sync.plan.planner import Action
+from synclient.transfer.bandwidth import BandwidthTimetable
 from synclient.transfer.cap import CutoffMode, TransferCap, forecast
 from synclient.units import parse_size
 
@@ -92,8 +95,23 @@ def test_cautious_starts_only_what_fits_with_the_running_files_held():
 def test_cautious_still_stops_streams_at_the_cap_a_refetch_would_pass():
     cap = TransferCap(100, CutoffMode.CAUTIOUS)
     ticket = cap.start(100, "syn1")
-    _, stopped = _written(cap, [50, 50], ticket)
-    assert stopped  # exactly at the cap: no byte more (a refetch after bad bytes would pass it)
+    _, stopped = _written(cap, [50, 50, 1], ticket)
+    assert stopped  # past the cap: no chunk more (a refetch after bad bytes would pass it)
+    with pytest.raises(TransferCapReached):
+        cap.check_stream("syn1")
+
+
+@pytest.mark.parametrize("mode", [CutoffMode.HARD, CutoffMode.CAUTIOUS])
+def test_a_stream_whose_last_byte_lands_exactly_on_the_cap_finishes(mode):
+    """The file that fits the cap exactly is not stopped at its last chunk (it would be left with every byte
+    written, and a small one, never resumed, left again by every run: the nightly loop would never end)."""
+    cap = TransferCap(100, mode)
+    ticket = cap.start(100, "syn1")
+    got, stopped = _written(cap, [50, 50], ticket)
+    assert not stopped and sum(got) == 100
+    with pytest.raises(TransferCapReached):
+        cap.check_stream("syn2")  # reached: no other stream starts
+    assert not cap.would_start(1)
 
 
 def test_a_cap_of_zero_starts_nothing():
@@ -177,3 +195,19 @@ def test_report_counts_files_left_as_skipped_not_failed_and_says_so():
     assert report.cap_line() == (
         "stopped at the --max-transfer cap of 1.0 MiB: 2 files (4.0 MiB) left; run the same command again to go on"
     )
+
+
+@pytest.mark.parametrize(
+    "mode, moved",
+    [(CutoffMode.HARD, 7 * MiB), (CutoffMode.SOFT, 9 * MiB), (CutoffMode.CAUTIOUS, 6 * MiB)],
+)
+def test_a_dry_runs_time_counts_the_bytes_the_cap_lets_through(mode, moved):
+    """A dry run with a cap and a bandwidth limit: its time is that of the bytes the capped run downloads (it was
+    that of every planned byte: hours for a run the cap stops in minutes)."""
+    entries = [PlanEntry(f"f{i}", f"syn{i}", 1, 3 * MiB, Action.DOWNLOAD, None) for i in range(6)]
+    plan = SyncPlan(entries=entries, bytes_per_second=1e12, bandwidth=BandwidthTimetable.of("1M"))
+    assert plan.data_seconds == pytest.approx(18.0)  # 18 MiB at 1 MiB/s: no cap
+    plan.cap = forecast([(e.rel_path, e.size) for e in entries], 7 * MiB, mode)
+    assert plan.data_seconds == pytest.approx(moved / MiB)
+    plan.bandwidth = None
+    assert plan.data_seconds == pytest.approx(moved / 1e12)

@@ -140,12 +140,12 @@ class SyncPlan:
 
     @property
     def data_seconds(self) -> float:
-        """How long the bytes take: at the data rate, or at the bandwidth limit (from now) where that is slower."""
+        """How long the bytes take: at the data rate, or at the bandwidth limit (from now) where that is slower;
+        with a ``--max-transfer`` cap, the bytes the run downloads before it stops."""
+        moved = self.cap.transferred if self.cap is not None else self.bytes_to_fetch
         if self.bandwidth is None:
-            return self.bytes_to_fetch / self.bytes_per_second
-        return self.bandwidth.seconds_to_move(
-            self.bytes_to_fetch, start=datetime.now(), unlimited=self.bytes_per_second
-        )
+            return moved / self.bytes_per_second
+        return self.bandwidth.seconds_to_move(moved, start=datetime.now(), unlimited=self.bytes_per_second)
 
     @property
     def estimate_seconds(self) -> float:
