@@ -61,13 +61,16 @@ def download_list(
     filesystem_names: Union[FilesystemNames, str, None] = None,
     dask: Optional[object] = None,
     checksum: Optional[bool] = None,
+    keep_paths: Optional[bool] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Download every available file of the user's download cart (the portal's Download Cart) into ``path``, each
     at the version it was added at (the current one for an item added without a version), flat, named as
     :func:`~synclient.sync.runner.download_many` names a list of files (a taken name becomes ``name (syn1).ext``).
     Writes ``path/manifest.csv`` (the cart manifest's columns plus ``path`` and ``error``, as synapseclient's
     ``get-download-list``), then removes the items whose files succeeded from the cart (``keep_cart=True``: leaves
-    it as it is). Failed files stay in the cart; files that need an action on the portal first are counted in
+    it as it is). ``keep_paths=True``: each file lands at its remote path, ``<project name>/<folder path>/<name>``,
+    as :func:`~synclient.sync.runner.download_many` places a list's files (``get --download-list --keep-paths``).
+    Failed files stay in the cart; files that need an action on the portal first are counted in
     ``results.report.cart`` (:class:`~synclient.results.CartInfo`). ``dry_run=True`` returns the
     :class:`~synclient.sync.plan.dry_run.SyncPlan` of what would be downloaded, and writes and removes nothing.
 
