@@ -189,6 +189,7 @@ def _manifest_bytes(platform: Platform, client: DataClient) -> bytes:
                 stall_timeout=60.0,
                 cancelled=lambda: False,
             )
+            _manifest_text(bytes(body))  # (no MD5 says its bytes: a body garbled on the way is tried again)
             return bytes(body)
         except SynclientError as exc:
             if not exc.retryable:
@@ -199,14 +200,27 @@ def _manifest_bytes(platform: Platform, client: DataClient) -> bytes:
     raise error
 
 
+def _manifest_text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MalformedAnswerError(
+            f"the download cart's manifest is no UTF-8 text (byte {exc.start}): its body was garbled"
+        ) from None
+
+
 def _parse_manifest(data: bytes) -> Tuple[List[str], List[Dict[str, str]]]:
-    reader = csv.DictReader(io.StringIO(data.decode("utf-8-sig")))
-    columns = list(reader.fieldnames or [])
+    try:
+        reader = csv.DictReader(io.StringIO(_manifest_text(data)))
+        columns = list(reader.fieldnames or [])
+        rows = [dict(row) for row in reader]
+    except csv.Error as exc:  # (a NUL, before Python 3.11)
+        raise MalformedAnswerError(f"the download cart's manifest is no CSV: {exc}").spent() from None
     if "ID" not in columns or "versionNumber" not in columns:
         raise MalformedAnswerError("the download cart's manifest has no ID and versionNumber columns").spent()
     if PATH_COLUMN in columns or ERROR_COLUMN in columns:
         raise MalformedAnswerError("the download cart's manifest already has a 'path' or 'error' column").spent()
-    return columns, [dict(row) for row in reader]
+    return columns, rows
 
 
 def _version_of(row: Dict[str, str]) -> Optional[int]:
