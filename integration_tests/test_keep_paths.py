@@ -423,3 +423,25 @@ def test_the_download_cart_keeps_paths_by_the_keyword_and_the_cli(emu, tmp_path,
         requests.delete(
             emu.endpoint + "/repo/v1/download/list", headers={"Authorization": f"Bearer {emu.token}"}, timeout=60
         )
+
+
+def test_a_file_moved_since_a_flat_run_is_kept_at_its_new_folder_and_the_next_run_downloads_nothing(tmp_path):
+    """A flat run's index row (its file at the top) names the folder the file had then: after a move at the same
+    version, the first keep_paths run put the file in that old folder, and recorded the bundle's new one, so the
+    second run downloaded it again into the new folder (found by the sources model: seed 22, step 71)."""
+    with Emulator(data_dir=str(tmp_path / "emu")) as emu:
+        project = emu.seed_spec(
+            {"projects": [{"name": "delta", "children": children_of({"raw/a.txt": "d a\n", "other/b.txt": "d b\n"})}]}
+        )["delta"]
+        file_id, new = (emu.resolve(project, path) for path in ("raw/a.txt", "other"))
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            download_many([file_id], tmp_path / "t", platform=platform)
+            emu.move_entity(file_id, new)
+            first = download_many([file_id], tmp_path / "t", platform=platform, keep_paths=True)
+            emu.reset_stats()
+            second = download_many([file_id], tmp_path / "t", platform=platform, keep_paths=True)
+            data = emu.stats()["data_requests"]
+    paths = [[Path(r.path).relative_to(tmp_path / "t").as_posix() for r in run] for run in (first, second)]
+    assert paths == [["delta/other/a.txt"], ["delta/other/a.txt"]]
+    assert [r.status for r in second] == [SyncStatus.SKIPPED] and data == 0
+    assert not (tmp_path / "t" / "delta" / "raw").exists()
