@@ -1494,7 +1494,10 @@ class SourcesWalk:
     def _check_keep_paths_usage(self, sync: Sync) -> None:
         """``keep-paths-usage``: with keep_paths, a list that is one project or folder alone is a usage error
         (ConfigError, CLI exit 2), and no other list is."""
-        alone = len(set(sync.refs)) == 1 and sync.refs[0] in set(self.remote.folders.values())
+        containers = set(self.remote.folders.values())
+        if len(sync.refs) > 1 and len(set(sync.refs)) == 1 and sync.refs[0] in containers:
+            return  # (the same container twice: a list of it, or it alone; either is sound)
+        alone = len(sync.refs) == 1 and sync.refs[0] in containers
         refused = self.usage_error is not None and "remote paths" in self.usage_error
         if alone != refused:
             self.violation(
