@@ -11,23 +11,21 @@ import json
 import math
 import os
 import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
 import requests
+from cli_subprocess import run_synclient as synclient
 
-from synclient import Platform, download_list
+from synclient import Platform, download_list, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import SyncError
 from synclient.events import PlannedFile, SyncObserver
 from synclient.results import FileResult, SyncStatus
 from synclient.transfer.config import TransferConfig
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 LIST = "/repo/v1/download/list"
 MANIFEST_COLUMNS = [
     "ID",
@@ -73,6 +71,7 @@ def emu(tmp_path):
     with Emulator(data_dir=str(tmp_path / "emu"), query_pending_polls=1) as emulator:
         project = emulator.seed_spec(SPEC)["cart"]
         emulator.at = lambda path: emulator.resolve(project, path)  # type: ignore[attr-defined]
+        emulator.project = project  # type: ignore[attr-defined]
         yield emulator
 
 
@@ -95,24 +94,6 @@ def cart_keys(emu: Emulator) -> List[Tuple[str, Optional[int]]]:
             ((row.file_entity_id, row.version_number) for row in platform.download_list_available()),
             key=lambda key: (key[0], key[1] or 0),
         )
-
-
-def synclient(emu: Emulator, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """The real entry point in a subprocess, isolated from the machine's configuration and keyring."""
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCLIENT_", "SYNAPSE_", "PYTHON_KEYRING"))}
-    env.update(
-        HOME=str(home),
-        SYNAPSE_CONFIG_FILE=str(home / ".synapseConfig"),
-        PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
-        PYTHONPATH=str(REPO_ROOT),
-        SYNCLIENT_ENDPOINT=emu.endpoint,
-        SYNCLIENT_AUTH_TOKEN=emu.token,
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "synclient", *args], env=env, text=True, capture_output=True, timeout=120
-    )
 
 
 def read_manifest(path: Path) -> Tuple[List[str], List[Dict[str, str]]]:
@@ -183,6 +164,22 @@ def test_keep_cart_and_dry_run_leave_the_cart(emu, tmp_path):
     assert cart_keys(emu) == before
 
 
+def test_a_synced_file_named_manifest_csv_is_never_written_over(emu, tmp_path):
+    """A tree sync put the project's file entity ``manifest.csv`` at the target's top: the cart's run into the same
+    target leaves it as it is (it once replaced it with the cart's manifest, which the next tree sync then took for
+    a local change), and still empties the cart."""
+    out = tmp_path / "out"
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        sync_from_platform(emu.project, out, platform=platform, progress=False, on_error="continue")
+    assert (out / "manifest.csv").read_bytes() == b"a file of that name\n"
+    add(emu, (emu.at("a.txt"), None))
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_list(out, platform=platform, progress=False)
+    assert (out / "manifest.csv").read_bytes() == b"a file of that name\n"
+    assert results.report.cart is not None and results.report.cart.manifest is None
+    assert results.report.cart.removed == 1 and cart_keys(emu) == []
+
+
 @pytest.mark.parametrize(
     "args, says",
     [
@@ -236,6 +233,121 @@ def test_the_call_bound(tmp_path):
         assert sum(routes.values()) == sum(expected.values()), routes  # nothing else: no bundle, no header
         assert results.report.rest_calls == sum(expected.values())
         assert cart_keys(emu) == []
+
+
+def test_keep_paths_takes_each_files_parent_from_the_cart_manifest(tmp_path):
+    """``--keep-paths``: each file's parent is the cart manifest's ``parentId`` (no bundle or header call per
+    file): the only calls added to the flat run's are one ``entity/{id}/path`` per distinct parent folder."""
+    spec = {
+        "projects": [
+            {
+                "name": "p",
+                "children": [
+                    {
+                        "type": "folder",
+                        "name": "d1",
+                        "children": [{"type": "file", "name": f"a{i}.txt", "content": f"{i}\n"} for i in range(30)],
+                    },
+                    {
+                        "type": "folder",
+                        "name": "d2",
+                        "children": [
+                            {
+                                "type": "folder",
+                                "name": "e",
+                                "children": [
+                                    {"type": "file", "name": f"b{i}.txt", "content": f"b{i}\n"} for i in range(30)
+                                ],
+                            }
+                        ],
+                    },
+                ],
+            }
+        ]
+    }
+    with Emulator(data_dir=str(tmp_path / "emu"), query_pending_polls=0) as emu:
+        project = emu.seed_spec(spec)["p"]
+        paths = [f"d1/a{i}.txt" for i in range(30)] + [f"d2/e/b{i}.txt" for i in range(30)]
+        add(emu, *[(emu.resolve(project, path), None) for path in paths])
+        emu.reset_stats()
+        out = tmp_path / "out"
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            results = download_list(out, platform=platform, progress=False, keep_paths=True)
+        assert not results.failures and len(results) == 60
+        for path in paths:
+            assert (out / "p" / path).is_file()
+        routes = emu.stats()["api_by_route"]
+        assert routes.get("GET /repo/v1/entity/{id}/path") == 2, routes  # d1 and d2/e: one each
+        per_file = [r for r in routes if "bundle" in r or "/entity/header" in r or r == "GET /repo/v1/entity/{id}"]
+        assert per_file == [], routes
+        assert cart_keys(emu) == []
+
+
+def test_manifest_suppress_writes_no_cart_manifest(emu, tmp_path):
+    """``--manifest suppress`` (``manifest="suppress"``) is honoured: the files, no manifest.csv (it was written
+    anyway); the cart is emptied as ever."""
+    add(emu, (emu.at("a.txt"), None))
+    out = tmp_path / "out"
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_list(out, platform=platform, progress=False, manifest="suppress")
+    assert (out / "a.txt").read_bytes() == b"a at the top\n"
+    assert not (out / "manifest.csv").exists()
+    assert results.report.cart is not None and results.report.cart.manifest is None
+    assert cart_keys(emu) == []
+
+
+def test_synapseclient_downloads_what_a_synclient_run_left_in_the_cart(emu, tmp_path):
+    """One cart, two clients: synclient takes what its filter selects and removes only that; synapseclient 4.14's
+    ``get-download-list`` then downloads the rest, byte-exact, and empties the cart."""
+    synapseclient = pytest.importorskip("synapseclient")
+    from synapseclient.__main__ import build_parser, get_download_list
+
+    a, b = emu.at("a.txt"), emu.at("b.txt")
+    add(emu, (a, None), (b, 1))
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_list(tmp_path / "ours", platform=platform, progress=False, include=["a*"])
+    assert [r.entity_id for r in results] == [a] and results.report.cart.removed == 1
+    assert cart_keys(emu) == [(b, 1)]
+    config = tmp_path / "synapseConfig"
+    config.write_text("")
+    syn = synapseclient.Synapse(
+        configPath=str(config),
+        repoEndpoint=emu.endpoint + "/repo/v1",
+        authEndpoint=emu.endpoint + "/auth/v1",
+        fileHandleEndpoint=emu.endpoint + "/file/v1",
+        portalEndpoint=emu.endpoint + "/",
+        skip_checks=True,
+        cache_root_dir=str(tmp_path / "cache"),
+        silent=True,
+    )
+    syn.login(authToken=emu.token)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    get_download_list(build_parser().parse_args(["get-download-list", "--downloadLocation", str(theirs)]), syn)
+    assert (theirs / "b.txt").read_bytes() == b"b one\n"  # the version the cart pinned
+    assert not (theirs / "a.txt").exists()
+    assert cart_keys(emu) == []
+
+
+def test_items_added_while_the_run_goes_stay_in_the_cart(emu, tmp_path):
+    """The cart changes between its reads and the removal: the user adds another version of a file, and the file
+    version a versionless item meant at a version. Only the items read are removed, each by its own key."""
+    a, b = emu.at("a.txt"), emu.at("b.txt")
+    add(emu, (a, None), (b, 1))
+
+    class AddMeanwhile(SyncObserver):
+        def __init__(self) -> None:
+            self.added = False
+
+        def file_planned(self, file: PlannedFile) -> None:
+            if not self.added:
+                self.added = True
+                add(emu, (b, 2), (a, 1))
+
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        results = download_list(tmp_path / "out", platform=platform, progress=False, observer=AddMeanwhile())
+    assert results.report.cart is not None and results.report.cart.removed == 2
+    assert cart_keys(emu) == [(a, 1), (b, 2)]
 
 
 class _DenyWhenPlanned(SyncObserver):

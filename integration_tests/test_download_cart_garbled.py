@@ -1,6 +1,7 @@
 """The download cart's manifest CSV garbled on its way from storage (found by the sources model's cart source, seed
-11 in hostile mode): its body is tried again, and a body that stays garbled is one clear error, not a
-UnicodeDecodeError out of ``download_list`` ("internal error" in the CLI); the cart keeps every item."""
+11 in hostile mode: a UnicodeDecodeError out of ``download_list``): its body, which no MD5 vouches for, is fetched
+again (a corrupting hop garbles one answer, not every one), and a body that stays garbled is one clear error; the
+cart keeps every item."""
 
 from __future__ import annotations
 

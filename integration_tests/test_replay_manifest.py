@@ -4,19 +4,16 @@ recorded fails alone, before its download (issue 33, part 3): ``synclient get --
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
+from cli_subprocess import run_synclient as synclient
 
 from synclient import Platform, download_many
 from synclient.emulator import Emulator
 from synclient.sync.sources.id_lists import ListMismatchError, read_id_file
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 CART_COLUMNS = (
     "ID,name,versionNumber,contentType,dataFileSizeBytes,createdBy,createdOn,modifiedBy,modifiedOn,parentId,"
     "synapseURL,dataFileMD5Hex"
@@ -52,24 +49,6 @@ def emu(tmp_path):
         emulator.project = emulator.seed_spec(spec)["replay"]
         emulator.at = lambda path: emulator.resolve(emulator.project, path)
         yield emulator
-
-
-def synclient(emu: Emulator, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """The real entry point in a subprocess, isolated from the machine's configuration and keyring."""
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCLIENT_", "SYNAPSE_", "PYTHON_KEYRING"))}
-    env.update(
-        HOME=str(home),
-        SYNAPSE_CONFIG_FILE=str(home / ".synapseConfig"),
-        PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring",
-        PYTHONPATH=str(REPO_ROOT),
-        SYNCLIENT_ENDPOINT=emu.endpoint,
-        SYNCLIENT_AUTH_TOKEN=emu.token,
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "synclient", *args], env=env, text=True, capture_output=True, timeout=120
-    )
 
 
 def cart_row(entity_id: str, name: str, version: int, content: bytes, *, recorded_md5: str = "") -> str:

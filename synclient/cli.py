@@ -62,8 +62,9 @@ from synclient.sync.plan.planner import Collision
 from synclient.sync.records.manifest import ManifestFormat, ManifestMode
 from synclient.sync.sources.id_lists import EntityRef, parse_refs, read_id_file
 from synclient.sync.sources.queries import looks_like_sql, table_of
+from synclient.transfer.cap import CutoffMode
 from synclient.transfer.config import TransferConfig
-from synclient.units import format_size
+from synclient.units import format_size, parse_size
 
 log = logging.getLogger("synclient.cli")
 
@@ -72,6 +73,7 @@ class ExitCode(enum.IntEnum):
     OK = 0
     FILES_FAILED = 1  # the run happened, but some files (or the platform) failed
     USAGE = 2  # the user must fix something: arguments, configuration, token, id, access
+    TRANSFER_CAP = 8  # --max-transfer reached with files left (rclone's 8): run the same command again to go on
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
@@ -136,6 +138,14 @@ def _one_line(text: str) -> str:
 COLLISION_MODES = tuple(mode.value for mode in Collision)
 MANIFEST_MODES = tuple(mode.value for mode in ManifestMode)
 MANIFEST_FORMATS = tuple(fmt.value for fmt in ManifestFormat) + ("both",)
+
+
+def _size(text: str) -> int:
+    """``--max-transfer``'s value: ``10G``, ``500M``, ``512b`` (binary units; alone, a number is KiB)."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -305,6 +315,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"threads of the shared transfer pool (default: {TransferConfig().max_workers})",
     )
     get.add_argument(
+        "--bwlimit",
+        metavar="RATE",
+        help="bandwidth limit of all downloads together, as rclone's: 10M (MiB/s), 512k, off, or a timetable in "
+        "local time such as '08:00,10M 18:00,off' (per process: on --dask, per worker; see docs/cli.md)",
+    )
+    get.add_argument(
         "--if-collision",
         metavar="MODE",
         choices=COLLISION_MODES,
@@ -318,8 +334,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="hash the local copies synclient wrote instead of trusting size and mtime, and download again those "
         "whose bytes differ (reported as repair; slower: every local byte is read)",
     )
+    get.add_argument(
+        "--max-transfer",
+        metavar="SIZE",
+        type=_size,
+        help="stop after SIZE downloaded in this run (10G, 500M: binary units); the files left are counted, their "
+        "partials kept, and the exit code is 8: run the same command again to go on",
+    )
+    get.add_argument(
+        "--cutoff-mode",
+        metavar="MODE",
+        choices=[mode.value for mode in CutoffMode],
+        help="at the --max-transfer cap: hard (default: stop every transfer), soft (start no new file, finish the "
+        "running ones) or cautious (start no file that would pass the cap)",
+    )
     get.add_argument("--include", metavar="GLOB", action="append", help="only remote paths matching GLOB (repeatable)")
     get.add_argument("--exclude", metavar="GLOB", action="append", help="skip remote paths matching GLOB (repeatable)")
+    _size_age_arguments(get)
+    get.add_argument(
+        "--order-by",
+        metavar="ORDER",
+        help="the order downloads start among those ready at once: size, name or modtime, then ,ascending (the "
+        "default) or ,descending (rclone's format; default: the order files come)",
+    )
     get.add_argument(
         "--dry-run",
         action="store_true",
@@ -379,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--size-only", action="store_true", help="compare sizes only: no hashing")
     check.add_argument("--include", metavar="GLOB", action="append", help="only remote paths matching GLOB")
     check.add_argument("--exclude", metavar="GLOB", action="append", help="skip remote paths matching GLOB")
+    _size_age_arguments(check)
     check.add_argument("--follow-links", action="store_true", help="follow Link entities to their targets")
     check.add_argument(
         "--max-workers", metavar="N", type=_positive_int, help="threads of the shared pool that plans the check"
@@ -524,6 +562,18 @@ def _require_token(ctx: CommandContext) -> ResolvedToken:
     return ctx.token
 
 
+def _size_age_arguments(parser: argparse.ArgumentParser) -> None:
+    """rclone's size and age filters (filters.py), on get and check alike."""
+    parser.add_argument("--min-size", metavar="SIZE", help="only files of at least SIZE (100k, 1G: binary units)")
+    parser.add_argument("--max-size", metavar="SIZE", help="only files of at most SIZE (100k, 1G: binary units)")
+    parser.add_argument(
+        "--min-age", metavar="AGE", help="only files modified AGE ago or earlier (30m, 2h, 7d, 1w, 1M, 1y; or a date)"
+    )
+    parser.add_argument(
+        "--max-age", metavar="AGE", help="only files modified within AGE (30m, 2h, 7d, 1w, 1M, 1y; or since a date)"
+    )
+
+
 # -- get ------------------------------------------------------------------------------------------------------------
 
 
@@ -549,6 +599,13 @@ def _sync_options(args: argparse.Namespace, *, plan_progress: bool = False) -> S
         synapse_cache_link=args.synapse_cache_link,
         checksum=getattr(args, "checksum", False),
         keep_paths=getattr(args, "keep_paths", False),
+        max_transfer=getattr(args, "max_transfer", None),
+        cutoff_mode=getattr(args, "cutoff_mode", None) or CutoffMode.HARD,
+        min_size=args.min_size,
+        max_size=args.max_size,
+        min_age=args.min_age,
+        max_age=args.max_age,
+        order_by=args.order_by,
     )
 
 
@@ -599,6 +656,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     one = refs[0] if len(refs) == 1 and not args.from_file and not args.keep_paths else None
     ctx.out.json_document.update({"command": "get", "path": str(path.resolve())})
     ctx.out.json_document.update({"entity": str(one)} if one else {"entities": [str(ref) for ref in refs]})
+    config = _transfer_config(ctx)
     workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform:
         source = None
@@ -623,7 +681,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
             try:
                 if source is not None:
                     settings = RunSettings.of(
-                        options, max_workers=args.max_workers, observer=observer, view=view, dask=dask
+                        options, config=config, max_workers=args.max_workers, observer=observer, view=view, dask=dask
                     )
                     outcome = sync_source(source, path, platform=platform, settings=settings, baseline=baseline)
                 else:
@@ -632,6 +690,7 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
                         path,
                         recursive=args.recursive,
                         platform=platform,
+                        config=config,
                         max_workers=args.max_workers,
                         options=options,
                         observer=observer,
@@ -662,6 +721,7 @@ def _get_query(ctx: CommandContext) -> ExitCode:
     _check_target(path)
     _check_dask(args)
     ctx.out.json_document.update({"command": "get", "path": str(path.resolve()), "query": sql})
+    config = _transfer_config(ctx)
     workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform, _dask_for(args) as dask:
         observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description="query")
@@ -671,6 +731,7 @@ def _get_query(ctx: CommandContext) -> ExitCode:
                 path,
                 recursive=args.recursive,
                 platform=platform,
+                config=config,
                 max_workers=args.max_workers,
                 options=_sync_options(args, plan_progress=ctx.want_progress()),
                 observer=observer,
@@ -702,6 +763,7 @@ def _get_download_list(ctx: CommandContext) -> ExitCode:
     _check_dask(args)
     _require_token(ctx)
     ctx.out.json_document.update({"command": "get", "path": str(path.resolve()), "download_list": True})
+    config = _transfer_config(ctx)
     workers = args.max_workers or TransferConfig().max_workers
     with ctx.platform(max_connections=workers) as platform, _dask_for(args) as dask:
         observer = progress_observer(enabled=ctx.want_progress() and not args.dry_run, description="download cart")
@@ -710,6 +772,7 @@ def _get_download_list(ctx: CommandContext) -> ExitCode:
                 path,
                 keep_cart=args.keep_cart,
                 platform=platform,
+                config=config,
                 max_workers=args.max_workers,
                 options=_sync_options(args, plan_progress=ctx.want_progress()),
                 observer=observer,
@@ -743,8 +806,22 @@ def _get_download_list(ctx: CommandContext) -> ExitCode:
     return code
 
 
+def _transfer_config(ctx: CommandContext) -> Optional[TransferConfig]:
+    """``--bwlimit`` checked (bad syntax: one line, exit 2) and said in ``--json``; None: the defaults."""
+    text = ctx.args.bwlimit
+    ctx.out.json_document["bwlimit"] = text
+    if text is None:
+        return None
+    try:
+        return TransferConfig(bwlimit=text)
+    except ConfigError as exc:
+        raise CliError(f"--{exc}") from None
+
+
 def _check_dask(args: argparse.Namespace) -> None:
     """``--dask``: Dask installed, ``local:N`` well formed, a scheduler file readable: said before any call."""
+    if args.dask is not None and getattr(args, "max_transfer", None) is not None:
+        raise CliError("--max-transfer counts this process's downloads; it cannot be used with --dask")
     if args.dask is not None and not args.dry_run:
         from synclient.cluster.connect import check_spec
 
@@ -794,7 +871,12 @@ def _report_sync(ctx: CommandContext, results: SyncResults) -> ExitCode:
             f"{counted(counts.rest_calls, 'REST call')}"
         )
     ctx.out.result(report.summary())
-    return ExitCode.FILES_FAILED if results.failures or report.manifest_errors else ExitCode.OK
+    cap = report.cap_line()  # (--max-transfer) files left for the next run: not failures
+    if cap is not None:
+        ctx.out.result(cap)
+    if results.failures or report.manifest_errors:
+        return ExitCode.FILES_FAILED
+    return ExitCode.TRANSFER_CAP if cap is not None else ExitCode.OK
 
 
 def _print_failures(ctx: CommandContext, failures: Sequence[FileResult], *, shown: int = 20) -> None:
@@ -997,6 +1079,10 @@ def cmd_check(ctx: CommandContext) -> ExitCode:
             platform=platform,
             include=args.include,
             exclude=args.exclude,
+            min_size=args.min_size,
+            max_size=args.max_size,
+            min_age=args.min_age,
+            max_age=args.max_age,
             follow_links=args.follow_links,
             max_workers=args.max_workers,
             progress=ctx.want_progress() and not ctx.out.json_mode,

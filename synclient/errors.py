@@ -215,6 +215,11 @@ class Cancelled(SynclientError):
     nature = ErrorNature.FATAL
 
 
+class TransferCapReached(SynclientError):
+    """A file stopped, or not started, at the run's ``--max-transfer`` cap (:mod:`synclient.transfer.cap`): not a
+    failure of the file (its partial, if any, stays for the next run), never tried again in this run."""
+
+
 class BadRequestError(PlatformError, ValueError):
     """Another 4xx: the request itself was refused (never retried)."""
 

@@ -22,6 +22,8 @@ from synclient.units import format_rate, format_size
 REPAIRED = "repair"
 #: the ``action`` of a file whose bytes were copied from synapseclient's download cache instead of downloaded
 FROM_SYNAPSE_CACHE = "synapse-cache"
+#: the action of a file the run's --max-transfer cap left (not started, or stopped with its partial kept): SKIPPED
+LEFT_BY_CAP = "cap"
 
 
 def counted(number: int, noun: str, plural: Optional[str] = None) -> str:
@@ -268,6 +270,8 @@ class SyncReport:
     throttled: int = 0
     unverified: int = 0  # of the downloaded: external-URL files whose handle records neither MD5 nor size
     repaired: int = 0  # of the downloaded: our copies whose bytes differed from the remote's (checksum)
+    filtered: int = 0  # files the size and age filters left out (neither downloaded nor deleted)
+    filters: Dict[str, Any] = field(default_factory=dict)  # the size, age and order settings given (--json)
     manifest_errors: List[str] = field(default_factory=list)  # one line per folder whose manifest failed
     # entries of a list or dataset given another name, and entities whose names the local filesystem cannot hold
     # as they are (docs/cli.md), one line each
@@ -275,6 +279,13 @@ class SyncReport:
     query: Optional[QueryInfo] = None  # the query whose selection this run downloaded
     cart: Optional[CartInfo] = None  # the download cart this run downloaded
     workers: List[WorkerCounts] = field(default_factory=list)  # a sharded run's Dask workers (rest_calls: all)
+    # --max-transfer (transfer/cap.py): the cap, the bytes it counted (partials of stopped files included), and the
+    # files it left (SKIPPED, action "cap"; their sizes): the same command goes on with them
+    max_transfer: Optional[int] = None
+    transferred: int = 0
+    cap_reached: bool = False
+    left_files: int = 0
+    left_bytes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(self, result: FileResult, *, reused: int = 0) -> None:
@@ -293,6 +304,10 @@ class SyncReport:
                     self.bytes_reused += reused
             elif result.status is SyncStatus.SKIPPED:
                 self.skipped += 1
+                if result.action == LEFT_BY_CAP:
+                    self.left_files += 1
+                    self.left_bytes += result.size or 0
+                    self.cap_reached = True
             elif result.status is SyncStatus.DELETED:
                 self.deleted += 1
             else:
@@ -316,6 +331,16 @@ class SyncReport:
         data["mb_per_second"] = round(self.mb_per_second, 2)
         return data
 
+    def cap_line(self) -> Optional[str]:
+        """The line that says the ``--max-transfer`` cap left files for a later run (None: it did not)."""
+        if not self.cap_reached:
+            return None
+        return (
+            f"stopped at the --max-transfer cap of {format_size(self.max_transfer or 0)}: "
+            f"{counted(self.left_files, 'file')} ({format_size(self.left_bytes)}) left; "
+            "run the same command again to go on"
+        )
+
     def summary(self) -> str:
         deleted = f"{self.deleted} deleted, " if self.deleted else ""
         manifests = f", {counted(len(self.manifest_errors), 'manifest')} not written" if self.manifest_errors else ""
@@ -326,6 +351,7 @@ class SyncReport:
             notes.append(f"{self.unverified} unverified: no MD5 or size recorded")
         noted = f" ({'; '.join(notes)})" if notes else ""
         renamed = f", {len(self.renamed)} renamed" if self.renamed else ""
+        renamed += f", {counted(self.filtered, 'file')} left out by the filters" if self.filtered else ""
         # bytes kept from partial downloads did not come over the wire: said apart from those that did
         moved, reused = (
             (" transferred", f", {format_size(self.bytes_reused)} reused from partial downloads")

@@ -35,3 +35,31 @@ def format_size(size: float) -> str:
 def format_rate(bytes_per_second: float) -> str:
     """A rate in the same units: ``27.1 MiB/s``."""
     return f"{format_size(bytes_per_second)}/s"
+
+
+#: rclone's size suffixes: each a power of 1024 (``b`` bytes, ``k`` KiB, ``M`` MiB, ...), any case, with an optional
+#: ``i`` and ``B`` (``1G``, ``1Gi``, ``1GiB`` are the same); a number without one is in KiB, as rclone reads it
+_SIZE_SUFFIXES = {"b": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
+
+
+def parse_size(text: str) -> int:
+    """A size as rclone writes one (``100k``, ``1.5G``, ``10MiB``, ``512b``; no suffix: KiB) in bytes. A bad one
+    raises ValueError with one line that says what is accepted."""
+    spelled = text.strip()
+    number, unit = spelled, "k"
+    lowered = spelled.lower()
+    for ending in ("ib", "i", "b"):  # (a lone "b" is the bytes suffix, so it is tried last)
+        if len(lowered) > len(ending) and lowered.endswith(ending) and lowered[-len(ending) - 1] in _SIZE_SUFFIXES:
+            lowered = lowered[: -len(ending)]
+            break
+    if lowered and lowered[-1] in _SIZE_SUFFIXES:
+        number, unit = lowered[:-1], lowered[-1]
+    elif lowered.endswith("b"):
+        number, unit = lowered[:-1], "b"
+    try:
+        value = float(number)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or not number or number.strip() != number:
+        raise ValueError(f"not a size: {text!r} (a number and a unit: 512b, 100k, 1.5M, 1G, 2T; no unit is KiB)")
+    return int(value * STEP ** _SIZE_SUFFIXES[unit])

@@ -23,6 +23,8 @@ Entity names follow Synapse's rule (:mod:`.entity_names`: trimmed, then refused 
 ``"names": "unchecked"`` at the top level stores any non-empty name as given: not Synapse, a hostile server.
 ``file_name`` (on a file or one of its ``versions``; default: the entity's name) is the handle's ``fileName``, any
 non-empty string, as an external handle's may be on Synapse.
+``modifiedOn`` (on a file) dates its entity's last change and its current version's, ISO 8601 in UTC as Synapse
+writes it (``"2026-01-01T10:00:00.000Z"``; default: when the seed ran), for tests of ``--min-age``/``--max-age``.
 ``size`` + ``seed`` means the bytes ``random.Random(seed).randbytes(size)``, generated in chunks.
 ``target`` is a "/"-separated path inside the same project, or a list of names when a name itself
 contains "/".  ``deny`` is ``true``/``"read"`` (unreadable: not listed, 403 on a direct GET, no download) or
@@ -48,6 +50,7 @@ ENTITYID cell is a ref to an entity of the project (a path or a list of names), 
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import random
@@ -384,6 +387,8 @@ class SpecSeeder:
                 )
                 for handle in handles[1:]:
                     self.store.add_version(file_id, handle)
+                if "modifiedOn" in node:
+                    self.store.set_modified_on(file_id, self._modified_on(node, where))
             elif kind == "link":
                 if "target" not in node:
                     raise SpecError(f"{where}: a link needs a target")
@@ -514,6 +519,16 @@ class SpecSeeder:
         if not isinstance(name, str) or name == "":
             raise SpecError(f"{where}: needs a non-empty string name")
         return name
+
+    @staticmethod
+    def _modified_on(node: dict, where: str) -> str:
+        """A file's ``modifiedOn``: ISO 8601 in UTC, as Synapse writes it (``2026-01-01T10:00:00.000Z``)."""
+        stamp = node["modifiedOn"]
+        try:
+            datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ")
+        except (TypeError, ValueError):
+            raise SpecError(f'{where}: modifiedOn must be ISO 8601 in UTC, as "2026-01-01T10:00:00.000Z"') from None
+        return stamp
 
     @staticmethod
     def _deny(node: dict, where: str) -> DenyMode:

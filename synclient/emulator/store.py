@@ -710,6 +710,18 @@ class Store:
             self._require(entity_id)
             self._db.execute("UPDATE entities SET deny = ? WHERE id = ?", (deny.value, entity_id))
 
+    def set_modified_on(self, entity_id: int, stamp: str) -> None:
+        """Date an entity's last change (and its current version's) at ``stamp``, Synapse's ISO 8601 format: a seed's
+        ``modifiedOn``, for tests of the size and age filters."""
+        with self._lock:
+            entity = self._require(entity_id)
+            with self.batch():
+                self._db.execute("UPDATE entities SET modified_on = ? WHERE id = ?", (stamp, entity_id))
+                self._db.execute(
+                    "UPDATE versions SET modified_on = ? WHERE entity_id = ? AND version_number = ?",
+                    (stamp, entity_id, entity.current_version),
+                )
+
     def _touch(self, entity_id: int, assignment: str, values: tuple) -> None:
         self._db.execute(
             f"UPDATE entities SET {assignment}, modified_on = ?, etag = ? WHERE id = ?",

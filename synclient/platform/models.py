@@ -612,6 +612,7 @@ class DownloadListPage:
     actions: Tuple[ActionRequired, ...] = ()
     next_page_token: Optional[str] = None
     available: int = 0  # a FilesStatisticsResponse's numberOfFilesAvailableForDownload
+    requiring_action: int = 0  # and its numberOfFilesRequiringAction (the cart's items less the available ones)
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> DownloadListPage:
@@ -628,7 +629,11 @@ class DownloadListPage:
         if kind == "FilesStatisticsResponse":
             what = "files statistics"
             count = _required(details, "numberOfFilesAvailableForDownload", what)
-            return cls(available=wire_whole_number(count, "numberOfFilesAvailableForDownload", what))
+            blocked = details.get("numberOfFilesRequiringAction") or 0
+            return cls(
+                available=wire_whole_number(count, "numberOfFilesAvailableForDownload", what),
+                requiring_action=wire_whole_number(blocked, "numberOfFilesRequiringAction", what),
+            )
         raise MalformedAnswerError(f"a download list query answered {kind!r}, not the kind asked for")
 
 

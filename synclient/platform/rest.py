@@ -747,6 +747,11 @@ class Platform:
         """How many files of the download list the user may download now (``FilesStatisticsRequest``: one job)."""
         return self._download_list_query(FILES_STATISTICS_REQUEST, None).available
 
+    def download_list_requiring_action(self) -> int:
+        """How many files of the download list need an action first (``FilesStatisticsRequest``: one job). Not the
+        sum of the actions' counts: each counts the files that need it, and one file can need several."""
+        return self._download_list_query(FILES_STATISTICS_REQUEST, None).requiring_action
+
     def _download_list_pages(self, details_type: str, page_token: Optional[str] = None) -> Iterator[DownloadListPage]:
         """Every page from ``page_token`` on (None: the first), one job each."""
         trail = PageTrail("the download list")

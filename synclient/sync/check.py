@@ -29,6 +29,7 @@ from synclient.progress import ProgressDisplay, ProgressMode, choose_mode, progr
 from synclient.results import counted
 from synclient.sync.local.paths import RESERVED_NAME
 from synclient.sync.plan.dry_run import PlanEntry, SyncPlan
+from synclient.sync.plan.filters import Age
 from synclient.sync.plan.planner import Action
 from synclient.sync.records.index import LocalIndex
 from synclient.sync.records.manifest import MANIFEST_FILENAME
@@ -141,6 +142,10 @@ def check(
     syn: Optional[object] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
     follow_links: Optional[bool] = None,
     max_workers: Optional[int] = None,
     progress: bool = False,
@@ -148,7 +153,8 @@ def check(
 ) -> CheckResults:
     """Compare the local copy at ``path`` with what ``get`` of ``ids`` (or of ``query``'s files) would put there.
 
-    ``ids``, ``recursive``, ``query``, ``include``, ``exclude`` and ``follow_links`` mean what they mean for
+    ``ids``, ``recursive``, ``query``, ``include``, ``exclude``, the size and age filters (``min_size``,
+    ``max_size``, ``min_age``, ``max_age``) and ``follow_links`` mean what they mean for
     :func:`~synclient.sync.runner.download_many` and :func:`~synclient.sync.runner.download_query` (a project or
     folder needs ``recursive=True``). By default every planned local file is hashed (MD5) and compared, with its
     size, to its remote file handle's; ``size_only=True`` compares sizes alone. ``progress``: a bar of the bytes
@@ -161,6 +167,10 @@ def check(
         syn=syn,
         include=include,
         exclude=exclude,
+        min_size=min_size,
+        max_size=max_size,
+        min_age=min_age,
+        max_age=max_age,
         follow_links=follow_links,
         max_workers=max_workers,
         dry_run=True,  # the sync's planning, read-only: no index update, no lock, no folder made

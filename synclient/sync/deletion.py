@@ -5,7 +5,8 @@ An indexed file is deleted only when all of these hold:
 1. its row belongs to this sync's root, and no listing of this run showed its path;
 2. no folder above it failed to be listed or visited in this run: an unlisted folder proves nothing about what is
    gone;
-3. the filters want it (an excluded file is not this run's business);
+3. the filters want it (an excluded file is not this run's business): the patterns its path, the size and age
+   filters its indexed size and its local copy's modification time (as rclone judges a destination's file);
 4. it is reached from the target's root without following any symlink, resolved at the moment of unlinking (the
    final component is not followed either), so nothing outside the target is ever read or removed;
 5. it is still the regular file synclient left there (same size and mtime as indexed, same inode as just checked).
@@ -26,7 +27,7 @@ from typing import AbstractSet, Callable, Iterable, Iterator, List, Optional, Se
 
 from synclient.errors import LocalIOError, SynclientError, UnsafePathError
 from synclient.sync.local.paths import TargetDirectory
-from synclient.sync.plan.filters import PathFilter
+from synclient.sync.plan.filters import PathFilter, SizeAgeFilter
 from synclient.sync.plan.planner import Action
 from synclient.sync.records.index import IndexRow, LocalIndex
 from synclient.sync.records.manifest import MANIFEST_FILENAME, MANIFEST_FILENAMES, manifest_name_is_ours
@@ -103,8 +104,10 @@ class DeletionPass:
         unvisited: AbstractSet[str],
         handled: AbstractSet[str],
         dry_run: bool,
+        size_age: SizeAgeFilter = SizeAgeFilter(),
     ) -> None:
         self._target = target
+        self._size_age = size_age
         self._index = index
         self._root_id = root_id
         self._filter = path_filter
@@ -121,6 +124,7 @@ class DeletionPass:
                 or row.rel_path in self._handled
                 or is_under_any(row.rel_path, self._unvisited)
                 or not self._filter.wants_file(row.rel_path)
+                or self._size_age.refuses_known(size=row.size, modified_on=row.mtime_ns // 1_000_000)
             ):
                 continue
             yield row
@@ -278,6 +282,7 @@ def delete_vanished(
     listed: AbstractSet[str],
     dry_run: bool,
     report: Callable[[Removal], None],
+    size_age: SizeAgeFilter = SizeAgeFilter(),
 ) -> None:
     """``delete=True``, after the walk: remove the files synclient wrote (and nobody changed since) that are gone
     remotely, ``report`` each removal, then tidy the folders the remote dropped (see the module's rules)."""
@@ -295,6 +300,7 @@ def delete_vanished(
         unvisited=unvisited,
         handled=handled,
         dry_run=dry_run,
+        size_age=size_age,
     )
     for removal in deletion.run():
         report(removal)

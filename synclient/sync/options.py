@@ -10,17 +10,21 @@ a one-line :class:`~synclient.errors.ConfigError` for a value that is not one of
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import FrozenSet, Iterable, Mapping, Optional, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, Mapping, Optional, Tuple, Union
 
 from synclient.choices import Choice
 from synclient.errors import ConfigError
 from synclient.sync.local.local_names import FilesystemNames
-from synclient.sync.plan.filters import PathFilter
+from synclient.sync.plan.download_order import OrderBy
+from synclient.sync.plan.filters import Age, PathFilter, SizeAgeFilter, cutoff, parse_age
 from synclient.sync.plan.handle_names import FileNames
 from synclient.sync.plan.planner import Collision
 from synclient.sync.records.manifest import ManifestFormat, ManifestMode
+from synclient.transfer.cap import CutoffMode, TransferCap
+from synclient.units import parse_size
 
 
 class OnError(Choice):
@@ -72,6 +76,20 @@ class SyncOptions:
       project into ``TARGET/<project name>`` puts them (:mod:`synclient.sync.sources.kept_paths`); a list's project
       or folder is walked into its own remote path. Only for lists: a project or folder synced alone keeps its
       paths already (a usage error with it).
+    - ``max_transfer``: stop after this many bytes downloaded in this run (an int, or ``"10G"``, ``"500M"``: binary
+      units); ``cutoff_mode``: ``hard`` (the default: running transfers stop at the cap), ``soft`` (no new file
+      starts at the cap) or ``cautious`` (no file starts that would pass it); see :mod:`synclient.transfer.cap`.
+      The files left are reported (``results.report.cap_reached``, ``left_files``, ``left_bytes``), not failed;
+      partials stay for the next run.
+    - ``min_size`` / ``max_size``: only files of at least / at most this size (bytes, or rclone's ``100k``, ``1G``:
+      binary units, no unit is KiB); ``min_age`` / ``max_age``: only files whose entity's ``modifiedOn`` is at
+      least / at most this old (rclone's ``30m``, ``2h``, ``7d``, ``1w``, ``1M``, ``1y``, a timedelta, or a date:
+      ``2026-01-01``, a datetime), counted from the run's start. Filters like ``include``/``exclude``, bounds
+      included (:class:`~synclient.sync.plan.filters.SizeAgeFilter`): a file they leave out is neither downloaded
+      nor deleted, and no call beyond what tells its size and age is made for it.
+    - ``order_by``: the order downloads start among the files ready to start at once (rclone's ``size``,
+      ``name``, ``modtime``, each ``,ascending`` or ``,descending``; :mod:`synclient.sync.plan.download_order`);
+      None: the order files come (the default).
     """
 
     if_collision: Collision
@@ -92,6 +110,13 @@ class SyncOptions:
     file_names: FileNames
     checksum: bool
     keep_paths: bool
+    max_transfer: Optional[int]
+    cutoff_mode: CutoffMode
+    min_size: Optional[int]
+    max_size: Optional[int]
+    min_age: Optional[Age]
+    max_age: Optional[Age]
+    order_by: Optional[OrderBy]
 
     def __init__(
         self,
@@ -117,6 +142,13 @@ class SyncOptions:
         file_names: Union[FileNames, str] = FileNames.ENTITY,
         checksum: bool = False,
         keep_paths: bool = False,
+        max_transfer: Union[int, str, None] = None,
+        cutoff_mode: Union[CutoffMode, str] = CutoffMode.HARD,
+        min_size: Union[int, str, None] = None,
+        max_size: Union[int, str, None] = None,
+        min_age: Optional[Age] = None,
+        max_age: Optional[Age] = None,
+        order_by: Union[OrderBy, str, None] = None,
     ) -> None:
         set_ = object.__setattr__  # frozen: every value normalized once, here
         set_(self, "if_collision", Collision.parse(if_collision, option="if_collision"))
@@ -148,6 +180,15 @@ class SyncOptions:
         set_(self, "file_names", FileNames.parse(file_names, option="file_names"))
         set_(self, "checksum", bool(checksum))
         set_(self, "keep_paths", bool(keep_paths))
+        set_(self, "max_transfer", _size(max_transfer, "max_transfer"))
+        set_(self, "cutoff_mode", CutoffMode.parse(cutoff_mode, option="cutoff_mode"))
+        set_(self, "min_size", _size(min_size, "min_size"))
+        set_(self, "max_size", _size(max_size, "max_size"))
+        for name, age in (("min_age", min_age), ("max_age", max_age)):
+            if age is not None:
+                parse_age(age, option=name)  # (refused now; its moment is taken when a run starts)
+            set_(self, name, age)
+        set_(self, "order_by", OrderBy.parse(order_by) if isinstance(order_by, str) else order_by)
 
     @classmethod
     def overridden(cls, base: Optional[SyncOptions], keywords: Mapping[str, object]) -> SyncOptions:
@@ -169,12 +210,53 @@ class SyncOptions:
     def path_filter(self) -> PathFilter:
         return PathFilter(include=self.include, exclude=self.exclude)  # frozen and small: cheap to build
 
+    def size_age_filter(self, now: dt.datetime) -> SizeAgeFilter:
+        """The size and age filters of a run that starts at ``now`` (an aware datetime)."""
+        ages = {name: getattr(self, name) for name in ("min_age", "max_age")}
+        moments = {name: cutoff(parse_age(age), now) for name, age in ages.items() if age is not None}
+        return SizeAgeFilter(
+            min_size=self.min_size,
+            max_size=self.max_size,
+            modified_after=moments.get("max_age"),
+            modified_before=moments.get("min_age"),
+        )
+
+    @property
+    def filter_settings(self) -> Dict[str, object]:
+        """The size, age and order settings given, as ``--json`` shows them (ages as given, sizes in bytes)."""
+        shown = {
+            "min_size": self.min_size,
+            "max_size": self.max_size,
+            "min_age": self.min_age,
+            "max_age": self.max_age,
+            "order_by": self.order_by,
+        }
+        given = {name: value for name, value in shown.items() if value is not None}
+        return {name: value if isinstance(value, int) else str(value) for name, value in given.items()}
+
     @property
     def needs_bundle(self) -> bool:
         """Every file takes its bundle call, even one the index shows unchanged (the index has not all it needs; or,
         files named by their handles, the call was made to name it: handle_names.py)."""
         return self.provenance or self.entity_details or self.file_names is FileNames.HANDLE
 
+    def transfer_cap(self) -> Optional[TransferCap]:
+        """A new cap for one run (None: no ``max_transfer``)."""
+        return TransferCap(self.max_transfer, self.cutoff_mode) if self.max_transfer is not None else None
+
     @property
     def wants_manifest(self) -> bool:
         return self.manifest is not ManifestMode.SUPPRESS
+
+
+def _size(value: Union[int, str, None], option: str) -> Optional[int]:
+    """A size option in bytes: an int, or a size as written (``"10G"``, :func:`~synclient.units.parse_size`); None
+    stays None."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    try:
+        if isinstance(value, str):
+            return parse_size(value)
+    except ValueError as exc:
+        raise ConfigError(f"{option}: {exc}") from None
+    raise ConfigError(f"{option}: a size is bytes (a whole number >= 0) or rclone's 100k, 1G; not {value!r}")

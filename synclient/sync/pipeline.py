@@ -16,6 +16,7 @@ import os
 import posixpath
 import threading
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import AbstractSet, Dict, List, Optional, Set, Tuple
 
@@ -26,11 +27,12 @@ from synclient.errors import (
     PathConflictError,
     PlatformError,
     SynclientError,
+    TransferCapReached,
 )
 from synclient.events import SyncObserver
 from synclient.platform.models import EntityHeader, FileBundle, FileHandle
 from synclient.platform.rest import Platform
-from synclient.results import FROM_SYNAPSE_CACHE, FileResult, SyncStatus, Verification
+from synclient.results import FROM_SYNAPSE_CACHE, LEFT_BY_CAP, FileResult, SyncStatus, Verification
 from synclient.sync.claims import PathClaims
 from synclient.sync.effects import Effects
 from synclient.sync.local.local_names import LocalRename
@@ -71,6 +73,7 @@ class FileContext:
     from_row: bool = False  # its handle is a view row's (no bundle call): the URL batch may find it replaced
     renamed: str = ""  # why its local name is not its remote name (local_names.py; "": it is)
     name: str = ""  # its remote name (the last of rel_path's names)
+    modified_on: object = None  # its entity's modifiedOn (--order-by modtime)
 
     @property
     def details(self) -> dict:
@@ -157,6 +160,8 @@ class FilePipeline:
         self._view = view
         self._handle_names = handle_names
         self._sizes = sizes
+        self.size_age = options.size_age_filter(datetime.now(timezone.utc))  # (ages count from the run's start)
+        self.filtered_out = 0  # files the size and age filters left out (neither downloaded nor deleted)
         self.listing_planned = 0  # files a dry run planned from their listing rows (the real run bundles each)
         self.size_bundles = 0  # bundle calls a dry run made for a byte count alone (the real run makes them anyway)
         self.seen: Set[str] = set()  # rel paths listed in this run (delete=True: the others vanished)
@@ -184,8 +189,11 @@ class FilePipeline:
         for found in files:
             header, destination, rel_path, listed_in = found[:4]
             row, stored_annotations = rows.get(rel_path, (None, None))
+            if self.size_age.active and self._filtered_by_listing(found, row):
+                continue
             if (
                 row is not None
+                and self._listing_judges(found, row)
                 and is_up_to_date(row, header, self._target.root)
                 and not self._options.needs_bundle
                 and not self._options.checksum  # (its bytes are hashed: the planner decides, on this pool)
@@ -215,12 +223,43 @@ class FilePipeline:
             else:
                 self._pool.submit(Priority.BUNDLE, self._bundle, found, row)
 
+    # -- the size and age filters ----------------------------------------------------------------------------------
+
+    def _indexed_size(self, found: FoundFile, row: Optional[IndexRow]) -> Optional[int]:
+        """The listed version's size when the index holds that version (None: its bundle or row will tell)."""
+        header = found.header
+        same = row is not None and row.entity_id == header.id and row.version == header.version_number
+        return row.size if same and row is not None else None
+
+    def _listing_judges(self, found: FoundFile, row: Optional[IndexRow]) -> bool:
+        """The filters can judge this file from its listing and index row (else it takes the bundle path)."""
+        judged = self.size_age
+        if judged.judges_size and self._indexed_size(found, row) is None:
+            return False
+        return not judged.judges_age or found.header.modified_on is not None
+
+    def _filtered_by_listing(self, found: FoundFile, row: Optional[IndexRow]) -> bool:
+        """Left out by what the listing (``modifiedOn``) and the index (the version's size) already tell."""
+        if not self.size_age.refuses_known(size=self._indexed_size(found, row), modified_on=found.header.modified_on):
+            return False
+        self._filtered(found)
+        if self._sizes is not None and found.parent_id is not None:
+            self._sizes.left_out(folder_of(found.rel_path))
+        return True
+
+    def _filtered(self, found: FoundFile) -> None:
+        with self._lock:
+            self.filtered_out += 1
+        log.debug("left out by the size and age filters: %s", found.rel_path)
+
     # -- a dry run's files decided from the listing ----------------------------------------------------------------
 
     def _decided_by_listing(self, found: FoundFile, row: Optional[IndexRow]) -> bool:
         """A dry run needs no bundle to decide a listed file with nothing at its local path (and no keep.both copy
         of it elsewhere): the real run downloads it, whatever its bytes (the decision table's "absent" row)."""
-        if self._sizes is None or found.parent_id is None or self._options.needs_bundle:
+        if self._sizes is None or found.parent_id is None or self._options.needs_bundle or self.size_age.judges_size:
+            return False
+        if self._options.max_transfer is not None:  # what fits under the cap needs each file's own size
             return False
         if row is not None and row.local_path != self._target.relative(found.destination):
             return False
@@ -373,6 +412,10 @@ class FilePipeline:
         (``listed``: a dry run's file planned from its listing row; its handle is not known)."""
         header, destination, rel_path = found.header, found.destination, found.rel_path
         handle = known.handle
+        modified_on = known.modified_on or (known.entity or {}).get("modifiedOn") or header.modified_on
+        if not listed and not self.size_age.wants(size=handle.content_size, modified_on=modified_on):
+            self._filtered(found)  # (no URL, no download: it goes no further)
+            return
         try:
             if not listed:
                 check_fetchable(header.id, handle)
@@ -427,6 +470,7 @@ class FilePipeline:
             from_row=known.from_row,
             renamed=renamed,
             name=self._manifests.entity_names.get(rel_path, header.name),
+            modified_on=modified_on,
         )
         entry = PlanEntry(
             rel_path,
@@ -449,7 +493,13 @@ class FilePipeline:
         if not decision.action.fetches:
             self._kept(entity_id, version, handle, decision, context)
             return
-        job = FetchJob(entity_id, version, handle, decision.destination)
+        order_by = self._options.order_by
+        order = (
+            order_by.sort_key(size=handle.content_size, rel_path=context.rel_path, modified_on=context.modified_on)
+            if order_by is not None
+            else None
+        )
+        job = FetchJob(entity_id, version, handle, decision.destination, order=order)
         self._observer.file_planned(job.planned)
         self._fetch(job, context)
 
@@ -562,6 +612,20 @@ class FilePipeline:
                 self.failed_partials.add(partial_key(job.destination))
         action = FROM_SYNAPSE_CACHE if fetched.from_cache and error is None else context.action.value
         handle = job.handle
+        if isinstance(error, TransferCapReached):  # left by --max-transfer, not failed: the next run goes on
+            log.info("left by the transfer cap: %s", job.destination)
+            result = FileResult(
+                job.entity_id,
+                job.version,
+                job.destination,
+                handle.content_size,
+                handle.content_md5,
+                SyncStatus.SKIPPED,
+                action=LEFT_BY_CAP,
+                **context.details,
+            )
+            self._effects.finished(result)
+            return
         self._effects.finished(
             FileResult(
                 job.entity_id,

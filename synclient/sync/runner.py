@@ -59,6 +59,7 @@ from synclient.sync.manifest_assembly import ManifestAssembly
 from synclient.sync.options import OnError, SyncOptions
 from synclient.sync.pipeline import FilePipeline
 from synclient.sync.plan.dry_run import DEFAULT_SECONDS_PER_CALL, SYNAPSE_CONCURRENCY, CallLimits, PlanEntry, SyncPlan
+from synclient.sync.plan.filters import Age
 from synclient.sync.plan.folder_bytes import FolderBytes
 from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
 from synclient.sync.records.index import LocalIndex
@@ -78,6 +79,7 @@ from synclient.sync.sources.resolve import (
     resolve_query,
 )
 from synclient.sync.sources.walker import FoundFile, TreeWalker
+from synclient.transfer.cap import forecast
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.fetcher import DataPlane
 from synclient.transfer.pool import TaskPool
@@ -259,7 +261,10 @@ class SyncRun:
         self.listed_files: Set[str] = {remote.text for _, remote in self.layout.files}  # a list's files' paths
         self.renamed_locally: List[LocalRename] = []  # a list's folders the local filesystem cannot hold as named
         # the data plane (URL batches, data connections, folder checks, downloads), closed when the run ends
-        self.data_plane = DataPlane.build(platform=platform, pool=self.pool, config=config, observer=observer)
+        self.cap = options.transfer_cap() if not options.dry_run else None  # --max-transfer: every download's bytes
+        self.data_plane = DataPlane.build(
+            platform=platform, pool=self.pool, config=config, observer=observer, cap=self.cap
+        )
         self.folders = self.data_plane.folders  # the per-file folder checks
         kept_names: Dict[Path, Set[str]] = {}  # the walker's names kept in place, which keep.both copies avoid
         self.claims = PathClaims(
@@ -425,6 +430,7 @@ class SyncRun:
             listed=set(self.walker.listed) | {self.target.relative(p) for p in self.walker.listed.values()},
             dry_run=not self.effects.writes,
             report=self.effects.removed,
+            size_age=self.pipeline.size_age,
         )
 
     @property
@@ -488,6 +494,11 @@ if TYPE_CHECKING:
         if_collision: Optional[str]
         include: Optional[Iterable[str]]
         exclude: Optional[Iterable[str]]
+        min_size: Union[int, str, None]
+        max_size: Union[int, str, None]
+        min_age: Optional[Age]
+        max_age: Optional[Age]
+        order_by: Optional[str]
         follow_links: Optional[bool]
         provenance: Optional[bool]
         progress: Optional[bool]
@@ -497,6 +508,8 @@ if TYPE_CHECKING:
         syn: Optional[object]
         filesystem_names: Union[FilesystemNames, str, None]
         dask: Optional[object]
+        max_transfer: Union[int, str, None]
+        cutoff_mode: Optional[str]
 
     class _SyncKeywords(_RunKeywords, total=False):
         delete: Optional[bool]
@@ -541,6 +554,8 @@ class RunSettings:
         the :class:`SyncOptions` field it overrides, None when not given) on top; ``config`` with ``max_workers``
         on top; ``dask`` and ``view`` checked now."""
         checked = SyncOptions.overridden(options, keywords or {})
+        if checked.max_transfer is not None and dask is not None:
+            raise ConfigError("max_transfer counts this process's downloads; it cannot be used with dask")
         config = config or TransferConfig()
         if max_workers is not None:
             config = replace(config, max_workers=max_workers)
@@ -598,6 +613,11 @@ def sync_from_platform(
     manifest: Optional[str] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
+    order_by: Optional[str] = None,
     dry_run: Optional[bool] = None,
     follow_links: Optional[bool] = None,
     provenance: Optional[bool] = None,
@@ -611,6 +631,8 @@ def sync_from_platform(
     dask: Optional[object] = None,
     file_names: Union[FileNames, str, None] = None,
     checksum: Optional[bool] = None,
+    max_transfer: Union[int, str, None] = None,
+    cutoff_mode: Optional[str] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Mirror a project, folder or single file (``syn123``, ``syn123.4``) to ``path``.
 
@@ -647,6 +669,12 @@ def sync_from_platform(
       (docs/dask.md). The target must be a filesystem every worker sees at the same path.
     - ``checksum``: hash each local copy synclient wrote instead of trusting its size and modification time, and
       download again (action ``repair``) one whose bytes differ (:class:`~synclient.sync.options.SyncOptions`).
+    - ``max_transfer`` / ``cutoff_mode``: stop after that many bytes downloaded (``"100G"``), ``hard`` | ``soft`` |
+      ``cautious``: the files left are counted in ``results.report`` (``cap_reached``, ``left_files``,
+      ``left_bytes``), not failed, and the same call later goes on (:mod:`synclient.transfer.cap`).
+    - ``min_size``, ``max_size``, ``min_age``, ``max_age``: rclone's size and age filters (``"100k"``, ``"7d"``,
+      ``"2026-01-01"``), by the file's size and its entity's ``modifiedOn``; ``order_by``: the order downloads
+      start (``"size,descending"``). See :class:`~synclient.sync.options.SyncOptions`.
     """
     settings = RunSettings.of(
         options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, view=view, dask=dask
@@ -707,6 +735,11 @@ def download_many(
     if_collision: Optional[str] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
+    order_by: Optional[str] = None,
     dry_run: Optional[bool] = None,
     follow_links: Optional[bool] = None,
     provenance: Optional[bool] = None,
@@ -720,6 +753,8 @@ def download_many(
     dask: Optional[object] = None,
     checksum: Optional[bool] = None,
     keep_paths: Optional[bool] = None,
+    max_transfer: Union[int, str, None] = None,
+    cutoff_mode: Optional[str] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Download every entity of ``ids`` (``"syn1"``, ``"syn2.3"``, or
     :class:`~synclient.sync.sources.id_lists.EntityRef`) into ``path`` as one run: one shared pool, URL batches of up to
@@ -804,6 +839,11 @@ def download_query(
     if_collision: Optional[str] = None,
     include: Optional[Iterable[str]] = None,
     exclude: Optional[Iterable[str]] = None,
+    min_size: Union[int, str, None] = None,
+    max_size: Union[int, str, None] = None,
+    min_age: Optional[Age] = None,
+    max_age: Optional[Age] = None,
+    order_by: Optional[str] = None,
     dry_run: Optional[bool] = None,
     follow_links: Optional[bool] = None,
     provenance: Optional[bool] = None,
@@ -815,6 +855,8 @@ def download_query(
     filesystem_names: Union[FilesystemNames, str, None] = None,
     dask: Optional[object] = None,
     keep_paths: Optional[bool] = None,
+    max_transfer: Union[int, str, None] = None,
+    cutoff_mode: Optional[str] = None,
 ) -> Union[SyncResults, SyncPlan]:
     """Download what a SQL query over a file view or table selects (``SELECT id FROM syn123 WHERE ...``) into
     ``path``, as :func:`download_many` downloads a list of ids (its keywords are these): the query's ``id`` column
@@ -1040,15 +1082,26 @@ def _execute(
                     effects.plan.hashed_bytes = sum(e.size or 0 for e in effects.plan.entries if e.action.hashed)
                 _estimate_from_history(effects.plan, index)
                 _estimate_calls(effects.plan, run, before)
+                effects.plan.bandwidth = run.config.bandwidth_timetable()
                 effects.plan.folders = dict(run.walker.folder_ids)
                 effects.plan.renamed = run.renamed_lines
+                if options.max_transfer is not None:
+                    effects.plan.cap = forecast(
+                        [(e.rel_path, e.size) for e in effects.plan.fetch_entries],
+                        options.max_transfer,
+                        options.cutoff_mode,
+                    )
+                effects.plan.filtered, effects.plan.filters = run.pipeline.filtered_out, options.filter_settings
                 return effects.plan
             assert isinstance(effects, AppliedEffects)  # (a real run's)
             _finish_report(effects, platform, started, before, workers)
+            if run.cap is not None:
+                effects.report.max_transfer, effects.report.transferred = run.cap.limit, run.cap.received
             if source.mirrors_container:
                 run.write_manifests_and_sweep(effects)
             effects.report.manifest_errors = list(run.manifests.errors)
             effects.report.renamed = run.renamed_lines
+            effects.report.filtered, effects.report.filters = run.pipeline.filtered_out, options.filter_settings
             effects.report.query = source.query if isinstance(source, ListSource) else None
             _remember_throughput(effects, index)
     finally:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 from synclient.errors import ConfigError
+from synclient.transfer.bandwidth import BandwidthTimetable
 
 MiB = 1024 * 1024
 
@@ -32,6 +33,11 @@ class TransferConfig:
     - ``listing_backlog``: folder listings pause while this many files wait for their bundle call or their
       download to start, so the walk runs ahead of the downloads by a bounded amount (memory stays bounded on huge
       trees). Default (None): ``max(1000, 8 * max_workers)``.
+    - ``bwlimit``: the bandwidth limit of the data plane, as rclone's ``--bwlimit``: ``"10M"`` (10 MiB/s, binary
+      units; no unit: KiB/s), ``"512k"``, ``"off"``, or a timetable in local time ``"08:00,10M 18:00,off"`` (also
+      ``"Mon-08:00,2M"``); an int is bytes per second. All connections, parts and files of this process share it
+      (synclient/transfer/bandwidth.py); on a Dask cluster each worker process applies it on its own, so the
+      cluster's total is up to workers x limit. Default (None): no limit.
     """
 
     max_workers: int = 64
@@ -45,6 +51,7 @@ class TransferConfig:
     url_batch_size: int = 100
     direct_io: bool = True
     listing_backlog: Optional[int] = None
+    bwlimit: Union[str, int, None] = None
 
     def __post_init__(self) -> None:
         checks = [
@@ -61,3 +68,11 @@ class TransferConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+        self.bandwidth_timetable()  # (bad syntax: one line, now)
+
+    def bandwidth_timetable(self) -> Optional[BandwidthTimetable]:
+        """``bwlimit`` read; None for no limit."""
+        try:
+            return BandwidthTimetable.of(self.bwlimit)
+        except ConfigError as exc:
+            raise ConfigError(f"bwlimit {exc}") from None

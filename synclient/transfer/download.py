@@ -32,11 +32,13 @@ from synclient.errors import (
     PlatformError,
     RangeNotHonouredError,
     SynclientError,
+    TransferCapReached,
     TransferError,
     is_retryable,
 )
 from synclient.events import PlannedFile, SyncObserver
 from synclient.platform.models import FileHandle, FileHandleRequest
+from synclient.transfer.cap import CapTicket, TransferCap
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.countdown import Countdown
 from synclient.transfer.direct import DirectFile, open_direct, pwrite_all
@@ -69,9 +71,10 @@ MULTIPART_VERIFY_RETRIES = 2
 SINGLE_RESUME_MIN = 1024 * 1024
 #: what makes a partial worth nothing: bytes that failed a check, a file the disk has no room for
 _WORTHLESS = (IntegrityError, NoRoomForFileError)
-#: what stops a stream whose written bytes are still good: Ctrl-C, or storage or the platform failing it for good (its
-#: tries spent); they are marked at once for the next run (not bytes that failed a check, nor a disk's error)
-_STOPPED = (Cancelled, TransferError, PlatformError)
+#: what stops a stream whose written bytes are still good: Ctrl-C, the --max-transfer cap, or storage or the platform
+#: failing it for good (its tries spent); they are marked at once for the next run (not bytes that failed a check,
+#: nor a disk's error)
+_STOPPED = (Cancelled, TransferCapReached, TransferError, PlatformError)
 
 
 @dataclass
@@ -90,6 +93,7 @@ class FileJob:
     announced: Optional[int] = field(default=None, repr=False, compare=False)  # and the length the server announced
     ranges: bool = field(default=False, repr=False, compare=False)  # and whether it takes Range
     reused: int = field(default=0, repr=False, compare=False)  # bytes kept from the partial an earlier run left
+    ticket: Optional[CapTicket] = field(default=None, repr=False, compare=False)  # its share of the transfer cap
 
     def __post_init__(self) -> None:
         if self.handle.external_url is not None:  # its host is the file's own: an untrusted one fails this file only
@@ -249,7 +253,9 @@ class Downloader:
         config: TransferConfig,
         observer: SyncObserver,
         folders: Optional[SymlinkFreeFolders] = None,
+        cap: Optional[TransferCap] = None,
     ) -> None:
+        self.cap = cap  # the run's --max-transfer cap (transfer/cap.py): every stream's bytes are counted by it
         self._folders = folders  # the run's folder checks (partial.SymlinkFreeFolders), or None: realpath each time
         self._pool = pool
         self._broker = broker
@@ -260,12 +266,25 @@ class Downloader:
     def start(self, job: FileJob) -> None:
         """Begin a job whose URL is set (runs as a pool task)."""
         with reporting_failures(job.on_done, job.destination):
+            if self.cap is not None:
+                self._admit(job, self.cap)
             if not job.size_known:
                 self._download_unsized(job)
             elif job.size >= self._config.multipart_threshold:
                 self._start_multipart(job)
             else:
                 self._download_single(job)
+
+    def _admit(self, job: FileJob, cap: TransferCap) -> None:
+        """The cap lets the job start (or raises :class:`TransferCapReached`); its share is freed when it ends."""
+        ticket = job.ticket = cap.start(job.size if job.size_known else None, job.entity_id)
+        report = job.on_done
+
+        def ended(error: Optional[SynclientError]) -> None:
+            cap.done(ticket)
+            report(error)
+
+        job.on_done = ended
 
     # -- shared pieces -----------------------------------------------------------------------------------------
 
@@ -305,6 +324,9 @@ class Downloader:
     ) -> int:
         """One GET of ``byte_range`` (None: the whole body of a file of unknown size, ``on_head`` told the length the
         server announces and whether it takes ranges); the bytes received."""
+        if self.cap is not None:  # every stream's bytes go through the run's cap (a stopped one raises)
+            self.cap.check_stream(job.entity_id)
+            sink = self.cap.metered(sink, job.ticket, job.entity_id)
         url = self._url(job)
         config, cancelled = self._config, self._pool.cancel_event.is_set
         try:

@@ -27,10 +27,12 @@ from pathlib import Path
 from typing import Callable, Optional, Protocol
 from urllib.parse import urlsplit
 
-from synclient.errors import CacheLockTimeoutError, Cancelled, SynclientError, UnsupportedError
+from synclient.errors import CacheLockTimeoutError, Cancelled, SynclientError, TransferCapReached, UnsupportedError
 from synclient.events import SyncObserver
 from synclient.platform.rest import Platform
 from synclient.synapse_cache import SynapseCache
+from synclient.transfer.bandwidth import process_limiter
+from synclient.transfer.cap import TransferCap
 from synclient.transfer.config import TransferConfig
 from synclient.transfer.download import Downloader, FileJob
 from synclient.transfer.http import DataClient
@@ -80,16 +82,23 @@ class Fetcher(Protocol):
 class LocalFetcher:
     """URL batch -> refusal or download, on this process's pool."""
 
-    def __init__(self, *, pool: TaskPool, broker: UrlBroker, downloader: Downloader) -> None:
+    def __init__(
+        self, *, pool: TaskPool, broker: UrlBroker, downloader: Downloader, cap: Optional[TransferCap] = None
+    ) -> None:
         self._pool = pool
         self._broker = broker
         self._downloader = downloader
+        self._cap = cap  # the run's --max-transfer cap: a file it would not start now asks for no URL
 
     def fetch(self, job: FetchJob, on_fetched: OnFetched) -> None:
         def done(error: Optional[SynclientError]) -> None:
             received = None if job.size_known else started.received
             on_fetched(FileFetched.of(job, error, received=received, reused=started.reused))
 
+        cap = self._cap
+        if cap is not None and not cap.would_start(job.size if job.size_known else None):  # no URL asked for it
+            on_fetched(FileFetched.of(job, TransferCapReached(f"{job.entity_id}: not started, the cap is reached")))
+            return
         # (the job's own wrapping of ``done`` applies: an external URL's untrusted host fails this file only)
         started = FileJob.of(job, done)
         self._broker.request(started.request, lambda url, error: self._url_ready(started, url, error))
@@ -100,6 +109,9 @@ class LocalFetcher:
             started.on_done(error)
             return
         started.url = url
+        if started.fetch.order is not None:  # --order-by: among the downloads ready to start at once
+            self._pool.submit_ordered(Priority.DOWNLOAD, started.fetch.order, self._downloader.start, started)
+            return
         self._pool.submit(Priority.DOWNLOAD, self._downloader.start, started)
 
 
@@ -194,13 +206,23 @@ class DataPlane:
     downloader: Downloader
 
     @classmethod
-    def build(cls, *, platform: Platform, pool: TaskPool, config: TransferConfig, observer: SyncObserver) -> DataPlane:
-        """Raises a :class:`SynclientError` when the data connections cannot be set up (a CA bundle missing)."""
-        client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas)
+    def build(
+        cls,
+        *,
+        platform: Platform,
+        pool: TaskPool,
+        config: TransferConfig,
+        observer: SyncObserver,
+        cap: Optional[TransferCap] = None,
+    ) -> DataPlane:
+        """Raises a :class:`SynclientError` when the data connections cannot be set up (a CA bundle missing).
+        ``cap``: the run's ``--max-transfer`` cap, which every download goes through."""
+        limiter = process_limiter(config.bandwidth_timetable())  # (one per process: all its runs and shards)
+        client = DataClient(config.max_workers, trusted_cas=platform.trusted_cas, limiter=limiter)
         broker = UrlBroker(platform, pool, batch_size=config.url_batch_size)
         folders = SymlinkFreeFolders()
         downloader = Downloader(
-            pool=pool, broker=broker, client=client, config=config, observer=observer, folders=folders
+            pool=pool, broker=broker, client=client, config=config, observer=observer, folders=folders, cap=cap
         )
         return cls(pool, broker, client, folders, downloader)
 
@@ -216,7 +238,7 @@ class DataPlane:
         fetcher: Fetcher = (
             remote
             if remote is not None
-            else LocalFetcher(pool=self.pool, broker=self.broker, downloader=self.downloader)
+            else LocalFetcher(pool=self.pool, broker=self.broker, downloader=self.downloader, cap=self.downloader.cap)
         )
         if synapse_cache is None:
             return fetcher

@@ -29,6 +29,7 @@ from synclient.errors import (
 )
 from synclient.platform.tls import TrustedCAs, certificate_problem, resolve_trusted_cas, untrusted_certificate
 from synclient.redaction import install_redaction, redact_url, url_host
+from synclient.transfer.bandwidth import BandwidthLimiter
 from synclient.transfer.direct import aligned_buffer
 from synclient.transfer.urls import SignedUrl
 
@@ -58,10 +59,14 @@ class DataClient:
     the environment (``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``) are read once and honoured per host; HTTPS goes
     through a proxy as a CONNECT tunnel, verified end to end. ``trusted_cas``: the CAs certificates must chain to,
     the platform's (:attr:`~synclient.platform.rest.Platform.trusted_cas`), so both planes trust alike. Connections (and
-    so TLS handshakes) are kept per host and reused across files.
+    so TLS handshakes) are kept per host and reused across files. ``limiter``: the bandwidth limit every body read
+    through this client passes (None: no limit, and no cost).
     """
 
-    def __init__(self, pool_size: int, *, trusted_cas: Optional[TrustedCAs] = None) -> None:
+    def __init__(
+        self, pool_size: int, *, trusted_cas: Optional[TrustedCAs] = None, limiter: Optional[BandwidthLimiter] = None
+    ) -> None:
+        self.limiter = limiter
         install_redaction()  # urllib3's DEBUG lines name signed URLs: they show them without their query
         self._pool_size = max(4, pool_size)
         self._headers = {
@@ -180,6 +185,7 @@ def fetch_range(
             chunk_size=chunk_size,
             cancelled=cancelled,
             where=where,
+            limiter=_limiter_of(client),
         )
         if offset < byte_range.end:
             raise TransferError(f"GET {where}: body ended at byte {offset}, expected {byte_range.end}")
@@ -216,13 +222,27 @@ def fetch_whole(
         announced = int(length) if length is not None and length.isascii() and length.isdigit() else None
         if on_head is not None:
             on_head(announced, response.headers.get("Accept-Ranges", "").strip().lower() == "bytes")
-        offset = _pump(response, 0, announced, sink=sink, chunk_size=chunk_size, cancelled=cancelled, where=where)
+        offset = _pump(
+            response,
+            0,
+            announced,
+            sink=sink,
+            chunk_size=chunk_size,
+            cancelled=cancelled,
+            where=where,
+            limiter=_limiter_of(client),
+        )
         if announced is not None and offset < announced:
             raise TransferError(f"GET {where}: body ended at byte {offset}, expected {announced}")
         finished = True
         return offset
     finally:
         _done_with(response, finished)
+
+
+def _limiter_of(client: DataClient) -> Optional[BandwidthLimiter]:
+    """The client's bandwidth limiter (a stand-in client without the attribute has none)."""
+    return getattr(client, "limiter", None)
 
 
 def _get(
@@ -270,8 +290,11 @@ def _pump(
     chunk_size: int,
     cancelled: Callable[[], bool],
     where: str,
+    limiter: Optional[BandwidthLimiter] = None,
 ) -> int:
-    """Read the body into the sink from ``offset`` until ``end`` (None: until the body ends); the offset reached."""
+    """Read the body into the sink from ``offset`` until ``end`` (None: until the body ends); the offset reached.
+    With a ``limiter``, each read is of the bytes it granted first (acquired before the read: no second reads more
+    than the limit and its burst)."""
     read_into = _body_reader(response)
     if end is not None:
         chunk_size = max(1, min(chunk_size, end - offset))
@@ -280,7 +303,10 @@ def _pump(
         while end is None or offset < end:
             if cancelled():
                 raise Cancelled()
-            received = read_into(buffer[: chunk_size if end is None else min(chunk_size, end - offset)])
+            wanted = chunk_size if end is None else min(chunk_size, end - offset)
+            if limiter is not None:
+                wanted = limiter.grant(wanted, cancelled=cancelled)
+            received = read_into(buffer[:wanted])
             if not received:
                 break
             sink(offset, buffer[:received])

@@ -52,6 +52,8 @@ class FetchJob:
     handle: FileHandle
     destination: Path
     before: Optional[LocalState] = None
+    #: where its download waits among those ready to start (``--order-by``; None: in the order they come)
+    order: Optional[tuple] = field(default=None, compare=False)
     planned: PlannedFile = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -70,6 +72,7 @@ class FetchJob:
             handle or self.handle,
             self.destination,
             before if before is not None else self.before,
+            self.order,
         )
         object.__setattr__(job, "planned", self.planned)
         return job

@@ -38,6 +38,19 @@ class Priority(enum.IntEnum):
 CONTROL_PLANE = frozenset({Priority.URL_BATCH, Priority.BUNDLE, Priority.LISTING})
 
 
+class _Ordered:
+    """A queued task with its ``--order-by`` key (:meth:`TaskPool.submit_ordered`)."""
+
+    __slots__ = ("key", "task")
+
+    def __init__(self, key: tuple, task: Callable[[], None]) -> None:
+        self.key = key
+        self.task = task
+
+    def __call__(self) -> None:
+        self.task()
+
+
 class TaskPool:
     """Priority dispatcher over one ``ThreadPoolExecutor``. Call :meth:`run` from the thread that owns the sync."""
 
@@ -71,6 +84,21 @@ class TaskPool:
         task = (lambda: fn(*args, **kwargs)) if (args or kwargs) else fn
         with self._cond:
             self._queues[priority].append(task)
+            self._cond.notify()
+
+    def submit_ordered(self, priority: Priority, key: tuple, fn: Callable[..., None], *args: Any) -> None:
+        """Like :meth:`submit`, but the task waits before every queued task of ``priority`` submitted this way with a
+        larger ``key`` (ties and other tasks keep their order): ``--order-by`` among the downloads ready at once."""
+        task = _Ordered(key, lambda: fn(*args))
+        with self._cond:
+            queue = self._queues[priority]
+            at = len(queue)
+            while at > 0:
+                before = queue[at - 1]
+                if not isinstance(before, _Ordered) or not before.key > key:
+                    break
+                at -= 1
+            queue.insert(at, task)
             self._cond.notify()
 
     def outstanding(self, *priorities: Priority) -> int:

@@ -133,3 +133,35 @@ def test_seeding_100k_small_files(emulator):
     kinds = Counter(entity.kind for entity in store.entities(store.subtree_ids(int(project[3:]))).values())
     # 40 top folders, and leaf folders of 63 files each (per_leaf = ceil(100,000 / 40²)): 1,588 of the 1,600
     assert kinds[EntityKind.FILE] == 100_000 and kinds[EntityKind.FOLDER] == 40 + 1_588
+
+
+def test_a_files_modified_on_is_seeded_and_answered_everywhere(emulator, api):
+    stamp = "2021-03-04T05:06:07.089Z"
+    project = emulator.seed_spec(
+        {
+            "projects": [
+                {
+                    "name": "dated",
+                    "children": [
+                        {"type": "file", "name": "old.txt", "content": "x", "modifiedOn": stamp},
+                        {"type": "entityview", "name": "v", "scope": [""]},
+                    ],
+                }
+            ]
+        }
+    )["dated"]
+    file_id = emulator.resolve(project, "old.txt")
+    listing = api.post("/repo/v1/entity/children", {"parentId": project, "includeTypes": ["file"]}).json()["page"]
+    assert [(h["name"], h["modifiedOn"]) for h in listing] == [("old.txt", stamp)]
+    bundle = api.post(f"/repo/v1/entity/{file_id}/version/1/bundle2", {"includeEntity": True}).json()
+    assert bundle["entity"]["modifiedOn"] == stamp
+    emulator.refresh_views()
+    stored = emulator.store.entity(int(file_id[3:]))
+    assert stored is not None and stored.modified_on == stamp
+
+
+@pytest.mark.parametrize("stamp", ["2021-03-04", "yesterday", 20210304, "2021-03-04T05:06:07Z"])
+def test_a_bad_modified_on_is_refused(emulator, stamp):
+    spec = {"projects": [{"name": "p", "children": [{"type": "file", "name": "a", "modifiedOn": stamp}]}]}
+    with pytest.raises(SpecError, match="modifiedOn must be ISO 8601 in UTC"):
+        emulator.seed_spec(spec)

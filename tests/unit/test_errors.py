@@ -69,6 +69,7 @@ def test_every_error_states_its_nature():
         "MalformedAnswerError": N.RETRYABLE,
         "CallCancelledError": N.FATAL,
         "Cancelled": N.FATAL,
+        "TransferCapReached": N.PER_FILE,  # left by --max-transfer: reported as left, never failed
         "BadRequestError": N.PER_FILE,
         "TransferError": N.RETRYABLE,
         "UrlRejectedError": N.RETRYABLE,

@@ -2,8 +2,9 @@
 
 The estimate models the real run's two costs: its REST calls, paced by the platform's per-user limits as the gate
 paces them (:class:`CallLimits`: a window of N requests, M at a time), and its bytes at the data rate the last
-real run into the target measured. The two overlap (the data plane works while the control plane asks), so the
-estimate is the larger of the two.
+real run into the target measured, or at the bandwidth limit (``--bwlimit``, its timetable followed from now) when
+that is slower. The two overlap (the data plane works while the control plane asks), so the estimate is the larger
+of the two.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from __future__ import annotations
 import heapq
 import threading
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from synclient.html_view import FIRST_ROWS, Rows, html_table, size_cell
 from synclient.results import FileResult, counted
 from synclient.sync.plan.planner import Action
+from synclient.transfer.bandwidth import BandwidthTimetable
+from synclient.transfer.cap import CapForecast
 from synclient.units import format_size
 
 DEFAULT_BYTES_PER_SECOND = 50e6  # until a real run in this target measured better
@@ -93,7 +97,11 @@ class SyncPlan:
     listed_bytes: int = 0
     hashed_bytes: int = 0  # checksum: the local bytes the dry run hashed, as the real run will
     rest_calls: int = 0  # the REST calls the real run is expected to make
+    filtered: int = 0  # files the size and age filters left out (neither downloaded nor deleted)
+    filters: Dict[str, Any] = field(default_factory=dict)  # the size, age and order settings given
     limits: CallLimits = field(default_factory=CallLimits)
+    cap: Optional[CapForecast] = None  # --max-transfer: which downloads would finish under the cap
+    bandwidth: Optional[BandwidthTimetable] = None  # the real run's bandwidth limit (TransferConfig.bwlimit)
     #: told each entry as it is planned (a progress display)
     on_entry: Optional[Callable[[PlanEntry], None]] = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -130,9 +138,18 @@ class SyncPlan:
         return sum(e.size or 0 for e in self.fetch_entries) + self.listed_bytes
 
     @property
+    def data_seconds(self) -> float:
+        """How long the bytes take: at the data rate, or at the bandwidth limit (from now) where that is slower."""
+        if self.bandwidth is None:
+            return self.bytes_to_fetch / self.bytes_per_second
+        return self.bandwidth.seconds_to_move(
+            self.bytes_to_fetch, start=datetime.now(), unlimited=self.bytes_per_second
+        )
+
+    @property
     def estimate_seconds(self) -> float:
         """The real run's wall time: the longer of its REST calls under the limits and its bytes at the data rate."""
-        return max(self.limits.seconds_for(self.rest_calls), self.bytes_to_fetch / self.bytes_per_second)
+        return max(self.limits.seconds_for(self.rest_calls), self.data_seconds)
 
     def summary(self) -> str:
         conflicts = self.count(Action.OVERWRITE, Action.KEEP_LOCAL, Action.KEEP_BOTH)
@@ -140,9 +157,17 @@ class SyncPlan:
             f"dry run: {counted(len(self.fetch_entries), 'file')} to download ({format_size(self.bytes_to_fetch)}), "
             + (f"{self.count(Action.REPAIR)} to repair (local bytes differ), " if self.count(Action.REPAIR) else "")
             + f"{self.count(Action.SKIP, Action.ADOPT)} up to date, {counted(conflicts, 'conflict')}, "
-            f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed; "
+            f"{self.count(Action.DELETE)} to delete, {len(self.failures)} failed"
+            + (f", {counted(self.filtered, 'file')} left out by the filters" if self.filtered else "")
+            + "; "
             f"estimated {self.estimate_seconds:.1f} s"
             + (f" + hashing {format_size(self.hashed_bytes)} of local copies (checksum)" if self.hashed_bytes else "")
+            + (f"; {self.cap.line()}" if self.cap is not None else "")
+            + (
+                f"; bandwidth limit {self.bandwidth.describe()}: the bytes take {self.data_seconds:.1f} s"
+                if self.bandwidth is not None
+                else ""
+            )
         )
 
     def to_json(self) -> Dict[str, Any]:
@@ -157,9 +182,14 @@ class SyncPlan:
             "to_delete": self.count(Action.DELETE),
             "estimate_seconds": round(self.estimate_seconds, 2),
             "rest_calls": self.rest_calls,
+            "filtered": self.filtered,
+            "filters": dict(self.filters),
+            "bwlimit": None if self.bandwidth is None else self.bandwidth.spec,
+            "bwlimit_seconds": None if self.bandwidth is None else round(self.data_seconds, 2),
             "entries": [e.to_json() for e in sorted(self.entries, key=lambda e: e.rel_path)],
             "failures": [f.to_json() for f in self.failures],
             "renamed": list(self.renamed),
+            "cap": self.cap.to_json() if self.cap is not None else None,
         }
 
     def __repr__(self) -> str:

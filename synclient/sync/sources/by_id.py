@@ -66,6 +66,7 @@ class FileVersionFacts:
     annotations: dict = field(default_factory=dict)
     entity: Optional[dict] = None  # the entity's record (a bundle's; a view row has none)
     from_row: bool = False  # a file view's row, not a bundle: what it says may lag behind the platform
+    modified_on: Optional[str] = None  # a row's modifiedOn (the size and age filters); a bundle's is its entity's
 
 
 #: file versions described before any bundle call (a file view's rows): (entity id, version) -> their facts

@@ -6,7 +6,8 @@ What the platform says of the cart is read once, before anything is written, in 
   its start and its polls; past the first, read 4 at a time when one count job tells their tokens): each row names
   the item as it was added (a version, or none: "the current one"), the file handle that item means now, its name
   and size;
-- every page of the **actions required** for the others (``ActionRequiredRequest``), for the report;
+- every page of the **actions required** for the others (``ActionRequiredRequest``), for the report, and when
+  there are some, how many files need them (``FilesStatisticsRequest``: one job);
 - the cart's **manifest** (one asynchronous job, its file handle's URL in one URL batch, then its CSV from storage):
   each available file's resolved version, MD5, content type and parent, and the columns synapseclient's
   ``get-download-list`` writes its ``manifest.csv`` with. Why the manifest and not only the rows: the rows carry no
@@ -28,10 +29,11 @@ import csv
 import io
 import logging
 import re
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from itertools import islice
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from synclient.errors import MalformedAnswerError, SynclientError, TransferError
 from synclient.platform.models import (
@@ -83,10 +85,7 @@ class Cart:
     columns: List[str] = field(default_factory=list)
     manifest_rows: List[Tuple[FileKey, Dict[str, str]]] = field(default_factory=list)
     described: DescribedFiles = field(default_factory=dict)
-
-    @property
-    def files_needing_action(self) -> int:
-        return sum(action.count for action in self.actions)
+    files_needing_action: int = 0  # (the platform's count: a file that needs two actions is counted under each)
 
     def source(self) -> ListSource:
         """The run's source: the cart's files flat in the target, described (no bundle call) where the manifest
@@ -113,7 +112,7 @@ def read_cart(platform: Platform, *, data: Optional[DataClient] = None) -> Cart:
     client = data or DataClient(1, trusted_cas=platform.trusted_cas)
     try:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="synclient-cart") as beside:
-            actions = beside.submit(platform.download_list_actions)
+            actions = beside.submit(_actions, platform)
             first = platform.download_list_page()
             manifest: Optional[Future] = None
             if first.files:
@@ -128,7 +127,10 @@ def read_cart(platform: Platform, *, data: Optional[DataClient] = None) -> Cart:
                         for row in page.files
                     ]
                 rows += later
-            cart = Cart(actions=actions.result())
+            if manifest is None and rows:  # (a first page of no file, and files after it: read them all the same)
+                manifest = beside.submit(lambda: _parse_manifest(_manifest_bytes(platform, client)))
+            cart = Cart()
+            cart.actions, cart.files_needing_action = actions.result()
             if manifest is not None:
                 cart.columns, described = manifest.result()
                 _join(cart, rows, described)
@@ -136,6 +138,13 @@ def read_cart(platform: Platform, *, data: Optional[DataClient] = None) -> Cart:
         if own:
             client.close()
     return cart
+
+
+def _actions(platform: Platform) -> Tuple[List[ActionRequired], int]:
+    """The actions required, and how many files need one: the statistics job, made only when some file does (an
+    action's count is of the files that need it, so their sum counts a file under two access requirements twice)."""
+    actions = platform.download_list_actions()
+    return actions, platform.download_list_requiring_action() if actions else 0
 
 
 #: Synapse's page token, ``{limit}a{offset}`` (``NextPageToken.toToken``)
@@ -148,25 +157,40 @@ def _later_pages(platform: Platform, first: DownloadListPage) -> Optional[List[D
     """The rows of every page after ``first``, read :data:`PAGES_AT_ONCE` at a time: when the first page's token
     says ``{limit}a{offset}`` with its own row count for both, the cart's count (one statistics job) tells every
     other page's token. Each page must then answer as told (its row count, its next token, the last none): else
-    (the cart changed while it was read, or the platform pages otherwise) None, and the caller reads the pages one
-    after another. Each page costs what it costs in order: its job."""
+    (the cart changed while it was read, the count is not the rows', or the platform pages otherwise) None, and the
+    caller reads the pages one after another. At most :data:`PAGES_AT_ONCE` pages are asked ahead of the last one
+    found as told, so a page not as told (or a count of far more files than the cart has) wastes at most that many
+    jobs. Each page costs what it costs in order: its job."""
     match = _PAGE_TOKEN.fullmatch(first.next_page_token or "")
     limit = len(first.files)
     if match is None or int(match.group(1)) != limit or int(match.group(2)) != limit:
         return None
     total = platform.download_list_available_count()
-    offsets = list(range(limit, total, limit))
-    if not offsets:
-        return None
+    offsets = iter(range(limit, total, limit))
+    rows: List[DownloadListItemResult] = []
     with ThreadPoolExecutor(max_workers=PAGES_AT_ONCE, thread_name_prefix="synclient-cart-pages") as pool:
-        pages = list(pool.map(lambda offset: platform.download_list_page(page_token=f"{limit}a{offset}"), offsets))
-    for offset, page in zip(offsets, pages):
-        more = offset + limit < total
-        told = f"{limit}a{offset + limit}" if more else None
-        if (page.next_page_token or None) != told or len(page.files) != (limit if more else total - offset):
-            log.info("the download cart's pages were not as their tokens told (did the cart change?): read again")
+        ahead: Deque[Tuple[int, Future]] = deque()
+
+        def ask() -> None:
+            for offset in islice(offsets, PAGES_AT_ONCE - len(ahead)):
+                ahead.append((offset, pool.submit(platform.download_list_page, page_token=f"{limit}a{offset}")))
+
+        ask()
+        if not ahead:
             return None
-    return [row for page in pages for row in page.files]
+        while ahead:
+            offset, asked = ahead.popleft()
+            page: DownloadListPage = asked.result()
+            more = offset + limit < total
+            told = f"{limit}a{offset + limit}" if more else None
+            if (page.next_page_token or None) != told or len(page.files) != (limit if more else total - offset):
+                for _, later in ahead:
+                    later.cancel()
+                log.info("the download cart's pages were not as their tokens told (did the cart change?): read again")
+                return None
+            rows += page.files
+            ask()
+    return rows
 
 
 def _manifest_bytes(platform: Platform, client: DataClient) -> bytes:
@@ -211,27 +235,31 @@ def _manifest_text(data: bytes) -> str:
 
 def _parse_manifest(data: bytes) -> Tuple[List[str], List[Dict[str, str]]]:
     try:
-        reader = csv.DictReader(io.StringIO(_manifest_text(data)))
+        reader = csv.DictReader(io.StringIO(data.decode("utf-8-sig")))
         columns = list(reader.fieldnames or [])
-        rows = [dict(row) for row in reader]
-    except csv.Error as exc:  # (a NUL, before Python 3.11)
-        raise MalformedAnswerError(f"the download cart's manifest is no CSV: {exc}").spent() from None
-    if "ID" not in columns or "versionNumber" not in columns:
-        raise MalformedAnswerError("the download cart's manifest has no ID and versionNumber columns").spent()
-    if PATH_COLUMN in columns or ERROR_COLUMN in columns:
-        raise MalformedAnswerError("the download cart's manifest already has a 'path' or 'error' column").spent()
-    return columns, rows
+        if "ID" not in columns or "versionNumber" not in columns:
+            raise MalformedAnswerError("the download cart's manifest has no ID and versionNumber columns").spent()
+        if PATH_COLUMN in columns or ERROR_COLUMN in columns:
+            raise MalformedAnswerError("the download cart's manifest already has a 'path' or 'error' column").spent()
+        return columns, [dict(row) for row in reader]
+    except (UnicodeDecodeError, csv.Error) as exc:  # (not UTF-8; a NUL before Python 3.11; a field over 128 KiB)
+        raise MalformedAnswerError(f"the download cart's manifest cannot be read as a CSV: {exc}").spent() from None
 
 
 def _version_of(row: Dict[str, str]) -> Optional[int]:
     text = (row.get("versionNumber") or "").strip()
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isascii() and text.isdigit() else None  # ("²" is a digit int() refuses)
 
 
 def _join(cart: Cart, rows: Sequence[DownloadListItemResult], manifest: List[Dict[str, str]]) -> None:
     """Each available row with the manifest row of the version it means: a versioned row's is its own; a
     versionless row's is the one its id has left once every versioned row of that id took its own (the manifest
-    lists each available item once, at its resolved version)."""
+    lists each available item once, at its resolved version). An item on two pages (the cart changed while it
+    was paged by offset) is one item."""
+    once: Dict[DownloadListItem, DownloadListItemResult] = {}
+    for item in rows:
+        once.setdefault(item.item, item)
+    rows = list(once.values())
     by_key: Dict[FileKey, Dict[str, str]] = {}
     left: Dict[str, Counter] = {}  # id -> versions the manifest lists for it, less those versioned rows take
     for row in manifest:
@@ -273,7 +301,7 @@ def _facts(item: DownloadListItemResult, row: Dict[str, str], version: int) -> O
         md5 = wire_md5(row.get("dataFileMD5Hex") or None, "dataFileMD5Hex", "the download cart's manifest")
     except MalformedAnswerError:
         return None
-    if md5 is None or not size_text.isdigit() or int(size_text) != item.file_size_bytes:
+    if md5 is None or not (size_text.isascii() and size_text.isdigit()) or int(size_text) != item.file_size_bytes:
         return None
     handle = FileHandle(
         id=item.file_handle_id,
@@ -283,4 +311,4 @@ def _facts(item: DownloadListItemResult, row: Dict[str, str], version: int) -> O
         content_type=row.get("contentType") or None,
     )
     parent = (row.get("parentId") or "").strip() or None
-    return FileVersionFacts(handle, version, parent, from_row=True)
+    return FileVersionFacts(handle, version, parent, from_row=True, modified_on=row.get("modifiedOn") or None)

@@ -206,6 +206,7 @@ class _Columns:
         self.id = where[ID_COLUMN]
         self.version = next((where[name.lower()] for name in VERSION_COLUMNS if name.lower() in where), None)
         self.parent = where.get(PARENT_COLUMN.lower())
+        self.modified = where.get("modifiedon")  # (the size and age filters)
         self.concrete_type = where.get(CONCRETE_TYPE_COLUMN.lower())
         handle_id, md5, size = (where.get(name.lower()) for name in HANDLE_COLUMNS)
         self.handle: Optional[Tuple[int, int, int]] = (
@@ -256,7 +257,8 @@ class _Columns:
             for index, name, column_type in self.annotations
             if (annotation := _annotation(values[index], column_type)) is not None
         }
-        return FileVersionFacts(handle, row_version, parent, annotations, from_row=True)
+        modified = values[self.modified] if self.modified is not None else None
+        return FileVersionFacts(handle, row_version, parent, annotations, from_row=True, modified_on=modified)
 
 
 def _entity_ref(value: str, *, row: int) -> Tuple[str, Optional[int]]:
