@@ -9,9 +9,10 @@ import hashlib
 from pathlib import Path
 
 import pytest
+import requests
 from synctrees import assert_tree_matches
 
-from synclient import Platform, SyncStatus, download_many, download_query, sync_from_platform
+from synclient import Platform, SyncStatus, download_list, download_many, download_query, sync_from_platform
 from synclient.cli import main
 from synclient.emulator import Emulator
 from synclient.errors import ConfigError
@@ -392,3 +393,55 @@ def test_a_re_run_after_the_file_moved_and_its_folder_was_deleted_finds_its_new_
     assert not results.failures and not results.report.renamed  # (not flat: "its folder may not be read")
     assert [Path(r.path).relative_to(tmp_path / "t").as_posix() for r in results] == ["gamma/other/a.txt"]
     assert count(calls, "/bundle2") == 1  # the file's bundle, once: the index's folder is gone
+
+
+def test_the_download_cart_keeps_paths_by_the_keyword_and_the_cli(emu, tmp_path, monkeypatch):
+    """``download_list(..., keep_paths=True)`` (as download_many and download_query take it: it raised TypeError)
+    and ``get --download-list --keep-paths``: the cart's files at their remote paths, the manifest at the top."""
+    paths = {"alpha": ["raw/2024/q1/a.txt", "top.txt"], "beta": ["deep/x/y/z.txt"]}
+    items = [{"fileEntityId": emu.resolve(getattr(emu, project), p)} for project in paths for p in paths[project]]
+    answer = requests.post(
+        emu.endpoint + "/repo/v1/download/list/add",
+        json={"batchToAdd": items},
+        headers={"Authorization": f"Bearer {emu.token}"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text
+    want = {**expected("alpha", ALPHA, paths["alpha"]), **expected("beta", BETA, paths["beta"])}
+    try:
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            results = download_list(tmp_path / "api", platform=platform, keep_paths=True, keep_cart=True)
+        assert not results.failures and len(results) == 3
+        (tmp_path / "api" / "manifest.csv").unlink()
+        assert_tree_matches(tmp_path / "api", want)
+        monkeypatch.setenv("SYNCLIENT_AUTH_TOKEN", emu.token)
+        cli = ["get", "--download-list", "--keep-paths", "--path", str(tmp_path / "cli"), "--endpoint", emu.endpoint]
+        assert main(cli + ["-q"]) == 0
+        (tmp_path / "cli" / "manifest.csv").unlink()
+        assert_tree_matches(tmp_path / "cli", want)
+    finally:  # (the module's emulator: its cart left empty)
+        requests.delete(
+            emu.endpoint + "/repo/v1/download/list", headers={"Authorization": f"Bearer {emu.token}"}, timeout=60
+        )
+
+
+def test_a_file_moved_since_a_flat_run_is_kept_at_its_new_folder_and_the_next_run_downloads_nothing(tmp_path):
+    """A flat run's index row (its file at the top) names the folder the file had then: after a move at the same
+    version, the first keep_paths run put the file in that old folder, and recorded the bundle's new one, so the
+    second run downloaded it again into the new folder (found by the sources model: seed 22, step 71)."""
+    with Emulator(data_dir=str(tmp_path / "emu")) as emu:
+        project = emu.seed_spec(
+            {"projects": [{"name": "delta", "children": children_of({"raw/a.txt": "d a\n", "other/b.txt": "d b\n"})}]}
+        )["delta"]
+        file_id, new = (emu.resolve(project, path) for path in ("raw/a.txt", "other"))
+        with Platform(emu.endpoint, token=emu.token) as platform:
+            download_many([file_id], tmp_path / "t", platform=platform)
+            emu.move_entity(file_id, new)
+            first = download_many([file_id], tmp_path / "t", platform=platform, keep_paths=True)
+            emu.reset_stats()
+            second = download_many([file_id], tmp_path / "t", platform=platform, keep_paths=True)
+            data = emu.stats()["data_requests"]
+    paths = [[Path(r.path).relative_to(tmp_path / "t").as_posix() for r in run] for run in (first, second)]
+    assert paths == [["delta/other/a.txt"], ["delta/other/a.txt"]]
+    assert [r.status for r in second] == [SyncStatus.SKIPPED] and data == 0
+    assert not (tmp_path / "t" / "delta" / "raw").exists()

@@ -13,7 +13,18 @@ Sources (each into its own target under ``w/targets/``):
   or ``download_many`` of several datasets and collections, whose items are pinned at versions;
 - ``query``: ``download_query("SELECT ... FROM <file view> [WHERE ...]")``;
 - ``walk`` / ``view-walk``: ``sync_from_platform(project)`` (``view=`` the file view for ``view-walk``) into one of
-  two targets, ``walk-a`` and ``walk-b``, that sync the same tree through one synapseclient cache.
+  two targets, ``walk-a`` and ``walk-b``, that sync the same tree through one synapseclient cache;
+- ``cart`` (issue 33): after about one step in ten (:data:`CART_SHARE`; long walks one in five), drawn by the
+  cart's own generator so that the steps of the other sources stay what each seed walked before: the user adds a few
+  files to the download cart through the emulator's HTTP API (current ones without a version, earlier versions,
+  names holding ``/``, a file whose external URL has a password: it fails), edits or deletes a file the cart put in
+  its target, now and then empties the cart; then ``download_list(target)`` (or ``get --download-list``), sometimes
+  ``keep_cart=True`` (``--keep-cart``), sometimes ``keep_paths``, sometimes a dry run first, sometimes killed first
+  as the others.
+
+``keep_paths`` (``--keep-paths``): about a third of the ``ids``, ``dataset`` (then ``download_many`` of the one
+dataset too) and ``query`` syncs, drawn by a generator of its own (``"{seed}:keep_paths"``) so that the other draws
+of each seed stay as they were.
 
 Modes, drawn per sync: the shared synapseclient cache (``<HOME>/.synapseCache``, where a rule also plants files as
 synapseclient would download them) on, on with ``synapse_cache_link`` (``--synapse-cache-link``) or off
@@ -54,7 +65,20 @@ Invariants (names as printed on failure):
 - ``cache-map-invalid``: every ``.cacheMap`` is valid JSON;
 - ``hostile-name-synced``: under the hostile-server mode, a file whose answered name (or, in a walk, a folder above
   it) holds ``/`` or NUL or is ``.``/``..`` is never reported synced (the emulator's ``hostile.answered_name`` replays
-  the server's decision).
+  the server's decision; not for the cart, whose rows and manifest the hostile mode leaves alone);
+- ``kept-path-wrong``: with ``keep_paths``, a file reported synced that no ``renamed`` line names (nor a folder above
+  it: a file that lands flat, a name taken or mapped) is at ``<project name>/<folder path>/<name>`` in a folder it
+  lives or lived in (a file the index holds unchanged keeps its row's folder, documented), each component as it is,
+  in its Windows form or with an entity id (sticky names of local_names.py), the file's as a keep.both copy in a
+  target a keep.both sync ran into;
+- ``keep-paths-usage``: with ``keep_paths``, a list that is one project or folder alone is a usage error
+  (``ConfigError``, CLI exit 2) and no other list is;
+- ``cart-removed-unfinished``: after a cart run, every item no longer in the cart had its file (at the item's version,
+  the current one for an item without one) complete and byte-exact at its reported path; never an item of a
+  deleted file or of a file without bytes; after a killed run, or a run that ended in one error, each removed item's
+  bytes are in a complete file of the target; a dry run changes nothing in the cart (``dry-run-wrote``);
+- ``cart-kept``: with ``keep_cart`` nothing leaves the cart, and no run adds to it; ``missing-result``: every item
+  the cart makes available has a result at its version.
 
 A hung run stops the walk even in keep-going mode (its thread still runs: nothing after it could be trusted).
 """
@@ -79,6 +103,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
+import requests
 from model_support import (
     COMMON_NAMES,
     CONFIG,
@@ -94,7 +119,7 @@ from model_support import (
     under,
 )
 
-from synclient import Platform, SyncStatus, download_many, download_query, sync_from_platform
+from synclient import Platform, SyncStatus, download_list, download_many, download_query, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.emulator import hostile as emulator_hostile
 from synclient.emulator.entity_names import NameRule
@@ -102,7 +127,9 @@ from synclient.emulator.knobs import Knobs
 from synclient.emulator.store import EntityKind, ItemRef
 from synclient.errors import ConfigError, SynclientError
 from synclient.synapse_cache import SynapseCache
+from synclient.sync.local.local_names import windows_form, with_id
 from synclient.sync.plan.dry_run import SyncPlan
+from synclient.sync.sources.cart import CART_MANIFEST
 from synclient.transfer.partial import PARTIAL_SUFFIXES, TEMP_SUFFIX
 
 KiB = 1024
@@ -128,7 +155,18 @@ CLI_CHILD = textwrap.dedent(
 SYNC_TIMEOUT = 120.0
 SOURCES = ("ids", "dataset", "query", "walk", "view-walk")
 SOURCE_WEIGHTS = (5, 4, 3, 4, 2)
-TARGETS = ("ids", "dataset", "query", "walk-a", "walk-b")
+TARGETS = ("ids", "dataset", "query", "walk-a", "walk-b", "cart")
+#: the sources that take ``keep_paths`` (a list's files at their remote paths), and the share of their syncs that
+#: do (drawn by a generator of its own: the other draws of a seed stay what they were)
+KEEP_PATHS_SOURCES = ("ids", "dataset", "query")
+KEEP_PATHS_SHARE = 0.35
+#: the share of steps followed by a cart step (items added to the user's download cart, then ``download_list``),
+#: drawn by the cart's own generator: the walk of the other sources stays what each seed walked before it (the
+#: default walks: about 5 cart syncs each; long walks take ``cart_share=LONG_CART_SHARE``)
+CART_SHARE = 0.1
+LONG_CART_SHARE = 0.2
+#: the emulator's download list routes (the cart is filled through the HTTP API, as the portal does)
+CART_API = "/repo/v1/download/list"
 #: the file names of the remote rules: the folder walk's hostile alphabet, a Windows-only-invalid name, case twins
 NAMES = COMMON_NAMES + ("a:b", "Case.txt", "case.txt", "con.txt")
 #: names holding the separator; their parts ("evil", "ev") are no name of any other rule, so a path component named
@@ -207,16 +245,24 @@ class Sync:
     token_via: str = "--token"
     verbose: bool = False
     hostile: bool = False
+    keep_paths: bool = False
+    keep_cart: bool = False
     wanted: Dict[str, Set[int]] = field(default_factory=dict)  # entity id -> versions the source asks for
     named: Set[str] = field(default_factory=set)  # file ids named in a list: each must have a result
+    #: the cart source: each item in the cart when the sync starts -> the version it resolves to (None: the item
+    #: names no file version any more, its file deleted, so it is no available file)
+    cart: Dict[Tuple[str, Optional[int]], Optional[int]] = field(default_factory=dict)
 
     def __str__(self) -> str:
         what = {
             "ids": f"ids {self.refs}{' -r' if self.recursive else ''}",
             "dataset": f"datasets {self.refs}",
             "query": f"query {self.sql!r}",
+            "cart": f"cart {sorted(self.cart, key=lambda k: (k[0], k[1] or 0))}",
         }.get(self.source, self.source)
         flags = [f"cache={self.cache}", self.if_collision]
+        flags += ["keep_paths"] if self.keep_paths else []
+        flags += ["keep_cart"] if self.keep_cart else []
         flags += ["delete"] if self.delete else []
         flags += [f"fs={self.fs}"] if self.fs else []
         flags += ["dry run first"] if self.dry_run_first else []
@@ -342,6 +388,7 @@ class SourcesWalk:
         hostile: bool = False,
         cli_share: float = 0.12,
         kill_share: float = 0.1,
+        cart_share: float = CART_SHARE,
         dask_client=None,
     ) -> None:
         self.seed = seed
@@ -353,7 +400,10 @@ class SourcesWalk:
         self.cli_share = cli_share
         self.dask_client = dask_client  # a distributed.Client: half the API syncs fetch on its cluster
         self.dask_rng = random.Random(f"dask-{seed}")
+        self.keep_paths_rng = random.Random(f"{seed}:keep_paths")
+        self.cart_rng = random.Random(f"{seed}:cart")
         self.kill_share = kill_share
+        self.cart_share = cart_share
         self.emu = emu
         self.keep_going = keep_going
         self.work = workdir / "w"
@@ -412,10 +462,15 @@ class SourcesWalk:
         }
         self.remote = VersionedRemote(emu, root_id)
         self.linked_targets: Set[str] = set()  # targets a --synapse-cache-link sync ran into (see shared-inode)
+        self.keep_both_targets: Set[str] = set()  # targets a keep.both sync ran into (see kept-path-wrong)
         self.datasets: Dict[str, Dataset] = {}
         self.planted_cache: Set[Tuple[str, int]] = set()
         self.deleted_ids: List[str] = []
         self.renamed_lines: List[str] = []  # the last run's report.renamed
+        self.usage_error: Optional[str] = None  # the last run's usage error (ConfigError, CLI exit 2), if any
+        #: every folder (by id) each file has lived in: with keep_paths a file unchanged since a run placed it is
+        #: placed by its index row's folder (documented: a file moved at the same version stays where it was)
+        self.homes: Dict[str, Set[str]] = {}
         self.last_hostile_knobs = None  # the emulator's knobs of the last hostile sync (to replay its decisions)
         self.platform = Platform(endpoint=emu.endpoint, token=TOKEN)
         self.secrets = SecretWatch()
@@ -487,6 +542,8 @@ class SourcesWalk:
                 cache = self.rng.choices(CACHE_MODES, weights=(1, 3, 1))[0]
                 self.kill_mid_sync(dataclasses.replace(sync, dry_run_first=False, cli=True, cache=cache))
             self.sync_and_check(sync)
+            if self.cart_rng.random() < self.cart_share:
+                self.cart_step()
         if self.violations:
             raise ModelViolation(
                 self._with_replay(
@@ -734,11 +791,14 @@ class SourcesWalk:
         self.planted_cache.add((entity, version))
         self.note(f"cache: synapseclient downloads {entity}.{version} (handle {handle}, {len(data)} bytes)")
 
-    def _target_files(self) -> List[Tuple[str, str]]:
+    def _target_files(self, targets: Tuple[str, ...] = TARGETS[:-1]) -> List[Tuple[str, str]]:
+        """The synced files of ``targets`` (the main walk's local rules leave the cart's target to the cart's rules:
+        the draws of each seed's walk stay what they were)."""
         found = []
-        for target, root in self.targets.items():
+        for target in targets:
+            root = self.targets[target]
             for rel, entry in self._tree(root, meta=False).items():
-                if entry[0] == "file" and not name_of(rel).endswith(PARTIAL_SUFFIXES):
+                if entry[0] == "file" and not name_of(rel).endswith(PARTIAL_SUFFIXES) and rel != CART_MANIFEST:
                     found.append((target, rel))
         return sorted(found)
 
@@ -764,6 +824,182 @@ class SourcesWalk:
             target, rel = self.rng.choice(files)
             os.unlink(self.targets[target] / rel)
             self.note(f"local: delete {target}/{rel!r}")
+
+    # -- the download cart ---------------------------------------------------------------------------------------------
+
+    def _cart(self) -> Set[Tuple[str, Optional[int]]]:
+        """The user's download cart as the emulator holds it: every item, available or not (the model's truth; the
+        walk fills it through the HTTP API)."""
+        lists = self.emu._open_store().download_lists
+        return {(f"syn{entity}", version) for (entity, version), _ in lists.items(self.emu.store.user.id)}
+
+    def _cart_call(self, method: str, path: str, body: Optional[dict] = None) -> None:
+        answer = requests.request(
+            method,
+            self.emu.endpoint + CART_API + path,
+            json=body,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=60,
+        )
+        if answer.status_code != 200:
+            raise AssertionError(f"the emulator refused {method} {CART_API}{path}: {answer.status_code} {answer.text}")
+
+    def k_cart_add(self) -> None:
+        """The user adds a few files to the cart: current ones (without a version), versions (with one), names
+        holding '/', a file whose external URL has a password (it fails: it stays in the cart)."""
+        rng = self.cart_rng
+        items: List[Tuple[str, Optional[int]]] = []
+        for _ in range(rng.randint(1, 4)):
+            kind = rng.choices(("file", "odd", "credential"), weights=(8, 1.5, 0.4))[0]
+            pool = sorted(self.remote.odd if kind == "odd" else self.remote.current)
+            if kind == "credential":
+                pool = sorted(e for e in self.credential_files if e not in self.deleted_ids)
+            if not pool:
+                continue
+            entity = rng.choice(pool)
+            version = None if rng.random() < 0.45 else rng.randint(1, self.remote.current.get(entity, 1))
+            if (entity, version) not in items:
+                items.append((entity, version))
+        if items:
+            batch = [{"fileEntityId": e, **({} if v is None else {"versionNumber": v})} for e, v in items]
+            self._cart_call("POST", "/add", {"batchToAdd": batch})
+            self.note(f"cart: the user adds {[e if v is None else f'{e}.{v}' for e, v in items]}")
+
+    def k_cart_clear(self) -> None:
+        self._cart_call("DELETE", "")
+        self.note("cart: the user empties the cart")
+
+    def k_cart_local(self) -> None:
+        """The user edits or deletes a file the cart put in its target (a later run must not take the edited one
+        for the remote's: such an item stays in the cart under keep.local)."""
+        files = self._target_files(("cart",))
+        if not files:
+            return
+        _, rel = self.cart_rng.choice(files)
+        path = self.targets["cart"] / rel
+        if self.cart_rng.random() < 0.4:
+            os.unlink(path)
+            self.note(f"local: delete cart/{rel!r}")
+            return
+        data = self.cart_rng.randbytes(self.cart_rng.randint(0, 300))
+        info = os.lstat(path)
+        with open(path, "r+b") as handle:
+            handle.write(data)
+            handle.truncate()
+        later = info.st_mtime_ns + self.cart_rng.randint(2, 50) * 1_000_000_000
+        os.utime(path, ns=(later, later))
+        self.note(f"local: edit cart/{rel!r} in place ({len(data)} bytes; {info.st_nlink} links)")
+
+    def cart_step(self) -> None:
+        """A few cart rules, then one cart sync (drawn as the others are, from the cart's own generator): sometimes
+        through the CLI, sometimes killed first."""
+        rng = self.cart_rng
+        if not self._cart():
+            self.k_cart_add()
+        for _ in range(rng.choice((0, 1, 1, 2))):
+            full = len(self._cart()) >= 20  # (keep_cart runs and failures keep items: the cart is emptied now and then)
+            rules = ((self.k_cart_add, 6), (self.k_cart_local, 1.5), (self.k_cart_clear, 5 if full else 0.3))
+            rng.choices([r for r, _ in rules], weights=[w for _, w in rules])[0]()
+        sync = Sync(
+            source="cart",
+            target="cart",
+            cache=rng.choices(CACHE_MODES, weights=CACHE_WEIGHTS)[0],
+            fs=rng.choice(FS_PROBES),
+            if_collision=rng.choices(("overwrite.local", "keep.local", "keep.both"), weights=(6, 2, 1))[0],
+            dry_run_first=rng.random() < 0.2,
+            cli=rng.random() < self.cli_share,
+            token_via=rng.choice(("--token", "env", "config")),
+            verbose=rng.random() < 0.5,
+            keep_cart=rng.random() < 0.3,
+            keep_paths=rng.random() < KEEP_PATHS_SHARE,
+            hostile=self.hostile and rng.random() < 0.4,
+        )
+        if rng.random() < self.kill_share:
+            cache = rng.choices(CACHE_MODES, weights=(1, 3, 1))[0]
+            self.kill_mid_sync(dataclasses.replace(sync, dry_run_first=False, cli=True, cache=cache), rng=rng)
+        self.sync_and_check(sync)
+
+    def _expect_cart(self, sync: Sync) -> Set[Tuple[str, Optional[int]]]:
+        """The cart now, and what a cart sync of it must do (``sync.cart``, ``sync.wanted``): each item at the
+        version it was added at, the current one for an item without one; an item of a deleted file is none."""
+        cart = self._cart()
+        sync.cart, sync.wanted = {}, {}
+        for entity, version in sorted(cart, key=lambda k: (k[0], k[1] or 0)):
+            exists = entity in self.remote.current or (
+                entity in self.credential_files and entity not in self.deleted_ids
+            )
+            current = self.remote.current.get(entity, 1)
+            resolved = (current if version is None else version) if exists else None
+            sync.cart[(entity, version)] = resolved
+            if resolved is not None:
+                self._want(sync, entity, resolved)
+        return cart
+
+    def _bytes_in_target(self, sync: Sync) -> Set[str]:
+        """The MD5 of every complete regular file in the target (partials and the index aside)."""
+        found = set()
+        root = self.targets[sync.target]
+        for rel, entry in self._tree(root, meta=False, hashes=True).items():
+            if entry[0] == "file" and not name_of(rel).endswith(PARTIAL_SUFFIXES):
+                found.add(entry[3])
+        return found
+
+    def check_cart(self, sync: Sync, before: Set[Tuple[str, Optional[int]]], results, when: str) -> None:
+        """``cart-kept``, ``cart-removed-unfinished``, ``missing-result`` of a cart run (``results`` None: a run
+        without a report, killed or failed as a whole: each removed item's bytes must be complete somewhere in the
+        target)."""
+        after = self._cart()
+        removed = sorted(before - after, key=lambda k: (k[0], k[1] or 0))
+        if after - before:
+            self.violation("cart-kept", f"{when} ({sync}) added {sorted(after - before)} to the cart")
+        if removed and sync.keep_cart:
+            self.violation("cart-kept", f"{when} ({sync}) with keep_cart removed {removed} from the cart")
+        anywhere = self._bytes_in_target(sync) if removed and not results else set()
+        for entity, version in removed:
+            resolved = sync.cart.get((entity, version))
+            expected = self.remote.history.get((entity, resolved)) if resolved is not None else None
+            if expected is None:
+                self.violation(
+                    "cart-removed-unfinished",
+                    f"{when} ({sync}) removed {entity} v{version} from the cart, an item whose file "
+                    f"{'is deleted' if resolved is None else 'has no bytes to download'}",
+                )
+                continue
+            if not results:
+                if md5(expected) not in anywhere:
+                    self.violation(
+                        "cart-removed-unfinished",
+                        f"{when} ({sync}) removed {entity} v{version} from the cart, and no file in the "
+                        f"target holds its version {resolved}'s bytes",
+                    )
+                continue
+            complete = [
+                r
+                for r in results
+                if r.entity_id == entity
+                and r.version == resolved
+                and r.status is not SyncStatus.FAILED
+                and r.path is not None
+                and os.path.isfile(r.path)
+                and Path(r.path).read_bytes() == expected
+            ]
+            if not complete:
+                self.violation(
+                    "cart-removed-unfinished",
+                    f"{when} ({sync}) removed {entity} v{version} from the cart, but its file (v{resolved}) is "
+                    "not complete at its reported path: "
+                    + "; ".join(repr(r) for r in results if r.entity_id == entity)[:600],
+                )
+        if not results or sync.hostile:
+            return
+        for (entity, version), resolved in sorted(sync.cart.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+            if resolved is not None and not any(
+                r.entity_id == entity and (r.version == resolved or r.status is SyncStatus.FAILED) for r in results
+            ):
+                self.violation(
+                    "missing-result",
+                    f"{when} ({sync}): no result for the cart's item {entity} v{version} (its version {resolved})",
+                )
 
     # -- drawing a sync ----------------------------------------------------------------------------------------------
 
@@ -797,6 +1033,8 @@ class SourcesWalk:
                 self._want_dataset(sync, ref)
         else:
             self._draw_query(sync)
+        if source in KEEP_PATHS_SOURCES and self.keep_paths_rng.random() < KEEP_PATHS_SHARE:
+            sync.keep_paths = True
         if self.hostile and self.hostile_rng.random() < 0.4:
             sync.hostile = True
         return sync
@@ -911,9 +1149,13 @@ class SourcesWalk:
             )
         if sync.source in ("walk", "view-walk"):
             return lambda: sync_from_platform(self.remote.root_id, target, delete=sync.delete, view=sync.view, **common)
+        if sync.keep_paths:
+            common["keep_paths"] = True
+        if sync.source == "cart":
+            return lambda: download_list(target, keep_cart=sync.keep_cart, **common)
         if sync.source == "query":
             return lambda: download_query(sync.sql, target, **common)
-        if sync.source == "dataset" and len(sync.refs) == 1:
+        if sync.source == "dataset" and len(sync.refs) == 1 and not sync.keep_paths:  # (a list of one, then)
             return lambda: sync_from_platform(sync.refs[0], target, **common)
         return lambda: download_many(list(sync.refs), target, recursive=sync.recursive, **common)
 
@@ -940,8 +1182,11 @@ class SourcesWalk:
             get += ["--view", sync.view] if sync.view else []
         elif sync.source == "query":
             get += ["--query", sync.sql]
+        elif sync.source == "cart":
+            get += ["--download-list"] + (["--keep-cart"] if sync.keep_cart else [])
         else:
             get += (["-r"] if sync.recursive else []) + list(sync.refs)
+        get += ["--keep-paths"] if sync.keep_paths else []
         return [sys.executable, "-c", CLI_CHILD, *head, *get], env
 
     def _cli_results(self, sync: Sync, stdout: str, stderr: str, code: int):
@@ -964,6 +1209,7 @@ class SourcesWalk:
         if code not in (0, 1):
             if code == 2:  # a usage error (an id the list cannot take as given): one line, no results
                 self.note(f"  -> CLI exit 2: {document.get('error')}")
+                self.usage_error = str(document.get("error"))
                 return []
             self.violation("cli-internal-error", f"the CLI ({sync}) exit {code}: {stderr[-800:]}")
             return None
@@ -993,6 +1239,7 @@ class SourcesWalk:
         """The results (a list of objects with entity_id, version, path, status, action, error), a SyncPlan for an
         API dry run, [] for a CLI dry run, or None when the run broke an invariant and yields nothing to check."""
         self._set_hostile(sync.hostile)
+        self.usage_error = None
         try:
             if sync.cli:
                 argv, env = self._cli(sync, dry_run)
@@ -1015,6 +1262,7 @@ class SourcesWalk:
                     self.violation("secret-leaked", f"a secret is in the exception the sync raised: {text[:500]}")
                 if isinstance(error, ConfigError) and sync.source == "ids":
                     self.note(f"  -> usage error: {text}")  # a list the API refuses as a whole: one clear error
+                    self.usage_error = str(error)
                     return []
                 if isinstance(error, SynclientError) and sync.hostile:
                     self.note(f"  -> the run failed on a hostile answer: {text}")  # one clear error, no crash
@@ -1155,6 +1403,11 @@ class SourcesWalk:
         self.stats[f"cache {sync.cache}"] += 1
         self.stats["cli syncs"] += sync.cli
         self.stats["hostile syncs"] += sync.hostile
+        self.stats["keep_paths syncs"] += sync.keep_paths
+        if sync.if_collision == "keep.both":
+            self.keep_both_targets.add(sync.target)
+        self._note_homes()
+        cart = self._expect_cart(sync) if sync.source == "cart" else set()
         self.note(f"sync: {sync}")
         target = self.targets[sync.target]
         if sync.dry_run_first:
@@ -1163,6 +1416,8 @@ class SourcesWalk:
             maps = self._cache_maps()
             plan = self.run_sync(dataclasses.replace(sync, cli=False), dry_run=True)  # a CLI sync's: by the API
             after_target = self._tree(target)
+            if sync.source == "cart" and self._cart() != cart:
+                self.violation("dry-run-wrote", f"the dry run ({sync}) changed the cart: {sorted(cart ^ self._cart())}")
             if before_target != after_target:
                 self.violation(
                     "dry-run-wrote",
@@ -1179,6 +1434,10 @@ class SourcesWalk:
         self.check_outside(before, sync, "the sync")
         self.check_partials("the sync")
         self.check_cache_maps()
+        if sync.source == "cart":
+            self.check_cart(sync, cart, results, "the sync")
+        if sync.keep_paths and sync.source == "ids" and not sync.hostile and results is not None:
+            self._check_keep_paths_usage(sync)
         if results is None:
             return
         self.stats["results"] += len(results)
@@ -1192,24 +1451,127 @@ class SourcesWalk:
             return
         before = self.protected(sync.target)
         tree = self._tree(target, meta=False)
+        cart = self._cart() if sync.source == "cart" else set()
         self.emu.reset_stats()
         again = self.run_sync(dataclasses.replace(sync, dry_run_first=False, cli=False))  # (the same options)
         self.check_outside(before, sync, "the second run")
+        if sync.source == "cart":
+            self.check_cart(sync, cart, again, "the second run")
         if again is None:
             return
         self.note(f"  -> second run: {len(again)} results")
         self.check_results(sync, again, "the second identical run")
         acted = [r for r in again if r.status in (SyncStatus.DOWNLOADED, SyncStatus.DELETED)]
-        requests = self.emu.stats()["data_requests"]
-        changed = diff_snapshots(tree, self._tree(target, meta=False))
-        if acted or requests or changed:
+        data_requests = self.emu.stats()["data_requests"]
+        if sync.source == "cart" and any(sync.cart.get(item) is not None for item in cart):
+            data_requests -= 1  # (every cart run with an available file reads the cart's manifest CSV from storage)
+        now = self._tree(target, meta=False)
+        if sync.source == "cart":  # (each cart run writes its manifest.csv anew)
+            tree.pop(CART_MANIFEST, None)
+            now.pop(CART_MANIFEST, None)
+        changed = diff_snapshots(tree, now)
+        if acted or data_requests or changed:
             self.violation(
                 "second-run-not-noop",
                 f"a second identical run ({sync}) after a clean one: "
-                f"{requests} data requests; acted on "
+                f"{data_requests} data requests; acted on "
                 + ", ".join(f"{self._rel(sync, r.path)} ({r.entity_id} {r.action})" for r in acted[:6])
-                + (f"; local changes: {changed}" if changed else ""),
+                + (f"; local changes: {changed}" if changed else "")
+                + "; the first run had "
+                + ", ".join(
+                    f"{self._rel(sync, r.path)} ({r.entity_id} v{r.version} {r.action})"
+                    for r in results
+                    if r.entity_id in {a.entity_id for a in acted}
+                ),
             )
+
+    def _note_homes(self) -> None:
+        for rel, remote in self.remote.files.items():
+            self.homes.setdefault(remote.entity_id, set()).add(self.remote.folders[parent_of(rel)])
+        for entity, (folder, _) in self.remote.odd.items():
+            self.homes.setdefault(entity, set()).add(self.remote.folders[folder])
+
+    def _check_keep_paths_usage(self, sync: Sync) -> None:
+        """``keep-paths-usage``: with keep_paths, a list that is one project or folder alone is a usage error
+        (ConfigError, CLI exit 2), and no other list is."""
+        containers = set(self.remote.folders.values())
+        if len(sync.refs) > 1 and len(set(sync.refs)) == 1 and sync.refs[0] in containers:
+            return  # (the same container twice: a list of it, or it alone; either is sound)
+        alone = len(sync.refs) == 1 and sync.refs[0] in containers
+        refused = self.usage_error is not None and "remote paths" in self.usage_error
+        if alone != refused:
+            self.violation(
+                "keep-paths-usage",
+                f"the sync ({sync}) "
+                + (
+                    "of one container alone with keep_paths was no usage error"
+                    if alone
+                    else f"was refused as a usage error: {self.usage_error}"
+                ),
+            )
+
+    def _check_kept_path(self, sync: Sync, result, rel: str, when: str) -> None:
+        """``kept-path-wrong``: with keep_paths, a file synced that no renaming names (a file that lands flat, a
+        name taken or mapped: its own id, or a folder's above it, leads a ``renamed`` line) is at
+        ``<project name>/<folder path>/<name>``, in a folder it lives in (or lived in: a file the index holds
+        unchanged keeps its index row's folder, documented), by its current name."""
+        if not sync.keep_paths or sync.hostile:
+            return
+        entity = result.entity_id
+        by_id = self.remote.by_id()
+        if entity in by_id:
+            name = name_of(by_id[entity])
+        elif entity in self.remote.odd:
+            name = self.remote.odd[entity][1]
+        else:
+            return  # (a file outside the model's project: a credential file, which fails)
+        renamed = {m.group(1) for m in (re.match(r"(syn\d+)", line) for line in self.renamed_lines) if m}
+        folder_of = {fid: path for path, fid in self.remote.folders.items()}
+        expected = []
+        for home in sorted(self.homes.get(entity, ())):
+            if home not in folder_of:
+                continue  # (deleted since)
+            folder = folder_of[home]
+            chain = {self.remote.folders[p] for p in self.remote.folders if not p or under(folder, p)}
+            if entity in renamed or chain & renamed:
+                return
+            expected.append(join(f"sources-{self.seed}", join(folder, name)))
+        # (a keep.both download, name(1).ext, stays that file's name in the runs after: the index's)
+        keep_both = sync.target in self.keep_both_targets
+        if expected and not any(self._same_local_path(rel, path, keep_both=keep_both) for path in expected):
+            self.violation(
+                "kept-path-wrong",
+                f"{when} ({sync}): {entity} v{result.version} reported {result.status.value} at {rel!r}, "
+                f"where its remote path is {expected}"
+                + (f"; renamed: {self.renamed_lines}" if self.renamed_lines else ""),
+            )
+
+    @staticmethod
+    def _same_local_path(local: str, remote: str, *, keep_both: bool = False) -> bool:
+        """Whether ``local`` is ``remote`` as a local disk may hold it, component by component: as it is, in its
+        Windows form, or either with an entity id (a twin's: ``case (syn4).txt``). A name is sticky (the index's,
+        documented in local_names.py): a folder mapped by an earlier run under another filesystem probe keeps its
+        local name, with no renaming line in the runs after. ``keep_both``: the file may be a keep.both download
+        beside a local file that differs, ``name(1).ext`` (docs/cli.md)."""
+        parts, wanted = local.split("/"), remote.split("/")
+        if len(parts) != len(wanted):
+            return False
+        copy = re.fullmatch(r"(.+)\(\d+\)(\.[^.]*)?", parts[-1]) if keep_both else None
+        if copy is not None and SourcesWalk._same_local_path(
+            "/".join(parts[:-1] + [copy.group(1) + (copy.group(2) or "")]), remote
+        ):
+            return True
+        for depth, (part, name) in enumerate(zip(parts, wanted)):
+            forms = {name, windows_form(name)}
+            if part in forms:
+                continue
+            folder = depth < len(wanted) - 1
+            if not any(
+                re.fullmatch(re.escape(with_id(form, "@", is_folder=folder)).replace("@", r"syn\d+(?:\.\d+)?"), part)
+                for form in forms
+            ):
+                return False
+        return True
 
     def _cache_maps(self) -> Dict[str, str]:
         return {str(p): p.read_text(encoding="utf-8") for p in self.cache_root.glob("*/*/.cacheMap")}
@@ -1271,6 +1633,7 @@ class SourcesWalk:
                 continue
             on_path.setdefault(os.path.normpath(str(result.path)), set()).add((result.entity_id, result.version))
             self._check_on_disk(sync, result, rel, when, inodes)
+            self._check_kept_path(sync, result, rel, when)
             bad = self._answered_unsafe(sync, result.entity_id)
             if bad:
                 self.violation(
@@ -1302,6 +1665,10 @@ class SourcesWalk:
         or for a folder above it in a walk, if any."""
         answered_name = getattr(emulator_hostile, "answered_name", None)
         if not sync.hostile or self.last_hostile_knobs is None or answered_name is None:
+            return None
+        if sync.source == "cart":
+            # the hostile mode leaves the download list's rows and manifest alone: a cart run names its files by
+            # them, real names, whatever a bundle asked for a path (keep_paths) answered
             return None
         rel = self.remote.by_id().get(entity)
         names = []
@@ -1397,14 +1764,17 @@ class SourcesWalk:
 
     # -- SIGKILL mid-sync --------------------------------------------------------------------------------------------
 
-    def kill_mid_sync(self, sync: Sync) -> None:
+    def kill_mid_sync(self, sync: Sync, rng: Optional[random.Random] = None) -> None:
         """The CLI of this sync in a child, SIGKILLed once N data bytes were served, once a partial file exists in
         its target, or once a partial with several links exists there; then every invariant that holds without the
         run's report."""
         self.stats["kills"] += 1
-        trigger = self.rng.choice(("bytes", "partial", "linked-partial"))
-        threshold = self.rng.randint(1, 400_000)
-        bandwidth = self.rng.choice((150_000, 400_000))
+        rng = rng or self.rng
+        trigger = rng.choice(("bytes", "partial", "linked-partial"))
+        threshold = rng.randint(1, 400_000)
+        bandwidth = rng.choice((150_000, 400_000))
+        self._note_homes()
+        cart = self._expect_cart(sync) if sync.source == "cart" else set()
         argv, env = self._cli(sync, dry_run=False)
         target = self.targets[sync.target]
         self.note(
@@ -1449,6 +1819,8 @@ class SourcesWalk:
         self.check_outside(before, sync, "the killed sync")
         self.check_partials("the killed sync")
         self.check_cache_maps()
+        if sync.source == "cart":  # (a run killed after its removals removed only complete files)
+            self.check_cart(sync, cart, None, "the killed sync")
 
     @staticmethod
     def _partial_in(root: Path, *, linked: bool) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from sources_model import SourcesWalk, has_hostile_mode
+from sources_model import CART_SHARE, LONG_CART_SHARE, SourcesWalk, has_hostile_mode
 
 import synclient
 from synclient.emulator import Emulator
@@ -97,6 +97,7 @@ def test_every_source_keeps_every_invariant(seed, steps, hostile, tmp_path: Path
             emu=emu,
             keep_going=keep_going,
             hostile=hostile,
+            cart_share=LONG_CART_SHARE if _long_mode() else CART_SHARE,
             dask_client=client,
         )
         try:

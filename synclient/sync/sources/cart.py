@@ -213,6 +213,7 @@ def _manifest_bytes(platform: Platform, client: DataClient) -> bytes:
                 stall_timeout=60.0,
                 cancelled=lambda: False,
             )
+            _manifest_text(bytes(body))  # (no MD5 says its bytes: a body garbled on the way is tried again)
             return bytes(body)
         except SynclientError as exc:
             if not exc.retryable:
@@ -221,6 +222,15 @@ def _manifest_bytes(platform: Platform, client: DataClient) -> bytes:
             error = exc
     assert error is not None
     raise error
+
+
+def _manifest_text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MalformedAnswerError(
+            f"the download cart's manifest is no UTF-8 text (byte {exc.start}): its body was garbled"
+        ) from None
 
 
 def _parse_manifest(data: bytes) -> Tuple[List[str], List[Dict[str, str]]]:

@@ -8,7 +8,8 @@ same list would not make:
 1. a file view's row (a query over a view that selects its ``parentId`` column: the ``described`` facts,
    :mod:`synclient.sync.sources.queries`; or the rows of ``view=``, read once);
 2. this target's index, for a file version it holds untouched (the fast path: no call for that file in a flat
-   layout either; the parent it recorded);
+   layout either; the parent it recorded), when the row has the file in that parent's path (a flat list's row
+   does not: its parent may be where the file was, not where it is);
 3. the file's bundle, the call the run makes for it anyway, made here at plan time (``fetches`` at once) and handed
    on as ``described`` facts so the pipeline does not make it again. A file whose bundle fails is refused here, with
    the bundle's error, as the pipeline would refuse it. A file whose folder from 1. or 2. no longer exists (its path
@@ -45,7 +46,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 from synclient.errors import SynclientError
 from synclient.platform.models import EntityHeader, EntityType, FileBundle, FileHandle
 from synclient.platform.rest import Platform
-from synclient.sync.records.index import LocalIndex
+from synclient.sync.records.index import IndexRow, LocalIndex
 from synclient.sync.sources.by_id import DescribedFiles, Entry, EntryKind, FileVersionFacts, SourcePlan
 from synclient.sync.sources.remote_paths import FolderPaths, LocalPathOf
 
@@ -55,6 +56,9 @@ BundleOf = Callable[[EntityHeader], FileBundle]
 ViewFacts = Callable[[str, Optional[int]], Optional[FileVersionFacts]]
 #: the parent this target's index recorded for a file version it holds untouched, or None
 IndexedParent = Callable[[EntityHeader], Optional[str]]
+#: the remote folder path (``<project name>/<folder path>``, '' at the target's top) of the index row that
+#: :data:`IndexedParent` answered from
+IndexedFolder = Callable[[EntityHeader], Optional[str]]
 
 
 @dataclass
@@ -79,18 +83,26 @@ def keep_remote_paths(
     fetches: int,
     view: Optional[ViewFacts] = None,
     cancel: Optional[threading.Event] = None,
+    indexed_folder: Optional[IndexedFolder] = None,
 ) -> KeptPaths:
     """``plan`` with its files (and containers) at their remote paths (see the module docstring). ``cancel``: set
-    when Ctrl-C stops the bundle calls (the platform's calls waiting to retry stop on it)."""
+    when Ctrl-C stops the bundle calls (the platform's calls waiting to retry stop on it). ``indexed_folder``:
+    where the index row that gave a parent has its file; a row whose file is not in that parent's path (a flat
+    list's row, made before the file moved) says nothing of where the file is now: its bundle is asked."""
     files = [entry for entry in _entries(plan.entries) if entry.kind is EntryKind.FILE]
     containers = [entry for entry in plan.entries if entry.kind is EntryKind.CONTAINER]
     kept = KeptPaths(SourcePlan(refused=list(plan.refused), standalone=False))
     parents: Dict[Tuple[str, Optional[int]], str] = {}
     to_fetch: Dict[Tuple[str, Optional[int]], EntityHeader] = {}  # (the same file version twice is asked once)
+    from_index: Set[Tuple[str, Optional[int]]] = set()
     for entry in files:
         key = _key(entry.header)
         known = described.get(key) or (view(*key) if view is not None else None)
-        parent = (known.parent_id if known is not None else None) or indexed_parent(entry.header)
+        parent = known.parent_id if known is not None else None
+        if parent is None:
+            parent = indexed_parent(entry.header)
+            if parent is not None:
+                from_index.add(key)
         if parent is not None:
             parents[key] = parent
         else:
@@ -115,13 +127,21 @@ def keep_remote_paths(
     fetch(list(to_fetch.values()))
     before = folder_paths.calls
     folder_paths.resolve([entry.header.id for entry in containers] + list(dict.fromkeys(parents.values())))
-    # a folder a view's row or the index named that no longer exists (the file moved, its folder deleted): the
-    # file's bundle says where it is now (a call only for those files)
+    # a folder a view's row or the index named that no longer exists (the file moved, its folder deleted), or an
+    # index row whose file is elsewhere than in its parent's path (a flat list's row, the file moved since): the
+    # file's bundle says where it is now (a call only for those files; the pipeline would make it to download)
+
+    def elsewhere(key: Tuple[str, Optional[int]], header: EntityHeader) -> bool:
+        if key not in from_index or indexed_folder is None:
+            return False
+        path, folder = folder_paths.path(parents[key]), indexed_folder(header)
+        return path is not None and folder is not None and path.text != folder
+
     moved = {
         key: entry.header
         for entry in files
         for key in [_key(entry.header)]
-        if key not in to_fetch and key in parents and folder_paths.gone(parents[key])
+        if key not in to_fetch and key in parents and (folder_paths.gone(parents[key]) or elsewhere(key, entry.header))
     }
     if moved:
         fetch(list(moved.values()))
@@ -277,9 +297,17 @@ def kept_paths_of(
     rows = {key: row for row in index.iter_rows(root_id) for key in [(row.entity_id, row.version)] if key in wanted}
     cancel = threading.Event()
 
-    def indexed_parent(header: EntityHeader) -> Optional[str]:
+    def indexed_row(header: EntityHeader) -> Optional[IndexRow]:
         row = rows.get((header.id, header.version_number))
-        return row.parent_id if row is not None and row.local_stat_matches(index.target_root) else None
+        return row if row is not None and row.local_stat_matches(index.target_root) else None
+
+    def indexed_parent(header: EntityHeader) -> Optional[str]:
+        row = indexed_row(header)
+        return row.parent_id if row is not None else None
+
+    def indexed_folder(header: EntityHeader) -> Optional[str]:
+        row = indexed_row(header)
+        return row.rel_path.rpartition("/")[0] if row is not None else None
 
     with platform.cancel_on(cancel):
         return keep_remote_paths(
@@ -293,4 +321,5 @@ def kept_paths_of(
             fetches=fetches,
             view=view,
             cancel=cancel,
+            indexed_folder=indexed_folder,
         )
