@@ -109,11 +109,12 @@ def test_hard_stops_at_the_cap_keeps_partials_and_the_runs_go_on_to_the_end(emu,
             assert report.cap_reached and report.transferred >= cap
             assert _partials(target), "a stopped stream's partial is kept for the next run"
             assert not [p for p in target.iterdir() if p.name in _left(results)]  # never moved into place
-        if run == 1:
-            assert report.bytes_reused > 0  # the second run resumed the first run's partials
     assert not report.cap_reached and report.left_files == 0  # the third run finished
     assert local_tree(target) == {n: seeded_md5(s, seed) for n, (s, seed) in TREE.items()}  # no partial left
     assert sum(transferred) == TOTAL  # every byte received was kept: none downloaded twice
+    # the later runs resumed the stopped streams' partials (which run takes which file is the pool's order: the
+    # second run may spend its cap on other files first, so only the two runs together must have reused bytes)
+    assert sum(reused for *_, reused, _served in runs[1:]) > 0
     shown = "(downloaded, left, transferred, reused, served)"
     print(f"\nhard, cap {cap // MiB} MiB of {TOTAL / MiB:.1f} MiB: {shown} per run {runs}")
 
