@@ -42,6 +42,14 @@ Invariants (names as printed on failure):
 - ``kill-damaged``: after a SIGKILL, a user file holds either the user's bytes or (overwrite.local) the remote's.
 - ``sync-raised``: ``sync_from_platform(on_error="continue")`` raised.
 
+Issue 35's controls, drawn for some syncs from a generator of their own (``{seed}:controls``: the other draws of a
+seed stay what they were): ``order_by`` and a high ``bwlimit`` (also on the SIGKILLed CLI syncs) change no outcome;
+``min_size``/``max_size`` and the trivial ``min_age``/``max_age`` ("3650d": every file of the walk is younger) filter
+like include/exclude (``SyncOptions.wants``: no result, nothing downloaded or deleted, no convergence expected); a
+``max_transfer`` cap (any cutoff mode; never over Dask, which refuses it) may leave files, reported SKIPPED "cap" and
+treated like failed-and-kept ones (no byte check, partials allowed beside them, no convergence or manifest check, no
+dry-run comparison), and the second run goes on without the cap: it must settle them and act on nothing else.
+
 A file view covers the project (it is no file or folder: listings leave it out); some syncs are planned from it
 (``view=``), and a rule makes the view lag behind the edits (or catch up), as real views do: every invariant holds
 with and without it.
@@ -373,10 +381,37 @@ class SyncOptions:
     dry_run_first: bool = False
     view: Optional[str] = None  # a file view whose rows stand in for bundle calls
     checksum: bool = False  # hash our own copies (get --checksum): the same outcome, as no rule corrupts in place
+    # issue 35's controls (drawn from their own generator, see ModelWalk.random_controls)
+    order_by: Optional[str] = None  # the order downloads start: no outcome changes
+    bwlimit: Optional[str] = None  # only high limits: no outcome changes, runs not slowed
+    min_size: Optional[int] = None  # bytes; a file outside the bounds is filtered like an excluded one
+    max_size: Optional[int] = None
+    #: only the trivial forms: the model's files are all created during the test, so "3650d" as min_age leaves out
+    #: every file and as max_age keeps every one
+    min_age: Optional[str] = None
+    max_age: Optional[str] = None
+    max_transfer: Optional[int] = None  # bytes; files left at the cap are reported SKIPPED "cap", partials kept
+    cutoff_mode: str = "hard"
 
     @property
     def filtered(self) -> bool:
-        return bool(self.include or self.exclude)
+        return bool(self.include or self.exclude) or self.size_age_filtered
+
+    @property
+    def size_age_filtered(self) -> bool:
+        return any(v is not None for v in (self.min_size, self.max_size, self.min_age, self.max_age))
+
+    def wants(self, rel: str, size: Optional[int]) -> bool:
+        """The include/exclude patterns and (for a remote file of ``size`` bytes) the size and age filters."""
+        if not wanted(rel, self.include, self.exclude):
+            return False
+        if size is None:
+            return True
+        if self.min_age is not None:
+            return False  # every file of the model is younger than the min_age drawn (see above)
+        if self.min_size is not None and size < self.min_size:
+            return False
+        return self.max_size is None or size <= self.max_size
 
     def kwargs(self) -> dict:
         return dict(
@@ -387,6 +422,12 @@ class SyncOptions:
             manifest=self.manifest,
             view=self.view,
             checksum=self.checksum,
+            **{
+                name: getattr(self, name)
+                for name in ("order_by", "min_size", "max_size", "min_age", "max_age", "max_transfer")
+                if getattr(self, name) is not None
+            },
+            **({"cutoff_mode": self.cutoff_mode} if self.max_transfer is not None else {}),
         )
 
     def cli_args(self) -> List[str]:
@@ -401,6 +442,18 @@ class SyncOptions:
             args += ["--include", pattern]
         for pattern in self.exclude:
             args += ["--exclude", pattern]
+        if self.order_by:
+            args += ["--order-by", self.order_by]
+        if self.bwlimit:
+            args += ["--bwlimit", self.bwlimit]
+        for flag, value in (("--min-size", self.min_size), ("--max-size", self.max_size)):
+            if value is not None:
+                args += [flag, f"{value}B"]
+        for flag, value in (("--min-age", self.min_age), ("--max-age", self.max_age)):
+            if value is not None:
+                args += [flag, value]
+        if self.max_transfer is not None:
+            args += ["--max-transfer", f"{self.max_transfer}B", "--cutoff-mode", self.cutoff_mode]
         return args
 
     def __str__(self) -> str:
@@ -411,6 +464,10 @@ class SyncOptions:
             text += f" exclude={list(self.exclude)}"
         text += f" view={self.view}" if self.view else ""
         text += " checksum" if self.checksum else ""
+        for name in ("order_by", "bwlimit", "min_size", "max_size", "min_age", "max_age", "max_transfer"):
+            if getattr(self, name) is not None:
+                text += f" {name}={getattr(self, name)}"
+        text += f" cutoff={self.cutoff_mode}" if self.max_transfer is not None else ""
         return text + (" (dry run first)" if self.dry_run_first else "")
 
 
@@ -437,6 +494,8 @@ class ModelWalk:
         self.rng = random.Random(seed)
         # the checksum option's own draws: the walks of the other draws stay what each seed walked before it
         self.checksum_rng = random.Random(f"{seed}:checksum")
+        # issue 35's controls: a generator of their own too, for the same reason
+        self.controls_rng = random.Random(f"{seed}:controls")
         self.dask_client = dask_client  # a distributed.Client: some syncs fetch on its cluster (module docstring)
         self.dask_rng = random.Random(f"dask-{seed}")  # its own draws: the rules stay those of the seed
         self.emu = emu
@@ -537,7 +596,32 @@ class ModelWalk:
             dry_run_first=dry_allowed and rng.random() < 0.4,
             view=self.view_id if rng.random() < 0.4 else None,
             checksum=self.checksum_rng.random() < 0.2,
+            **self.random_controls(filters_allowed=filters_allowed),
         )
+
+    def random_controls(self, *, filters_allowed: bool) -> dict:
+        """Issue 35's controls for some syncs: the download order and a high bandwidth limit (no outcome changes),
+        size and age filters (a file left out is treated as an excluded one) and a transfer cap (files left at it
+        are treated as failed-and-kept ones; the second run goes on without the cap)."""
+        rng = self.controls_rng
+        controls: dict = {}
+        if rng.random() < 0.3:
+            key = rng.choice(("size", "name", "modtime"))
+            controls["order_by"] = rng.choice((key, f"{key},ascending", f"{key},descending", f"{key},desc"))
+        if rng.random() < 0.2:
+            controls["bwlimit"] = rng.choice(("512M", "1G", "00:00,512M 12:00,1G"))
+        if rng.random() < 0.15 and filters_allowed:
+            kind = rng.choice(("min_size", "max_size", "both", "min_age", "max_age"))
+            if kind in ("min_size", "both"):
+                controls["min_size"] = rng.choice((1, 64, 1000, PART))
+            if kind in ("max_size", "both"):
+                controls["max_size"] = rng.choice((0, 64, 2000, PART + 1, 3 * PART))
+            if kind in ("min_age", "max_age"):
+                controls[kind] = "3650d"
+        if rng.random() < 0.12 and filters_allowed:
+            controls["max_transfer"] = rng.choice((1, 3000, PART, 3 * PART))
+            controls["cutoff_mode"] = rng.choice(("hard", "soft", "cautious"))
+        return controls
 
     def apply_random_rule(self) -> None:
         many = len(self.remote.files) > 24
@@ -878,6 +962,8 @@ class ModelWalk:
 
     def run_sync(self, options: SyncOptions, *, dry_run: bool = False):
         dask = self._dask_for_sync()
+        if options.max_transfer is not None:
+            dask = None  # the cap counts one process's downloads: refused over Dask (drawn anyway: same draws)
         if dask is not None:
             self.stats["syncs over dask"] += 1
             self.note(f"  ({'dry run' if dry_run else 'sync'} over Dask, shards of {dask.shard_sizes.files} files)")
@@ -886,7 +972,7 @@ class ModelWalk:
                 self.remote.root_id,
                 self.target,
                 platform=self.platform,
-                config=CONFIG,
+                config=dataclasses.replace(CONFIG, bwlimit=options.bwlimit) if options.bwlimit else CONFIG,
                 on_error="continue",
                 progress=False,
                 dry_run=dry_run,
@@ -932,11 +1018,14 @@ class ModelWalk:
         if results is None:
             return
         self.stats["files"] += len(results)
+        for name in ("order_by", "bwlimit", "min_size", "max_size", "min_age", "max_age", "max_transfer"):
+            self.stats[f"syncs with {name}"] += getattr(options, name) is not None
+        self.stats["files left at the cap"] += sum(r.action == "cap" for r in results)
         self.note("  -> " + results.report.summary().split(";")[0] + self._failure_note(results))
         if self.verbose:
             self._note_results(results)
         self.check_results(options, results, "the sync")
-        if isinstance(plan, SyncPlan):
+        if isinstance(plan, SyncPlan) and options.max_transfer is None:  # a hard cap cuts where the bytes fall
             self.check_plan(options, plan, results)
         self.check_convergence(options, results)
         self.check_manifests(options, results)
@@ -967,6 +1056,8 @@ class ModelWalk:
         return None if rel.startswith("..") else Path(rel).as_posix()
 
     def second_run(self, options: SyncOptions, first) -> None:
+        # after a capped run the second goes on without the cap: it must finish the files left and leave the others
+        options = dataclasses.replace(options, max_transfer=None)
         before = tree_snapshot(self.root, skip_meta=True, manifests_by_content=True)
         self.emu.reset_stats()
         again = self.run_sync(options)
@@ -978,9 +1069,10 @@ class ModelWalk:
         failed_first = {
             r.entity_id
             for r in first
-            if r.status is SyncStatus.FAILED and not (r.entity_id in paths and refusable(paths[r.entity_id]))
+            if (r.status is SyncStatus.FAILED or r.action == "cap")
+            and not (r.entity_id in paths and refusable(paths[r.entity_id]))
         }
-        ok_first = {r.entity_id for r in first if r.status is not SyncStatus.FAILED}
+        ok_first = {r.entity_id for r in first if r.status is not SyncStatus.FAILED and r.action != "cap"}
         after = tree_snapshot(self.root, skip_meta=True, manifests_by_content=True)
         self.check_results(options, again, "the second identical sync")
         acted = [r for r in again if r.status in (SyncStatus.DOWNLOADED, SyncStatus.DELETED)]
@@ -1040,13 +1132,15 @@ class ModelWalk:
                     f"{when}: a result for {result.entity_id}, which does not exist remotely: {result!r}",
                 )
                 continue
-            if options.filtered and not wanted(remote_rel, options.include, options.exclude):
+            if options.filtered and not options.wants(remote_rel, len(self.remote.files[remote_rel].content)):
                 self.violation(
                     "filter-violated",
-                    f"{when}: {remote_rel!r} is left out by include="
-                    f"{list(options.include)} exclude={list(options.exclude)} "
-                    f"but has a result: {result!r}",
+                    f"{when}: {remote_rel!r} is left out by the filters of {options} but has a result: {result!r}",
                 )
+            if result.action == "cap":
+                if options.max_transfer is None or result.status is not SyncStatus.SKIPPED:
+                    self.violation("synced-unexpected-path", f"{when}: a cap result without a cap: {result!r}")
+                continue  # left by the cap: kept like a failed file (partials checked below)
             if result.action == "keep-local":
                 continue
             if result.action in ("download", "overwrite", "keep-both"):
@@ -1136,7 +1230,7 @@ class ModelWalk:
     def _check_missing(self, options: SyncOptions, results, failed_ids: Set[str], when: str) -> None:
         seen = {r.entity_id for r in results}
         for rel, remote in sorted(self.remote.files.items()):
-            if remote.entity_id in seen or not wanted(rel, options.include, options.exclude) or refusable(rel):
+            if remote.entity_id in seen or not options.wants(rel, len(remote.content)) or refusable(rel):
                 continue
             ancestors = [p for p in self.remote.folders if p and under(rel, p) and p != rel]
             if any(self.remote.folders[p] in failed_ids for p in ancestors):
@@ -1205,7 +1299,7 @@ class ModelWalk:
         failed_ids = {r.entity_id for r in results if r.status is SyncStatus.FAILED}
         unsettled: Set[Optional[str]] = set()
         for r in results:
-            if r.path is not None and (r.status is SyncStatus.FAILED or r.action in ("keep-local", "keep-both")):
+            if r.path is not None and (r.status is SyncStatus.FAILED or r.action in ("keep-local", "keep-both", "cap")):
                 real = os.path.join(os.path.realpath(os.path.dirname(r.path)), os.path.basename(r.path))
                 unsettled |= {self._rel(r.path), self._rel(real)}
         by_id = self.remote.by_id()
@@ -1218,7 +1312,9 @@ class ModelWalk:
                 if rel.startswith(META_DIR + "/"):
                     continue
                 destination = self._partial_destination(rel)
-                if destination in unsettled or not wanted(destination, options.include, options.exclude):
+                remote_file = self.remote.files.get(destination)
+                size = None if remote_file is None else len(remote_file.content)
+                if destination in unsettled or not options.wants(destination, size):
                     continue  # not settled by this run, or outside its filters (an excluded folder is not listed)
                 if destination in self.remote.files and any(
                     self.remote.folders.get(p) in failed_ids for p in self.remote.folders if p and under(destination, p)
@@ -1295,7 +1391,7 @@ class ModelWalk:
     # -- convergence -------------------------------------------------------------------------------------------------
 
     def check_convergence(self, options: SyncOptions, results) -> None:
-        if options.if_collision != "overwrite.local" or options.filtered:
+        if options.if_collision != "overwrite.local" or options.filtered or options.max_transfer is not None:
             return
         self.stats["convergence checks"] += 1
         good: Dict[str, str] = {}
@@ -1369,7 +1465,7 @@ class ModelWalk:
     # -- manifests ---------------------------------------------------------------------------------------------------
 
     def check_manifests(self, options: SyncOptions, results) -> None:
-        if options.manifest != "all" or options.filtered or not options.delete:
+        if options.manifest != "all" or options.filtered or not options.delete or options.max_transfer is not None:
             return  # without delete, files (and manifests) of things gone remotely stay, as documented
         ids = {f.entity_id for f in self.remote.files.values()}
         for folder, dirs, files in os.walk(self.root):
