@@ -60,7 +60,7 @@ def _private_home(tmp_path_factory, monkeypatch):
 
 
 #: the loggers the CLI configures for its run (cli._configure_logging): silenced unless -v
-_CLI_LOGGERS = ("synclient", "synclient.platform.rest", "synclient.platform.gate")
+_CLI_LOGGERS = ("synclient", "synclient.platform.rest", "synclient.platform.gate", "synclient.sync.auto_view")
 
 
 @pytest.fixture(autouse=True)

@@ -290,7 +290,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--view",
         metavar="ID",
         help="a file view over what is downloaded (syn456): its rows stand in for one REST call per "
-        "file (a first sync of N files takes about N/100 calls instead of N)",
+        "file (a first sync of N files takes about N/100 calls instead of N); or 'auto' (with -r): synclient "
+        "makes a temporary file view of the tree in a project of your own when it pays, and deletes it "
+        "(this creates and deletes entities in your account; see docs/cli.md)",
+    )
+    get.add_argument(
+        "--scratch-project",
+        metavar="ID",
+        help="with --view auto: the project the temporary view is made in (default: your own project "
+        "synclient-scratch-<your user id>, found or created, and removed again when empty)",
     )
     get.add_argument(
         "--version",
@@ -647,7 +655,9 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
     if args.query is not None:
         return _get_query(ctx)
     refs = _requested_ids(args)
-    view = args.view  # (validated by the run: an id without a version)
+    view = args.view  # (validated by the run: an id without a version, or auto)
+    if args.scratch_project is not None and view != "auto":
+        raise CliError("--scratch-project is where --view auto makes its view: give it with --view auto")
     options = _sync_options(args, plan_progress=ctx.want_progress())
     path = Path(args.path)
     _check_target(path)
@@ -681,7 +691,13 @@ def cmd_get(ctx: CommandContext) -> ExitCode:
             try:
                 if source is not None:
                     settings = RunSettings.of(
-                        options, config=config, max_workers=args.max_workers, observer=observer, view=view, dask=dask
+                        options,
+                        config=config,
+                        max_workers=args.max_workers,
+                        observer=observer,
+                        view=view,
+                        scratch_project=args.scratch_project,
+                        dask=dask,
                     )
                     outcome = sync_source(source, path, platform=platform, settings=settings, baseline=baseline)
                 else:
@@ -1279,11 +1295,13 @@ def _configure_logging(out: Output) -> None:
     logger = logging.getLogger("synclient")
     client_logger = logging.getLogger("synclient.platform.rest")
     gate_logger = logging.getLogger("synclient.platform.gate")
-    for each in (logger, client_logger, gate_logger):
+    view_logger = logging.getLogger("synclient.sync.auto_view")  # --view auto: made, or why the run walks
+    for each in (logger, client_logger, gate_logger, view_logger):
         for handler in [h for h in each.handlers if getattr(h, "synclient_cli", False)]:
             each.removeHandler(handler)  # run() called again in one process: no duplicate lines
     client_logger.setLevel(logging.NOTSET)
     gate_logger.setLevel(logging.NOTSET)
+    view_logger.setLevel(logging.NOTSET)
     if out.verbose:
         logger.addHandler(_stderr_handler("%(asctime)s %(levelname)s %(name)s: %(message)s", out=out))
         logger.setLevel(logging.DEBUG if out.verbose > 1 else logging.INFO)
@@ -1296,6 +1314,8 @@ def _configure_logging(out: Output) -> None:
         client_logger.setLevel(logging.WARNING)
         gate_logger.addHandler(_stderr_handler("synclient: note: %(message)s", out=out))
         gate_logger.setLevel(logging.INFO)
+        view_logger.addHandler(_stderr_handler("synclient: note: %(message)s", out=out))
+        view_logger.setLevel(logging.INFO)
 
 
 def _stderr_handler(fmt: str, *, out: Output) -> logging.Handler:

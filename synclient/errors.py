@@ -202,6 +202,10 @@ class MalformedAnswerError(ServerError):
     """A 2xx answer that is not the JSON the API documents: not JSON at all, or an object lacking a required field."""
 
 
+class JobTimeoutError(ServerError):
+    """An asynchronous job of the platform (a query of a view still being built) did not finish within its bound."""
+
+
 class CallCancelledError(SynclientError):
     """A REST call stopped (instead of waiting to retry) because the run it belongs to was cancelled."""
 

@@ -167,6 +167,10 @@ class EntityType(enum.Enum):
             EntityType.FILE: "file",
             EntityType.LINK: "link",
             EntityType.PROJECT: "project",
+            EntityType.ENTITY_VIEW: "entityview",
+            EntityType.TABLE: "table",
+            EntityType.DATASET: "dataset",
+            EntityType.DATASET_COLLECTION: "datasetcollection",
         }.get(self, "")
 
     @property
@@ -369,6 +373,40 @@ def user_profile_from_wire(obj: Mapping[str, Any]) -> Dict[str, Any]:
     """A ``UserProfile`` as a plain dict, once it is known to name its user (``ownerId``)."""
     _required(obj, "ownerId", "user profile")
     return dict(obj)
+
+
+LIST_WRAPPER = _MODEL + "ListWrapper"
+VIEW_COLUMN_MODEL_REQUEST = _MODEL + "table.ViewColumnModelRequest"
+#: a file view's ``viewTypeMask`` bit of files (``ViewTypeMask.File``)
+VIEW_TYPE_FILE = 1
+
+
+@dataclass(frozen=True)
+class Annotations:
+    """An entity's annotations as Annotations v2 has them: ``{key: {"type": ..., "value": [...]}}``, at an
+    etag (a write names the etag it read, else the platform answers 412)."""
+
+    entity_id: str
+    etag: str
+    annotations: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Annotations:
+        what = "annotations"
+        found = wire_object(obj, what).get("annotations") or {}
+        return cls(
+            entity_id=wire_entity_id(_required(obj, "id", what), "id", what),
+            etag=_string(obj, "etag", what),
+            annotations={str(key): dict(wire_object(value, what)) for key, value in wire_object(found, what).items()},
+        )
+
+    def to_wire(self) -> Dict[str, Any]:
+        return {"id": self.entity_id, "etag": self.etag, "annotations": self.annotations}
+
+    def text(self, key: str) -> Optional[str]:
+        """The first value of the annotation ``key``, as text (None when there is none)."""
+        values = (self.annotations.get(key) or {}).get("value") or []
+        return str(values[0]) if values else None
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from synclient.errors import (
     CallCancelledError,
     ConfigError,
     EndpointError,
+    JobTimeoutError,
     MalformedAnswerError,
     NotFoundError,
     PermanentServerError,
@@ -59,9 +60,12 @@ from synclient.platform.models import (
     DOWNLOAD_LIST_MANIFEST_REQUEST,
     DOWNLOAD_LIST_QUERY_REQUEST,
     FILES_STATISTICS_REQUEST,
+    LIST_WRAPPER,
     QUERY_BUNDLE_REQUEST,
     QUERY_RESULTS_PART,
+    VIEW_COLUMN_MODEL_REQUEST,
     ActionRequired,
+    Annotations,
     ChildrenPage,
     DownloadListItem,
     DownloadListItemResult,
@@ -76,6 +80,8 @@ from synclient.platform.models import (
     QueryPage,
     manifest_handle_id,
     user_profile_from_wire,
+    wire_entity_id,
+    wire_handle_id,
     wire_object,
     wire_whole_number,
 )
@@ -702,10 +708,11 @@ class Platform:
             route="POST /fileHandle/batch",
         )
 
-    def query_table(self, table_id: str, sql: str) -> Iterator[QueryPage]:
+    def query_table(self, table_id: str, sql: str, *, timeout: float = ASYNC_JOB_TIMEOUT) -> Iterator[QueryPage]:
         """Every page of ``sql`` over the table or view ``table_id``: Synapse's asynchronous query jobs
         (``POST /entity/{id}/table/query/async/start``, polled until its answer, then ``.../nextPage/...`` while
-        the answer has a next page token)."""
+        the answer has a next page token); ``timeout``: how long the first page may keep answering 202 (a view
+        being built)."""
         body = {
             "concreteType": QUERY_BUNDLE_REQUEST,
             "entityId": table_id,
@@ -714,7 +721,11 @@ class Platform:
         }
         trail = PageTrail(f"the query of {table_id}")
         page = self._async_job(
-            f"/entity/{table_id}/table/query", body, parse=QueryPage.from_bundle, route="/entity/{id}/table/query"
+            f"/entity/{table_id}/table/query",
+            body,
+            parse=QueryPage.from_bundle,
+            route="/entity/{id}/table/query",
+            timeout=timeout,
         )
         yield page
         while (token := trail.follow(page.next_page_token, rows=len(page.rows))) is not None:
@@ -725,6 +736,93 @@ class Platform:
                 route="/entity/{id}/table/query/nextPage",
             )
             yield page
+
+    # -- what the user creates in their own account (a temporary file view: --view auto) ---------------------------
+
+    def find_project(self, name: str) -> Optional[str]:
+        """The id of the project named ``name`` (``POST /entity/child`` with no parent; names of projects are
+        unique on the platform), None when there is none the caller can see."""
+        try:
+            return self._call(
+                "POST",
+                "repo",
+                "/entity/child",
+                body={"entityName": name},
+                parse=_entity_id_answer,
+                route="POST /entity/child",
+            )
+        except NotFoundError:
+            return None
+
+    def create_entity(self, entity: Mapping[str, Any]) -> Entity:
+        """Create an entity (``POST /entity``, its JSON with its ``concreteType``): the entity as created."""
+        return self._call("POST", "repo", "/entity", body=entity, parse=Entity.from_wire, route="POST /entity")
+
+    def delete_entity(self, entity_id: str) -> None:
+        """Delete an entity and what it holds for good (``DELETE /entity/{id}?skipTrashCan=true``: nothing is
+        left in the caller's trash can)."""
+        self._call(
+            "DELETE",
+            "repo",
+            f"/entity/{entity_id}",
+            params={"skipTrashCan": "true"},
+            parse=lambda answer: None,
+            route="DELETE /entity/{id}",
+        )
+
+    def get_annotations(self, entity_id: str) -> Annotations:
+        """An entity's annotations (``GET /entity/{id}/annotations2``)."""
+        return self._call(
+            "GET",
+            "repo",
+            f"/entity/{entity_id}/annotations2",
+            parse=Annotations.from_wire,
+            route="GET /entity/{id}/annotations2",
+        )
+
+    def set_annotations(self, annotations: Annotations) -> Annotations:
+        """Replace an entity's annotations (``PUT /entity/{id}/annotations2``, at the etag they were read or
+        created at)."""
+        return self._call(
+            "PUT",
+            "repo",
+            f"/entity/{annotations.entity_id}/annotations2",
+            body=annotations.to_wire(),
+            parse=Annotations.from_wire,
+            route="PUT /entity/{id}/annotations2",
+        )
+
+    def create_columns(self, models: Sequence[Mapping[str, Any]]) -> List[str]:
+        """The ids of these column models (``POST /column/batch``; the platform gives an existing model's id)."""
+        body = {"concreteType": LIST_WRAPPER, "list": [dict(model) for model in models]}
+        ids = self._call("POST", "repo", "/column/batch", body=body, parse=_column_ids, route="POST /column/batch")
+        if len(ids) != len(models):
+            raise self._malformed_answer(
+                MalformedAnswerError(f"{len(ids)} column ids for {len(models)} column models"),
+                service="repo",
+                route="POST /column/batch",
+                method="POST",
+            )
+        return ids
+
+    def view_scope_columns(self, scope_ids: Sequence[str], *, view_type_mask: int) -> List[Dict[str, Any]]:
+        """The annotation columns of the entities a file view of this scope would show (every page of the
+        asynchronous ``ViewColumnModelRequest``), as column models without ids."""
+        columns: List[Dict[str, Any]] = []
+        trail = PageTrail("the view scope's columns")
+        token: Optional[str] = None
+        while True:
+            body: Dict[str, Any] = {
+                "concreteType": VIEW_COLUMN_MODEL_REQUEST,
+                "viewScope": {"scope": list(scope_ids), "viewEntityType": "entityview", "viewTypeMask": view_type_mask},
+            }
+            if token:
+                body["nextPageToken"] = token
+            page, token = self._async_job("/column/view/scope", body, parse=_scope_columns, route="/column/view/scope")
+            columns.extend(page)
+            token = trail.follow(token, rows=len(page))
+            if not token:
+                return columns
 
     # -- the download list (the portal's Download Cart) ---------------------------------------------------------
 
@@ -800,9 +898,18 @@ class Platform:
             )
         return removed
 
-    def _async_job(self, path: str, body: Mapping[str, Any], *, parse: Callable[[Any], T], route: str) -> T:
+    def _async_job(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        *,
+        parse: Callable[[Any], T],
+        route: str,
+        timeout: float = ASYNC_JOB_TIMEOUT,
+    ) -> T:
         """Start an asynchronous job and poll it until it answers: 202 with a PROCESSING job status meanwhile; a
-        failed job is answered with its error status (or, as older servers do, a FAILED job status)."""
+        failed job is answered with its error status (or, as older servers do, a FAILED job status); a
+        :class:`JobTimeoutError` when it has not answered after ``timeout`` seconds."""
         token = self._call(
             "POST", "repo", path + "/async/start", body=body, parse=_job_token, route=f"POST {route}/async/start"
         )
@@ -818,12 +925,13 @@ class Platform:
             )
             if answer is not _PENDING:
                 return answer
-            if waited >= ASYNC_JOB_TIMEOUT:
-                raise ServerError(
-                    f"{route}: the platform's job {token} did not finish within {ASYNC_JOB_TIMEOUT:.0f} s",
+            if waited >= timeout:
+                raise JobTimeoutError(
+                    f"{route}: the platform's job {token} did not finish within {timeout:g} s",
                     method="GET",
                     url=self.endpoints.repo + path,
                 )
+            delay = min(delay, max(timeout - waited, 0.0))  # (the last poll falls on the bound)
             self._sleep(delay)
             if self.cancel_event.is_set():
                 raise CallCancelledError(f"{route}: cancelled while waiting for the platform's job")
@@ -833,6 +941,41 @@ class Platform:
 
 #: what a poll of an asynchronous job gives while the job runs
 _PENDING = object()
+
+
+def _entity_id_answer(answer: Any) -> str:
+    """An ``EntityId``: its ``id``."""
+    what = "an entity id answer"
+    return wire_entity_id(wire_object(answer, what).get("id"), "id", what)
+
+
+def _column_ids(answer: Any) -> List[str]:
+    """A ``ListWrapper`` of ColumnModels: their ids, in order."""
+    what = "a column batch answer"
+    models = wire_object(answer, what).get("list")
+    if not isinstance(models, list):
+        raise MalformedAnswerError(f"{what} has no list of column models")
+    return [wire_handle_id(wire_object(model, what).get("id"), "id", what) for model in models]  # (digits)
+
+
+def _scope_columns(answer: Any) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+    """A ``ViewColumnModelResponse``: its column models (checked to be objects naming a name and a type) and its
+    next page token."""
+    what = "a view scope's columns"
+    obj = wire_object(answer, what)
+    results = obj.get("results") or []
+    if not isinstance(results, list):
+        raise MalformedAnswerError(f"{what}: results is not a list")
+    models = []
+    for model in results:
+        column = dict(wire_object(model, what))
+        if not isinstance(column.get("name"), str) or not isinstance(column.get("columnType"), str):
+            raise MalformedAnswerError(f"{what}: a column model without a name or a type")
+        models.append(column)
+    token = obj.get("nextPageToken")
+    if token is not None and not isinstance(token, str):
+        raise MalformedAnswerError(f"{what}: nextPageToken is not a string")
+    return models, token
 
 
 def _removed_count(answer: Any) -> int:

@@ -46,7 +46,7 @@ from synclient.sync.records.index import IndexRow, LocalIndex
 from synclient.sync.records.manifest import ManifestRow, provenance_from_activity
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
 from synclient.sync.sources.id_lists import ExpectedContent, ListMismatchError
-from synclient.sync.sources.queries import ViewRows
+from synclient.sync.sources.queries import FileRows
 from synclient.sync.sources.walker import FoundFile
 from synclient.transfer.fetcher import Fetcher, check_scheme
 from synclient.transfer.jobs import FetchJob, FileFetched
@@ -129,7 +129,7 @@ class FilePipeline:
         individual_files: AbstractSet[str] = frozenset(),
         described: Optional[DescribedFiles] = None,
         expected: Optional[ExpectedContent] = None,
-        view: Optional[ViewRows] = None,
+        view: Optional[FileRows] = None,
         handle_names: Optional[HandleNames] = None,
         sizes: Optional[FolderBytes] = None,
     ) -> None:

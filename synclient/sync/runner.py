@@ -63,10 +63,11 @@ from synclient.sync.plan.filters import Age
 from synclient.sync.plan.folder_bytes import FolderBytes
 from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
 from synclient.sync.records.index import LocalIndex
+from synclient.sync.sources.auto_view import AutoView, AutoViewRequest
 from synclient.sync.sources.by_id import Layout, Renamed
 from synclient.sync.sources.id_lists import EntityRef
 from synclient.sync.sources.kept_paths import kept_paths_of
-from synclient.sync.sources.queries import ViewRows, table_of
+from synclient.sync.sources.queries import FileRows, ViewRows, table_of
 from synclient.sync.sources.resolve import (
     LIST_ROOT,
     FileSource,
@@ -180,7 +181,7 @@ class SyncRun:
         observer: SyncObserver,
         pool: TaskPool,
         names: FilesystemNames = FilesystemNames(),
-        view: Optional[ViewRows] = None,
+        view: Optional[FileRows] = None,
         remote: Optional[DaskFetcher] = None,
         on_planned: Optional[Callable[[PlanEntry], None]] = None,
     ) -> None:
@@ -516,6 +517,7 @@ if TYPE_CHECKING:
         delete: Optional[bool]
         manifest: Optional[str]
         view: Optional[str]
+        scratch_project: Optional[str]
         file_names: Union[FileNames, str, None]
         checksum: Optional[bool]
 
@@ -536,7 +538,7 @@ class RunSettings:
     options: SyncOptions
     config: TransferConfig
     observer: Optional[SyncObserver] = None
-    view: Optional[str] = None  # a file view's id, without a version
+    view: Union[str, AutoViewRequest, None] = None  # a file view's id, without a version; or one to make
     cluster: Optional[DaskSettings] = None
 
     @classmethod
@@ -549,6 +551,7 @@ class RunSettings:
         max_workers: Optional[int] = None,
         observer: Optional[SyncObserver] = None,
         view: Optional[str] = None,
+        scratch_project: Optional[str] = None,
         dask: Optional[object] = None,
     ) -> RunSettings:
         """``options`` with the option keywords among ``keywords`` (a public function's ``locals()``: each named as
@@ -560,7 +563,13 @@ class RunSettings:
         config = config or TransferConfig()
         if max_workers is not None:
             config = replace(config, max_workers=max_workers)
-        return cls(options=checked, config=config, observer=observer, cluster=_dask_settings(dask), view=_view_id(view))
+        return cls(
+            options=checked,
+            config=config,
+            observer=observer,
+            cluster=_dask_settings(dask),
+            view=_view_setting(view, scratch_project),
+        )
 
 
 @overload
@@ -628,6 +637,7 @@ def sync_from_platform(
     synapse_cache_link: Optional[bool] = None,
     syn: Optional[object] = None,
     view: Optional[str] = None,
+    scratch_project: Optional[str] = None,
     filesystem_names: Union[FilesystemNames, str, None] = None,
     dask: Optional[object] = None,
     file_names: Union[FileNames, str, None] = None,
@@ -678,7 +688,14 @@ def sync_from_platform(
       start (``"size,descending"``). See :class:`~synclient.sync.options.SyncOptions`.
     """
     settings = RunSettings.of(
-        options, keywords=locals(), config=config, max_workers=max_workers, observer=observer, view=view, dask=dask
+        options,
+        keywords=locals(),
+        config=config,
+        max_workers=max_workers,
+        observer=observer,
+        view=view,
+        scratch_project=scratch_project,
+        dask=dask,
     )
     ref = EntityRef.parse(entity)
     return _resolve_and_run(
@@ -882,10 +899,20 @@ def download_query(
     )
 
 
-def _view_id(view: Optional[str]) -> Optional[str]:
-    """``view=``: a file view's id, without a version (a usage error otherwise)."""
+def _view_setting(view: Optional[str], scratch_project: Optional[str]) -> Union[str, AutoViewRequest, None]:
+    """``view=``: a file view's id, without a version, or ``"auto"`` (a temporary view, in ``scratch_project``
+    if given); a usage error otherwise."""
+    if scratch_project is not None:
+        if view != "auto":
+            raise ConfigError("scratch_project= is where view='auto' makes its view: give it with view='auto'")
+        project_id, project_version = parse_entity_id(scratch_project)
+        if project_version is not None:
+            raise ConfigError(f"scratch_project={scratch_project}: name the project without a version")
+        return AutoViewRequest(scratch_project=project_id)
     if view is None:
         return None
+    if view == "auto":
+        return AutoViewRequest()
     view_id, version = parse_entity_id(view)
     if version is not None:
         raise ConfigError(f"view={view}: a sync reads the file view as it is now; name it without a version")
@@ -1026,6 +1053,7 @@ def _execute(
     cluster that fetches the files."""
     started, before = baseline.started, baseline.before
     config = settings.config
+    auto_view: Optional[AutoView] = None  # a temporary view the run makes (view='auto')
     try:
         _check_keep_paths(source, settings.options)
         # a list's run writes no manifest and deletes nothing, unless it is one container's sync
@@ -1035,8 +1063,8 @@ def _execute(
             else settings.options
         )
         target = TargetDirectory(path, create=not options.dry_run)
-        view_id = settings.view if not options.needs_bundle else None  # (bundles wanted anyway: the view is no use)
-        view_rows = ViewRows(platform, platform.get_entity_header(view_id)) if view_id is not None else None
+        view_rows = _view_rows(source, settings.view, platform=platform, options=options)
+        auto_view = view_rows if isinstance(view_rows, AutoView) else None
         bar = _progress_bar(enabled=options.progress and not options.dry_run, description=source.description)
         planning: Optional[PlanProgress] = None
         with LocalIndex(target.root, read_only=options.dry_run) as index:
@@ -1119,12 +1147,38 @@ def _execute(
             effects.report.query = source.query if isinstance(source, ListSource) else None
             _remember_throughput(effects, index)
     finally:
+        if auto_view is not None:  # (also after a failure or Ctrl-C: what is left of its view goes)
+            auto_view.close()
         if own_platform:
             platform.close()
     results = SyncResults(effects.results, effects.report, folders=dict(run.walker.folder_ids))
     if (results.failures or effects.report.manifest_errors) and options.on_error is OnError.RAISE:
         raise SyncError(results.failures, results, problems=effects.report.manifest_errors)
     return results
+
+
+def _view_rows(
+    source: RunSource, view: Union[str, AutoViewRequest, None], *, platform: Platform, options: SyncOptions
+) -> Optional[FileRows]:
+    """The file view rows standing in for the run's bundle calls: a given view's, or a temporary view's of the
+    tree's root (made by a real run of a project or folder when it pays: :mod:`.sources.auto_view`); none when
+    bundles are wanted anyway."""
+    if view is None or options.needs_bundle:
+        return None
+    if isinstance(view, str):
+        return ViewRows(platform, platform.get_entity_header(view))
+    tree = isinstance(source, TreeSource) or (isinstance(source, ListSource) and source.mirrors_container)
+    if not tree:
+        if isinstance(source, ListSource):
+            raise ConfigError(
+                "view='auto' makes a view of the one project or folder a sync mirrors; for a list of ids, "
+                "give a file view over them (view='syn456')"
+            )
+        return None  # one file: nothing to plan
+    if options.dry_run:
+        log.info("--view auto: a dry run makes no view; the real run makes one when it pays")
+        return None
+    return AutoView(platform, scope_id=source.root_id, request=view)
 
 
 def _progress_bar(*, enabled: bool, description: str) -> Optional[ProgressDisplay]:

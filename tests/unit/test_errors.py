@@ -67,6 +67,7 @@ def test_every_error_states_its_nature():
         "ServerError": N.RETRYABLE,
         "PermanentServerError": N.PER_FILE,
         "MalformedAnswerError": N.RETRYABLE,
+        "JobTimeoutError": N.RETRYABLE,
         "CallCancelledError": N.FATAL,
         "Cancelled": N.FATAL,
         "TransferCapReached": N.PER_FILE,  # left by --max-transfer: reported as left, never failed

@@ -167,6 +167,7 @@ def test_public_option_keywords_are_the_fields_they_override():
         "observer",
         "syn",
         "view",
+        "scratch_project",
         "dask",
     }
     for function, _ in PUBLIC.values():

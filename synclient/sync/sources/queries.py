@@ -25,7 +25,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Protocol, Sequence, Tuple
 
 from synclient.errors import CallCancelledError, Cancelled, ConfigError, MalformedAnswerError, SynclientError
 from synclient.platform.models import (
@@ -38,7 +38,7 @@ from synclient.platform.models import (
     wire_md5,
     wire_whole_number,
 )
-from synclient.platform.rest import Platform
+from synclient.platform.rest import ASYNC_JOB_TIMEOUT, Platform
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
 from synclient.sync.sources.id_lists import EntityRef
 
@@ -146,6 +146,13 @@ def select(platform: Platform, sql: str, *, table_id: str) -> QuerySelection:
     return selection
 
 
+class FileRows(Protocol):
+    """What a file view's rows say of a file version (a sync planned from a view: :class:`ViewRows`, or
+    ``view="auto"``'s :class:`~synclient.sync.sources.auto_view.AutoView`), None when they say nothing of it."""
+
+    def get(self, entity_id: str, version: Optional[int]) -> Optional[FileVersionFacts]: ...
+
+
 class ViewRows:
     """What a file view's rows (``SELECT *``) say of its files, for a sync planned from it (``view=``): read once,
     by the first :meth:`get` (a pool task that needs a file's bundle otherwise); thread-safe. A view that cannot
@@ -166,19 +173,8 @@ class ViewRows:
         return self._rows.get((entity_id, version))
 
     def _read(self) -> DescribedFiles:
-        known: DescribedFiles = {}
-        number = 0
         try:
-            for page in self._platform.query_table(self._view.id, f"SELECT * FROM {self._view.id}"):
-                columns = _Columns(page.columns, page.column_types)
-                if columns.handle is None:
-                    raise ConfigError(f"it has no {', '.join(HANDLE_COLUMNS)} columns")
-                for row in page.rows:
-                    number += 1
-                    ref = columns.ref_of(row.values, row=number)
-                    file = columns.file_facts(row.values, row.version)
-                    if ref is not None and file is not None:
-                        known[ref.entity_id, file.version] = file
+            return read_view_files(self._platform, self._view.id)
         except (CallCancelledError, Cancelled):
             return {}  # the run stops: nothing to say
         except SynclientError as exc:
@@ -188,7 +184,25 @@ class ViewRows:
                 exc,
             )
             return {}
-        return known
+
+
+def read_view_files(platform: Platform, view_id: str, *, timeout: float = ASYNC_JOB_TIMEOUT) -> DescribedFiles:
+    """What every row of the file view ``view_id`` (``SELECT *``, every page) says of its file, by (entity id,
+    version); ``timeout``: how long the view may answer 202 (being built) before :class:`JobTimeoutError`. A
+    :class:`ConfigError` when the view has no handle columns."""
+    known: DescribedFiles = {}
+    number = 0
+    for page in platform.query_table(view_id, f"SELECT * FROM {view_id}", timeout=timeout):
+        columns = _Columns(page.columns, page.column_types)
+        if columns.handle is None:
+            raise ConfigError(f"it has no {', '.join(HANDLE_COLUMNS)} columns")
+        for row in page.rows:
+            number += 1
+            ref = columns.ref_of(row.values, row=number)
+            file = columns.file_facts(row.values, row.version)
+            if ref is not None and file is not None:
+                known[ref.entity_id, file.version] = file
+    return known
 
 
 class _Columns:

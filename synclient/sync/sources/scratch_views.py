@@ -1,0 +1,221 @@
+"""The temporary file views synclient makes in the user's own account (``--view auto``): where they live, how they
+are named and marked, and how they go away.
+
+A view lives in a *scratch project*: the one given (``--scratch-project synP``: never deleted), else the user's own
+project named :data:`SCRATCH_PROJECT_NAME` (found or created; project names are unique on the platform, so the name
+holds the user's id), deleted again once it holds nothing. A view is named with :data:`VIEW_NAME_PREFIX` and
+annotated with when and where it was made (:data:`CREATED_ON_KEY`, :data:`HOST_KEY`). A run deletes its view as
+soon as it has read its rows; a run killed meanwhile leaves it behind, and the next run of that user removes it once
+it is older than :data:`LEFTOVER_GRACE` (a run still building its view is younger). Only a view with the prefix,
+the marks and the caller as its creator is ever removed: never one synclient did not make.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import secrets
+import socket
+from dataclasses import dataclass
+from typing import Callable, List, Mapping, Optional, Sequence
+
+from synclient.errors import AccessDeniedError, ConfigError, NotFoundError, PlatformError, SynclientError
+from synclient.platform.models import VIEW_TYPE_FILE, Annotations, EntityType
+from synclient.platform.rest import Platform
+
+log = logging.getLogger("synclient.sync.auto_view")
+
+#: the user's own scratch project, by the user's id (``ownerId`` of their profile)
+SCRATCH_PROJECT_NAME = "synclient-scratch-{owner_id}"
+VIEW_NAME_PREFIX = "synclient-auto-view-"
+#: the annotations a view synclient made carries: when (ISO 8601, UTC) and on which host
+CREATED_ON_KEY = "synclientCreatedOn"
+HOST_KEY = "synclientHost"
+#: what a temporary view's description says (set in the call that creates it, before its annotations)
+DESCRIPTION = "A temporary file view made by synclient (--view auto) to plan a download; it removes it."
+#: a leftover view younger than this may still be some run's: it is left alone
+LEFTOVER_GRACE = datetime.timedelta(hours=1)
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _stamp(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _parse_stamp(text: Optional[str]) -> Optional[datetime.datetime]:
+    """Synapse's ISO 8601 UTC stamp (``2026-11-27T19:02:03.456Z``), None when it is not one."""
+    if not text:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+@dataclass(frozen=True)
+class ScratchProject:
+    id: str
+    #: synclient's own project (found or created by its name): removed when it holds nothing
+    ours: bool
+
+
+@dataclass(frozen=True)
+class ViewColumns:
+    """The column models a view-planned sync reads (:mod:`synclient.sync.sources.queries`), as Synapse defines
+    these file fields (``ObjectField``: name, type, size, facet)."""
+
+    models: Sequence[Mapping[str, object]]
+
+
+#: the file fields a planned file needs: its id and version, its folder, its age, its handle (id, size, MD5) and
+#: whether the handle is the platform's storage
+FILE_FIELDS = ViewColumns(
+    (
+        {"name": "id", "columnType": "ENTITYID"},
+        {"name": "currentVersion", "columnType": "INTEGER"},
+        {"name": "parentId", "columnType": "ENTITYID", "facetType": "enumeration"},
+        {"name": "modifiedOn", "columnType": "DATE", "facetType": "range"},
+        {"name": "dataFileHandleId", "columnType": "FILEHANDLEID"},
+        {"name": "dataFileSizeBytes", "columnType": "INTEGER"},
+        {"name": "dataFileMD5Hex", "columnType": "STRING", "maximumSize": 100},
+        {"name": "dataFileConcreteType", "columnType": "STRING", "maximumSize": 65, "facetType": "enumeration"},
+    )
+)
+
+
+class ScratchViews:
+    """Make, find and remove synclient's temporary views of one user (every call through ``platform``)."""
+
+    def __init__(
+        self,
+        platform: Platform,
+        *,
+        scratch_project: Optional[str] = None,
+        host: Optional[str] = None,
+        clock: Callable[[], datetime.datetime] = utc_now,
+    ) -> None:
+        self._platform = platform
+        self._given = scratch_project
+        self._host = host or socket.gethostname() or "unknown host"
+        self._clock = clock
+        self._owner_id: Optional[str] = None
+
+    # -- the scratch project ---------------------------------------------------------------------------------------
+
+    def owner_id(self) -> str:
+        if self._owner_id is None:
+            self._owner_id = str(self._platform.get_user_profile()["ownerId"])
+        return self._owner_id
+
+    def open_project(self) -> ScratchProject:
+        """The project the view goes in: the one given (checked to be a container), else synclient's own, found by
+        its name or created (raises :class:`AccessDeniedError` when a project of that name is someone else's)."""
+        if self._given is not None:
+            header = self._platform.get_entity_header(self._given)
+            if not header.type.is_container:
+                raise ConfigError(f"--scratch-project {self._given} is a {header.type.label}, not a project")
+            return ScratchProject(header.id, ours=False)
+        name = SCRATCH_PROJECT_NAME.format(owner_id=self.owner_id())
+        found = self._platform.find_project(name)
+        if found is None:
+            try:
+                created = self._platform.create_entity({"concreteType": EntityType.PROJECT.value, "name": name})
+                return ScratchProject(created.id, ours=True)
+            except PlatformError as exc:
+                if exc.status != 409:  # (409: made meanwhile by another run of this user)
+                    raise
+            found = self._platform.find_project(name)
+            if found is None:
+                raise AccessDeniedError(f"the project {name} exists but cannot be read")
+        creator = self._platform.get_entity(found).raw.get("createdBy")
+        if str(creator) != self.owner_id():
+            raise AccessDeniedError(f"a project named {name} exists and is not yours ({found})")
+        return ScratchProject(found, ours=True)
+
+    def close_project(self, project: ScratchProject) -> None:
+        """Remove synclient's own scratch project when it holds nothing (a view of another run keeps it)."""
+        if not project.ours:
+            return
+        page = self._platform.list_children(project.id, include_types=list(_ALL_KINDS))
+        if page.headers:
+            return
+        self._platform.delete_entity(project.id)
+
+    # -- views -----------------------------------------------------------------------------------------------------
+
+    def create_view(self, project: ScratchProject, *, scope_id: str, column_ids: Sequence[str]) -> str:
+        """A file view of every file below ``scope_id`` in ``project``, named and annotated as synclient's: its id."""
+        now = self._clock()
+        name = f"{VIEW_NAME_PREFIX}{now.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(4)}"
+        view = self._platform.create_entity(
+            {
+                "concreteType": EntityType.ENTITY_VIEW.value,
+                "name": name,
+                "parentId": project.id,
+                "description": DESCRIPTION,
+                "scopeIds": [scope_id],
+                "viewTypeMask": VIEW_TYPE_FILE,
+                "columnIds": list(column_ids),
+            }
+        )
+        try:
+            etag = view.raw.get("etag")
+            self._platform.set_annotations(
+                Annotations(
+                    view.id,
+                    str(etag),
+                    {
+                        CREATED_ON_KEY: {"type": "STRING", "value": [_stamp(now)]},
+                        HOST_KEY: {"type": "STRING", "value": [self._host]},
+                    },
+                )
+            )
+        except SynclientError:
+            self.delete_view(view.id)
+            raise
+        return view.id
+
+    def delete_view(self, view_id: str) -> None:
+        try:
+            self._platform.delete_entity(view_id)
+        except NotFoundError:
+            pass  # (gone already: removed with its project by another run)
+
+    def sweep_leftovers(self, project: ScratchProject) -> List[str]:
+        """Remove the views earlier runs of this user left in ``project`` (killed before removing theirs) once
+        they are older than :data:`LEFTOVER_GRACE`: the ids removed. One children call, and two calls for each view
+        named as synclient's (its annotations and its creator)."""
+        removed: List[str] = []
+        for header in self._platform.iter_children(project.id, include_types=[EntityType.ENTITY_VIEW]):
+            if not header.name.startswith(VIEW_NAME_PREFIX):
+                continue
+            try:
+                annotations = self._platform.get_annotations(header.id)
+                entity = self._platform.get_entity(header.id)
+            except NotFoundError:
+                continue
+            made = _parse_stamp(annotations.text(CREATED_ON_KEY))
+            if entity.raw.get("description") != DESCRIPTION and made is None:
+                continue  # not marked as synclient's
+            if str(entity.raw.get("createdBy")) != self.owner_id():
+                continue  # another user's: theirs to remove
+            made = made or _parse_stamp(entity.raw.get("createdOn"))
+            if made is None or self._clock() - made < LEFTOVER_GRACE:
+                continue
+            self.delete_view(header.id)
+            removed.append(header.id)
+            log.info(
+                "removed %s, a temporary file view a run on %s left at %s",
+                header.id,
+                annotations.text(HOST_KEY) or "an unknown host",
+                _stamp(made),
+            )
+        return removed
+
+
+#: every kind a scratch project could hold (to know it holds nothing)
+_ALL_KINDS = tuple(kind for kind in EntityType if kind.children_filter and kind is not EntityType.PROJECT)
