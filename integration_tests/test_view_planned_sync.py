@@ -1,7 +1,11 @@
 """Issue 17: a sync planned from a file view (view=) must be the sync without it, whatever the view lags behind:
 moves, files replaced by new versions, handles replaced in place, a view without its file columns. Each scenario
 runs twice on one emulator state, into two targets, with and without the view, and the two must agree (tree,
-manifests, actions); then the calls the view saved are checked."""
+manifests, actions); then the calls the view saved are checked.
+
+Issue 34: the scenarios of a view's rows run again with ``view="auto"`` (a temporary view the run makes of the
+tree, here as soon as one file needs its bundle): the same outcome, the same calls saved, and nothing left in the
+account after each run (no scratch project, no view, nothing in the trash)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from synctrees import assert_tree_matches, local_tree
 from synclient import Platform, SyncOptions, SyncStatus, download_query, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.errors import ConfigError
+from synclient.sync.sources import auto_view
 
 SPEC = {
     "projects": [
@@ -47,18 +52,37 @@ SPEC = {
 }
 
 
-@pytest.fixture
-def emu(tmp_path):
+@pytest.fixture(params=["given", "auto"])
+def emu(request, tmp_path, monkeypatch):
+    """An emulator seeded with SPEC; ``emu.view``: the view a sync is planned from, the seeded one or "auto"."""
     with Emulator(data_dir=str(tmp_path / "emu")) as emu:
         emu.project = emu.seed_spec(SPEC)["p"]
         emu.at = lambda path: emu.resolve(emu.project, path)
-        emu.view = emu.at("files")
+        emu.view = emu.at("files") if request.param == "given" else "auto"
+        monkeypatch.setattr(auto_view, "WORTH_A_VIEW", 1)  # four files: a view from the first one on
         yield emu
+
+
+def given_view_only(emu):
+    if emu.view == "auto":
+        pytest.skip("about a view the user names")
 
 
 def sync(emu, target, **keywords):
     with Platform(emu.endpoint, token=emu.token) as platform:
-        return sync_from_platform(emu.project, target, platform=platform, synapse_cache=False, **keywords)
+        results = sync_from_platform(emu.project, target, platform=platform, synapse_cache=False, **keywords)
+    if keywords.get("view") == "auto":
+        assert_nothing_left(emu)
+    return results
+
+
+def assert_nothing_left(emu):
+    """No project but the seeded one, nothing in the trash: --view auto's view and scratch project are gone."""
+    assert set(emu.store.projects()) == {"p"} and emu.trash() == []
+    assert not [e for e in emu.project_entities(emu.project) if e["kind"] == "entityview" and e["name"] not in SEEDED]
+
+
+SEEDED = {"files", "bare"}
 
 
 def manifest_rows(root):
@@ -113,6 +137,7 @@ def test_a_first_sync_from_the_view_is_the_sync_without_it_with_no_bundle_call(e
     again = sync(emu, tmp_path / "first-view", view=emu.view)
     assert {r.status for r in again} == {SyncStatus.SKIPPED}
     assert not any("/table/query" in route for route in emu.stats()["api_by_route"])
+    assert "POST /repo/v1/entity" not in emu.stats()["api_by_route"]  # (view="auto": nor made)
 
 
 def test_edits_the_view_lags_behind_change_nothing_but_the_calls(emu, tmp_path):
@@ -159,7 +184,7 @@ def test_a_handle_replaced_in_place_behind_the_view_falls_back_to_the_bundle(emu
     assert f"now {new_handle}" in caplog.text
     with Platform(emu.endpoint, token=emu.token) as platform:
         picked = download_query(
-            f"SELECT * FROM {emu.view} WHERE name = 'a1.txt'", tmp_path / "q", platform=platform, synapse_cache=False
+            f"SELECT * FROM {emu.at('files')} WHERE name = 'a1.txt'", tmp_path / "q", platform=platform, synapse_cache=False
         )
     assert [r.status for r in picked] == [SyncStatus.DOWNLOADED] and (tmp_path / "q" / "a1.txt").read_text() == "a1\n"
     emu.reset_stats()  # the index recorded the handle that was fetched: a re-sync is a no-op
@@ -168,6 +193,7 @@ def test_a_handle_replaced_in_place_behind_the_view_falls_back_to_the_bundle(emu
 
 
 def test_a_view_without_its_file_columns_is_said_once_and_every_file_takes_its_bundle(emu, tmp_path, caplog):
+    given_view_only(emu)
     caplog.set_level(logging.WARNING, logger="synclient")
     results = sync(emu, tmp_path / "t", view=emu.at("bare"))
     assert len(results) == 4 and not results.failures and bundle_calls(emu) == 4
@@ -180,6 +206,7 @@ def test_a_view_without_its_file_columns_is_said_once_and_every_file_takes_its_b
 
 
 def test_a_query_selection_is_laid_out_alike_whatever_its_row_count_and_filters_apply(emu, tmp_path):
+    given_view_only(emu)
     with Platform(emu.endpoint, token=emu.token) as platform:
         one = download_query(
             f"SELECT * FROM {emu.view} WHERE name = 'a1.txt'", tmp_path / "one", platform=platform, synapse_cache=False
