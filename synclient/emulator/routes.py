@@ -129,6 +129,8 @@ class Routes:
         entity = self.store.entity(entity_id)
         if entity is None:
             raise ApiError(404, not_found_reason(f"syn{entity_id}"))
+        if self.store.in_trash(entity_id):  # EntityDeciderFunctions.DENY_IF_IN_TRASH: EntityInTrashCanException, 404
+            raise ApiError(404, f"Entity syn{entity_id} is in trash can.")
         if self.store.effective_deny(entity) is DenyMode.READ:
             raise ApiError(403, lack_access_reason("READ"))
         return entity

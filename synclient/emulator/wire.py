@@ -105,6 +105,8 @@ def entity_json(store: Store, entity: Entity, version: Optional[Version] = None)
         body.update(_item_list_fields(store, entity))
     elif entity.kind.is_queryable:
         body.update(_queryable_fields(store, entity))
+    if entity.kind in (EntityKind.PROJECT, EntityKind.FOLDER, EntityKind.ENTITYVIEW):
+        body.update(store.entity_fields(entity.id))  # what POST /entity gave (description, isSearchEnabled)
     return body
 
 
