@@ -111,3 +111,20 @@ def test_delete_moves_the_view_to_the_trash(emulator, data):
     assert [entity["inTrash"] for entity in emulator.project_entities(scratch.id)] == [False, True]
     syn.restDELETE(f"/entity/{scratch.id}?skipTrashCan=true")
     assert scratch.id not in emulator.info()["projects"].values()
+
+
+def test_the_models_api_stores_queries_and_deletes_a_view(emulator, data):
+    """``EntityView(...).store()`` posts ``/entity/bundle2/create``, stores its columns and sets them with a table
+    transaction's schema change; ``query`` runs the CSV job; ``delete`` sends ``DELETE /entity/{id}``."""
+    from synapseclient.models import EntityView, Project, ViewTypeMask
+
+    syn, _project, ids = data
+    scratch = Project(name="models scratch").store(synapse_client=syn)
+    view = EntityView(
+        name="models view", parent_id=scratch.id, scope_ids=[ids("raw")], view_type_mask=ViewTypeMask.FILE
+    ).store(synapse_client=syn)
+    assert list(view.columns)[:2] == ["id", "name"] and "dataFileMD5Hex" in view.columns
+    frame = view.query(f"select name from {view.id}", synapse_client=syn)
+    assert sorted(frame["name"]) == ["a.txt", "b.txt"]
+    view.delete(synapse_client=syn)
+    assert [item["id"] for item in emulator.trash()] == [view.id]

@@ -1,14 +1,27 @@
-"""Column models for a view a client makes: ``POST /column/batch``, ``GET /column/tableview/defaults`` and the
-asynchronous ``/column/view/scope`` job (the annotation columns of the files in a scope), as Synapse's
-TableController answers them. synapseclient 4.14's ``syn.store(EntityViewSchema(...))`` calls all three.
+"""Column models for a view a client makes: ``POST /column/batch``, ``GET /column/tableview/defaults``, the
+asynchronous ``/column/view/scope`` job (the annotation columns of the files in a scope) and the table transaction
+job's schema change (``/entity/{id}/table/transaction``), as Synapse's TableController answers them.
+synapseclient 4.14's ``syn.store(EntityViewSchema(...))`` calls the first three, its models API's
+``EntityView(...).store()`` the defaults and the transaction (after ``POST /entity/bundle2/create``).
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from .routes import ApiError, Request, Response, Routes, _route, invalid_id_reason, make_page_token, parse_page_token
-from .store import DenyMode, parse_syn_id
+from .entity_routes import rebuild_view
+from .routes import (
+    _ID,
+    ApiError,
+    Request,
+    Response,
+    Routes,
+    _route,
+    invalid_id_reason,
+    make_page_token,
+    parse_page_token,
+)
+from .store import DenyMode, EntityKind, parse_syn_id
 from .table_routes import job_answer, jobs_of, request_model
 from .tables import COLUMN_TYPES, DEFAULT_FILE_VIEW_COLUMNS, DEFAULT_STRING_SIZE, LIST_TYPES, column_model
 
@@ -143,6 +156,84 @@ def view_columns_get(routes: Routes, request: Request) -> Response:
     return job_answer(routes, request.params[0], "viewColumns", run)
 
 
+# --- the table transaction: schema changes -----------------------------------------------------------------------
+TRANSACTION_REQUEST = "org.sagebionetworks.repo.model.table.TableUpdateTransactionRequest"
+TRANSACTION_RESPONSE = "org.sagebionetworks.repo.model.table.TableUpdateTransactionResponse"
+SCHEMA_CHANGE_REQUEST = "org.sagebionetworks.repo.model.table.TableSchemaChangeRequest"
+SCHEMA_CHANGE_RESPONSE = "org.sagebionetworks.repo.model.table.TableSchemaChangeResponse"
+_TRANSACTION_FIELDS: Dict[str, Any] = {
+    "concreteType": str,
+    "entityId": str,
+    "changes": list,
+    "createSnapshot": bool,
+}
+
+
+def transaction_start(routes: Routes, request: Request) -> Response:
+    """TableController.updateTableAsyncStart: 201 AsyncJobId. The emulator's transactions change schemas only."""
+    body = request_model(request.json(), TRANSACTION_REQUEST, _TRANSACTION_FIELDS, "TableUpdateTransactionRequest")
+    for change in body.get("changes") or []:
+        if not isinstance(change, dict) or change.get("concreteType") != SCHEMA_CHANGE_REQUEST:
+            raise ApiError(400, "The emulator's table transactions hold TableSchemaChangeRequests only.")
+    if body.get("createSnapshot"):
+        raise ApiError(400, "The emulator makes no table snapshots.")
+    entity_id = parse_syn_id(request.params[0])
+    job = jobs_of(routes).start(
+        "transaction", entity_id, body, request.caller.id, routes.context.knobs.query_pending_polls
+    )
+    return Response(status=201, body={"token": job.id})
+
+
+def _new_column_ids(routes: Routes, current: List[int], change: Dict[str, Any]) -> List[int]:
+    """TableSchemaChangeRequest -> the schema's column ids: ``orderedColumnIds`` when given, else the ColumnChanges
+    applied to the current ids (old -> new; no old: added; no new: removed)."""
+    columns = list(current)
+    for column_change in change.get("changes") or []:
+        old, new = column_change.get("oldColumnId"), column_change.get("newColumnId")
+        if old is not None and int(old) in columns:
+            index = columns.index(int(old))
+            if new is None:
+                columns.pop(index)
+            else:
+                columns[index] = int(new)
+        elif new is not None and int(new) not in columns:
+            columns.append(int(new))
+    ordered = change.get("orderedColumnIds")
+    if ordered is not None:
+        columns = [int(column_id) for column_id in ordered]
+    for column_id in columns:
+        if routes.store.column_model(column_id) is None:
+            raise ApiError(400, f"ColumnModel {column_id} does not exist.")
+    return columns
+
+
+def transaction_get(routes: Routes, request: Request) -> Response:
+    """TableController.updateTableAsyncGet: each schema change applied in order, a view's snapshot and build made
+    again; 201 TableUpdateTransactionResponse with each change's TableSchemaChangeResponse (the new schema)."""
+
+    def run(job) -> Dict[str, Any]:
+        entity = routes._entity(str(job.entity_id))
+        if not entity.kind.is_queryable:
+            raise ApiError(400, f"syn{entity.id} is not a table or a view.")
+        store = routes.store
+        results = []
+        for change in job.request.get("changes") or []:
+            current, scope_ids, mask = store.table_schema(entity.id)
+            columns = _new_column_ids(routes, current, change)
+            store.set_table_schema(entity.id, columns, scope_ids, mask)
+            results.append(
+                {
+                    "concreteType": SCHEMA_CHANGE_RESPONSE,
+                    "schema": [dict(store.column_model(c) or {}) for c in columns],
+                }
+            )
+        if entity.kind is EntityKind.ENTITYVIEW:
+            rebuild_view(routes, entity.id)
+        return {"concreteType": TRANSACTION_RESPONSE, "results": results}
+
+    return job_answer(routes, request.params[1], "transaction", run)
+
+
 def _annotation_type(values: List[Any]) -> str:
     """The Annotations v2 type of a key's stored values (as wire.annotations_json writes it)."""
     if values and all(isinstance(v, bool) for v in values):
@@ -190,4 +281,6 @@ COLUMN_ROUTES = [
     _route("GET", r"/repo/v1/column/tableview/defaults", default_columns, "entity"),
     _route("POST", _SCOPE + r"/start", view_columns_start, "query"),
     _route("GET", _SCOPE + r"/get/([^/]+)", view_columns_get, "query"),
+    _route("POST", rf"/repo/v1/entity/{_ID}/table/transaction/async/start", transaction_start, "query"),
+    _route("GET", rf"/repo/v1/entity/{_ID}/table/transaction/async/get/([^/]+)", transaction_get, "query"),
 ]

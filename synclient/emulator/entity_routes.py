@@ -109,7 +109,37 @@ def _view_type_mask(body: Dict[str, Any]) -> int:
 
 def create_entity(routes: Routes, request: Request) -> Response:
     """EntityController.createEntity: 201 and the entity as ``GET /entity/{id}`` answers it."""
-    body = request.json()
+    entity = _create(routes, request, request.json())
+    return Response(status=201, body=wire.entity_json(routes.store, entity))
+
+
+def create_bundle(routes: Routes, request: Request) -> Response:
+    """EntityBundleV2Controller.createEntityBundle (EntityBundleServiceImpl.createEntityBundle): the entity of an
+    EntityBundleCreate made as ``POST /entity`` makes it, then its annotations (merged into the new entity's, none);
+    201 and the bundle of the entity (and the annotations when given). An ``accessControlList`` is not modelled:
+    the emulator has one user, and the bundle answers none."""
+    given = request.json()
+    entity_body = given.get("entity")
+    if not isinstance(entity_body, dict):
+        raise ApiError(400, "entityBundleCreate.entity is required.")
+    annotations = given.get("annotations")
+    values: Dict[str, List[Any]] = {}
+    if annotations is not None:
+        if not isinstance(annotations, dict) or not isinstance(annotations.get("annotations"), dict):
+            raise ApiError(400, "entityBundleCreate.annotations.annotations is required.")
+        values = {str(key): _annotation_values(str(key), value) for key, value in annotations["annotations"].items()}
+    entity = _create(routes, request, entity_body)
+    store = routes.store
+    body: Dict[str, Any] = {}
+    if annotations is not None:
+        store.set_annotations(entity.id, {key: kept for key, kept in values.items() if kept})
+        entity = store.known_entity(entity.id)
+        body["annotations"] = wire.annotations_json(store, entity)
+    body = dict({"entity": wire.entity_json(store, entity), "entityType": entity.kind.value}, **body)
+    return Response(status=201, body=body)
+
+
+def _create(routes: Routes, request: Request, body: Dict[str, Any]) -> Entity:
     concrete_type = body.get("concreteType")
     if concrete_type is None:
         raise ApiError(400, "concreteType is required.")
@@ -152,9 +182,16 @@ def create_entity(routes: Routes, request: Request) -> Response:
         shown = f"syn{ROOT_ENTITY_ID}" if parent is None else f"syn{parent.id}"
         raise ApiError(409, f"An entity with the name: {name} already exists with a parentId: {shown}") from None
     if view is not None:
-        files = build_snapshot(store, entity_id, lag=routes.context.knobs.view_lag)
-        routes.context.view_builds.start(entity_id, files, routes.context.knobs.view_build_seconds_per_1000_files)
-    return Response(status=201, body=wire.entity_json(store, store.known_entity(entity_id)))
+        rebuild_view(routes, entity_id)
+    return store.known_entity(entity_id)
+
+
+def rebuild_view(routes: Routes, view_id: int) -> None:
+    """A view made or whose schema changed: its snapshot taken again (from the replication when lagging) and its
+    build started (``view_build_seconds_per_1000_files``)."""
+    knobs = routes.context.knobs
+    files = build_snapshot(routes.store, view_id, lag=knobs.view_lag)
+    routes.context.view_builds.start(view_id, files, knobs.view_build_seconds_per_1000_files)
 
 
 def _view_fields(routes: Routes, body: Dict[str, Any]) -> Dict[str, Any]:
@@ -254,6 +291,7 @@ def put_annotations(routes: Routes, request: Request) -> Response:
 #: the API listener matches these after ``routes.ROUTES`` (their GET routes share the paths)
 ENTITY_WRITE_ROUTES = [
     _route("POST", r"/repo/v1/entity", create_entity, "entity"),
+    _route("POST", r"/repo/v1/entity/bundle2/create", create_bundle, "bundle"),
     _route("DELETE", r"/repo/v1/entity/([^/]+)", delete_entity, "entity"),
     _route("PUT", r"/repo/v1/entity/([^/]+)/annotations2", put_annotations, "entity"),
 ]

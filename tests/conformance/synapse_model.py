@@ -590,6 +590,31 @@ MODELS: Dict[str, Model] = _models(
         required=("name", "columnType"),
     ),
     Model(
+        "TableUpdateTransactionRequest",
+        "schema: table/TableUpdateTransactionRequest.json (implements AsynchronousRequestBody, HasEntityId); its "
+        "changes here: TableSchemaChangeRequest.json",
+        {
+            "concreteType": "string",
+            "entityId": "string",
+            "changes": "[object]",
+            "createSnapshot": "boolean",
+            "snapshotOptions": "object",
+        },
+        concrete_type=TABLE_PKG + "TableUpdateTransactionRequest",
+    ),
+    Model(
+        "TableUpdateTransactionResponse",
+        "schema: table/TableUpdateTransactionResponse.json (implements AsynchronousResponseBody)",
+        {"concreteType": "string", "results": "[TableSchemaChangeResponse]", "snapshotVersionNumber": "integer"},
+        concrete_type=TABLE_PKG + "TableUpdateTransactionResponse",
+    ),
+    Model(
+        "TableSchemaChangeResponse",
+        "schema: table/TableSchemaChangeResponse.json (implements TableUpdateResponse)",
+        {"concreteType": "string", "schema": "[ColumnModel]"},
+        concrete_type=TABLE_PKG + "TableSchemaChangeResponse",
+    ),
+    Model(
         "ViewScope",
         "schema: table/ViewScope.json (implements HasViewTypeMask)",
         {"scope": "[string]", "viewEntityType": "string", "viewTypeMask": "integer", "viewType": "enum:ViewType"},
@@ -915,6 +940,7 @@ MODELS: Dict[str, Model] = _models(
             "AddToDownloadListRequest",
             "DownloadListManifestRequest",
             "ViewColumnModelRequest",
+            "TableUpdateTransactionRequest",
         ),
     ),
     Model(
@@ -946,6 +972,7 @@ MODELS: Dict[str, Model] = _models(
             "AddToDownloadListResponse",
             "DownloadListManifestResponse",
             "ViewColumnModelResponse",
+            "TableUpdateTransactionResponse",
         ),
     ),
     # --- users, stack, errors ---------------------------------------------------------------------------------------
@@ -1111,6 +1138,24 @@ ENDPOINTS: Tuple[Endpoint, ...] = (
         "GET", "/file/v1/file/{handle}", {307: REDIRECT, 200: TEXT_URL}, "UploadController.fileRedirectURLForAffiliate"
     ),
     Endpoint("POST", "/repo/v1/entity", {201: "Entity"}, "EntityController.createEntity, @ResponseStatus(CREATED)"),
+    Endpoint(
+        "POST",
+        "/repo/v1/entity/bundle2/create",
+        {201: "EntityBundle"},
+        "EntityBundleV2Controller.createEntityBundle, @ResponseStatus(CREATED)",
+    ),
+    Endpoint(
+        "POST",
+        "/repo/v1/entity/{id}/table/transaction/async/start",
+        {201: "AsyncJobId"},
+        "TableController.updateTableAsyncStart, @ResponseStatus(CREATED)",
+    ),
+    Endpoint(
+        "GET",
+        "/repo/v1/entity/{id}/table/transaction/async/get/{token}",
+        {201: "TableUpdateTransactionResponse", 202: "AsynchronousJobStatus"},
+        "TableController.updateTableAsyncGet, @ResponseStatus(CREATED); " + _ASYNC_GET,
+    ),
     Endpoint(
         "DELETE",
         "/repo/v1/entity/{id}",

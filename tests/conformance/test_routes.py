@@ -80,6 +80,7 @@ SPEC = {
                 {"type": "folder", "name": "purged", "children": [{"type": "file", "name": "x", "content": "x"}]},
                 {"type": "folder", "name": "annotated"},
                 {"type": "folder", "name": "stale"},
+                {"type": "entityview", "name": "reshaped", "scope": ["annotated"]},
             ],
         },
     ]
@@ -101,7 +102,13 @@ PATHS = {
     "t": "t",
 }
 #: short names of the entities the write cases change (paths inside "scratch")
-SCRATCH_PATHS = {"gone": "gone", "purged": "purged", "annotated": "annotated", "stale": "stale"}
+SCRATCH_PATHS = {
+    "gone": "gone",
+    "purged": "purged",
+    "annotated": "annotated",
+    "stale": "stale",
+    "reshaped": "reshaped",
+}
 TABLE_PKG = "org.sagebionetworks.repo.model.table."
 #: what synapseclient 4.14 asks of bundle2 by default (client.py _getEntityBundle)
 CLIENT_BUNDLE = {
@@ -617,6 +624,24 @@ def write_cases() -> List[Case]:
             dict(view, name="bad view", columnIds=["999999999"]),
             status=400,
         ),
+        Case(
+            "create a view with its bundle",
+            "POST",
+            "/repo/v1/entity/bundle2/create",
+            {
+                "entity": dict(view, name="bundled view", columnIds=[]),
+                "annotations": {"annotations": {"owner": {"type": "STRING", "value": ["synclient"]}}},
+            },
+            status=201,
+            facts=(
+                fact(
+                    "the entity", lambda b, i: b["entity"]["name"] == "bundled view" and b["entityType"] == "entityview"
+                ),
+                fact(
+                    "its annotations", lambda b, i: b["annotations"]["annotations"]["owner"]["value"] == ["synclient"]
+                ),
+            ),
+        ),
         Case("delete to the trash can", "DELETE", "/repo/v1/entity/{gone}", status=204),
         Case("delete at once", "DELETE", "/repo/v1/entity/{purged}?skipTrashCan=true", status=204),
         Case("delete what does not exist", "DELETE", "/repo/v1/entity/syn999999999", status=204),
@@ -898,6 +923,28 @@ CASES += download_list_cases()
 ASYNC_CASES += download_list_async_cases()
 ASYNC_CASES.append(
     AsyncCase(
+        "schema change of a view",
+        "/repo/v1/entity/{reshaped}/table/transaction/async/start",
+        {
+            "concreteType": TABLE_PKG + "TableUpdateTransactionRequest",
+            "entityId": "{reshaped}",
+            "changes": [
+                {
+                    "concreteType": TABLE_PKG + "TableSchemaChangeRequest",
+                    "entityId": "{reshaped}",
+                    "changes": [],
+                    "orderedColumnIds": ["{col:reshaped}"],
+                }
+            ],
+        },
+        facts=(
+            fact("the new schema", lambda b, i: [c["id"] for c in b["results"][0]["schema"]] == [i["col:reshaped"]]),
+        ),
+        item="",
+    )
+)
+ASYNC_CASES.append(
+    AsyncCase(
         "annotation columns of a scope",
         "/repo/v1/column/view/scope/async/start",
         {
@@ -962,6 +1009,8 @@ def world():
         ids["me"] = body["ownerId"]
         status, body, _ = world.call("GET", f"/repo/v1/entity/{ids['t']}/column")
         ids["col"] = body["results"][0]["id"]
+        status, body, _ = world.call("GET", f"/repo/v1/entity/{ids['reshaped']}/column")
+        ids["col:reshaped"] = body["results"][0]["id"]
         status, body, _ = world.call("GET", f"/repo/v1/entity/{ids['annotated']}/annotations2")
         ids["etag:annotated"] = body["etag"]
         yield world
