@@ -471,3 +471,13 @@ def test_the_admin_routes_in_a_child_process(tmp_path):
         assert listed[1]["annotations"] == {"host": ["here"]} and listed[1]["createdOn"].startswith("2021")
         requests.delete(emu.endpoint + f"/repo/v1/entity/{view}", headers={"Authorization": f"Bearer {emu.token}"})
         assert [item["id"] for item in emu.trash()] == [view]
+
+
+def test_an_uncertified_user_is_told_so_in_its_permissions(world):
+    target = world.id("raw")
+    bundle = {"includePermissions": True, "includeRestrictionInformation": True}
+    assert world.api.post(f"/repo/v1/entity/{target}/bundle2", bundle).json()["permissions"]["isCertifiedUser"]
+    world.emu.set_knobs(uncertified_user=True)
+    answer = world.api.post(f"/repo/v1/entity/{target}/bundle2", bundle).json()
+    assert answer["permissions"]["isCertifiedUser"] is False
+    assert answer["restrictionInformation"]["userEntityPermissions"]["isCertifiedUser"] is False
