@@ -128,3 +128,14 @@ def test_the_models_api_stores_queries_and_deletes_a_view(emulator, data):
     assert sorted(frame["name"]) == ["a.txt", "b.txt"]
     view.delete(synapse_client=syn)
     assert [item["id"] for item in emulator.trash()] == [view.id]
+
+
+def test_storing_a_project_again_updates_it(emulator, data):
+    """``syn.store`` of a project whose name is taken: the 409, then synapseclient's createOrUpdate finds it
+    (``POST /entity/child``), reads it and ``PUT``s it back with its etag: the same project."""
+    from synapseclient import Project
+
+    syn, _project, _ids = data
+    first = syn.store(Project(name="synclient scratch"))
+    again = syn.store(Project(name="synclient scratch", description="found again"))
+    assert again.id == first.id and again.description == "found again" and again.etag != first.etag

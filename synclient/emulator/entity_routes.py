@@ -210,6 +210,62 @@ def _view_fields(routes: Routes, body: Dict[str, Any]) -> Dict[str, Any]:
     return {"columnIds": column_ids, "scopeIds": scope_ids, "viewTypeMask": mask}
 
 
+# --- PUT /entity/{id} -------------------------------------------------------------------------------
+def update_entity(routes: Routes, request: Request) -> Response:
+    """EntityController.updateEntity (EntityServiceImpl.updateEntity; the id is the body's, the path's when the body
+    has none): UPDATE access, the etag checked (412 as NodeManagerImpl.lockAndCheckEtag), then the name, the parent
+    (a move), the description and a view's columns, scope and mask; a view whose schema or scope changed is built
+    again. 200 and the entity with its new etag."""
+    body = request.json()
+    entity = _existing(routes, _parse_id(body.get("id") or request.params[0]))
+    _check_write(routes, request, entity, "UPDATE", entity.kind)
+    if body.get("concreteType") not in (None, entity.kind.concrete_type):
+        raise ApiError(400, f"syn{entity.id} is a {entity.kind.concrete_type}, not a {body.get('concreteType')}.")
+    if entity.kind not in CREATABLE.values():
+        raise ApiError(400, f"The emulator updates Project, Folder and EntityView entities, not {entity.kind.value}.")
+    if body.get("etag") != entity.etag:
+        raise ApiError(412, conflict_reason(entity.id))
+    store = routes.store
+    parent_ref = body.get("parentId")
+    if entity.kind is not EntityKind.PROJECT and parent_ref is not None and _parse_id(parent_ref) != entity.parent_id:
+        parent = _existing(routes, _parse_id(parent_ref))
+        _check_write(routes, request, parent, "CREATE", entity.kind)
+        try:
+            store.move(entity.id, parent.id)
+        except NameConflict:
+            raise ApiError(
+                409, f"An entity with the name: {entity.name} already exists with a parentId: {parent_ref}"
+            ) from None
+        except ValueError as error:
+            raise ApiError(400, str(error)) from None
+    name = body.get("name")
+    if name is not None and name != entity.name:
+        try:
+            store.rename(entity.id, entity_name(str(name)))
+        except InvalidName as error:
+            raise ApiError(400, str(error)) from None
+        except NameConflict:
+            shown = f"syn{ROOT_ENTITY_ID}" if entity.parent_id is None else f"syn{entity.parent_id}"
+            raise ApiError(409, f"An entity with the name: {name} already exists with a parentId: {shown}") from None
+    fields = store.entity_fields(entity.id)
+    if body.get("description") is not None:
+        fields["description"] = str(body["description"])
+    else:
+        fields.pop("description", None)
+    rebuild = False
+    if entity.kind is EntityKind.ENTITYVIEW:
+        view = _view_fields(routes, body)
+        fields["isSearchEnabled"] = bool(body.get("isSearchEnabled") or False)
+        before = store.table_schema(entity.id)
+        rebuild = before != (view["columnIds"], view["scopeIds"], view["viewTypeMask"])
+        store.set_table_schema(entity.id, view["columnIds"], view["scopeIds"], view["viewTypeMask"])
+    store.set_entity_fields(entity.id, fields)
+    store.touch(entity.id)
+    if rebuild:
+        rebuild_view(routes, entity.id)
+    return Response(body=wire.entity_json(store, store.known_entity(entity.id)))
+
+
 # --- DELETE /entity/{id} ----------------------------------------------------------------------------
 def _skip_trash_can(query: Dict[str, str]) -> bool:
     text = query.get("skipTrashCan")
@@ -292,6 +348,7 @@ def put_annotations(routes: Routes, request: Request) -> Response:
 ENTITY_WRITE_ROUTES = [
     _route("POST", r"/repo/v1/entity", create_entity, "entity"),
     _route("POST", r"/repo/v1/entity/bundle2/create", create_bundle, "bundle"),
+    _route("PUT", r"/repo/v1/entity/([^/]+)", update_entity, "entity"),
     _route("DELETE", r"/repo/v1/entity/([^/]+)", delete_entity, "entity"),
     _route("PUT", r"/repo/v1/entity/([^/]+)/annotations2", put_annotations, "entity"),
 ]

@@ -727,6 +727,14 @@ class Store:
                 )
                 self._touch(entity_id, "parent_id = ?, name = ?", (TRASH_FOLDER_ID, str(entity_id)))
 
+    def touch(self, entity_id: int) -> None:
+        """A new etag and modifiedOn for an entity whose fields changed."""
+        with self._lock:
+            self._require(entity_id)
+            self._db.execute(
+                "UPDATE entities SET modified_on = ?, etag = ? WHERE id = ?", (now_iso(), new_etag(), entity_id)
+            )
+
     def in_trash(self, entity_id: int) -> bool:
         """The entity or one of its ancestors is in the trash can (no walk up while the trash is empty)."""
         with self._lock:

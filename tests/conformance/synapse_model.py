@@ -1156,6 +1156,7 @@ ENDPOINTS: Tuple[Endpoint, ...] = (
         {201: "TableUpdateTransactionResponse", 202: "AsynchronousJobStatus"},
         "TableController.updateTableAsyncGet, @ResponseStatus(CREATED); " + _ASYNC_GET,
     ),
+    Endpoint("PUT", "/repo/v1/entity/{id}", {200: "Entity"}, "EntityController.updateEntity, @ResponseStatus(OK)"),
     Endpoint(
         "DELETE",
         "/repo/v1/entity/{id}",

@@ -81,6 +81,7 @@ SPEC = {
                 {"type": "folder", "name": "annotated"},
                 {"type": "folder", "name": "stale"},
                 {"type": "entityview", "name": "reshaped", "scope": ["annotated"]},
+                {"type": "folder", "name": "renamed"},
             ],
         },
     ]
@@ -108,6 +109,7 @@ SCRATCH_PATHS = {
     "annotated": "annotated",
     "stale": "stale",
     "reshaped": "reshaped",
+    "renamed": "renamed",
 }
 TABLE_PKG = "org.sagebionetworks.repo.model.table."
 #: what synapseclient 4.14 asks of bundle2 by default (client.py _getEntityBundle)
@@ -642,6 +644,29 @@ def write_cases() -> List[Case]:
                 ),
             ),
         ),
+        Case(
+            "update a folder",
+            "PUT",
+            "/repo/v1/entity/{renamed}",
+            {
+                "concreteType": folder,
+                "id": "{renamed}",
+                "etag": "{etag:renamed}",
+                "name": "renamed again",
+                "parentId": "{scratch}",
+            },
+            facts=(
+                fact("its new name", lambda b, i: b["name"] == "renamed again"),
+                fact("a new etag", lambda b, i: b["etag"] != i["etag:renamed"]),
+            ),
+        ),
+        Case(
+            "update with a stale etag",
+            "PUT",
+            "/repo/v1/entity/{stale}",
+            {"concreteType": folder, "id": "{stale}", "etag": "00000000-0000-0000-0000-000000000001", "name": "s"},
+            status=412,
+        ),
         Case("delete to the trash can", "DELETE", "/repo/v1/entity/{gone}", status=204),
         Case("delete at once", "DELETE", "/repo/v1/entity/{purged}?skipTrashCan=true", status=204),
         Case("delete what does not exist", "DELETE", "/repo/v1/entity/syn999999999", status=204),
@@ -1013,6 +1038,8 @@ def world():
         ids["col:reshaped"] = body["results"][0]["id"]
         status, body, _ = world.call("GET", f"/repo/v1/entity/{ids['annotated']}/annotations2")
         ids["etag:annotated"] = body["etag"]
+        status, body, _ = world.call("GET", f"/repo/v1/entity/{ids['renamed']}")
+        ids["etag:renamed"] = body["etag"]
         yield world
 
 

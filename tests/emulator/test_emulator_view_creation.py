@@ -481,3 +481,36 @@ def test_an_uncertified_user_is_told_so_in_its_permissions(world):
     answer = world.api.post(f"/repo/v1/entity/{target}/bundle2", bundle).json()
     assert answer["permissions"]["isCertifiedUser"] is False
     assert answer["restrictionInformation"]["userEntityPermissions"]["isCertifiedUser"] is False
+
+
+# --- PUT /entity/{id} -------------------------------------------------------------------------------------------
+def put(world, entity_id, body):
+    return world.api.session.put(world.emu.endpoint + f"/repo/v1/entity/{entity_id}", json=body)
+
+
+def test_a_scope_change_rebuilds_the_view(world):
+    clock = Clock()
+    world.emu.set_view_build_clock(clock)
+    view = world.make_view(world.scratch(), [world.id("raw/deep")]).json()
+    _, answer = world.query(view["id"], f"select name from {view['id']}")
+    assert [row["values"] for row in rows_of(answer)] == [["b.txt"]]
+    world.emu.set_knobs(view_build_seconds_per_1000_files=1000.0)
+    changed = put(world, view["id"], dict(view, scopeIds=[world.id("raw")], name="renamed"))
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["scopeIds"] == [world.id("raw")[3:]] and changed.json()["name"] == "renamed"
+    assert changed.json()["etag"] != view["etag"]
+    assert world.query(view["id"])[0] == [202] * 10
+    clock.now = 2.0  # 2 files: 2 s
+    _, answer = world.query(view["id"], f"select name from {view['id']}")
+    assert sorted(row["values"][0] for row in rows_of(answer)) == ["a.txt", "b.txt"]
+    stale = put(world, view["id"], view)
+    assert stale.status_code == 412
+
+
+def test_put_renames_a_project_and_refuses_a_taken_name(world):
+    first = world.create({"concreteType": PROJECT, "name": "first"}).json()
+    world.scratch("second")
+    renamed = put(world, first["id"], dict(first, name="third", description="now described"))
+    assert renamed.status_code == 200 and renamed.json()["description"] == "now described"
+    taken = put(world, first["id"], dict(renamed.json(), name="second"))
+    assert taken.status_code == 409
