@@ -4,13 +4,14 @@ and the ``POST /emulator/...`` admin routes."""
 from __future__ import annotations
 
 import base64
-from typing import Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from .entity_names import NameRule, entity_name
 from .knobs import parse_size
 from .seed import resolve_path, seeded_chunks
 from .store import EntityKind, EntityRef, HandleStorage, Store, parse_syn_id
-from .tables import refresh_view
+from .tables import epoch_ms, refresh_view
+from .view_builds import take_replica
 
 __all__ = ["Admin", "EntityRef", "content_from_json", "parse_syn_id"]
 
@@ -149,8 +150,11 @@ class Admin:
         self.store.move(parse_syn_id(entity_ref), parse_syn_id(new_parent_ref))
 
     def refresh_views(self, view_ref: Optional[EntityRef] = None) -> List[str]:
-        """Take a new snapshot of one view, or of every view: what a view answers while ``view_lag`` is on."""
+        """Take a new snapshot of one view, or of every view: what a view answers while ``view_lag`` is on. Of every
+        view, it also copies the files into the replication a view created while ``view_lag`` is on is built from
+        (view_builds.py)."""
         if view_ref is None:
+            take_replica(self.store)
             view_ids = self.store.queryable_ids(EntityKind.ENTITYVIEW)
         else:
             view_id = parse_syn_id(view_ref)
@@ -163,6 +167,54 @@ class Admin:
         for view_id in view_ids:
             refresh_view(self.store, view_id)
         return [f"syn{view_id}" for view_id in view_ids]
+
+    def trash(self) -> List[Dict[str, Any]]:
+        """What the trash can holds (``DELETE /entity/{id}`` without ``skipTrashCan``): id, old name and parent."""
+        return self.store.trash()
+
+    def project_entities(self, project_ref: EntityRef) -> List[Dict[str, Any]]:
+        """Every entity of a project, the project first, those in the trash can too (``inTrash``): what a test reads
+        to say nothing was left behind. Each: id, name (the old one for the trash), kind, parentId, createdOn,
+        inTrash, annotations (as stored: lists of str, int, float, bool)."""
+        project_id = parse_syn_id(project_ref)
+        if self.store.entity(project_id) is None:
+            raise KeyError(f"no entity syn{project_id}")
+        trashed = {item["id"]: item for item in self.store.trash()}
+        found = self.store.entities(self.store.project_entity_ids(project_id))
+        listed = []
+        for entity_id in sorted(found):
+            entity = found[entity_id]
+            old = trashed.get(f"syn{entity_id}")
+            parent = entity.parent_id if old is None else old["parentId"]
+            listed.append(
+                {
+                    "id": f"syn{entity_id}",
+                    "name": entity.name if old is None else old["name"],
+                    "kind": entity.kind.value,
+                    "parentId": parent if parent is None or isinstance(parent, str) else f"syn{parent}",
+                    "createdOn": entity.created_on,
+                    "inTrash": self.store.in_trash(entity_id),
+                    "annotations": self.store.annotations(entity_id),
+                }
+            )
+        return listed
+
+    def set_annotation(self, entity_ref: EntityRef, key: str, values: Optional[Sequence[Any]]) -> None:
+        """Set one annotation of an entity (values: str, int, float, bool; None or [] removes it); a new etag."""
+        entity_id = parse_syn_id(entity_ref)
+        if not key:
+            raise ValueError("an annotation key must not be empty")
+        annotations = self.store.annotations(entity_id)
+        if values:
+            annotations[key] = list(values)
+        else:
+            annotations.pop(key, None)
+        self.store.set_annotations(entity_id, annotations)
+
+    def set_created_on(self, entity_ref: EntityRef, stamp: str) -> None:
+        """Date an entity's creation (ISO 8601 UTC, ``2024-01-02T03:04:05.000Z``): a test ages a leftover."""
+        epoch_ms(stamp)  # ValueError for another format
+        self.store.set_created_on(parse_syn_id(entity_ref), stamp)
 
     def resolve(self, project_ref: EntityRef, path) -> str:
         return f"syn{resolve_path(self.store, parse_syn_id(project_ref), path)}"

@@ -63,6 +63,14 @@ class AdminRoutes:
             return Response(status=201, body={"id": entity_id})
         if key == ("POST", "views/refresh"):
             return Response(body={"refreshed": self.admin.refresh_views(request.json().get("id"))})
+        if key == ("POST", "views/finish_builds"):
+            return Response(body={"finished": self.context.view_builds.finish_all()})
+        if key == ("GET", "views/building"):
+            return Response(body={"building": self.context.view_builds.pending()})
+        if key == ("GET", "trash"):
+            return Response(body={"trash": self.admin.trash()})
+        if method == "GET" and len(segments) == 3 and segments[0] == "project" and segments[2] == "entities":
+            return Response(body={"entities": self.admin.project_entities(segments[1])})
         if key == ("POST", "folder"):
             data = request.json()
             return Response(
@@ -88,6 +96,10 @@ class AdminRoutes:
             self.admin.rename_entity(entity_ref, data["name"], names=data.get("names", "synapse"))
         elif action == "move":
             self.admin.move_entity(entity_ref, data["parentId"])
+        elif action == "annotation":
+            self.admin.set_annotation(entity_ref, data["key"], data.get("values"))
+        elif action == "created_on":
+            self.admin.set_created_on(entity_ref, data["createdOn"])
         else:
             raise ApiError(404, f"Unknown entity action: {action}")
         return Response(body={})

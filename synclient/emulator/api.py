@@ -12,7 +12,9 @@ from typing import Callable, Dict, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 from . import hostile, wire
+from .column_routes import COLUMN_ROUTES
 from .download_list_routes import DOWNLOAD_LIST_ROUTES
+from .entity_routes import ENTITY_WRITE_ROUTES
 from .faults import CONCURRENCY_REASON, MAINTENANCE_REASON
 from .httpbase import EmulatorHandler
 from .routes import ROUTES, ApiError, Request, Response, Route
@@ -20,7 +22,7 @@ from .store import ANONYMOUS, CALLER, User
 from .table_routes import TABLE_ROUTES
 
 log = logging.getLogger("synclient.emulator")
-_ALL_ROUTES = ROUTES + TABLE_ROUTES + DOWNLOAD_LIST_ROUTES
+_ALL_ROUTES = ROUTES + ENTITY_WRITE_ROUTES + COLUMN_ROUTES + TABLE_ROUTES + DOWNLOAD_LIST_ROUTES
 #: the Authorization header's prefix (case and space as Synapse's HttpAuthUtil matches it) and its 401 challenge
 BEARER = "Bearer "
 CHALLENGE = 'Bearer realm="Synapse Repository Services"'

@@ -78,6 +78,11 @@ _KNOB_FLAGS = {
     "query_page_rows": (int, "rows per page of a table query (default 1000)"),
     "download_list_limit": (int, "files one user's download list may hold (default 100000, as Synapse)"),
     "record_exchanges": (int, "keep the last N API exchanges for GET /emulator/exchanges; 0 = off"),
+    "max_containers_per_view": (int, "projects and folders (sub-folders included) a view's scope may hold (35000)"),
+    "view_build_seconds_per_1000_files": (
+        _positive_float,
+        "build time of a view created through the API, per 1,000 files in its scope (s); queries answer 202 until",
+    ),
     "fault_api_malformed_rate": (
         parse_route_rates,
         "probability of a truncated or non-JSON 2xx answer: 0.05, or per class",
@@ -95,6 +100,8 @@ _KNOB_SWITCHES = {
     "data_ignore_range": "answer ranged GETs with 200 and the whole body",
     "data_wrong_content_range": "answer ranged GETs with a mismatching Content-Range",
     "view_lag": "views answer from their last snapshot (seeding, refresh), not the live store",
+    "uncertified_user": "the user is not certified: it may create projects only (403 for folders and views)",
+    "deny_create": "the user may create nothing: POST /entity answers 403 (lack of CREATE)",
 }
 # knobs that default to on, turned off by --no-... flags
 _KNOB_NEGATIONS = {

@@ -10,6 +10,7 @@ from .knobs import Knobs
 from .stats import ExchangeLog, Stats
 from .store import Store
 from .tables import AsyncJobs
+from .view_builds import ViewBuilds
 
 
 class EmulatorContext:
@@ -36,6 +37,8 @@ class EmulatorContext:
         self.jobs = AsyncJobs()
         #: every user's download list (in memory too)
         self.download_lists = DownloadLists()
+        #: the views created through the API that are still building (in memory: a restart ends every build)
+        self.view_builds = ViewBuilds()
 
     @property
     def knobs(self) -> Knobs:

@@ -199,6 +199,17 @@ class Knobs:
     view_lag: bool = False
     #: keep the last N platform exchanges (request and JSON answer) for ``Emulator.exchanges()``; 0 = off
     record_exchanges: int = 0
+    #: the user is not certified: POST /entity of anything but a project answers 403 (Synapse's
+    #: DENY_IF_CREATE_TYPE_IS_NOT_PROJECT_AND_NOT_CERTIFIED), and so does an annotation update
+    uncertified_user: bool = False
+    #: the user may create nothing: POST /entity answers 403 "You lack CREATE access ..." (projects too)
+    deny_create: bool = False
+    #: containers (the scope's projects and folders and every folder below them) a view's scope may hold
+    #: (Synapse: TableConstants.MAX_CONTAINERS_PER_VIEW, 35,000)
+    max_containers_per_view: int = 35_000
+    #: seconds a view created through the API takes to build, per 1,000 files in its scope; its queries answer 202
+    #: until then (view_builds.py)
+    view_build_seconds_per_1000_files: float = 0.0
 
     def __post_init__(self) -> None:
         self.validate()
@@ -250,7 +261,13 @@ class Knobs:
             raise ValueError("record_exchanges must not be negative")
         if self.query_pending_polls < 0 or self.query_page_rows < 1:
             raise ValueError("query_pending_polls must not be negative and query_page_rows must be positive")
-        for name in ("external_ranges", "external_content_length", "view_lag"):
+        self.max_containers_per_view = int(self.max_containers_per_view)
+        if self.max_containers_per_view < 1:
+            raise ValueError("max_containers_per_view must be positive")
+        self.view_build_seconds_per_1000_files = float(self.view_build_seconds_per_1000_files)
+        if self.view_build_seconds_per_1000_files < 0:
+            raise ValueError("view_build_seconds_per_1000_files must not be negative")
+        for name in ("external_ranges", "external_content_length", "view_lag", "uncertified_user", "deny_create"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false")
         if self.throttle_retry_after is not None:

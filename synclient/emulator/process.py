@@ -415,6 +415,25 @@ class EmulatorProcess:
     def refresh_views(self, view_id: Optional[str] = None) -> List[str]:
         return self._admin("POST", "views/refresh", {} if view_id is None else {"id": view_id})["refreshed"]
 
+    def finish_view_builds(self) -> List[str]:
+        """End every view build at once (see ``Emulator.finish_view_builds``)."""
+        return self._admin("POST", "views/finish_builds", {})["finished"]
+
+    def building_views(self) -> List[str]:
+        return self._admin("GET", "views/building")["building"]
+
+    def trash(self) -> List[Dict[str, object]]:
+        return self._admin("GET", "trash")["trash"]
+
+    def project_entities(self, project_id: str) -> List[Dict[str, object]]:
+        return self._admin("GET", f"project/{project_id}/entities")["entities"]
+
+    def set_annotation(self, entity_id: str, key: str, values: Optional[Sequence[object]]) -> None:
+        self._admin("POST", f"entity/{entity_id}/annotation", {"key": key, "values": values})
+
+    def set_created_on(self, entity_id: str, stamp: str) -> None:
+        self._admin("POST", f"entity/{entity_id}/created_on", {"createdOn": stamp})
+
     def _admin(self, method: str, route: str, body: Optional[dict] = None):
         """One ``/emulator/`` call. As in-process: an unknown entity is a KeyError, bad input a ValueError."""
         if self._process is None:

@@ -129,9 +129,15 @@ class Routes:
         entity = self.store.entity(entity_id)
         if entity is None:
             raise ApiError(404, not_found_reason(f"syn{entity_id}"))
+        if self.store.in_trash(entity_id):  # EntityDeciderFunctions.DENY_IF_IN_TRASH: EntityInTrashCanException, 404
+            raise ApiError(404, f"Entity syn{entity_id} is in trash can.")
         if self.store.effective_deny(entity) is DenyMode.READ:
             raise ApiError(403, lack_access_reason("READ"))
         return entity
+
+    def _certified(self) -> bool:
+        """Whether the caller is a certified user (the knob ``uncertified_user`` says it is not)."""
+        return not self.context.knobs.uncertified_user
 
     def _version(self, entity: Entity, version_text: Optional[str]):
         if version_text is None:
@@ -248,7 +254,7 @@ class Routes:
         if wanted.get("includeAnnotations"):
             body["annotations"] = wire.annotations_json(self.store, entity, of_version=len(request.params) > 1)
         if wanted.get("includePermissions"):
-            body["permissions"] = wire.permissions_json(self.store, entity)
+            body["permissions"] = wire.permissions_json(self.store, entity, certified=self._certified())
         if wanted.get("includeEntityPath"):
             body["path"] = wire.path_json(self.store, entity)
         if wanted.get("includeHasChildren"):
@@ -265,7 +271,9 @@ class Routes:
         if wanted.get("includeFileName") and handle:
             body["fileName"] = hostile.file_name(self.context.knobs, str(handle.id), handle.file_name)
         if wanted.get("includeRestrictionInformation"):
-            body["restrictionInformation"] = wire.restriction_information(self.store, entity)
+            body["restrictionInformation"] = wire.restriction_information(
+                self.store, entity, certified=self._certified()
+            )
         if wanted.get("includeThreadCount"):
             body["threadCount"] = 0
         if wanted.get("includeBenefactorACL") or wanted.get("includeAccessControlList"):
@@ -299,7 +307,7 @@ class Routes:
         entity = self.store.entity(entity_id)
         if entity is None:
             raise ApiError(404, not_found_reason(f"syn{entity_id}"))
-        return Response(body=wire.restriction_information(self.store, entity))
+        return Response(body=wire.restriction_information(self.store, entity, certified=self._certified()))
 
     def children(self, request: Request) -> Response:
         """Synapse's ``EntityManagerImpl.getChildren``: a null parentId lists projects (includeTypes is then

@@ -6,7 +6,7 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import seed as seeding
 from .admin import Admin, EntityRef, parse_syn_id
@@ -309,6 +309,36 @@ class Emulator:
     def refresh_views(self, view_id: Optional[EntityRef] = None) -> List[str]:
         """New snapshots of one view or of all: what views answer while the ``view_lag`` knob is on."""
         return self._admin().refresh_views(view_id)
+
+    def finish_view_builds(self) -> List[str]:
+        """End the build of every view created through the API at once (knob ``view_build_seconds_per_1000_files``):
+        their queries answer from the next GET on; the views that were building."""
+        return self._open_store().view_builds.finish_all()
+
+    def set_view_build_clock(self, clock: Callable[[], float]) -> None:
+        """The clock view builds are timed on (default ``time.monotonic``): a test's fake clock makes a build end
+        after a given number of readings."""
+        self._open_store().view_builds.clock = clock
+
+    def building_views(self) -> List[str]:
+        """The views created through the API whose build has not ended."""
+        return self._open_store().view_builds.pending()
+
+    def trash(self) -> List[Dict[str, Any]]:
+        """What the trash can holds: ``{"id", "name", "parentId", "kind", "deletedOn"}`` (its old name and parent)."""
+        return self._admin().trash()
+
+    def project_entities(self, project_id: EntityRef) -> List[Dict[str, Any]]:
+        """Every entity of a project, those in the trash can too (``inTrash``), with their annotations."""
+        return self._admin().project_entities(project_id)
+
+    def set_annotation(self, entity_id: EntityRef, key: str, values: Optional[Sequence[Any]]) -> None:
+        """Set (or with None / [] remove) one annotation of an entity; its etag changes."""
+        self._admin().set_annotation(entity_id, key, values)
+
+    def set_created_on(self, entity_id: EntityRef, stamp: str) -> None:
+        """Date an entity's ``createdOn`` (``2024-01-02T03:04:05.000Z``)."""
+        self._admin().set_created_on(entity_id, stamp)
 
     def set_deny(self, entity_id: EntityRef, deny: Union[bool, str]) -> None:
         from .store import DenyMode

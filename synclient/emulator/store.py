@@ -91,6 +91,13 @@ CREATE TABLE IF NOT EXISTS table_rows (
 CREATE TABLE IF NOT EXISTS view_snapshots (entity_id INTEGER PRIMARY KEY, json TEXT NOT NULL);
 -- file handles a query made (CSV downloads), downloadable through their table with the TableEntity association
 CREATE TABLE IF NOT EXISTS result_handles (handle_id INTEGER PRIMARY KEY, entity_id INTEGER NOT NULL);
+-- entities in the trash can (moved there by DELETE /entity/{id}): their parent and name before (TrashManagerImpl)
+CREATE TABLE IF NOT EXISTS trash (
+    entity_id INTEGER PRIMARY KEY, old_parent_id INTEGER, old_name TEXT NOT NULL, deleted_on TEXT NOT NULL);
+-- the fields of an entity made through POST /entity that the entities table has no column for (description, ...)
+CREATE TABLE IF NOT EXISTS entity_fields (entity_id INTEGER PRIMARY KEY, json TEXT NOT NULL);
+-- the entity replication a lagging view is built from: the files as of the last refresh_views() (view_builds.py)
+CREATE TABLE IF NOT EXISTS replica (entity_id INTEGER PRIMARY KEY, json TEXT NOT NULL);
 """
 
 #: Columns added to tables of older stores, so a data dir written before them still opens: (table, column, DDL).
@@ -105,6 +112,9 @@ FIRST_ENTITY_ID = 1000001
 FIRST_FILE_HANDLE_ID = 5000001
 FIRST_USER_ID = 3400001
 FIRST_COLUMN_ID = 70001
+#: Synapse's trash can folder: the parent of every entity in the trash (TrashConstants.TRASH_FOLDER_ID, the stack's
+#: ``org.sagebionetworks.trash.folder.entity.id``)
+TRASH_FOLDER_ID = 1681355
 
 #: what Synapse's ``KeyFactory.stringToKey`` accepts once it has URL-decoded, trimmed, lower-cased the id and taken
 #: off one leading ``syn`` (lib/models/.../repo/model/jdo/KeyFactory.java): a Java long, so ``SYN123`` is syn123
@@ -701,9 +711,131 @@ class Store:
                 self._db.executemany("DELETE FROM versions WHERE entity_id = ?", ids)
                 self._db.executemany("DELETE FROM annotations WHERE entity_id = ?", ids)
                 self._db.executemany("DELETE FROM dataset_items WHERE entity_id = ?", ids)
-                for table in ("table_schemas", "table_rows", "view_snapshots"):
+                for table in ("table_schemas", "table_rows", "view_snapshots", "trash", "entity_fields"):
                     self._db.executemany(f"DELETE FROM {table} WHERE entity_id = ?", ids)
                 self._db.executemany("DELETE FROM entities WHERE id = ?", ids)
+
+    def move_to_trash(self, entity_id: int) -> None:
+        """Synapse's ``TrashManagerImpl.moveToTrash``: the entity (its subtree with it) goes under the trash can
+        folder, named by its id (names in the trash are unique), its old parent and name kept in the trash table."""
+        with self._lock:
+            entity = self._require(entity_id)
+            with self.batch():
+                self._db.execute(
+                    "INSERT OR REPLACE INTO trash (entity_id, old_parent_id, old_name, deleted_on) VALUES (?, ?, ?, ?)",
+                    (entity_id, entity.parent_id, entity.name, now_iso()),
+                )
+                self._touch(entity_id, "parent_id = ?, name = ?", (TRASH_FOLDER_ID, str(entity_id)))
+
+    def touch(self, entity_id: int) -> None:
+        """A new etag and modifiedOn for an entity whose fields changed."""
+        with self._lock:
+            self._require(entity_id)
+            self._db.execute(
+                "UPDATE entities SET modified_on = ?, etag = ? WHERE id = ?", (now_iso(), new_etag(), entity_id)
+            )
+
+    def in_trash(self, entity_id: int) -> bool:
+        """The entity or one of its ancestors is in the trash can (no walk up while the trash is empty)."""
+        with self._lock:
+            if self._db.execute("SELECT 1 FROM trash LIMIT 1").fetchone() is None:
+                return False
+        return TRASH_FOLDER_ID in self.ancestor_ids(entity_id)
+
+    def trash(self) -> List[Dict[str, Any]]:
+        """What the trash can holds: ``{"id", "name", "parentId", "kind", "deletedOn"}`` (its old name and parent)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT t.entity_id, t.old_name, t.old_parent_id, e.kind, t.deleted_on FROM trash t"
+                " JOIN entities e ON e.id = t.entity_id ORDER BY t.entity_id"
+            ).fetchall()
+        return [
+            {
+                "id": f"syn{entity_id}",
+                "name": name,
+                "parentId": None if parent is None else f"syn{parent}",
+                "kind": kind,
+                "deletedOn": stamp,
+            }
+            for entity_id, name, parent, kind, stamp in rows
+        ]
+
+    def project_entity_ids(self, project_id: int) -> List[int]:
+        """Every entity of a project, the project first and the ones in the trash can too, by id."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id FROM entities WHERE project_id = ? ORDER BY id", (project_id,)
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def set_annotations(self, entity_id: int, annotations: Dict[str, List[Any]]) -> None:
+        """Replace an entity's annotations (values as stored: str, int, float, bool); a new etag, as Synapse's
+        ``NodeManagerImpl.updateUserAnnotations`` gives the entity."""
+        with self._lock:
+            self._require(entity_id)
+            with self.batch():
+                self._db.execute("DELETE FROM annotations WHERE entity_id = ?", (entity_id,))
+                if annotations:
+                    self._db.execute(
+                        "INSERT INTO annotations (entity_id, json) VALUES (?, ?)", (entity_id, json.dumps(annotations))
+                    )
+                self._db.execute("UPDATE entities SET etag = ? WHERE id = ?", (new_etag(), entity_id))
+
+    def set_entity_fields(self, entity_id: int, fields: Dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO entity_fields (entity_id, json) VALUES (?, ?)", (entity_id, json.dumps(fields))
+            )
+
+    def entity_fields(self, entity_id: int) -> Dict[str, Any]:
+        """The fields POST /entity gave that have no column of their own (``description``, ``isSearchEnabled``)."""
+        with self._lock:
+            row = self._db.execute("SELECT json FROM entity_fields WHERE entity_id = ?", (entity_id,)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def set_created_on(self, entity_id: int, stamp: str) -> None:
+        """Date an entity's creation at ``stamp`` (Synapse's ISO 8601 format): tests age a leftover entity."""
+        with self._lock:
+            self._require(entity_id)
+            self._db.execute("UPDATE entities SET created_on = ? WHERE id = ?", (stamp, entity_id))
+
+    def container_ids_below(self, scope_ids: Sequence[int], limit: int) -> List[int]:
+        """The projects and folders among ``scope_ids`` and every folder below them, at most ``limit`` of them
+        (Synapse's ``NodeDAOImpl.getAllContainerIds``, which a view's scope is counted with)."""
+        if not scope_ids:
+            return []
+        marks = ",".join("?" * len(scope_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"WITH RECURSIVE scope(id) AS (SELECT id FROM entities WHERE id IN ({marks}) AND kind IN (?, ?)"
+                " UNION SELECT e.id FROM entities e JOIN scope ON e.parent_id = scope.id WHERE e.kind = ?)"
+                " SELECT id FROM scope LIMIT ?",
+                list(scope_ids)
+                + [EntityKind.PROJECT.value, EntityKind.FOLDER.value, EntityKind.FOLDER.value, max(0, limit)],
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def set_replica(self, rows: Dict[int, Any]) -> None:
+        """Replace the entity replication (entity id -> JSON-able record) a lagging view is built from."""
+        with self._lock, self.batch():
+            self._db.execute("DELETE FROM replica")
+            self._db.executemany(
+                "INSERT INTO replica (entity_id, json) VALUES (?, ?)",
+                [(entity_id, json.dumps(record)) for entity_id, record in rows.items()],
+            )
+
+    def replica(self) -> Optional[Dict[int, Any]]:
+        """The entity replication, or None when no refresh_views() took one."""
+        with self._lock:
+            taken = self._db.execute("SELECT value FROM meta WHERE key = 'replica_taken'").fetchone()
+            if taken is None:
+                return None
+            rows = self._db.execute("SELECT entity_id, json FROM replica").fetchall()
+        return {entity_id: json.loads(text) for entity_id, text in rows}
+
+    def mark_replica_taken(self, stamp: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('replica_taken', ?)", (stamp,))
 
     def set_deny(self, entity_id: int, deny: DenyMode) -> None:
         with self._lock:

@@ -17,7 +17,7 @@ from . import hostile, wire
 from .routes import _ID, ApiError, Request, Response, Routes, _route
 from .sql import QueryError
 from .store import Entity, EntityKind, parse_syn_id
-from .tables import AsyncJobs, Job, QueryOutcome, column_models_of, csv_bytes, row_json, run_query
+from .tables import AsyncJobs, Job, JobNotReady, QueryOutcome, column_models_of, csv_bytes, row_json, run_query
 
 QUERY_BUNDLE_REQUEST = "org.sagebionetworks.repo.model.table.QueryBundleRequest"
 QUERY_RESULT_BUNDLE = "org.sagebionetworks.repo.model.table.QueryResultBundle"
@@ -181,6 +181,8 @@ def _queryable(routes: Routes, job: Job) -> Entity:
 
 def _run(routes: Routes, job: Job, sql_text: str, facets: bool = False) -> Tuple[Entity, QueryOutcome]:
     entity = _queryable(routes, job)
+    if routes.context.view_builds.building(entity.id):
+        raise JobNotReady(f"syn{entity.id} is still building")
     return entity, run_query(routes.store, entity, sql_text, routes.context.knobs.view_lag, facets)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import io
 import itertools
+import json
 import sqlite3
 import threading
 import uuid
@@ -39,6 +40,9 @@ COLUMN_TYPES = (
     "LARGETEXT",
     "LINK",
 )
+#: Synapse's list column types (ColumnType.json): a cell is the JSON array of its values, as a RowSet writes it
+#: (``["a", "b"]``); the emulator's queries select them but compare them as text
+LIST_TYPES = ("STRING_LIST", "INTEGER_LIST", "BOOLEAN_LIST", "DATE_LIST", "ENTITYID_LIST", "USERID_LIST")
 _SIZED_TYPES = ("STRING", "LINK")
 _INTEGER_TYPES = ("INTEGER", "DATE", "FILEHANDLEID", "USERID")
 #: Synapse's default columns of a file view (``ObjectField``, in ``FILE_DEFAULT_COLUMNS`` order): name, type,
@@ -163,6 +167,24 @@ def wire_value(cell: Any, column_type: str) -> Optional[str]:  # (a stored cell)
     return str(cell)
 
 
+def list_cell(values: Optional[Sequence[Any]], column_type: str) -> Optional[str]:
+    """An annotation's values in a list column: the JSON array Synapse writes for them (strings for STRING_LIST and
+    ENTITYID_LIST, numbers for INTEGER_LIST, DATE_LIST and USERID_LIST, booleans for BOOLEAN_LIST); None when there
+    are none or one does not fit the type."""
+    if not values:
+        return None
+    item_type = column_type[: -len("_LIST")]
+    try:
+        items = [to_cell(value, item_type) for value in values]
+    except (TypeError, ValueError):
+        return None
+    if item_type == "ENTITYID":
+        items = [f"syn{item}" for item in items]
+    elif item_type == "BOOLEAN":
+        items = [bool(item) for item in items]
+    return json.dumps(items, separators=(",", ":"))
+
+
 # --- rows -----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TableRow:
@@ -174,7 +196,10 @@ class TableRow:
     file_size: int = 0
 
 
-def _file_cells(store: Store, entity: Entity, columns: Sequence[Column]) -> Tuple[Tuple[object, ...], int]:
+def _file_cells(
+    store: Store, entity: Entity, columns: Sequence[Column], annotations: Optional[Dict[str, Any]] = None
+) -> Tuple[Tuple[object, ...], int]:
+    """A file's cells in a view's columns; ``annotations``: the ones to show (default: the store's)."""
     handle = store.file_handle(entity.file_handle_id) if entity.file_handle_id else None
     size = handle.size if handle is not None and handle.records_size else None
     fixed = {
@@ -194,11 +219,15 @@ def _file_cells(store: Store, entity: Entity, columns: Sequence[Column]) -> Tupl
         "dataFileSizeBytes": size,
         "dataFileMD5Hex": handle.md5 if handle is not None and handle.records_md5 else None,
     }
-    annotations = store.annotations(entity.id)
-    cells = []
+    if annotations is None:
+        annotations = store.annotations(entity.id)
+    cells: List[object] = []
     for column in columns:
         if column.name in fixed:
             cells.append(fixed[column.name])
+            continue
+        if column.type in LIST_TYPES:
+            cells.append(list_cell(annotations.get(column.name), column.type))
             continue
         values = annotations.get(column.name) or [None]
         try:
@@ -209,11 +238,13 @@ def _file_cells(store: Store, entity: Entity, columns: Sequence[Column]) -> Tupl
 
 
 def live_view_rows(store: Store, view_id: int) -> List[TableRow]:
-    """A file view's rows now: every readable file below its scope, by id."""
-    _columns, scope_ids, _mask = store.table_schema(view_id)
+    """A file view's rows now: every readable file below its scope, by id (none when its viewTypeMask has no file
+    bit: the emulator's views show files only)."""
+    _columns, scope_ids, mask = store.table_schema(view_id)
     columns = columns_of(store, view_id)
     rows = []
-    for entity in store.files_below(scope_ids or []):
+    shows_files = mask is None or bool(mask & VIEW_TYPE_FILE)
+    for entity in store.files_below(scope_ids or []) if shows_files else []:
         if store.effective_deny(entity) is DenyMode.READ:
             continue  # a view shows only the rows the caller may read
         cells, size = _file_cells(store, entity, columns)
@@ -245,6 +276,7 @@ def table_rows(store: Store, entity: Entity, lag: bool) -> Tuple[List[TableRow],
 #: text columns compare without case, as Synapse's MySQL tables do (their collation is case-insensitive); NOCASE
 #: folds ASCII only, where MySQL's collation also folds accents: the one difference left (docs/emulator.md)
 _AFFINITY = {
+    **{list_type: "TEXT" for list_type in LIST_TYPES},
     "DOUBLE": "REAL",
     "STRING": "TEXT COLLATE NOCASE",
     "LARGETEXT": "TEXT COLLATE NOCASE",
@@ -434,6 +466,11 @@ def csv_bytes(
 
 
 # --- async jobs -----------------------------------------------------------------------------------
+class JobNotReady(Exception):
+    """A job cannot run yet (a view still building: Synapse's TableUnavailableException, which its worker retries):
+    the GET answers 202 with the job PROCESSING and the job runs again at the next GET."""
+
+
 @dataclass
 class Job:
     id: str
@@ -481,7 +518,10 @@ class AsyncJobs:
                 return 202, job_status(job)
         with job.running:
             if job.outcome is None:
-                job.outcome = run(job)
+                try:
+                    job.outcome = run(job)
+                except JobNotReady:
+                    return 202, job_status(job)
             return job.outcome
 
 

@@ -105,6 +105,8 @@ def entity_json(store: Store, entity: Entity, version: Optional[Version] = None)
         body.update(_item_list_fields(store, entity))
     elif entity.kind.is_queryable:
         body.update(_queryable_fields(store, entity))
+    if entity.kind in (EntityKind.PROJECT, EntityKind.FOLDER, EntityKind.ENTITYVIEW):
+        body.update(store.entity_fields(entity.id))  # what POST /entity gave (description, isSearchEnabled)
     return body
 
 
@@ -242,11 +244,11 @@ def annotations_json(store: Store, entity: Entity, of_version: bool = False) -> 
     }
 
 
-def restriction_information(store: Store, entity: Entity) -> Dict[str, Any]:
+def restriction_information(store: Store, entity: Entity, *, certified: bool = True) -> Dict[str, Any]:
     """A RestrictionInformationResponse of an entity without access requirements: Synapse always sets the caller's
     ``userEntityPermissions`` and ``restrictionDetails`` (``[]`` when nothing restricts it)
     (services/repository-managers/.../dataaccess/RestrictionInformationManagerImpl.java)."""
-    permissions = permissions_json(store, entity)
+    permissions = permissions_json(store, entity, certified=certified)
     return {
         "objectId": entity.id,
         "restrictionLevel": "OPEN",
@@ -256,7 +258,7 @@ def restriction_information(store: Store, entity: Entity) -> Dict[str, Any]:
     }
 
 
-def permissions_json(store: Store, entity: Entity) -> Dict[str, Any]:
+def permissions_json(store: Store, entity: Entity, *, certified: bool = True) -> Dict[str, Any]:
     """The caller's UserEntityPermissions as Synapse computes them (services/repository-managers/.../manager/entity/
     EntityAuthorizationUtils.getUserPermissionsForEntity) for the emulator's caller: a certified user (the anonymous
     user is not) with READ and DOWNLOAD on the entity's ACL unless a deny takes them, no other ACL permission, no
@@ -267,7 +269,7 @@ def permissions_json(store: Store, entity: Entity) -> Dict[str, Any]:
     deny = store.effective_deny(entity)
     caller = CALLER.get() or store.user
     anonymous = caller.is_anonymous
-    certified = not anonymous
+    certified = certified and not anonymous  # ``certified=False``: the knob uncertified_user
     return {
         "canView": deny is not DenyMode.READ,
         "canEdit": False,

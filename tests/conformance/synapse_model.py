@@ -566,6 +566,79 @@ MODELS: Dict[str, Model] = _models(
         required=("id", "name", "columnType"),
     ),
     Model(
+        "ColumnModelList",
+        "lib/lib-shared-models/src/main/java/org/sagebionetworks/repo/model/ListWrapper.java of ColumnModel "
+        "(writeToJSONObject: concreteType is the class of the items; TableController.createColumnModels, "
+        "getDefaultColumnsForViewType)",
+        {"concreteType": "string", "list": "[ColumnModel]"},
+        required=("concreteType", "list"),
+        concrete_type=TABLE_PKG + "ColumnModel",
+    ),
+    Model(
+        "SuggestedColumnModel",
+        "schema: table/ColumnModel.json as lib/lib-table-cluster/src/main/java/org/sagebionetworks/table/cluster/"
+        "TableIndexDAOImpl.java expandFromAggregation makes it: no id (not stored)",
+        _merge(
+            COLUMN_MODEL_INTERFACE,
+            id="string",
+            defaultValue="string",
+            maximumSize="integer",
+            maximumListLength="integer",
+            enumValues="[string]",
+            jsonSubColumns="[JsonSubColumnModel]",
+        ),
+        required=("name", "columnType"),
+    ),
+    Model(
+        "TableUpdateTransactionRequest",
+        "schema: table/TableUpdateTransactionRequest.json (implements AsynchronousRequestBody, HasEntityId); its "
+        "changes here: TableSchemaChangeRequest.json",
+        {
+            "concreteType": "string",
+            "entityId": "string",
+            "changes": "[object]",
+            "createSnapshot": "boolean",
+            "snapshotOptions": "object",
+        },
+        concrete_type=TABLE_PKG + "TableUpdateTransactionRequest",
+    ),
+    Model(
+        "TableUpdateTransactionResponse",
+        "schema: table/TableUpdateTransactionResponse.json (implements AsynchronousResponseBody)",
+        {"concreteType": "string", "results": "[TableSchemaChangeResponse]", "snapshotVersionNumber": "integer"},
+        concrete_type=TABLE_PKG + "TableUpdateTransactionResponse",
+    ),
+    Model(
+        "TableSchemaChangeResponse",
+        "schema: table/TableSchemaChangeResponse.json (implements TableUpdateResponse)",
+        {"concreteType": "string", "schema": "[ColumnModel]"},
+        concrete_type=TABLE_PKG + "TableSchemaChangeResponse",
+    ),
+    Model(
+        "ViewScope",
+        "schema: table/ViewScope.json (implements HasViewTypeMask)",
+        {"scope": "[string]", "viewEntityType": "string", "viewTypeMask": "integer", "viewType": "enum:ViewType"},
+    ),
+    Model(
+        "ViewColumnModelRequest",
+        "schema: table/ViewColumnModelRequest.json (implements AsynchronousRequestBody)",
+        {
+            "concreteType": "string",
+            "viewScope": "ViewScope",
+            "includeDerivedAnnotations": "boolean",
+            "nextPageToken": "string",
+        },
+        required=("viewScope",),
+        concrete_type=TABLE_PKG + "ViewColumnModelRequest",
+    ),
+    Model(
+        "ViewColumnModelResponse",
+        "schema: table/ViewColumnModelResponse.json (implements AsynchronousResponseBody)",
+        {"concreteType": "string", "results": "[SuggestedColumnModel]", "nextPageToken": "string"},
+        required=("results",),
+        concrete_type=TABLE_PKG + "ViewColumnModelResponse",
+    ),
+    Model(
         "JsonSubColumnModel", "schema: table/JsonSubColumnModel.json", _merge(COLUMN_MODEL_INTERFACE, jsonPath="string")
     ),
     Model(
@@ -866,6 +939,8 @@ MODELS: Dict[str, Model] = _models(
             "DownloadListQueryRequest",
             "AddToDownloadListRequest",
             "DownloadListManifestRequest",
+            "ViewColumnModelRequest",
+            "TableUpdateTransactionRequest",
         ),
     ),
     Model(
@@ -896,6 +971,8 @@ MODELS: Dict[str, Model] = _models(
             "DownloadListQueryResponse",
             "AddToDownloadListResponse",
             "DownloadListManifestResponse",
+            "ViewColumnModelResponse",
+            "TableUpdateTransactionResponse",
         ),
     ),
     # --- users, stack, errors ---------------------------------------------------------------------------------------
@@ -1059,6 +1136,62 @@ ENDPOINTS: Tuple[Endpoint, ...] = (
     ),
     Endpoint(
         "GET", "/file/v1/file/{handle}", {307: REDIRECT, 200: TEXT_URL}, "UploadController.fileRedirectURLForAffiliate"
+    ),
+    Endpoint("POST", "/repo/v1/entity", {201: "Entity"}, "EntityController.createEntity, @ResponseStatus(CREATED)"),
+    Endpoint(
+        "POST",
+        "/repo/v1/entity/bundle2/create",
+        {201: "EntityBundle"},
+        "EntityBundleV2Controller.createEntityBundle, @ResponseStatus(CREATED)",
+    ),
+    Endpoint(
+        "POST",
+        "/repo/v1/entity/{id}/table/transaction/async/start",
+        {201: "AsyncJobId"},
+        "TableController.updateTableAsyncStart, @ResponseStatus(CREATED)",
+    ),
+    Endpoint(
+        "GET",
+        "/repo/v1/entity/{id}/table/transaction/async/get/{token}",
+        {201: "TableUpdateTransactionResponse", 202: "AsynchronousJobStatus"},
+        "TableController.updateTableAsyncGet, @ResponseStatus(CREATED); " + _ASYNC_GET,
+    ),
+    Endpoint("PUT", "/repo/v1/entity/{id}", {200: "Entity"}, "EntityController.updateEntity, @ResponseStatus(OK)"),
+    Endpoint(
+        "DELETE",
+        "/repo/v1/entity/{id}",
+        {204: EMPTY},
+        "EntityController.deleteEntity, @ResponseStatus(NO_CONTENT) (TrashManagerImpl.moveToTrash)",
+    ),
+    Endpoint(
+        "PUT",
+        "/repo/v1/entity/{id}/annotations2",
+        {200: "Annotations"},
+        "EntityController.updateEntityAnnotationsV2, @ResponseStatus(OK)",
+    ),
+    Endpoint(
+        "POST",
+        "/repo/v1/column/batch",
+        {201: "ColumnModelList"},
+        "TableController.createColumnModels, @ResponseStatus(CREATED)",
+    ),
+    Endpoint(
+        "GET",
+        "/repo/v1/column/tableview/defaults",
+        {200: "ColumnModelList"},
+        "TableController.getDefaultColumnsForViewType, @ResponseStatus(OK)",
+    ),
+    Endpoint(
+        "POST",
+        "/repo/v1/column/view/scope/async/start",
+        {201: "AsyncJobId"},
+        "TableController.getViewScopeColumnsAsyncStart, @ResponseStatus(CREATED)",
+    ),
+    Endpoint(
+        "GET",
+        "/repo/v1/column/view/scope/async/get/{token}",
+        {201: "ViewColumnModelResponse", 202: "AsynchronousJobStatus"},
+        "TableController.getViewScopeColumnsAsyncGet, @ResponseStatus(CREATED); " + _ASYNC_GET,
     ),
     Endpoint("GET", "/repo/v1/entity/{id}/column", {200: "PaginatedColumnModels"}, "TableController.getColumnForTable"),
     Endpoint("GET", "/repo/v1/column/{column}", {200: "ColumnModel"}, "TableController.getColumnModel"),

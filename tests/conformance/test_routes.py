@@ -1,7 +1,8 @@
 """Every route the emulator serves, called as synapseclient 4.14 calls it, answers with the status and the model Synapse
 answers (synapse_model: schemas and controllers of Synapse-Repository-Services).
 
-The route tables (``routes.ROUTES`` + ``table_routes.TABLE_ROUTES`` + ``download_list_routes.DOWNLOAD_LIST_ROUTES``,
+The route tables (``routes.ROUTES`` + ``entity_routes.ENTITY_WRITE_ROUTES`` + ``column_routes.COLUMN_ROUTES`` +
+``table_routes.TABLE_ROUTES`` + ``download_list_routes.DOWNLOAD_LIST_ROUTES``,
 keyed by method + pattern) must equal the routes the cases below reach: a new route without a case fails
 ``test_every_served_route_has_a_case``, and an endpoint of synapse_model the emulator does not serve fails
 ``test_every_synapse_endpoint_is_served``. A case names the issue-30
@@ -22,7 +23,9 @@ from checker import answer_model, check, check_exchange, endpoint_for, sample_pa
 from synapse_model import ENDPOINTS, MODELS, ZERO_ETAG
 
 from synclient.emulator import Emulator
+from synclient.emulator.column_routes import COLUMN_ROUTES
 from synclient.emulator.download_list_routes import DOWNLOAD_LIST_ROUTES
+from synclient.emulator.entity_routes import ENTITY_WRITE_ROUTES
 from synclient.emulator.routes import ROUTES
 from synclient.emulator.table_routes import TABLE_ROUTES
 
@@ -69,6 +72,18 @@ SPEC = {
             ],
         },
         {"name": "other", "children": [{"type": "folder", "name": "f"}]},
+        # what the write cases change: each case its own entity (the cases of a worker share one emulator)
+        {
+            "name": "scratch",
+            "children": [
+                {"type": "folder", "name": "gone"},
+                {"type": "folder", "name": "purged", "children": [{"type": "file", "name": "x", "content": "x"}]},
+                {"type": "folder", "name": "annotated"},
+                {"type": "folder", "name": "stale"},
+                {"type": "entityview", "name": "reshaped", "scope": ["annotated"]},
+                {"type": "folder", "name": "renamed"},
+            ],
+        },
     ]
 }
 #: short names of the seeded entities (paths inside "conf")
@@ -87,6 +102,16 @@ PATHS = {
     "view": "view",
     "t": "t",
 }
+#: short names of the entities the write cases change (paths inside "scratch")
+SCRATCH_PATHS = {
+    "gone": "gone",
+    "purged": "purged",
+    "annotated": "annotated",
+    "stale": "stale",
+    "reshaped": "reshaped",
+    "renamed": "renamed",
+}
+TABLE_PKG = "org.sagebionetworks.repo.model.table."
 #: what synapseclient 4.14 asks of bundle2 by default (client.py _getEntityBundle)
 CLIENT_BUNDLE = {
     "includeEntity": True,
@@ -519,8 +544,179 @@ def error_cases() -> List[Case]:
     ]
 
 
+def write_cases() -> List[Case]:
+    """Issue 34: what a client that makes its own view calls (EntityController.createEntity, deleteEntity,
+    updateEntityAnnotationsV2; TableController.createColumnModels, getDefaultColumnsForViewType)."""
+    project = "org.sagebionetworks.repo.model.Project"
+    folder = "org.sagebionetworks.repo.model.Folder"
+    view = {
+        "concreteType": TABLE_PKG + "EntityView",
+        "name": "made view",
+        "parentId": "{scratch}",
+        "columnIds": ["{col}"],
+        "scopeIds": ["{d}"],
+        "viewTypeMask": 1,
+    }
+    annotations = {
+        "id": "{annotated}",
+        "etag": "{etag:annotated}",
+        "annotations": {"k": {"type": "LONG", "value": ["7"]}},
+    }
+    return [
+        Case(
+            "create a project",
+            "POST",
+            "/repo/v1/entity",
+            {"concreteType": project, "name": "made project", "description": "a scratch project"},
+            status=201,
+            facts=(
+                fact("under the root", lambda b, i: b["parentId"] == "syn4489"),
+                fact("its description", lambda b, i: b["description"] == "a scratch project"),
+            ),
+        ),
+        Case(
+            "create a folder",
+            "POST",
+            "/repo/v1/entity",
+            {"concreteType": folder, "name": "made folder", "parentId": "{scratch}"},
+            status=201,
+            facts=(fact("in its parent", lambda b, i: b["parentId"] == i["scratch"]),),
+        ),
+        Case(
+            "create a view",
+            "POST",
+            "/repo/v1/entity",
+            view,
+            status=201,
+            facts=(
+                fact("its scope, as numeric ids", lambda b, i: b["scopeIds"] == [i["d"][3:]]),
+                fact("its columns", lambda b, i: b["columnIds"] == [i["col"]] and b["viewTypeMask"] == 1),
+                fact("its in-progress version", lambda b, i: b["versionLabel"] == "in progress"),
+            ),
+        ),
+        Case(
+            "create a project of a taken name",
+            "POST",
+            "/repo/v1/entity",
+            {"concreteType": project, "name": "other"},
+            status=409,
+            facts=(
+                fact("Synapse's words", lambda b, i: b["reason"].endswith("already exists with a parentId: syn4489")),
+            ),
+        ),
+        Case(
+            "create as the anonymous user",
+            "POST",
+            "/repo/v1/entity",
+            {"concreteType": folder, "name": "anon", "parentId": "{scratch}"},
+            status=403,
+            token=None,
+        ),
+        Case(
+            "create in an unreadable folder",
+            "POST",
+            "/repo/v1/entity",
+            {"concreteType": folder, "name": "inside", "parentId": "{closed}"},
+            status=403,
+        ),
+        Case(
+            "create a view of an unknown column",
+            "POST",
+            "/repo/v1/entity",
+            dict(view, name="bad view", columnIds=["999999999"]),
+            status=400,
+        ),
+        Case(
+            "create a view with its bundle",
+            "POST",
+            "/repo/v1/entity/bundle2/create",
+            {
+                "entity": dict(view, name="bundled view", columnIds=[]),
+                "annotations": {"annotations": {"owner": {"type": "STRING", "value": ["synclient"]}}},
+            },
+            status=201,
+            facts=(
+                fact(
+                    "the entity", lambda b, i: b["entity"]["name"] == "bundled view" and b["entityType"] == "entityview"
+                ),
+                fact(
+                    "its annotations", lambda b, i: b["annotations"]["annotations"]["owner"]["value"] == ["synclient"]
+                ),
+            ),
+        ),
+        Case(
+            "update a folder",
+            "PUT",
+            "/repo/v1/entity/{renamed}",
+            {
+                "concreteType": folder,
+                "id": "{renamed}",
+                "etag": "{etag:renamed}",
+                "name": "renamed again",
+                "parentId": "{scratch}",
+            },
+            facts=(
+                fact("its new name", lambda b, i: b["name"] == "renamed again"),
+                fact("a new etag", lambda b, i: b["etag"] != i["etag:renamed"]),
+            ),
+        ),
+        Case(
+            "update with a stale etag",
+            "PUT",
+            "/repo/v1/entity/{stale}",
+            {"concreteType": folder, "id": "{stale}", "etag": "00000000-0000-0000-0000-000000000001", "name": "s"},
+            status=412,
+        ),
+        Case("delete to the trash can", "DELETE", "/repo/v1/entity/{gone}", status=204),
+        Case("delete at once", "DELETE", "/repo/v1/entity/{purged}?skipTrashCan=true", status=204),
+        Case("delete what does not exist", "DELETE", "/repo/v1/entity/syn999999999", status=204),
+        Case("delete an unreadable entity", "DELETE", "/repo/v1/entity/{secret}", status=403),
+        Case(
+            "update annotations",
+            "PUT",
+            "/repo/v1/entity/{annotated}/annotations2",
+            annotations,
+            facts=(
+                fact("the new value", lambda b, i: b["annotations"]["k"] == {"type": "LONG", "value": ["7"]}),
+                fact("a new etag", lambda b, i: b["etag"] != i["etag:annotated"]),
+            ),
+        ),
+        Case(
+            "update annotations with a stale etag",
+            "PUT",
+            "/repo/v1/entity/{stale}/annotations2",
+            dict(annotations, id="{stale}", etag="00000000-0000-0000-0000-000000000001"),
+            status=412,
+        ),
+        Case(
+            "create column models",
+            "POST",
+            "/repo/v1/column/batch",
+            {
+                "concreteType": "org.sagebionetworks.repo.model.ListWrapper",
+                "list": [{"name": "file", "columnType": "ENTITYID"}, {"name": "note", "columnType": "STRING"}],
+            },
+            status=201,
+            facts=(fact("the table's own column id, reused", lambda b, i: b["list"][0]["id"] == i["col"]),),
+        ),
+        Case(
+            "default columns of a file view",
+            "GET",
+            "/repo/v1/column/tableview/defaults?viewEntityType=entityview&viewTypeMask=1",
+            facts=(fact("15 file columns", lambda b, i: [c["name"] for c in b["list"]][:2] == ["id", "name"]),),
+        ),
+    ]
+
+
 CASES: List[Case] = (
-    entity_cases() + version_cases() + lookup_cases() + bundle_cases() + file_cases() + table_cases() + error_cases()
+    entity_cases()
+    + version_cases()
+    + lookup_cases()
+    + bundle_cases()
+    + file_cases()
+    + table_cases()
+    + error_cases()
+    + write_cases()
 )
 
 
@@ -750,6 +946,47 @@ def download_list_async_cases() -> List[AsyncCase]:
 
 CASES += download_list_cases()
 ASYNC_CASES += download_list_async_cases()
+ASYNC_CASES.append(
+    AsyncCase(
+        "schema change of a view",
+        "/repo/v1/entity/{reshaped}/table/transaction/async/start",
+        {
+            "concreteType": TABLE_PKG + "TableUpdateTransactionRequest",
+            "entityId": "{reshaped}",
+            "changes": [
+                {
+                    "concreteType": TABLE_PKG + "TableSchemaChangeRequest",
+                    "entityId": "{reshaped}",
+                    "changes": [],
+                    "orderedColumnIds": ["{col:reshaped}"],
+                }
+            ],
+        },
+        facts=(
+            fact("the new schema", lambda b, i: [c["id"] for c in b["results"][0]["schema"]] == [i["col:reshaped"]]),
+        ),
+        item="",
+    )
+)
+ASYNC_CASES.append(
+    AsyncCase(
+        "annotation columns of a scope",
+        "/repo/v1/column/view/scope/async/start",
+        {
+            "concreteType": TABLE_PKG + "ViewColumnModelRequest",
+            "viewScope": {"scope": ["{d}"], "viewEntityType": "entityview", "viewTypeMask": 1},
+        },
+        facts=(
+            fact(
+                "a.txt's annotations",
+                lambda b, i: (
+                    [(c["name"], c["columnType"]) for c in b["results"]] == [("k", "STRING"), ("n", "INTEGER")]
+                ),
+            ),
+        ),
+        item="",
+    )
+)
 
 
 # --- the seeded emulator --------------------------------------------------------------------------------------------
@@ -786,6 +1023,8 @@ def world():
         projects = emu.seed_spec(SPEC)
         ids = {"conf": projects["conf"], "other": projects["other"]}
         ids.update({short: emu.resolve(projects["conf"], path) for short, path in PATHS.items()})
+        ids["scratch"] = projects["scratch"]
+        ids.update({short: emu.resolve(projects["scratch"], path) for short, path in SCRATCH_PATHS.items()})
         ids["A"] = ids["a"].upper()
         world = World(emu, ids)
         for short in ("a", "ext", "far", "nodl"):
@@ -795,6 +1034,12 @@ def world():
         ids["me"] = body["ownerId"]
         status, body, _ = world.call("GET", f"/repo/v1/entity/{ids['t']}/column")
         ids["col"] = body["results"][0]["id"]
+        status, body, _ = world.call("GET", f"/repo/v1/entity/{ids['reshaped']}/column")
+        ids["col:reshaped"] = body["results"][0]["id"]
+        status, body, _ = world.call("GET", f"/repo/v1/entity/{ids['annotated']}/annotations2")
+        ids["etag:annotated"] = body["etag"]
+        status, body, _ = world.call("GET", f"/repo/v1/entity/{ids['renamed']}")
+        ids["etag:renamed"] = body["etag"]
         yield world
 
 
@@ -903,7 +1148,7 @@ def _calls() -> List[Tuple[str, str, str]]:
 
 
 def _served():
-    return ROUTES + TABLE_ROUTES + DOWNLOAD_LIST_ROUTES
+    return ROUTES + ENTITY_WRITE_ROUTES + COLUMN_ROUTES + TABLE_ROUTES + DOWNLOAD_LIST_ROUTES
 
 
 def _key(route) -> Tuple[str, str]:

@@ -63,6 +63,10 @@ EVERY_KNOB = Knobs(
     download_list_limit=7,
     view_lag=True,
     record_exchanges=5,
+    uncertified_user=True,
+    deny_create=True,
+    max_containers_per_view=7,
+    view_build_seconds_per_1000_files=2.5,
 )
 
 
