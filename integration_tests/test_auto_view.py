@@ -93,6 +93,25 @@ def test_a_view_is_made_read_and_removed_when_it_pays(emu, tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records if "planned from a temporary file view" in r.getMessage()]
 
 
+def test_external_url_files_take_their_bundle_from_an_auto_view_as_from_the_walk(emu, tmp_path, monkeypatch):
+    monkeypatch.setattr(auto_view, "WORTH_A_VIEW", 1)  # the view from the first file on
+    folder = emu.resolve(emu.project, "F2")
+    emu.add_external_file(folder, "far.csv", "far\n")
+    emu.add_external_file(folder, "unrecorded.csv", "no md5\n", record_md5=False)
+    emu.reset_stats()
+    plain = sync(emu, tmp_path / "plain")
+    walk_bundles = bundles(emu)
+    emu.reset_stats()
+    auto = sync(emu, tmp_path / "auto", view="auto")
+    assert local_tree(tmp_path / "plain") == local_tree(tmp_path / "auto")
+    assert sorted((r.path.name, r.status, r.action) for r in plain) == sorted(
+        (r.path.name, r.status, r.action) for r in auto
+    )
+    assert walk_bundles == FOLDERS * PER_FOLDER + 2
+    assert bundles(emu) == 2  # the view's rows say which handles are external: those take their bundles
+    assert_nothing_left(emu)
+
+
 def test_a_small_tree_or_a_resync_makes_no_view(emu, tmp_path):
     sync(emu, tmp_path / "t", view="auto")
     emu.reset_stats()

@@ -183,9 +183,8 @@ def test_a_handle_replaced_in_place_behind_the_view_falls_back_to_the_bundle(emu
     assert not results.failures and bundle_calls(emu) == 1  # the one refused by the URL batch
     assert f"now {new_handle}" in caplog.text
     with Platform(emu.endpoint, token=emu.token) as platform:
-        picked = download_query(
-            f"SELECT * FROM {emu.at('files')} WHERE name = 'a1.txt'", tmp_path / "q", platform=platform, synapse_cache=False
-        )
+        sql = f"SELECT * FROM {emu.at('files')} WHERE name = 'a1.txt'"
+        picked = download_query(sql, tmp_path / "q", platform=platform, synapse_cache=False)
     assert [r.status for r in picked] == [SyncStatus.DOWNLOADED] and (tmp_path / "q" / "a1.txt").read_text() == "a1\n"
     emu.reset_stats()  # the index recorded the handle that was fetched: a re-sync is a no-op
     again = sync(emu, tmp_path / "t", view=emu.view)

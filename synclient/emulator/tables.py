@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import sql as sqlmod
 from .store import DenyMode, Entity, EntityKind, Store, now_iso, parse_syn_id
+from .wire import BUCKET, EXTERNAL_FILE_HANDLE, S3_FILE_HANDLE, data_key
 
 #: viewTypeMask bit of files (the only kind of entity the emulator's views show)
 VIEW_TYPE_FILE = 1
@@ -218,6 +219,13 @@ def _file_cells(
         "dataFileHandleId": entity.file_handle_id,
         "dataFileSizeBytes": size,
         "dataFileMD5Hex": handle.md5 if handle is not None and handle.records_md5 else None,
+        # the other file fields a view may have as columns (ObjectField; not among the defaults)
+        "dataFileConcreteType": (
+            None if handle is None else EXTERNAL_FILE_HANDLE if handle.storage.is_external else S3_FILE_HANDLE
+        ),
+        "dataFileName": handle.file_name if handle is not None else None,
+        "dataFileBucket": BUCKET if handle is not None and not handle.storage.is_external else None,
+        "dataFileKey": data_key(handle) if handle is not None and not handle.storage.is_external else None,
     }
     if annotations is None:
         annotations = store.annotations(entity.id)
