@@ -375,6 +375,22 @@ def user_profile_from_wire(obj: Mapping[str, Any]) -> Dict[str, Any]:
     return dict(obj)
 
 
+#: every ``includeTypes`` name of a children request Synapse knows (``EntityType``): to learn that a container holds
+#: nothing at all, not only nothing synclient downloads
+ALL_CHILD_TYPE_NAMES = (
+    "project",
+    "folder",
+    "file",
+    "table",
+    "link",
+    "entityview",
+    "dockerrepo",
+    "submissionview",
+    "dataset",
+    "datasetcollection",
+    "materializedview",
+    "virtualtable",
+)
 LIST_WRAPPER = _MODEL + "ListWrapper"
 VIEW_COLUMN_MODEL_REQUEST = _MODEL + "table.ViewColumnModelRequest"
 #: a file view's ``viewTypeMask`` bit of files (``ViewTypeMask.File``)

@@ -56,6 +56,7 @@ from synclient.platform.credentials import Endpoints, clean_token, resolve_endpo
 from synclient.platform.gate import AdaptiveGate, RestAdmission, Throttle, ThrottleKind, shared_gate
 from synclient.platform.models import (
     ACTION_REQUIRED_REQUEST,
+    ALL_CHILD_TYPE_NAMES,
     AVAILABLE_FILES_REQUEST,
     DOWNLOAD_LIST_MANIFEST_REQUEST,
     DOWNLOAD_LIST_QUERY_REQUEST,
@@ -753,6 +754,14 @@ class Platform:
             )
         except NotFoundError:
             return None
+
+    def holds_anything(self, container_id: str) -> bool:
+        """Whether the container has a child of any kind (one children call, every type Synapse knows)."""
+        body = {"parentId": container_id, "includeTypes": list(ALL_CHILD_TYPE_NAMES), "sortBy": "NAME"}
+        page = self._call(
+            "POST", "repo", "/entity/children", body=body, parse=ChildrenPage.from_wire, route="POST /entity/children"
+        )
+        return bool(page.headers or page.next_page_token)
 
     def create_entity(self, entity: Mapping[str, Any]) -> Entity:
         """Create an entity (``POST /entity``, its JSON with its ``concreteType``): the entity as created."""

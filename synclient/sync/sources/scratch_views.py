@@ -140,8 +140,7 @@ class ScratchViews:
         """Remove synclient's own scratch project when it holds nothing (a view of another run keeps it)."""
         if not project.ours:
             return
-        page = self._platform.list_children(project.id, include_types=list(_ALL_KINDS))
-        if page.headers:
+        if self._platform.holds_anything(project.id):
             return
         self._platform.delete_entity(project.id)
 
@@ -215,7 +214,3 @@ class ScratchViews:
                 _stamp(made),
             )
         return removed
-
-
-#: every kind a scratch project could hold (to know it holds nothing)
-_ALL_KINDS = tuple(kind for kind in EntityType if kind.children_filter and kind is not EntityType.PROJECT)
