@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
-from synclient.errors import CallCancelledError, Cancelled, JobTimeoutError, SynclientError
+from synclient.errors import CallCancelledError, Cancelled, JobTimeoutError, NotFoundError, SynclientError
 from synclient.platform.models import VIEW_TYPE_FILE
 from synclient.platform.rest import Platform
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
@@ -95,6 +95,8 @@ class AutoView:
         except SynclientError as exc:
             self._walk(f"no temporary file view ({exc})")
         finally:
+            if self.state is AutoViewState.WAITING:  # (an unforeseen error, raised: not tried again for each file)
+                self.state, self.reason = AutoViewState.WALKING, "the temporary file view failed"
             if not cancelled:
                 self._remove()  # at once: the rows are read, the view is of no more use
 
@@ -104,12 +106,26 @@ class AutoView:
 
     def _read_new_view(self) -> DescribedFiles:
         scratch = self._scratch
-        self._project = scratch.open_project()
-        scratch.sweep_leftovers(self._project)
         models = list(FILE_FIELDS.models) + self._annotation_columns()
         column_ids = self._platform.create_columns(models)
-        self._view_id = scratch.create_view(self._project, scope_id=self._scope_id, column_ids=column_ids)
-        return read_view_files(self._platform, self._view_id, timeout=BUILD_BOUND_SECONDS)
+        for last in (False, True):
+            self._project = scratch.open_project()
+            try:
+                scratch.sweep_leftovers(self._project)
+                view_id = scratch.create_view(
+                    self._project, scope_id=self._scope_id, column_ids=column_ids, on_created=self._created
+                )
+                break
+            except NotFoundError:
+                if last or not self._project.ours:
+                    raise
+                # synclient's scratch project was removed meanwhile by another run of this user (it found it
+                # empty): made again, once
+                self._project = None
+        return read_view_files(self._platform, view_id, timeout=BUILD_BOUND_SECONDS)
+
+    def _created(self, view_id: str) -> None:
+        self._view_id = view_id  # (from now on removed at the run's end, whatever stops it)
 
     def _annotation_columns(self) -> List[Dict[str, object]]:
         """The scope's annotation columns (the manifests and results carry annotations, as the walk's bundles
@@ -133,7 +149,12 @@ class AutoView:
                 scratch.close_project(self._project)
                 self._project = None
         except SynclientError as exc:
-            log.warning("--view auto: could not remove the temporary file view %s: %s", self._view_id, exc)
+            what = (
+                f"the temporary file view {self._view_id}"
+                if self._view_id is not None
+                else f"synclient's scratch project {self._project.id if self._project else ''}"
+            )
+            log.warning("--view auto: could not remove %s: %s", what, exc)
 
     def close(self) -> None:
         """The run's end: remove what is left (a run stopped while its view was being built), whatever stopped
