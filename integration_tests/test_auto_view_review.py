@@ -10,13 +10,21 @@ from typing import Callable, Optional
 import pytest
 import requests
 from synctrees import local_tree
-from test_auto_view import FOLDERS, PER_FOLDER, assert_nothing_left, bundles, emu, sync  # noqa: F401 (fixture)
+from test_auto_view import FOLDERS, PER_FOLDER, SPEC, assert_nothing_left, bundles, sync
 
 from synclient import Platform, sync_from_platform
+from synclient.emulator import Emulator
 from synclient.errors import SynclientError
 from synclient.sync.sources import auto_view
 
 VIEW = "org.sagebionetworks.repo.model.table.EntityView"
+
+
+@pytest.fixture
+def emu(tmp_path):
+    with Emulator(data_dir=str(tmp_path / "emu")) as emu:
+        emu.project = emu.seed_spec(SPEC)["p"]
+        yield emu
 
 
 class AfterTheCall:
@@ -85,10 +93,34 @@ def test_a_write_applied_whose_answer_was_lost_still_gives_the_view_and_leaves_n
 
 def test_a_run_stopped_right_after_its_view_is_made_removes_it(emu, tmp_path):
     def stop_the_run(platform):
-        return AfterTheCall(platform, creates_the_view, lose_answer=False, then=lambda: platform.cancel_event.set())  # (the run's event)
+        stop = lambda: platform.cancel_event.set()  # noqa: E731 (the run's event, set in place of the platform's)
+        return AfterTheCall(platform, creates_the_view, lose_answer=False, then=stop)
 
     try:
         sync_through(emu, tmp_path / "t", stop_the_run)
     except SynclientError:
         pass  # (stopped: how it says so is the runner's)
     assert_nothing_left(emu)  # the view made just before the stop is deleted, and the project with it
+
+
+def test_a_scratch_project_removed_by_another_run_meanwhile_is_made_again(emu, tmp_path):
+    """Two runs of one user: the other finished and removed the scratch project (empty then) after this run found
+    it and before its view was made in it."""
+
+    def the_other_run_removes_it(platform):
+        def remove():
+            (scratch,) = [i for name, i in emu.store.projects().items() if name.startswith("synclient-scratch-")]
+            with Platform(emu.endpoint, token=emu.token) as other:
+                other.delete_entity(scratch)
+
+        def lists_the_scratch_project(method, url, body):
+            return url.endswith("/entity/children") and (body or {}).get("includeTypes") == ["entityview"]
+
+        return AfterTheCall(platform, lists_the_scratch_project, lose_answer=False, then=remove)
+
+    plain = sync(emu, tmp_path / "plain")
+    emu.reset_stats()
+    auto = sync_through(emu, tmp_path / "auto", the_other_run_removes_it)
+    assert local_tree(tmp_path / "plain") == local_tree(tmp_path / "auto") and not plain.failures
+    assert not auto.failures and bundles(emu) == auto_view.WORTH_A_VIEW - 1
+    assert_nothing_left(emu)

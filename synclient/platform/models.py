@@ -390,6 +390,7 @@ ALL_CHILD_TYPE_NAMES = (
     "datasetcollection",
     "materializedview",
     "virtualtable",
+    "searchindex",
 )
 LIST_WRAPPER = _MODEL + "ListWrapper"
 VIEW_COLUMN_MODEL_REQUEST = _MODEL + "table.ViewColumnModelRequest"
