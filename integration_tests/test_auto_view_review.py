@@ -124,3 +124,22 @@ def test_a_scratch_project_removed_by_another_run_meanwhile_is_made_again(emu, t
     assert local_tree(tmp_path / "plain") == local_tree(tmp_path / "auto") and not plain.failures
     assert not auto.failures and bundles(emu) == auto_view.WORTH_A_VIEW - 1
     assert_nothing_left(emu)
+
+
+@pytest.mark.parametrize(
+    "folder, keywords, why",
+    [
+        (None, {"dry_run": True}, "a dry run makes no view"),
+        (None, {"provenance": True}, "every file takes its bundle call"),
+        ("F0", {}, f"no view was made: {PER_FOLDER} files needed their bundle call"),
+    ],
+    ids=["dry run", "provenance", "small tree"],
+)
+def test_a_run_that_makes_no_view_says_why_on_the_notes_line(emu, tmp_path, caplog, folder, keywords, why):
+    caplog.set_level("INFO", logger="synclient.sync.auto_view")  # (the logger the CLI shows as notes)
+    root = emu.resolve(emu.project, folder) if folder else emu.project
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        sync_from_platform(root, tmp_path / "t", platform=platform, synapse_cache=False, view="auto", **keywords)
+    notes = [r.getMessage() for r in caplog.records if r.name == "synclient.sync.auto_view"]
+    assert len(notes) == 1 and why in notes[0], notes
+    assert_nothing_left(emu)

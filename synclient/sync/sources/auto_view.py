@@ -160,6 +160,12 @@ class AutoView:
         """The run's end: remove what is left (a run stopped while its view was being built), whatever stopped
         it: the platform's calls are made even after the run was cancelled."""
         with self._lock:  # (a worker making the view stops at its next call: the run was cancelled)
+            if self.state is AutoViewState.WAITING:
+                log.info(
+                    "--view auto: no view was made: %d files needed their bundle call (a view pays from %d)",
+                    self._demand,
+                    WORTH_A_VIEW,
+                )
             if self._view_id is None and self._project is None:
                 return
             with self._platform.cancel_on(threading.Event()):
