@@ -29,7 +29,8 @@ def emu(tmp_path):
 
 class AfterTheCall:
     """A platform's session that lets every request reach the emulator and, for the first one ``matches``, does
-    ``then`` once the emulator has applied it: replace its answer with a 503 (``lose_answer``) or anything else."""
+    ``then`` once the emulator has applied it (``answered``: and answered with that status); and replaces its
+    answer with a 503 (``lose_answer``)."""
 
     def __init__(
         self,
@@ -38,11 +39,13 @@ class AfterTheCall:
         *,
         lose_answer: bool = True,
         then: Callable[[], None] = lambda: None,
+        answered: Optional[int] = None,
     ) -> None:
         self._request = platform._session.request
         self._matches = matches
         self._lose = lose_answer
         self._then = then
+        self._answered = answered  # (only an answer of that status matches)
         self.done = False
         platform._session.request = self  # type: ignore[method-assign]
 
@@ -50,6 +53,8 @@ class AfterTheCall:
         response = self._request(method, url, **keywords)
         body = json.loads(keywords["data"]) if keywords.get("data") else None
         if self.done or not self._matches(method, url, body):
+            return response
+        if self._answered is not None and response.status_code != self._answered:
             return response
         self.done = True
         self._then()
@@ -143,3 +148,20 @@ def test_a_run_that_makes_no_view_says_why_on_the_notes_line(emu, tmp_path, capl
     notes = [r.getMessage() for r in caplog.records if r.name == "synclient.sync.auto_view"]
     assert len(notes) == 1 and why in notes[0], notes
     assert_nothing_left(emu)
+
+
+def test_a_run_stopped_once_its_view_is_read_removes_it_without_a_false_warning(emu, tmp_path, caplog):
+    def stop_after_the_read(platform):
+        def answered(method, url, body):
+            return method == "GET" and "/table/query/async/get/" in url
+
+        stop = lambda: platform.cancel_event.set()  # noqa: E731 (the run's event)
+        return AfterTheCall(platform, answered, lose_answer=False, then=stop, answered=201)
+
+    caplog.set_level("INFO", logger="synclient.sync.auto_view")
+    try:
+        sync_through(emu, tmp_path / "t", stop_after_the_read)
+    except SynclientError:
+        pass
+    assert_nothing_left(emu)
+    assert not [r.getMessage() for r in caplog.records if "could not remove" in r.getMessage()]

@@ -148,6 +148,8 @@ class AutoView:
             if self._project is not None:
                 scratch.close_project(self._project)
                 self._project = None
+        except CallCancelledError:
+            pass  # the run stops: close() removes what is left at its end
         except SynclientError as exc:
             what = (
                 f"the temporary file view {self._view_id}"
