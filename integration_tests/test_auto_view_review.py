@@ -75,6 +75,23 @@ def annotates(method, url, body) -> bool:
     return method == "PUT" and url.endswith("/annotations2")
 
 
+def creates_the_project(method, url, body) -> bool:
+    return method == "POST" and url.endswith("/entity") and (body or {}).get("concreteType", "").endswith("Project")
+
+
+class DeletesTheProject:
+    """The second DELETE of a run: its scratch project's, after its view's."""
+
+    __name__ = "deletes_the_project"
+
+    def __init__(self) -> None:
+        self.deletes = 0
+
+    def __call__(self, method, url, body) -> bool:
+        self.deletes += method == "DELETE"
+        return self.deletes == 2
+
+
 def sync_through(emu, target, wrap, **keywords):
     with Platform(emu.endpoint, token=emu.token) as platform:
         fault = wrap(platform)
@@ -85,8 +102,13 @@ def sync_through(emu, target, wrap, **keywords):
         return results
 
 
-@pytest.mark.parametrize("step", [creates_the_view, annotates], ids=["POST the view", "PUT its annotations"])
-def test_a_write_applied_whose_answer_was_lost_still_gives_the_view_and_leaves_nothing(emu, tmp_path, step):
+@pytest.mark.parametrize(
+    "step",
+    [creates_the_project, creates_the_view, annotates, DeletesTheProject()],
+    ids=["POST the project", "POST the view", "PUT its annotations", "DELETE the project"],
+)
+def test_a_write_applied_whose_answer_was_lost_still_gives_the_view_and_leaves_nothing(emu, tmp_path, step, caplog):
+    caplog.set_level("INFO", logger="synclient.sync.auto_view")
     plain = sync(emu, tmp_path / "plain")
     emu.reset_stats()
     auto = sync_through(emu, tmp_path / "auto", lambda platform: AfterTheCall(platform, step))
@@ -94,6 +116,7 @@ def test_a_write_applied_whose_answer_was_lost_still_gives_the_view_and_leaves_n
     assert not auto.failures and len(auto) == FOLDERS * PER_FOLDER
     assert bundles(emu) == auto_view.WORTH_A_VIEW - 1  # the view was used: the retry found it made, or marked
     assert_nothing_left(emu)  # no second view, no leftover
+    assert not [r.getMessage() for r in caplog.records if "could not remove" in r.getMessage()]
 
 
 def test_a_run_stopped_right_after_its_view_is_made_removes_it(emu, tmp_path):
