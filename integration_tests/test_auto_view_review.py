@@ -188,3 +188,20 @@ def test_a_run_stopped_once_its_view_is_read_removes_it_without_a_false_warning(
         pass
     assert_nothing_left(emu)
     assert not [r.getMessage() for r in caplog.records if "could not remove" in r.getMessage()]
+
+
+def test_a_scratch_project_removed_with_this_runs_new_view_in_it_is_made_again(emu, tmp_path):
+    """The other run found the project empty, this run made its view in it, the other run removed the project (and
+    the view with it): this run makes both again, once, instead of walking."""
+
+    def the_other_run_removes_it(platform):
+        def remove():
+            (scratch,) = [i for name, i in emu.store.projects().items() if name.startswith("synclient-scratch-")]
+            with Platform(emu.endpoint, token=emu.token) as other:
+                other.delete_entity(scratch)
+
+        return AfterTheCall(platform, annotates, lose_answer=False, then=remove)
+
+    auto = sync_through(emu, tmp_path / "auto", the_other_run_removes_it)
+    assert not auto.failures and bundles(emu) == auto_view.WORTH_A_VIEW - 1
+    assert_nothing_left(emu)

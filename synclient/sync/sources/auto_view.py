@@ -115,14 +115,17 @@ class AutoView:
                 view_id = scratch.create_view(
                     self._project, scope_id=self._scope_id, column_ids=column_ids, on_created=self._created
                 )
-                break
+                return read_view_files(self._platform, view_id, timeout=BUILD_BOUND_SECONDS)
             except NotFoundError:
                 if last or not self._project.ours:
                     raise
-                # synclient's scratch project was removed meanwhile by another run of this user (it found it
-                # empty): made again, once
+                # synclient's scratch project was removed meanwhile, maybe with this run's view in it, by another
+                # run of this user (it found it empty a moment before): made again, once
+                if self._view_id is not None:
+                    scratch.delete_view(self._view_id)  # (gone with the project, most likely: no second view)
+                    self._view_id = None
                 self._project = None
-        return read_view_files(self._platform, view_id, timeout=BUILD_BOUND_SECONDS)
+        raise AssertionError("unreachable")  # (the second pass returns or raises)
 
     def _created(self, view_id: str) -> None:
         self._view_id = view_id  # (from now on removed at the run's end, whatever stops it)
