@@ -205,3 +205,30 @@ def test_a_scratch_project_removed_with_this_runs_new_view_in_it_is_made_again(e
     auto = sync_through(emu, tmp_path / "auto", the_other_run_removes_it)
     assert not auto.failures and bundles(emu) == auto_view.WORTH_A_VIEW - 1
     assert_nothing_left(emu)
+
+
+def test_a_view_the_account_may_not_delete_is_said_once_and_the_run_succeeds(emu, tmp_path, caplog):
+    """A --scratch-project where the user may create but not delete (Synapse's "Can edit"): the view stays, and the
+    one note names it (the run's end does not try again and say it twice)."""
+    scratch = emu.seed_spec({"projects": [{"name": "team scratch", "children": []}]})["team scratch"]
+    caplog.set_level("INFO", logger="synclient.sync.auto_view")
+    with Platform(emu.endpoint, token=emu.token) as platform:
+        send = platform._session.request
+
+        def refuse_deletes(method, url, **keywords):
+            if method != "DELETE":
+                return send(method, url, **keywords)
+            refused = requests.Response()
+            refused.status_code, refused.url = 403, url
+            refused._content = b'{"reason": "You lack DELETE access to the requested entity."}'
+            refused.headers["Content-Type"] = "application/json"
+            return refused
+
+        platform._session.request = refuse_deletes  # type: ignore[method-assign]
+        auto = sync_from_platform(
+            emu.project, tmp_path / "t", platform=platform, synapse_cache=False, view="auto", scratch_project=scratch
+        )
+    assert not auto.failures and len(auto) == FOLDERS * PER_FOLDER and bundles(emu) == auto_view.WORTH_A_VIEW - 1
+    (left,) = [e["id"] for e in emu.project_entities(scratch) if e["kind"] == "entityview"]
+    said = [r.getMessage() for r in caplog.records if "could not remove" in r.getMessage()]
+    assert len(said) == 1 and left in said[0] and "DELETE access" in said[0], said

@@ -141,8 +141,8 @@ class AutoView:
         ]
 
     def _remove(self) -> None:
-        """Delete the view and synclient's emptied scratch project; a failure to is said, never raised (the next
-        run removes a view left behind)."""
+        """Delete the view and synclient's emptied scratch project; a failure to is said once, never raised (the
+        next run that makes a view removes a view left behind, if it may)."""
         scratch = self._scratch
         try:
             if self._view_id is not None:
@@ -160,6 +160,7 @@ class AutoView:
                 else f"synclient's scratch project {self._project.id if self._project else ''}"
             )
             log.warning("--view auto: could not remove %s: %s", what, exc)
+            self._view_id = self._project = None  # (said once: not tried again at the run's end)
 
     def close(self) -> None:
         """The run's end: remove what is left (a run stopped while its view was being built), whatever stopped
