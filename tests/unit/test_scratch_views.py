@@ -301,3 +301,23 @@ def test_the_emptiness_check_asks_for_every_child_type_synapseclient_knows():
     for name in ("searchindex", "virtualtable", "materializedview", "datasetcollection", "dockerrepo"):
         assert f'"{name}"' in source  # (the types synapseclient 4.14 lists children by)
         assert name in ALL_CHILD_TYPE_NAMES
+
+
+def test_a_leftover_must_be_old_by_the_platforms_clock_too(platform):
+    """A host whose clock runs two hours ahead sees another host's running view (marked by that host's clock, made
+    a minute ago by the platform's) as old: the platform's createdOn keeps it."""
+    views = ScratchViews(platform, host="here", clock=lambda: NOW + datetime.timedelta(hours=2))
+    project = views.open_project()
+    stamp = "%Y-%m-%dT%H:%M:%S.000Z"
+    running = platform.add(
+        EntityType.ENTITY_VIEW,
+        VIEW_NAME_PREFIX + "running",
+        project.id,
+        description=DESCRIPTION,
+        createdOn=(NOW - datetime.timedelta(minutes=1)).strftime(stamp),
+    )
+    platform.annotations[running] = marked(NOW - datetime.timedelta(minutes=1))
+    left = old_marked_view(platform, project.id, VIEW_NAME_PREFIX + "left")
+    platform.entities[left]["createdOn"] = (NOW - LEFTOVER_GRACE - datetime.timedelta(minutes=1)).strftime(stamp)
+    assert views.sweep_leftovers(project, server_now=NOW.strftime(stamp)) == [left]
+    assert running in platform.entities

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
 from synclient.errors import CallCancelledError, Cancelled, JobTimeoutError, NotFoundError, SynclientError
-from synclient.platform.models import VIEW_TYPE_FILE
+from synclient.platform.models import VIEW_TYPE_FILE, Entity
 from synclient.platform.rest import Platform
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
 from synclient.sync.sources.queries import DEFAULT_VIEW_COLUMNS, read_view_files
@@ -68,6 +68,7 @@ class AutoView:
         self.reason: Optional[str] = None  # why the run walks (WALKING)
         self._project: Optional[ScratchProject] = None
         self._view_id: Optional[str] = None  # the view while it exists
+        self._created_on: Optional[str] = None  # its createdOn: the platform's time
 
     def get(self, entity_id: str, version: Optional[int]) -> Optional[FileVersionFacts]:
         with self._lock:  # the others wait for the one view (its build: seconds to minutes, bounded)
@@ -111,11 +112,12 @@ class AutoView:
         for last in (False, True):
             self._project = scratch.open_project()
             try:
-                scratch.sweep_leftovers(self._project)
-                view_id = scratch.create_view(
+                view = scratch.create_view(
                     self._project, scope_id=self._scope_id, column_ids=column_ids, on_created=self._created
                 )
-                return read_view_files(self._platform, view_id, timeout=BUILD_BOUND_SECONDS)
+                # (while the view builds; the platform's clock dates the leftovers)
+                scratch.sweep_leftovers(self._project, server_now=self._created_on)
+                return read_view_files(self._platform, view, timeout=BUILD_BOUND_SECONDS)
             except NotFoundError:
                 if last or not self._project.ours:
                     raise
@@ -127,8 +129,10 @@ class AutoView:
                 self._project = None
         raise AssertionError("unreachable")  # (the second pass returns or raises)
 
-    def _created(self, view_id: str) -> None:
-        self._view_id = view_id  # (from now on removed at the run's end, whatever stops it)
+    def _created(self, view: Entity) -> None:
+        self._view_id = view.id  # (from now on removed at the run's end, whatever stops it)
+        created_on = view.raw.get("createdOn")
+        self._created_on = created_on if isinstance(created_on, str) else None
 
     def _annotation_columns(self) -> List[Dict[str, object]]:
         """The scope's annotation columns (the manifests and results carry annotations, as the walk's bundles

@@ -166,11 +166,11 @@ class ScratchViews:
         *,
         scope_id: str,
         column_ids: Sequence[str],
-        on_created: Callable[[str], None] = lambda view_id: None,
+        on_created: Callable[[Entity], None] = lambda view: None,
     ) -> str:
         """A file view of every file below ``scope_id`` in ``project``, named and annotated as synclient's: its id.
-        ``on_created`` is given the id as soon as the view exists (so that a run stopped before it is annotated
-        still removes it); a view that cannot be annotated is removed at once."""
+        ``on_created`` is given the view as soon as it exists (so that a run stopped before it is annotated still
+        removes it); a view that cannot be annotated is removed at once."""
         now = self._clock()
         name = f"{VIEW_NAME_PREFIX}{now.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(4)}"
         view = self._new_view(
@@ -185,7 +185,7 @@ class ScratchViews:
                 "columnIds": list(column_ids),
             },
         )
-        on_created(view.id)
+        on_created(view)
         try:
             self._mark(
                 view,
@@ -238,10 +238,13 @@ class ScratchViews:
         except NotFoundError:
             pass  # (gone already: removed with its project by another run)
 
-    def sweep_leftovers(self, project: ScratchProject) -> List[str]:
+    def sweep_leftovers(self, project: ScratchProject, *, server_now: Optional[str] = None) -> List[str]:
         """Remove the views earlier runs of this user left in ``project`` (killed before removing theirs) once
         they are older than :data:`LEFTOVER_GRACE`: the ids removed. One children call, and two calls for each view
-        named as synclient's (its annotations and its creator)."""
+        named as synclient's (its annotations and its creator). ``server_now``: the platform's time (the
+        ``createdOn`` of the view this run just made): a leftover must also be that old by the platform's clock,
+        so that a host whose clock runs an hour ahead never takes another host's running view for a leftover."""
+        platform_now = _parse_stamp(server_now)
         removed: List[str] = []
         for header in self._platform.iter_children(project.id, include_types=[EntityType.ENTITY_VIEW]):
             if header.type is not EntityType.ENTITY_VIEW or not header.name.startswith(VIEW_NAME_PREFIX):
@@ -256,9 +259,12 @@ class ScratchViews:
                     continue  # not marked as synclient's
                 if str(entity.raw.get("createdBy")) != self.owner_id():
                     continue  # another user's: theirs to remove
-                made = made or _parse_stamp(entity.raw.get("createdOn"))
+                created = _parse_stamp(entity.raw.get("createdOn"))
+                made = made or created
                 if made is None or self._clock() - made < LEFTOVER_GRACE:
                     continue
+                if platform_now is not None and (created is None or platform_now - created < LEFTOVER_GRACE):
+                    continue  # (young by the platform's clock: this host's clock is ahead)
                 self.delete_view(header.id)
             except CallCancelledError:
                 raise
