@@ -3,9 +3,9 @@ costs about N/100 REST calls instead of N bundle calls, for a user who has no vi
 
 The view is made only when it pays: when :data:`WORTH_A_VIEW` of the tree's files have needed their bundle call (a
 re-sync that finds few files changed, or a small tree, never makes one; the files before that take their bundles,
-as without a view). Then, in the user's scratch project (:mod:`.scratch_views`): the views earlier runs left behind
-are removed, the file columns and the scope's annotation columns are made, the view of the sync's root is made,
-read once (``SELECT *``: its rows stand in for the bundle calls exactly as a given view's do, see
+as without a view). Then, in the user's scratch project (:mod:`.scratch_views`): the file columns and the scope's
+annotation columns are made, the view of the sync's root is made, the views earlier runs left behind are removed
+while it builds, it is read once (``SELECT *``: its rows stand in for the bundle calls exactly as a given view's do, see
 :class:`~synclient.sync.sources.queries.ViewRows`: the listing stays the truth), and deleted at once. When the view
 cannot be made (the account may not create it: Synapse lets only certified users create anything but projects; the
 scope holds more containers than a view may), or is not built within :data:`BUILD_BOUND_SECONDS`, the run says so in
