@@ -163,6 +163,7 @@ def test_leftover_views_are_removed_after_the_grace_period_and_only_synclients(e
         young = scratch.create_view(project, scope_id=emu.project, column_ids=[])
     long_ago = datetime.datetime.now(datetime.timezone.utc) - LEFTOVER_GRACE - datetime.timedelta(minutes=5)
     emu.set_annotation(old, CREATED_ON_KEY, [long_ago.strftime("%Y-%m-%dT%H:%M:%S.000Z")])
+    emu.set_created_on(old, long_ago.strftime("%Y-%m-%dT%H:%M:%S.000Z"))  # (old by the platform's clock too)
     with Platform(emu.endpoint, token=emu.token) as platform:
         users_view = platform.create_entity(
             {
@@ -206,6 +207,7 @@ def test_a_run_killed_while_its_view_builds_leaves_it_and_the_next_run_removes_i
     assert views_in(emu, scratch) != []  # younger than the grace period: maybe a run still building, kept
     long_ago = datetime.datetime.now(datetime.timezone.utc) - LEFTOVER_GRACE - datetime.timedelta(minutes=1)
     emu.set_annotation(leftover["id"], CREATED_ON_KEY, [long_ago.strftime("%Y-%m-%dT%H:%M:%S.000Z")])
+    emu.set_created_on(leftover["id"], long_ago.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
     (tmp_path / "t" / "F0" / "f0.txt").unlink()  # one file to fetch: the run needs no view, and sweeps none
     for number in range(auto_view.WORTH_A_VIEW):  # so make it need one: 50 new files
         emu.add_file(emu.resolve(emu.project, "F1"), f"new{number}.txt", f"new {number}\n")

@@ -390,6 +390,7 @@ ALL_CHILD_TYPE_NAMES = (
     "datasetcollection",
     "materializedview",
     "virtualtable",
+    "searchindex",
 )
 LIST_WRAPPER = _MODEL + "ListWrapper"
 VIEW_COLUMN_MODEL_REQUEST = _MODEL + "table.ViewColumnModelRequest"
@@ -421,8 +422,9 @@ class Annotations:
 
     def text(self, key: str) -> Optional[str]:
         """The first value of the annotation ``key``, as text (None when there is none)."""
-        values = (self.annotations.get(key) or {}).get("value") or []
-        return str(values[0]) if values else None
+        values = (self.annotations.get(key) or {}).get("value")
+        first = (values[0] if values else None) if isinstance(values, list) else values  # (a lone value, too)
+        return None if first is None else str(first)
 
 
 @dataclass(frozen=True)

@@ -743,14 +743,15 @@ class Platform:
     def find_project(self, name: str) -> Optional[str]:
         """The id of the project named ``name`` (``POST /entity/child`` with no parent; names of projects are
         unique on the platform), None when there is none the caller can see."""
+        return self.find_child(None, name)
+
+    def find_child(self, parent_id: Optional[str], name: str) -> Optional[str]:
+        """The id of the child named ``name`` of ``parent_id`` (a project when None): ``POST /entity/child``
+        (names are unique among siblings), None when there is none the caller can see."""
+        body = {"entityName": name} if parent_id is None else {"parentId": parent_id, "entityName": name}
         try:
             return self._call(
-                "POST",
-                "repo",
-                "/entity/child",
-                body={"entityName": name},
-                parse=_entity_id_answer,
-                route="POST /entity/child",
+                "POST", "repo", "/entity/child", body=body, parse=_entity_id_answer, route="POST /entity/child"
             )
         except NotFoundError:
             return None

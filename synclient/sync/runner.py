@@ -63,6 +63,7 @@ from synclient.sync.plan.filters import Age
 from synclient.sync.plan.folder_bytes import FolderBytes
 from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
 from synclient.sync.records.index import LocalIndex
+from synclient.sync.sources import auto_view as auto_views
 from synclient.sync.sources.auto_view import AutoView, AutoViewRequest
 from synclient.sync.sources.by_id import Layout, Renamed
 from synclient.sync.sources.id_lists import EntityRef
@@ -907,7 +908,9 @@ def _view_setting(view: Optional[str], scratch_project: Optional[str]) -> Union[
             raise ConfigError("scratch_project= is where view='auto' makes its view: give it with view='auto'")
         project_id, project_version = parse_entity_id(scratch_project)
         if project_version is not None:
-            raise ConfigError(f"scratch_project={scratch_project}: name the project without a version")
+            raise ConfigError(
+                f"--scratch-project {scratch_project} (scratch_project=): name the project without a version"
+            )
         return AutoViewRequest(scratch_project=project_id)
     if view is None:
         return None
@@ -1163,20 +1166,24 @@ def _view_rows(
     """The file view rows standing in for the run's bundle calls: a given view's, or a temporary view's of the
     tree's root (made by a real run of a project or folder when it pays: :mod:`.sources.auto_view`); none when
     bundles are wanted anyway."""
-    if view is None or options.needs_bundle:
+    if view is None:
         return None
     if isinstance(view, str):
-        return ViewRows(platform, platform.get_entity_header(view))
+        return ViewRows(platform, platform.get_entity_header(view)) if not options.needs_bundle else None
     tree = isinstance(source, TreeSource) or (isinstance(source, ListSource) and source.mirrors_container)
     if not tree:
         if isinstance(source, ListSource):
             raise ConfigError(
-                "view='auto' makes a view of the one project or folder a sync mirrors; for a list of ids, "
-                "give a file view over them (view='syn456')"
+                "--view auto (view='auto') makes a view of the one project or folder a sync mirrors; for a list "
+                "of ids, give a file view over them (--view syn456)"
             )
         return None  # one file: nothing to plan
+    # (said on the line --view auto's notes are shown on: why this run makes no view)
+    if options.needs_bundle:
+        auto_views.log.info("--view auto: no view: every file takes its bundle call for what this run asks")
+        return None
     if options.dry_run:
-        log.info("--view auto: a dry run makes no view; the real run makes one when it pays")
+        auto_views.log.info("--view auto: a dry run makes no view; the real run makes one when it pays")
         return None
     return AutoView(platform, scope_id=source.root_id, request=view)
 

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from synclient.errors import AccessDeniedError, BadRequestError, ConfigError, NotFoundError
+from synclient.errors import AccessDeniedError, BadRequestError, ConfigError, MalformedAnswerError, NotFoundError
 from synclient.platform.models import Annotations, Entity, EntityHeader, EntityType
 from synclient.sync.sources import scratch_views
 from synclient.sync.sources.scratch_views import (
@@ -206,3 +206,118 @@ def test_the_grace_period_outlasts_a_runs_build_bound():
 
     assert LEFTOVER_GRACE.total_seconds() > 2 * BUILD_BOUND_SECONDS
     assert scratch_views.SCRATCH_PROJECT_NAME.format(owner_id=ME) == "synclient-scratch-1001"
+
+
+# -- review (issue 34): what is never removed, and what one odd leftover must not cost ----------------------------
+
+
+def old_marked_view(platform, project_id, name=VIEW_NAME_PREFIX + "x", *, kind=EntityType.ENTITY_VIEW) -> str:
+    old = NOW - LEFTOVER_GRACE - datetime.timedelta(minutes=1)
+    entity_id = platform.add(kind, name, project_id, description=DESCRIPTION)
+    platform.annotations[entity_id] = marked(old)
+    return entity_id
+
+
+def test_a_leftover_that_cannot_be_removed_does_not_stop_the_sweep(platform, monkeypatch):
+    views = scratch(platform)
+    project = views.open_project()
+    stuck = old_marked_view(platform, project.id, VIEW_NAME_PREFIX + "a")  # e.g. no DELETE in a shared project
+    other = old_marked_view(platform, project.id, VIEW_NAME_PREFIX + "b")
+    delete = platform.delete_entity
+
+    def refuse_one(entity_id):
+        if entity_id == stuck:
+            raise AccessDeniedError("no DELETE", status=403)
+        delete(entity_id)
+
+    monkeypatch.setattr(platform, "delete_entity", refuse_one)
+    assert views.sweep_leftovers(project) == [other]  # not raised: the run goes on to make its own view
+    assert stuck in platform.entities
+
+
+def test_a_listing_that_names_something_else_than_a_view_is_never_swept(platform, monkeypatch):
+    views = scratch(platform)
+    project = views.open_project()
+    folder = old_marked_view(platform, project.id, kind=EntityType.FOLDER)
+    everything = platform.iter_children
+    monkeypatch.setattr(
+        platform, "iter_children", lambda parent, include_types: everything(parent, include_types=list(EntityType))
+    )
+    assert views.sweep_leftovers(project) == [] and folder in platform.entities
+
+
+def test_a_project_of_that_name_the_user_made_is_used_and_never_removed(platform):
+    own = platform.add(EntityType.PROJECT, f"synclient-scratch-{ME}", None)  # made by hand: no mark of synclient's
+    platform.holds_anything = lambda parent: False
+    views = scratch(platform)
+    project = views.open_project()
+    assert project.id == own and not project.ours
+    views.close_project(project)
+    assert own in platform.entities
+    made = scratch(FakePlatform()).open_project()  # one synclient makes is marked, and removed when empty
+    assert made.ours
+
+
+def test_an_answer_that_is_not_the_view_asked_for_is_never_deleted(platform, monkeypatch):
+    views = scratch(platform)
+    project = views.open_project()
+    root = platform.add(EntityType.PROJECT, "data", None)
+    monkeypatch.setattr(platform, "create_entity", lambda body: Entity.from_wire(platform.entities[root]))
+    with pytest.raises(MalformedAnswerError):
+        views.create_view(project, scope_id=root, column_ids=["1"], on_created=pytest.fail)
+    assert root in platform.entities and "delete" not in platform.calls
+
+
+@pytest.mark.parametrize("value, text", [(["2026-11-27T19:00:00.000Z"], "2026-11-27T19:00:00.000Z"), ("a b", "a b")])
+def test_an_annotation_with_a_lone_value_reads_whole(value, text):
+    assert Annotations("syn1", "e", {"k": {"type": "STRING", "value": value}}).text("k") == text
+    assert Annotations("syn1", "e", {"k": {"type": "LONG", "value": 5}}).text("k") == "5"
+    assert Annotations("syn1", "e", {"k": {"type": "STRING", "value": []}}).text("k") is None
+
+
+def test_an_unforeseen_error_making_the_view_is_raised_once_not_for_every_file():
+    from synclient.sync.sources.auto_view import WORTH_A_VIEW, AutoView, AutoViewRequest
+
+    class Broken:
+        asked = 0
+
+        def view_scope_columns(self, scope_ids, *, view_type_mask):
+            Broken.asked += 1
+            raise RuntimeError("a bug")
+
+    view = AutoView(Broken(), scope_id="syn9", request=AutoViewRequest())  # type: ignore[arg-type]
+    for _ in range(WORTH_A_VIEW - 1):
+        assert view.get("syn1", 1) is None
+    with pytest.raises(RuntimeError):
+        view.get("syn1", 1)
+    assert view.get("syn2", 1) is None and Broken.asked == 1
+
+
+def test_the_emptiness_check_asks_for_every_child_type_synapseclient_knows():
+    storable = pytest.importorskip("synapseclient.models.mixins.storable_container")
+    from synclient.platform.models import ALL_CHILD_TYPE_NAMES
+
+    source = open(storable.__file__, encoding="utf-8").read()
+    for name in ("searchindex", "virtualtable", "materializedview", "datasetcollection", "dockerrepo"):
+        assert f'"{name}"' in source  # (the types synapseclient 4.14 lists children by)
+        assert name in ALL_CHILD_TYPE_NAMES
+
+
+def test_a_leftover_must_be_old_by_the_platforms_clock_too(platform):
+    """A host whose clock runs two hours ahead sees another host's running view (marked by that host's clock, made
+    a minute ago by the platform's) as old: the platform's createdOn keeps it."""
+    views = ScratchViews(platform, host="here", clock=lambda: NOW + datetime.timedelta(hours=2))
+    project = views.open_project()
+    stamp = "%Y-%m-%dT%H:%M:%S.000Z"
+    running = platform.add(
+        EntityType.ENTITY_VIEW,
+        VIEW_NAME_PREFIX + "running",
+        project.id,
+        description=DESCRIPTION,
+        createdOn=(NOW - datetime.timedelta(minutes=1)).strftime(stamp),
+    )
+    platform.annotations[running] = marked(NOW - datetime.timedelta(minutes=1))
+    left = old_marked_view(platform, project.id, VIEW_NAME_PREFIX + "left")
+    platform.entities[left]["createdOn"] = (NOW - LEFTOVER_GRACE - datetime.timedelta(minutes=1)).strftime(stamp)
+    assert views.sweep_leftovers(project, server_now=NOW.strftime(stamp)) == [left]
+    assert running in platform.entities

@@ -3,9 +3,9 @@ costs about N/100 REST calls instead of N bundle calls, for a user who has no vi
 
 The view is made only when it pays: when :data:`WORTH_A_VIEW` of the tree's files have needed their bundle call (a
 re-sync that finds few files changed, or a small tree, never makes one; the files before that take their bundles,
-as without a view). Then, in the user's scratch project (:mod:`.scratch_views`): the views earlier runs left behind
-are removed, the file columns and the scope's annotation columns are made, the view of the sync's root is made,
-read once (``SELECT *``: its rows stand in for the bundle calls exactly as a given view's do, see
+as without a view). Then, in the user's scratch project (:mod:`.scratch_views`): the file columns and the scope's
+annotation columns are made, the view of the sync's root is made, the views earlier runs left behind are removed
+while it builds, it is read once (``SELECT *``: its rows stand in for the bundle calls exactly as a given view's do, see
 :class:`~synclient.sync.sources.queries.ViewRows`: the listing stays the truth), and deleted at once. When the view
 cannot be made (the account may not create it: Synapse lets only certified users create anything but projects; the
 scope holds more containers than a view may), or is not built within :data:`BUILD_BOUND_SECONDS`, the run says so in
@@ -21,8 +21,8 @@ import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
-from synclient.errors import CallCancelledError, Cancelled, JobTimeoutError, SynclientError
-from synclient.platform.models import VIEW_TYPE_FILE
+from synclient.errors import CallCancelledError, Cancelled, JobTimeoutError, NotFoundError, SynclientError
+from synclient.platform.models import VIEW_TYPE_FILE, Entity
 from synclient.platform.rest import Platform
 from synclient.sync.sources.by_id import DescribedFiles, FileVersionFacts
 from synclient.sync.sources.queries import DEFAULT_VIEW_COLUMNS, read_view_files
@@ -68,6 +68,7 @@ class AutoView:
         self.reason: Optional[str] = None  # why the run walks (WALKING)
         self._project: Optional[ScratchProject] = None
         self._view_id: Optional[str] = None  # the view while it exists
+        self._created_on: Optional[str] = None  # its createdOn: the platform's time
 
     def get(self, entity_id: str, version: Optional[int]) -> Optional[FileVersionFacts]:
         with self._lock:  # the others wait for the one view (its build: seconds to minutes, bounded)
@@ -95,6 +96,8 @@ class AutoView:
         except SynclientError as exc:
             self._walk(f"no temporary file view ({exc})")
         finally:
+            if self.state is AutoViewState.WAITING:  # (an unforeseen error, raised: not tried again for each file)
+                self.state, self.reason = AutoViewState.WALKING, "the temporary file view failed"
             if not cancelled:
                 self._remove()  # at once: the rows are read, the view is of no more use
 
@@ -104,12 +107,32 @@ class AutoView:
 
     def _read_new_view(self) -> DescribedFiles:
         scratch = self._scratch
-        self._project = scratch.open_project()
-        scratch.sweep_leftovers(self._project)
         models = list(FILE_FIELDS.models) + self._annotation_columns()
         column_ids = self._platform.create_columns(models)
-        self._view_id = scratch.create_view(self._project, scope_id=self._scope_id, column_ids=column_ids)
-        return read_view_files(self._platform, self._view_id, timeout=BUILD_BOUND_SECONDS)
+        for last in (False, True):
+            self._project = scratch.open_project()
+            try:
+                view = scratch.create_view(
+                    self._project, scope_id=self._scope_id, column_ids=column_ids, on_created=self._created
+                )
+                # (while the view builds; the platform's clock dates the leftovers)
+                scratch.sweep_leftovers(self._project, server_now=self._created_on)
+                return read_view_files(self._platform, view, timeout=BUILD_BOUND_SECONDS)
+            except NotFoundError:
+                if last or not self._project.ours:
+                    raise
+                # synclient's scratch project was removed meanwhile, maybe with this run's view in it, by another
+                # run of this user (it found it empty a moment before): made again, once
+                if self._view_id is not None:
+                    scratch.delete_view(self._view_id)  # (gone with the project, most likely: no second view)
+                    self._view_id = None
+                self._project = None
+        raise AssertionError("unreachable")  # (the second pass returns or raises)
+
+    def _created(self, view: Entity) -> None:
+        self._view_id = view.id  # (from now on removed at the run's end, whatever stops it)
+        created_on = view.raw.get("createdOn")
+        self._created_on = created_on if isinstance(created_on, str) else None
 
     def _annotation_columns(self) -> List[Dict[str, object]]:
         """The scope's annotation columns (the manifests and results carry annotations, as the walk's bundles
@@ -122,8 +145,8 @@ class AutoView:
         ]
 
     def _remove(self) -> None:
-        """Delete the view and synclient's emptied scratch project; a failure to is said, never raised (the next
-        run removes a view left behind)."""
+        """Delete the view and synclient's emptied scratch project; a failure to is said once, never raised (the
+        next run that makes a view removes a view left behind, if it may)."""
         scratch = self._scratch
         try:
             if self._view_id is not None:
@@ -132,13 +155,27 @@ class AutoView:
             if self._project is not None:
                 scratch.close_project(self._project)
                 self._project = None
+        except CallCancelledError:
+            pass  # the run stops: close() removes what is left at its end
         except SynclientError as exc:
-            log.warning("--view auto: could not remove the temporary file view %s: %s", self._view_id, exc)
+            what = (
+                f"the temporary file view {self._view_id}"
+                if self._view_id is not None
+                else f"synclient's scratch project {self._project.id if self._project else ''}"
+            )
+            log.warning("--view auto: could not remove %s: %s", what, exc)
+            self._view_id = self._project = None  # (said once: not tried again at the run's end)
 
     def close(self) -> None:
         """The run's end: remove what is left (a run stopped while its view was being built), whatever stopped
         it: the platform's calls are made even after the run was cancelled."""
         with self._lock:  # (a worker making the view stops at its next call: the run was cancelled)
+            if self.state is AutoViewState.WAITING:
+                log.info(
+                    "--view auto: no view was made: %d files needed their bundle call (a view pays from %d)",
+                    self._demand,
+                    WORTH_A_VIEW,
+                )
             if self._view_id is None and self._project is None:
                 return
             with self._platform.cancel_on(threading.Event()):

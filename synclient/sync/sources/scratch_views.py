@@ -17,10 +17,18 @@ import logging
 import secrets
 import socket
 from dataclasses import dataclass
-from typing import Callable, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from synclient.errors import AccessDeniedError, ConfigError, NotFoundError, PlatformError, SynclientError
-from synclient.platform.models import VIEW_TYPE_FILE, Annotations, EntityType
+from synclient.errors import (
+    AccessDeniedError,
+    CallCancelledError,
+    ConfigError,
+    MalformedAnswerError,
+    NotFoundError,
+    PlatformError,
+    SynclientError,
+)
+from synclient.platform.models import VIEW_TYPE_FILE, Annotations, Entity, EntityType
 from synclient.platform.rest import Platform
 
 log = logging.getLogger("synclient.sync.auto_view")
@@ -33,6 +41,9 @@ CREATED_ON_KEY = "synclientCreatedOn"
 HOST_KEY = "synclientHost"
 #: what a temporary view's description says (set in the call that creates it, before its annotations)
 DESCRIPTION = "A temporary file view made by synclient (--view auto) to plan a download; it removes it."
+#: what the description of the scratch project synclient made says: only a project so marked is ever removed (one
+#: of that name the user made is used, never removed)
+PROJECT_DESCRIPTION = "Made by synclient (--view auto) to hold its temporary file views; removed when empty."
 #: a leftover view younger than this may still be some run's: it is left alone
 LEFTOVER_GRACE = datetime.timedelta(hours=1)
 
@@ -59,7 +70,7 @@ def _parse_stamp(text: Optional[str]) -> Optional[datetime.datetime]:
 @dataclass(frozen=True)
 class ScratchProject:
     id: str
-    #: synclient's own project (found or created by its name): removed when it holds nothing
+    #: a project synclient made (found by its name and marked, or created): removed when it holds nothing
     ours: bool
 
 
@@ -123,21 +134,24 @@ class ScratchViews:
         found = self._platform.find_project(name)
         if found is None:
             try:
-                created = self._platform.create_entity({"concreteType": EntityType.PROJECT.value, "name": name})
+                created = self._platform.create_entity(
+                    {"concreteType": EntityType.PROJECT.value, "name": name, "description": PROJECT_DESCRIPTION}
+                )
                 return ScratchProject(created.id, ours=True)
             except PlatformError as exc:
-                if exc.status != 409:  # (409: made meanwhile by another run of this user)
+                if exc.status != 409:  # (409: made meanwhile by another run of this user, or by this call's retry)
                     raise
             found = self._platform.find_project(name)
             if found is None:
                 raise AccessDeniedError(f"the project {name} exists but cannot be read")
-        creator = self._platform.get_entity(found).raw.get("createdBy")
-        if str(creator) != self.owner_id():
+        project = self._platform.get_entity(found)
+        if str(project.raw.get("createdBy")) != self.owner_id():
             raise AccessDeniedError(f"a project named {name} exists and is not yours ({found})")
-        return ScratchProject(found, ours=True)
+        # (one the user made by that name is theirs: used, never removed)
+        return ScratchProject(found, ours=project.raw.get("description") == PROJECT_DESCRIPTION)
 
     def close_project(self, project: ScratchProject) -> None:
-        """Remove synclient's own scratch project when it holds nothing (a view of another run keeps it)."""
+        """Remove the scratch project synclient made when it holds nothing (a view of another run keeps it)."""
         if not project.ours:
             return
         if self._platform.holds_anything(project.id):
@@ -146,11 +160,21 @@ class ScratchViews:
 
     # -- views -----------------------------------------------------------------------------------------------------
 
-    def create_view(self, project: ScratchProject, *, scope_id: str, column_ids: Sequence[str]) -> str:
-        """A file view of every file below ``scope_id`` in ``project``, named and annotated as synclient's: its id."""
+    def create_view(
+        self,
+        project: ScratchProject,
+        *,
+        scope_id: str,
+        column_ids: Sequence[str],
+        on_created: Callable[[Entity], None] = lambda view: None,
+    ) -> str:
+        """A file view of every file below ``scope_id`` in ``project``, named and annotated as synclient's: its id.
+        ``on_created`` is given the view as soon as it exists (so that a run stopped before it is annotated still
+        removes it); a view that cannot be annotated is removed at once."""
         now = self._clock()
         name = f"{VIEW_NAME_PREFIX}{now.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(4)}"
-        view = self._platform.create_entity(
+        view = self._new_view(
+            project,
             {
                 "concreteType": EntityType.ENTITY_VIEW.value,
                 "name": name,
@@ -159,24 +183,54 @@ class ScratchViews:
                 "scopeIds": [scope_id],
                 "viewTypeMask": VIEW_TYPE_FILE,
                 "columnIds": list(column_ids),
-            }
+            },
         )
+        on_created(view)
         try:
-            etag = view.raw.get("etag")
-            self._platform.set_annotations(
-                Annotations(
-                    view.id,
-                    str(etag),
-                    {
-                        CREATED_ON_KEY: {"type": "STRING", "value": [_stamp(now)]},
-                        HOST_KEY: {"type": "STRING", "value": [self._host]},
-                    },
-                )
+            self._mark(
+                view,
+                {
+                    CREATED_ON_KEY: {"type": "STRING", "value": [_stamp(now)]},
+                    HOST_KEY: {"type": "STRING", "value": [self._host]},
+                },
             )
+        except CallCancelledError:
+            raise  # (the run stops: its calls are refused; the run's end removes the view)
         except SynclientError:
             self.delete_view(view.id)
             raise
         return view.id
+
+    def _new_view(self, project: ScratchProject, body: Mapping[str, object]) -> Entity:
+        """``POST /entity`` of the view, checked to be what was asked (only that is ever deleted). A 409 when the
+        platform made the view but its answer was lost (the call was tried again): the view of that name, ours."""
+        name = str(body["name"])
+        try:
+            view = self._platform.create_entity(body)
+        except PlatformError as exc:
+            found = self._platform.find_child(project.id, name) if exc.status == 409 else None
+            if found is None:
+                raise
+            view = self._platform.get_entity(found)
+            if view.raw.get("description") != DESCRIPTION or str(view.raw.get("createdBy")) != self.owner_id():
+                raise
+        if view.type is not EntityType.ENTITY_VIEW or view.name != name or view.parent_id != project.id:
+            raise MalformedAnswerError(f"POST /entity answered {view.id}, not the file view {name} it made")
+        return view
+
+    def _mark(self, view: Entity, marks: Dict[str, Dict[str, object]]) -> None:
+        """Annotate the view with ``marks``; at a 412 (an etag moved on, or this call's retry after the platform
+        applied it), read them again: marked already, or marked at the etag they have now."""
+        try:
+            self._platform.set_annotations(Annotations(view.id, str(view.raw.get("etag")), marks))
+            return
+        except PlatformError as exc:
+            if exc.status != 412:
+                raise
+        now = self._platform.get_annotations(view.id)
+        if all(now.annotations.get(key) == mark for key, mark in marks.items()):
+            return
+        self._platform.set_annotations(Annotations(view.id, now.etag, {**now.annotations, **marks}))
 
     def delete_view(self, view_id: str) -> None:
         try:
@@ -184,28 +238,43 @@ class ScratchViews:
         except NotFoundError:
             pass  # (gone already: removed with its project by another run)
 
-    def sweep_leftovers(self, project: ScratchProject) -> List[str]:
+    def sweep_leftovers(self, project: ScratchProject, *, server_now: Optional[str] = None) -> List[str]:
         """Remove the views earlier runs of this user left in ``project`` (killed before removing theirs) once
         they are older than :data:`LEFTOVER_GRACE`: the ids removed. One children call, and two calls for each view
-        named as synclient's (its annotations and its creator)."""
+        named as synclient's (its annotations and its creator). ``server_now``: the platform's time (the
+        ``createdOn`` of the view this run just made): a leftover must also be that old by the platform's clock,
+        so that a host whose clock runs an hour ahead never takes another host's running view for a leftover."""
+        platform_now = _parse_stamp(server_now)
         removed: List[str] = []
         for header in self._platform.iter_children(project.id, include_types=[EntityType.ENTITY_VIEW]):
-            if not header.name.startswith(VIEW_NAME_PREFIX):
+            if header.type is not EntityType.ENTITY_VIEW or not header.name.startswith(VIEW_NAME_PREFIX):
                 continue
             try:
                 annotations = self._platform.get_annotations(header.id)
                 entity = self._platform.get_entity(header.id)
+                made = _parse_stamp(annotations.text(CREATED_ON_KEY))
+                if entity.type is not EntityType.ENTITY_VIEW or entity.parent_id != project.id:
+                    continue  # (a listing that named something else)
+                if entity.raw.get("description") != DESCRIPTION and made is None:
+                    continue  # not marked as synclient's
+                if str(entity.raw.get("createdBy")) != self.owner_id():
+                    continue  # another user's: theirs to remove
+                created = _parse_stamp(entity.raw.get("createdOn"))
+                made = made or created
+                if made is None or self._clock() - made < LEFTOVER_GRACE:
+                    continue
+                if platform_now is not None and (created is None or platform_now - created < LEFTOVER_GRACE):
+                    continue  # (young by the platform's clock: this host's clock is ahead)
+                self.delete_view(header.id)
+            except CallCancelledError:
+                raise
             except NotFoundError:
                 continue
-            made = _parse_stamp(annotations.text(CREATED_ON_KEY))
-            if entity.raw.get("description") != DESCRIPTION and made is None:
-                continue  # not marked as synclient's
-            if str(entity.raw.get("createdBy")) != self.owner_id():
-                continue  # another user's: theirs to remove
-            made = made or _parse_stamp(entity.raw.get("createdOn"))
-            if made is None or self._clock() - made < LEFTOVER_GRACE:
+            except SynclientError as exc:
+                # one leftover this run cannot remove (no DELETE in a shared --scratch-project, an odd answer)
+                # must not cost the run its own view
+                log.debug("a leftover view %s is left: %s", header.id, exc)
                 continue
-            self.delete_view(header.id)
             removed.append(header.id)
             log.info(
                 "removed %s, a temporary file view a run on %s left at %s",
