@@ -1116,7 +1116,7 @@ class ModelWalk:
             self.note(f"  ({'dry run' if dry_run else 'sync'} over Dask, shards of {dask.shard_sizes.files} files)")
         self.auto_notes.messages.clear()
         try:
-            return sync_from_platform(
+            results = sync_from_platform(
                 self.remote.root_id,
                 self.target,
                 platform=self.platform,
@@ -1131,9 +1131,9 @@ class ModelWalk:
             self.violation(
                 "sync-raised", f"{'dry run' if dry_run else 'sync'} with {options} raised {type(exc).__name__}: {exc}"
             )
-            return None
-        finally:
-            self.check_auto_view(options, dry_run=dry_run)
+            results = None
+        self.check_auto_view(options, dry_run=dry_run)  # (also after a run that raised, in keep-going mode)
+        return results
 
     def _dask_for_sync(self):
         """Over Dask: this sync's settings (three syncs in four), or None (a local sync)."""
