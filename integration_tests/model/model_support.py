@@ -54,6 +54,25 @@ A file view covers the project (it is no file or folder: listings leave it out);
 (``view=``), and a rule makes the view lag behind the edits (or catch up), as real views do: every invariant holds
 with and without it.
 
+Issue 34's ``view="auto"``, drawn from a generator of its own (``{seed}:autoview``): a quarter of the steps sync (dry
+run, sync and second run) with a temporary view the sync makes itself, ``WORTH_A_VIEW`` patched to 1-5 (the model's
+trees are small); about a third of those with stale rows (``view_lag`` on and the replica taken before the step's
+edits), four in nine with a fallback knob on (``uncertified_user``, ``deny_create``, a ``max_containers_per_view`` of
+1-4, or a build that never ends with ``BUILD_BOUND_SECONDS`` patched small); 30% of the SIGKILLed CLI syncs run with
+``--view auto`` (half of them building their view for ever, killed while it builds). Every invariant above holds for
+them (a second run's manifests are compared without their contentType: which files take their bundle before the view
+is made varies from run to run, and a view row has none), and:
+
+- ``auto-view-notes``: a run says at most once how it planned (view made and read, or why it walks); a dry run or a
+  sync without ``view="auto"`` makes none.
+- ``auto-view-fallback``: once it needs its view, a run makes it exactly when no knob keeps it from it (with one on,
+  or more containers than the limit, it walks).
+- ``account-not-clean``: after every run, no project but the seeded ones and an empty trash can, but for what
+  SIGKILLed runs left (their views, aged past the grace period at once, in the scratch project), and that too is
+  gone after a run that made or tried to make its view.
+- ``kill-left-too-much``: a SIGKILLed ``--view auto`` run leaves at most one view more, nothing else but the scratch
+  project, and nothing in the trash can.
+
 Over Dask (``ModelWalk(dask_client=...)``): a seeded-random three quarters of the syncs (first runs, dry runs and
 second runs each drawn on their own) fetch on the client's cluster (``dask=DaskSettings(client, shard_sizes=...)``,
 shards of 1, 2, 5 or 500 files), the others run locally, so a sharded run follows a local one on the same target
@@ -66,9 +85,12 @@ violation over Dask can be replayed locally).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
+import datetime
 import hashlib
+import logging
 import os
 import random
 import shutil
@@ -81,11 +103,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from synclient import Platform, SyncStatus, TransferConfig, sync_from_platform
 from synclient.emulator import Emulator
 from synclient.sync.plan.dry_run import SyncPlan
+from synclient.sync.sources import auto_view
+from synclient.sync.sources.scratch_views import CREATED_ON_KEY, LEFTOVER_GRACE, SCRATCH_PROJECT_NAME
 from synclient.transfer.partial import PARTIAL_SUFFIXES
 
 KiB = 1024
@@ -134,14 +158,30 @@ DASK_SHARD_FILES = (1, 2, 5, 500)
 ORPHAN_STOP_SECONDS = 30.0
 #: bytes/s per data connection meanwhile: a file or part still to fetch then takes longer than that
 ORPHAN_CRAWL = 4096
+#: issue 34's view="auto": the share of steps whose sync (dry run and second run alike) makes its view itself, and the
+#: share of SIGKILLed CLI syncs run with --view auto
+AUTO_VIEW_SHARE = 0.25
+AUTO_VIEW_KILL_SHARE = 0.3
+#: WORTH_A_VIEW while an auto sync runs (the model's trees are small: at 50 no view would ever be made)
+AUTO_VIEW_WORTH = (1, 2, 3, 4, 5)
+#: what may keep an auto sync from its view (emulator knobs), "none" most often; each makes the run walk
+AUTO_VIEW_FALLBACKS = ("none", "uncertified_user", "deny_create", "max_containers", "never_built")
+AUTO_VIEW_FALLBACK_WEIGHTS = (10, 2, 2, 2, 2)
+#: "never_built": a build time no test outlives, and BUILD_BOUND_SECONDS patched to this (the run then walks)
+NEVER_BUILT_SECONDS_PER_1000 = 1e9
+NEVER_BUILT_BOUND = 0.1
+AUTO_VIEW_LOGGER = "synclient.sync.auto_view"  # (its notes say whether a run made its view, or why not)
 KILL_CHILD = textwrap.dedent(
     """
-    import dataclasses, sys
+    import dataclasses, os, sys
     from synclient.transfer.config import TransferConfig
     # the CLI with the model's small parts (it has no flag for them): a kill lands in multipart downloads too
     small = dict(max_workers=4, multipart_threshold=%d, part_size=%d, streams_per_file=4)
     TransferConfig.__init__.__defaults__ = tuple(small.get(f.name, f.default)
                                                  for f in dataclasses.fields(TransferConfig))
+    if os.environ.get("MODEL_WORTH_A_VIEW"):  # --view auto on the model's small trees
+        from synclient.sync.sources import auto_view
+        auto_view.WORTH_A_VIEW = int(os.environ["MODEL_WORTH_A_VIEW"])
     from synclient.cli import main
     sys.exit(main(sys.argv[1:]))
 """
@@ -224,8 +264,28 @@ def file_md5(path: Path) -> str:
     return digest.hexdigest()
 
 
+def manifest_digest(path: Path) -> str:
+    """A manifest's rows but their contentType (a file known from a view row has none, see ``view="auto"``)."""
+    tsv = path.name == MANIFEST
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE) if tsv else csv.reader(handle)
+            rows = list(reader)
+    except (UnicodeDecodeError, csv.Error):
+        return file_md5(path)
+    column = rows[0].index("contentType") if rows and "contentType" in rows[0] else None
+    if column is not None:
+        rows = [row[:column] + row[column + 1 :] for row in rows]
+    return md5(repr(rows).encode())
+
+
 def tree_snapshot(
-    root: Path, *, skip_meta: bool, manifests_by_content: bool = False, hash_files: bool = False
+    root: Path,
+    *,
+    skip_meta: bool,
+    manifests_by_content: bool = False,
+    hash_files: bool = False,
+    manifests_without_content_type: bool = False,
 ) -> Dict[str, tuple]:
     """rel path -> (kind, ...) of everything under ``root`` without following symlinks."""
     found: Dict[str, tuple] = {}
@@ -241,6 +301,8 @@ def tree_snapshot(
                 found[rel] = ("link", os.readlink(path))
             elif stat.S_ISDIR(info.st_mode):
                 found[rel] = ("dir",)
+            elif manifests_by_content and name in MANIFESTS and manifests_without_content_type:
+                found[rel] = ("manifest", manifest_digest(path))
             elif manifests_by_content and name in MANIFESTS:
                 found[rel] = ("file", info.st_size, file_md5(path))
             elif hash_files:
@@ -371,6 +433,32 @@ class Local:
         return None
 
 
+@dataclass(frozen=True)
+class AutoViewDraw:
+    """How a ``view="auto"`` sync meets its view (drawn from the walk's ``{seed}:autoview`` generator)."""
+
+    worth: int  # WORTH_A_VIEW meanwhile: the view is made once this many files needed their bundle call
+    lag: bool  # view_lag on and the replica taken before the step's edits: a view made now has stale rows
+    #: "none", or what keeps the view from being made or read: the knobs uncertified_user, deny_create,
+    #: max_containers_per_view (``max_containers``), a build that never ends (``never_built``, the bound small)
+    fallback: str = "none"
+    max_containers: int = 1
+
+    def knobs(self) -> dict:
+        return {
+            "uncertified_user": self.fallback == "uncertified_user",
+            "deny_create": self.fallback == "deny_create",
+            "max_containers_per_view": self.max_containers if self.fallback == "max_containers" else 35_000,
+            "view_build_seconds_per_1000_files": NEVER_BUILT_SECONDS_PER_1000 if self.fallback == "never_built" else 0,
+        }
+
+    def __str__(self) -> str:
+        text = f"worth {self.worth}" + (", stale rows" if self.lag else "")
+        if self.fallback == "max_containers":
+            return text + f", at most {self.max_containers} containers a view"
+        return text + ("" if self.fallback == "none" else f", {self.fallback}")
+
+
 @dataclass
 class SyncOptions:
     delete: bool = False
@@ -379,7 +467,8 @@ class SyncOptions:
     exclude: Tuple[str, ...] = ()
     manifest: str = "all"
     dry_run_first: bool = False
-    view: Optional[str] = None  # a file view whose rows stand in for bundle calls
+    view: Optional[str] = None  # a file view whose rows stand in for bundle calls; "auto": one the sync makes
+    auto: Optional[AutoViewDraw] = None  # with view="auto": how it meets its view
     checksum: bool = False  # hash our own copies (get --checksum): the same outcome, as no rule corrupts in place
     # issue 35's controls (drawn from their own generator, see ModelWalk.random_controls)
     order_by: Optional[str] = None  # the order downloads start: no outcome changes
@@ -463,12 +552,24 @@ class SyncOptions:
         if self.exclude:
             text += f" exclude={list(self.exclude)}"
         text += f" view={self.view}" if self.view else ""
+        text += f" ({self.auto})" if self.auto else ""
         text += " checksum" if self.checksum else ""
         for name in ("order_by", "bwlimit", "min_size", "max_size", "min_age", "max_age", "max_transfer"):
             if getattr(self, name) is not None:
                 text += f" {name}={getattr(self, name)}"
         text += f" cutoff={self.cutoff_mode}" if self.max_transfer is not None else ""
         return text + (" (dry run first)" if self.dry_run_first else "")
+
+
+class _AutoViewNotes(logging.Handler):
+    """The notes of ``synclient.sync.auto_view`` during one sync: whether it made its view, or why not."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: List[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 # -- the walk --------------------------------------------------------------------------------------------------------
@@ -496,6 +597,14 @@ class ModelWalk:
         self.checksum_rng = random.Random(f"{seed}:checksum")
         # issue 35's controls: a generator of their own too, for the same reason
         self.controls_rng = random.Random(f"{seed}:controls")
+        # issue 34's view="auto": its own generator too
+        self.autoview_rng = random.Random(f"{seed}:autoview")
+        self.view_lag = False  # the knob as the rules left it (an auto sync's stale rows turn it on for its step)
+        #: views SIGKILLed CLI syncs left in the scratch project (aged at once: the next auto sync that makes or
+        #: tries to make its view must remove them), and whether that project is left (maybe empty)
+        self.leftover_views: Set[str] = set()
+        self.scratch_left = False
+        self.auto_notes = _AutoViewNotes()
         self.dask_client = dask_client  # a distributed.Client: some syncs fetch on its cluster (module docstring)
         self.dask_rng = random.Random(f"dask-{seed}")  # its own draws: the rules stay those of the seed
         self.emu = emu
@@ -524,6 +633,7 @@ class ModelWalk:
             }
         )[f"model-{seed}"]
         self.view_id = emu.resolve(root_id, VIEW_NAME)
+        self.seeded_projects = set(emu.info()["projects"])
         self.remote = Remote(emu, root_id)
         self.platform = Platform(endpoint=emu.endpoint, token=emu.token)
 
@@ -560,6 +670,7 @@ class ModelWalk:
         try:
             for step in range(1, self.steps + 1):
                 self.step = step
+                auto = self.random_auto()  # before the rules: a lagging one's replica predates the step's edits
                 rules = self.rng.choice((1, 1, 1, 2, 2, 3))
                 killed = False
                 for _ in range(rules):
@@ -568,10 +679,13 @@ class ModelWalk:
                         break  # a kill is always the last rule of its step: the step's sync follows it
                     self.apply_random_rule()
                 if killed:
-                    self.kill_mid_sync(self.random_options(dry_allowed=False, filters_allowed=False))
+                    kill_options = self.random_options(dry_allowed=False, filters_allowed=False)
+                    self.kill_mid_sync(self.auto_for_kill(kill_options))
                 options = self.random_options()
                 if killed and self.rng.random() < 0.6:
                     options = dataclasses.replace(options, dry_run_first=True)
+                if auto is not None:
+                    options = dataclasses.replace(options, view="auto", auto=auto)
                 self.sync_and_check(options)
         finally:
             self.log_path.write_text("\n".join(self.log) + "\n", encoding="utf-8")
@@ -622,6 +736,38 @@ class ModelWalk:
             controls["max_transfer"] = rng.choice((1, 3000, PART, 3 * PART))
             controls["cutoff_mode"] = rng.choice(("hard", "soft", "cautious"))
         return controls
+
+    def random_auto(self) -> Optional[AutoViewDraw]:
+        """Issue 34: whether this step's sync uses view="auto", and how it meets its view; with stale rows, the
+        view lag is turned on and the replica a created view is built from is taken now, before the step's edits."""
+        rng = self.autoview_rng
+        if rng.random() >= AUTO_VIEW_SHARE:
+            return None
+        draw = AutoViewDraw(
+            worth=rng.choice(AUTO_VIEW_WORTH),
+            lag=rng.random() < 0.35,
+            fallback=rng.choices(AUTO_VIEW_FALLBACKS, weights=AUTO_VIEW_FALLBACK_WEIGHTS)[0],
+            max_containers=rng.randint(1, 4),
+        )
+        if draw.lag:
+            self.emu.set_knobs(view_lag=True)
+            self.emu.refresh_views()
+            self.note("remote: views lag from here to this step's sync (a view it makes has the rows of now)")
+        return draw
+
+    def auto_for_kill(self, options: SyncOptions) -> SyncOptions:
+        """Some SIGKILLed CLI syncs run with --view auto; half of those build their view for ever, and are killed
+        while it builds (or once their bytes are served, whichever comes first): they leave their view."""
+        rng = self.autoview_rng
+        if rng.random() >= AUTO_VIEW_KILL_SHARE:
+            return options
+        # (a kill's sync has few files to fetch: the view is made mostly from the first one on, and a view that
+        # builds for ever always: that kill leaves it)
+        fallback = "never_built" if rng.random() < 0.5 else "none"
+        auto = AutoViewDraw(
+            worth=1 if fallback == "never_built" else rng.choice((1, 2, 3)), lag=False, fallback=fallback
+        )
+        return dataclasses.replace(options, view="auto", auto=auto)
 
     def apply_random_rule(self) -> None:
         many = len(self.remote.files) > 24
@@ -756,6 +902,7 @@ class ModelWalk:
         """The file view reads its rows from a snapshot taken now (later edits are not in it), or live again."""
         lag = self.rng.random() < 0.7
         self.stats["view lags from here"] += lag
+        self.view_lag = lag
         self.emu.set_knobs(view_lag=lag)
         self.emu.refresh_views()
         self.note(f"remote: the view {'lags from now on' if lag else 'is live'}")
@@ -967,8 +1114,9 @@ class ModelWalk:
         if dask is not None:
             self.stats["syncs over dask"] += 1
             self.note(f"  ({'dry run' if dry_run else 'sync'} over Dask, shards of {dask.shard_sizes.files} files)")
+        self.auto_notes.messages.clear()
         try:
-            return sync_from_platform(
+            results = sync_from_platform(
                 self.remote.root_id,
                 self.target,
                 platform=self.platform,
@@ -983,7 +1131,9 @@ class ModelWalk:
             self.violation(
                 "sync-raised", f"{'dry run' if dry_run else 'sync'} with {options} raised {type(exc).__name__}: {exc}"
             )
-            return None
+            results = None
+        self.check_auto_view(options, dry_run=dry_run)  # (also after a run that raised, in keep-going mode)
+        return results
 
     def _dask_for_sync(self):
         """Over Dask: this sync's settings (three syncs in four), or None (a local sync)."""
@@ -995,8 +1145,100 @@ class ModelWalk:
         return DaskSettings(self.dask_client, shard_sizes=ShardSizes(files=self.dask_rng.choice(DASK_SHARD_FILES)))
 
     def sync_and_check(self, options: SyncOptions) -> None:
+        with self.auto_view_setting(options.auto):
+            self._sync_and_check(options)
+
+    @contextlib.contextmanager
+    def auto_view_setting(self, auto: Optional[AutoViewDraw]) -> Iterator[None]:
+        """While a view="auto" sync runs (its dry run and second run too): WORTH_A_VIEW patched low (the model's
+        trees are small), the knobs of its fallback, its notes recorded; then every knob as the rules left it."""
+        if auto is None:
+            yield
+            return
+        logger = logging.getLogger(AUTO_VIEW_LOGGER)
+        saved = (auto_view.WORTH_A_VIEW, auto_view.BUILD_BOUND_SECONDS, logger.level, logger.propagate)
+        auto_view.WORTH_A_VIEW = auto.worth
+        if auto.fallback == "never_built":
+            auto_view.BUILD_BOUND_SECONDS = NEVER_BUILT_BOUND
+        logger.setLevel(logging.INFO)
+        logger.propagate = False  # (the test shows only errors of synclient's)
+        logger.addHandler(self.auto_notes)
+        self.emu.set_knobs(**auto.knobs())
+        try:
+            yield
+        finally:
+            logger.removeHandler(self.auto_notes)
+            auto_view.WORTH_A_VIEW, auto_view.BUILD_BOUND_SECONDS, level, logger.propagate = saved
+            logger.setLevel(level)
+            self.emu.set_knobs(view_lag=self.view_lag, **AutoViewDraw(worth=1, lag=False).knobs())
+
+    def check_auto_view(self, options: SyncOptions, *, dry_run: bool) -> None:
+        """After every sync: one note at most on the temporary view; the view made exactly when nothing keeps it
+        from being made; nothing left in the account (no project but the seeded ones, an empty trash can), but
+        what a SIGKILLed run left, and that too once a run made or tried to make its view."""
+        made = [m for m in self.auto_notes.messages if "planned from a temporary file view" in m]
+        walked = [m for m in self.auto_notes.messages if "each file takes its own bundle call" in m]
+        self.auto_notes.messages.clear()
+        if made or walked:
+            self.note(f"  ({(made + walked)[0]})")
+        auto = options.auto
+        if auto is not None and not dry_run:
+            self.stats["auto runs (first and second)"] += 1
+            self.stats["auto views made and read"] += bool(made)
+            self.stats["auto views made with stale rows"] += bool(made) and auto.lag
+            self.stats["auto syncs walked instead"] += bool(walked)
+            if len(made) + len(walked) > 1:
+                self.violation(
+                    "auto-view-notes",
+                    f"a sync with {options} said {len(made) + len(walked)} times how it planned: {made + walked}",
+                )
+            blocked = auto.fallback in ("uncertified_user", "deny_create", "never_built") or (
+                auto.fallback == "max_containers" and len(self.remote.folders) > auto.max_containers
+            )
+            if made and blocked:
+                self.violation("auto-view-fallback", f"a sync with {options} made its view: {made[0]}")
+            if walked and not blocked:
+                self.violation(
+                    "auto-view-fallback",
+                    f"a sync with {options} walked instead of making its view "
+                    f"({len(self.remote.folders)} containers): {walked[0]}",
+                )
+        elif made or walked:
+            self.violation(
+                "auto-view-notes", f"a {'dry run' if dry_run else 'sync'} ({options}) made a view: {(made + walked)[0]}"
+            )
+        if made or walked:  # it opened the scratch project and swept it: what killed runs left is gone
+            self.stats["leftover views removed"] += len(self.leftover_views)
+            self.leftover_views, self.scratch_left = set(), False
+        self.check_account(f"after a {'dry run' if dry_run else 'sync'} with {options}")
+
+    def check_account(self, when: str) -> None:
+        projects = self.emu.info()["projects"]
+        extra = sorted(set(projects) - self.seeded_projects)
+        problems = []
+        trash = self.emu.trash()
+        if trash:
+            problems.append(f"the trash can holds {[(t['id'], t['name'], t['kind']) for t in trash][:6]}")
+        if self.scratch_left and len(extra) == 1 and extra[0].startswith(SCRATCH_PROJECT_NAME.split("{")[0]):
+            scratch = projects[extra[0]]
+            held = {e["id"]: e for e in self.emu.project_entities(scratch) if e["id"] != scratch}
+            if set(held) != self.leftover_views:
+                problems.append(
+                    f"the scratch project {scratch} holds {sorted((i, e['name'], e['kind']) for i, e in held.items())}"
+                    f", not just the views killed runs left: {sorted(self.leftover_views)}"
+                )
+        elif extra or self.scratch_left:
+            problems.append(
+                f"projects {extra} beside the seeded ones"
+                + (f" (the views killed runs left: {sorted(self.leftover_views)})" if self.scratch_left else "")
+            )
+        if problems:
+            self.violation("account-not-clean", f"{when}: " + "; ".join(problems))
+
+    def _sync_and_check(self, options: SyncOptions) -> None:
         self.stats["syncs"] += 1
-        self.stats["syncs planned from the view"] += bool(options.view)
+        self.stats["syncs planned from the view"] += bool(options.view) and options.auto is None
+        self.stats["syncs with view=auto"] += options.auto is not None
         self.note(f"sync: {options}")
         plan = None
         if options.dry_run_first:
@@ -1055,25 +1297,56 @@ class ModelWalk:
         rel = os.path.relpath(os.path.normpath(str(path)), self.root)
         return None if rel.startswith("..") else Path(rel).as_posix()
 
+    def _manifest_texts(self) -> Dict[str, str]:
+        texts = {}
+        for folder, dirs, files in os.walk(self.root):
+            if Path(folder) == self.root and META_DIR in dirs:
+                dirs.remove(META_DIR)
+            for name in set(files) & set(MANIFESTS):
+                path = Path(folder) / name
+                texts[path.relative_to(self.root).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
+        return texts
+
+    def _manifest_changes(self, before: Dict[str, str], limit: int = 3) -> List[str]:
+        """How the manifests changed (the first lines that differ), for a violation's message."""
+        changes = []
+        for rel, text in sorted(self._manifest_texts().items()):
+            old = before.get(rel)
+            if old is None or old == text:
+                continue
+            gone = [line for line in old.splitlines() if line not in text.splitlines()]
+            new = [line for line in text.splitlines() if line not in old.splitlines()]
+            changes.append(f"{rel}: lines {gone[:limit]} -> {new[:limit]}")
+        return changes[:limit]
+
     def second_run(self, options: SyncOptions, first) -> None:
         # after a capped run the second goes on without the cap: it must finish the files left and leave the others
         options = dataclasses.replace(options, max_transfer=None)
-        before = tree_snapshot(self.root, skip_meta=True, manifests_by_content=True)
+        # a view="auto" run plans the files before its view from their bundles, the others from its rows (no
+        # contentType): which ones varies from run to run, so the second run's manifests may differ in contentType
+        loose = options.auto is not None
+        before = tree_snapshot(
+            self.root, skip_meta=True, manifests_by_content=True, manifests_without_content_type=loose
+        )
+        manifests_before = self._manifest_texts()
         self.emu.reset_stats()
         again = self.run_sync(options)
         if again is None:
             return
         data_requests = self.emu.stats()["data_requests"]
         paths = {**{i: p for p, i in self.remote.folders.items()}, **self.remote.by_id()}
-        # a refused reserved name fails every run without fetching anything: it does not make the run unclean
+        # a refused reserved name fails every run without fetching anything: it does not make the run unclean (a
+        # file left at the cap does, wherever it is: under a folder named like a manifest too)
         failed_first = {
             r.entity_id
             for r in first
-            if (r.status is SyncStatus.FAILED or r.action == "cap")
-            and not (r.entity_id in paths and refusable(paths[r.entity_id]))
+            if r.action == "cap"
+            or (r.status is SyncStatus.FAILED and not (r.entity_id in paths and refusable(paths[r.entity_id])))
         }
         ok_first = {r.entity_id for r in first if r.status is not SyncStatus.FAILED and r.action != "cap"}
-        after = tree_snapshot(self.root, skip_meta=True, manifests_by_content=True)
+        after = tree_snapshot(
+            self.root, skip_meta=True, manifests_by_content=True, manifests_without_content_type=loose
+        )
         self.check_results(options, again, "the second identical sync")
         acted = [r for r in again if r.status in (SyncStatus.DOWNLOADED, SyncStatus.DELETED)]
         if not failed_first:
@@ -1084,6 +1357,7 @@ class ModelWalk:
                 problems.append("acted on " + ", ".join(f"{self._rel(r.path)} ({r.action})" for r in acted[:6]))
             if before != after:
                 problems.append(f"local changes: {diff_snapshots(before, after)}")
+                problems += self._manifest_changes(manifests_before)
             if problems:
                 self.violation(
                     "second-run-not-noop",
@@ -1508,6 +1782,38 @@ class ModelWalk:
 
     # -- SIGKILL mid-sync --------------------------------------------------------------------------------------------
 
+    def check_kill_leftovers(self, options: SyncOptions) -> None:
+        """After a SIGKILLed CLI sync: with --view auto, at most one view more than killed runs left before in the
+        scratch project (and nothing else), which the next auto sync that makes or tries to make its view must
+        remove: each is aged past the grace period now (a younger one may be a live run's, and stays); without
+        it, the account as it was."""
+        if options.auto is None:
+            self.check_account("after a SIGKILLed CLI sync")
+            return
+        projects = self.emu.info()["projects"]
+        extra = sorted(set(projects) - self.seeded_projects)
+        trash = self.emu.trash()
+        problems = [f"the trash can holds {[(t['id'], t['name'], t['kind']) for t in trash][:6]}"] if trash else []
+        views: Set[str] = set()
+        if len(extra) > 1 or (extra and not extra[0].startswith(SCRATCH_PROJECT_NAME.split("{")[0])):
+            problems.append(f"projects {extra} beside the seeded ones")
+        elif extra:
+            scratch = projects[extra[0]]
+            held = [e for e in self.emu.project_entities(scratch) if e["id"] != scratch]
+            views = {e["id"] for e in held if e["kind"] == "entityview"}
+            others = [(e["id"], e["name"], e["kind"]) for e in held if e["kind"] != "entityview"]
+            new = views - self.leftover_views
+            if others or len(new) > 1:
+                problems.append(f"the scratch project {scratch} holds {sorted(new)} new views and {others}")
+        if problems:
+            self.violation("kill-left-too-much", f"after a SIGKILLed CLI sync ({options}): " + "; ".join(problems))
+        long_ago = datetime.datetime.now(datetime.timezone.utc) - LEFTOVER_GRACE - datetime.timedelta(minutes=5)
+        for view in sorted(views - self.leftover_views):
+            self.emu.set_annotation(view, CREATED_ON_KEY, [long_ago.strftime("%Y-%m-%dT%H:%M:%S.000Z")])
+            self.stats["views left by killed syncs"] += 1
+            self.note(f"  -> the killed sync left its view {view}: aged past the grace period")
+        self.leftover_views, self.scratch_left = views, bool(extra)
+
     def _await_shards_stopped(self) -> None:
         """After the SIGKILL of a driver: every shard of its run stops on the workers (Dask cancels the tasks of a
         client that is gone, and a running shard must notice), at most :data:`ORPHAN_STOP_SECONDS` later; until then
@@ -1560,6 +1866,13 @@ class ModelWalk:
         env.update(
             HOME=str(self.home), SYNCLIENT_DISABLE_PROGRESS="1", PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring"
         )
+        # --view auto: a view of the model's small tree; one that builds for ever is killed while it builds
+        watch_builds = options.auto is not None and options.auto.fallback == "never_built"
+        if options.auto is not None:
+            self.stats["kills with --view auto"] += 1
+            env["MODEL_WORTH_A_VIEW"] = str(options.auto.worth)
+            self.emu.set_knobs(**options.auto.knobs())
+        building_before = set(self.emu.building_views()) if watch_builds else set()
         user_before = dict(self.local.user_files)
         tree_before = tree_snapshot(self.root, skip_meta=True)
         self.emu.set_knobs(bandwidth_per_conn=bandwidth)
@@ -1591,7 +1904,12 @@ class ModelWalk:
         )
         try:
             deadline = time.monotonic() + 60
-            while child.poll() is None and self.emu.stats()["data_bytes"] < threshold and time.monotonic() < deadline:
+            while (
+                child.poll() is None
+                and self.emu.stats()["data_bytes"] < threshold
+                and not (watch_builds and set(self.emu.building_views()) - building_before)
+                and time.monotonic() < deadline
+            ):
                 time.sleep(0.002)  # polling the server's byte counter, not waiting for time to pass
             killed = child.poll() is None
             if killed:
@@ -1605,6 +1923,9 @@ class ModelWalk:
                 self.emu.set_knobs(bandwidth_per_conn=ORPHAN_CRAWL)
                 self._await_shards_stopped()
             self.emu.set_knobs(bandwidth_per_conn=0)
+            if options.auto is not None:
+                self.emu.finish_view_builds()  # (a view left building would answer the next kill's watch)
+                self.emu.set_knobs(**AutoViewDraw(worth=1, lag=False).knobs())
         served = self.emu.stats()["data_bytes"]
         if killed:
             self.note(f"  -> killed after {served} data bytes")
@@ -1615,6 +1936,7 @@ class ModelWalk:
                     f"the CLI child failed to run: exit {child.returncode}: {stderr.decode(errors='replace')[-2000:]}"
                 )
         self.check_outside("the killed sync")
+        self.check_kill_leftovers(options)
         # what the killed run put in place may not be in its index (rows are committed by a writer thread; a shard
         # that ran on after its driver died indexes nothing): files synclient may take for the user's
         for krel, entry in tree_snapshot(self.root, skip_meta=True).items():

@@ -7,6 +7,9 @@ a random seed, printed, when unset). ``SYNCLIENT_MODEL_KEEP_GOING=1`` collects t
 instead of stopping at the first one. A failure prints the seed, the step, the rules so far and the invariant, and
 the command line that replays it.
 
+``view="auto"`` (issue 34): a quarter of the steps sync with a temporary view the sync makes itself (stale rows,
+fallbacks, SIGKILLed CLI runs that leave theirs), drawn from a generator of its own; see model_support.py.
+
 Over Dask (issue 19): ``test_random_walk_over_dask`` walks one seed with most syncs sharded over a LocalCluster of
 two worker processes (see model_support.py for which); in long mode ``SYNCLIENT_MODEL_DASK=1`` runs every long walk
 that way (one cluster per walk) and skips that default case.
