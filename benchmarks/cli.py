@@ -322,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
             "scenarios",
             nargs="*",
             metavar="SCENARIO",
-            help="S1 S1h S1t S2 S3 S3h S4 S5 S5h S6 S6s S7 S8 S9 S10 M1 M1r, or any name + 'h': over HTTPS "
+            help="S1 S1h S1t S2 S3 S3h S4 S5 S5h S6 S6s S7 S8 S9 S10 S11 S11x M1 M1r, or any name + 'h': over HTTPS "
             "(default: all)",
         )
         sub.add_argument("--repeat", type=int, default=None, help="runs per contender (default 3; 1 with --quick)")
