@@ -267,3 +267,17 @@ def test_the_auto_view_contenders_sync_with_view_auto(tmp_path):
     cli = launch("synclient-cli-auto", **common).argv
     assert cli[cli.index("-r") + 1] == "syn1" and cli[cli.index("--view") + 1] == "auto"
     assert "--view" not in launch("synclient", **common).argv
+
+
+def test_emulator_knobs_are_set_over_a_scenarios_own(capsys):
+    """`run --emulator-knob NAME=VALUE` (issue 34's build-time sensitivity): JSON values, an unknown knob refused in
+    one line before anything runs."""
+    from benchmarks.cli import emulator_knobs, main
+
+    assert emulator_knobs(["view_build_seconds_per_1000_files=8", "view_lag=true"]) == {
+        "view_build_seconds_per_1000_files": 8,
+        "view_lag": True,
+    }
+    assert main(["run", "S11", "--quick", "--emulator-knob", "view_build_secs=8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "--emulator-knob view_build_secs=8: expected NAME=VALUE with NAME an emulator knob"
