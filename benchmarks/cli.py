@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -84,6 +85,24 @@ def _https_name(scenarios: dict, name: str) -> str:
     return name if scenario is not None and scenario.tls else name + TLS_SUFFIX
 
 
+def emulator_knobs(pairs: List[str]) -> Dict[str, object]:
+    """``NAME=VALUE`` pairs (``--emulator-knob``) as knob overrides: a VALUE that reads as JSON (a number, true)
+    is that, else the text; a pair without ``=`` or an unknown knob is refused in one line."""
+    from synclient.emulator.knobs import Knobs
+
+    known = {f.name for f in dataclasses.fields(Knobs)}
+    overrides: Dict[str, object] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or name not in known:
+            raise ValueError(f"--emulator-knob {pair}: expected NAME=VALUE with NAME an emulator knob")
+        try:
+            overrides[name] = json.loads(text)
+        except ValueError:
+            overrides[name] = text
+    return overrides
+
+
 def cmd_run(args) -> int:
     scenarios = build(quick=args.quick)
     names = list(dict.fromkeys(args.scenarios or list(scenarios)))
@@ -98,6 +117,13 @@ def cmd_run(args) -> int:
         )
         return 2
     scenarios = {name: lookup(scenarios, name) for name in names}
+    try:
+        overrides = emulator_knobs(args.emulator_knob or [])
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    if overrides:  # e.g. issue 34's sensitivity to the view build time: the named scenarios with other knobs
+        scenarios = {name: dataclasses.replace(s, knobs={**s.knobs, **overrides}) for name, s in scenarios.items()}
     contenders = args.contenders.split(",") if args.contenders else None
     work = Path(args.work or tempfile.mkdtemp(prefix="synclient-bench-work-"))
     repeat = args.repeat or (1 if args.quick else 3)
@@ -322,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
             "scenarios",
             nargs="*",
             metavar="SCENARIO",
-            help="S1 S1h S1t S2 S3 S3h S4 S5 S5h S6 S6s S7 S8 S9 S10 M1 M1r, or any name + 'h': over HTTPS "
+            help="S1 S1h S1t S2 S3 S3h S4 S5 S5h S6 S6s S7 S8 S9 S10 S11 S11x M1 M1r, or any name + 'h': over HTTPS "
             "(default: all)",
         )
         sub.add_argument("--repeat", type=int, default=None, help="runs per contender (default 3; 1 with --quick)")
@@ -338,6 +364,13 @@ def build_parser() -> argparse.ArgumentParser:
                 "--tls",
                 action="store_true",
                 help="also run every named scenario over HTTPS (its 'h' variant), side by side with it",
+            )
+            sub.add_argument(
+                "--emulator-knob",
+                action="append",
+                metavar="NAME=VALUE",
+                help="set an emulator knob over the named scenarios' own (repeatable), e.g. "
+                "view_build_seconds_per_1000_files=8",
             )
             sub.add_argument(
                 "--slow-after",

@@ -14,8 +14,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 ORDER = (
     "synclient",
     "synclient-view",
+    "synclient-auto",
     "synclient-id",
     "synclient-cli",
+    "synclient-cli-auto",
     "synclient-dropin",
     "synclient-w1",
     "synapseclient",
@@ -24,12 +26,19 @@ ORDER = (
 )
 #: contenders that run only when --contenders names them
 ON_REQUEST = ("synclient-dropin",)
+#: issue 34: contenders that make, read and delete a temporary file view in the user's account (``--view auto``);
+#: the harness checks after each of their runs that nothing was left behind
+AUTO_CONTENDERS = ("synclient-auto", "synclient-cli-auto")
 DESCRIPTIONS = {
     "synclient": "synclient library, default TransferConfig (S7: download_many(ids, DIR); S10: download_list(DIR))",
     "synclient-cli": '`synclient get -r` (S7: `get --from-file`; S8: `get --query "SELECT * ..."`; S10: '
     "`get --download-list`; CLI process: "
     "includes interpreter start-up and imports)",
     "synclient-view": "synclient library, sync_from_platform(project, DIR, view=VIEW): planned from the file view (S9)",
+    "synclient-auto": 'synclient library, sync_from_platform(project, DIR, view="auto"): planned from a temporary '
+    "file view synclient makes, reads and deletes (S11)",
+    "synclient-cli-auto": "`synclient get -r ID --view auto` (S11; CLI process: includes interpreter start-up and "
+    "imports)",
     "synclient-id": 'synclient library, download_query("SELECT id FROM VIEW WHERE ...", DIR): no file columns in the '
     "rows, one bundle call per file (S8)",
     "synclient-dropin": "`synclient.syncFromSynapse(syn, ...)`: synapseutils' call, a logged-in synapseclient handed "
@@ -174,9 +183,10 @@ def _launch(
             sql=query_for(name, view_id, where),
             config=config,
         )
-    if name == "synclient-view":
+    if name in ("synclient-view", "synclient-auto"):
+        view = view_id if name == "synclient-view" else "auto"
         return Launch(
-            worker + ["synclient"] + common + ["--config", json.dumps(config or {}), "--view", view_id], "worker"
+            worker + ["synclient"] + common + ["--config", json.dumps(config or {}), "--view", view], "worker"
         )
     if ids_file is not None:
         if name not in ("synclient", "synclient-cli", "synapseclient"):
@@ -213,7 +223,7 @@ def _launch(
         )
     if name in ("synapseclient", "synclient-dropin"):
         return Launch(worker + [name] + common + ["--cache-dir", str(cache_dir)], "worker")
-    if name == "synclient-cli":
+    if name in ("synclient-cli", "synclient-cli-auto"):
         return Launch(
             [
                 sys.executable,
@@ -231,7 +241,8 @@ def _launch(
                 str(out),
                 "--no-progress",
                 "--no-synapse-cache",
-            ],
+            ]
+            + (["--view", "auto"] if name == "synclient-cli-auto" else []),
             "process",
         )
     list_file = out.parent / (out.name + f".{name}.list")

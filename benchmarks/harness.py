@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from benchmarks.contenders import launch, missing_tool
+from benchmarks.contenders import AUTO_CONTENDERS, launch, missing_tool
 from benchmarks.emulator import seeded_store
 from benchmarks.scenarios import Scenario
 from synclient.emulator.process import EmulatorProcess
@@ -53,6 +53,9 @@ class Run:
     connections: Dict[str, int] = field(default_factory=dict)  # connections the emulator accepted, per listener
     tls_handshakes: Dict[str, int] = field(default_factory=dict)  # of those, TLS handshakes completed, per listener
     tls_resumed: Dict[str, int] = field(default_factory=dict)  # of those, resumed TLS sessions, per listener
+    #: issue 34, a `--view auto` run: what it left in the user's account (projects but the seeded one, entities in
+    #: the trash can), read after the run; None: not checked (the contender makes no view)
+    left_behind: Optional[List[str]] = None
 
 
 def _md5(path: Path) -> str:
@@ -308,6 +311,14 @@ class ScenarioRunner:
         with Platform(endpoint=self.emu.endpoint, token=self.emu.token, ca_bundle=self.emu.ca_bundle) as platform:
             return len(platform.download_list_available())
 
+    def _left_behind(self) -> List[str]:
+        """Issue 34, after a `--view auto` run (not timed): every project but the seeded one, and everything in the
+        trash can (the temporary view and synclient's scratch project must be gone, deleted for good)."""
+        projects = self.emu.info().get("projects") or {}
+        left = [f"project {name} ({entity_id})" for name, entity_id in projects.items() if entity_id != self.project]
+        left += [f"in the trash: {item.get('kind')} {item.get('name')} ({item.get('id')})" for item in self.emu.trash()]
+        return left
+
     def _prepare_resync(self, contender: str, out: Path, cache: Path) -> Optional[str]:
         setup = "synapseclient" if contender == "synapseclient" else "synclient"
         if out in self.prepared:
@@ -394,6 +405,10 @@ class ScenarioRunner:
                 left = self._cart_left()  # a run that succeeded also emptied the cart
                 result.status = result.status if not left else f"byte-exact, but {left} file(s) left in the cart"
             result.ok = result.status == "byte-exact"
+        if contender in AUTO_CONTENDERS:  # any run, failed or not, must remove its view (and scratch project)
+            result.left_behind = self._left_behind()
+            if result.left_behind and result.ok:
+                result.ok, result.status = False, f"byte-exact, but left behind: {'; '.join(result.left_behind)}"
         if not self.scenario.resync:
             shutil.rmtree(out, ignore_errors=True)
             shutil.rmtree(cache, ignore_errors=True)

@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from benchmarks.contenders import ORDER
+from benchmarks.contenders import AUTO_CONTENDERS, ORDER
 from benchmarks.scenarios import Scenario
 
 PEERS = ("synapseclient", "aria2c", "curl")
@@ -156,6 +156,14 @@ def summarize(scenario: Scenario, runs: List[dict]) -> Dict[str, dict]:
                 scenario.total_bytes / wall / (row["peak_connections"] * cap) if row["peak_connections"] else 0.0
             )
         rows[contender] = row
+    walk = rows.get("synclient")
+    for contender in AUTO_CONTENDERS:  # issue 34: `--view auto` against the walk, and what every run left behind
+        row = rows.get(contender)
+        if row and row.get("ok"):
+            mine = [r for r in runs if r["contender"] == contender]
+            row["left_behind"] = sorted({item for r in mine for item in r.get("left_behind") or []})
+            if walk and walk.get("ok"):
+                row["vs_walk"] = {"calls": walk["rest_calls"] / row["rest_calls"], "wall": walk["wall"] / row["wall"]}
     for contender, row in rows.items():
         if row.get("ok"):
             row["ratios"] = {
@@ -202,7 +210,15 @@ def markdown(results: dict) -> str:
                 f"{cap_use} | {ratio('synapseclient')} | "
                 f"{ratio('aria2c')} | {ratio('curl')} | {vs_bound} |"
             )
-        lines.append("")
+        vs_walk = [
+            f"- {contender}: **{row['vs_walk']['calls']:.1f}x** fewer REST calls and **{row['vs_walk']['wall']:.1f}x** "
+            f"less wall than the walk (`synclient`); left behind in the account: "
+            + ("; ".join(row["left_behind"]) if row["left_behind"] else "nothing")
+            + f" (checked after each of its {row['runs']} runs)"
+            for contender, row in entry["summary"].items()
+            if "vs_walk" in row
+        ]
+        lines += ([""] + vs_walk if vs_walk else []) + [""]
     lines.append(
         "`x peer` = peer's median wall / this contender's median wall (above 1: faster than the peer). "
         "`x bound` = wall / latency bound (1.0 would be perfect). `data conns` = most bodies the storage "

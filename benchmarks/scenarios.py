@@ -200,10 +200,11 @@ def spread(folders: int, per_folder: int, size: int = 4096) -> dict:
     return _project(f"spread-{folders}x{per_folder}", children)
 
 
-def viewed(folders: int, per_folder: int, every: int = 5) -> dict:
+def viewed(folders: int, per_folder: int, every: int = 5, *, with_view: bool = True) -> dict:
     """Issue 17: ``folders`` folders of ``per_folder`` files of 1-4 KiB, names unique across the project, annotated
     ``assay``: ``rnaSeq`` on every ``every``-th file, ``wgs`` on the others; and a file view ``v`` over the whole
-    project with the default file-view columns and an ``assay`` column."""
+    project with the default file-view columns and an ``assay`` column (issue 34: ``with_view=False``, the same
+    files and no view, as for a user who has none)."""
     children = []
     for f in range(folders):
         files = []
@@ -218,6 +219,8 @@ def viewed(folders: int, per_folder: int, every: int = 5) -> dict:
                 )
             )
         children.append({"type": "folder", "name": f"d{f:03d}", "children": files})
+    if not with_view:
+        return _project(f"unviewed-{folders}x{per_folder}", children)
     children.append({"type": "entityview", "name": "v", "scope": [""], "columns": ["assay"]})
     return _project(f"viewed-{folders}x{per_folder}", children)
 
@@ -236,6 +239,12 @@ BY_QUERY = ("synclient", "synclient-id", "synclient-cli", "synapseclient")
 BY_CART = ("synclient", "synclient-cli", "synapseclient")
 #: issue 17, a first sync planned from a file view (view=) against the same sync without it
 WITH_VIEW = ("synclient", "synclient-view")
+#: issue 34, a first sync for a user with no view: the walk against `--view auto` (library and CLI), which makes a
+#: temporary view of the tree, reads it and deletes it (a run that leaves anything behind is not byte-exact)
+AUTO_VIEW = ("synclient", "synclient-auto", "synclient-cli-auto")
+#: issue 34: Synapse's view build time assumed for S11 (seconds per 1,000 files in the view's scope; the
+#: justification and the sensitivity to it are in docs/benchmarks.md, "Issue 34")
+VIEW_BUILD_SECONDS_PER_1000_FILES = 2.0
 
 
 #: issue 18: the suffix of a scenario's HTTPS variant (S1 -> S1h) and the rows that have one in every run
@@ -384,6 +393,25 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
             fresh_server_per_run=True,
             view="v",
         ),
+        # issue 34: the same files for a user with no view (none seeded): the walk against `--view auto`, which makes
+        # its own view (built for VIEW_BUILD_SECONDS_PER_1000_FILES per 1,000 files), reads it and removes it
+        Scenario(
+            "S11",
+            f"first sync of {viewed_files:,} files under --profile synapse, walk vs --view auto (no view seeded)",
+            viewed(view_folders, view_per_folder, with_view=False),
+            {"profile": "synapse", "view_build_seconds_per_1000_files": VIEW_BUILD_SECONDS_PER_1000_FILES},
+            AUTO_VIEW,
+            fresh_server_per_run=True,
+        ),
+        # issue 34 at 100,000 files: `--view auto` only, the walk projected from its calls (docs/benchmarks.md)
+        Scenario(
+            "S11x",
+            "first sync of 100,000 files under --profile synapse with --view auto (the walk projected)",
+            viewed(100, 1000, with_view=False),
+            {"profile": "synapse", "view_build_seconds_per_1000_files": VIEW_BUILD_SECONDS_PER_1000_FILES},
+            ("synclient-auto",),
+            fresh_server_per_run=True,
+        ),
         Scenario("M1", f"memory: first sync of {folders * per_folder:,} files", tree, {}, ("synclient",)),
         Scenario(
             "M1r",
@@ -395,8 +423,8 @@ def build(quick: bool = False) -> Dict[str, Scenario]:
             setup_knobs={"api_latency_ms": 0},
         ),
     ]
-    if q:  # at quick sizes S6 and S6s are the same run
-        scenarios = [s for s in scenarios if s.name != "S6"]
+    if q:  # at quick sizes S6 and S6s are the same run, and S11x is S11
+        scenarios = [s for s in scenarios if s.name not in ("S6", "S11x")]
     # issue 18: S1, S3 and S5 also over HTTPS, each right after its plain row (run side by side with it)
     scenarios = [variant for s in scenarios for variant in ([s, over_tls(s)] if s.name in TLS_ROWS else [s])]
     return {s.name: s for s in scenarios}

@@ -46,6 +46,7 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
         "S8",
         "S9",
         "S10",
+        "S11",
         "M1",
         "M1r",
     }
@@ -65,6 +66,7 @@ def test_quick_benchmark_run_is_byte_exact(tmp_path):
         if run["contender"] in ("synclient", "synclient-cli"):
             assert run["rest_calls"] <= s7["files"] + -(-s7["files"] // 100) + 1, run
     _check_query_and_view_rows(results["scenarios"]["S8"], results["scenarios"]["S9"])
+    _check_auto_view_rows(results["scenarios"]["S11"])
     _check_tls_rows(results["scenarios"])
     # S10 is a download cart of 100 files (byte-exact includes: the cart emptied): its query pages and manifest,
     # one URL batch per 100, one remove; no bundle call per file
@@ -181,3 +183,101 @@ def _check_query_and_view_rows(s8: dict, s9: dict) -> None:
     assert _bundles(runs9["synclient-view"]) == 0 and _query_calls(runs9["synclient-view"]) > 0
     assert _bundles(runs9["synclient"]) >= s9["files"]
     assert runs9["synclient-view"]["rest_calls"] * 5 < runs9["synclient"]["rest_calls"]
+
+
+def _check_auto_view_rows(s11: dict) -> None:
+    """Issue 34, S11 at quick sizes (200 files: the 50 files that make a view worth it are reached): `--view auto`
+    (library and CLI) made its view (one project and one view created, both deleted), read it (query calls), took
+    at most a bundle per file until then, and left nothing behind (byte-exact already includes that: the harness
+    checked the account after the run); the walk took a bundle per file. Counts, not times."""
+    runs = {run["contender"]: run for run in s11["runs"]}
+    n = s11["files"]
+    assert n == 200
+    assert _bundles(runs["synclient"]) >= n and runs["synclient"]["left_behind"] is None
+    for name in ("synclient-auto", "synclient-cli-auto"):
+        run, routes = runs[name], runs[name]["rest_by_route"]
+        assert run["left_behind"] == [], run["left_behind"]
+        assert routes.get("POST /repo/v1/entity") == 2 and routes.get("DELETE /repo/v1/entity/{id}") == 2, routes
+        assert _query_calls(run) > 0 and _bundles(run) < n // 2, routes
+        assert run["rest_calls"] < runs["synclient"]["rest_calls"], routes
+
+
+def test_a_run_that_leaves_something_behind_is_not_byte_exact(tmp_path, monkeypatch):
+    """Issue 34: the harness reads the account after a `--view auto` run; a project but the seeded one, or anything
+    in the trash can, turns a byte-exact run into a failure that names it; the walk is not checked."""
+    from benchmarks import harness
+    from benchmarks.harness import ScenarioRunner
+    from benchmarks.scenarios import build
+
+    class FakeEmulator:
+        endpoint, token, ca_bundle = "http://127.0.0.1:1", "t", None
+        left = {
+            "projects": {"seeded": "syn1", "synclient-scratch-1": "syn9"},
+            "trash": [{"id": "syn10", "kind": "entityview", "name": "v"}],
+        }
+
+        def restart(self):
+            pass
+
+        def reset_stats(self):
+            pass
+
+        def cpu_seconds(self):
+            return 0.0
+
+        def stats(self):
+            return {}
+
+        def info(self):
+            return {"projects": self.left["projects"]}
+
+        def trash(self):
+            return self.left["trash"]
+
+    scenario = build(quick=True)["S11"]
+    runner = ScenarioRunner(scenario, tmp_path, ["synclient", "synclient-auto"], log=lambda text: None)
+    runner.emu, runner.project, runner.expected = FakeEmulator(), "syn1", {}
+    worker_line = '{"wall": 1.0, "stats": {}, "client": {}}'
+    monkeypatch.setattr(harness, "spawn", lambda argv, env=None: (0, 1.0, None, worker_line, "", 10.0))
+    monkeypatch.setattr(harness, "verify", lambda out, expected: "byte-exact")
+    (tmp_path / "S11").mkdir()
+    walk = runner.run("synclient", 0)
+    assert walk.ok and walk.left_behind is None
+    auto = runner.run("synclient-auto", 0)
+    assert not auto.ok and auto.left_behind == [
+        "project synclient-scratch-1 (syn9)",
+        "in the trash: entityview v (syn10)",
+    ]
+    assert auto.status.startswith("byte-exact, but left behind: project synclient-scratch-1 (syn9)")
+    FakeEmulator.left = {"projects": {"seeded": "syn1"}, "trash": []}
+    clean = runner.run("synclient-auto", 1)
+    assert clean.ok and clean.status == "byte-exact" and clean.left_behind == []
+
+
+def test_the_auto_view_contenders_sync_with_view_auto(tmp_path):
+    """Issue 34: `synclient-auto` is the library's `view="auto"` (the worker's --view auto), `synclient-cli-auto`
+    is `get -r ID --view auto`; the walk has no --view."""
+    from benchmarks.contenders import launch
+
+    common = dict(
+        endpoint="http://127.0.0.1:1", token="t", entity="syn1", out=tmp_path / "o", cache_dir=tmp_path / "c", urls=[]
+    )
+    auto = launch("synclient-auto", **common).argv
+    assert auto[auto.index("--view") + 1] == "auto" and "benchmarks.worker" in auto
+    cli = launch("synclient-cli-auto", **common).argv
+    assert cli[cli.index("-r") + 1] == "syn1" and cli[cli.index("--view") + 1] == "auto"
+    assert "--view" not in launch("synclient", **common).argv
+
+
+def test_emulator_knobs_are_set_over_a_scenarios_own(capsys):
+    """`run --emulator-knob NAME=VALUE` (issue 34's build-time sensitivity): JSON values, an unknown knob refused in
+    one line before anything runs."""
+    from benchmarks.cli import emulator_knobs, main
+
+    assert emulator_knobs(["view_build_seconds_per_1000_files=8", "view_lag=true"]) == {
+        "view_build_seconds_per_1000_files": 8,
+        "view_lag": True,
+    }
+    assert main(["run", "S11", "--quick", "--emulator-knob", "view_build_secs=8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "--emulator-knob view_build_secs=8: expected NAME=VALUE with NAME an emulator knob"
