@@ -69,7 +69,7 @@ is made varies from run to run, and a view row has none), and:
   or more containers than the limit, it walks).
 - ``account-not-clean``: after every run, no project but the seeded ones and an empty trash can, but for what
   SIGKILLed runs left (their views, aged past the grace period at once, in the scratch project), and that too is
-  gone after a run that made or tried to make its view.
+  gone after a run that made its view (the sweep runs while the new view builds).
 - ``kill-left-too-much``: a SIGKILLed ``--view auto`` run leaves at most one view more, nothing else but the scratch
   project, and nothing in the trash can.
 
@@ -1175,7 +1175,7 @@ class ModelWalk:
     def check_auto_view(self, options: SyncOptions, *, dry_run: bool) -> None:
         """After every sync: one note at most on the temporary view; the view made exactly when nothing keeps it
         from being made; nothing left in the account (no project but the seeded ones, an empty trash can), but
-        what a SIGKILLed run left, and that too once a run made or tried to make its view."""
+        what a SIGKILLed run left, and that too once a run made its view."""
         made = [m for m in self.auto_notes.messages if "planned from a temporary file view" in m]
         walked = [m for m in self.auto_notes.messages if "each file takes its own bundle call" in m]
         self.auto_notes.messages.clear()
@@ -1207,7 +1207,9 @@ class ModelWalk:
             self.violation(
                 "auto-view-notes", f"a {'dry run' if dry_run else 'sync'} ({options}) made a view: {(made + walked)[0]}"
             )
-        if made or walked:  # it opened the scratch project and swept it: what killed runs left is gone
+        # a run that made its view swept the scratch project while it built (one refused its view sweeps nothing:
+        # the sweep dates leftovers by the platform's clock, the new view's createdOn): what killed runs left is gone
+        if made or (walked and auto is not None and auto.fallback == "never_built"):
             self.stats["leftover views removed"] += len(self.leftover_views)
             self.leftover_views, self.scratch_left = set(), False
         self.check_account(f"after a {'dry run' if dry_run else 'sync'} with {options}")
@@ -1809,7 +1811,10 @@ class ModelWalk:
             self.violation("kill-left-too-much", f"after a SIGKILLed CLI sync ({options}): " + "; ".join(problems))
         long_ago = datetime.datetime.now(datetime.timezone.utc) - LEFTOVER_GRACE - datetime.timedelta(minutes=5)
         for view in sorted(views - self.leftover_views):
-            self.emu.set_annotation(view, CREATED_ON_KEY, [long_ago.strftime("%Y-%m-%dT%H:%M:%S.000Z")])
+            # aged by its mark and by the platform's clock (the sweep wants both an hour old)
+            stamp = long_ago.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+            self.emu.set_annotation(view, CREATED_ON_KEY, [stamp])
+            self.emu.set_created_on(view, stamp)
             self.stats["views left by killed syncs"] += 1
             self.note(f"  -> the killed sync left its view {view}: aged past the grace period")
         self.leftover_views, self.scratch_left = views, bool(extra)
