@@ -30,6 +30,8 @@ SCOPE_TOO_BIG = (
     "The view's scope exceeds the maximum number of %d projects and/or folders. "
     "Note: The sub-folders of each project and folder in the scope count towards the limit."
 )
+#: TableViewManagerImpl.MAX_COLUMNS_PER_VIEW (ColumnConstants.MY_SQL_MAX_COLUMNS_PER_TABLE)
+MAX_COLUMNS_PER_VIEW = 152
 #: the kinds POST /entity makes, by concreteType
 CREATABLE = {kind.concrete_type: kind for kind in (EntityKind.PROJECT, EntityKind.FOLDER, EntityKind.ENTITYVIEW)}
 #: ViewTypeMask.getMaskForDepricatedType: the deprecated ``type`` of a view -> its mask (File 0x01, Project 0x02,
@@ -199,9 +201,24 @@ def _view_fields(routes: Routes, body: Dict[str, Any]) -> Dict[str, Any]:
     exists, and the scope's containers (the scope's projects and folders and every folder below them) stay within
     ``max_containers_per_view`` (TableConstants.MAX_CONTAINERS_PER_VIEW, NodeDAOImpl.getAllContainerIds)."""
     column_ids = _id_list(body, "columnIds")
+    if len(column_ids) > MAX_COLUMNS_PER_VIEW:  # TableViewManagerImpl.validateViewSchemaSize, before the scope
+        raise ApiError(
+            400,
+            f"A view cannot have {len(column_ids)} columns.  It must have {MAX_COLUMNS_PER_VIEW} columns or less.",
+        )
+    seen_ids: set = set()
+    seen_names: set = set()
     for column_id in column_ids:
-        if routes.store.column_model(column_id) is None:
+        model = routes.store.column_model(column_id)
+        if model is None:
             raise ApiError(400, f"ColumnModel {column_id} does not exist.")
+        # ColumnModelManagerImpl.getAndValidateColumnModels: ids and names unique
+        if column_id in seen_ids:
+            raise ApiError(400, f"Duplicate column: '{model.get('name')}'")
+        if model.get("name") in seen_names:
+            raise ApiError(400, f"Duplicate column name: '{model.get('name')}'")
+        seen_ids.add(column_id)
+        seen_names.add(model.get("name"))
     scope_ids = _id_list(body, "scopeIds")
     mask = _view_type_mask(body)
     limit = routes.context.knobs.max_containers_per_view

@@ -316,6 +316,51 @@ def test_column_batch_reuses_the_id_of_an_identical_model(world):
     assert bad.status_code == 400
 
 
+@pytest.mark.parametrize(
+    "model, status, message",
+    [
+        ({"name": "s", "columnType": "STRING", "maximumSize": 1001}, 400, "cannot exceed: 1000"),
+        ({"name": "s", "columnType": "STRING", "maximumSize": 0}, 400, "must be greater than 0"),
+        ({"name": "s", "columnType": "STRING_LIST", "maximumListLength": 101}, 400, "cannot exceed: 100"),
+        ({"name": "s", "columnType": "INTEGER_LIST", "maximumListLength": 1}, 400, "must be at least 2"),
+        ({"name": "s", "columnType": "DOUBLE", "facetType": "enumeration"}, 400, "can only be ranges"),
+        ({"name": "s", "columnType": "BOOLEAN", "facetType": "range"}, 400, "can only be enumeration faceted"),
+        ({"name": "s", "columnType": "LARGETEXT", "facetType": "enumeration"}, 400, "can not be faceted"),
+        ({"name": "row_id", "columnType": "INTEGER"}, 400, "is a system reserved column name"),
+        ({"name": "x" * 257, "columnType": "INTEGER"}, 400, "256 characters or less"),
+        ({"name": "s", "columnType": "STRING", "maximumSize": 1000, "facetType": "enumeration"}, 201, ""),
+    ],
+)
+def test_column_batch_checks_a_model_as_synapse_does(world, model, status, message):
+    """ColumnModelManagerImpl.validateColumnModel and ColumnModelUtils.createNormalizedClone."""
+    answer = world.api.post("/repo/v1/column/batch", {"list": [model]})
+    assert answer.status_code == status, answer.text
+    assert message in answer.text
+
+
+def test_column_batch_gives_a_list_column_synapses_default_list_length(world):
+    answer = world.api.post("/repo/v1/column/batch", {"list": [{"name": "reads", "columnType": "INTEGER_LIST"}]})
+    assert answer.json()["list"][0]["maximumListLength"] == 100
+
+
+def test_a_view_refuses_more_than_152_columns_and_a_name_twice(world):
+    ids = [
+        m["id"]
+        for m in world.api.post(
+            "/repo/v1/column/batch", {"list": [{"name": f"c{i}", "columnType": "INTEGER"} for i in range(153)]}
+        ).json()["list"]
+    ]
+    project = world.scratch()
+    too_many = world.make_view(project, [world.id("raw")], columns=ids)
+    assert too_many.status_code == 400
+    assert too_many.json()["reason"] == "A view cannot have 153 columns.  It must have 152 columns or less."
+    other = world.api.post("/repo/v1/column/batch", {"list": [{"name": "c0", "columnType": "STRING"}]})
+    twice = world.make_view(project, [world.id("raw")], columns=[ids[0], other.json()["list"][0]["id"]])
+    assert twice.status_code == 400
+    assert twice.json()["reason"] == "Duplicate column name: 'c0'"
+    assert world.make_view(project, [world.id("raw")], columns=ids[:152]).status_code == 201
+
+
 def scope_columns(world, scope, token=None):
     body = {
         "concreteType": "org.sagebionetworks.repo.model.table.ViewColumnModelRequest",
