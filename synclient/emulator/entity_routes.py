@@ -17,7 +17,6 @@ from . import wire
 from .entity_names import InvalidName, entity_name
 from .routes import ApiError, Request, Response, Routes, _route, invalid_id_reason, lack_access_reason, not_found_reason
 from .store import DenyMode, Entity, EntityKind, NameConflict, parse_syn_id
-from .tables import VIEW_TYPE_FILE
 from .view_builds import build_snapshot
 
 ROOT_ENTITY_ID = 4489
@@ -32,6 +31,11 @@ SCOPE_TOO_BIG = (
 )
 #: TableViewManagerImpl.MAX_COLUMNS_PER_VIEW (ColumnConstants.MY_SQL_MAX_COLUMNS_PER_TABLE)
 MAX_COLUMNS_PER_VIEW = 152
+#: EntityMetadataIndexProvider.SCOPE_SIZE_LIMITED_EXCEEDED_PROJECT_VIEW and
+#: PROJECT_TYPE_CANNOT_BE_COMBINED_WITH_ANY_OTHER_TYPE
+PROJECT_SCOPE_TOO_BIG = "The view's scope exceeds the maximum number of %d projects."
+PROJECT_TYPE_ALONE = "The Project type cannot be combined with any other type."
+VIEW_TYPE_PROJECT = 0x02
 #: the kinds POST /entity makes, by concreteType
 CREATABLE = {kind.concrete_type: kind for kind in (EntityKind.PROJECT, EntityKind.FOLDER, EntityKind.ENTITYVIEW)}
 #: ViewTypeMask.getMaskForDepricatedType: the deprecated ``type`` of a view -> its mask (File 0x01, Project 0x02,
@@ -197,15 +201,29 @@ def rebuild_view(routes: Routes, view_id: int) -> None:
 
 
 def _view_fields(routes: Routes, body: Dict[str, Any]) -> Dict[str, Any]:
-    """An EntityView's schema and scope, checked as Synapse checks them before it creates the view: every column
-    exists, and the scope's containers (the scope's projects and folders and every folder below them) stay within
-    ``max_containers_per_view`` (TableConstants.MAX_CONTAINERS_PER_VIEW, NodeDAOImpl.getAllContainerIds)."""
+    """An EntityView's schema and scope, checked as Synapse checks them: at most 152 columns, the scope's
+    containers (the scope's projects and folders and every folder below them; a project view: its scope's ids) within
+    ``max_containers_per_view`` (TableConstants.MAX_CONTAINERS_PER_VIEW, NodeDAOImpl.getAllContainerIds), then every
+    column exists, once and with a name of its own."""
     column_ids = _id_list(body, "columnIds")
     if len(column_ids) > MAX_COLUMNS_PER_VIEW:  # TableViewManagerImpl.validateViewSchemaSize, before the scope
         raise ApiError(
             400,
             f"A view cannot have {len(column_ids)} columns.  It must have {MAX_COLUMNS_PER_VIEW} columns or less.",
         )
+    scope_ids = _id_list(body, "scopeIds")
+    mask = _view_type_mask(body)
+    # EntityMetadataIndexProvider.validateScopeAndType: a project view holds projects only and counts its scope's
+    # ids; any other mask (none too) counts the containers of the scope
+    limit = routes.context.knobs.max_containers_per_view
+    if mask & VIEW_TYPE_PROJECT and mask != VIEW_TYPE_PROJECT:
+        raise ApiError(400, PROJECT_TYPE_ALONE)
+    if mask == VIEW_TYPE_PROJECT:
+        if len(set(scope_ids)) > limit:
+            raise ApiError(400, PROJECT_SCOPE_TOO_BIG % limit)
+    elif len(routes.store.container_ids_below(scope_ids, limit + 1)) > limit:
+        raise ApiError(400, SCOPE_TOO_BIG % limit)
+    # the columns are bound after the view is checked (ColumnModelManagerImpl.bindColumnsToVersionOfObject)
     seen_ids: set = set()
     seen_names: set = set()
     for column_id in column_ids:
@@ -219,11 +237,6 @@ def _view_fields(routes: Routes, body: Dict[str, Any]) -> Dict[str, Any]:
             raise ApiError(400, f"Duplicate column name: '{model.get('name')}'")
         seen_ids.add(column_id)
         seen_names.add(model.get("name"))
-    scope_ids = _id_list(body, "scopeIds")
-    mask = _view_type_mask(body)
-    limit = routes.context.knobs.max_containers_per_view
-    if mask & VIEW_TYPE_FILE and len(routes.store.container_ids_below(scope_ids, limit + 1)) > limit:
-        raise ApiError(400, SCOPE_TOO_BIG % limit)
     return {"columnIds": column_ids, "scopeIds": scope_ids, "viewTypeMask": mask}
 
 

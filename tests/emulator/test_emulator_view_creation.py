@@ -8,7 +8,7 @@ import pytest
 import requests
 from emuhelpers import Api
 
-from synclient.emulator.entity_routes import CERTIFIED_ONLY, SCOPE_TOO_BIG
+from synclient.emulator.entity_routes import CERTIFIED_ONLY, PROJECT_SCOPE_TOO_BIG, SCOPE_TOO_BIG
 from synclient.emulator.process import EmulatorProcess, Seed
 
 PROJECT = "org.sagebionetworks.repo.model.Project"
@@ -200,6 +200,21 @@ def test_a_scope_over_the_container_limit_answers_400(world):
     assert "2 projects and/or folders" in reason(answer)
     world.emu.set_knobs(max_containers_per_view=3)
     assert world.make_view(world.scratch("s3"), [world.id("raw")]).status_code == 201
+
+
+def test_a_project_view_counts_its_projects_and_no_type_joins_the_project_type(world):
+    """EntityMetadataIndexProvider.validateScopeAndType: a project view's limit counts its scope's ids, the project
+    bit stands alone; a mask without the file bit (0 too) counts containers as a file view does."""
+    world.emu.set_knobs(max_containers_per_view=2)
+    project = world.scratch()
+    body = {"concreteType": VIEW, "name": "p", "parentId": project, "columnIds": [], "viewTypeMask": 2}
+    three = world.create(dict(body, scopeIds=[world.id("raw"), project, world.scratch("other")]))
+    assert three.status_code == 400 and reason(three) == PROJECT_SCOPE_TOO_BIG % 2
+    assert world.create(dict(body, scopeIds=[project])).status_code == 201
+    mixed = world.create(dict(body, name="m", scopeIds=[project], viewTypeMask=3))
+    assert mixed.status_code == 400 and reason(mixed) == "The Project type cannot be combined with any other type."
+    no_type = world.create(dict(body, name="n", scopeIds=[world.id("raw")], viewTypeMask=0))
+    assert no_type.status_code == 400 and reason(no_type) == SCOPE_TOO_BIG % 2
 
 
 # --- who may create ---------------------------------------------------------------------------------------------
