@@ -11,6 +11,7 @@ mark, and what it created); a ``deny`` mark (``true`` or ``"download"``) refuses
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Dict, List, Optional
 
 from . import wire
@@ -164,9 +165,11 @@ def _create(routes: Routes, request: Request, body: Dict[str, Any]) -> Entity:
     _check_write(routes, request, parent, "CREATE", kind)
     if parent is not None and parent.kind not in (EntityKind.PROJECT, EntityKind.FOLDER):
         raise ApiError(400, f"syn{parent.id} is a {parent.kind.value}: only a project or a folder can hold entities.")
-    name = body.get("name")
+    given_name = body.get("name")
+    # NameValidation.validateName lets a null name through and NodeDAOImpl.create names the entity by its id
+    named_by_id = given_name is None
     try:
-        name = entity_name(name) if isinstance(name, str) else entity_name("")
+        name = entity_name(f"unnamed-{uuid.uuid4().hex}" if named_by_id else str(given_name))
     except InvalidName as error:
         raise ApiError(400, str(error)) from None
     fields: Dict[str, Any] = {}
@@ -180,6 +183,9 @@ def _create(routes: Routes, request: Request, body: Dict[str, Any]) -> Entity:
     try:
         with store.batch():
             entity_id = store.create_entity(kind, name, None if parent is None else parent.id)
+            if named_by_id:
+                name = f"syn{entity_id}"
+                store.rename(entity_id, name)
             if fields:
                 store.set_entity_fields(entity_id, fields)
             if view is not None:

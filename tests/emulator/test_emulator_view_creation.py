@@ -217,6 +217,19 @@ def test_a_project_view_counts_its_projects_and_no_type_joins_the_project_type(w
     assert no_type.status_code == 400 and reason(no_type) == SCOPE_TOO_BIG % 2
 
 
+def test_an_entity_without_a_name_is_named_by_its_id_and_a_given_id_or_etag_is_ignored(world):
+    """NameValidation.validateName passes a null name and NodeDAOImpl.create names the entity by its id; createNewNode
+    issues a new id and a new etag whatever the body says."""
+    project = world.scratch()
+    folder = world.create({"concreteType": FOLDER, "parentId": project, "id": "syn1", "etag": "mine"})
+    assert folder.status_code == 201, folder.text
+    made = folder.json()
+    assert made["name"] == made["id"] and made["id"] != "syn1" and made["etag"] != "mine"
+    assert world.api.get(f"/repo/v1/entity/{made['id']}").json()["name"] == made["id"]
+    empty = world.create({"concreteType": FOLDER, "parentId": project, "name": " "})
+    assert empty.status_code == 400 and reason(empty) == "Name cannot be only whitespace or empty string"
+
+
 # --- who may create ---------------------------------------------------------------------------------------------
 def test_the_anonymous_user_may_not_create(world):
     anonymous = Api(world.emu, token=False)
