@@ -11,6 +11,7 @@ mark, and what it created); a ``deny`` mark (``true`` or ``"download"``) refuses
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any, Dict, List, Optional
 
@@ -134,7 +135,7 @@ def create_bundle(routes: Routes, request: Request) -> Response:
     if annotations is not None:
         if not isinstance(annotations, dict) or not isinstance(annotations.get("annotations"), dict):
             raise ApiError(400, "entityBundleCreate.annotations.annotations is required.")
-        values = {str(key): _annotation_values(str(key), value) for key, value in annotations["annotations"].items()}
+        values = _annotation_map(annotations["annotations"])
     entity = _create(routes, request, entity_body)
     store = routes.store
     body: Dict[str, Any] = {}
@@ -332,21 +333,60 @@ def delete_entity(routes: Routes, request: Request) -> Response:
 
 
 # --- PUT /entity/{id}/annotations2 ------------------------------------------------------------------
+#: AnnotationsV2Utils: the key pattern, the reserved keys, the limits; StringValueListValidator.MAX_STRING_SIZE
+_ANNOTATION_KEY = re.compile(r"[a-zA-Z0-9,_.]+")
+_RESERVED_ANNOTATION_KEYS = ("_accessrequirementids",)
+MAX_ANNOTATION_KEYS = 100
+MAX_VALUES_PER_KEY = 100
+MAX_STRING_CHARACTERS = 500
+#: AnnotationsV2ValueListValidator.NULL_IS_NOT_ALLOWED
+NULL_VALUE = "null is not allowed. To indicate no values, use an empty list."
+_LONG = re.compile(r"[+-]?[0-9]+")  # Long.valueOf
+
+
+def _annotation_key(key: str) -> str:
+    """AnnotationsV2Utils.checkKeyName (an InvalidModelException: 400)."""
+    key = key.strip()
+    if key == "":
+        raise ApiError(400, "Annotation names cannot be empty strings")
+    if not _ANNOTATION_KEY.fullmatch(key):
+        raise ApiError(
+            400, f"Invalid annotation name: '{key}'. Annotation names may only contain; letters, numbers, '_' and '.'"
+        )
+    if key.lower() in _RESERVED_ANNOTATION_KEYS:
+        raise ApiError(400, f"Invalid annotation name: '{key}'. The annotation name is a system reserved annotation.")
+    return key
+
+
 def _annotation_values(key: str, given: object) -> List[Any]:
-    """One AnnotationsValue -> the values as the store keeps them (str, int, float, bool)."""
+    """One AnnotationsValue -> the values as the store keeps them (str, int, float, bool), checked as
+    AnnotationsV2Utils.checkValue and its value validators do (every value a string on the wire; a number or a
+    boolean a client sends is read as its text)."""
+    _annotation_key(key)
     if not isinstance(given, dict):
         raise ApiError(400, f"The value of annotation {key} must be an AnnotationsValue object.")
-    value_type = given.get("type")
-    if value_type not in ANNOTATION_TYPES:
-        raise ApiError(400, f"annotation {key}: type must be one of {', '.join(ANNOTATION_TYPES)}.")
     values = given.get("value")
+    if values is None:
+        raise ApiError(400, f"value list for key={key} can not be null")
     if not isinstance(values, list):
         raise ApiError(400, f"annotation {key}: value must be an array.")
+    if len(values) > MAX_VALUES_PER_KEY:
+        raise ApiError(400, f"key={key} has exceeded the maximum number of values allowed: {MAX_VALUES_PER_KEY}")
+    value_type = given.get("type")
+    if value_type is None:
+        raise ApiError(400, f"a value or a value type must be set for values associated with key={key}")
+    if value_type not in ANNOTATION_TYPES:
+        raise ApiError(400, f"annotation {key}: type must be one of {', '.join(ANNOTATION_TYPES)}.")
     kept: List[Any] = []
+    characters = 0
     for value in values:
-        text = str(value)
+        if value is None:
+            raise ApiError(400, NULL_VALUE)
+        text = str(value).lower() if isinstance(value, bool) else str(value)
         try:
             if value_type in ("LONG", "TIMESTAMP_MS"):
+                if not _LONG.fullmatch(text):
+                    raise ValueError(text)
                 kept.append(int(text))
             elif value_type == "DOUBLE":
                 kept.append(float(text))
@@ -355,10 +395,22 @@ def _annotation_values(key: str, given: object) -> List[Any]:
                     raise ValueError(text)
                 kept.append(text.lower() == "true")
             else:
+                characters += len(text)
+                if characters > MAX_STRING_CHARACTERS:
+                    raise ApiError(
+                        400, f"Total String value too long. Can be at most {MAX_STRING_CHARACTERS} characters."
+                    )
                 kept.append(text)
         except ValueError:
             raise ApiError(400, f"Value associated with key={key} is not valid for type={value_type}: {text}") from None
     return kept
+
+
+def _annotation_map(annotations: Dict[Any, Any]) -> Dict[str, List[Any]]:
+    """AnnotationsV2Utils.validateAnnotations: at most 100 keys, each checked."""
+    if len(annotations) > MAX_ANNOTATION_KEYS:
+        raise ApiError(400, f"Exceeded maximum number of annotation keys: {MAX_ANNOTATION_KEYS}")
+    return {str(key): _annotation_values(str(key), given) for key, given in annotations.items()}
 
 
 def put_annotations(routes: Routes, request: Request) -> Response:
@@ -373,7 +425,7 @@ def put_annotations(routes: Routes, request: Request) -> Response:
     annotations = body.get("annotations") or {}
     if not isinstance(annotations, dict):
         raise ApiError(400, "annotations must be a map.")
-    values = {str(key): _annotation_values(str(key), given) for key, given in annotations.items()}
+    values = _annotation_map(annotations)
     if etag != entity.etag:
         raise ApiError(412, conflict_reason(entity.id))
     routes.store.set_annotations(entity.id, {key: kept for key, kept in values.items() if kept})

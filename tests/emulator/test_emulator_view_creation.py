@@ -452,6 +452,49 @@ def test_put_annotations_replaces_them_and_a_stale_etag_answers_412(world):
     )
 
 
+@pytest.mark.parametrize(
+    "annotations, message",
+    [
+        ({"bad-key": {"type": "STRING", "value": ["x"]}}, "Annotation names may only contain; letters"),
+        ({"_accessRequirementIds": {"type": "LONG", "value": ["1"]}}, "is a system reserved annotation"),
+        ({"k": {"type": "STRING", "value": [None]}}, "null is not allowed. To indicate no values, use an empty list."),
+        ({"k": {"type": "STRING", "value": ["x" * 300, "y" * 201]}}, "Can be at most 500 characters."),
+        ({"k": {"type": "LONG", "value": [str(n) for n in range(101)]}}, "maximum number of values allowed: 100"),
+        ({"k": {"value": ["1"]}}, "a value or a value type must be set for values associated with key=k"),
+        ({"k": {"type": "LONG", "value": ["1.5"]}}, "Value associated with key=k is not valid for type=LONG: 1.5"),
+        ({"k": {"type": "BOOLEAN", "value": ["yes"]}}, "not valid for type=BOOLEAN: yes"),
+        ({f"k{n}": {"type": "LONG", "value": ["1"]} for n in range(101)}, "Exceeded maximum number of annotation"),
+    ],
+)
+def test_put_annotations_checks_keys_and_values_as_synapse_does(world, annotations, message):
+    """AnnotationsV2Utils.validateAnnotations and its value validators."""
+    target = world.id("raw/a.txt")
+    current = world.api.get(f"/repo/v1/entity/{target}/annotations2").json()
+    answer = world.api.session.put(
+        world.emu.endpoint + f"/repo/v1/entity/{target}/annotations2", json=dict(current, annotations=annotations)
+    )
+    assert answer.status_code == 400 and message in reason(answer)
+
+
+def test_put_annotations_reads_typed_strings(world):
+    """Every value is a string on the wire: BOOLEAN "TRUE" and "false", LONG "-7", TIMESTAMP_MS "1700000000000"."""
+    target = world.id("raw/a.txt")
+    current = world.api.get(f"/repo/v1/entity/{target}/annotations2").json()
+    annotations = {
+        "flag": {"type": "BOOLEAN", "value": ["TRUE", "false"]},
+        "n": {"type": "LONG", "value": ["-7"]},
+        "when": {"type": "TIMESTAMP_MS", "value": ["1700000000000"]},
+    }
+    answer = world.api.session.put(
+        world.emu.endpoint + f"/repo/v1/entity/{target}/annotations2", json=dict(current, annotations=annotations)
+    )
+    assert answer.status_code == 200, answer.text
+    got = answer.json()["annotations"]
+    assert got["flag"] == {"type": "BOOLEAN", "value": ["true", "false"]}
+    assert got["n"] == {"type": "LONG", "value": ["-7"]}
+    assert got["when"]["value"] == ["1700000000000"]
+
+
 def test_an_uncertified_user_may_not_annotate_a_folder(world):
     world.emu.set_knobs(uncertified_user=True)
     target = world.id("raw")
