@@ -150,7 +150,10 @@ def _normalized(given: object) -> Dict[str, Any]:
 
 def create_columns(routes: Routes, request: Request) -> Response:
     """TableController.createColumnModels: a ListWrapper of ColumnModels -> the same with ids, 201; an identical
-    model keeps the id it already has (ColumnModelDAOImpl: models are immutable and shared)."""
+    model keeps the id it already has (ColumnModelDAOImpl: models are immutable and shared). The anonymous user
+    may not (ColumnModelManagerImpl.createColumnModels: 403)."""
+    if request.caller.is_anonymous:
+        raise ApiError(403, "You must login to create a ColumnModel")
     given = request.json().get("list")
     if not isinstance(given, list):
         raise ApiError(400, "ListWrapper.list is required.")

@@ -366,6 +366,12 @@ def test_column_batch_checks_a_model_as_synapse_does(world, model, status, messa
     assert message in answer.text
 
 
+def test_the_anonymous_user_may_not_create_column_models(world):
+    anonymous = Api(world.emu, token=False)
+    answer = anonymous.post("/repo/v1/column/batch", {"list": [{"name": "s", "columnType": "STRING"}]})
+    assert answer.status_code == 403 and reason(answer) == "You must login to create a ColumnModel"
+
+
 def test_column_batch_gives_a_list_column_synapses_default_list_length(world):
     answer = world.api.post("/repo/v1/column/batch", {"list": [{"name": "reads", "columnType": "INTEGER_LIST"}]})
     assert answer.json()["list"][0]["maximumListLength"] == 100
