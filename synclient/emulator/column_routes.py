@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from .entity_routes import rebuild_view
+from .entity_routes import MAX_COLUMNS_PER_VIEW, check_schema, rebuild_view
 from .routes import (
     _ID,
     ApiError,
@@ -250,7 +250,7 @@ def transaction_start(routes: Routes, request: Request) -> Response:
     return Response(status=201, body={"token": job.id})
 
 
-def _new_column_ids(routes: Routes, current: List[int], change: Dict[str, Any]) -> List[int]:
+def _new_column_ids(routes: Routes, current: List[int], change: Dict[str, Any], *, is_view: bool) -> List[int]:
     """TableSchemaChangeRequest -> the schema's column ids: ``orderedColumnIds`` when given, else the ColumnChanges
     applied to the current ids (old -> new; no old: added; no new: removed)."""
     columns = list(current)
@@ -267,9 +267,11 @@ def _new_column_ids(routes: Routes, current: List[int], change: Dict[str, Any]) 
     ordered = change.get("orderedColumnIds")
     if ordered is not None:
         columns = [int(column_id) for column_id in ordered]
-    for column_id in columns:
-        if routes.store.column_model(column_id) is None:
-            raise ApiError(400, f"ColumnModel {column_id} does not exist.")
+    if is_view and len(columns) > MAX_COLUMNS_PER_VIEW:  # TableViewManagerImpl.applySchemaChange
+        raise ApiError(
+            400, f"A view cannot have {len(columns)} columns.  It must have {MAX_COLUMNS_PER_VIEW} columns or less."
+        )
+    check_schema(routes, columns)
     return columns
 
 
@@ -285,7 +287,7 @@ def transaction_get(routes: Routes, request: Request) -> Response:
         results = []
         for change in job.request.get("changes") or []:
             current, scope_ids, mask = store.table_schema(entity.id)
-            columns = _new_column_ids(routes, current, change)
+            columns = _new_column_ids(routes, current, change, is_view=entity.kind is EntityKind.ENTITYVIEW)
             store.set_table_schema(entity.id, columns, scope_ids, mask)
             results.append(
                 {

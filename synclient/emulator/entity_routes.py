@@ -207,6 +207,31 @@ def rebuild_view(routes: Routes, view_id: int) -> None:
     routes.context.view_builds.start(view_id, files, knobs.view_build_seconds_per_1000_files)
 
 
+def check_schema(routes: Routes, column_ids: List[int]) -> None:
+    """ColumnModelManagerImpl.validateSchemaSize as a view's or a table's columns are bound: every column exists,
+    once and with a name of its own, and a row of them fits ``MAX_BYTES_PER_ROW``."""
+    seen_ids: set = set()
+    seen_names: set = set()
+    for column_id in column_ids:
+        model = routes.store.column_model(column_id)
+        if model is None:
+            raise ApiError(400, f"ColumnModel {column_id} does not exist.")
+        # ColumnModelManagerImpl.getAndValidateColumnModels: ids and names unique
+        if column_id in seen_ids:
+            raise ApiError(400, f"Duplicate column: '{model.get('name')}'")
+        if model.get("name") in seen_names:
+            raise ApiError(400, f"Duplicate column name: '{model.get('name')}'")
+        seen_ids.add(column_id)
+        seen_names.add(model.get("name"))
+    size = sum(max_cell_bytes(routes.store.column_model(c) or {}) for c in column_ids)
+    if size > MAX_BYTES_PER_ROW:  # ColumnModelManagerImpl.validateSchemaSize
+        raise ApiError(
+            400,
+            f"Too much data per column. The maximum size for a row is about {MAX_BYTES_PER_ROW} bytes. "
+            f"The size for the given columns would be {size} bytes",
+        )
+
+
 def _view_fields(routes: Routes, body: Dict[str, Any]) -> Dict[str, Any]:
     """An EntityView's schema and scope, checked as Synapse checks them: at most 152 columns, the scope's
     containers (the scope's projects and folders and every folder below them; a project view: its scope's ids) within
@@ -231,20 +256,43 @@ def _view_fields(routes: Routes, body: Dict[str, Any]) -> Dict[str, Any]:
     elif len(routes.store.container_ids_below(scope_ids, limit + 1)) > limit:
         raise ApiError(400, SCOPE_TOO_BIG % limit)
     # the columns are bound after the view is checked (ColumnModelManagerImpl.bindColumnsToVersionOfObject)
-    seen_ids: set = set()
-    seen_names: set = set()
-    for column_id in column_ids:
-        model = routes.store.column_model(column_id)
-        if model is None:
-            raise ApiError(400, f"ColumnModel {column_id} does not exist.")
-        # ColumnModelManagerImpl.getAndValidateColumnModels: ids and names unique
-        if column_id in seen_ids:
-            raise ApiError(400, f"Duplicate column: '{model.get('name')}'")
-        if model.get("name") in seen_names:
-            raise ApiError(400, f"Duplicate column name: '{model.get('name')}'")
-        seen_ids.add(column_id)
-        seen_names.add(model.get("name"))
+    check_schema(routes, column_ids)
     return {"columnIds": column_ids, "scopeIds": scope_ids, "viewTypeMask": mask}
+
+
+#: ColumnConstants.MY_SQL_MAX_BYTES_PER_ROW and the byte sizes TableModelUtils.calculateMaxSizeForType gives a cell:
+#: MAX_INTEGER_BYTES_AS_STRING (len("-9223372036854775807")), MAX_DOUBLE_BYTES_AS_STRING, MAX_BOOLEAN_BYTES_AS_STRING
+#: ("FALSE"), MAX_ENTITY_ID_BYTES_AS_STRING (3 + 20 + 1 + 20), MEDIUMTEXT 64000 // 152, LARGETEXT 64000 // 30
+MAX_BYTES_PER_ROW = 64000
+_CELL_BYTES = {
+    "BOOLEAN": 5,
+    "INTEGER": 20,
+    "DATE": 20,
+    "SUBMISSIONID": 20,
+    "EVALUATIONID": 20,
+    "DOUBLE": 23,
+    "FILEHANDLEID": 20,
+    "USERID": 20,
+    "ENTITYID": 44,
+    "MEDIUMTEXT": 64000 // 152,
+    "LARGETEXT": 64000 // 30,
+    "JSON": 64000 // 30,
+}
+_LIST_CELL_BYTES = {"INTEGER_LIST": 20, "DATE_LIST": 20, "USERID_LIST": 20, "BOOLEAN_LIST": 5, "ENTITYID_LIST": 44}
+
+
+def max_cell_bytes(model: Dict[str, Any]) -> int:
+    """TableModelUtils.calculateMaxSizeForType: the most bytes a cell of the column may take (4 a character)."""
+    column_type = model.get("columnType")
+    size = int(model.get("maximumSize") or 0)
+    length = int(model.get("maximumListLength") or 0)
+    if column_type in ("STRING", "LINK"):
+        return 4 * size
+    if column_type == "STRING_LIST":
+        return 4 * size * length
+    if column_type in _LIST_CELL_BYTES:
+        return _LIST_CELL_BYTES[column_type] * length
+    return _CELL_BYTES.get(str(column_type), 0)
 
 
 # --- PUT /entity/{id} -------------------------------------------------------------------------------

@@ -372,6 +372,43 @@ def test_the_anonymous_user_may_not_create_column_models(world):
     assert answer.status_code == 403 and reason(answer) == "You must login to create a ColumnModel"
 
 
+def test_a_view_refuses_columns_over_synapses_row_size(world):
+    """ColumnModelManagerImpl.validateSchemaSize: 4 bytes a character, a STRING_LIST's size times its length; three
+    STRING_LISTs of 50 characters and 100 values are 60,000 bytes, a fourth one's 20,000 more pass 64,000."""
+    models = [{"name": f"l{i}", "columnType": "STRING_LIST"} for i in range(4)]
+    ids = [m["id"] for m in world.api.post("/repo/v1/column/batch", {"list": models}).json()["list"]]
+    project = world.scratch()
+    assert world.make_view(project, [world.id("raw")], columns=ids[:3], name="three").status_code == 201
+    four = world.make_view(project, [world.id("raw")], columns=ids)
+    assert four.status_code == 400
+    assert reason(four) == (
+        "Too much data per column. The maximum size for a row is about 64000 bytes. "
+        "The size for the given columns would be 80000 bytes"
+    )
+
+
+def test_a_schema_change_refuses_a_column_name_twice(world):
+    """The transaction binds its new schema as a view's creation does (ColumnModelManagerImpl.validateSchemaSize)."""
+    view = world.make_view(world.scratch(), [world.id("raw")]).json()["id"]
+    name_again = world.api.post("/repo/v1/column/batch", {"list": [{"name": "name", "columnType": "INTEGER"}]})
+    columns = world.default_column_ids() + [name_again.json()["list"][0]["id"]]
+    change = {
+        "concreteType": "org.sagebionetworks.repo.model.table.TableSchemaChangeRequest",
+        "entityId": view,
+        "changes": [],
+        "orderedColumnIds": columns,
+    }
+    body = {
+        "concreteType": "org.sagebionetworks.repo.model.table.TableUpdateTransactionRequest",
+        "entityId": view,
+        "changes": [change],
+    }
+    start = world.api.post(f"/repo/v1/entity/{view}/table/transaction/async/start", body)
+    assert start.status_code == 201
+    answer = world.api.get(f"/repo/v1/entity/{view}/table/transaction/async/get/{start.json()['token']}")
+    assert answer.status_code == 400 and reason(answer) == "Duplicate column name: 'name'"
+
+
 def test_column_batch_gives_a_list_column_synapses_default_list_length(world):
     answer = world.api.post("/repo/v1/column/batch", {"list": [{"name": "reads", "columnType": "INTEGER_LIST"}]})
     assert answer.json()["list"][0]["maximumListLength"] == 100
