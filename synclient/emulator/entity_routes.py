@@ -462,20 +462,23 @@ def _annotation_map(annotations: Dict[Any, Any]) -> Dict[str, List[Any]]:
 
 
 def put_annotations(routes: Routes, request: Request) -> Response:
-    """EntityController.updateAnnotationsV2: the caller's Annotations v2 replace the entity's, if their ``etag`` is
-    the entity's (412 otherwise, NodeManagerImpl.lockAndCheckEtag); 200 and the annotations with the new etag."""
-    entity = _existing(routes, _parse_id(request.params[0]))
-    _check_write(routes, request, entity, "UPDATE", entity.kind)
+    """EntityController.updateAnnotationsV2 (NodeManagerImpl.updateUserAnnotations): an etag is required (400, before
+    the entity is looked at), then UPDATE access, the annotations checked, and they replace the entity's if their
+    ``etag`` is the entity's (412 otherwise, lockAndCheckEtag); the entity is touched (a new etag and modifiedOn);
+    200 and the annotations with the new etag."""
     body = request.json()
     etag = body.get("etag")
-    if etag is None:
-        raise ApiError(400, "etag is required.")
+    if not etag:  # NodeManagerImpl.updateUserAnnotations: before the entity is looked at
+        raise ApiError(400, "etag is required and must not be the empty string.")
+    entity = _existing(routes, _parse_id(request.params[0]))
+    _check_write(routes, request, entity, "UPDATE", entity.kind)
     annotations = body.get("annotations") or {}
     if not isinstance(annotations, dict):
         raise ApiError(400, "annotations must be a map.")
     values = _annotation_map(annotations)
     if etag != entity.etag:
         raise ApiError(412, conflict_reason(entity.id))
+    routes.store.touch(entity.id)  # NodeDAOImpl.touch: modifiedOn (and modifiedBy) too
     routes.store.set_annotations(entity.id, {key: kept for key, kept in values.items() if kept})
     return Response(body=wire.annotations_json(routes.store, routes.store.known_entity(entity.id)))
 

@@ -538,6 +538,22 @@ def test_put_annotations_reads_typed_strings(world):
     assert got["when"]["value"] == ["1700000000000"]
 
 
+def test_put_annotations_touches_the_entity_and_wants_an_etag_first(world):
+    """NodeManagerImpl.updateUserAnnotations: requiredNotEmpty(etag) before access; nodeDao.touch: a new modifiedOn."""
+    target = world.id("raw/a.txt")
+    before = world.api.get(f"/repo/v1/entity/{target}").json()
+    current = world.api.get(f"/repo/v1/entity/{target}/annotations2").json()
+    url = world.emu.endpoint + f"/repo/v1/entity/{target}/annotations2"
+    world.emu.set_knobs(deny_create=True)
+    no_etag = world.api.session.put(world.emu.endpoint + "/repo/v1/entity/syn999999/annotations2", json={"etag": ""})
+    assert no_etag.status_code == 400 and reason(no_etag) == "etag is required and must not be the empty string."
+    world.emu.set_knobs(deny_create=False)
+    body = dict(current, annotations={"stage": {"type": "STRING", "value": ["done"]}})
+    assert world.api.session.put(url, json=body).status_code == 200
+    after = world.api.get(f"/repo/v1/entity/{target}").json()
+    assert after["modifiedOn"] > before["modifiedOn"] and after["etag"] != before["etag"]
+
+
 def test_an_uncertified_user_may_not_annotate_a_folder(world):
     world.emu.set_knobs(uncertified_user=True)
     target = world.id("raw")
