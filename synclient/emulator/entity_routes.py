@@ -162,7 +162,11 @@ def _create(routes: Routes, request: Request, body: Dict[str, Any]) -> Entity:
     elif parent_ref is None:
         raise ApiError(400, "parentId cannot be null")
     else:
-        parent = _existing(routes, _parse_id(parent_ref))
+        # NodeManagerImpl.createNode: a parent that does not exist or is in the trash (not isNodeAvailable) is a
+        # NotFoundException before any access decision
+        parent = routes.store.entity(_parse_id(parent_ref))
+        if parent is None or routes.store.in_trash(parent.id):
+            raise ApiError(404, f"The given parent: {parent_ref} does not exist")
     _check_write(routes, request, parent, "CREATE", kind)
     if parent is not None and parent.kind not in (EntityKind.PROJECT, EntityKind.FOLDER):
         raise ApiError(400, f"syn{parent.id} is a {parent.kind.value}: only a project or a folder can hold entities.")

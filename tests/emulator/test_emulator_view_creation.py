@@ -189,7 +189,11 @@ def test_bad_bodies_answer_400(world, body):
 
 def test_an_unknown_parent_answers_404(world):
     answer = world.create({"concreteType": FOLDER, "name": "x", "parentId": "syn999999999"})
-    assert answer.status_code == 404 and reason(answer) == "Resource: 'syn999999999' does not exist"
+    assert answer.status_code == 404 and reason(answer) == "The given parent: syn999999999 does not exist"
+    trashed = world.create({"concreteType": FOLDER, "name": "t", "parentId": world.scratch()}).json()["id"]
+    assert delete(world, trashed).status_code == 204
+    inside = world.create({"concreteType": FOLDER, "name": "x", "parentId": trashed})
+    assert inside.status_code == 404 and reason(inside) == f"The given parent: {trashed} does not exist"
 
 
 def test_a_scope_over_the_container_limit_answers_400(world):
