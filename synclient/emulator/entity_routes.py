@@ -219,7 +219,7 @@ def check_schema(routes: Routes, column_ids: List[int]) -> None:
     for column_id in column_ids:
         model = routes.store.column_model(column_id)
         if model is None:
-            raise ApiError(400, f"ColumnModel {column_id} does not exist.")
+            raise ApiError(404, f"Column does not exist for id: {column_id}")
         # ColumnModelManagerImpl.getAndValidateColumnModels: ids and names unique
         if column_id in seen_ids:
             raise ApiError(400, f"Duplicate column: '{model.get('name')}'")

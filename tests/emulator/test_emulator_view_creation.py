@@ -179,7 +179,6 @@ def test_names_taken_answer_409_in_synapse_words(world):
         {"concreteType": FOLDER, "name": "", "parentId": "{raw}"},
         {"concreteType": FOLDER, "name": "bad/name", "parentId": "{raw}"},
         {"concreteType": FOLDER, "name": "x", "parentId": "not an id"},
-        {"concreteType": VIEW, "name": "v", "parentId": "{raw}", "columnIds": ["999999"], "viewTypeMask": 1},
     ],
 )
 def test_bad_bodies_answer_400(world, body):
@@ -194,6 +193,14 @@ def test_an_unknown_parent_answers_404(world):
     assert delete(world, trashed).status_code == 204
     inside = world.create({"concreteType": FOLDER, "name": "x", "parentId": trashed})
     assert inside.status_code == 404 and reason(inside) == f"The given parent: {trashed} does not exist"
+
+
+def test_an_unknown_column_answers_404_and_makes_no_view(world):
+    """ColumnModelManagerImpl.getAndValidateColumnModels: a NotFoundException, the view's creation rolled back."""
+    project = world.scratch()
+    answer = world.make_view(project, [world.id("raw")], columns=["999999"])
+    assert answer.status_code == 404 and reason(answer) == "Column does not exist for id: 999999"
+    assert [e["id"] for e in world.emu.project_entities(project)] == [project]
 
 
 def test_a_scope_over_the_container_limit_answers_400(world):
