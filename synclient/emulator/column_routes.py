@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from .entity_routes import rebuild_view
+from .entity_routes import MAX_COLUMNS_PER_VIEW, check_schema, rebuild_view
 from .routes import (
     _ID,
     ApiError,
@@ -65,29 +65,95 @@ def _list_wrapper(models: List[Dict[str, Any]]) -> Dict[str, Any]:
     return {"concreteType": COLUMN_MODEL_CLASS, "list": models}
 
 
+#: TableConstants.RESERVED_COLUMNS_NAMES (compared upper-cased and trimmed)
+_RESERVED_NAMES = ("ROW_ID", "ROW_VERSION", "ROW_ETAG", "ROW_BENEFACTOR", "ROW_SEARCH_CONTENT", "ROW_HASH_CODE")
+#: TableConstants.MAX_COLUMN_NAME_SIZE_CHARS; ColumnConstants.MAX_ALLOWED_STRING_SIZE, MAX_ALLOWED_LIST_LENGTH
+MAX_COLUMN_NAME_CHARS = 256
+MAX_STRING_SIZE = 1000
+MAX_LIST_LENGTH = 100
+#: ColumnModelManagerImpl.validateFacetType: the facets a type may have (a type not named here has none)
+_ENUMERATION_ONLY = ("USERID", "ENTITYID", "SUBMISSIONID", "EVALUATIONID", "BOOLEAN") + LIST_TYPES
+_RANGE_ONLY = ("DOUBLE", "DATE")
+
+
+def _check_facet(facet: object, column_type: str) -> None:
+    """ColumnModelManagerImpl.validateFacetType, its messages (``Date columns...`` for a DOUBLE too)."""
+    if facet is None or column_type in ("INTEGER", "STRING"):
+        return
+    if column_type in _ENUMERATION_ONLY:
+        if facet != "enumeration":
+            raise ApiError(400, f"{column_type} columns can only be enumeration faceted")
+    elif column_type in _RANGE_ONLY:
+        if facet != "range":
+            raise ApiError(400, "Date columns can only be ranges")
+    else:
+        raise ApiError(400, f"The ColumnType:{column_type} can not be faceted")
+
+
+def _bounded(model: Dict[str, Any], key: str, low: int, high: int, too_big: str, too_small: str) -> None:
+    value = model[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(400, f"ColumnModel.{key} must be an integer.")
+    if value > high:
+        raise ApiError(400, too_big)
+    if value < low:
+        raise ApiError(400, too_small)
+
+
 def _normalized(given: object) -> Dict[str, Any]:
-    """A ColumnModel as the store keeps it: the given fields without nulls, ``id`` or ``concreteType``; a STRING,
-    LINK or STRING_LIST without maximumSize gets 50 (ColumnConstants.DEFAULT_STRING_SIZE)."""
+    """A ColumnModel as the store keeps it, checked and normalized as ColumnModelManagerImpl.validateColumnModel
+    and ColumnModelUtils.createNormalizedClone do it: the given fields without nulls, ``id`` or ``concreteType``;
+    the name at most 256 characters and not a reserved one (ROW_ID, ...); the facet allowed for the type; a STRING,
+    LINK or STRING_LIST's maximumSize in 1..1000 (50 when not given), a list type's maximumListLength in 2..100
+    (100 when not given)."""
     if not isinstance(given, dict):
         raise ApiError(400, "Each ColumnModel must be a JSON object.")
     model = {key: given[key] for key in _COLUMN_FIELDS if given.get(key) is not None}
     name = model.get("name")
+    if name is None:
+        raise ApiError(400, "name is required.")
     if not isinstance(name, str) or not name.strip():
         raise ApiError(400, "ColumnModel.name is required and must not be the empty string.")
+    if len(name) > MAX_COLUMN_NAME_CHARS:
+        raise ApiError(400, f"Column name must be: {MAX_COLUMN_NAME_CHARS} characters or less.")
+    if name.upper().strip() in _RESERVED_NAMES:
+        raise ApiError(400, f"The column name: {name} is a system reserved column name.")
     model["name"] = name.strip()
     column_type = model.get("columnType")
     if column_type is None:
-        raise ApiError(400, "ColumnModel.columnType is required.")
+        raise ApiError(400, "ColumnModel.columnType cannot be null")
     if column_type not in COLUMN_TYPES + LIST_TYPES:
         raise ApiError(400, f"The emulator does not support columnType {column_type}.")
-    if column_type in _SIZED and "maximumSize" not in model:
-        model["maximumSize"] = DEFAULT_STRING_SIZE
+    _check_facet(model.get("facetType"), column_type)
+    if column_type in LIST_TYPES:
+        model.setdefault("maximumListLength", MAX_LIST_LENGTH)
+        _bounded(
+            model,
+            "maximumListLength",
+            2,
+            MAX_LIST_LENGTH,
+            f"ColumnModel.maximumListLength for a LIST column cannot exceed: {MAX_LIST_LENGTH}",
+            "ColumnModel.maximumListLength for a LIST column must be at least 2",
+        )
+    if column_type in _SIZED:
+        model.setdefault("maximumSize", DEFAULT_STRING_SIZE)
+        _bounded(
+            model,
+            "maximumSize",
+            1,
+            MAX_STRING_SIZE,
+            f"ColumnModel.maxSize for a STRING cannot exceed: {MAX_STRING_SIZE}",
+            "ColumnModel.maxSize for a STRING must be greater than 0",
+        )
     return model
 
 
 def create_columns(routes: Routes, request: Request) -> Response:
     """TableController.createColumnModels: a ListWrapper of ColumnModels -> the same with ids, 201; an identical
-    model keeps the id it already has (ColumnModelDAOImpl: models are immutable and shared)."""
+    model keeps the id it already has (ColumnModelDAOImpl: models are immutable and shared). The anonymous user
+    may not (ColumnModelManagerImpl.createColumnModels: 403)."""
+    if request.caller.is_anonymous:
+        raise ApiError(403, "You must login to create a ColumnModel")
     given = request.json().get("list")
     if not isinstance(given, list):
         raise ApiError(400, "ListWrapper.list is required.")
@@ -184,7 +250,7 @@ def transaction_start(routes: Routes, request: Request) -> Response:
     return Response(status=201, body={"token": job.id})
 
 
-def _new_column_ids(routes: Routes, current: List[int], change: Dict[str, Any]) -> List[int]:
+def _new_column_ids(routes: Routes, current: List[int], change: Dict[str, Any], *, is_view: bool) -> List[int]:
     """TableSchemaChangeRequest -> the schema's column ids: ``orderedColumnIds`` when given, else the ColumnChanges
     applied to the current ids (old -> new; no old: added; no new: removed)."""
     columns = list(current)
@@ -201,9 +267,11 @@ def _new_column_ids(routes: Routes, current: List[int], change: Dict[str, Any]) 
     ordered = change.get("orderedColumnIds")
     if ordered is not None:
         columns = [int(column_id) for column_id in ordered]
-    for column_id in columns:
-        if routes.store.column_model(column_id) is None:
-            raise ApiError(400, f"ColumnModel {column_id} does not exist.")
+    if is_view and len(columns) > MAX_COLUMNS_PER_VIEW:  # TableViewManagerImpl.applySchemaChange
+        raise ApiError(
+            400, f"A view cannot have {len(columns)} columns.  It must have {MAX_COLUMNS_PER_VIEW} columns or less."
+        )
+    check_schema(routes, columns)
     return columns
 
 
@@ -219,7 +287,7 @@ def transaction_get(routes: Routes, request: Request) -> Response:
         results = []
         for change in job.request.get("changes") or []:
             current, scope_ids, mask = store.table_schema(entity.id)
-            columns = _new_column_ids(routes, current, change)
+            columns = _new_column_ids(routes, current, change, is_view=entity.kind is EntityKind.ENTITYVIEW)
             store.set_table_schema(entity.id, columns, scope_ids, mask)
             results.append(
                 {

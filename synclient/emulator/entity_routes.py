@@ -11,13 +11,14 @@ mark, and what it created); a ``deny`` mark (``true`` or ``"download"``) refuses
 
 from __future__ import annotations
 
+import re
+import uuid
 from typing import Any, Dict, List, Optional
 
 from . import wire
 from .entity_names import InvalidName, entity_name
 from .routes import ApiError, Request, Response, Routes, _route, invalid_id_reason, lack_access_reason, not_found_reason
 from .store import DenyMode, Entity, EntityKind, NameConflict, parse_syn_id
-from .tables import VIEW_TYPE_FILE
 from .view_builds import build_snapshot
 
 ROOT_ENTITY_ID = 4489
@@ -30,6 +31,13 @@ SCOPE_TOO_BIG = (
     "The view's scope exceeds the maximum number of %d projects and/or folders. "
     "Note: The sub-folders of each project and folder in the scope count towards the limit."
 )
+#: TableViewManagerImpl.MAX_COLUMNS_PER_VIEW (ColumnConstants.MY_SQL_MAX_COLUMNS_PER_TABLE)
+MAX_COLUMNS_PER_VIEW = 152
+#: EntityMetadataIndexProvider.SCOPE_SIZE_LIMITED_EXCEEDED_PROJECT_VIEW and
+#: PROJECT_TYPE_CANNOT_BE_COMBINED_WITH_ANY_OTHER_TYPE
+PROJECT_SCOPE_TOO_BIG = "The view's scope exceeds the maximum number of %d projects."
+PROJECT_TYPE_ALONE = "The Project type cannot be combined with any other type."
+VIEW_TYPE_PROJECT = 0x02
 #: the kinds POST /entity makes, by concreteType
 CREATABLE = {kind.concrete_type: kind for kind in (EntityKind.PROJECT, EntityKind.FOLDER, EntityKind.ENTITYVIEW)}
 #: ViewTypeMask.getMaskForDepricatedType: the deprecated ``type`` of a view -> its mask (File 0x01, Project 0x02,
@@ -127,7 +135,7 @@ def create_bundle(routes: Routes, request: Request) -> Response:
     if annotations is not None:
         if not isinstance(annotations, dict) or not isinstance(annotations.get("annotations"), dict):
             raise ApiError(400, "entityBundleCreate.annotations.annotations is required.")
-        values = {str(key): _annotation_values(str(key), value) for key, value in annotations["annotations"].items()}
+        values = _annotation_map(annotations["annotations"])
     entity = _create(routes, request, entity_body)
     store = routes.store
     body: Dict[str, Any] = {}
@@ -154,13 +162,19 @@ def _create(routes: Routes, request: Request, body: Dict[str, Any]) -> Entity:
     elif parent_ref is None:
         raise ApiError(400, "parentId cannot be null")
     else:
-        parent = _existing(routes, _parse_id(parent_ref))
+        # NodeManagerImpl.createNode: a parent that does not exist or is in the trash (not isNodeAvailable) is a
+        # NotFoundException before any access decision
+        parent = routes.store.entity(_parse_id(parent_ref))
+        if parent is None or routes.store.in_trash(parent.id):
+            raise ApiError(404, f"The given parent: {parent_ref} does not exist")
     _check_write(routes, request, parent, "CREATE", kind)
     if parent is not None and parent.kind not in (EntityKind.PROJECT, EntityKind.FOLDER):
         raise ApiError(400, f"syn{parent.id} is a {parent.kind.value}: only a project or a folder can hold entities.")
-    name = body.get("name")
+    given_name = body.get("name")
+    # NameValidation.validateName lets a null name through and NodeDAOImpl.create names the entity by its id
+    named_by_id = given_name is None
     try:
-        name = entity_name(name) if isinstance(name, str) else entity_name("")
+        name = entity_name(f"unnamed-{uuid.uuid4().hex}" if named_by_id else str(given_name))
     except InvalidName as error:
         raise ApiError(400, str(error)) from None
     fields: Dict[str, Any] = {}
@@ -174,6 +188,9 @@ def _create(routes: Routes, request: Request, body: Dict[str, Any]) -> Entity:
     try:
         with store.batch():
             entity_id = store.create_entity(kind, name, None if parent is None else parent.id)
+            if named_by_id:
+                name = f"syn{entity_id}"
+                store.rename(entity_id, name)
             if fields:
                 store.set_entity_fields(entity_id, fields)
             if view is not None:
@@ -194,20 +211,92 @@ def rebuild_view(routes: Routes, view_id: int) -> None:
     routes.context.view_builds.start(view_id, files, knobs.view_build_seconds_per_1000_files)
 
 
-def _view_fields(routes: Routes, body: Dict[str, Any]) -> Dict[str, Any]:
-    """An EntityView's schema and scope, checked as Synapse checks them before it creates the view: every column
-    exists, and the scope's containers (the scope's projects and folders and every folder below them) stay within
-    ``max_containers_per_view`` (TableConstants.MAX_CONTAINERS_PER_VIEW, NodeDAOImpl.getAllContainerIds)."""
-    column_ids = _id_list(body, "columnIds")
+def check_schema(routes: Routes, column_ids: List[int]) -> None:
+    """ColumnModelManagerImpl.validateSchemaSize as a view's or a table's columns are bound: every column exists,
+    once and with a name of its own, and a row of them fits ``MAX_BYTES_PER_ROW``."""
+    seen_ids: set = set()
+    seen_names: set = set()
     for column_id in column_ids:
-        if routes.store.column_model(column_id) is None:
-            raise ApiError(400, f"ColumnModel {column_id} does not exist.")
+        model = routes.store.column_model(column_id)
+        if model is None:
+            raise ApiError(404, f"Column does not exist for id: {column_id}")
+        # ColumnModelManagerImpl.getAndValidateColumnModels: ids and names unique
+        if column_id in seen_ids:
+            raise ApiError(400, f"Duplicate column: '{model.get('name')}'")
+        if model.get("name") in seen_names:
+            raise ApiError(400, f"Duplicate column name: '{model.get('name')}'")
+        seen_ids.add(column_id)
+        seen_names.add(model.get("name"))
+    size = sum(max_cell_bytes(routes.store.column_model(c) or {}) for c in column_ids)
+    if size > MAX_BYTES_PER_ROW:  # ColumnModelManagerImpl.validateSchemaSize
+        raise ApiError(
+            400,
+            f"Too much data per column. The maximum size for a row is about {MAX_BYTES_PER_ROW} bytes. "
+            f"The size for the given columns would be {size} bytes",
+        )
+
+
+def _view_fields(routes: Routes, body: Dict[str, Any]) -> Dict[str, Any]:
+    """An EntityView's schema and scope, checked as Synapse checks them: at most 152 columns, the scope's
+    containers (the scope's projects and folders and every folder below them; a project view: its scope's ids) within
+    ``max_containers_per_view`` (TableConstants.MAX_CONTAINERS_PER_VIEW, NodeDAOImpl.getAllContainerIds), then every
+    column exists, once and with a name of its own."""
+    column_ids = _id_list(body, "columnIds")
+    if len(column_ids) > MAX_COLUMNS_PER_VIEW:  # TableViewManagerImpl.validateViewSchemaSize, before the scope
+        raise ApiError(
+            400,
+            f"A view cannot have {len(column_ids)} columns.  It must have {MAX_COLUMNS_PER_VIEW} columns or less.",
+        )
     scope_ids = _id_list(body, "scopeIds")
     mask = _view_type_mask(body)
+    # EntityMetadataIndexProvider.validateScopeAndType: a project view holds projects only and counts its scope's
+    # ids; any other mask (none too) counts the containers of the scope
     limit = routes.context.knobs.max_containers_per_view
-    if mask & VIEW_TYPE_FILE and len(routes.store.container_ids_below(scope_ids, limit + 1)) > limit:
+    if mask & VIEW_TYPE_PROJECT and mask != VIEW_TYPE_PROJECT:
+        raise ApiError(400, PROJECT_TYPE_ALONE)
+    if mask == VIEW_TYPE_PROJECT:
+        if len(set(scope_ids)) > limit:
+            raise ApiError(400, PROJECT_SCOPE_TOO_BIG % limit)
+    elif len(routes.store.container_ids_below(scope_ids, limit + 1)) > limit:
         raise ApiError(400, SCOPE_TOO_BIG % limit)
+    # the columns are bound after the view is checked (ColumnModelManagerImpl.bindColumnsToVersionOfObject)
+    check_schema(routes, column_ids)
     return {"columnIds": column_ids, "scopeIds": scope_ids, "viewTypeMask": mask}
+
+
+#: ColumnConstants.MY_SQL_MAX_BYTES_PER_ROW and the byte sizes TableModelUtils.calculateMaxSizeForType gives a cell:
+#: MAX_INTEGER_BYTES_AS_STRING (len("-9223372036854775807")), MAX_DOUBLE_BYTES_AS_STRING, MAX_BOOLEAN_BYTES_AS_STRING
+#: ("FALSE"), MAX_ENTITY_ID_BYTES_AS_STRING (3 + 20 + 1 + 20), MEDIUMTEXT 64000 // 152, LARGETEXT 64000 // 30
+MAX_BYTES_PER_ROW = 64000
+_CELL_BYTES = {
+    "BOOLEAN": 5,
+    "INTEGER": 20,
+    "DATE": 20,
+    "SUBMISSIONID": 20,
+    "EVALUATIONID": 20,
+    "DOUBLE": 23,
+    "FILEHANDLEID": 20,
+    "USERID": 20,
+    "ENTITYID": 44,
+    "MEDIUMTEXT": 64000 // 152,
+    "LARGETEXT": 64000 // 30,
+    "JSON": 64000 // 30,
+}
+_LIST_CELL_BYTES = {"INTEGER_LIST": 20, "DATE_LIST": 20, "USERID_LIST": 20, "BOOLEAN_LIST": 5, "ENTITYID_LIST": 44}
+
+
+def max_cell_bytes(model: Dict[str, Any]) -> int:
+    """TableModelUtils.calculateMaxSizeForType: the most bytes a cell of the column may take (4 a character)."""
+    column_type = model.get("columnType")
+    size = int(model.get("maximumSize") or 0)
+    length = int(model.get("maximumListLength") or 0)
+    if column_type in ("STRING", "LINK"):
+        return 4 * size
+    if column_type == "STRING_LIST":
+        return 4 * size * length
+    if column_type in _LIST_CELL_BYTES:
+        return _LIST_CELL_BYTES[column_type] * length
+    return _CELL_BYTES.get(str(column_type), 0)
 
 
 # --- PUT /entity/{id} -------------------------------------------------------------------------------
@@ -296,21 +385,60 @@ def delete_entity(routes: Routes, request: Request) -> Response:
 
 
 # --- PUT /entity/{id}/annotations2 ------------------------------------------------------------------
+#: AnnotationsV2Utils: the key pattern, the reserved keys, the limits; StringValueListValidator.MAX_STRING_SIZE
+_ANNOTATION_KEY = re.compile(r"[a-zA-Z0-9,_.]+")
+_RESERVED_ANNOTATION_KEYS = ("_accessrequirementids",)
+MAX_ANNOTATION_KEYS = 100
+MAX_VALUES_PER_KEY = 100
+MAX_STRING_CHARACTERS = 500
+#: AnnotationsV2ValueListValidator.NULL_IS_NOT_ALLOWED
+NULL_VALUE = "null is not allowed. To indicate no values, use an empty list."
+_LONG = re.compile(r"[+-]?[0-9]+")  # Long.valueOf
+
+
+def _annotation_key(key: str) -> str:
+    """AnnotationsV2Utils.checkKeyName (an InvalidModelException: 400)."""
+    key = key.strip()
+    if key == "":
+        raise ApiError(400, "Annotation names cannot be empty strings")
+    if not _ANNOTATION_KEY.fullmatch(key):
+        raise ApiError(
+            400, f"Invalid annotation name: '{key}'. Annotation names may only contain; letters, numbers, '_' and '.'"
+        )
+    if key.lower() in _RESERVED_ANNOTATION_KEYS:
+        raise ApiError(400, f"Invalid annotation name: '{key}'. The annotation name is a system reserved annotation.")
+    return key
+
+
 def _annotation_values(key: str, given: object) -> List[Any]:
-    """One AnnotationsValue -> the values as the store keeps them (str, int, float, bool)."""
+    """One AnnotationsValue -> the values as the store keeps them (str, int, float, bool), checked as
+    AnnotationsV2Utils.checkValue and its value validators do (every value a string on the wire; a number or a
+    boolean a client sends is read as its text)."""
+    _annotation_key(key)
     if not isinstance(given, dict):
         raise ApiError(400, f"The value of annotation {key} must be an AnnotationsValue object.")
-    value_type = given.get("type")
-    if value_type not in ANNOTATION_TYPES:
-        raise ApiError(400, f"annotation {key}: type must be one of {', '.join(ANNOTATION_TYPES)}.")
     values = given.get("value")
+    if values is None:
+        raise ApiError(400, f"value list for key={key} can not be null")
     if not isinstance(values, list):
         raise ApiError(400, f"annotation {key}: value must be an array.")
+    if len(values) > MAX_VALUES_PER_KEY:
+        raise ApiError(400, f"key={key} has exceeded the maximum number of values allowed: {MAX_VALUES_PER_KEY}")
+    value_type = given.get("type")
+    if value_type is None:
+        raise ApiError(400, f"a value or a value type must be set for values associated with key={key}")
+    if value_type not in ANNOTATION_TYPES:
+        raise ApiError(400, f"annotation {key}: type must be one of {', '.join(ANNOTATION_TYPES)}.")
     kept: List[Any] = []
+    characters = 0
     for value in values:
-        text = str(value)
+        if value is None:
+            raise ApiError(400, NULL_VALUE)
+        text = str(value).lower() if isinstance(value, bool) else str(value)
         try:
             if value_type in ("LONG", "TIMESTAMP_MS"):
+                if not _LONG.fullmatch(text):
+                    raise ValueError(text)
                 kept.append(int(text))
             elif value_type == "DOUBLE":
                 kept.append(float(text))
@@ -319,27 +447,42 @@ def _annotation_values(key: str, given: object) -> List[Any]:
                     raise ValueError(text)
                 kept.append(text.lower() == "true")
             else:
+                characters += len(text)
+                if characters > MAX_STRING_CHARACTERS:
+                    raise ApiError(
+                        400, f"Total String value too long. Can be at most {MAX_STRING_CHARACTERS} characters."
+                    )
                 kept.append(text)
         except ValueError:
             raise ApiError(400, f"Value associated with key={key} is not valid for type={value_type}: {text}") from None
     return kept
 
 
+def _annotation_map(annotations: Dict[Any, Any]) -> Dict[str, List[Any]]:
+    """AnnotationsV2Utils.validateAnnotations: at most 100 keys, each checked."""
+    if len(annotations) > MAX_ANNOTATION_KEYS:
+        raise ApiError(400, f"Exceeded maximum number of annotation keys: {MAX_ANNOTATION_KEYS}")
+    return {str(key): _annotation_values(str(key), given) for key, given in annotations.items()}
+
+
 def put_annotations(routes: Routes, request: Request) -> Response:
-    """EntityController.updateAnnotationsV2: the caller's Annotations v2 replace the entity's, if their ``etag`` is
-    the entity's (412 otherwise, NodeManagerImpl.lockAndCheckEtag); 200 and the annotations with the new etag."""
-    entity = _existing(routes, _parse_id(request.params[0]))
-    _check_write(routes, request, entity, "UPDATE", entity.kind)
+    """EntityController.updateAnnotationsV2 (NodeManagerImpl.updateUserAnnotations): an etag is required (400, before
+    the entity is looked at), then UPDATE access, the annotations checked, and they replace the entity's if their
+    ``etag`` is the entity's (412 otherwise, lockAndCheckEtag); the entity is touched (a new etag and modifiedOn);
+    200 and the annotations with the new etag."""
     body = request.json()
     etag = body.get("etag")
-    if etag is None:
-        raise ApiError(400, "etag is required.")
+    if not etag:  # NodeManagerImpl.updateUserAnnotations: before the entity is looked at
+        raise ApiError(400, "etag is required and must not be the empty string.")
+    entity = _existing(routes, _parse_id(request.params[0]))
+    _check_write(routes, request, entity, "UPDATE", entity.kind)
     annotations = body.get("annotations") or {}
     if not isinstance(annotations, dict):
         raise ApiError(400, "annotations must be a map.")
-    values = {str(key): _annotation_values(str(key), given) for key, given in annotations.items()}
+    values = _annotation_map(annotations)
     if etag != entity.etag:
         raise ApiError(412, conflict_reason(entity.id))
+    routes.store.touch(entity.id)  # NodeDAOImpl.touch: modifiedOn (and modifiedBy) too
     routes.store.set_annotations(entity.id, {key: kept for key, kept in values.items() if kept})
     return Response(body=wire.annotations_json(routes.store, routes.store.known_entity(entity.id)))
 

@@ -624,7 +624,7 @@ def write_cases() -> List[Case]:
             "POST",
             "/repo/v1/entity",
             dict(view, name="bad view", columnIds=["999999999"]),
-            status=400,
+            status=404,  # ColumnModelManagerImpl.getAndValidateColumnModels: NotFoundException
         ),
         Case(
             "create a view with its bundle",

@@ -8,7 +8,7 @@ import pytest
 import requests
 from emuhelpers import Api
 
-from synclient.emulator.entity_routes import CERTIFIED_ONLY, SCOPE_TOO_BIG
+from synclient.emulator.entity_routes import CERTIFIED_ONLY, PROJECT_SCOPE_TOO_BIG, SCOPE_TOO_BIG
 from synclient.emulator.process import EmulatorProcess, Seed
 
 PROJECT = "org.sagebionetworks.repo.model.Project"
@@ -179,7 +179,6 @@ def test_names_taken_answer_409_in_synapse_words(world):
         {"concreteType": FOLDER, "name": "", "parentId": "{raw}"},
         {"concreteType": FOLDER, "name": "bad/name", "parentId": "{raw}"},
         {"concreteType": FOLDER, "name": "x", "parentId": "not an id"},
-        {"concreteType": VIEW, "name": "v", "parentId": "{raw}", "columnIds": ["999999"], "viewTypeMask": 1},
     ],
 )
 def test_bad_bodies_answer_400(world, body):
@@ -189,7 +188,19 @@ def test_bad_bodies_answer_400(world, body):
 
 def test_an_unknown_parent_answers_404(world):
     answer = world.create({"concreteType": FOLDER, "name": "x", "parentId": "syn999999999"})
-    assert answer.status_code == 404 and reason(answer) == "Resource: 'syn999999999' does not exist"
+    assert answer.status_code == 404 and reason(answer) == "The given parent: syn999999999 does not exist"
+    trashed = world.create({"concreteType": FOLDER, "name": "t", "parentId": world.scratch()}).json()["id"]
+    assert delete(world, trashed).status_code == 204
+    inside = world.create({"concreteType": FOLDER, "name": "x", "parentId": trashed})
+    assert inside.status_code == 404 and reason(inside) == f"The given parent: {trashed} does not exist"
+
+
+def test_an_unknown_column_answers_404_and_makes_no_view(world):
+    """ColumnModelManagerImpl.getAndValidateColumnModels: a NotFoundException, the view's creation rolled back."""
+    project = world.scratch()
+    answer = world.make_view(project, [world.id("raw")], columns=["999999"])
+    assert answer.status_code == 404 and reason(answer) == "Column does not exist for id: 999999"
+    assert [e["id"] for e in world.emu.project_entities(project)] == [project]
 
 
 def test_a_scope_over_the_container_limit_answers_400(world):
@@ -200,6 +211,34 @@ def test_a_scope_over_the_container_limit_answers_400(world):
     assert "2 projects and/or folders" in reason(answer)
     world.emu.set_knobs(max_containers_per_view=3)
     assert world.make_view(world.scratch("s3"), [world.id("raw")]).status_code == 201
+
+
+def test_a_project_view_counts_its_projects_and_no_type_joins_the_project_type(world):
+    """EntityMetadataIndexProvider.validateScopeAndType: a project view's limit counts its scope's ids, the project
+    bit stands alone; a mask without the file bit (0 too) counts containers as a file view does."""
+    world.emu.set_knobs(max_containers_per_view=2)
+    project = world.scratch()
+    body = {"concreteType": VIEW, "name": "p", "parentId": project, "columnIds": [], "viewTypeMask": 2}
+    three = world.create(dict(body, scopeIds=[world.id("raw"), project, world.scratch("other")]))
+    assert three.status_code == 400 and reason(three) == PROJECT_SCOPE_TOO_BIG % 2
+    assert world.create(dict(body, scopeIds=[project])).status_code == 201
+    mixed = world.create(dict(body, name="m", scopeIds=[project], viewTypeMask=3))
+    assert mixed.status_code == 400 and reason(mixed) == "The Project type cannot be combined with any other type."
+    no_type = world.create(dict(body, name="n", scopeIds=[world.id("raw")], viewTypeMask=0))
+    assert no_type.status_code == 400 and reason(no_type) == SCOPE_TOO_BIG % 2
+
+
+def test_an_entity_without_a_name_is_named_by_its_id_and_a_given_id_or_etag_is_ignored(world):
+    """NameValidation.validateName passes a null name and NodeDAOImpl.create names the entity by its id; createNewNode
+    issues a new id and a new etag whatever the body says."""
+    project = world.scratch()
+    folder = world.create({"concreteType": FOLDER, "parentId": project, "id": "syn1", "etag": "mine"})
+    assert folder.status_code == 201, folder.text
+    made = folder.json()
+    assert made["name"] == made["id"] and made["id"] != "syn1" and made["etag"] != "mine"
+    assert world.api.get(f"/repo/v1/entity/{made['id']}").json()["name"] == made["id"]
+    empty = world.create({"concreteType": FOLDER, "parentId": project, "name": " "})
+    assert empty.status_code == 400 and reason(empty) == "Name cannot be only whitespace or empty string"
 
 
 # --- who may create ---------------------------------------------------------------------------------------------
@@ -316,6 +355,94 @@ def test_column_batch_reuses_the_id_of_an_identical_model(world):
     assert bad.status_code == 400
 
 
+@pytest.mark.parametrize(
+    "model, status, message",
+    [
+        ({"name": "s", "columnType": "STRING", "maximumSize": 1001}, 400, "cannot exceed: 1000"),
+        ({"name": "s", "columnType": "STRING", "maximumSize": 0}, 400, "must be greater than 0"),
+        ({"name": "s", "columnType": "STRING_LIST", "maximumListLength": 101}, 400, "cannot exceed: 100"),
+        ({"name": "s", "columnType": "INTEGER_LIST", "maximumListLength": 1}, 400, "must be at least 2"),
+        ({"name": "s", "columnType": "DOUBLE", "facetType": "enumeration"}, 400, "can only be ranges"),
+        ({"name": "s", "columnType": "BOOLEAN", "facetType": "range"}, 400, "can only be enumeration faceted"),
+        ({"name": "s", "columnType": "LARGETEXT", "facetType": "enumeration"}, 400, "can not be faceted"),
+        ({"name": "row_id", "columnType": "INTEGER"}, 400, "is a system reserved column name"),
+        ({"name": "x" * 257, "columnType": "INTEGER"}, 400, "256 characters or less"),
+        ({"name": "s", "columnType": "STRING", "maximumSize": 1000, "facetType": "enumeration"}, 201, ""),
+    ],
+)
+def test_column_batch_checks_a_model_as_synapse_does(world, model, status, message):
+    """ColumnModelManagerImpl.validateColumnModel and ColumnModelUtils.createNormalizedClone."""
+    answer = world.api.post("/repo/v1/column/batch", {"list": [model]})
+    assert answer.status_code == status, answer.text
+    assert message in answer.text
+
+
+def test_the_anonymous_user_may_not_create_column_models(world):
+    anonymous = Api(world.emu, token=False)
+    answer = anonymous.post("/repo/v1/column/batch", {"list": [{"name": "s", "columnType": "STRING"}]})
+    assert answer.status_code == 403 and reason(answer) == "You must login to create a ColumnModel"
+
+
+def test_a_view_refuses_columns_over_synapses_row_size(world):
+    """ColumnModelManagerImpl.validateSchemaSize: 4 bytes a character, a STRING_LIST's size times its length; three
+    STRING_LISTs of 50 characters and 100 values are 60,000 bytes, a fourth one's 20,000 more pass 64,000."""
+    models = [{"name": f"l{i}", "columnType": "STRING_LIST"} for i in range(4)]
+    ids = [m["id"] for m in world.api.post("/repo/v1/column/batch", {"list": models}).json()["list"]]
+    project = world.scratch()
+    assert world.make_view(project, [world.id("raw")], columns=ids[:3], name="three").status_code == 201
+    four = world.make_view(project, [world.id("raw")], columns=ids)
+    assert four.status_code == 400
+    assert reason(four) == (
+        "Too much data per column. The maximum size for a row is about 64000 bytes. "
+        "The size for the given columns would be 80000 bytes"
+    )
+
+
+def test_a_schema_change_refuses_a_column_name_twice(world):
+    """The transaction binds its new schema as a view's creation does (ColumnModelManagerImpl.validateSchemaSize)."""
+    view = world.make_view(world.scratch(), [world.id("raw")]).json()["id"]
+    name_again = world.api.post("/repo/v1/column/batch", {"list": [{"name": "name", "columnType": "INTEGER"}]})
+    columns = world.default_column_ids() + [name_again.json()["list"][0]["id"]]
+    change = {
+        "concreteType": "org.sagebionetworks.repo.model.table.TableSchemaChangeRequest",
+        "entityId": view,
+        "changes": [],
+        "orderedColumnIds": columns,
+    }
+    body = {
+        "concreteType": "org.sagebionetworks.repo.model.table.TableUpdateTransactionRequest",
+        "entityId": view,
+        "changes": [change],
+    }
+    start = world.api.post(f"/repo/v1/entity/{view}/table/transaction/async/start", body)
+    assert start.status_code == 201
+    answer = world.api.get(f"/repo/v1/entity/{view}/table/transaction/async/get/{start.json()['token']}")
+    assert answer.status_code == 400 and reason(answer) == "Duplicate column name: 'name'"
+
+
+def test_column_batch_gives_a_list_column_synapses_default_list_length(world):
+    answer = world.api.post("/repo/v1/column/batch", {"list": [{"name": "reads", "columnType": "INTEGER_LIST"}]})
+    assert answer.json()["list"][0]["maximumListLength"] == 100
+
+
+def test_a_view_refuses_more_than_152_columns_and_a_name_twice(world):
+    ids = [
+        m["id"]
+        for m in world.api.post(
+            "/repo/v1/column/batch", {"list": [{"name": f"c{i}", "columnType": "INTEGER"} for i in range(153)]}
+        ).json()["list"]
+    ]
+    project = world.scratch()
+    too_many = world.make_view(project, [world.id("raw")], columns=ids)
+    assert too_many.status_code == 400
+    assert too_many.json()["reason"] == "A view cannot have 153 columns.  It must have 152 columns or less."
+    other = world.api.post("/repo/v1/column/batch", {"list": [{"name": "c0", "columnType": "STRING"}]})
+    twice = world.make_view(project, [world.id("raw")], columns=[ids[0], other.json()["list"][0]["id"]])
+    assert twice.status_code == 400
+    assert twice.json()["reason"] == "Duplicate column name: 'c0'"
+    assert world.make_view(project, [world.id("raw")], columns=ids[:152]).status_code == 201
+
+
 def scope_columns(world, scope, token=None):
     body = {
         "concreteType": "org.sagebionetworks.repo.model.table.ViewColumnModelRequest",
@@ -377,6 +504,65 @@ def test_put_annotations_replaces_them_and_a_stale_etag_answers_412(world):
     assert reason(stale) == (
         f"Object: {target} was updated since you last fetched it, retrieve it again and re-apply the update"
     )
+
+
+@pytest.mark.parametrize(
+    "annotations, message",
+    [
+        ({"bad-key": {"type": "STRING", "value": ["x"]}}, "Annotation names may only contain; letters"),
+        ({"_accessRequirementIds": {"type": "LONG", "value": ["1"]}}, "is a system reserved annotation"),
+        ({"k": {"type": "STRING", "value": [None]}}, "null is not allowed. To indicate no values, use an empty list."),
+        ({"k": {"type": "STRING", "value": ["x" * 300, "y" * 201]}}, "Can be at most 500 characters."),
+        ({"k": {"type": "LONG", "value": [str(n) for n in range(101)]}}, "maximum number of values allowed: 100"),
+        ({"k": {"value": ["1"]}}, "a value or a value type must be set for values associated with key=k"),
+        ({"k": {"type": "LONG", "value": ["1.5"]}}, "Value associated with key=k is not valid for type=LONG: 1.5"),
+        ({"k": {"type": "BOOLEAN", "value": ["yes"]}}, "not valid for type=BOOLEAN: yes"),
+        ({f"k{n}": {"type": "LONG", "value": ["1"]} for n in range(101)}, "Exceeded maximum number of annotation"),
+    ],
+)
+def test_put_annotations_checks_keys_and_values_as_synapse_does(world, annotations, message):
+    """AnnotationsV2Utils.validateAnnotations and its value validators."""
+    target = world.id("raw/a.txt")
+    current = world.api.get(f"/repo/v1/entity/{target}/annotations2").json()
+    answer = world.api.session.put(
+        world.emu.endpoint + f"/repo/v1/entity/{target}/annotations2", json=dict(current, annotations=annotations)
+    )
+    assert answer.status_code == 400 and message in reason(answer)
+
+
+def test_put_annotations_reads_typed_strings(world):
+    """Every value is a string on the wire: BOOLEAN "TRUE" and "false", LONG "-7", TIMESTAMP_MS "1700000000000"."""
+    target = world.id("raw/a.txt")
+    current = world.api.get(f"/repo/v1/entity/{target}/annotations2").json()
+    annotations = {
+        "flag": {"type": "BOOLEAN", "value": ["TRUE", "false"]},
+        "n": {"type": "LONG", "value": ["-7"]},
+        "when": {"type": "TIMESTAMP_MS", "value": ["1700000000000"]},
+    }
+    answer = world.api.session.put(
+        world.emu.endpoint + f"/repo/v1/entity/{target}/annotations2", json=dict(current, annotations=annotations)
+    )
+    assert answer.status_code == 200, answer.text
+    got = answer.json()["annotations"]
+    assert got["flag"] == {"type": "BOOLEAN", "value": ["true", "false"]}
+    assert got["n"] == {"type": "LONG", "value": ["-7"]}
+    assert got["when"]["value"] == ["1700000000000"]
+
+
+def test_put_annotations_touches_the_entity_and_wants_an_etag_first(world):
+    """NodeManagerImpl.updateUserAnnotations: requiredNotEmpty(etag) before access; nodeDao.touch: a new modifiedOn."""
+    target = world.id("raw/a.txt")
+    before = world.api.get(f"/repo/v1/entity/{target}").json()
+    current = world.api.get(f"/repo/v1/entity/{target}/annotations2").json()
+    url = world.emu.endpoint + f"/repo/v1/entity/{target}/annotations2"
+    world.emu.set_knobs(deny_create=True)
+    no_etag = world.api.session.put(world.emu.endpoint + "/repo/v1/entity/syn999999/annotations2", json={"etag": ""})
+    assert no_etag.status_code == 400 and reason(no_etag) == "etag is required and must not be the empty string."
+    world.emu.set_knobs(deny_create=False)
+    body = dict(current, annotations={"stage": {"type": "STRING", "value": ["done"]}})
+    assert world.api.session.put(url, json=body).status_code == 200
+    after = world.api.get(f"/repo/v1/entity/{target}").json()
+    assert after["modifiedOn"] > before["modifiedOn"] and after["etag"] != before["etag"]
 
 
 def test_an_uncertified_user_may_not_annotate_a_folder(world):
