@@ -63,8 +63,7 @@ from synclient.sync.plan.filters import Age
 from synclient.sync.plan.folder_bytes import FolderBytes
 from synclient.sync.plan.handle_names import FileNames, HandleNames, named_file
 from synclient.sync.records.index import LocalIndex
-from synclient.sync.sources import auto_view as auto_views
-from synclient.sync.sources.auto_view import AutoView, AutoViewRequest
+from synclient.sync.sources.auto_view import AutoView, AutoViewRequest, auto_view_for
 from synclient.sync.sources.by_id import Layout, Renamed
 from synclient.sync.sources.id_lists import EntityRef
 from synclient.sync.sources.kept_paths import kept_paths_of
@@ -1178,14 +1177,9 @@ def _view_rows(
                 "of ids, give a file view over them (--view syn456)"
             )
         return None  # one file: nothing to plan
-    # (said on the line --view auto's notes are shown on: why this run makes no view)
-    if options.needs_bundle:
-        auto_views.log.info("--view auto: no view: every file takes its bundle call for what this run asks")
-        return None
-    if options.dry_run:
-        auto_views.log.info("--view auto: a dry run makes no view; the real run makes one when it pays")
-        return None
-    return AutoView(platform, scope_id=source.root_id, request=view)
+    return auto_view_for(
+        platform, scope_id=source.root_id, request=view, dry_run=options.dry_run, needs_bundle=options.needs_bundle
+    )
 
 
 def _progress_bar(*, enabled: bool, description: str) -> Optional[ProgressDisplay]:

@@ -47,6 +47,21 @@ class AutoViewRequest:
     scratch_project: Optional[str] = None
 
 
+def auto_view_for(
+    platform: Platform, *, scope_id: str, request: AutoViewRequest, dry_run: bool, needs_bundle: bool
+) -> Optional[AutoView]:
+    """The run's temporary view of ``scope_id`` (made when it pays), or None with the note that says why not: a dry
+    run makes nothing in the account; a run that takes every file's bundle anyway (``--provenance``) has no use
+    for one."""
+    if needs_bundle:
+        log.info("--view auto: no view: every file takes its bundle call for what this run asks")
+        return None
+    if dry_run:
+        log.info("--view auto: a dry run makes no view; the real run makes one when it pays")
+        return None
+    return AutoView(platform, scope_id=scope_id, request=request)
+
+
 class AutoViewState(enum.Enum):
     WAITING = "waiting"  # not enough files have needed their bundle yet
     READ = "read"  # the view was made, read and removed: its rows stand in for bundles
@@ -107,7 +122,7 @@ class AutoView:
 
     def _read_new_view(self) -> DescribedFiles:
         scratch = self._scratch
-        models = list(FILE_FIELDS.models) + self._annotation_columns()
+        models = list(FILE_FIELDS) + self._annotation_columns()
         column_ids = self._platform.create_columns(models)
         for last in (False, True):
             self._project = scratch.open_project()

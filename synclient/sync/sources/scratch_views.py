@@ -17,7 +17,7 @@ import logging
 import secrets
 import socket
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from synclient.errors import (
     AccessDeniedError,
@@ -74,27 +74,18 @@ class ScratchProject:
     ours: bool
 
 
-@dataclass(frozen=True)
-class ViewColumns:
-    """The column models a view-planned sync reads (:mod:`synclient.sync.sources.queries`), as Synapse defines
-    these file fields (``ObjectField``: name, type, size, facet)."""
-
-    models: Sequence[Mapping[str, object]]
-
-
-#: the file fields a planned file needs: its id and version, its folder, its age, its handle (id, size, MD5) and
-#: whether the handle is the platform's storage
-FILE_FIELDS = ViewColumns(
-    (
-        {"name": "id", "columnType": "ENTITYID"},
-        {"name": "currentVersion", "columnType": "INTEGER"},
-        {"name": "parentId", "columnType": "ENTITYID", "facetType": "enumeration"},
-        {"name": "modifiedOn", "columnType": "DATE", "facetType": "range"},
-        {"name": "dataFileHandleId", "columnType": "FILEHANDLEID"},
-        {"name": "dataFileSizeBytes", "columnType": "INTEGER"},
-        {"name": "dataFileMD5Hex", "columnType": "STRING", "maximumSize": 100},
-        {"name": "dataFileConcreteType", "columnType": "STRING", "maximumSize": 65, "facetType": "enumeration"},
-    )
+#: the column models of the file fields a planned file needs (:mod:`synclient.sync.sources.queries` reads them), as
+#: Synapse defines these fields (``ObjectField``: name, type, size, facet): its id and version, its folder, its age,
+#: its handle (id, size, MD5) and whether the handle is the platform's storage
+FILE_FIELDS: Tuple[Mapping[str, object], ...] = (
+    {"name": "id", "columnType": "ENTITYID"},
+    {"name": "currentVersion", "columnType": "INTEGER"},
+    {"name": "parentId", "columnType": "ENTITYID", "facetType": "enumeration"},
+    {"name": "modifiedOn", "columnType": "DATE", "facetType": "range"},
+    {"name": "dataFileHandleId", "columnType": "FILEHANDLEID"},
+    {"name": "dataFileSizeBytes", "columnType": "INTEGER"},
+    {"name": "dataFileMD5Hex", "columnType": "STRING", "maximumSize": 100},
+    {"name": "dataFileConcreteType", "columnType": "STRING", "maximumSize": 65, "facetType": "enumeration"},
 )
 
 
